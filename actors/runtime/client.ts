@@ -1,0 +1,71 @@
+import { performance } from "node:perf_hooks";
+import { inject, injectable } from "tsyringe";
+import { RequestError, TimeoutError, type NatsConnection } from "@nats-io/transport-node";
+import { partitionOf, Subjects } from "./addressing";
+import { DeadlineExceededError, errorFromWire, NotOwnerError, RetryableError } from "./errors";
+import { PartitionTable } from "./partition-table";
+import { Tokens } from "./tokens";
+import type { ActorCaller, ActorRef, AnyActorDefinition, CallEnvelope, CallOptions, ReplyEnvelope, RuntimeOptions } from "./types";
+
+const firstBackoffMs = 10;
+const maxBackoffMs = 250;
+
+/**
+ * Calls actors from anywhere: a node, the gateway, a proxy, a test. The caller never knows
+ * where an actor lives: it routes by the replicated partition table and, while ownership is
+ * moving (no owner yet, owner gone, owner handing over), waits and routes again until the
+ * call's deadline. A call that timed out is not sent again: an exclusive handler may have run.
+ */
+@injectable()
+export class ActorClient implements ActorCaller {
+  constructor(
+    @inject(Tokens.Nats) private readonly nc: NatsConnection,
+    private readonly table: PartitionTable,
+    @inject(Tokens.Options) private readonly options: RuntimeOptions,
+  ) {}
+
+  async call<R = unknown>(type: string, id: string, handler: string, arg?: unknown, options?: CallOptions): Promise<R> {
+    const deadline = performance.now() + (options?.timeoutMs ?? this.options.callTimeoutMs);
+    const partition = partitionOf(type, id, this.options.partitions);
+    const envelope: CallEnvelope = { t: type, i: id, m: handler, d: 0, a: arg };
+    let backoff = firstBackoffMs;
+    for (;;) {
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) throw new DeadlineExceededError(`no owner of ${type}/${id} answered before the deadline`);
+      const owner = this.table.ownerOf(partition);
+      if (!owner?.incarnation) {
+        await this.table.nextChange(Math.min(backoff, remaining));
+        backoff = Math.min(backoff * 2, maxBackoffMs);
+        continue;
+      }
+      envelope.d = Math.floor(remaining);
+      let reply: ReplyEnvelope;
+      try {
+        const msg = await this.nc.request(Subjects.call(owner.incarnation, partition), JSON.stringify(envelope), { timeout: Math.ceil(remaining) });
+        reply = msg.json<ReplyEnvelope>();
+      } catch (error) {
+        if (error instanceof TimeoutError) throw new DeadlineExceededError(`${type}/${id} did not answer ${handler} before the deadline`, { cause: error });
+        if (error instanceof RequestError && error.isNoResponders()) {
+          // The recorded owner is gone; wait for the table to name another.
+          await this.table.nextChange(Math.min(backoff, Math.max(0, deadline - performance.now())));
+          backoff = Math.min(backoff * 2, maxBackoffMs);
+          continue;
+        }
+        throw new RetryableError("TRANSPORT", `calling ${type}/${id} failed: ${(error as Error).message}`, { cause: error });
+      }
+      if (!("e" in reply)) return reply.r as R;
+      const failure = errorFromWire(reply.e);
+      if (!(failure instanceof NotOwnerError)) throw failure;
+      await this.table.nextChange(Math.min(backoff, Math.max(0, deadline - performance.now())));
+      backoff = Math.min(backoff * 2, maxBackoffMs);
+    }
+  }
+
+  ref<D extends AnyActorDefinition>(definition: D, id: string): ActorRef<D> {
+    const ref: Record<string, (arg?: unknown, options?: CallOptions) => Promise<unknown>> = {};
+    for (const handler of Object.keys(definition.handlers)) {
+      ref[handler] = (arg, options) => this.call(definition.type, id, handler, arg, options);
+    }
+    return ref as ActorRef<D>;
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The runtime's errors: a small set of classes that say whether trying again can help.
+ * Each carries a machine-readable code and, where one exists, the underlying cause.
+ */
+export abstract class RuntimeError extends Error {
+  abstract readonly retryable: boolean;
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** Trying again (after a pause) may succeed: ownership moving, a node starting, a transient fault. */
+export class RetryableError extends RuntimeError {
+  readonly retryable = true;
+}
+
+/** Trying again will give the same answer: bad input, unknown actor type or handler, a refused request. */
+export class FatalError extends RuntimeError {
+  readonly retryable = false;
+}
+
+/** The call's deadline passed. Whether an exclusive handler ran is unknown to the caller. */
+export class DeadlineExceededError extends RetryableError {
+  constructor(message = "the call's deadline passed", options?: { cause?: unknown }) {
+    super("DEADLINE_EXCEEDED", message, options);
+  }
+}
+
+/** The receiving node does not own the actor (ownership is moving): route again. */
+export class NotOwnerError extends RetryableError {
+  constructor(message = "this node does not own the actor", options?: { cause?: unknown }) {
+    super("NOT_OWNER", message, options);
+  }
+}
+
+/** A revision-checked write found a newer revision than the one it was based on. */
+export class StaleRevisionError extends RetryableError {
+  constructor(
+    readonly key: string,
+    readonly expectedRevision: number,
+    options?: { cause?: unknown },
+  ) {
+    super("STALE_REVISION", `state of ${key} changed since revision ${expectedRevision}`, options);
+  }
+}
+
+/** An error raised by a handler and passed on to the caller with its code. */
+export class HandlerError extends FatalError {}
+
+/** Rebuilds an error from its wire form on the caller's side. */
+export function errorFromWire(wire: { code: string; message: string; retryable: boolean }): RuntimeError {
+  if (wire.code === "DEADLINE_EXCEEDED") return new DeadlineExceededError(wire.message);
+  if (wire.code === "NOT_OWNER") return new NotOwnerError(wire.message);
+  return wire.retryable ? new RetryableError(wire.code, wire.message) : new HandlerError(wire.code, wire.message);
+}
+
+/** The wire form of any error thrown on the actor's side; unknown errors never leak their text. */
+export function errorToWire(error: unknown): { code: string; message: string; retryable: boolean } {
+  if (error instanceof RuntimeError) return { code: error.code, message: error.message, retryable: error.retryable };
+  return { code: "INTERNAL", message: "internal error in actor handler", retryable: false };
+}

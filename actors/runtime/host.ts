@@ -1,0 +1,204 @@
+import { EventEmitter } from "node:events";
+import { performance } from "node:perf_hooks";
+import { inject, injectable } from "tsyringe";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import { Counter, Histogram, type Registry } from "prom-client";
+import { Activation, type ActivationHost } from "./activation";
+import { partitionOf, Subjects } from "./addressing";
+import { ActorClient } from "./client";
+import { errorToWire, FatalError, NotOwnerError, RuntimeError } from "./errors";
+import { Membership } from "./membership";
+import { RevisionedKv } from "./revisioned-kv";
+import { Tokens, type RuntimeBuckets } from "./tokens";
+import type { AnyActorDefinition, CallEnvelope, ReplyEnvelope, RuntimeOptions } from "./types";
+
+const sweepIntervalMs = 30_000;
+
+/**
+ * Runs the activations of the partitions this node owns. Calls arrive on this incarnation's
+ * subject; a call for a partition this node does not (or no longer) own is answered NotOwner,
+ * and the caller routes again.
+ *
+ * Events: "stepped-down" (partition) when a write proved that another owner has moved on.
+ */
+@injectable()
+export class ActorHost extends EventEmitter implements ActivationHost {
+  readonly store: RevisionedKv<unknown>;
+  readonly log: Logger;
+  private readonly definitions = new Map<string, AnyActorDefinition>();
+  private readonly partitions = new Map<number, Map<string, Activation>>();
+  private subscription?: Subscription;
+  private sweepTimer?: NodeJS.Timeout;
+  private readonly calls: Counter<"type" | "handler" | "outcome">;
+  private readonly duration: Histogram<"type">;
+
+  constructor(
+    @inject(Tokens.Nats) private readonly nc: NatsConnection,
+    @inject(Tokens.Buckets) buckets: RuntimeBuckets,
+    private readonly membership: Membership,
+    private readonly client: ActorClient,
+    @inject(Tokens.Options) private readonly options: RuntimeOptions,
+    @inject(Tokens.Logger) log: Logger,
+    @inject(Tokens.Metrics) metrics: Registry,
+  ) {
+    super();
+    this.log = log;
+    this.store = new RevisionedKv<unknown>(buckets.state);
+    this.calls = new Counter({ name: "warden_actor_calls_total", help: "Actor calls handled on this node", labelNames: ["type", "handler", "outcome"], registers: [metrics] });
+    this.duration = new Histogram({
+      name: "warden_actor_call_duration_seconds",
+      help: "Time from arrival to reply of actor calls handled on this node",
+      labelNames: ["type"],
+      buckets: [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5],
+      registers: [metrics],
+    });
+  }
+
+  get caller(): ActorClient {
+    return this.client;
+  }
+
+  register(definition: AnyActorDefinition): void {
+    const existing = this.definitions.get(definition.type);
+    if (existing && existing !== definition) throw new Error(`actor type '${definition.type}' is registered twice`);
+    this.definitions.set(definition.type, definition);
+  }
+
+  registeredTypes(): string[] {
+    return [...this.definitions.keys()].sort();
+  }
+
+  start(): void {
+    this.subscribe();
+    this.membership.on("incarnation", () => this.subscribe());
+    this.membership.on("lapsed", () => this.dropAll("lease lapsed"));
+    this.sweepTimer = setInterval(() => this.sweepIdle(), sweepIntervalMs);
+    this.sweepTimer.unref();
+  }
+
+  private subscribe(): void {
+    this.subscription?.unsubscribe();
+    this.subscription = this.nc.subscribe(Subjects.callsTo(this.membership.incarnation), {
+      callback: (error, msg) => {
+        if (!error) this.receive(msg);
+      },
+    });
+  }
+
+  serves(partition: number): boolean {
+    return this.partitions.has(partition);
+  }
+
+  activationCount(): number {
+    let count = 0;
+    for (const actors of this.partitions.values()) count += actors.size;
+    return count;
+  }
+
+  mayWrite(partition: number): boolean {
+    return this.partitions.has(partition) && this.membership.isLeaseValid();
+  }
+
+  /** Starts accepting calls for a partition this node now owns. */
+  activate(partition: number): void {
+    if (!this.partitions.has(partition)) this.partitions.set(partition, new Map());
+  }
+
+  /** Stops accepting calls for the partition and waits for its running and queued handlers. */
+  async deactivate(partition: number): Promise<void> {
+    const actors = this.partitions.get(partition);
+    if (!actors) return;
+    this.partitions.delete(partition);
+    await Promise.all([...actors.values()].map((activation) => activation.idle()));
+    for (const activation of actors.values()) activation.close();
+  }
+
+  stepDown(partition: number, reason: string): void {
+    const actors = this.partitions.get(partition);
+    if (!actors) return;
+    this.partitions.delete(partition);
+    for (const activation of actors.values()) activation.close();
+    this.log.warn({ partition, reason }, "stepped down from a partition");
+    this.emit("stepped-down", partition);
+  }
+
+  /** Drops every activation at once, without waiting: this node may no longer act as owner. */
+  dropAll(reason: string): void {
+    if (this.partitions.size === 0) return;
+    for (const actors of this.partitions.values()) for (const activation of actors.values()) activation.close();
+    this.log.warn({ partitions: this.partitions.size, reason }, "dropped all partitions");
+    this.partitions.clear();
+  }
+
+  private receive(msg: Msg): void {
+    const started = performance.now();
+    let envelope: CallEnvelope;
+    try {
+      envelope = msg.json<CallEnvelope>();
+      if (typeof envelope?.t !== "string" || typeof envelope.i !== "string" || typeof envelope.m !== "string" || typeof envelope.d !== "number") {
+        throw new Error("malformed envelope");
+      }
+    } catch {
+      this.respond(msg, { e: errorToWire(new FatalError("BAD_CALL", "malformed call envelope")) });
+      return;
+    }
+    const partition = partitionOf(envelope.t, envelope.i, this.options.partitions);
+    const actors = this.partitions.get(partition);
+    if (!actors || !this.membership.isLeaseValid() || !msg.subject.endsWith(`.${partition}`)) {
+      this.respond(msg, { e: errorToWire(new NotOwnerError()) });
+      return;
+    }
+    const definition = this.definitions.get(envelope.t);
+    const handler = definition && Object.hasOwn(definition.handlers, envelope.m) ? definition.handlers[envelope.m] : undefined;
+    if (!definition || !handler) {
+      const what = definition ? `handler '${envelope.m}' of actor type '${envelope.t}'` : `actor type '${envelope.t}'`;
+      this.respond(msg, { e: errorToWire(new FatalError(definition ? "UNKNOWN_HANDLER" : "UNKNOWN_ACTOR_TYPE", `no ${what} on this cluster`)) });
+      return;
+    }
+    let activation = actors.get(envelope.i);
+    if (!activation) {
+      activation = new Activation(definition, envelope.i, partition, this);
+      actors.set(envelope.i, activation);
+    }
+    const deadline = started + envelope.d;
+    const pending = handler.kind === "shared" ? activation.runShared(handler, envelope.a, deadline) : activation.runExclusive(handler, envelope.a, deadline);
+    pending.then(
+      (result) => {
+        this.calls.inc({ type: envelope.t, handler: envelope.m, outcome: "ok" });
+        this.respond(msg, result === undefined ? {} : { r: result });
+        this.duration.observe({ type: envelope.t }, (performance.now() - started) / 1000);
+      },
+      (error: unknown) => {
+        this.calls.inc({ type: envelope.t, handler: envelope.m, outcome: error instanceof RuntimeError ? error.code : "INTERNAL" });
+        if (!(error instanceof RuntimeError)) this.log.error({ err: error, actor: `${envelope.t}/${envelope.i}`, handler: envelope.m }, "actor handler failed");
+        this.respond(msg, { e: errorToWire(error) });
+      },
+    );
+  }
+
+  private respond(msg: Msg, reply: ReplyEnvelope): void {
+    let payload: string;
+    try {
+      payload = JSON.stringify(reply);
+    } catch (error) {
+      this.log.error({ err: error }, "actor reply is not serializable");
+      payload = JSON.stringify({ e: errorToWire(error) });
+    }
+    msg.respond(payload);
+  }
+
+  private sweepIdle(): void {
+    const cutoff = performance.now() - this.options.activationIdleMs;
+    for (const actors of this.partitions.values()) {
+      for (const [id, activation] of actors) {
+        if (!activation.busy && activation.lastUsed < cutoff) actors.delete(id);
+      }
+    }
+  }
+
+  stop(): void {
+    this.subscription?.unsubscribe();
+    if (this.sweepTimer) clearInterval(this.sweepTimer);
+  }
+}

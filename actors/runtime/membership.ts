@@ -1,0 +1,190 @@
+import { EventEmitter } from "node:events";
+import { performance } from "node:perf_hooks";
+import { randomUUID } from "node:crypto";
+import { inject, injectable } from "tsyringe";
+import type { Logger } from "pino";
+import { Buckets } from "./addressing";
+import { RevisionedKv } from "./revisioned-kv";
+import { StaleRevisionError } from "./errors";
+import { Tokens, type RuntimeBuckets } from "./tokens";
+import type { NodeRecord, RuntimeOptions } from "./types";
+import { WatchedBucket } from "./watched-bucket";
+
+/**
+ * Cluster membership by leases. Each node renews its own entry every `heartbeatMs` with a
+ * revision-checked write. Liveness is judged by each observer's own monotonic clock: a peer
+ * whose entry has not changed for `leaseTtlMs` since this node last saw it change is dead.
+ * No wall clocks are compared and no server-side TTL is needed (nats-server 2.9 has none
+ * usable for this).
+ *
+ * A node trusts its own lease only until `renewal started + leaseTtlMs - safety margin`:
+ * observers start their countdown no earlier than that write, so the node always gives up
+ * before anyone may take over. A lease that lapsed is never renewed: the node re-registers
+ * as a new incarnation, and everything the old incarnation owned is free.
+ *
+ * Events: "change" (the set of live nodes may have changed), "incarnation" (this node
+ * re-registered after its lease lapsed; everything it owned is gone).
+ */
+@injectable()
+export class Membership extends EventEmitter {
+  private readonly store: RevisionedKv<NodeRecord>;
+  readonly peers: WatchedBucket<NodeRecord>;
+  private record!: NodeRecord;
+  private revision = 0;
+  private leaseValidUntil = 0;
+  private timer?: NodeJS.Timeout;
+  private renewing = false;
+  private lastRenewalAt = 0;
+  private stopped = false;
+  private lastLiveSignature = "";
+
+  constructor(
+    @inject(Tokens.Buckets) buckets: RuntimeBuckets,
+    @inject(Tokens.Options) private readonly options: RuntimeOptions,
+    @inject(Tokens.Logger) private readonly log: Logger,
+  ) {
+    super();
+    this.store = new RevisionedKv<NodeRecord>(buckets.nodes);
+    this.peers = new WatchedBucket<NodeRecord>(Buckets.nodes, buckets.nodes, log);
+    this.peers.on("change", () => this.emitIfLiveSetChanged());
+  }
+
+  get nodeId(): string {
+    return this.options.nodeId;
+  }
+
+  get incarnation(): string {
+    return this.record.incarnation;
+  }
+
+  /** Margin kept between this node's own view of its lease and its observers' view. */
+  private get safetyMarginMs(): number {
+    return Math.max(this.options.heartbeatMs / 2, this.options.leaseTtlMs / 10);
+  }
+
+  async start(): Promise<void> {
+    await this.peers.start();
+    await this.peers.ready;
+    await this.register();
+    this.timer = setInterval(() => void this.tick(), Math.max(50, Math.floor(this.options.heartbeatMs / 2)));
+  }
+
+  /** Writes a fresh incarnation over whatever this node id held before. */
+  private async register(): Promise<void> {
+    const started = performance.now();
+    const current = await this.store.read(this.nodeId);
+    this.record = { nodeId: this.nodeId, incarnation: randomUUID().replaceAll("-", ""), startedAt: new Date().toISOString(), leaving: false, heartbeat: 0 };
+    this.revision = await this.store.write(this.nodeId, this.record, current.revision);
+    this.leaseValidUntil = started + this.options.leaseTtlMs - this.safetyMarginMs;
+    this.peers.applyOwnWrite(this.nodeId, this.record, this.revision);
+    this.log.info({ incarnation: this.record.incarnation }, "joined the cluster");
+  }
+
+  isLeaseValid(): boolean {
+    return !this.stopped && performance.now() < this.leaseValidUntil;
+  }
+
+  private async tick(): Promise<void> {
+    this.emitIfLiveSetChanged();
+    if (this.renewing || this.stopped) return;
+    const now = performance.now();
+    if (now - this.lastRenewalAt < this.options.heartbeatMs) return;
+    this.renewing = true;
+    try {
+      if (!this.isLeaseValid()) await this.reincarnate();
+      else await this.renew();
+      await this.removeLongDeadPeers();
+    } catch (error) {
+      this.log.warn({ err: error }, "lease renewal failed; will retry");
+    } finally {
+      this.renewing = false;
+    }
+  }
+
+  private async renew(): Promise<void> {
+    const started = performance.now();
+    this.lastRenewalAt = started;
+    const next = { ...this.record, heartbeat: this.record.heartbeat + 1 };
+    try {
+      this.revision = await this.store.write(this.nodeId, next, this.revision);
+    } catch (error) {
+      if (error instanceof StaleRevisionError) {
+        // Someone rewrote our entry (a peer removed it as dead, or another process uses our node id).
+        this.log.error({ nodeId: this.nodeId }, "lease entry changed by someone else; giving up this incarnation");
+        this.leaseValidUntil = 0;
+        return this.reincarnate();
+      }
+      throw error;
+    }
+    this.record = next;
+    // A renewal that completes after the lease already lapsed does not revive it.
+    if (started < this.leaseValidUntil) this.leaseValidUntil = started + this.options.leaseTtlMs - this.safetyMarginMs;
+    this.peers.applyOwnWrite(this.nodeId, this.record, this.revision);
+  }
+
+  private async reincarnate(): Promise<void> {
+    const previous = this.record.incarnation;
+    this.log.warn({ previous }, "lease lapsed (node paused or cut off); stepping down everywhere and re-registering");
+    this.emit("lapsed");
+    this.lastRenewalAt = performance.now();
+    await this.register();
+    this.emit("incarnation", this.record.incarnation);
+  }
+
+  /** Entries of nodes dead for a long time are removed (revision-checked, so a revived node wins). */
+  private async removeLongDeadPeers(): Promise<void> {
+    const now = performance.now();
+    for (const [nodeId, entry] of this.peers.all()) {
+      if (nodeId === this.nodeId || now - entry.seenAt < this.options.leaseTtlMs * 5) continue;
+      try {
+        await this.store.remove(nodeId, entry.revision);
+        this.log.info({ peer: nodeId }, "removed the entry of a long-dead node");
+      } catch (error) {
+        if (!(error instanceof StaleRevisionError)) throw error;
+      }
+    }
+  }
+
+  /** True while the node's lease is current (by this node's clock). */
+  isAlive(nodeId: string, incarnation: string | null): boolean {
+    if (nodeId === this.nodeId) return incarnation === this.record.incarnation && this.isLeaseValid();
+    const entry = this.peers.get(nodeId);
+    return !!entry && entry.value.incarnation === incarnation && performance.now() - entry.seenAt < this.options.leaseTtlMs;
+  }
+
+  /** Live nodes that take new work (leaving nodes excluded), sorted by id. */
+  activeNodeIds(): string[] {
+    const ids: string[] = [];
+    for (const [nodeId, entry] of this.peers.all()) {
+      if (!entry.value.leaving && this.isAlive(nodeId, entry.value.incarnation)) ids.push(nodeId);
+    }
+    return ids.sort();
+  }
+
+  private emitIfLiveSetChanged(): void {
+    const signature = this.activeNodeIds().join(",");
+    if (signature !== this.lastLiveSignature) {
+      this.lastLiveSignature = signature;
+      this.emit("change");
+    }
+  }
+
+  /** Announces that this node is leaving: peers stop placing work here but wait for its hand-over. */
+  async markLeaving(): Promise<void> {
+    const next = { ...this.record, leaving: true };
+    this.revision = await this.store.write(this.nodeId, next, this.revision);
+    this.record = next;
+    this.peers.applyOwnWrite(this.nodeId, next, this.revision);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.peers.stop();
+    try {
+      await this.store.remove(this.nodeId, this.revision);
+    } catch (error) {
+      this.log.warn({ err: error }, "could not remove the membership entry; peers will expire it");
+    }
+  }
+}

@@ -1,0 +1,45 @@
+import { inject, injectable } from "tsyringe";
+import type { Logger } from "pino";
+import { Buckets, partitionKey } from "./addressing";
+import { Tokens, type RuntimeBuckets } from "./tokens";
+import type { PartitionRecord } from "./types";
+import { WatchedBucket, type WatchedEntry } from "./watched-bucket";
+
+/**
+ * Who owns which partition, as recorded in JetStream. Every node and every client keeps this
+ * replica; callers route by it, owners are decided by revision-checked writes to it.
+ */
+@injectable()
+export class PartitionTable extends WatchedBucket<PartitionRecord> {
+  private waiters: Array<() => void> = [];
+
+  constructor(@inject(Tokens.Buckets) buckets: RuntimeBuckets, @inject(Tokens.Logger) log: Logger) {
+    super(Buckets.partitions, buckets.partitions, log);
+    this.on("change", () => {
+      const waiters = this.waiters;
+      this.waiters = [];
+      for (const wake of waiters) wake();
+    });
+  }
+
+  entry(partition: number): WatchedEntry<PartitionRecord> | undefined {
+    return this.get(partitionKey(partition));
+  }
+
+  /** The incarnation currently recorded as owner, if any. */
+  ownerOf(partition: number): PartitionRecord | undefined {
+    const record = this.entry(partition)?.value;
+    return record?.owner ? record : undefined;
+  }
+
+  /** Resolves at the next change of the table, or after `ms`, whichever comes first. */
+  nextChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}

@@ -1,0 +1,160 @@
+import { inject, injectable } from "tsyringe";
+import type { Logger } from "pino";
+import { desiredOwner, partitionKey } from "./addressing";
+import { StaleRevisionError } from "./errors";
+import { ActorHost } from "./host";
+import { Membership } from "./membership";
+import { PartitionTable } from "./partition-table";
+import { RevisionedKv } from "./revisioned-kv";
+import { Tokens, type RuntimeBuckets } from "./tokens";
+import type { PartitionRecord, RuntimeOptions } from "./types";
+
+const reconcileIntervalMs = 500;
+
+/**
+ * Decides which partitions this node serves. Every node computes the same desired owner for
+ * each partition from the live node set (rendezvous hashing); ownership itself changes only by
+ * revision-checked writes to the partition table, so two nodes with different views can never
+ * both win a partition.
+ *
+ * - A partition whose recorded owner is dead, released or absent is claimed by its desired owner.
+ * - An owner that is no longer the desired owner drains the partition, then releases it.
+ * - A node whose lease lapsed drops everything at once (the host does, on "lapsed").
+ */
+@injectable()
+export class Placement {
+  private readonly store: RevisionedKv<PartitionRecord>;
+  private timer?: NodeJS.Timeout;
+  private running = false;
+  private rerun = false;
+  private leaving = false;
+  private readonly transitions = new Set<number>();
+
+  constructor(
+    @inject(Tokens.Buckets) buckets: RuntimeBuckets,
+    private readonly table: PartitionTable,
+    private readonly membership: Membership,
+    private readonly host: ActorHost,
+    @inject(Tokens.Options) private readonly options: RuntimeOptions,
+    @inject(Tokens.Logger) private readonly log: Logger,
+  ) {
+    this.store = new RevisionedKv<PartitionRecord>(buckets.partitions);
+  }
+
+  start(): void {
+    const schedule = () => void this.reconcile();
+    this.membership.on("change", schedule);
+    this.membership.on("incarnation", schedule);
+    this.table.on("change", schedule);
+    this.host.on("stepped-down", schedule);
+    this.timer = setInterval(schedule, reconcileIntervalMs);
+    schedule();
+  }
+
+  private isMine(record: PartitionRecord | undefined): boolean {
+    return record?.owner === this.membership.nodeId && record.incarnation === this.membership.incarnation;
+  }
+
+  /** One pass at a time; a request during a pass makes one more pass afterwards. */
+  async reconcile(): Promise<void> {
+    if (this.running) {
+      this.rerun = true;
+      return;
+    }
+    this.running = true;
+    try {
+      do {
+        this.rerun = false;
+        await this.reconcileOnce();
+      } while (this.rerun);
+    } catch (error) {
+      this.log.warn({ err: error }, "placement pass failed; will retry");
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async reconcileOnce(): Promise<void> {
+    if (!this.membership.isLeaseValid()) return; // the host already dropped everything
+    const active = this.membership.activeNodeIds();
+    const work: Promise<void>[] = [];
+    for (let partition = 0; partition < this.options.partitions; partition++) {
+      if (this.transitions.has(partition)) continue;
+      const entry = this.table.entry(partition);
+      const record = entry?.value;
+      const mine = this.isMine(record);
+      const served = this.host.serves(partition);
+      if (mine && !served && !this.leaving) this.host.activate(partition);
+      if (!mine && served) this.host.stepDown(partition, "the partition table names another owner");
+      const desired = desiredOwner(partition, active);
+      if (!mine && desired === this.membership.nodeId && !this.leaving) {
+        const free = !record?.owner || !this.membership.isAlive(record.owner, record.incarnation);
+        if (free) work.push(this.transition(partition, () => this.claim(partition, record, entry?.revision ?? 0)));
+      } else if (mine && (this.leaving || (desired !== undefined && desired !== this.membership.nodeId))) {
+        work.push(this.transition(partition, () => this.release(partition, record!, entry!.revision)));
+      }
+    }
+    await Promise.all(work);
+  }
+
+  private async transition(partition: number, change: () => Promise<void>): Promise<void> {
+    this.transitions.add(partition);
+    try {
+      await change();
+    } catch (error) {
+      if (!(error instanceof StaleRevisionError)) throw error;
+      // Someone else changed the record first: the watch brings the news, the next pass acts on it.
+    } finally {
+      this.transitions.delete(partition);
+    }
+  }
+
+  private async claim(partition: number, previous: PartitionRecord | undefined, revision: number): Promise<void> {
+    const record: PartitionRecord = { owner: this.membership.nodeId, incarnation: this.membership.incarnation, epoch: (previous?.epoch ?? 0) + 1 };
+    const written = await this.store.write(partitionKey(partition), record, revision);
+    this.table.applyOwnWrite(partitionKey(partition), record, written);
+    if (this.membership.isLeaseValid() && this.isMine(record)) this.host.activate(partition);
+    this.log.debug({ partition, epoch: record.epoch, from: previous?.owner ?? null }, "claimed partition");
+  }
+
+  private async release(partition: number, current: PartitionRecord, revision: number): Promise<void> {
+    await this.host.deactivate(partition);
+    const record: PartitionRecord = { owner: null, incarnation: null, epoch: current.epoch };
+    const written = await this.store.write(partitionKey(partition), record, revision);
+    this.table.applyOwnWrite(partitionKey(partition), record, written);
+    this.log.debug({ partition, epoch: record.epoch }, "released partition");
+  }
+
+  get partitionCount(): number {
+    return this.options.partitions;
+  }
+
+  ownedCount(): number {
+    let count = 0;
+    for (let partition = 0; partition < this.options.partitions; partition++) if (this.isMine(this.table.entry(partition)?.value)) count++;
+    return count;
+  }
+
+  /** Partitions whose recorded owner this node believes alive. */
+  assignedCount(): number {
+    let count = 0;
+    for (let partition = 0; partition < this.options.partitions; partition++) {
+      const record = this.table.ownerOf(partition);
+      if (record?.owner && this.membership.isAlive(record.owner, record.incarnation)) count++;
+    }
+    return count;
+  }
+
+  /** Hands every partition over (draining each first), then stops. */
+  async leave(): Promise<void> {
+    this.leaving = true;
+    await this.membership.markLeaving();
+    for (let attempt = 0; attempt < 20; attempt++) {
+      while (this.running) await new Promise((resolve) => setTimeout(resolve, 10));
+      await this.reconcile();
+      if (this.ownedCount() === 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    if (this.timer) clearInterval(this.timer);
+  }
+}

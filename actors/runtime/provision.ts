@@ -1,0 +1,63 @@
+import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type StreamConfig } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import { Buckets, Streams } from "./addressing";
+import type { RuntimeBuckets } from "./tokens";
+
+export interface ProvisionOptions {
+  /** JetStream replicas of every bucket and stream: 1 on a single server, 3 on a NATS cluster. */
+  replicas: number;
+  /** Partition count used when this is the cluster's first start; afterwards the stored count wins. */
+  partitions: number;
+  auditRetention: { maxAgeDays: number; maxBytes: number };
+  traceRetention: { maxAgeDays: number; maxBytes: number };
+}
+
+export const defaultRetention = {
+  audit: { maxAgeDays: 365, maxBytes: 1024 ** 3 },
+  trace: { maxAgeDays: 30, maxBytes: 4 * 1024 ** 3 },
+};
+
+async function openBucket(kvm: Kvm, name: string, replicas: number): Promise<KV> {
+  try {
+    return await kvm.create(name, { history: 1, replicas });
+  } catch (error) {
+    // Exists with other settings (e.g. created by a node with another replica count): use it as it is.
+    if (/already in use|exists/i.test(String((error as Error).message))) return kvm.open(name);
+    throw error;
+  }
+}
+
+async function ensureStream(nc: NatsConnection, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  try {
+    await jsm.streams.add(config);
+  } catch (error) {
+    if (!/already in use/i.test(String((error as Error).message))) throw error;
+    await jsm.streams.update(config.name, config);
+  }
+}
+
+/** Creates (or opens) every bucket and stream the runtime uses. Safe to run on every start of every node. */
+export async function provision(nc: NatsConnection, options: ProvisionOptions): Promise<{ buckets: RuntimeBuckets; partitions: number }> {
+  const kvm = new Kvm(nc);
+  const [nodes, partitionsBucket, state, meta] = await Promise.all([
+    openBucket(kvm, Buckets.nodes, options.replicas),
+    openBucket(kvm, Buckets.partitions, options.replicas),
+    openBucket(kvm, Buckets.state, options.replicas),
+    openBucket(kvm, Buckets.meta, options.replicas),
+  ]);
+  let partitions = options.partitions;
+  try {
+    await meta.create("partitions", String(options.partitions));
+  } catch {
+    const stored = await meta.get("partitions");
+    partitions = Number(stored?.string());
+    if (!Number.isInteger(partitions) || partitions < 1) throw new Error(`the cluster's stored partition count '${stored?.string()}' is invalid`);
+  }
+  const day = 24 * 60 * 60 * 1000;
+  const streamDefaults = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: options.replicas };
+  await ensureStream(nc, { ...streamDefaults, name: Streams.audit.name, subjects: [...Streams.audit.subjects], max_age: nanos(options.auditRetention.maxAgeDays * day), max_bytes: options.auditRetention.maxBytes });
+  await ensureStream(nc, { ...streamDefaults, name: Streams.trace.name, subjects: [...Streams.trace.subjects], max_age: nanos(options.traceRetention.maxAgeDays * day), max_bytes: options.traceRetention.maxBytes });
+  return { buckets: { nodes, partitions: partitionsBucket, state }, partitions };
+}

@@ -1,0 +1,80 @@
+import { EventEmitter } from "node:events";
+import type { KV, KvWatchEntry } from "@nats-io/kv";
+import { KvWatchInclude } from "@nats-io/kv";
+import type { QueuedIterator } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import { addressOfStateKey, stateKey } from "./addressing";
+import { RevisionedKv, type Revisioned } from "./revisioned-kv";
+import type { ActorDefinition, AnyHandler } from "./types";
+
+/**
+ * A read-through cache of one actor type's committed state, kept near a caller on a hot path
+ * (a proxy deciding about rows, the gateway redacting a record), so that it pays no network
+ * round trip per row once warm. It watches the state bucket for that type and replaces or
+ * drops entries as actors commit, and tells listeners ("change", id, revision).
+ *
+ * Reads never go through the actor: they see committed state only, at least as new as the
+ * last change this node has been told of.
+ */
+export class StateCache<S> extends EventEmitter {
+  private readonly entries = new Map<string, Revisioned<S>>();
+  private readonly store: RevisionedKv<S>;
+  private watcher?: QueuedIterator<KvWatchEntry>;
+
+  constructor(
+    private readonly kv: KV,
+    private readonly definition: ActorDefinition<S, Record<string, AnyHandler<S>>>,
+    private readonly log: Logger,
+    private readonly maxEntries = 100_000,
+  ) {
+    super();
+    this.store = new RevisionedKv<S>(kv);
+  }
+
+  async start(): Promise<void> {
+    this.watcher = await this.kv.watch({ key: `${this.definition.type}.>`, include: KvWatchInclude.UpdatesOnly });
+    void this.consume(this.watcher);
+  }
+
+  private async consume(watcher: QueuedIterator<KvWatchEntry>): Promise<void> {
+    try {
+      for await (const entry of watcher) {
+        const { id } = addressOfStateKey(entry.key);
+        this.remember(id, { value: entry.operation === "PUT" ? entry.json<S>() : undefined, revision: entry.revision });
+        this.emit("change", id, entry.revision);
+      }
+    } catch (error) {
+      this.log.error({ err: error, type: this.definition.type }, "state cache watch ended; clearing the cache");
+      this.entries.clear();
+    }
+  }
+
+  /** Keeps the newest revision seen for an id; the least recently stored entry goes first when full. */
+  private remember(id: string, state: Revisioned<S>): void {
+    const current = this.entries.get(id);
+    if (current && current.revision >= state.revision) return;
+    this.entries.delete(id);
+    this.entries.set(id, state);
+    if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+  }
+
+  /** The committed state (the definition's initial state when none is stored) and its revision. */
+  async get(id: string): Promise<{ state: S; revision: number }> {
+    let cached = this.entries.get(id);
+    if (!cached) {
+      this.remember(id, await this.store.read(stateKey(this.definition.type, id)));
+      cached = this.entries.get(id)!;
+    }
+    return { state: cached.value ?? this.definition.initialState(), revision: cached.revision };
+  }
+
+  /** The cached entry without any I/O, or undefined when this id is not cached. */
+  peek(id: string): { state: S; revision: number } | undefined {
+    const cached = this.entries.get(id);
+    return cached && { state: cached.value ?? this.definition.initialState(), revision: cached.revision };
+  }
+
+  stop(): void {
+    this.watcher?.stop();
+  }
+}

@@ -1,0 +1,81 @@
+import { EventEmitter } from "node:events";
+import { performance } from "node:perf_hooks";
+import type { KV, KvWatchEntry } from "@nats-io/kv";
+import type { QueuedIterator } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+
+export interface WatchedEntry<T> {
+  value: T;
+  revision: number;
+  /** Local monotonic time (ms) at which this node saw the entry change. */
+  seenAt: number;
+}
+
+/**
+ * A local replica of a small KV bucket, kept current by a watch. Emits "change" with the key
+ * after every update. `ready` resolves once the bucket's existing content has been read.
+ */
+export class WatchedBucket<T> extends EventEmitter {
+  private readonly entries = new Map<string, WatchedEntry<T>>();
+  private watcher?: QueuedIterator<KvWatchEntry>;
+  private resolveReady!: () => void;
+  readonly ready = new Promise<void>((resolve) => (this.resolveReady = resolve));
+
+  constructor(
+    readonly name: string,
+    readonly kv: KV,
+    private readonly log: Logger,
+  ) {
+    super();
+  }
+
+  async start(): Promise<void> {
+    const status = await this.kv.status();
+    this.watcher = await this.kv.watch();
+    if (status.values === 0) this.resolveReady();
+    void this.consume(this.watcher);
+  }
+
+  private async consume(watcher: QueuedIterator<KvWatchEntry>): Promise<void> {
+    try {
+      for await (const entry of watcher) {
+        this.apply(entry);
+        if (entry.delta === 0) this.resolveReady();
+      }
+    } catch (error) {
+      this.log.error({ err: error, bucket: this.name }, "bucket watch ended");
+    }
+  }
+
+  private apply(entry: KvWatchEntry): void {
+    const current = this.entries.get(entry.key);
+    if (current && current.revision >= entry.revision) return;
+    if (entry.operation === "PUT") {
+      this.entries.set(entry.key, { value: entry.json<T>(), revision: entry.revision, seenAt: performance.now() });
+    } else {
+      this.entries.delete(entry.key);
+    }
+    this.emit("change", entry.key);
+  }
+
+  /** Records a write this node made itself, without waiting for the watch to echo it. */
+  applyOwnWrite(key: string, value: T | undefined, revision: number): void {
+    const current = this.entries.get(key);
+    if (current && current.revision >= revision) return;
+    if (value === undefined) this.entries.delete(key);
+    else this.entries.set(key, { value, revision, seenAt: performance.now() });
+    this.emit("change", key);
+  }
+
+  get(key: string): WatchedEntry<T> | undefined {
+    return this.entries.get(key);
+  }
+
+  all(): IterableIterator<[string, WatchedEntry<T>]> {
+    return this.entries.entries();
+  }
+
+  stop(): void {
+    this.watcher?.stop();
+  }
+}

@@ -1,0 +1,38 @@
+import { randomUUID } from "node:crypto";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { installErrorHandling } from "./error-handler";
+import { healthRoutes } from "./health";
+import { metricsRoutes } from "./metrics";
+import { notImplemented } from "./not-implemented";
+import { rootPaths, type GatewayDeps } from "./types";
+
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+const defaultBodyLimit = 1024 * 1024;
+
+/**
+ * Builds the gateway without listening: tests drive it with inject(), the node calls listen().
+ * Every response carries `x-request-id` (the client's, when it sent a sane one).
+ */
+export function build(deps: GatewayDeps): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: deps.logger.child({ component: "gateway" }) as FastifyBaseLogger,
+    bodyLimit: deps.bodyLimit ?? defaultBodyLimit,
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const offered = request.headers["x-request-id"];
+      return typeof offered === "string" && requestIdPattern.test(offered) ? offered : randomUUID();
+    },
+    // Prototype poisoning through JSON bodies is refused outright.
+    onProtoPoisoning: "error",
+    onConstructorPoisoning: "error",
+    disableRequestLogging: true,
+  });
+  app.addHook("onRequest", async (request, reply) => {
+    void reply.header("x-request-id", request.id);
+  });
+  installErrorHandling(app);
+  void app.register(metricsRoutes, { metrics: deps.metrics });
+  void app.register(healthRoutes, { health: deps.health, nodeId: deps.nodeId });
+  for (const root of rootPaths) void app.register(notImplemented(root));
+  return app;
+}

@@ -1,0 +1,41 @@
+import type { FastifyError, FastifyInstance } from "fastify";
+import { DeadlineExceededError, RuntimeError } from "../actors/runtime/errors";
+import { GatewayError } from "./errors";
+
+/** Fastify's own error codes, translated into the registry. */
+const fastifyCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: "ERR_REQUEST_BODY_TOO_LARGE",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "ERR_REQUEST_CONTENT_TYPE",
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: "ERR_REQUEST_INVALID",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "ERR_REQUEST_BODY_MALFORMED",
+  FST_ERR_CTP_INVALID_JSON_BODY: "ERR_REQUEST_BODY_MALFORMED",
+};
+
+function toGatewayError(error: FastifyError | Error): GatewayError {
+  if (error instanceof GatewayError) return error;
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    const details = fastifyError.validation.map((v) => ({ path: v.instancePath || "/", problem: v.message ?? "is invalid" }));
+    return new GatewayError("ERR_REQUEST_INVALID", `the request is not valid: ${details.map((d) => `${d.path} ${d.problem}`).join("; ")}`, details);
+  }
+  if (fastifyError.code && fastifyCodes[fastifyError.code]) return new GatewayError(fastifyCodes[fastifyError.code], undefined, undefined, { cause: error });
+  if (error instanceof SyntaxError && fastifyError.statusCode === 400) return new GatewayError("ERR_REQUEST_BODY_MALFORMED", undefined, undefined, { cause: error });
+  if (error instanceof DeadlineExceededError) return new GatewayError("ERR_ACTOR_TIMEOUT", undefined, undefined, { cause: error });
+  if (error instanceof RuntimeError && error.retryable) return new GatewayError("ERR_ACTOR_UNAVAILABLE", undefined, undefined, { cause: error });
+  return new GatewayError("ERR_INTERNAL", undefined, undefined, { cause: error });
+}
+
+/** Every failure leaves as a registered code; internal error text never reaches the client. */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const failure = toGatewayError(error as FastifyError);
+    // Only failures nobody anticipated deserve a stack in the log; registered ones are ordinary answers.
+    if (error instanceof GatewayError) request.log.info({ code: failure.code }, failure.message);
+    else request.log.error({ err: error, code: failure.code }, "request failed");
+    void reply.status(failure.statusCode).send(failure.toBody());
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const failure = new GatewayError("ERR_REQUEST_NOT_FOUND", `no such path: ${request.method} ${request.url.split("?")[0]}`);
+    void reply.status(failure.statusCode).send(failure.toBody());
+  });
+}

@@ -1,0 +1,42 @@
+/**
+ * The one registry of gateway errors: code -> HTTP status and default message. Every error
+ * body is `{error: {code, message, details?}}` with one of these codes.
+ */
+export const gatewayErrors = {
+  ERR_REQUEST_INVALID: { status: 400, message: "the request is not valid" },
+  ERR_REQUEST_BODY_MALFORMED: { status: 400, message: "the request body is not well-formed" },
+  ERR_REQUEST_NOT_FOUND: { status: 404, message: "no such path" },
+  ERR_REQUEST_METHOD: { status: 405, message: "method not allowed on this path" },
+  ERR_REQUEST_BODY_TOO_LARGE: { status: 413, message: "the request body is too large" },
+  ERR_REQUEST_CONTENT_TYPE: { status: 415, message: "unsupported content type" },
+  ERR_SERVICE_NOT_READY: { status: 503, message: "this node is not ready" },
+  ERR_SERVICE_NOT_IMPLEMENTED: { status: 501, message: "not implemented yet" },
+  ERR_ACTOR_TIMEOUT: { status: 504, message: "the service did not answer in time" },
+  ERR_ACTOR_UNAVAILABLE: { status: 503, message: "the service is temporarily unavailable; try again" },
+  ERR_INTERNAL: { status: 500, message: "internal error" },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type GatewayErrorCode = keyof typeof gatewayErrors;
+
+export interface ErrorBody {
+  error: { code: GatewayErrorCode; message: string; details?: unknown };
+}
+
+/** An error with a registered code; thrown by routes, rendered by the gateway's error handler. */
+export class GatewayError extends Error {
+  readonly statusCode: number;
+  constructor(
+    readonly code: GatewayErrorCode,
+    message?: string,
+    readonly details?: unknown,
+    options?: { cause?: unknown },
+  ) {
+    super(message ?? gatewayErrors[code].message, options);
+    this.name = "GatewayError";
+    this.statusCode = gatewayErrors[code].status;
+  }
+
+  toBody(): ErrorBody {
+    return { error: { code: this.code, message: this.message, ...(this.details === undefined ? {} : { details: this.details }) } };
+  }
+}

@@ -1,0 +1,17 @@
+import type { FastifyPluginAsync } from "fastify";
+import { Histogram, type Registry } from "prom-client";
+
+/** Prometheus metrics at /metrics, and the duration of every HTTP request by route and status. */
+export const metricsRoutes: FastifyPluginAsync<{ metrics: Registry }> = async (app, { metrics }) => {
+  const duration = new Histogram({
+    name: "warden_http_request_duration_seconds",
+    help: "Gateway request durations",
+    labelNames: ["method", "route", "status"],
+    buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    registers: [metrics],
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    duration.observe({ method: request.method, route: request.routeOptions.url ?? "unmatched", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+  app.get("/metrics", async (_request, reply) => reply.type(metrics.contentType).send(await metrics.metrics()));
+};

@@ -1,0 +1,144 @@
+#!/usr/bin/env node
+// Installs whatever is missing for `npm start` (and, with --tests, for `npm test`),
+// then builds. Uses only Node built-ins: it runs before `npm install` has.
+// Idempotent and quiet when nothing is missing. Any failure prints one line
+// saying what is wrong and how to fix it, never a stack trace.
+import { spawnSync } from "node:child_process";
+import { existsSync, readdirSync, statSync, writeFileSync, readFileSync } from "node:fs";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const forTests = process.argv.includes("--tests");
+
+class SetupError extends Error {}
+
+function fail(message) {
+  throw new SetupError(message);
+}
+
+function say(message) {
+  process.stderr.write(`setup: ${message}\n`);
+}
+
+function run(command, args, { quiet = true } = {}) {
+  const result = spawnSync(command, args, {
+    cwd: root,
+    encoding: "utf8",
+    stdio: quiet ? ["ignore", "pipe", "pipe"] : "inherit",
+  });
+  if (result.error) return { ok: false, output: String(result.error.message) };
+  return { ok: result.status === 0, output: `${result.stdout ?? ""}${result.stderr ?? ""}` };
+}
+
+function lastLine(text) {
+  const lines = text.trim().split("\n").filter(Boolean);
+  return lines.length ? lines[lines.length - 1] : "";
+}
+
+function checkNode() {
+  const major = Number(process.versions.node.split(".")[0]);
+  if (major < 20) fail(`Node.js ${process.versions.node} is too old: install Node.js 20 or newer`);
+}
+
+function newestMtime(path) {
+  if (!existsSync(path)) return 0;
+  const info = statSync(path);
+  if (!info.isDirectory()) return info.mtimeMs;
+  let newest = info.mtimeMs;
+  for (const entry of readdirSync(path)) {
+    if (entry === "node_modules" || entry.startsWith(".")) continue;
+    newest = Math.max(newest, newestMtime(join(path, entry)));
+  }
+  return newest;
+}
+
+function ensureNpmDependencies() {
+  const installedLock = join(root, "node_modules", ".package-lock.json");
+  const lock = join(root, "package-lock.json");
+  const manifest = join(root, "package.json");
+  const needed =
+    !existsSync(installedLock) ||
+    statSync(installedLock).mtimeMs < Math.max(statSync(manifest).mtimeMs, existsSync(lock) ? statSync(lock).mtimeMs : 0);
+  if (!needed) return;
+  say("installing npm dependencies");
+  const result = run("npm", existsSync(lock) ? ["ci", "--no-audit", "--no-fund"] : ["install", "--no-audit", "--no-fund"]);
+  if (!result.ok) fail(`npm could not install the dependencies (${lastLine(result.output)}): check network access to the npm registry and run again`);
+}
+
+const systemBinDirs = ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin", "/bin"];
+
+function findExecutable(name) {
+  const dirs = [...(process.env.PATH ?? "").split(":").filter(Boolean), ...systemBinDirs];
+  for (const dir of dirs) {
+    const candidate = join(dir, name);
+    if (existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function aptInstall(packages, why) {
+  const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+  if (!isRoot && !findExecutable("sudo")) {
+    fail(`${why} is missing and sudo is not available: run 'apt-get install -y ${packages.join(" ")}' as root`);
+  }
+  if (!findExecutable("apt-get")) {
+    fail(`${why} is missing and this is not a Debian-like system: install ${packages.join(", ")} with your package manager`);
+  }
+  say(`installing ${packages.join(" ")} with apt-get`);
+  const sudo = isRoot ? [] : ["sudo", "-n"];
+  const runAs = (args) => run(args[0], args.slice(1));
+  const install = () => runAs([...sudo, "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "-y", "-q", ...packages]);
+  let result = install();
+  if (!result.ok) {
+    runAs([...sudo, "apt-get", "update", "-q"]);
+    result = install();
+  }
+  if (!result.ok) {
+    const hint = isRoot ? "" : " (sudo may need a password: run it once by hand)";
+    fail(`could not install ${packages.join(" ")}: ${lastLine(result.output)}${hint}; run 'sudo apt-get install -y ${packages.join(" ")}'`);
+  }
+}
+
+function ensureNatsServer() {
+  if (process.env.NATS_URL && !forTests) return; // the node joins an existing NATS; no embedded server needed
+  if (findExecutable("nats-server")) return;
+  aptInstall(["nats-server"], "nats-server (the embedded NATS JetStream server)");
+  if (!findExecutable("nats-server")) fail("nats-server was installed but cannot be found: add /usr/sbin or /usr/bin to PATH");
+}
+
+// Test-only prerequisites are listed here as the suites that need them land.
+const testPrerequisites = [];
+
+function ensureTestPrerequisites() {
+  const missing = testPrerequisites.filter((p) => !findExecutable(p.binary));
+  if (missing.length) aptInstall([...new Set(missing.map((p) => p.package))], missing.map((p) => p.binary).join(", "));
+}
+
+function ensureBuild() {
+  const stamp = join(root, "dist", ".build-stamp");
+  const sources = ["actors", "gateway", "proxies", "protocols", "service", "test", "bench", "tsconfig.json", "package-lock.json"];
+  const newestSource = Math.max(...sources.map((s) => newestMtime(join(root, s))));
+  if (existsSync(stamp) && Number(readFileSync(stamp, "utf8")) >= newestSource) return;
+  say("building (tsc)");
+  const result = run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"]);
+  if (!result.ok) {
+    process.stderr.write(result.output);
+    fail("the TypeScript build failed (errors above)");
+  }
+  writeFileSync(stamp, String(newestSource));
+}
+
+try {
+  checkNode();
+  ensureNpmDependencies();
+  ensureNatsServer();
+  if (forTests) ensureTestPrerequisites();
+  ensureBuild();
+} catch (error) {
+  if (error instanceof SetupError) {
+    process.stderr.write(`warden setup: ${error.message}\n`);
+    process.exit(1);
+  }
+  throw error;
+}

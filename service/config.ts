@@ -1,0 +1,108 @@
+import { hostname } from "node:os";
+import { resolve } from "node:path";
+import { StartupError } from "./startup-error";
+
+export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+
+export interface NodeConfig {
+  /** Gateway port (all REST APIs and web UIs). */
+  port: number;
+  /** Address the gateway binds to. */
+  host: string;
+  /** This node's data directory: the embedded nats-server's storage lives under it. */
+  dataDir: string;
+  /** NATS servers to join; empty means start an embedded nats-server. */
+  natsUrls: string[];
+  /** Client port of the embedded nats-server. */
+  natsPort: number;
+  nodeId: string;
+  logLevel: LogLevel;
+  /** JetStream replicas for buckets and streams (3 on a NATS cluster). */
+  jsReplicas: number;
+  /** Partition count at the cluster's first start. */
+  partitions: number;
+  heartbeatMs: number;
+  leaseTtlMs: number;
+  callTimeoutMs: number;
+  /** Extra actor definitions to host, as paths to JavaScript modules (plug-ins, test fixtures). */
+  actorModules: string[];
+}
+
+interface Setting {
+  env: string;
+  flag: string;
+  describe: string;
+}
+
+/** Every setting, its environment variable and its flag: the README's table is generated from this list. */
+export const settings = {
+  port: { env: "PORT", flag: "--port", describe: "gateway port (default 8890)" },
+  host: { env: "HOST", flag: "--host", describe: "gateway bind address (default 127.0.0.1; 0.0.0.0 to serve other machines)" },
+  dataDir: { env: "DATA_DIR", flag: "--data-dir", describe: "node data directory (default ./data/<node id>)" },
+  natsUrls: { env: "NATS_URL", flag: "--nats-url", describe: "NATS servers, comma-separated; when set no embedded server is started" },
+  natsPort: { env: "NATS_PORT", flag: "--nats-port", describe: "client port of the embedded nats-server (default 4222)" },
+  nodeId: { env: "NODE_ID", flag: "--node-id", describe: "unique node id in the cluster (default <hostname>-<port>)" },
+  logLevel: { env: "LOG_LEVEL", flag: "--log-level", describe: "trace, debug, info, warn, error, fatal or silent (default info)" },
+  jsReplicas: { env: "JS_REPLICAS", flag: "--js-replicas", describe: "JetStream replicas of buckets and streams (default 1; 3 on a NATS cluster)" },
+  partitions: { env: "PARTITIONS", flag: "--partitions", describe: "actor partitions, fixed at the cluster's first start (default 64)" },
+  heartbeatMs: { env: "HEARTBEAT_MS", flag: "--heartbeat-ms", describe: "lease renewal interval (default 1000)" },
+  leaseTtlMs: { env: "LEASE_TTL_MS", flag: "--lease-ttl-ms", describe: "a node silent this long is dead; bounds failover time (default 4000)" },
+  callTimeoutMs: { env: "CALL_TIMEOUT_MS", flag: "--call-timeout-ms", describe: "default deadline of an actor call (default 5000)" },
+  actorModules: { env: "ACTOR_MODULES", flag: "--actor-modules", describe: "extra actor modules to host, comma-separated paths" },
+} satisfies Record<keyof NodeConfig, Setting>;
+
+const logLevels: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
+
+function parseFlags(argv: readonly string[]): Map<string, string> {
+  const known = new Set(Object.values(settings).map((s) => s.flag));
+  const values = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    if (!known.has(flag)) throw new StartupError(`unknown option '${arg}' (options: ${[...known].join(", ")})`);
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new StartupError(`option ${flag} needs a value`);
+    values.set(flag, value);
+  }
+  return values;
+}
+
+function integer(setting: Setting, raw: string, min: number, max: number): number {
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || value < min || value > max) {
+    throw new StartupError(`${setting.env} (${setting.flag}) must be a whole number from ${min} to ${max}, got '${raw}'`);
+  }
+  return value;
+}
+
+/** Reads the node's configuration: flags win over environment variables, which win over defaults. */
+export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): NodeConfig {
+  const flags = parseFlags(argv);
+  const raw = (key: keyof typeof settings): string | undefined => flags.get(settings[key].flag) ?? (env[settings[key].env] || undefined);
+
+  const port = integer(settings.port, raw("port") ?? "8890", 0, 65535);
+  const nodeId = raw("nodeId") ?? `${hostname()}-${port}`;
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(nodeId)) throw new StartupError(`NODE_ID '${nodeId}' must be 1-64 letters, digits, '-' or '_'`);
+  const logLevel = (raw("logLevel") ?? "info") as LogLevel;
+  if (!logLevels.includes(logLevel)) throw new StartupError(`LOG_LEVEL must be one of ${logLevels.join(", ")}, got '${logLevel}'`);
+  const natsUrls = (raw("natsUrls") ?? "").split(",").map((u) => u.trim()).filter(Boolean);
+  const heartbeatMs = integer(settings.heartbeatMs, raw("heartbeatMs") ?? "1000", 50, 60_000);
+  const leaseTtlMs = integer(settings.leaseTtlMs, raw("leaseTtlMs") ?? "4000", 200, 600_000);
+  if (leaseTtlMs < heartbeatMs * 3) throw new StartupError(`LEASE_TTL_MS (${leaseTtlMs}) must be at least three heartbeats (3 x HEARTBEAT_MS = ${heartbeatMs * 3})`);
+
+  return {
+    port,
+    host: raw("host") ?? "127.0.0.1",
+    dataDir: resolve(raw("dataDir") ?? `data/${nodeId}`),
+    natsUrls,
+    natsPort: integer(settings.natsPort, raw("natsPort") ?? "4222", 1, 65535),
+    nodeId,
+    logLevel,
+    jsReplicas: integer(settings.jsReplicas, raw("jsReplicas") ?? "1", 1, 5),
+    partitions: integer(settings.partitions, raw("partitions") ?? "64", 1, 4096),
+    heartbeatMs,
+    leaseTtlMs,
+    callTimeoutMs: integer(settings.callTimeoutMs, raw("callTimeoutMs") ?? "5000", 10, 600_000),
+    actorModules: (raw("actorModules") ?? "").split(",").map((m) => m.trim()).filter(Boolean).map((m) => resolve(m)),
+  };
+}

@@ -1,0 +1,174 @@
+import { join } from "node:path";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { collectDefaultMetrics, Registry } from "prom-client";
+import { builtInActors } from "../actors/catalog";
+import { startNode, type ActorRuntime } from "../actors/runtime/runtime";
+import type { AnyActorDefinition } from "../actors/runtime/types";
+import { build } from "../gateway/build";
+import type { HealthReport } from "../gateway/types";
+import { settings, type NodeConfig } from "./config";
+import { NatsServerProcess } from "./nats-server";
+import { StartupError } from "./startup-error";
+
+export interface RunningNode {
+  config: NodeConfig;
+  runtime: ActorRuntime;
+  gateway: FastifyInstance;
+  /** Port the gateway listens on (useful when PORT=0 asked for any free port). */
+  gatewayPort: number;
+  natsUrl: string;
+  stop(): Promise<void>;
+}
+
+function isActorDefinition(value: unknown): value is AnyActorDefinition {
+  const candidate = value as AnyActorDefinition | null;
+  return !!candidate && typeof candidate.type === "string" && typeof candidate.initialState === "function" && typeof candidate.handlers === "object";
+}
+
+function loadActorModules(paths: readonly string[]): AnyActorDefinition[] {
+  const definitions: AnyActorDefinition[] = [];
+  for (const path of paths) {
+    let exported: Record<string, unknown>;
+    try {
+      exported = require(path) as Record<string, unknown>;
+    } catch (error) {
+      throw new StartupError(`cannot load actor module ${path} (${(error as Error).message}); check ${settings.actorModules.env}`);
+    }
+    const found = Object.values(exported).filter(isActorDefinition);
+    if (found.length === 0) throw new StartupError(`actor module ${path} exports no actor definition; check ${settings.actorModules.env}`);
+    definitions.push(...found);
+  }
+  return definitions;
+}
+
+async function connectToNats(urls: string[], config: NodeConfig): Promise<NatsConnection> {
+  try {
+    return await connect({ servers: urls, name: `warden-${config.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000 });
+  } catch (error) {
+    throw new StartupError(`cannot connect to NATS at ${urls.join(", ")} (${(error as Error).message}): check ${settings.natsUrls.env} and that the servers run`, { cause: error });
+  }
+}
+
+/** JetStream needs a moment after a server (or a cluster's meta leader) starts; retry while it says so. */
+async function whenJetStreamAnswers<T>(what: () => Promise<T>, log: Logger): Promise<T> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await what();
+    } catch (error) {
+      const message = String((error as Error).message);
+      const transient = /no responders|timeout|temporarily unavailable|insufficient resources|no suitable peers|jetstream not (enabled|ready)|503/i.test(message);
+      if (!transient || Date.now() > until) {
+        throw new StartupError(`JetStream is not usable on the NATS servers (${message}): they must run with JetStream enabled (nats-server -js)`, { cause: error });
+      }
+      log.debug({ err: error }, "JetStream not ready yet; retrying");
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+}
+
+/** Starts one node: embedded NATS when no NATS_URL, the actor runtime, the gateway; audits the start. */
+export async function startServiceNode(config: NodeConfig, logger: Logger): Promise<RunningNode> {
+  const definitions = [...builtInActors, ...loadActorModules(config.actorModules)];
+  let natsServer: NatsServerProcess | undefined;
+  if (config.natsUrls.length === 0) {
+    natsServer = await NatsServerProcess.start({ host: "127.0.0.1", port: config.natsPort, dir: join(config.dataDir, "nats"), serverName: `warden-${config.nodeId}`, log: logger });
+  }
+  const urls = natsServer ? [natsServer.url] : config.natsUrls;
+  const nc = await connectToNats(urls, config).catch(async (error) => {
+    await natsServer?.stop();
+    throw error;
+  });
+  let natsConnected = true;
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type === "disconnect") natsConnected = false;
+      if (status.type === "reconnect") natsConnected = true;
+      logger.info({ nats: status.type }, "NATS connection status");
+    }
+  })();
+
+  const metrics = new Registry();
+  collectDefaultMetrics({ register: metrics });
+  const { runtime } = await whenJetStreamAnswers(
+    () =>
+      startNode(
+        {
+          nc,
+          logger,
+          metrics,
+          options: { nodeId: config.nodeId, partitions: config.partitions, heartbeatMs: config.heartbeatMs, leaseTtlMs: config.leaseTtlMs, callTimeoutMs: config.callTimeoutMs },
+          provision: { replicas: config.jsReplicas },
+        },
+        definitions,
+      ),
+    logger,
+  );
+
+  const health = (): HealthReport => {
+    const status = runtime.status(natsConnected && !nc.isClosed());
+    const checks = {
+      nats: { ok: status.natsConnected },
+      lease: { ok: status.leaseValid, detail: { incarnation: status.incarnation } },
+      partitions: { ok: status.assignedPartitions === status.partitions, detail: { assigned: status.assignedPartitions, total: status.partitions, ownedHere: status.ownedPartitions, liveNodes: status.liveNodes } },
+    };
+    return { ready: Object.values(checks).every((check) => check.ok), checks };
+  };
+  const gateway = build({ logger, metrics, nodeId: config.nodeId, health });
+  try {
+    await gateway.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await runtime.stop();
+    await nc.drain();
+    await natsServer?.stop();
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EADDRINUSE") throw new StartupError(`port ${config.port} on ${config.host} is in use: set ${settings.port.env} to a free port`);
+    if (code === "EADDRNOTAVAIL") throw new StartupError(`cannot bind ${config.host}: set ${settings.host.env} to an address of this machine`);
+    throw error;
+  }
+  const gatewayPort = (gateway.server.address() as { port: number }).port;
+
+  await runtime.events.audit({
+    category: "service",
+    level: "info",
+    event: "config.active",
+    message: "node started with this configuration",
+    details: { node: { ...config }, actorTypes: runtime.host.registeredTypes(), authentication: { configurationFile: null, enforcedComponents: [] } },
+  });
+  await runtime.events.audit({
+    category: "service",
+    level: "debug",
+    event: "authentication.disabled",
+    message: "no component enforces authentication: API use is allowed without credentials",
+  });
+  await runtime.events.audit({
+    category: "service",
+    level: "info",
+    event: "port.opened",
+    message: `gateway listening on ${config.host}:${gatewayPort}`,
+    details: { endpointTypes: ["api", "metrics"], host: config.host, port: gatewayPort },
+  });
+  if (natsServer) {
+    await runtime.events.audit({
+      category: "service",
+      level: "info",
+      event: "port.opened",
+      message: `embedded nats-server listening on ${natsServer.options.host}:${natsServer.options.port}`,
+      details: { endpointTypes: ["peer"], host: natsServer.options.host, port: natsServer.options.port },
+    });
+  }
+  logger.info({ port: gatewayPort, nats: urls }, "node ready to serve");
+
+  let stopping: Promise<void> | undefined;
+  const stop = () =>
+    (stopping ??= (async () => {
+      await gateway.close();
+      await runtime.stop();
+      await nc.drain();
+      await natsServer?.stop();
+      logger.info("node stopped");
+    })());
+  return { config, runtime, gateway, gatewayPort, natsUrl: urls.join(","), stop };
+}

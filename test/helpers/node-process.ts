@@ -1,0 +1,111 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { freePort } from "./ports";
+import { tempDir } from "./temp";
+
+const root = join(__dirname, "..", "..", "..");
+export const mainScript = join(root, "dist", "service", "main.js");
+export const counterModule = join(root, "dist", "test", "fixtures", "counter-actor.js");
+export const artifactsDir = join(root, "test-artifacts");
+
+export interface NodeProcessOptions {
+  nodeId: string;
+  natsUrl: string;
+  env?: Record<string, string>;
+  dataDir?: string;
+}
+
+/**
+ * A real node process (`node dist/service/main.js`) as an operator starts it, with the test
+ * counter actors loaded. Its log is kept in memory and written under test-artifacts/.
+ */
+export class NodeProcess {
+  readonly lines: string[] = [];
+  private exitPromise: Promise<number | null>;
+
+  private constructor(
+    readonly options: NodeProcessOptions,
+    readonly port: number,
+    readonly child: ChildProcess,
+  ) {
+    this.exitPromise = new Promise((resolve) => child.once("exit", (code) => resolve(code)));
+  }
+
+  static async start(options: NodeProcessOptions): Promise<NodeProcess> {
+    const port = await freePort();
+    mkdirSync(artifactsDir, { recursive: true });
+    const child = spawn(process.execPath, [mainScript], {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        NODE_ID: options.nodeId,
+        NATS_URL: options.natsUrl,
+        DATA_DIR: options.dataDir ?? tempDir(options.nodeId),
+        LOG_LEVEL: "debug",
+        ACTOR_MODULES: counterModule,
+        HEARTBEAT_MS: "500",
+        LEASE_TTL_MS: "2000",
+        ...options.env,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const node = new NodeProcess(options, port, child);
+    const artifact = createWriteStream(join(artifactsDir, `${options.nodeId}-${Date.now()}.log`));
+    const keep = (chunk: Buffer) => {
+      artifact.write(chunk);
+      node.lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+    };
+    child.stdout!.on("data", keep);
+    child.stderr!.on("data", keep);
+    child.once("exit", () => artifact.end());
+    await node.waitReady();
+    return node;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get nodeId(): string {
+    return this.options.nodeId;
+  }
+
+  async readiness(): Promise<{ status: number; body: { checks?: { partitions?: { detail?: { ownedHere?: number } } } } }> {
+    const response = await fetch(`${this.url}/readyz`);
+    return { status: response.status, body: (await response.json()) as never };
+  }
+
+  async waitReady(timeoutMs = 30_000): Promise<void> {
+    const until = Date.now() + timeoutMs;
+    while (Date.now() < until) {
+      if (this.child.exitCode !== null) throw new Error(`node ${this.nodeId} exited with ${this.child.exitCode}: ${this.lines.slice(-5).join("\n")}`);
+      try {
+        if ((await this.readiness()).status === 200) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error(`node ${this.nodeId} not ready after ${timeoutMs} ms: ${this.lines.slice(-5).join("\n")}`);
+  }
+
+  /** Graceful stop (SIGTERM): resolves with the exit code. */
+  async stop(): Promise<number | null> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGTERM");
+    return this.exitPromise;
+  }
+
+  async kill(): Promise<void> {
+    this.child.kill("SIGKILL");
+    await this.exitPromise;
+  }
+
+  signal(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
+  }
+
+  logged(pattern: RegExp): boolean {
+    return this.lines.some((line) => pattern.test(line));
+  }
+}
