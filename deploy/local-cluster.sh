@@ -7,10 +7,10 @@
 #   deploy/local-cluster.sh status [--dir DIR]
 #   deploy/local-cluster.sh stop   [--dir DIR]
 #
-# Defaults: 3 nats-servers (client ports 4222.., cluster ports 6222..), 2 nodes
-# (gateways 8890..), DIR <repo>/data/local-cluster. Cluster ports are the client
-# ports + 2000. Other node settings (LOG_LEVEL, HEARTBEAT_MS, LEASE_TTL_MS,
-# PARTITIONS, ...) are passed through from the environment.
+# Defaults: 3 nats-servers (client ports 4222.., cluster ports = client + 2000,
+# HTTP monitoring ports = client + 4000), 2 nodes (gateways 8890..), DIR
+# <repo>/data/local-cluster. Other node settings (LOG_LEVEL, HEARTBEAT_MS,
+# LEASE_TTL_MS, PARTITIONS, ...) pass through from the environment.
 #
 # Uses only bash, coreutils and curl (node's fetch when curl is missing).
 set -euo pipefail
@@ -64,12 +64,13 @@ done
 
 whole --nats "$NATS_COUNT" 1 9
 whole --nodes "$NODE_COUNT" 1 20
-whole --base-port "$BASE_PORT" 1 63000
+whole --base-port "$BASE_PORT" 1 61000
 whole --gateway-port "$GATEWAY_PORT" 1 65000
 whole --timeout "$TIMEOUT" 1 3600
 NATS_COUNT=$((10#$NATS_COUNT)) NODE_COUNT=$((10#$NODE_COUNT))
 BASE_PORT=$((10#$BASE_PORT)) GATEWAY_PORT=$((10#$GATEWAY_PORT)) TIMEOUT=$((10#$TIMEOUT))
 CLUSTER_BASE_PORT=$((BASE_PORT + 2000))
+MONITOR_BASE_PORT=$((BASE_PORT + 4000))
 
 [[ "$DIR" == /* ]] || DIR="$PWD/$DIR"
 DIR="${DIR%/}"
@@ -87,13 +88,18 @@ recorded_pid() {
 }
 
 # True when PID runs and is one of this cluster's processes (its command line
-# names DIR), so a pid reused by an unrelated process is never signalled.
+# names DIR, or this script started it and it has not exec'd yet), so a pid
+# reused by an unrelated process is never signalled.
 is_ours() {
-  local pid="$1" cmdline
+  local pid="$1" cmdline stat
   kill -0 "$pid" 2>/dev/null || return 1
   if [[ -r "/proc/$pid/cmdline" ]]; then
     cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
-    [[ "$cmdline" == *"$DIR/"* ]]
+    [[ "$cmdline" != *"$DIR/"* ]] || return 0
+    stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
+    stat="${stat##*) }" # fields after "pid (comm) ": state, ppid, ...
+    stat="${stat#* }"
+    [[ "${stat%% *}" == "$$" ]]
   else
     return 0 # no /proc (macOS): trust the pid file
   fi
@@ -245,7 +251,7 @@ fail_start() {
 
 cmd_start() {
   local nats_bin i j name port cport pid url conf routes log replicas
-  local -a nats_urls=() nats_ports=() cluster_ports=() gateway_ports=() nodes=()
+  local -a nats_urls=() nats_ports=() cluster_ports=() monitor_ports=() gateway_ports=() nodes=()
 
   # Prerequisites.
   nats_bin="$(find_nats_server)" ||
@@ -268,14 +274,15 @@ cmd_start() {
   for ((i = 1; i <= NATS_COUNT; i++)); do
     nats_ports+=($((BASE_PORT + i - 1)))
     cluster_ports+=($((CLUSTER_BASE_PORT + i - 1)))
+    monitor_ports+=($((MONITOR_BASE_PORT + i - 1)))
     nats_urls+=("nats://127.0.0.1:$((BASE_PORT + i - 1))")
   done
   for ((i = 1; i <= NODE_COUNT; i++)); do gateway_ports+=($((GATEWAY_PORT + i - 1))); done
-  local -a all_ports=("${nats_ports[@]}" "${gateway_ports[@]}")
+  local -a all_ports=("${nats_ports[@]}" "${monitor_ports[@]}" "${gateway_ports[@]}")
   if ((NATS_COUNT > 1)); then all_ports+=("${cluster_ports[@]}"); fi
   local dup
   dup="$(printf '%s\n' "${all_ports[@]}" | sort -n | uniq -d | head -n 1)"
-  [[ -z "$dup" ]] || die "port $dup is used twice: choose --base-port and --gateway-port so the ranges do not overlap"
+  [[ -z "$dup" ]] || die "port $dup is used twice: choose --base-port and --gateway-port so the ranges (client, client+2000, client+4000, gateway) do not overlap"
   local busy=()
   for port in "${all_ports[@]}"; do
     ((port <= 65535)) || die "port $port is beyond 65535: lower --base-port or --gateway-port"
@@ -294,14 +301,16 @@ cmd_start() {
     name="nats-$i"
     port="${nats_ports[i - 1]}"
     cport="${cluster_ports[i - 1]}"
-    mkdir -p "$DIR/$name/jetstream"
+    mkdir -p "$DIR/$name"
     conf="$DIR/$name/nats-server.conf"
     {
       printf '# written by %s\n' "$PROG"
       printf 'server_name: %s\n' "$(json_string "$name")"
       printf 'listen: %s\n' "$(json_string "127.0.0.1:$port")"
+      printf 'http: %s\n' "$(json_string "127.0.0.1:${monitor_ports[i - 1]}")"
       printf 'max_payload: 8388608\n'
-      printf 'jetstream { store_dir: %s }\n' "$(json_string "$DIR/$name/jetstream")"
+      # nats-server keeps its JetStream data in <store_dir>/jetstream.
+      printf 'jetstream { store_dir: %s }\n' "$(json_string "$DIR/$name")"
       if ((NATS_COUNT > 1)); then
         routes=""
         for ((j = 1; j <= NATS_COUNT; j++)); do
@@ -335,6 +344,30 @@ cmd_start() {
     fi
   done
   say "nats: ${NATS_COUNT} server(s) accepting on ${nats_url_list}"
+
+  # JetStream: a clustered server answers its /healthz with 200 once it knows the
+  # meta leader (a few seconds after the routes form). Nodes started earlier
+  # would spend their start-up retries on timeouts.
+  local js_deadline=$((SECONDS + TIMEOUT)) js_pending
+  while :; do
+    js_pending=()
+    for ((i = 1; i <= NATS_COUNT; i++)); do
+      pid="$(recorded_pid "nats-$i")"
+      kill -0 "$pid" 2>/dev/null || { show_log_tail "$DIR/nats-$i.log"; fail_start "nats-$i exited (see $DIR/nats-$i.log)"; }
+      [[ "$(http_status "http://127.0.0.1:${monitor_ports[i - 1]}/healthz")" == 200 ]] || js_pending+=("nats-$i")
+    done
+    [[ ${#js_pending[@]} -gt 0 ]] || break
+    if ((SECONDS >= js_deadline)); then
+      for name in "${js_pending[@]}"; do
+        i="${name#nats-}"
+        printf '%s: GET http://127.0.0.1:%s/healthz -> %s\n' "$name" "${monitor_ports[i - 1]}" "$(http_get "http://127.0.0.1:${monitor_ports[i - 1]}/healthz" | tr '\n' ' ')" >&2
+        show_log_tail "$DIR/$name.log"
+      done
+      fail_start "JetStream not ready on ${js_pending[*]} within ${TIMEOUT}s"
+    fi
+    sleep 0.5
+  done
+  say "nats: JetStream ready (replicas for warden's buckets and streams: $replicas)"
 
   # warden nodes. --data-dir is also passed as a flag so the process's command
   # line names DIR (stop and status use that to recognise their processes).
@@ -404,7 +437,7 @@ cmd_start() {
   say "warden local cluster is ready (data, logs: $DIR)"
   say "  JetStream replicas: $replicas"
   for ((i = 1; i <= NATS_COUNT; i++)); do
-    say "  nats-$i   ${nats_urls[i - 1]}   (cluster port ${cluster_ports[i - 1]}, log $DIR/nats-$i.log)"
+    say "  nats-$i   ${nats_urls[i - 1]}   ($( ((NATS_COUNT > 1)) && printf 'cluster port %s, ' "${cluster_ports[i - 1]}")monitoring http://127.0.0.1:${monitor_ports[i - 1]}, log $DIR/nats-$i.log)"
   done
   for ((i = 1; i <= NODE_COUNT; i++)); do
     say "  node-$i   http://127.0.0.1:${gateway_ports[i - 1]}   (log $DIR/node-$i.log)"

@@ -1,8 +1,12 @@
 import type { FastifyPluginAsync } from "fastify";
+import fastifyPlugin from "fastify-plugin";
 import { Histogram, type Registry } from "prom-client";
 
-/** Prometheus metrics at /metrics, and the duration of every HTTP request by route and status. */
-export const metricsRoutes: FastifyPluginAsync<{ metrics: Registry }> = async (app, { metrics }) => {
+/**
+ * Prometheus metrics at /metrics, and the duration of every HTTP request by route and status.
+ * Not encapsulated: its hook must see the requests of every other plugin.
+ */
+const metricsPlugin: FastifyPluginAsync<{ metrics: Registry }> = async (app, { metrics }) => {
   const duration = new Histogram({
     name: "warden_http_request_duration_seconds",
     help: "Gateway request durations",
@@ -15,3 +19,5 @@ export const metricsRoutes: FastifyPluginAsync<{ metrics: Registry }> = async (a
   });
   app.get("/metrics", async (_request, reply) => reply.type(metrics.contentType).send(await metrics.metrics()));
 };
+
+export const metricsRoutes = fastifyPlugin(metricsPlugin, { name: "warden-metrics" });

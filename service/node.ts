@@ -4,7 +4,8 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { builtInActors } from "../actors/catalog";
-import { startNode, type ActorRuntime } from "../actors/runtime/runtime";
+import { provision } from "../actors/runtime/provision";
+import { provisionOptions, startNode, type ActorRuntime } from "../actors/runtime/runtime";
 import type { AnyActorDefinition } from "../actors/runtime/types";
 import { build } from "../gateway/build";
 import type { HealthReport } from "../gateway/types";
@@ -84,6 +85,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   let natsConnected = true;
   void (async () => {
     for await (const status of nc.status()) {
+      if (status.type === "ping") continue;
       if (status.type === "disconnect") natsConnected = false;
       if (status.type === "reconnect") natsConnected = true;
       logger.info({ nats: status.type }, "NATS connection status");
@@ -92,20 +94,16 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
 
   const metrics = new Registry();
   collectDefaultMetrics({ register: metrics });
-  const { runtime } = await whenJetStreamAnswers(
-    () =>
-      startNode(
-        {
-          nc,
-          logger,
-          metrics,
-          options: { nodeId: config.nodeId, partitions: config.partitions, heartbeatMs: config.heartbeatMs, leaseTtlMs: config.leaseTtlMs, callTimeoutMs: config.callTimeoutMs },
-          provision: { replicas: config.jsReplicas },
-        },
-        definitions,
-      ),
+  const setup = {
+    nc,
     logger,
-  );
+    metrics,
+    options: { nodeId: config.nodeId, partitions: config.partitions, heartbeatMs: config.heartbeatMs, leaseTtlMs: config.leaseTtlMs, callTimeoutMs: config.callTimeoutMs },
+    provision: { replicas: config.jsReplicas },
+  };
+  // Only provisioning is retried (it is idempotent): a fresh NATS cluster elects its JetStream leader first.
+  const provisioned = await whenJetStreamAnswers(() => provision(nc, provisionOptions(setup)), logger);
+  const { runtime } = await startNode({ ...setup, provisioned }, definitions);
 
   const health = (): HealthReport => {
     const status = runtime.status(natsConnected && !nc.isClosed());

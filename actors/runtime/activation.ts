@@ -10,6 +10,8 @@ export interface ActivationHost {
   readonly store: RevisionedKv<unknown>;
   readonly caller: ActorCaller;
   readonly log: Logger;
+  /** How long a state read may wait for JetStream to answer. */
+  readonly storeRetryMs: number;
   /** False once this node may no longer act as owner (lease lapsed, partition handed over). */
   mayWrite(partition: number): boolean;
   /** Called when a revision-checked write proves another owner has moved on. */
@@ -63,7 +65,7 @@ export class Activation {
 
   private ensureLoaded(): Promise<void> {
     if (this.loaded) return Promise.resolve();
-    this.loading ??= this.host.store.read(this.key).then(
+    this.loading ??= this.host.store.read(this.key, this.host.storeRetryMs).then(
       (stored) => {
         this.state = stored.value === undefined ? this.definition.initialState() : stored.value;
         this.revision = stored.revision;
@@ -128,23 +130,24 @@ export class Activation {
     };
     const result = await (task.handler.run as (ctx: ExclusiveContext<unknown>, arg: unknown) => unknown)(ctx, task.arg);
     const change = staged as Staged;
-    if (change.kind !== "none") await this.commit(change);
+    if (change.kind !== "none") await this.commit(change, task.deadline);
     return result;
   }
 
-  private async commit(change: Exclude<Staged, { kind: "none" }>): Promise<void> {
+  private async commit(change: Exclude<Staged, { kind: "none" }>, deadline: number): Promise<void> {
     // The lease check catches an owner that was paused past its lease before it writes;
     // the revision check catches everything the lease check cannot see.
     if (this.closed || !this.host.mayWrite(this.partition)) {
       this.host.stepDown(this.partition, "lease no longer valid at write time");
       throw new NotOwnerError("ownership lapsed before the write; nothing was written");
     }
+    const retryForMs = Math.max(0, deadline - performance.now());
     try {
       if (change.kind === "set") {
-        this.revision = await this.host.store.write(this.key, change.value, this.revision);
+        this.revision = await this.host.store.write(this.key, change.value, this.revision, retryForMs);
         this.state = change.value;
       } else {
-        this.revision = this.revision === 0 ? 0 : await this.host.store.remove(this.key, this.revision);
+        this.revision = this.revision === 0 ? 0 : await this.host.store.remove(this.key, this.revision, retryForMs);
         this.state = this.definition.initialState();
       }
     } catch (error) {
@@ -153,6 +156,9 @@ export class Activation {
         this.host.stepDown(this.partition, "stale write rejected");
         throw new NotOwnerError("a newer owner has written this actor's state; nothing was written", { cause: error });
       }
+      // Whether the write was stored is unknown: read the state again before the next handler.
+      this.loaded = false;
+      this.loading = undefined;
       throw error;
     }
   }

@@ -55,6 +55,10 @@ export class ActorHost extends EventEmitter implements ActivationHost {
     });
   }
 
+  get storeRetryMs(): number {
+    return this.options.callTimeoutMs;
+  }
+
   get caller(): ActorClient {
     return this.client;
   }
@@ -78,7 +82,9 @@ export class ActorHost extends EventEmitter implements ActivationHost {
   }
 
   private subscribe(): void {
-    this.subscription?.unsubscribe();
+    // drain, not unsubscribe: calls the server routed here before it saw the change are still
+    // answered (NOT_OWNER, so callers route again) instead of being dropped until their deadline.
+    void this.subscription?.drain();
     this.subscription = this.nc.subscribe(Subjects.callsTo(this.membership.incarnation), {
       callback: (error, msg) => {
         if (!error) this.receive(msg);
@@ -197,8 +203,8 @@ export class ActorHost extends EventEmitter implements ActivationHost {
     }
   }
 
-  stop(): void {
-    this.subscription?.unsubscribe();
+  async stop(): Promise<void> {
     if (this.sweepTimer) clearInterval(this.sweepTimer);
+    await this.subscription?.drain();
   }
 }

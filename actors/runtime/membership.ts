@@ -29,11 +29,12 @@ import { WatchedBucket } from "./watched-bucket";
 export class Membership extends EventEmitter {
   private readonly store: RevisionedKv<NodeRecord>;
   readonly peers: WatchedBucket<NodeRecord>;
-  private record!: NodeRecord;
+  private record?: NodeRecord;
   private revision = 0;
   private leaseValidUntil = 0;
   private timer?: NodeJS.Timeout;
   private renewing = false;
+  private ownEntryWrites: Promise<unknown> = Promise.resolve();
   private lastRenewalAt = 0;
   private stopped = false;
   private lastLiveSignature = "";
@@ -53,8 +54,14 @@ export class Membership extends EventEmitter {
     return this.options.nodeId;
   }
 
+  /** This node's entry; only read after start() registered it. */
+  private get registered(): NodeRecord {
+    if (!this.record) throw new Error("membership has not registered yet");
+    return this.record;
+  }
+
   get incarnation(): string {
-    return this.record.incarnation;
+    return this.registered.incarnation;
   }
 
   /** Margin kept between this node's own view of its lease and its observers' view. */
@@ -77,7 +84,7 @@ export class Membership extends EventEmitter {
     this.revision = await this.store.write(this.nodeId, this.record, current.revision);
     this.leaseValidUntil = started + this.options.leaseTtlMs - this.safetyMarginMs;
     this.peers.applyOwnWrite(this.nodeId, this.record, this.revision);
-    this.log.info({ incarnation: this.record.incarnation }, "joined the cluster");
+    this.log.info({ incarnation: this.registered.incarnation }, "joined the cluster");
   }
 
   isLeaseValid(): boolean {
@@ -91,8 +98,7 @@ export class Membership extends EventEmitter {
     if (now - this.lastRenewalAt < this.options.heartbeatMs) return;
     this.renewing = true;
     try {
-      if (!this.isLeaseValid()) await this.reincarnate();
-      else await this.renew();
+      await this.exclusively(() => (this.isLeaseValid() ? this.renew() : this.reincarnate()));
       await this.removeLongDeadPeers();
     } catch (error) {
       this.log.warn({ err: error }, "lease renewal failed; will retry");
@@ -101,10 +107,17 @@ export class Membership extends EventEmitter {
     }
   }
 
+  /** Writes to this node's own entry run one at a time: each names the revision the previous one produced. */
+  private exclusively<T>(write: () => Promise<T>): Promise<T> {
+    const result = this.ownEntryWrites.then(write, write);
+    this.ownEntryWrites = result.catch(() => undefined);
+    return result;
+  }
+
   private async renew(): Promise<void> {
     const started = performance.now();
     this.lastRenewalAt = started;
-    const next = { ...this.record, heartbeat: this.record.heartbeat + 1 };
+    const next = { ...this.registered, heartbeat: this.registered.heartbeat + 1 };
     try {
       this.revision = await this.store.write(this.nodeId, next, this.revision);
     } catch (error) {
@@ -123,12 +136,12 @@ export class Membership extends EventEmitter {
   }
 
   private async reincarnate(): Promise<void> {
-    const previous = this.record.incarnation;
+    const previous = this.registered.incarnation;
     this.log.warn({ previous }, "lease lapsed (node paused or cut off); stepping down everywhere and re-registering");
     this.emit("lapsed");
     this.lastRenewalAt = performance.now();
     await this.register();
-    this.emit("incarnation", this.record.incarnation);
+    this.emit("incarnation", this.registered.incarnation);
   }
 
   /** Entries of nodes dead for a long time are removed (revision-checked, so a revived node wins). */
@@ -147,7 +160,8 @@ export class Membership extends EventEmitter {
 
   /** True while the node's lease is current (by this node's clock). */
   isAlive(nodeId: string, incarnation: string | null): boolean {
-    if (nodeId === this.nodeId) return incarnation === this.record.incarnation && this.isLeaseValid();
+    // Before registering, this node's own entry (a previous incarnation's) is not alive.
+    if (nodeId === this.nodeId) return !!this.record && incarnation === this.record.incarnation && this.isLeaseValid();
     const entry = this.peers.get(nodeId);
     return !!entry && entry.value.incarnation === incarnation && performance.now() - entry.seenAt < this.options.leaseTtlMs;
   }
@@ -170,11 +184,13 @@ export class Membership extends EventEmitter {
   }
 
   /** Announces that this node is leaving: peers stop placing work here but wait for its hand-over. */
-  async markLeaving(): Promise<void> {
-    const next = { ...this.record, leaving: true };
-    this.revision = await this.store.write(this.nodeId, next, this.revision);
-    this.record = next;
-    this.peers.applyOwnWrite(this.nodeId, next, this.revision);
+  markLeaving(): Promise<void> {
+    return this.exclusively(async () => {
+      const next = { ...this.registered, leaving: true };
+      this.revision = await this.store.write(this.nodeId, next, this.revision);
+      this.record = next;
+      this.peers.applyOwnWrite(this.nodeId, next, this.revision);
+    });
   }
 
   async stop(): Promise<void> {
@@ -182,7 +198,7 @@ export class Membership extends EventEmitter {
     if (this.timer) clearInterval(this.timer);
     this.peers.stop();
     try {
-      await this.store.remove(this.nodeId, this.revision);
+      await this.exclusively(() => this.store.remove(this.nodeId, this.revision));
     } catch (error) {
       this.log.warn({ err: error }, "could not remove the membership entry; peers will expire it");
     }

@@ -38,8 +38,14 @@ async function ensureStream(nc: NatsConnection, config: Partial<StreamConfig> & 
   }
 }
 
-/** Creates (or opens) every bucket and stream the runtime uses. Safe to run on every start of every node. */
-export async function provision(nc: NatsConnection, options: ProvisionOptions): Promise<{ buckets: RuntimeBuckets; partitions: number }> {
+export interface Provisioned {
+  buckets: RuntimeBuckets;
+  /** The cluster's partition count (fixed at its first start). */
+  partitions: number;
+}
+
+/** Creates (or opens) every bucket and stream the runtime uses. Idempotent: safe on every start of every node, and to retry. */
+export async function provision(nc: NatsConnection, options: ProvisionOptions): Promise<Provisioned> {
   const kvm = new Kvm(nc);
   const [nodes, partitionsBucket, state, meta] = await Promise.all([
     openBucket(kvm, Buckets.nodes, options.replicas),

@@ -9,7 +9,7 @@ import { ActorHost } from "./host";
 import { Membership } from "./membership";
 import { PartitionTable } from "./partition-table";
 import { Placement } from "./placement";
-import { defaultRetention, provision, type ProvisionOptions } from "./provision";
+import { defaultRetention, provision, type Provisioned, type ProvisionOptions } from "./provision";
 import { StateCache } from "./state-cache";
 import { Tokens, type RuntimeBuckets } from "./tokens";
 import type { ActorDefinition, AnyActorDefinition, AnyHandler, RuntimeOptions } from "./types";
@@ -41,18 +41,25 @@ export interface RuntimeSetup {
   logger: Logger;
   options: Partial<RuntimeOptions> & { nodeId: string };
   provision?: Partial<ProvisionOptions>;
+  /** Buckets already provisioned by the caller (e.g. after waiting for JetStream to answer). */
+  provisioned?: Provisioned;
   metrics?: Registry;
+}
+
+/** What provisioning a node's setup asks for, defaults filled in. */
+export function provisionOptions(setup: Pick<RuntimeSetup, "options" | "provision">): ProvisionOptions {
+  return {
+    replicas: 1,
+    partitions: setup.options.partitions ?? defaultRuntimeOptions.partitions,
+    auditRetention: defaultRetention.audit,
+    traceRetention: defaultRetention.trace,
+    ...setup.provision,
+  };
 }
 
 async function buildContainer(setup: RuntimeSetup): Promise<DependencyContainer> {
   const requested = { ...defaultRuntimeOptions, ...setup.options };
-  const { buckets, partitions } = await provision(setup.nc, {
-    replicas: 1,
-    partitions: requested.partitions,
-    auditRetention: defaultRetention.audit,
-    traceRetention: defaultRetention.trace,
-    ...setup.provision,
-  });
+  const { buckets, partitions } = setup.provisioned ?? (await provision(setup.nc, provisionOptions(setup)));
   const options: RuntimeOptions = { ...requested, partitions };
   const container = rootContainer.createChildContainer();
   container.registerInstance(Tokens.Nats, setup.nc);
@@ -121,7 +128,7 @@ export class ActorRuntime {
     if (this.stopped) return;
     this.stopped = true;
     await this.placement.leave();
-    this.host.stop();
+    await this.host.stop();
     await this.membership.stop();
     this.table.stop();
     for (const cache of this.caches) cache.stop();

@@ -39,7 +39,12 @@ export class WatchedBucket<T> extends EventEmitter {
   private async consume(watcher: QueuedIterator<KvWatchEntry>): Promise<void> {
     try {
       for await (const entry of watcher) {
-        this.apply(entry);
+        try {
+          this.apply(entry);
+        } catch (error) {
+          // A listener's failure must not end the watch: the replica would silently go stale.
+          this.log.error({ err: error, bucket: this.name, key: entry.key }, "handling a bucket change failed");
+        }
         if (entry.delta === 0) this.resolveReady();
       }
     } catch (error) {

@@ -1,7 +1,7 @@
 import pino from "pino";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { NatsServerProcess } from "../../service/nats-server";
-import { freePort } from "./ports";
+import { freePort, freePorts } from "./ports";
 import { tempDir } from "./temp";
 
 /** A throwaway nats-server with JetStream on a free loopback port. */
@@ -11,17 +11,26 @@ export async function startNats(dir = tempDir("nats")): Promise<NatsServerProces
 
 /** Three clustered nats-servers (JetStream replicas 3), as an operator would run them. */
 export async function startNatsCluster(size = 3): Promise<NatsServerProcess[]> {
-  const clusterPorts = await Promise.all(Array.from({ length: size }, () => freePort()));
+  const ports = await freePorts(size * 2);
+  const clusterPorts = ports.slice(size);
   const routes = clusterPorts.map((port) => `nats-route://127.0.0.1:${port}`);
-  return Promise.all(
-    clusterPorts.map(async (clusterPort, index) =>
-      NatsServerProcess.start({ host: "127.0.0.1", port: await freePort(), dir: tempDir(`nats${index}`), serverName: `test-${index}`, cluster: { name: "test", port: clusterPort, routes: routes.filter((_, i) => i !== index) } }),
-    ),
+  const starting = clusterPorts.map((clusterPort, index) =>
+    NatsServerProcess.start({ host: "127.0.0.1", port: ports[index], dir: tempDir(`nats${index}`), serverName: `test-${index}`, cluster: { name: "test", port: clusterPort, routes: routes.filter((_, i) => i !== index) } }),
   );
+  const outcomes = await Promise.allSettled(starting);
+  const failed = outcomes.find((outcome) => outcome.status === "rejected");
+  if (failed) {
+    // Never leave the servers that did start behind: they would keep the test run alive.
+    await Promise.all(outcomes.map((outcome) => (outcome.status === "fulfilled" ? outcome.value.stop() : undefined)));
+    throw (failed as PromiseRejectedResult).reason;
+  }
+  return outcomes.map((outcome) => (outcome as PromiseFulfilledResult<NatsServerProcess>).value);
 }
 
+/** Connects to one server, or to a comma-separated list (nats.js takes a single string as one server). */
 export function connectTo(server: NatsServerProcess | string): Promise<NatsConnection> {
-  return connect({ servers: typeof server === "string" ? server : server.url, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+  const servers = typeof server === "string" ? server.split(",").map((url) => url.trim()) : [server.url];
+  return connect({ servers, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
 }
 
 export const silentLogger = pino({ level: "silent" });

@@ -11,7 +11,8 @@ export const artifactsDir = join(root, "test-artifacts");
 
 export interface NodeProcessOptions {
   nodeId: string;
-  natsUrl: string;
+  /** The NATS to join; absent means the node starts its embedded nats-server (set NATS_PORT in env). */
+  natsUrl?: string;
   env?: Record<string, string>;
   dataDir?: string;
 }
@@ -35,12 +36,13 @@ export class NodeProcess {
   static async start(options: NodeProcessOptions): Promise<NodeProcess> {
     const port = await freePort();
     mkdirSync(artifactsDir, { recursive: true });
+    const { NATS_URL: _inherited, ...inheritedEnv } = process.env;
     const child = spawn(process.execPath, [mainScript], {
       env: {
-        ...process.env,
+        ...inheritedEnv,
+        ...(options.natsUrl ? { NATS_URL: options.natsUrl } : {}),
         PORT: String(port),
         NODE_ID: options.nodeId,
-        NATS_URL: options.natsUrl,
         DATA_DIR: options.dataDir ?? tempDir(options.nodeId),
         LOG_LEVEL: "debug",
         ACTOR_MODULES: counterModule,
@@ -59,7 +61,12 @@ export class NodeProcess {
     child.stdout!.on("data", keep);
     child.stderr!.on("data", keep);
     child.once("exit", () => artifact.end());
-    await node.waitReady();
+    try {
+      await node.waitReady();
+    } catch (error) {
+      await node.kill(); // never leave a process behind: it would keep the test run alive
+      throw error;
+    }
     return node;
   }
 

@@ -11,3 +11,10 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/** `count` distinct free ports: probing one at a time can hand out the same port twice. */
+export async function freePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  return [...ports];
+}

@@ -1,0 +1,103 @@
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { jetstream } from "@nats-io/jetstream";
+import type { AuditRecord } from "../../actors/runtime/event-log";
+import { connectTo } from "../helpers/nats";
+import { mainScript, NodeProcess } from "../helpers/node-process";
+import { freePort } from "../helpers/ports";
+import { tempDir } from "../helpers/temp";
+
+const started: NodeProcess[] = [];
+after(async () => {
+  await Promise.all(started.map((node) => node.stop()));
+});
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+test("the embedded default: own nats-server, audited start, real HTTP, clean stop on SIGTERM", async () => {
+  const natsPort = await freePort();
+  const dataDir = tempDir("embedded");
+  const node = await NodeProcess.start({ nodeId: "solo", dataDir, env: { NATS_PORT: String(natsPort) } });
+  started.push(node);
+  const natsPid = Number(readFileSync(join(dataDir, "nats", "nats-server.pid"), "utf8"));
+  assert.ok(isRunning(natsPid), "the embedded nats-server runs as a child");
+  assert.ok(existsSync(join(dataDir, "nats", "jetstream")), "JetStream storage lives under the node's data directory");
+
+  const response = await fetch(`${node.url}/user`, { method: "PUT", headers: { "content-type": "application/json" }, body: "{}" });
+  assert.equal(response.status, 501);
+  assert.equal(((await response.json()) as { error: { code: string } }).error.code, "ERR_SERVICE_NOT_IMPLEMENTED");
+  assert.match(response.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);
+
+  const nc = await connectTo(`nats://127.0.0.1:${natsPort}`);
+  const consumer = await jetstream(nc).consumers.get("WARDEN_AUDIT");
+  const records: Array<{ subject: string; record: AuditRecord }> = [];
+  for await (const msg of await consumer.fetch({ max_messages: 10, expires: 2000 })) records.push({ subject: msg.subject, record: msg.json<AuditRecord>() });
+  await nc.close();
+  const byEvent = (event: string) => records.filter((r) => r.record.event === event);
+  const [config] = byEvent("config.active");
+  assert.equal(config.subject, "warden.audit.service.info");
+  assert.equal((config.record.details as { node: { nodeId: string } }).node.nodeId, "solo");
+  assert.equal(byEvent("authentication.disabled")[0].subject, "warden.audit.service.debug");
+  const ports = byEvent("port.opened").map((r) => r.record.details as { endpointTypes: string[]; port: number });
+  assert.deepEqual(ports.map((p) => [p.endpointTypes, p.port]).sort(), [[["api", "metrics"], node.port], [["peer"], natsPort]].sort());
+
+  assert.equal(await node.stop(), 0, "exits 0 on SIGTERM");
+  assert.ok(node.logged(/node stopped/));
+  assert.ok(!isRunning(natsPid), "the embedded nats-server stopped with it");
+});
+
+test("a node killed with SIGKILL leaves its nats-server behind; the next start stops it and serves the same data", async () => {
+  const natsPort = await freePort();
+  const dataDir = tempDir("orphan");
+  const first = await NodeProcess.start({ nodeId: "phoenix", dataDir, env: { NATS_PORT: String(natsPort) } });
+  const orphanPid = Number(readFileSync(join(dataDir, "nats", "nats-server.pid"), "utf8"));
+  await first.kill();
+  assert.ok(isRunning(orphanPid), "the orphan is still there");
+  const second = await NodeProcess.start({ nodeId: "phoenix", dataDir, env: { NATS_PORT: String(natsPort) } });
+  started.push(second);
+  assert.ok(!isRunning(orphanPid), "the orphan was stopped");
+  assert.equal((await second.readiness()).status, 200);
+});
+
+function startAndFail(env: Record<string, string>): { status: number | null; stderr: string } {
+  const { NATS_URL: _ignored, ...base } = process.env;
+  const result = spawnSync(process.execPath, [mainScript], { env: { ...base, DATA_DIR: tempDir("fail"), LOG_LEVEL: "silent", ...env }, encoding: "utf8", timeout: 30_000 });
+  return { status: result.status, stderr: result.stderr };
+}
+
+test("a missing or broken prerequisite is one clear line, never a stack trace", async () => {
+  const busy = createServer();
+  await new Promise<void>((resolve) => busy.listen(0, "127.0.0.1", resolve));
+  const busyPort = (busy.address() as { port: number }).port;
+  const unreachable = await freePort();
+  const cases: Array<[Record<string, string>, RegExp]> = [
+    [{ NATS_SERVER_BIN: "/nonexistent/nats-server", PORT: "0" }, /^warden: nats-server is not installed: run 'npm start' \(it installs it\) or 'sudo apt-get install nats-server', or set NATS_URL/],
+    [{ NATS_URL: `nats://127.0.0.1:${unreachable}`, PORT: "0" }, /^warden: cannot connect to NATS at nats:\/\/127\.0\.0\.1:\d+ .*check NATS_URL/],
+    [{ NATS_PORT: String(busyPort), PORT: "0" }, new RegExp(`^warden: port ${busyPort} on 127\\.0\\.0\\.1 is in use, so the embedded nats-server cannot start`)],
+    [{ PORT: String(busyPort), NATS_PORT: String(await freePort()) }, new RegExp(`^warden: port ${busyPort} on 127\\.0\\.0\\.1 is in use: set PORT to a free port$`)],
+    [{ LOG_LEVEL: "loud" }, /^warden: LOG_LEVEL must be one of/],
+  ];
+  try {
+    for (const [env, message] of cases) {
+      const { status, stderr } = startAndFail(env);
+      assert.equal(status, 1, JSON.stringify(env));
+      const lines = stderr.trim().split("\n");
+      assert.equal(lines.length, 1, `one line, got: ${stderr}`);
+      assert.match(lines[0], message);
+      assert.doesNotMatch(stderr, /\n\s+at /, "no stack trace");
+    }
+  } finally {
+    busy.close();
+  }
+});

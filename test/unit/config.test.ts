@@ -1,0 +1,45 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { resolve } from "node:path";
+import { loadConfig } from "../../service/config";
+import { StartupError } from "../../service/startup-error";
+
+test("defaults: port 8890 on loopback, embedded NATS, info logs", () => {
+  const config = loadConfig([], {});
+  assert.equal(config.port, 8890);
+  assert.equal(config.host, "127.0.0.1");
+  assert.deepEqual(config.natsUrls, []);
+  assert.equal(config.natsPort, 4222);
+  assert.equal(config.logLevel, "info");
+  assert.equal(config.jsReplicas, 1);
+  assert.match(config.nodeId, /-8890$/);
+  assert.equal(config.dataDir, resolve(`data/${config.nodeId}`));
+});
+
+test("environment variables set everything; flags win over them", () => {
+  const env = { PORT: "9000", DATA_DIR: "/tmp/x", NATS_URL: "nats://a:4222, nats://b:4222", NODE_ID: "node-a", LOG_LEVEL: "debug", JS_REPLICAS: "3" };
+  const fromEnv = loadConfig([], env);
+  assert.deepEqual(
+    { port: fromEnv.port, dataDir: fromEnv.dataDir, natsUrls: fromEnv.natsUrls, nodeId: fromEnv.nodeId, logLevel: fromEnv.logLevel, jsReplicas: fromEnv.jsReplicas },
+    { port: 9000, dataDir: "/tmp/x", natsUrls: ["nats://a:4222", "nats://b:4222"], nodeId: "node-a", logLevel: "debug", jsReplicas: 3 },
+  );
+  const withFlags = loadConfig(["--port", "9100", "--node-id=node-b", "--nats-url", "nats://c:4222"], env);
+  assert.equal(withFlags.port, 9100);
+  assert.equal(withFlags.nodeId, "node-b");
+  assert.deepEqual(withFlags.natsUrls, ["nats://c:4222"]);
+});
+
+test("a bad setting is one clear StartupError naming the variable and its flag", () => {
+  const cases: Array<[string[], NodeJS.ProcessEnv, RegExp]> = [
+    [[], { PORT: "eighty" }, /^PORT \(--port\) must be a whole number from 0 to 65535, got 'eighty'$/],
+    [[], { PORT: "70000" }, /^PORT \(--port\)/],
+    [[], { LOG_LEVEL: "loud" }, /^LOG_LEVEL must be one of/],
+    [[], { NODE_ID: "has space" }, /^NODE_ID 'has space' must be/],
+    [[], { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "2000" }, /^LEASE_TTL_MS \(2000\) must be at least three heartbeats/],
+    [["--bogus"], {}, /^unknown option '--bogus'/],
+    [["--port"], {}, /^option --port needs a value$/],
+  ];
+  for (const [argv, env, message] of cases) {
+    assert.throws(() => loadConfig(argv, env), (error: Error) => error instanceof StartupError && message.test(error.message) && !error.message.includes("\n"));
+  }
+});

@@ -1,0 +1,75 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import type { InjectOptions } from "fastify";
+import { Registry } from "prom-client";
+import { build } from "../../gateway/build";
+import { gatewayErrors } from "../../gateway/errors";
+import { rootPaths, type HealthReport } from "../../gateway/types";
+import { silentLogger } from "../helpers/nats";
+
+function gateway(report: HealthReport = { ready: true, checks: { nats: { ok: true } } }) {
+  return build({ logger: silentLogger, metrics: new Registry(), nodeId: "gw-test", health: () => report, bodyLimit: 1024 });
+}
+
+test("/healthz answers alive; /readyz follows the node's readiness", async () => {
+  const ready = gateway();
+  assert.deepEqual((await ready.inject("/healthz")).json(), { status: "alive", nodeId: "gw-test" });
+  const readyResponse = await ready.inject("/readyz");
+  assert.equal(readyResponse.statusCode, 200);
+  assert.equal(readyResponse.json().status, "ready");
+
+  const notReady = gateway({ ready: false, checks: { nats: { ok: false } } });
+  const response = await notReady.inject("/readyz");
+  assert.equal(response.statusCode, 503);
+  assert.deepEqual(response.json(), { status: "not ready", nodeId: "gw-test", checks: { nats: { ok: false } } });
+});
+
+test("every root path of the spec is registered and answers 501 with a registered code until it lands", async () => {
+  const app = gateway();
+  for (const root of rootPaths) {
+    for (const url of [`/${root}`, `/${root}/anything/below`]) {
+      const response = await app.inject({ method: "PUT", url, payload: {} });
+      assert.equal(response.statusCode, 501, url);
+      assert.deepEqual(response.json(), { error: { code: "ERR_SERVICE_NOT_IMPLEMENTED", message: `/${root} is not implemented yet` } });
+    }
+  }
+});
+
+test("unknown paths, malformed JSON, oversized bodies, wrong content types and __proto__ get clean 4xx bodies", async () => {
+  const app = gateway();
+  const cases: Array<[InjectOptions, number, string]> = [
+    [{ method: "GET", url: "/nowhere" }, 404, "ERR_REQUEST_NOT_FOUND"],
+    [{ method: "PUT", url: "/config/categories", payload: "{not json", headers: { "content-type": "application/json" } }, 400, "ERR_REQUEST_BODY_MALFORMED"],
+    [{ method: "PUT", url: "/config/categories", payload: JSON.stringify({ big: "x".repeat(2048) }), headers: { "content-type": "application/json" } }, 413, "ERR_REQUEST_BODY_TOO_LARGE"],
+    [{ method: "PUT", url: "/config/categories", payload: "<xml/>", headers: { "content-type": "application/xml" } }, 415, "ERR_REQUEST_CONTENT_TYPE"],
+    [{ method: "PUT", url: "/config/categories", payload: '{"__proto__": {"polluted": true}}', headers: { "content-type": "application/json" } }, 400, "ERR_REQUEST_BODY_MALFORMED"],
+    [{ method: "PUT", url: "/config/categories", payload: '{"constructor": {"prototype": {"polluted": true}}}', headers: { "content-type": "application/json" } }, 400, "ERR_REQUEST_BODY_MALFORMED"],
+  ];
+  for (const [request, status, code] of cases) {
+    const response = await app.inject(request);
+    assert.equal(response.statusCode, status, JSON.stringify(request).slice(0, 80));
+    const body = response.json();
+    assert.equal(body.error.code, code);
+    assert.equal(typeof body.error.message, "string");
+    assert.equal(gatewayErrors[code as keyof typeof gatewayErrors].status, status, "the registry agrees");
+  }
+  assert.equal(({} as Record<string, unknown>).polluted, undefined, "no prototype was touched");
+  assert.equal((await app.inject("/healthz")).statusCode, 200, "the service is unharmed");
+});
+
+test("x-request-id: a sane client id is echoed, anything else is replaced", async () => {
+  const app = gateway();
+  assert.equal((await app.inject({ url: "/healthz", headers: { "x-request-id": "abc-123" } })).headers["x-request-id"], "abc-123");
+  const replaced = (await app.inject({ url: "/healthz", headers: { "x-request-id": "bad id\twith junk" } })).headers["x-request-id"];
+  assert.match(String(replaced), /^[0-9a-f-]{36}$/);
+  assert.match(String((await app.inject("/healthz")).headers["x-request-id"]), /^[0-9a-f-]{36}$/);
+});
+
+test("/metrics serves Prometheus text including request durations", async () => {
+  const app = gateway();
+  await app.inject("/healthz");
+  const response = await app.inject("/metrics");
+  assert.equal(response.statusCode, 200);
+  assert.match(String(response.headers["content-type"]), /^text\/plain/);
+  assert.match(response.body, /warden_http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} 1/);
+});
