@@ -41,14 +41,17 @@ function checkNode() {
   if (major < 20) fail(`Node.js ${process.versions.node} is too old: install Node.js 20 or newer`);
 }
 
+/** Newest modification time of the TypeScript sources under `path` (or of `path` itself, for a file). */
 function newestMtime(path) {
   if (!existsSync(path)) return 0;
   const info = statSync(path);
   if (!info.isDirectory()) return info.mtimeMs;
-  let newest = info.mtimeMs;
+  let newest = 0;
   for (const entry of readdirSync(path)) {
     if (entry === "node_modules" || entry.startsWith(".")) continue;
-    newest = Math.max(newest, newestMtime(join(path, entry)));
+    const child = join(path, entry);
+    if (statSync(child).isDirectory()) newest = Math.max(newest, newestMtime(child));
+    else if (entry.endsWith(".ts")) newest = Math.max(newest, statSync(child).mtimeMs);
   }
   return newest;
 }
