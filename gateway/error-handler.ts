@@ -20,7 +20,9 @@ function toGatewayError(error: FastifyError | Error): GatewayError {
   }
   if (fastifyError.code && fastifyCodes[fastifyError.code]) return new GatewayError(fastifyCodes[fastifyError.code], undefined, undefined, { cause: error });
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) return new GatewayError("ERR_REQUEST_BODY_MALFORMED", undefined, undefined, { cause: error });
+  if (fastifyError.code?.startsWith("FST_") && fastifyError.statusCode && fastifyError.statusCode < 500) return new GatewayError("ERR_REQUEST_INVALID", undefined, undefined, { cause: error });
   if (error instanceof DeadlineExceededError) return new GatewayError("ERR_ACTOR_TIMEOUT", undefined, undefined, { cause: error });
+  if (error instanceof RuntimeError && error.code === "OUTCOME_UNKNOWN") return new GatewayError("ERR_ACTOR_OUTCOME_UNKNOWN", undefined, undefined, { cause: error });
   if (error instanceof RuntimeError && error.retryable) return new GatewayError("ERR_ACTOR_UNAVAILABLE", undefined, undefined, { cause: error });
   return new GatewayError("ERR_INTERNAL", undefined, undefined, { cause: error });
 }

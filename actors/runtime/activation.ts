@@ -14,8 +14,8 @@ export interface ActivationHost {
   readonly storeRetryMs: number;
   /** False once this node may no longer act as owner (lease lapsed, partition handed over). */
   mayWrite(partition: number): boolean;
-  /** Called when a revision-checked write proves another owner has moved on. */
-  stepDown(partition: number, reason: string): void;
+  /** Called when this activation finds it may no longer write; ignored for activations already replaced. */
+  stepDown(partition: number, reason: string, activation: Activation): void;
 }
 
 interface Task {
@@ -135,25 +135,30 @@ export class Activation {
   }
 
   private async commit(change: Exclude<Staged, { kind: "none" }>, deadline: number): Promise<void> {
-    // The lease check catches an owner that was paused past its lease before it writes;
-    // the revision check catches everything the lease check cannot see.
-    if (this.closed || !this.host.mayWrite(this.partition)) {
-      this.host.stepDown(this.partition, "lease no longer valid at write time");
-      throw new NotOwnerError("ownership lapsed before the write; nothing was written");
-    }
+    // Checked before every attempt: the lease check catches an owner paused past its lease,
+    // the closed check an activation whose partition moved; the revision check in JetStream
+    // catches everything these cannot see.
+    const guard = () => {
+      if (this.closed) throw new NotOwnerError("this activation was closed; nothing was written");
+      if (!this.host.mayWrite(this.partition)) {
+        this.host.stepDown(this.partition, "lease no longer valid at write time", this);
+        throw new NotOwnerError("ownership lapsed before the write; nothing was written");
+      }
+    };
     const retryForMs = Math.max(0, deadline - performance.now());
     try {
       if (change.kind === "set") {
-        this.revision = await this.host.store.write(this.key, change.value, this.revision, retryForMs);
+        this.revision = await this.host.store.write(this.key, change.value, this.revision, retryForMs, guard);
         this.state = change.value;
       } else {
-        this.revision = this.revision === 0 ? 0 : await this.host.store.remove(this.key, this.revision, retryForMs);
+        this.revision = this.revision === 0 ? 0 : await this.host.store.remove(this.key, this.revision, retryForMs, guard);
         this.state = this.definition.initialState();
       }
     } catch (error) {
+      if (error instanceof NotOwnerError) throw error;
       if (error instanceof StaleRevisionError) {
         this.log.warn({ revision: this.revision }, "stale write rejected: a newer owner wrote this actor's state");
-        this.host.stepDown(this.partition, "stale write rejected");
+        this.host.stepDown(this.partition, "stale write rejected", this);
         throw new NotOwnerError("a newer owner has written this actor's state; nothing was written", { cause: error });
       }
       // Whether the write was stored is unknown: read the state again before the next handler.

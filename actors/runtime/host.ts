@@ -28,6 +28,8 @@ export class ActorHost extends EventEmitter implements ActivationHost {
   readonly log: Logger;
   private readonly definitions = new Map<string, AnyActorDefinition>();
   private readonly partitions = new Map<number, Map<string, Activation>>();
+  /** Partitions being handed over: no new calls, but running and queued handlers still commit. */
+  private readonly draining = new Set<number>();
   private subscription?: Subscription;
   private sweepTimer?: NodeJS.Timeout;
   private readonly calls: Counter<"type" | "handler" | "outcome">;
@@ -84,7 +86,7 @@ export class ActorHost extends EventEmitter implements ActivationHost {
   private subscribe(): void {
     // drain, not unsubscribe: calls the server routed here before it saw the change are still
     // answered (NOT_OWNER, so callers route again) instead of being dropped until their deadline.
-    void this.subscription?.drain();
+    this.subscription?.drain().catch((error: unknown) => this.log.debug({ err: error }, "draining the previous subscription failed"));
     this.subscription = this.nc.subscribe(Subjects.callsTo(this.membership.incarnation), {
       callback: (error, msg) => {
         if (!error) this.receive(msg);
@@ -111,19 +113,34 @@ export class ActorHost extends EventEmitter implements ActivationHost {
     if (!this.partitions.has(partition)) this.partitions.set(partition, new Map());
   }
 
-  /** Stops accepting calls for the partition and waits for its running and queued handlers. */
+  /**
+   * Stops accepting calls for the partition and lets its running and queued handlers finish and
+   * commit (for at most one call deadline), then closes it.
+   */
   async deactivate(partition: number): Promise<void> {
     const actors = this.partitions.get(partition);
-    if (!actors) return;
-    this.partitions.delete(partition);
-    await Promise.all([...actors.values()].map((activation) => activation.idle()));
-    for (const activation of actors.values()) activation.close();
+    if (!actors || this.draining.has(partition)) return;
+    this.draining.add(partition);
+    try {
+      const idle = Promise.all([...actors.values()].map((activation) => activation.idle()));
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.options.callTimeoutMs)));
+      await Promise.race([idle, timeout]);
+      clearTimeout(timer);
+    } finally {
+      this.draining.delete(partition);
+      if (this.partitions.get(partition) === actors) this.partitions.delete(partition);
+      for (const activation of actors.values()) activation.close();
+    }
   }
 
-  stepDown(partition: number, reason: string): void {
+  stepDown(partition: number, reason: string, activation?: Activation): void {
     const actors = this.partitions.get(partition);
     if (!actors) return;
+    // A closed activation from an earlier tenure must not close the partition's current ones.
+    if (activation && actors.get(activation.id) !== activation) return;
     this.partitions.delete(partition);
+    this.draining.delete(partition);
     for (const activation of actors.values()) activation.close();
     this.log.warn({ partition, reason }, "stepped down from a partition");
     this.emit("stepped-down", partition);
@@ -135,6 +152,7 @@ export class ActorHost extends EventEmitter implements ActivationHost {
     for (const actors of this.partitions.values()) for (const activation of actors.values()) activation.close();
     this.log.warn({ partitions: this.partitions.size, reason }, "dropped all partitions");
     this.partitions.clear();
+    this.draining.clear();
   }
 
   private receive(msg: Msg): void {
@@ -151,7 +169,7 @@ export class ActorHost extends EventEmitter implements ActivationHost {
     }
     const partition = partitionOf(envelope.t, envelope.i, this.options.partitions);
     const actors = this.partitions.get(partition);
-    if (!actors || !this.membership.isLeaseValid() || !msg.subject.endsWith(`.${partition}`)) {
+    if (!actors || this.draining.has(partition) || !this.membership.isLeaseValid() || !msg.subject.endsWith(`.${partition}`)) {
       this.respond(msg, { e: errorToWire(new NotOwnerError()) });
       return;
     }
@@ -183,6 +201,7 @@ export class ActorHost extends EventEmitter implements ActivationHost {
     );
   }
 
+  /** Never throws: a reply that cannot be sent as it is becomes a small error the caller can read. */
   private respond(msg: Msg, reply: ReplyEnvelope): void {
     let payload: string;
     try {
@@ -191,7 +210,16 @@ export class ActorHost extends EventEmitter implements ActivationHost {
       this.log.error({ err: error }, "actor reply is not serializable");
       payload = JSON.stringify({ e: errorToWire(error) });
     }
-    msg.respond(payload);
+    try {
+      msg.respond(payload);
+    } catch (error) {
+      this.log.error({ err: error, bytes: payload.length }, "could not send an actor reply");
+      try {
+        msg.respond(JSON.stringify({ e: errorToWire(new FatalError("REPLY_NOT_SENT", "the reply could not be sent (too large, or the connection is closing)")) }));
+      } catch {
+        // The connection is gone: the caller's deadline answers for us.
+      }
+    }
   }
 
   private sweepIdle(): void {

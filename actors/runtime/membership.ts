@@ -130,9 +130,10 @@ export class Membership extends EventEmitter {
       throw error;
     }
     this.record = next;
-    // A renewal that completes after the lease already lapsed does not revive it.
-    if (started < this.leaseValidUntil) this.leaseValidUntil = started + this.options.leaseTtlMs - this.safetyMarginMs;
     this.peers.applyOwnWrite(this.nodeId, this.record, this.revision);
+    // A renewal that completes after the lease lapsed (peers may already have taken over) must not revive it.
+    if (performance.now() >= this.leaseValidUntil) return this.reincarnate();
+    this.leaseValidUntil = started + this.options.leaseTtlMs - this.safetyMarginMs;
   }
 
   private async reincarnate(): Promise<void> {
@@ -164,6 +165,22 @@ export class Membership extends EventEmitter {
     if (nodeId === this.nodeId) return !!this.record && incarnation === this.record.incarnation && this.isLeaseValid();
     const entry = this.peers.get(nodeId);
     return !!entry && entry.value.incarnation === incarnation && performance.now() - entry.seenAt < this.options.leaseTtlMs;
+  }
+
+  /**
+   * Reads a peer's entry from JetStream itself: true when it changed since this node's watch last
+   * showed it (the watch lags, the peer is alive; its entry here is refreshed) or the watch never
+   * showed it. Used before taking a partition from a peer believed dead.
+   */
+  async confirmAlive(nodeId: string, incarnation: string | null): Promise<boolean> {
+    if (nodeId === this.nodeId) return this.isAlive(nodeId, incarnation);
+    const stored = await this.store.read(nodeId);
+    if (!stored.value || stored.value.incarnation !== incarnation) return false;
+    const seen = this.peers.get(nodeId);
+    if (seen && seen.revision >= stored.revision) return false;
+    this.log.warn({ peer: nodeId }, "membership watch lags behind JetStream; the peer is alive");
+    this.peers.applyOwnWrite(nodeId, stored.value, stored.revision);
+    return true;
   }
 
   /** Live nodes that take new work (leaving nodes excluded), sorted by id. */

@@ -35,11 +35,15 @@ export class PartitionTable extends WatchedBucket<PartitionRecord> {
   /** Resolves at the next change of the table, or after `ms`, whichever comes first. */
   nextChange(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.waiters.push(() => {
+      const wake = () => {
         clearTimeout(timer);
         resolve();
-      });
+      };
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((waiter) => waiter !== wake);
+        resolve();
+      }, ms);
+      this.waiters.push(wake);
     });
   }
 }

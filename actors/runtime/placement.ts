@@ -77,7 +77,6 @@ export class Placement {
   private async reconcileOnce(): Promise<void> {
     if (!this.membership.isLeaseValid()) return; // the host already dropped everything
     const active = this.membership.activeNodeIds();
-    const work: Promise<void>[] = [];
     for (let partition = 0; partition < this.options.partitions; partition++) {
       if (this.transitions.has(partition)) continue;
       const entry = this.table.entry(partition);
@@ -89,27 +88,31 @@ export class Placement {
       const desired = desiredOwner(partition, active);
       if (!mine && desired === this.membership.nodeId && !this.leaving) {
         const free = !record?.owner || !this.membership.isAlive(record.owner, record.incarnation);
-        if (free) work.push(this.transition(partition, () => this.claim(partition, record, entry?.revision ?? 0)));
+        if (free) this.transition(partition, () => this.claim(partition, record, entry?.revision ?? 0));
       } else if (mine && (this.leaving || (desired !== undefined && desired !== this.membership.nodeId))) {
-        work.push(this.transition(partition, () => this.release(partition, record!, entry!.revision)));
+        this.transition(partition, () => this.release(partition, record!, entry!.revision));
       }
     }
-    await Promise.all(work);
   }
 
-  private async transition(partition: number, change: () => Promise<void>): Promise<void> {
+  /** Runs beside the passes (a slow drain must not hold placement up); one change per partition at a time. */
+  private transition(partition: number, change: () => Promise<void>): void {
     this.transitions.add(partition);
-    try {
-      await change();
-    } catch (error) {
-      if (!(error instanceof StaleRevisionError)) throw error;
-      // Someone else changed the record first: the watch brings the news, the next pass acts on it.
-    } finally {
-      this.transitions.delete(partition);
-    }
+    change()
+      .catch((error: unknown) => {
+        // A stale revision means someone changed the record first: the watch brings the news.
+        if (!(error instanceof StaleRevisionError)) this.log.warn({ err: error, partition }, "partition change failed; will retry");
+      })
+      .finally(() => {
+        this.transitions.delete(partition);
+        void this.reconcile();
+      });
   }
 
   private async claim(partition: number, previous: PartitionRecord | undefined, revision: number): Promise<void> {
+    // The watch can lag (a stalled consumer, a reconnect): confirm from JetStream itself that
+    // the recorded owner stopped renewing before taking its partition.
+    if (previous?.owner && (await this.membership.confirmAlive(previous.owner, previous.incarnation))) return;
     const record: PartitionRecord = { owner: this.membership.nodeId, incarnation: this.membership.incarnation, epoch: (previous?.epoch ?? 0) + 1 };
     const written = await this.store.write(partitionKey(partition), record, revision);
     this.table.applyOwnWrite(partitionKey(partition), record, written);
@@ -145,16 +148,16 @@ export class Placement {
     return count;
   }
 
-  /** Hands every partition over (draining each first), then stops. */
-  async leave(): Promise<void> {
+  /** Hands every partition over (draining each first), then stops; gives up after `limitMs`. */
+  async leave(limitMs = 30_000): Promise<void> {
     this.leaving = true;
     await this.membership.markLeaving();
-    for (let attempt = 0; attempt < 20; attempt++) {
-      while (this.running) await new Promise((resolve) => setTimeout(resolve, 10));
+    const until = Date.now() + limitMs;
+    while ((this.ownedCount() > 0 || this.transitions.size > 0) && Date.now() < until) {
       await this.reconcile();
-      if (this.ownedCount() === 0) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+    if (this.ownedCount() > 0) this.log.warn({ partitions: this.ownedCount() }, "left without handing every partition over; peers take them when the lease lapses");
     if (this.timer) clearInterval(this.timer);
   }
 }

@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { KV, KvWatchEntry } from "@nats-io/kv";
 import { KvWatchInclude } from "@nats-io/kv";
 import type { QueuedIterator } from "@nats-io/transport-node";
@@ -20,6 +21,7 @@ export class StateCache<S> extends EventEmitter {
   private readonly entries = new Map<string, Revisioned<S>>();
   private readonly store: RevisionedKv<S>;
   private watcher?: QueuedIterator<KvWatchEntry>;
+  private stopped = false;
 
   constructor(
     private readonly kv: KV,
@@ -32,20 +34,36 @@ export class StateCache<S> extends EventEmitter {
   }
 
   async start(): Promise<void> {
-    this.watcher = await this.kv.watch({ key: `${this.definition.type}.>`, include: KvWatchInclude.UpdatesOnly });
-    void this.consume(this.watcher);
+    this.watcher = await this.watch();
+    void this.consume();
   }
 
-  private async consume(watcher: QueuedIterator<KvWatchEntry>): Promise<void> {
-    try {
-      for await (const entry of watcher) {
-        const { id } = addressOfStateKey(entry.key);
-        this.remember(id, { value: entry.operation === "PUT" ? entry.json<S>() : undefined, revision: entry.revision });
-        this.emit("change", id, entry.revision);
+  private watch(): Promise<QueuedIterator<KvWatchEntry>> {
+    return this.kv.watch({ key: `${this.definition.type}.>`, include: KvWatchInclude.UpdatesOnly });
+  }
+
+  /** Applies changes until stopped; when the watch ends on its own the cache is emptied and the watch started again. */
+  private async consume(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        for await (const entry of this.watcher!) {
+          const { id } = addressOfStateKey(entry.key);
+          this.remember(id, { value: entry.operation === "PUT" ? entry.json<S>() : undefined, revision: entry.revision });
+          this.emit("change", id, entry.revision);
+        }
+      } catch (error) {
+        this.log.error({ err: error, type: this.definition.type }, "state cache watch failed");
       }
-    } catch (error) {
-      this.log.error({ err: error, type: this.definition.type }, "state cache watch ended; clearing the cache");
+      if (this.stopped) return;
+      // Changes may have been missed: nothing cached can be trusted any more.
       this.entries.clear();
+      this.log.warn({ type: this.definition.type }, "state cache watch ended; cache emptied, watch started again");
+      await sleep(250);
+      try {
+        this.watcher = await this.watch();
+      } catch (error) {
+        this.log.warn({ err: error, type: this.definition.type }, "restarting the state cache watch failed; will retry");
+      }
     }
   }
 
@@ -75,6 +93,7 @@ export class StateCache<S> extends EventEmitter {
   }
 
   stop(): void {
+    this.stopped = true;
     this.watcher?.stop();
   }
 }

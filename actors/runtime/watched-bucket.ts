@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { KV, KvWatchEntry } from "@nats-io/kv";
 import type { QueuedIterator } from "@nats-io/transport-node";
 import type { Logger } from "pino";
@@ -18,6 +19,7 @@ export interface WatchedEntry<T> {
 export class WatchedBucket<T> extends EventEmitter {
   private readonly entries = new Map<string, WatchedEntry<T>>();
   private watcher?: QueuedIterator<KvWatchEntry>;
+  private stopped = false;
   private resolveReady!: () => void;
   readonly ready = new Promise<void>((resolve) => (this.resolveReady = resolve));
 
@@ -33,22 +35,33 @@ export class WatchedBucket<T> extends EventEmitter {
     const status = await this.kv.status();
     this.watcher = await this.kv.watch();
     if (status.values === 0) this.resolveReady();
-    void this.consume(this.watcher);
+    void this.consume();
   }
 
-  private async consume(watcher: QueuedIterator<KvWatchEntry>): Promise<void> {
-    try {
-      for await (const entry of watcher) {
-        try {
-          this.apply(entry);
-        } catch (error) {
-          // A listener's failure must not end the watch: the replica would silently go stale.
-          this.log.error({ err: error, bucket: this.name, key: entry.key }, "handling a bucket change failed");
+  /** Applies changes until stopped; a watch that ends on its own is started again (a stale replica is worse than none). */
+  private async consume(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        for await (const entry of this.watcher!) {
+          try {
+            this.apply(entry);
+          } catch (error) {
+            // A listener's failure must not end the watch: the replica would silently go stale.
+            this.log.error({ err: error, bucket: this.name, key: entry.key }, "handling a bucket change failed");
+          }
+          if (entry.delta === 0) this.resolveReady();
         }
-        if (entry.delta === 0) this.resolveReady();
+      } catch (error) {
+        this.log.error({ err: error, bucket: this.name }, "bucket watch failed");
       }
-    } catch (error) {
-      this.log.error({ err: error, bucket: this.name }, "bucket watch ended");
+      if (this.stopped) return;
+      this.log.warn({ bucket: this.name }, "bucket watch ended; starting it again");
+      await sleep(250);
+      try {
+        this.watcher = await this.kv.watch(); // current values again; older revisions are ignored
+      } catch (error) {
+        this.log.warn({ err: error, bucket: this.name }, "restarting the bucket watch failed; will retry");
+      }
     }
   }
 
@@ -81,6 +94,7 @@ export class WatchedBucket<T> extends EventEmitter {
   }
 
   stop(): void {
+    this.stopped = true;
     this.watcher?.stop();
   }
 }

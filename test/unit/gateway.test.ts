@@ -2,6 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { InjectOptions } from "fastify";
 import { Registry } from "prom-client";
+import { DeadlineExceededError, FatalError, RetryableError } from "../../actors/runtime/errors";
 import { build } from "../../gateway/build";
 import { gatewayErrors } from "../../gateway/errors";
 import { rootPaths, type HealthReport } from "../../gateway/types";
@@ -72,4 +73,31 @@ test("/metrics serves Prometheus text including request durations", async () => 
   assert.equal(response.statusCode, 200);
   assert.match(String(response.headers["content-type"]), /^text\/plain/);
   assert.match(response.body, /warden_http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} 1/);
+});
+
+test("runtime errors map to registered codes, and no internal error text reaches the client", async () => {
+  const app = gateway();
+  const thrown: Record<string, Error> = {
+    "/t/deadline": new DeadlineExceededError("secret detail: owner n7 slow"),
+    "/t/unavailable": new RetryableError("STATE_UNAVAILABLE", "secret detail: stream KV_x has no leader"),
+    "/t/unknown-outcome": new FatalError("OUTCOME_UNKNOWN", "secret detail: write to user.u1 unconfirmed"),
+    "/t/bug": new TypeError("secret detail: cannot read properties of undefined"),
+  };
+  for (const [url, error] of Object.entries(thrown)) {
+    app.get(url, async () => {
+      throw error;
+    });
+  }
+  const expected: Array<[string, number, string]> = [
+    ["/t/deadline", 504, "ERR_ACTOR_TIMEOUT"],
+    ["/t/unavailable", 503, "ERR_ACTOR_UNAVAILABLE"],
+    ["/t/unknown-outcome", 504, "ERR_ACTOR_OUTCOME_UNKNOWN"],
+    ["/t/bug", 500, "ERR_INTERNAL"],
+  ];
+  for (const [url, status, code] of expected) {
+    const response = await app.inject(url);
+    assert.equal(response.statusCode, status, url);
+    assert.equal(response.json().error.code, code, url);
+    assert.doesNotMatch(response.body, /secret detail/, `${url} leaks nothing`);
+  }
 });
