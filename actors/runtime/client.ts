@@ -29,13 +29,20 @@ export class ActorClient implements ActorCaller {
     const partition = partitionOf(type, id, this.options.partitions);
     const envelope: CallEnvelope = { t: type, i: id, m: handler, d: 0, a: arg };
     let backoff = firstBackoffMs;
+    /** Waits for the table to change; every other time, also re-reads the partition's entry in case the watch lags. */
+    let waits = 0;
+    const routeAgain = async () => {
+      const wait = Math.min(backoff, Math.max(0, deadline - performance.now()));
+      backoff = Math.min(backoff * 2, maxBackoffMs);
+      if (waits++ % 2 === 1) await Promise.all([this.table.refresh(partition).catch(() => undefined), this.table.nextChange(wait)]);
+      else await this.table.nextChange(wait);
+    };
     for (;;) {
       const remaining = deadline - performance.now();
       if (remaining <= 0) throw new DeadlineExceededError(`no owner of ${type}/${id} answered before the deadline`);
       const owner = this.table.ownerOf(partition);
       if (!owner?.incarnation) {
-        await this.table.nextChange(Math.min(backoff, remaining));
-        backoff = Math.min(backoff * 2, maxBackoffMs);
+        await routeAgain();
         continue;
       }
       envelope.d = Math.floor(remaining);
@@ -46,9 +53,7 @@ export class ActorClient implements ActorCaller {
       } catch (error) {
         if (error instanceof TimeoutError) throw new DeadlineExceededError(`${type}/${id} did not answer ${handler} before the deadline`, { cause: error });
         if (error instanceof RequestError && error.isNoResponders()) {
-          // The recorded owner is gone; wait for the table to name another.
-          await this.table.nextChange(Math.min(backoff, Math.max(0, deadline - performance.now())));
-          backoff = Math.min(backoff * 2, maxBackoffMs);
+          await routeAgain(); // the recorded owner is gone; wait for the table to name another
           continue;
         }
         throw new RetryableError("TRANSPORT", `calling ${type}/${id} failed: ${(error as Error).message}`, { cause: error });
@@ -56,8 +61,7 @@ export class ActorClient implements ActorCaller {
       if (!("e" in reply)) return reply.r as R;
       const failure = errorFromWire(reply.e);
       if (!(failure instanceof NotOwnerError)) throw failure;
-      await this.table.nextChange(Math.min(backoff, Math.max(0, deadline - performance.now())));
-      backoff = Math.min(backoff * 2, maxBackoffMs);
+      await routeAgain();
     }
   }
 

@@ -7,11 +7,21 @@ export abstract class RuntimeError extends Error {
   constructor(
     readonly code: string,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; details?: unknown },
   ) {
     super(message, options);
     this.name = new.target.name;
+    this.details = options?.details;
   }
+  /** Machine-readable specifics for the caller (e.g. the problems of a rejected write); travels with the error. */
+  readonly details: unknown;
+}
+
+export interface WireError {
+  code: string;
+  message: string;
+  retryable: boolean;
+  details?: unknown;
 }
 
 /** Trying again (after a pause) may succeed: ownership moving, a node starting, a transient fault. */
@@ -53,14 +63,17 @@ export class StaleRevisionError extends RetryableError {
 export class HandlerError extends FatalError {}
 
 /** Rebuilds an error from its wire form on the caller's side. */
-export function errorFromWire(wire: { code: string; message: string; retryable: boolean }): RuntimeError {
+export function errorFromWire(wire: WireError): RuntimeError {
   if (wire.code === "DEADLINE_EXCEEDED") return new DeadlineExceededError(wire.message);
   if (wire.code === "NOT_OWNER") return new NotOwnerError(wire.message);
-  return wire.retryable ? new RetryableError(wire.code, wire.message) : new HandlerError(wire.code, wire.message);
+  const options = wire.details === undefined ? undefined : { details: wire.details };
+  return wire.retryable ? new RetryableError(wire.code, wire.message, options) : new HandlerError(wire.code, wire.message, options);
 }
 
 /** The wire form of any error thrown on the actor's side; unknown errors never leak their text. */
-export function errorToWire(error: unknown): { code: string; message: string; retryable: boolean } {
-  if (error instanceof RuntimeError) return { code: error.code, message: error.message, retryable: error.retryable };
+export function errorToWire(error: unknown): WireError {
+  if (error instanceof RuntimeError) {
+    return { code: error.code, message: error.message, retryable: error.retryable, ...(error.details === undefined ? {} : { details: error.details }) };
+  }
   return { code: "INTERNAL", message: "internal error in actor handler", retryable: false };
 }

@@ -36,6 +36,8 @@ export class Membership extends EventEmitter {
   private renewing = false;
   private ownEntryWrites: Promise<unknown> = Promise.resolve();
   private lastRenewalAt = 0;
+  private lastWrittenRevision = 0;
+  private lastWrittenAt = 0;
   private stopped = false;
   private lastLiveSignature = "";
 
@@ -84,6 +86,7 @@ export class Membership extends EventEmitter {
     this.revision = await this.store.write(this.nodeId, this.record, current.revision);
     this.leaseValidUntil = started + this.options.leaseTtlMs - this.safetyMarginMs;
     this.peers.applyOwnWrite(this.nodeId, this.record, this.revision);
+    this.noteOwnWrite();
     this.log.info({ incarnation: this.registered.incarnation }, "joined the cluster");
   }
 
@@ -93,6 +96,7 @@ export class Membership extends EventEmitter {
 
   private async tick(): Promise<void> {
     this.emitIfLiveSetChanged();
+    this.checkWatchEcho();
     if (this.renewing || this.stopped) return;
     const now = performance.now();
     if (now - this.lastRenewalAt < this.options.heartbeatMs) return;
@@ -107,11 +111,32 @@ export class Membership extends EventEmitter {
     }
   }
 
+  /** The oldest own write the watch has not echoed yet is the one that counts for the stall check. */
+  private noteOwnWrite(): void {
+    if (this.peers.watchedRevision(this.nodeId) >= this.lastWrittenRevision) this.lastWrittenAt = performance.now();
+    this.lastWrittenRevision = this.revision;
+  }
+
   /** Writes to this node's own entry run one at a time: each names the revision the previous one produced. */
   private exclusively<T>(write: () => Promise<T>): Promise<T> {
     const result = this.ownEntryWrites.then(write, write);
     this.ownEntryWrites = result.catch(() => undefined);
     return result;
+  }
+
+  /**
+   * This node's own renewals must come back through the watch within a few heartbeats. If they
+   * do not, the watch has stalled (it can, after a nats-server dies) and this node's view of its
+   * peers is stale: the watches are restarted ("stalled" tells the others to restart theirs).
+   */
+  private checkWatchEcho(): void {
+    if (!this.record || this.lastWrittenAt === 0) return;
+    const overdue = performance.now() - this.lastWrittenAt > this.options.heartbeatMs * 3;
+    if (overdue && this.peers.watchedRevision(this.nodeId) < this.lastWrittenRevision) {
+      this.lastWrittenAt = performance.now(); // one restart per grace period
+      this.peers.restartWatch();
+      this.emit("stalled");
+    }
   }
 
   private async renew(): Promise<void> {
@@ -131,6 +156,7 @@ export class Membership extends EventEmitter {
     }
     this.record = next;
     this.peers.applyOwnWrite(this.nodeId, this.record, this.revision);
+    this.noteOwnWrite();
     // A renewal that completes after the lease lapsed (peers may already have taken over) must not revive it.
     if (performance.now() >= this.leaseValidUntil) return this.reincarnate();
     this.leaseValidUntil = started + this.options.leaseTtlMs - this.safetyMarginMs;

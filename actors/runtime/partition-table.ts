@@ -5,6 +5,9 @@ import { Tokens, type RuntimeBuckets } from "./tokens";
 import type { PartitionRecord } from "./types";
 import { WatchedBucket, type WatchedEntry } from "./watched-bucket";
 
+/** An entry the watch has not delivered this long after it was written means the watch stalled. */
+const staleAfterMs = 2000;
+
 /**
  * Who owns which partition, as recorded in JetStream. Every node and every client keeps this
  * replica; callers route by it, owners are decided by revision-checked writes to it.
@@ -12,6 +15,7 @@ import { WatchedBucket, type WatchedEntry } from "./watched-bucket";
 @injectable()
 export class PartitionTable extends WatchedBucket<PartitionRecord> {
   private waiters: Array<() => void> = [];
+  private lastRestart = 0;
 
   constructor(@inject(Tokens.Buckets) buckets: RuntimeBuckets, @inject(Tokens.Logger) log: Logger) {
     super(Buckets.partitions, buckets.partitions, log);
@@ -30,6 +34,22 @@ export class PartitionTable extends WatchedBucket<PartitionRecord> {
   ownerOf(partition: number): PartitionRecord | undefined {
     const record = this.entry(partition)?.value;
     return record?.owner ? record : undefined;
+  }
+
+  /**
+   * Reads one partition's entry from JetStream itself. Callers use it when routing fails: the
+   * watch that keeps this replica can lag (a stalled consumer after a server died).
+   */
+  async refresh(partition: number): Promise<void> {
+    const key = partitionKey(partition);
+    const entry = await this.kv.get(key);
+    if (!entry) return;
+    this.applyOwnWrite(key, entry.operation === "PUT" ? entry.json<PartitionRecord>() : undefined, entry.revision);
+    // JetStream knows a newer entry than the watch delivered long after it was written: the watch stalled.
+    if (entry.revision > this.watchedRevision(key) && Date.now() - entry.created.getTime() > staleAfterMs && Date.now() - this.lastRestart > staleAfterMs) {
+      this.lastRestart = Date.now();
+      this.restartWatch();
+    }
   }
 
   /** Resolves at the next change of the table, or after `ms`, whichever comes first. */

@@ -29,6 +29,7 @@ export class Placement {
   private rerun = false;
   private leaving = false;
   private readonly transitions = new Set<number>();
+  private readonly ownerlessSince = new Map<number, number>();
 
   constructor(
     @inject(Tokens.Buckets) buckets: RuntimeBuckets,
@@ -85,6 +86,7 @@ export class Placement {
       const served = this.host.serves(partition);
       if (mine && !served && !this.leaving) this.host.activate(partition);
       if (!mine && served) this.host.stepDown(partition, "the partition table names another owner");
+      this.probeIfOwnerlessTooLong(partition, record);
       const desired = desiredOwner(partition, active);
       if (!mine && desired === this.membership.nodeId && !this.leaving) {
         const free = !record?.owner || !this.membership.isAlive(record.owner, record.incarnation);
@@ -92,6 +94,25 @@ export class Placement {
       } else if (mine && (this.leaving || (desired !== undefined && desired !== this.membership.nodeId))) {
         this.transition(partition, () => this.release(partition, record!, entry!.revision));
       }
+    }
+  }
+
+  /**
+   * A partition that has looked ownerless (no owner, or a dead one) for longer than a lease is
+   * re-read from JetStream: the live owner may have claimed it while this node's watch stalled.
+   */
+  private probeIfOwnerlessTooLong(partition: number, record: PartitionRecord | undefined): void {
+    const ownerless = !record?.owner || !this.membership.isAlive(record.owner, record.incarnation);
+    if (!ownerless) {
+      this.ownerlessSince.delete(partition);
+      return;
+    }
+    const since = this.ownerlessSince.get(partition);
+    const now = Date.now();
+    if (since === undefined) this.ownerlessSince.set(partition, now);
+    else if (now - since > this.options.leaseTtlMs) {
+      this.ownerlessSince.set(partition, now);
+      this.table.refresh(partition).catch((error: unknown) => this.log.debug({ err: error, partition }, "re-reading a partition failed"));
     }
   }
 

@@ -95,6 +95,8 @@ export class ActorRuntime {
     for (const definition of definitions) this.host.register(definition);
     await this.table.start();
     await this.table.ready;
+    // A stalled membership watch means the partition watch on the same connection is suspect too.
+    this.membership.on("stalled", () => this.table.restartWatch());
     await this.membership.start();
     this.host.start();
     this.placement.start();

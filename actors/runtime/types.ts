@@ -1,4 +1,5 @@
 import type { Logger } from "pino";
+import type { WireError } from "./errors";
 
 /** Where an actor lives: its type name and its id within that type. */
 export interface ActorAddress {
@@ -112,7 +113,7 @@ export interface CallEnvelope {
 }
 
 /** Reply envelope: `r` the result (absent for undefined), or `e` the error in its wire form. */
-export type ReplyEnvelope = { r?: unknown } | { e: { code: string; message: string; retryable: boolean } };
+export type ReplyEnvelope = { r?: unknown } | { e: WireError };
 
 /** Tunables of one node's runtime. Every node of a cluster uses the same partition count (fixed at first start). */
 export interface RuntimeOptions {

@@ -20,6 +20,7 @@ export class WatchedBucket<T> extends EventEmitter {
   private readonly entries = new Map<string, WatchedEntry<T>>();
   private watcher?: QueuedIterator<KvWatchEntry>;
   private stopped = false;
+  private readonly delivered = new Map<string, number>();
   private resolveReady!: () => void;
   readonly ready = new Promise<void>((resolve) => (this.resolveReady = resolve));
 
@@ -65,7 +66,19 @@ export class WatchedBucket<T> extends EventEmitter {
     }
   }
 
+  /** The newest revision of `key` the watch itself delivered (own writes recorded directly do not count). */
+  watchedRevision(key: string): number {
+    return this.delivered.get(key) ?? 0;
+  }
+
+  /** Replaces a watch that stalled without ending (the consume loop starts a new one). */
+  restartWatch(): void {
+    this.log.warn({ bucket: this.name }, "restarting a stalled bucket watch");
+    this.watcher?.stop();
+  }
+
   private apply(entry: KvWatchEntry): void {
+    this.delivered.set(entry.key, Math.max(entry.revision, this.delivered.get(entry.key) ?? 0));
     const current = this.entries.get(entry.key);
     if (current && current.revision >= entry.revision) return;
     if (entry.operation === "PUT") {

@@ -85,16 +85,19 @@ export class NodeProcess {
 
   async waitReady(timeoutMs = 30_000): Promise<void> {
     const until = Date.now() + timeoutMs;
+    let last = "no answer";
     while (Date.now() < until) {
       if (this.child.exitCode !== null) throw new Error(`node ${this.nodeId} exited with ${this.child.exitCode}: ${this.lines.slice(-5).join("\n")}`);
       try {
-        if ((await this.readiness()).status === 200) return;
+        const readiness = await this.readiness();
+        if (readiness.status === 200) return;
+        last = JSON.stringify(readiness.body);
       } catch {
         // not listening yet
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    throw new Error(`node ${this.nodeId} not ready after ${timeoutMs} ms: ${this.lines.slice(-5).join("\n")}`);
+    throw new Error(`node ${this.nodeId} not ready after ${timeoutMs} ms; last readiness: ${last}; last log lines: ${this.lines.slice(-3).join("\n")}`);
   }
 
   /** Graceful stop (SIGTERM): resolves with the exit code. */

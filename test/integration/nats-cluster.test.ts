@@ -27,8 +27,9 @@ test("nodes on a fresh 3-server NATS cluster (JetStream replicas 3) start while 
   for (let i = 0; i < 20; i++) await caller.client.ref(counter, `replicated-${i}`).increment(i);
 
   servers[0].signal("SIGKILL");
-  // A call in flight through the dying server can be lost (core NATS is at-most-once): the caller
-  // then sees a retryable error whose outcome is unknown, and tries again as any client would.
+  // A call in flight through the dying server can be lost (core NATS is at-most-once), or its
+  // write can go unconfirmed (OUTCOME_UNKNOWN): the outcome is unknown to the caller, which
+  // tries again as any client would. The check below allows for exactly those.
   let unknownOutcomes = 0;
   for (let i = 0; i < 20; i++) {
     for (let attempt = 1; ; attempt++) {
@@ -36,7 +37,8 @@ test("nodes on a fresh 3-server NATS cluster (JetStream replicas 3) start while 
         await caller.client.ref(counter, `replicated-${i}`).increment(1, { timeoutMs: 8000 });
         break;
       } catch (error) {
-        if (!(error as { retryable?: boolean }).retryable || attempt === 3) throw error;
+        const { retryable, code } = error as { retryable?: boolean; code?: string };
+        if (!(retryable || code === "OUTCOME_UNKNOWN") || attempt === 3) throw error;
         unknownOutcomes++;
       }
     }
