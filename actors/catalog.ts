@@ -1,4 +1,6 @@
+import { policy } from "./policy/policy-actor";
+import { policyRevision } from "./policy/revision-actor";
 import type { AnyActorDefinition } from "./runtime/types";
 
-/** The product's actor types, hosted by every node. Each lands here with its issue (policy, user, redaction job, export). */
-export const builtInActors: readonly AnyActorDefinition[] = [];
+/** The product's actor types, hosted by every node. Each lands here with its issue. */
+export const builtInActors: readonly AnyActorDefinition[] = [policy, policyRevision];
