@@ -1,10 +1,14 @@
 import { randomUUID } from "node:crypto";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import { configRoutes } from "./config-routes";
 import { installErrorHandling } from "./error-handler";
 import { healthRoutes } from "./health";
+import { mappingRoutes } from "./mapping-routes";
 import { metricsRoutes } from "./metrics";
 import { notImplemented } from "./not-implemented";
-import { rootPaths, type GatewayDeps } from "./types";
+import { rootPaths, type GatewayDeps, type RootPath } from "./types";
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 const defaultBodyLimit = 1024 * 1024;
@@ -27,13 +31,24 @@ export function build(deps: GatewayDeps): FastifyInstance {
     onConstructorPoisoning: "error",
     // Two info lines per request would drown the log of a busy node; metrics count requests instead.
     logController: new LogController({ disableRequestLogging: true }),
+    // Unknown keys are refused, not stripped; nothing is coerced; every problem is listed.
+    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: true } },
   });
   app.addHook("onRequest", async (request, reply) => {
     void reply.header("x-request-id", request.id);
   });
   installErrorHandling(app);
+  void app.register(swagger, {
+    openapi: {
+      info: { title: "warden", description: "Data-use policy enforcement service: REST APIs by root path", version: "0.1.0" },
+      tags: rootPaths.map((name) => ({ name })),
+    },
+  });
+  void app.register(swaggerUi, { routePrefix: "/docs" });
   void app.register(metricsRoutes, { metrics: deps.metrics });
   void app.register(healthRoutes, { health: deps.health, nodeId: deps.nodeId });
-  for (const root of rootPaths) void app.register(notImplemented(root));
+  const implemented: Partial<Record<RootPath, FastifyPluginAsync>> = deps.policy ? { config: configRoutes(deps.policy), mapping: mappingRoutes(deps.policy) } : {};
+  for (const root of rootPaths) void app.register(implemented[root] ?? notImplemented(root));
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

@@ -1,6 +1,19 @@
 import type { FastifyError, FastifyInstance } from "fastify";
+import { problemFromSchemaError } from "../actors/policy/check";
 import { DeadlineExceededError, RuntimeError } from "../actors/runtime/errors";
 import { GatewayError } from "./errors";
+
+/** Codes of errors raised by actors, translated into the registry (details travel along). */
+const actorCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> = {
+  CONFIG_INVALID: "ERR_CONFIG_INVALID",
+  CONFIG_REFERENCED: "ERR_CONFIG_REFERENCED",
+  REVISION_MISMATCH: "ERR_CONFIG_REVISION_MISMATCH",
+  NOT_FOUND: "ERR_RESOURCE_NOT_FOUND",
+  OUTCOME_UNKNOWN: "ERR_ACTOR_OUTCOME_UNKNOWN",
+};
+
+/** Actor errors whose message and details are written for clients; others get the registry's message. */
+const clientFacingMessages = new Set(["CONFIG_INVALID", "CONFIG_REFERENCED", "REVISION_MISMATCH", "NOT_FOUND"]);
 
 /** Fastify's own error codes, translated into the registry. */
 const fastifyCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> = {
@@ -15,14 +28,17 @@ function toGatewayError(error: FastifyError | Error): GatewayError {
   if (error instanceof GatewayError) return error;
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    const details = fastifyError.validation.map((v) => ({ path: v.instancePath || "/", problem: v.message ?? "is invalid" }));
+    const details = fastifyError.validation.map(problemFromSchemaError);
     return new GatewayError("ERR_REQUEST_INVALID", `the request is not valid: ${details.map((d) => `${d.path} ${d.problem}`).join("; ")}`, details);
   }
   if (fastifyError.code && fastifyCodes[fastifyError.code]) return new GatewayError(fastifyCodes[fastifyError.code], undefined, undefined, { cause: error });
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) return new GatewayError("ERR_REQUEST_BODY_MALFORMED", undefined, undefined, { cause: error });
   if (fastifyError.code?.startsWith("FST_") && fastifyError.statusCode && fastifyError.statusCode < 500) return new GatewayError("ERR_REQUEST_INVALID", undefined, undefined, { cause: error });
   if (error instanceof DeadlineExceededError) return new GatewayError("ERR_ACTOR_TIMEOUT", undefined, undefined, { cause: error });
-  if (error instanceof RuntimeError && error.code === "OUTCOME_UNKNOWN") return new GatewayError("ERR_ACTOR_OUTCOME_UNKNOWN", undefined, undefined, { cause: error });
+  if (error instanceof RuntimeError && actorCodes[error.code]) {
+    const message = clientFacingMessages.has(error.code) ? error.message : undefined;
+    return new GatewayError(actorCodes[error.code], message, clientFacingMessages.has(error.code) ? error.details : undefined, { cause: error });
+  }
   if (error instanceof RuntimeError && error.retryable) return new GatewayError("ERR_ACTOR_UNAVAILABLE", undefined, undefined, { cause: error });
   return new GatewayError("ERR_INTERNAL", undefined, undefined, { cause: error });
 }

@@ -11,6 +11,7 @@ import { build } from "../gateway/build";
 import type { HealthReport } from "../gateway/types";
 import { settings, type NodeConfig } from "./config";
 import { NatsServerProcess } from "./nats-server";
+import { policyPort } from "./policy-port";
 import { StartupError } from "./startup-error";
 
 export interface RunningNode {
@@ -114,7 +115,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     };
     return { ready: Object.values(checks).every((check) => check.ok), checks };
   };
-  const gateway = build({ logger, metrics, nodeId: config.nodeId, health });
+  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime) });
   try {
     await gateway.listen({ port: config.port, host: config.host });
   } catch (error) {

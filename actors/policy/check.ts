@@ -6,7 +6,8 @@ import { validatePolicy } from "./validate";
 const ajv = new Ajv({ allErrors: true, strict: true });
 const matchesSchema = ajv.compile<PolicyConfig>(policyConfigSchema);
 
-function toProblem(error: ErrorObject): Problem {
+/** One schema error as a problem: unknown keys are named, stableId patterns explained. */
+export function problemFromSchemaError(error: Pick<ErrorObject, "keyword" | "instancePath" | "params" | "message">): Problem {
   if (error.keyword === "additionalProperties") {
     const key = String((error.params as { additionalProperty: string }).additionalProperty);
     return { path: `${error.instancePath}/${key}`, problem: `unknown key '${key}'` };
@@ -21,7 +22,7 @@ function toProblem(error: ErrorObject): Problem {
 export function checkPolicyConfig(value: unknown): { ok: true; config: PolicyConfig } | { ok: false; problems: Problem[] } {
   if (!matchesSchema(value)) {
     // anyOf branches repeat their sub-errors; keep one of each.
-    const unique = new Map((matchesSchema.errors ?? []).map(toProblem).map((p) => [`${p.path} ${p.problem}`, p]));
+    const unique = new Map((matchesSchema.errors ?? []).map(problemFromSchemaError).map((p) => [`${p.path} ${p.problem}`, p]));
     return { ok: false, problems: [...unique.values()] };
   }
   const problems = validatePolicy(value);

@@ -1,0 +1,193 @@
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { PolicyConfig } from "../actors/policy/model";
+import {
+  consentedPurposeSchema,
+  contractualPurposeSchema,
+  guardianSchema,
+  overrideSchema,
+  platformSharingPurposeSchema,
+  platformUsePurposeSchema,
+  categorySchema,
+  policyConfigSchema,
+  stableIdPattern,
+} from "../actors/policy/schema";
+import { findItem, type ItemKind, type SectionWrite } from "../actors/policy/sections";
+import { GatewayError } from "./errors";
+import type { ConfigWriteResult, PolicyPort } from "./types";
+
+/** A list section of the configuration: its path, the key of its body, its item schema, how to read and write it. */
+interface ListSection {
+  path: string;
+  bodyKey: string;
+  itemSchema: object;
+  kind: ItemKind;
+  read: (config: PolicyConfig) => unknown[];
+  write: (items: never[]) => SectionWrite;
+  summary: string;
+}
+
+const listSections: ListSection[] = [
+  { path: "categories", bodyKey: "categories", itemSchema: categorySchema, kind: "category", read: (c) => c.categories, write: (items) => ({ section: "categories", items }), summary: "categories and their fields" },
+  { path: "platform-use", bodyKey: "purposes", itemSchema: platformUsePurposeSchema, kind: "platformUsePurpose", read: (c) => c.platformUse.purposes, write: (items) => ({ section: "platformUse", items }), summary: "platform use purposes" },
+  { path: "platform-use/overrides", bodyKey: "overrides", itemSchema: overrideSchema, kind: "platformUseOverride", read: (c) => c.platformUse.overrides, write: (items) => ({ section: "platformUseOverrides", items }), summary: "overrides of platform use (and contractual) purposes" },
+  { path: "platform-sharing", bodyKey: "purposes", itemSchema: platformSharingPurposeSchema, kind: "platformSharingPurpose", read: (c) => c.platformSharing.purposes, write: (items) => ({ section: "platformSharing", items }), summary: "platform sharing purposes with their third parties" },
+  { path: "platform-sharing/overrides", bodyKey: "overrides", itemSchema: overrideSchema, kind: "platformSharingOverride", read: (c) => c.platformSharing.overrides, write: (items) => ({ section: "platformSharingOverrides", items }), summary: "overrides of platform sharing purposes" },
+  { path: "contractual-exchange", bodyKey: "purposes", itemSchema: contractualPurposeSchema, kind: "contractualPurpose", read: (c) => c.contractualExchange.purposes, write: (items) => ({ section: "contractualExchange", items }), summary: "contractual exchange purposes and their terms" },
+  { path: "consented-sharing", bodyKey: "purposes", itemSchema: consentedPurposeSchema, kind: "consentedPurpose", read: (c) => c.consentedSharing.purposes, write: (items) => ({ section: "consentedSharing", items }), summary: "consented sharing purposes and their terms" },
+];
+
+/** Overrides merge by replacing the whole list; every other list is upserted by stableId. */
+const replacesWholeList = (section: ListSection) => section.path.endsWith("overrides");
+
+const writeResultSchema = {
+  type: "object",
+  properties: { revision: { type: "integer" }, changed: { type: "boolean" } },
+  required: ["revision", "changed"],
+} as const;
+
+const ifMatchHeader = {
+  type: "object",
+  properties: { "if-match": { type: "string", description: "Optimistic concurrency: the revision this write is based on (the ETag of a read), or *" } },
+} as const;
+
+const idParams = { type: "object", properties: { id: { type: "string", pattern: stableIdPattern, maxLength: 200 } }, required: ["id"] } as const;
+
+/** `If-Match: "5"`, `W/"5"`, `5` or `*` (any); anything else is a bad request. */
+export function expectedRevisionOf(request: FastifyRequest): number | undefined {
+  const header = request.headers["if-match"];
+  if (header === undefined || header.trim() === "*") return undefined;
+  const match = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(header);
+  if (!match) throw new GatewayError("ERR_REQUEST_INVALID", `If-Match must name a configuration revision, like "5" (got ${JSON.stringify(header)})`);
+  return Number(match[1]);
+}
+
+function withRevision(reply: FastifyReply, revision: number): FastifyReply {
+  return reply.header("etag", `"${revision}"`).header("x-config-revision", String(revision));
+}
+
+function answerWrite(reply: FastifyReply, result: ConfigWriteResult): FastifyReply {
+  return withRevision(reply, result.revision).send(result);
+}
+
+/** Requester identity: authentication (issue 7) will set it; until then every request is anonymous. */
+const requester = (_request: FastifyRequest) => "anonymous";
+
+function registerListSection(app: FastifyInstance, port: PolicyPort, section: ListSection): void {
+  const tags = ["config"];
+  app.put(
+    `/config/${section.path}`,
+    {
+      schema: {
+        tags,
+        summary: `Create or update ${section.summary}`,
+        description: replacesWholeList(section)
+          ? `Replaces the whole list of ${section.summary}.`
+          : `Each item creates or replaces the item with the same stableId; items not given stay. Delete with DELETE /config/${section.path}/{id}.`,
+        headers: ifMatchHeader,
+        body: { type: "object", additionalProperties: false, properties: { [section.bodyKey]: { type: "array", maxItems: 10_000, items: section.itemSchema } }, required: [section.bodyKey] },
+        response: { 200: writeResultSchema },
+      },
+    },
+    async (request, reply) => {
+      const items = (request.body as Record<string, never[]>)[section.bodyKey];
+      return answerWrite(reply, await port.write(section.write(items), requester(request), expectedRevisionOf(request)));
+    },
+  );
+  app.get(`/config/${section.path}`, { schema: { tags, summary: `Read ${section.summary}` } }, async (_request, reply) => {
+    const { revision, config } = await port.read();
+    return withRevision(reply, revision).send({ [section.bodyKey]: section.read(config) });
+  });
+  app.get(`/config/${section.path}/:id`, { schema: { tags, summary: `Read one of the ${section.summary} by stableId`, params: idParams } }, async (request, reply) => {
+    const { id } = request.params as { id: string };
+    const { revision, config } = await port.read();
+    const item = findItem(config, section.kind, id);
+    if (item === undefined) throw new GatewayError("ERR_RESOURCE_NOT_FOUND", `no ${section.kind} '${id}'`);
+    return withRevision(reply, revision).send(item);
+  });
+  app.delete(
+    `/config/${section.path}/:id`,
+    { schema: { tags, summary: `Delete one of the ${section.summary} (refused with 409 while anything refers to it)`, params: idParams, headers: ifMatchHeader, response: { 200: writeResultSchema } } },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      return answerWrite(reply, await port.remove(section.kind, id, requester(request), expectedRevisionOf(request)));
+    },
+  );
+}
+
+/** /config: the whole configuration, each section, single items, and the revision history (spec 4.2). */
+export function configRoutes(port: PolicyPort): FastifyPluginAsync {
+  return async (app) => {
+    const tags = ["config"];
+    app.get("/config", { schema: { tags, summary: "Read the complete configuration (mapping groups included); the revision is in the ETag" } }, async (_request, reply) => {
+      const { revision, config } = await port.read();
+      return withRevision(reply, revision).send(config);
+    });
+    app.put(
+      "/config",
+      {
+        bodyLimit: 8 * 1024 * 1024,
+        schema: {
+          tags,
+          summary: "Replace the complete configuration, whole or not at all; PUT of what GET returned changes nothing",
+          headers: ifMatchHeader,
+          body: policyConfigSchema,
+          response: { 200: writeResultSchema },
+        },
+      },
+      async (request, reply) => answerWrite(reply, await port.replace(request.body, requester(request), expectedRevisionOf(request))),
+    );
+
+    for (const section of listSections) registerListSection(app, port, section);
+
+    app.put(
+      "/config/user-access",
+      { schema: { tags, summary: "Set the categories on which users have core rights", headers: ifMatchHeader, body: { type: "object", additionalProperties: false, properties: { categoryIds: (policyConfigSchema.properties.userAccess as { properties: { categoryIds: object } }).properties.categoryIds }, required: ["categoryIds"] }, response: { 200: writeResultSchema } } },
+      async (request, reply) => answerWrite(reply, await port.write({ section: "userAccess", categoryIds: (request.body as { categoryIds: string[] }).categoryIds }, requester(request), expectedRevisionOf(request))),
+    );
+    app.get("/config/user-access", { schema: { tags, summary: "Read user access" } }, async (_request, reply) => {
+      const { revision, config } = await port.read();
+      return withRevision(reply, revision).send(config.userAccess);
+    });
+    app.put(
+      "/config/user-access/guardian",
+      { schema: { tags, summary: "Set guardian rights", headers: ifMatchHeader, body: guardianSchema, response: { 200: writeResultSchema } } },
+      async (request, reply) => answerWrite(reply, await port.write({ section: "guardian", guardian: request.body as never }, requester(request), expectedRevisionOf(request))),
+    );
+    app.get("/config/user-access/guardian", { schema: { tags, summary: "Read guardian rights (404 until configured)" } }, async (_request, reply) => {
+      const { revision, config } = await port.read();
+      if (!config.guardian) throw new GatewayError("ERR_RESOURCE_NOT_FOUND", "guardian rights are not configured");
+      return withRevision(reply, revision).send(config.guardian);
+    });
+
+    app.get(
+      "/config/history",
+      {
+        schema: {
+          tags,
+          summary: "The revision history, newest first: who changed what, when",
+          // Query values are strings (bodies are never coerced, so neither are these): digits, parsed below.
+          querystring: { type: "object", additionalProperties: false, properties: { before: { type: "string", pattern: "^[1-9][0-9]{0,14}$" }, limit: { type: "string", pattern: "^([1-9]|[1-9][0-9]|1[0-9][0-9]|200)$" } } },
+        },
+      },
+      async (request) => {
+        const query = request.query as { before?: string; limit?: string };
+        const before = query.before === undefined ? undefined : Number(query.before);
+        const limit = Number(query.limit ?? 50);
+        const { revision } = await port.read();
+        const newest = Math.min(revision, (before ?? revision + 1) - 1);
+        const oldest = Math.max(1, newest - limit + 1);
+        const records = newest < oldest ? [] : await port.history(oldest, newest - oldest + 1);
+        return { revisions: records.reverse() };
+      },
+    );
+    app.get(
+      "/config/history/:revision",
+      { schema: { tags, summary: "One revision as it was written, with the complete configuration", params: { type: "object", properties: { revision: { type: "string", pattern: "^[1-9][0-9]{0,14}$" } }, required: ["revision"] } } },
+      async (request) => {
+        const record = await port.revision(Number((request.params as { revision: string }).revision));
+        if (!record) throw new GatewayError("ERR_RESOURCE_NOT_FOUND", "no such revision");
+        return record;
+      },
+    );
+  };
+}

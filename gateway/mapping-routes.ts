@@ -1,0 +1,38 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchema } from "fastify";
+import { mappingGroupSchema } from "../actors/policy/schema";
+import { findItem, type SectionWrite } from "../actors/policy/sections";
+import { expectedRevisionOf } from "./config-routes";
+import { GatewayError } from "./errors";
+import type { PolicyPort } from "./types";
+
+const nameParams = { type: "object", properties: { name: { type: "string", minLength: 1, maxLength: 200 } }, required: ["name"] } as const;
+
+/** /mapping/groups: mapping groups tie category fields to record fields (spec 2.9, 4.3). */
+export function mappingRoutes(port: PolicyPort): FastifyPluginAsync {
+  return async (app) => {
+    const tags = ["mapping"];
+    const put = async (request: FastifyRequest, reply: FastifyReply) => {
+      const write: SectionWrite = { section: "mappingGroup", group: request.body as never };
+      const result = await port.write(write, "anonymous", expectedRevisionOf(request));
+      return reply.header("etag", `"${result.revision}"`).send(result);
+    };
+    const putSchema: FastifySchema = { tags, summary: "Create a mapping group, or redefine the group of the same name", body: mappingGroupSchema };
+    app.put("/mapping/groups/", { schema: putSchema }, put);
+    app.put("/mapping/groups", { schema: { ...putSchema, hide: true } }, put);
+    app.get("/mapping/groups", { schema: { tags, summary: "Read every mapping group" } }, async (_request, reply) => {
+      const { revision, config } = await port.read();
+      return reply.header("etag", `"${revision}"`).send({ groups: config.mappingGroups });
+    });
+    app.get("/mapping/groups/:name", { schema: { tags, summary: "Read one mapping group", params: nameParams } }, async (request, reply) => {
+      const { name } = request.params as { name: string };
+      const { revision, config } = await port.read();
+      const group = findItem(config, "mappingGroup", name);
+      if (!group) throw new GatewayError("ERR_RESOURCE_NOT_FOUND", `no mapping group '${name}'`);
+      return reply.header("etag", `"${revision}"`).send(group);
+    });
+    app.delete("/mapping/groups/:name", { schema: { tags, summary: "Delete a mapping group", params: nameParams } }, async (request, reply) => {
+      const result = await port.remove("mappingGroup", (request.params as { name: string }).name, "anonymous", expectedRevisionOf(request));
+      return reply.header("etag", `"${result.revision}"`).send(result);
+    });
+  };
+}
