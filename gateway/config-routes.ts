@@ -10,9 +10,11 @@ import {
   categorySchema,
   policyConfigSchema,
   stableIdPattern,
+  userAccessSchema,
 } from "../actors/policy/schema";
 import { findItem, type ItemKind, type SectionWrite } from "../actors/policy/sections";
 import { GatewayError } from "./errors";
+import { requester } from "./requester";
 import type { ConfigWriteResult, PolicyPort } from "./types";
 
 /** A list section of the configuration: its path, the key of its body, its item schema, how to read and write it. */
@@ -69,8 +71,6 @@ function answerWrite(reply: FastifyReply, result: ConfigWriteResult): FastifyRep
   return withRevision(reply, result.revision).send(result);
 }
 
-/** Requester identity: authentication (issue 7) will set it; until then every request is anonymous. */
-const requester = (_request: FastifyRequest) => "anonymous";
 
 function registerListSection(app: FastifyInstance, port: PolicyPort, section: ListSection): void {
   const tags = ["config"];
@@ -141,7 +141,7 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
 
     app.put(
       "/config/user-access",
-      { schema: { tags, summary: "Set the categories on which users have core rights", headers: ifMatchHeader, body: { type: "object", additionalProperties: false, properties: { categoryIds: (policyConfigSchema.properties.userAccess as { properties: { categoryIds: object } }).properties.categoryIds }, required: ["categoryIds"] }, response: { 200: writeResultSchema } } },
+      { schema: { tags, summary: "Set the categories on which users have core rights", headers: ifMatchHeader, body: userAccessSchema, response: { 200: writeResultSchema } } },
       async (request, reply) => answerWrite(reply, await port.write({ section: "userAccess", categoryIds: (request.body as { categoryIds: string[] }).categoryIds }, requester(request), expectedRevisionOf(request))),
     );
     app.get("/config/user-access", { schema: { tags, summary: "Read user access" } }, async (_request, reply) => {

@@ -3,6 +3,7 @@ import { mappingGroupSchema } from "../actors/policy/schema";
 import { findItem, type SectionWrite } from "../actors/policy/sections";
 import { expectedRevisionOf } from "./config-routes";
 import { GatewayError } from "./errors";
+import { requester } from "./requester";
 import type { PolicyPort } from "./types";
 
 const nameParams = { type: "object", properties: { name: { type: "string", minLength: 1, maxLength: 200 } }, required: ["name"] } as const;
@@ -13,7 +14,7 @@ export function mappingRoutes(port: PolicyPort): FastifyPluginAsync {
     const tags = ["mapping"];
     const put = async (request: FastifyRequest, reply: FastifyReply) => {
       const write: SectionWrite = { section: "mappingGroup", group: request.body as never };
-      const result = await port.write(write, "anonymous", expectedRevisionOf(request));
+      const result = await port.write(write, requester(request), expectedRevisionOf(request));
       return reply.header("etag", `"${result.revision}"`).send(result);
     };
     const putSchema: FastifySchema = { tags, summary: "Create a mapping group, or redefine the group of the same name", body: mappingGroupSchema };
@@ -31,7 +32,7 @@ export function mappingRoutes(port: PolicyPort): FastifyPluginAsync {
       return reply.header("etag", `"${revision}"`).send(group);
     });
     app.delete("/mapping/groups/:name", { schema: { tags, summary: "Delete a mapping group", params: nameParams } }, async (request, reply) => {
-      const result = await port.remove("mappingGroup", (request.params as { name: string }).name, "anonymous", expectedRevisionOf(request));
+      const result = await port.remove("mappingGroup", (request.params as { name: string }).name, requester(request), expectedRevisionOf(request));
       return reply.header("etag", `"${result.revision}"`).send(result);
     });
   };

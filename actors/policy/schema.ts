@@ -47,12 +47,14 @@ export const fieldMappingSchema = object(
 );
 export const mappingGroupSchema = object({ name, fieldMappings: list(fieldMappingSchema) }, ["name", "fieldMappings"]);
 
+export const userAccessSchema = object({ categoryIds: references }, ["categoryIds"]);
+
 export const policyConfigSchema = object(
   {
     categories: list(categorySchema),
     platformUse: object({ purposes: list(platformUsePurposeSchema), overrides: list(overrideSchema) }, ["purposes", "overrides"]),
     platformSharing: object({ purposes: list(platformSharingPurposeSchema), overrides: list(overrideSchema) }, ["purposes", "overrides"]),
-    userAccess: object({ categoryIds: references }, ["categoryIds"]),
+    userAccess: userAccessSchema,
     guardian: { anyOf: [{ type: "null" }, guardianSchema] },
     contractualExchange: object({ purposes: list(contractualPurposeSchema) }, ["purposes"]),
     consentedSharing: object({ purposes: list(consentedPurposeSchema) }, ["purposes"]),
