@@ -1,0 +1,147 @@
+import { termsKey, type CompiledPolicy } from "./compiled-policy";
+import { excludingOverride, overrideMatches, type OverrideMatch } from "./overrides";
+import type { Decision, DecisionRequest, Flow, Reason, ReasonCode, UserPolicyState } from "./types";
+
+const reason = (code: ReasonCode, text: string): Reason => ({ code, text });
+
+function purposeName(policy: CompiledPolicy, request: DecisionRequest): string | undefined {
+  switch (request.type) {
+    case "platformUse":
+      return policy.platformUse.get(request.purposeId)?.name;
+    case "platformSharing":
+      return policy.sharing.get(request.purposeId)?.purpose.name;
+    case "contractualExchange":
+      return policy.contractualPurposes.get(request.purposeId)?.name;
+    case "consentedSharing":
+      return request.termsId === undefined ? undefined : policy.consentTerms.has(termsKey(request.purposeId, request.termsId)) ? (policy.config.consentedSharing.purposes.find((p) => p.stableId === request.purposeId)?.name ?? request.purposeId) : undefined;
+  }
+}
+
+const intersect = (values: readonly string[], allowed: readonly string[]) => values.filter((v) => allowed.includes(v));
+
+/**
+ * The one decision behind every door (policy-semantics.md): pure, no I/O. Given a compiled
+ * configuration revision, the user's state (undefined: unknown user), what is asked and when,
+ * it says whether the user's data may be used, which categories, and why. Every doubt denies.
+ */
+export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined, request: DecisionRequest, now: Date): Decision {
+  const name = purposeName(policy, request) ?? request.purposeId;
+  const reasons: Reason[] = [];
+  const finish = (flow: Flow, allowed: boolean, categoryIds: string[]): Decision => {
+    const main = reasons[reasons.length - 1];
+    const summary = allowed
+      ? `Kept for ${name}: ${categoryIds.join(", ")} may be used (${main.text}).`
+      : `Dropped for ${name}: ${main.text}.`;
+    return { allowed, flow, categoryIds: allowed ? categoryIds : [], reasons, summary, revision: policy.revision };
+  };
+  const deny = (flow: Flow, code: ReasonCode, text: string) => {
+    reasons.push(reason(code, text));
+    return finish(flow, false, []);
+  };
+  const allow = (flow: Flow, categoryIds: string[], code: ReasonCode, text: string) => {
+    if (categoryIds.length === 0) return deny(flow, "NO_CATEGORIES", "no category remains usable");
+    reasons.push(reason(code, text));
+    return finish(flow, true, categoryIds);
+  };
+  const overridden = (flow: Flow, match: OverrideMatch) => {
+    if (match.missingProperty) reasons.push(reason("OVERRIDE_PROPERTY_MISSING", `the user has no ${match.missingProperty}, so override '${match.override.name}' applies`));
+    return deny(flow, "OVERRIDDEN", `override '${match.override.name}' does not allow this purpose for this user`);
+  };
+
+  const requestFlow: Flow = request.type === "consentedSharing" ? "consent" : request.type === "contractualExchange" ? "contractual" : "platform";
+  if (purposeName(policy, request) === undefined) return deny(requestFlow, "UNKNOWN_PURPOSE", `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""} is configured`);
+  if (!user) return deny(requestFlow, "UNKNOWN_USER", "the user is unknown");
+
+  const accepted = user.acceptance;
+  const relation = user.contractualRelationship;
+  const contract = relation ? policy.contracts.get(termsKey(relation.purposeId, relation.termsId)) : undefined;
+  const thirdPartyUser = relation !== undefined && !accepted;
+  if (relation && !contract && request.type !== "consentedSharing") {
+    return deny(thirdPartyUser ? "contractual" : requestFlow, "CONTRACT_UNKNOWN", `the user's contract terms '${relation.purposeId}/${relation.termsId}' are not configured`);
+  }
+
+  if (request.type === "consentedSharing") {
+    if (!accepted && !thirdPartyUser) return deny("consent", "NO_TERMS_ACCEPTED", "the user has accepted no terms and has no contract");
+    const terms = policy.consentTerms.get(termsKey(request.purposeId, request.termsId!))!;
+    const consent = user.consents[termsKey(request.purposeId, request.termsId!)];
+    if (!consent) return deny("consent", "NO_CONSENT", "the user has not consented to these terms");
+    return allow("consent", intersect(terms.requestedCategoryIds, consent.categoryIds), "ALLOWED_BY_CONSENT", "the user consented");
+  }
+
+  const useMatches = policy.useOverrides.flatMap((o) => overrideMatches(o, user.attributes, now) ?? []);
+
+  if (request.type === "contractualExchange") {
+    if (!relation || !contract) return deny("contractual", "NO_CONTRACT", "the user has no contract");
+    if (relation.purposeId !== request.purposeId || (request.termsId !== undefined && request.termsId !== relation.termsId)) {
+      return deny("contractual", "NO_CONTRACT", `the user's contract is '${relation.purposeId}/${relation.termsId}'`);
+    }
+    const excluded = excludingOverride(useMatches, request.purposeId);
+    if (excluded) return overridden("contractual", excluded);
+    return allow("contractual", [...contract.terms.contractAccessCategoryIds], "ALLOWED_BY_CONTRACT", `contract terms '${relation.termsId}' allow it`);
+  }
+
+  if (request.type === "platformUse") {
+    const purpose = policy.platformUse.get(request.purposeId)!;
+    const flow: Flow = thirdPartyUser ? "contractual" : "platform";
+    const excluded = excludingOverride(useMatches, purpose.stableId);
+    if (excluded) return overridden(flow, excluded);
+    if (contract && !contract.terms.platformUsePurposeIds.includes(purpose.stableId)) {
+      return deny(flow, "CONTRACT_EXCLUDES", `contract terms '${contract.terms.stableId}' do not allow this purpose`);
+    }
+    if (thirdPartyUser) {
+      const categories = intersect(purpose.categoryIds, contract!.terms.contractAccessCategoryIds);
+      if (categories.length < purpose.categoryIds.length) reasons.push(reason("NARROWED_BY_CONTRACT", "limited to the categories the contract gives access to"));
+      return allow("contractual", categories, "ALLOWED_BY_CONTRACT", `contract terms '${contract!.terms.stableId}' allow it`);
+    }
+    if (!accepted) return deny(flow, "NO_TERMS_ACCEPTED", "the user has accepted no terms and has no contract");
+    const acceptedCategories = accepted.grants.platformUse[purpose.stableId];
+    if (!acceptedCategories) return deny(flow, "NOT_IN_ACCEPTED_TERMS", "the purpose was not in the terms the user accepted");
+    let categories = intersect(purpose.categoryIds, acceptedCategories);
+    if (categories.length < purpose.categoryIds.length) reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
+    if (purpose.optIn) {
+      const optIn = user.optIns[purpose.stableId];
+      if (!optIn) return deny(flow, "NOT_OPTED_IN", "the user has not opted in to this purpose");
+      if (optIn.categoryIds) {
+        categories = intersect(categories, optIn.categoryIds);
+        reasons.push(reason("NARROWED_BY_OPT_IN", "limited to the categories the user opted in with"));
+      }
+    }
+    return allow(flow, categories, "ALLOWED_BY_TERMS", "the user accepted terms that include it");
+  }
+
+  // platformSharing
+  const sharing = policy.sharing.get(request.purposeId)!;
+  const purpose = sharing.purpose;
+  const flow: Flow = thirdPartyUser ? "contractual" : "platform";
+  const thirdParty = request.thirdPartyId === undefined ? undefined : sharing.thirdParties.get(request.thirdPartyId);
+  if (request.thirdPartyId !== undefined && !thirdParty) return deny(flow, "UNKNOWN_THIRD_PARTY", `'${request.thirdPartyId}' is not a third party of this purpose`);
+  const sharingMatches = policy.sharingOverrides.flatMap((o) => overrideMatches(o, user.attributes, now) ?? []);
+  const excluded = excludingOverride(sharingMatches, purpose.stableId);
+  if (excluded) return overridden(flow, excluded);
+  const disabled = user.disabledFlows.filter((f) => f.purposeId === purpose.stableId);
+  if (thirdParty ? disabled.some((f) => f.thirdPartyId === thirdParty.stableId) : disabled.length > 0) {
+    return deny(flow, "GUARDIAN_DISABLED", thirdParty ? `a guardian turned off sharing with ${thirdParty.name}` : "a guardian turned off some flows of this purpose; name the third party");
+  }
+  let categories = [...purpose.categoryCeilingIds];
+  if (thirdParty?.categoryIds) {
+    categories = intersect(categories, thirdParty.categoryIds);
+    if (categories.length < purpose.categoryCeilingIds.length) reasons.push(reason("NARROWED_BY_THIRD_PARTY", `${thirdParty.name} receives a narrower set of categories`));
+  }
+  if (contract && !contract.terms.platformSharingPurposeIds.includes(purpose.stableId)) {
+    return deny(flow, "CONTRACT_EXCLUDES", `contract terms '${contract.terms.stableId}' do not allow this purpose`);
+  }
+  if (thirdPartyUser) {
+    const limited = intersect(categories, contract!.terms.contractAccessCategoryIds);
+    if (limited.length < categories.length) reasons.push(reason("NARROWED_BY_CONTRACT", "limited to the categories the contract gives access to"));
+    return allow("contractual", limited, "ALLOWED_BY_CONTRACT", `contract terms '${contract!.terms.stableId}' allow it`);
+  }
+  if (!accepted) return deny(flow, "NO_TERMS_ACCEPTED", "the user has accepted no terms and has no contract");
+  const grant = accepted.grants.platformSharing[purpose.stableId];
+  if (!grant) return deny(flow, "NOT_IN_ACCEPTED_TERMS", "the purpose was not in the terms the user accepted");
+  if (thirdParty && !grant.thirdPartyIds.includes(thirdParty.stableId)) return deny(flow, "NOT_IN_ACCEPTED_TERMS", `${thirdParty.name} was not in the terms the user accepted`);
+  const acceptedCategories = intersect(categories, grant.categoryIds);
+  if (acceptedCategories.length < categories.length) reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
+  const linked = purpose.platformUsePurposeId === undefined ? undefined : policy.platformUse.get(purpose.platformUsePurposeId);
+  if (linked?.optIn && !user.optIns[linked.stableId]) return deny(flow, "NOT_OPTED_IN", `sharing depends on '${linked.name}', which the user has not opted in to`);
+  return allow(flow, acceptedCategories, "ALLOWED_BY_TERMS", "the user accepted terms that include it");
+}

@@ -1,0 +1,78 @@
+/** Types of the decision engine: pure data shared by every door (API, redaction, exports). */
+
+export type PurposeType = "platformUse" | "platformSharing" | "contractualExchange" | "consentedSharing";
+export const purposeTypes: readonly PurposeType[] = ["platformUse", "platformSharing", "contractualExchange", "consentedSharing"];
+
+/** Which kind of flow a decision governed (spec 6: contractual and consent flows are told apart in the trace). */
+export type Flow = "platform" | "contractual" | "consent";
+
+/** What was granted: purposes with their categories (sharing: and third parties). */
+export interface Grants {
+  platformUse: Record<string, string[]>;
+  platformSharing: Record<string, { categoryIds: string[]; thirdPartyIds: string[] }>;
+}
+
+/** The user state decisions read; kept by the user actor (issue 4) and cached near each door. */
+export interface UserPolicyState {
+  userId: string;
+  attributes: Record<string, string>;
+  contractualRelationship?: { purposeId: string; termsId: string };
+  /** What the user (or a guardian for a child) accepted: the grants of the personalized terms then. */
+  acceptance?: { termsHash: string; grants: Grants; acceptedAt: string; acceptorId?: string };
+  /** Opt-in platform use purposes the user opted into, each optionally narrowed to some categories. */
+  optIns: Record<string, { categoryIds?: string[] }>;
+  /** Consented sharing, by `<purposeId>/<termsId>`: the categories granted. */
+  consents: Record<string, { categoryIds: string[] }>;
+  /** Sharing flows a guardian turned off for this (child) user. */
+  disabledFlows: Array<{ purposeId: string; thirdPartyId: string }>;
+}
+
+export interface DecisionRequest {
+  type: PurposeType;
+  purposeId: string;
+  /** platformSharing: the receiving third party, when known. */
+  thirdPartyId?: string;
+  /** consentedSharing: the terms entry consented to. */
+  termsId?: string;
+}
+
+export type ReasonCode =
+  | "UNKNOWN_PURPOSE"
+  | "UNKNOWN_THIRD_PARTY"
+  | "UNKNOWN_USER"
+  | "NO_TERMS_ACCEPTED"
+  | "NOT_IN_ACCEPTED_TERMS"
+  | "NOT_OPTED_IN"
+  | "OVERRIDDEN"
+  | "OVERRIDE_PROPERTY_MISSING"
+  | "CONTRACT_UNKNOWN"
+  | "CONTRACT_EXCLUDES"
+  | "NO_CONTRACT"
+  | "NO_CONSENT"
+  | "GUARDIAN_DISABLED"
+  | "NO_CATEGORIES"
+  | "ALLOWED_BY_TERMS"
+  | "ALLOWED_BY_CONTRACT"
+  | "ALLOWED_BY_CONSENT"
+  | "NARROWED_BY_ACCEPTANCE"
+  | "NARROWED_BY_CONTRACT"
+  | "NARROWED_BY_OPT_IN"
+  | "NARROWED_BY_THIRD_PARTY";
+
+export interface Reason {
+  code: ReasonCode;
+  /** One human sentence. */
+  text: string;
+}
+
+export interface Decision {
+  allowed: boolean;
+  flow: Flow;
+  /** Categories whose fields may be used (empty when not allowed). */
+  categoryIds: string[];
+  reasons: Reason[];
+  /** The `urn:service:attribute:message:summary` advice: one sentence saying what and why. */
+  summary: string;
+  /** The configuration revision the decision used. */
+  revision: number;
+}

@@ -1,0 +1,267 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { compilePolicy, type CompiledPolicy } from "../../actors/decision/compiled-policy";
+import { decide } from "../../actors/decision/engine";
+import { ageOn } from "../../actors/decision/overrides";
+import { grantsExceed, personalizedTerms } from "../../actors/decision/terms";
+import type { DecisionRequest, ReasonCode, UserPolicyState } from "../../actors/decision/types";
+import type { PolicyConfig } from "../../actors/policy/model";
+import { realisticPolicy } from "../fixtures/policy";
+
+const now = new Date("2026-11-21T12:00:00Z");
+const policy = compilePolicy(realisticPolicy(), 7);
+const adult = { dob: "1990-05-01", location: "US-CA" };
+
+function user(id: string, attributes: Record<string, string>, extra: Partial<UserPolicyState> = {}): UserPolicyState {
+  return { userId: id, attributes, optIns: {}, consents: {}, disabledFlows: [], ...extra };
+}
+
+/** A user who accepted the personalized terms of `compiled` for their context. */
+function accepted(id: string, attributes: Record<string, string>, extra: Partial<UserPolicyState> = {}, compiled: CompiledPolicy = policy): UserPolicyState {
+  const base = user(id, attributes, extra);
+  const terms = personalizedTerms(compiled, { attributes, contractualRelationship: base.contractualRelationship }, now);
+  return { ...base, acceptance: { termsHash: terms.hash, grants: terms.grants, acceptedAt: now.toISOString() } };
+}
+
+const use = (purposeId: string): DecisionRequest => ({ type: "platformUse", purposeId });
+const share = (purposeId: string, thirdPartyId?: string): DecisionRequest => ({ type: "platformSharing", purposeId, ...(thirdPartyId ? { thirdPartyId } : {}) });
+const contractual = (purposeId: string): DecisionRequest => ({ type: "contractualExchange", purposeId });
+const consented = (purposeId: string, termsId: string): DecisionRequest => ({ type: "consentedSharing", purposeId, termsId });
+
+/** [what, user, request, allowed categories (or the deciding reason when denied), flow] */
+type Row = [string, UserPolicyState | undefined, DecisionRequest, string[] | ReasonCode, string];
+
+function check(rows: Row[], compiled: CompiledPolicy = policy): void {
+  for (const [what, subject, request, expected, flow] of rows) {
+    const decision = decide(compiled, subject, request, now);
+    assert.equal(decision.flow, flow, `${what}: flow`);
+    if (Array.isArray(expected)) {
+      assert.equal(decision.allowed, true, `${what}: allowed (${decision.summary})`);
+      assert.deepEqual(decision.categoryIds, expected, `${what}: categories`);
+    } else {
+      assert.equal(decision.allowed, false, `${what}: denied (${decision.summary})`);
+      assert.deepEqual(decision.categoryIds, []);
+      assert.equal(decision.reasons.at(-1)!.code, expected, `${what}: reason (${decision.summary})`);
+    }
+    assert.equal(decision.revision, compiled.revision);
+    assert.match(decision.summary, /^(Kept|Dropped) for .+\.$/);
+  }
+}
+
+const reseller = { contractualRelationship: { purposeId: "reseller", termsId: "reseller-2026" } };
+const resellerStrict = { contractualRelationship: { purposeId: "reseller", termsId: "reseller-strict" } };
+const studyConsent = { consents: { "research/research-study-1": { categoryIds: ["usage", "location"] } } };
+
+describe("the table of policy-semantics section 2, row by row", () => {
+  test("unknown user, or no user id: drop for every type", () => {
+    check([
+      ["platform use", undefined, use("service"), "UNKNOWN_USER", "platform"],
+      ["platform sharing", undefined, share("payments"), "UNKNOWN_USER", "platform"],
+      ["contractual", undefined, contractual("reseller"), "UNKNOWN_USER", "contractual"],
+      ["consented", undefined, consented("research", "research-study-1"), "UNKNOWN_USER", "consent"],
+    ]);
+  });
+
+  test("created, no terms accepted, no contract: drop for every type, even with a consent on record", () => {
+    const created = user("u-created", adult, studyConsent);
+    check([
+      ["platform use", created, use("service"), "NO_TERMS_ACCEPTED", "platform"],
+      ["platform sharing", created, share("payments"), "NO_TERMS_ACCEPTED", "platform"],
+      ["contractual", created, contractual("reseller"), "NO_CONTRACT", "contractual"],
+      ["consented", created, consented("research", "research-study-1"), "NO_TERMS_ACCEPTED", "consent"],
+    ]);
+  });
+
+  test("third-party user: only what the contract lists, within its categories; consent only if recorded", () => {
+    const thirdParty = user("u-3p", adult, reseller);
+    check([
+      ["a listed platform use purpose, limited to contract categories", thirdParty, use("service"), ["contact"], "contractual"],
+      ["an unlisted platform use purpose", thirdParty, use("analytics"), "CONTRACT_EXCLUDES", "contractual"],
+      ["an unlisted sharing purpose", thirdParty, share("payments"), "CONTRACT_EXCLUDES", "contractual"],
+      ["the contract's own exchange", thirdParty, contractual("reseller"), ["contact"], "contractual"],
+      ["consented sharing without consent", thirdParty, consented("research", "research-study-1"), "NO_CONSENT", "consent"],
+      ["consented sharing with consent", user("u-3p-c", adult, { ...reseller, ...studyConsent }), consented("research", "research-study-1"), ["usage", "location"], "consent"],
+      ["a contract whose terms are gone", user("u-3p-x", adult, { contractualRelationship: { purposeId: "reseller", termsId: "gone" } }), use("service"), "CONTRACT_UNKNOWN", "contractual"],
+    ]);
+  });
+
+  test("accepted terms, no contract: accepted purposes after overrides; no contractual exchange; consent decides", () => {
+    const member = accepted("u-acc", adult);
+    check([
+      ["core purpose", member, use("service"), ["contact", "credentials", "identity", "usage"], "platform"],
+      ["another core purpose", member, use("analytics"), ["usage"], "platform"],
+      ["opt-in purpose not opted in", member, use("personalization"), "NOT_OPTED_IN", "platform"],
+      ["sharing to a service provider", member, share("payments", "payco"), ["contact", "identity"], "platform"],
+      ["contractual exchange without a contract", member, contractual("reseller"), "NO_CONTRACT", "contractual"],
+      ["consented sharing without consent", member, consented("research", "research-study-1"), "NO_CONSENT", "consent"],
+      ["consented sharing with consent", accepted("u-acc-c", adult, studyConsent), consented("research", "research-study-1"), ["usage", "location"], "consent"],
+    ]);
+  });
+
+  test("accepted terms and a contract: further limited by the contract; the contract decides its exchange", () => {
+    const both = accepted("u-both", adult, reseller);
+    check([
+      ["a purpose the contract allows", both, use("service"), ["contact", "credentials", "identity", "usage"], "platform"],
+      ["a purpose the contract does not list", both, use("analytics"), "CONTRACT_EXCLUDES", "platform"],
+      ["the contract's exchange", both, contractual("reseller"), ["contact"], "contractual"],
+      ["an empty platformUsePurposeIds list disallows every platform use purpose", accepted("u-strict", adult, resellerStrict), use("service"), "CONTRACT_EXCLUDES", "platform"],
+      ["... but its sharing purpose is allowed", accepted("u-strict2", adult, resellerStrict), share("payments"), ["contact", "identity"], "platform"],
+    ]);
+  });
+});
+
+describe("overrides (section 3)", () => {
+  test("age: 13 today is not under 13; 12 until tomorrow is", () => {
+    assert.equal(ageOn("2013-11-21", now), 13);
+    assert.equal(ageOn("2013-11-22", now), 12);
+    assert.equal(ageOn("2013-02-30", now), undefined, "not a real date");
+    check([
+      ["13th birthday today", accepted("u-13", { dob: "2013-11-21", location: "US" }), use("analytics"), ["usage"], "platform"],
+      ["13th birthday tomorrow", accepted("u-12", { dob: "2013-11-22", location: "US" }), use("analytics"), "OVERRIDDEN", "platform"],
+      ["the override's allowed purpose stays", accepted("u-12b", { dob: "2013-11-22", location: "US" }), use("service"), ["contact", "credentials", "identity", "usage"], "platform"],
+    ]);
+  });
+
+  test("location: a listed region and its sub-regions, case-insensitive; not a mere prefix", () => {
+    check([
+      ["GB", accepted("u-gb", { dob: "1990-01-01", location: "GB" }), use("analytics"), "OVERRIDDEN", "platform"],
+      ["gb-sct", accepted("u-sct", { dob: "1990-01-01", location: "gb-sct" }), use("analytics"), "OVERRIDDEN", "platform"],
+      ["GBR is not GB", accepted("u-gbr", { dob: "1990-01-01", location: "GBR" }), use("analytics"), ["usage"], "platform"],
+      ["EU allows the contractual purpose it lists", accepted("u-eu", { dob: "1990-01-01", location: "EU" }, reseller), contractual("reseller"), ["contact"], "contractual"],
+    ]);
+  });
+
+  test("a missing dob or location fails closed, and the reasons say why", () => {
+    const noDob = decide(policy, accepted("u-nodob", { location: "US" }), use("analytics"), now);
+    assert.equal(noDob.allowed, false);
+    assert.deepEqual(noDob.reasons.map((r) => r.code), ["OVERRIDE_PROPERTY_MISSING", "OVERRIDDEN"]);
+    assert.match(noDob.reasons[0].text, /no dob/);
+    const noLocation = decide(policy, accepted("u-noloc", { dob: "1990-01-01" }), use("analytics"), now);
+    assert.deepEqual(noLocation.reasons.map((r) => r.code), ["OVERRIDE_PROPERTY_MISSING", "OVERRIDDEN"]);
+  });
+
+  test("sharing overrides apply to sharing purposes only", () => {
+    check([
+      ["under 16: ads sharing dropped", accepted("u-15", { dob: "2011-01-01", location: "US" }, { optIns: { personalization: {} } }), share("ads-sharing", "geoads"), "OVERRIDDEN", "platform"],
+      ["under 16: payments kept", accepted("u-15b", { dob: "2011-01-01", location: "US" }), share("payments", "payco"), ["contact", "identity"], "platform"],
+    ]);
+  });
+
+  test("overrides never apply to consented sharing", () => {
+    check([["a child with consent", accepted("u-child-c", { dob: "2020-01-01" }, studyConsent), consented("research", "research-study-1"), ["usage", "location"], "consent"]]);
+  });
+});
+
+describe("opt-in, acceptance versions, guardians, third parties, consent", () => {
+  test("an opt-in purpose before opting in, after opting in (narrowed), and after revoking", () => {
+    const before = accepted("u-opt", adult);
+    const optedIn = { ...before, optIns: { personalization: { categoryIds: ["usage"] } } };
+    const revoked = { ...optedIn, optIns: {} };
+    check([
+      ["before", before, use("personalization"), "NOT_OPTED_IN", "platform"],
+      ["after, narrowed to usage", optedIn, use("personalization"), ["usage"], "platform"],
+      ["after revoking", revoked, use("personalization"), "NOT_OPTED_IN", "platform"],
+      ["sharing linked to the opt-in purpose needs it too", before, share("ads-sharing", "geoads"), "NOT_OPTED_IN", "platform"],
+      ["... and is allowed once opted in", { ...before, optIns: { personalization: {} } }, share("ads-sharing", "geoads"), ["usage", "location"], "platform"],
+    ]);
+  });
+
+  test("reacceptance: a purpose gains a category; the old acceptance keeps what it covered; the new category waits", () => {
+    const member = accepted("u-v1", adult);
+    const widened = realisticPolicy();
+    widened.platformUse.purposes[0].categoryIds.push("location");
+    const v2 = compilePolicy(widened, 8);
+    const decision = decide(v2, member, use("service"), now);
+    assert.deepEqual(decision.categoryIds, ["contact", "credentials", "identity", "usage"]);
+    assert.ok(decision.reasons.some((r) => r.code === "NARROWED_BY_ACCEPTANCE"));
+    assert.equal(grantsExceed(personalizedTerms(v2, { attributes: adult }, now).grants, member.acceptance!.grants), true, "reacceptRequired");
+    const reaccepted = accepted("u-v1", adult, {}, v2);
+    assert.deepEqual(decide(v2, reaccepted, use("service"), now).categoryIds, ["contact", "credentials", "identity", "usage", "location"]);
+    assert.equal(grantsExceed(personalizedTerms(v2, { attributes: adult }, now).grants, reaccepted.acceptance!.grants), false);
+  });
+
+  test("narrowing takes effect at once and never asks for reacceptance", () => {
+    const member = accepted("u-narrow", adult);
+    const narrowed = realisticPolicy();
+    narrowed.platformUse.purposes[0].categoryIds = ["contact"];
+    narrowed.platformSharing.purposes[0].thirdParties.pop();
+    const v2 = compilePolicy(narrowed, 9);
+    assert.deepEqual(decide(v2, member, use("service"), now).categoryIds, ["contact"]);
+    assert.equal(grantsExceed(personalizedTerms(v2, { attributes: adult }, now).grants, member.acceptance!.grants), false);
+  });
+
+  test("a third party added after acceptance is not usable until the user accepts again", () => {
+    const member = accepted("u-tp", adult, { optIns: { personalization: {} } });
+    const more = realisticPolicy();
+    more.platformSharing.purposes[0].thirdParties.push({ stableId: "newads", name: "NewAds", serviceProvider: false });
+    const v2 = compilePolicy(more, 10);
+    check([["new third party", member, share("ads-sharing", "newads"), "NOT_IN_ACCEPTED_TERMS", "platform"]], v2);
+    assert.equal(grantsExceed(personalizedTerms(v2, { attributes: adult }, now).grants, member.acceptance!.grants), true);
+  });
+
+  test("a guardian disabling a sharing flow for one third party", () => {
+    const noSharingOverride = realisticPolicy();
+    noSharingOverride.platformSharing.overrides = [];
+    const compiled = compilePolicy(noSharingOverride, 11);
+    const child = { dob: "2016-03-01", location: "US" };
+    const kid = accepted("u-kid", child, { optIns: { personalization: {} }, disabledFlows: [{ purposeId: "ads-sharing", thirdPartyId: "adco" }] }, compiled);
+    check(
+      [
+        ["the disabled third party", kid, share("ads-sharing", "adco"), "GUARDIAN_DISABLED", "platform"],
+        ["another third party of the purpose", kid, share("ads-sharing", "geoads"), ["usage", "location"], "platform"],
+        ["the purpose without naming the third party fails closed", kid, share("ads-sharing"), "GUARDIAN_DISABLED", "platform"],
+      ],
+      compiled,
+    );
+  });
+
+  test("a third party receiving a narrower set of categories", () => {
+    check([["adco gets usage only", accepted("u-adco", adult, { optIns: { personalization: {} } }), share("ads-sharing", "adco"), ["usage"], "platform"]]);
+  });
+
+  test("consented sharing with a narrowed category set", () => {
+    check([["usage only", accepted("u-narrow-c", adult, { consents: { "research/research-study-1": { categoryIds: ["usage"] } } }), consented("research", "research-study-1"), ["usage"], "consent"]]);
+  });
+
+  test("unknown purposes and third parties are refused, never guessed", () => {
+    const member = accepted("u-unknown", adult);
+    check([
+      ["unknown purpose", member, use("mining"), "UNKNOWN_PURPOSE", "platform"],
+      ["a sharing purpose asked as platform use", member, use("payments"), "UNKNOWN_PURPOSE", "platform"],
+      ["unknown third party", member, share("payments", "adco"), "UNKNOWN_THIRD_PARTY", "platform"],
+      ["consented sharing without terms", member, { type: "consentedSharing", purposeId: "research" }, "UNKNOWN_PURPOSE", "consent"],
+    ]);
+  });
+});
+
+describe("personalized terms", () => {
+  test("the default terms (empty context) list every purpose; a child's leave out the overridden ones, saying why", () => {
+    const all = personalizedTerms(policy, {}, now);
+    assert.deepEqual(all.platformUse.map((p) => p.stableId), ["service", "personalization", "analytics"]);
+    assert.deepEqual(all.omitted, []);
+    const child = personalizedTerms(policy, { attributes: { dob: "2016-01-01", location: "US" } }, now);
+    assert.deepEqual(child.platformUse.map((p) => p.stableId), ["service"]);
+    assert.deepEqual(child.omitted, [
+      { purposeId: "personalization", reason: "override 'Children under 13' applies" },
+      { purposeId: "analytics", reason: "override 'Children under 13' applies" },
+      { purposeId: "ads-sharing", reason: "override 'Under 16: no ads sharing' applies" },
+    ]);
+    assert.notEqual(child.hash, all.hash);
+  });
+
+  test("contract terms carry the category details; the format is the same for every context", () => {
+    const terms = personalizedTerms(policy, { attributes: adult, contractualRelationship: reseller.contractualRelationship }, now);
+    assert.deepEqual(terms.contract?.categories, [
+      { stableId: "contact", name: "Contact details", summary: "How we reach you", fullDetails: "Your email address and phone number, used to send you service messages.", fields: [{ stableId: "contact.email", name: "Email" }, { stableId: "contact.phone", name: "Phone", summary: "Mobile or landline" }] },
+    ]);
+    assert.deepEqual(terms.platformUse.map((p) => p.stableId), ["service"], "limited to what the contract allows");
+    assert.deepEqual(Object.keys(terms).sort(), Object.keys(personalizedTerms(policy, {}, now)).sort());
+  });
+
+  test("the hash identifies the content: same content, same hash; a new category, a new hash", () => {
+    assert.equal(personalizedTerms(policy, { attributes: adult }, now).hash, personalizedTerms(compilePolicy(realisticPolicy(), 99), { attributes: adult }, now).hash);
+    const changed: PolicyConfig = realisticPolicy();
+    changed.platformUse.purposes[2].categoryIds.push("location");
+    assert.notEqual(personalizedTerms(compilePolicy(changed, 8), { attributes: adult }, now).hash, personalizedTerms(policy, { attributes: adult }, now).hash);
+  });
+});
