@@ -1,0 +1,270 @@
+import { compiledFor } from "../decision/compile-cache";
+import { termsKey, type CompiledPolicy } from "../decision/compiled-policy";
+import { ageOn } from "../decision/overrides";
+import { grantsExceed, personalizedTerms, type PersonalizedTerms } from "../decision/terms";
+import type { UserPolicyState } from "../decision/types";
+import { policy } from "../policy/policy-actor";
+import { actor, exclusive, shared } from "../runtime/define";
+import { HandlerError } from "../runtime/errors";
+import type { ActorCaller, ExclusiveContext, SharedContext } from "../runtime/types";
+
+/** A user as stored: what decisions read, plus links and history. */
+export interface UserRecord extends UserPolicyState {
+  createdAt: string;
+  /** Guardians acting for this user (a child). */
+  guardians: string[];
+  /** Children this user is guardian of. */
+  children: string[];
+  /** Every consent and opt-in change: what, when, by whom (null categories: revoked). */
+  consentHistory: Array<{ at: string; purposeId: string; termsId?: string; categoryIds: string[] | null; by: string }>;
+}
+
+type State = UserRecord | null;
+type Exclusive = ExclusiveContext<State>;
+
+export interface ConsentEntry {
+  purposeId: string;
+  termsId?: string;
+  categoryIds?: string[];
+}
+
+async function currentPolicy(actors: ActorCaller, remainingMs: number): Promise<CompiledPolicy> {
+  const { config, revision } = await actors.ref(policy, "default").get(undefined, { timeoutMs: remainingMs });
+  return compiledFor(config, revision);
+}
+
+function existing(ctx: { state: Readonly<State>; id: string }): UserRecord {
+  if (!ctx.state) throw new HandlerError("NOT_FOUND", `no user '${ctx.id}'`);
+  return ctx.state as UserRecord;
+}
+
+/** A child is a user whose dob gives an age below the guardian threshold (policy-semantics 5). Without a dob, not known to be one. */
+export function isChild(compiled: CompiledPolicy, user: Pick<UserRecord, "attributes">, now: Date): boolean {
+  const age = ageOn(user.attributes.dob, now);
+  return compiled.guardian !== null && age !== undefined && age < compiled.guardian.thresholdAge;
+}
+
+function termsFor(compiled: CompiledPolicy, user: UserRecord, now: Date): PersonalizedTerms {
+  return personalizedTerms(compiled, { attributes: user.attributes, contractualRelationship: user.contractualRelationship }, now);
+}
+
+/** A child's consents and flows are set by one of their guardians. */
+function requireGuardianFor(compiled: CompiledPolicy, user: UserRecord, actingId: string | undefined, what: string, now: Date): string {
+  if (!isChild(compiled, user, now)) return actingId ?? user.userId;
+  if (!actingId) throw new HandlerError("GUARDIAN_REQUIRED", `${user.userId} is a child: ${what} needs a guardian (grantorId)`);
+  if (!user.guardians.includes(actingId)) throw new HandlerError("NOT_A_GUARDIAN", `${actingId} is not a guardian of ${user.userId}`);
+  return actingId;
+}
+
+/**
+ * A user (spec 2.10, 3.3): attributes, contract, accepted terms, opt-ins, consents, guardian
+ * links and flows a guardian turned off. Rules that depend on the configuration read the
+ * policy actor; every change is revision-checked like any actor state.
+ */
+export const user = actor({
+  type: "user",
+  initialState: (): State => null,
+  handlers: {
+    get: shared((ctx: SharedContext<State>) => existing(ctx)),
+
+    create: exclusive(async (ctx: Exclusive, arg: { attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } }) => {
+      if (ctx.state) throw new HandlerError("USER_EXISTS", `user '${ctx.id}' already exists`);
+      const attributes = arg.attributes ?? {};
+      if (attributes.dob !== undefined && ageOn(attributes.dob, new Date()) === undefined) throw new HandlerError("USER_INVALID", `dob '${attributes.dob}' is not a date (YYYY-MM-DD)`);
+      if (arg.contractualRelationship) {
+        const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
+        const { purposeId, termsId } = arg.contractualRelationship;
+        if (!compiled.contracts.has(termsKey(purposeId, termsId))) throw new HandlerError("USER_INVALID", `no contractual exchange terms '${purposeId}/${termsId}'`);
+      }
+      const record: UserRecord = {
+        userId: ctx.id,
+        attributes,
+        ...(arg.contractualRelationship ? { contractualRelationship: arg.contractualRelationship } : {}),
+        optIns: {},
+        consents: {},
+        disabledFlows: [],
+        createdAt: new Date().toISOString(),
+        guardians: [],
+        children: [],
+        consentHistory: [],
+      };
+      ctx.setState(record);
+      return record;
+    }),
+
+    /** The user's current personalized terms, and whether they grant more than what the user accepted. */
+    terms: shared(async (ctx: SharedContext<State>) => {
+      const record = existing(ctx);
+      const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
+      const terms = termsFor(compiled, record, new Date());
+      return {
+        terms,
+        acceptedTermsHash: record.acceptance?.termsHash ?? null,
+        reacceptRequired: record.acceptance ? grantsExceed(terms.grants, record.acceptance.grants) : false,
+        child: isChild(compiled, record, new Date()),
+      };
+    }),
+
+    /** Records acceptance of the user's current personalized terms (for a child, by a guardian). */
+    accept: exclusive(async (ctx: Exclusive, arg: { acceptorId?: string }) => {
+      const record = existing(ctx);
+      const now = new Date();
+      const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
+      const child = isChild(compiled, record, now);
+      let guardians = record.guardians;
+      if (child) {
+        if (!arg.acceptorId) throw new HandlerError("GUARDIAN_REQUIRED", `${record.userId} is a child: terms must be accepted by a guardian (acceptorId)`);
+        if (arg.acceptorId === record.userId) throw new HandlerError("GUARDIAN_INVALID", "a child cannot be their own guardian");
+        const acceptor = await ctx.actors.ref(user, arg.acceptorId).get(undefined, { timeoutMs: ctx.remainingMs() }).catch((error: { code?: string }) => {
+          throw error.code === "NOT_FOUND" ? new HandlerError("GUARDIAN_INVALID", `acceptor '${arg.acceptorId}' is not a user`) : error;
+        });
+        if (isChild(compiled, acceptor, now)) throw new HandlerError("GUARDIAN_INVALID", `acceptor '${arg.acceptorId}' is a child`);
+        if (!guardians.includes(arg.acceptorId)) {
+          await ctx.actors.ref(user, arg.acceptorId).linkChild(record.userId, { timeoutMs: ctx.remainingMs() });
+          guardians = [...guardians, arg.acceptorId];
+        }
+      } else if (arg.acceptorId && arg.acceptorId !== record.userId) {
+        throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child: they accept their own terms`);
+      }
+      const terms = termsFor(compiled, record, now);
+      const acceptance = { termsHash: terms.hash, grants: terms.grants, acceptedAt: now.toISOString(), ...(child ? { acceptorId: arg.acceptorId } : {}) };
+      ctx.setState({ ...record, guardians, acceptance });
+      return { termsHash: terms.hash, revision: compiled.revision, acceptedAt: acceptance.acceptedAt, acceptorId: acceptance.acceptorId ?? null };
+    }),
+
+    /** Makes `guardianId` a guardian of this (child) user; the guardian records the link too. */
+    addGuardian: exclusive(async (ctx: Exclusive, guardianId: string) => {
+      const record = existing(ctx);
+      const now = new Date();
+      const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
+      if (!isChild(compiled, record, now)) throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child`);
+      if (guardianId === record.userId) throw new HandlerError("GUARDIAN_INVALID", "a child cannot be their own guardian");
+      const guardian = await ctx.actors.ref(user, guardianId).get(undefined, { timeoutMs: ctx.remainingMs() }).catch((error: { code?: string }) => {
+        throw error.code === "NOT_FOUND" ? new HandlerError("GUARDIAN_INVALID", `guardian '${guardianId}' is not a user`) : error;
+      });
+      if (isChild(compiled, guardian, now)) throw new HandlerError("GUARDIAN_INVALID", `guardian '${guardianId}' is a child`);
+      if (record.guardians.includes(guardianId)) return { guardians: record.guardians };
+      await ctx.actors.ref(user, guardianId).linkChild(record.userId, { timeoutMs: ctx.remainingMs() });
+      const guardians = [...record.guardians, guardianId];
+      ctx.setState({ ...record, guardians });
+      return { guardians };
+    }),
+
+    /** The guardian's side of a guardian link. */
+    linkChild: exclusive((ctx: Exclusive, childId: string) => {
+      const record = existing(ctx);
+      if (!record.children.includes(childId)) ctx.setState({ ...record, children: [...record.children, childId] });
+    }),
+
+    unlink: exclusive((ctx: Exclusive, otherId: string) => {
+      const record = existing(ctx);
+      ctx.setState({ ...record, children: record.children.filter((id) => id !== otherId), guardians: record.guardians.filter((id) => id !== otherId) });
+    }),
+
+    /**
+     * Affirmative consents (spec 2.11). A consent naming an opt-in platform use purpose opts in
+     * (its categories may only narrow the purpose's); any other names consented sharing terms
+     * (categories within the terms' requested ones). A child's need a guardian as grantor.
+     */
+    consent: exclusive(async (ctx: Exclusive, arg: { grantorId?: string; consents: ConsentEntry[] }) => {
+      const record = existing(ctx);
+      const now = new Date();
+      const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
+      const by = requireGuardianFor(compiled, record, arg.grantorId, "consent", now);
+      const optIns = { ...record.optIns };
+      const consents = { ...record.consents };
+      const history = [...record.consentHistory];
+      const problems: Array<{ path: string; problem: string }> = [];
+      for (const [i, entry] of arg.consents.entries()) {
+        const optInPurpose = compiled.platformUse.get(entry.purposeId);
+        if (optInPurpose?.optIn) {
+          const outside = (entry.categoryIds ?? []).filter((c) => !optInPurpose.categoryIds.includes(c));
+          if (outside.length) {
+            problems.push({ path: `/consents/${i}/categoryIds`, problem: `not categories of '${entry.purposeId}': ${outside.join(", ")}` });
+            continue;
+          }
+          optIns[entry.purposeId] = entry.categoryIds ? { categoryIds: entry.categoryIds } : {};
+          history.push({ at: now.toISOString(), purposeId: entry.purposeId, categoryIds: entry.categoryIds ?? optInPurpose.categoryIds, by });
+          continue;
+        }
+        const terms = entry.termsId === undefined ? undefined : compiled.consentTerms.get(termsKey(entry.purposeId, entry.termsId));
+        if (!terms) {
+          problems.push({ path: `/consents/${i}`, problem: `'${entry.purposeId}'${entry.termsId ? `/'${entry.termsId}'` : ""} is neither an opt-in purpose nor consented sharing terms` });
+          continue;
+        }
+        const categoryIds = entry.categoryIds ?? terms.requestedCategoryIds;
+        const outside = categoryIds.filter((c) => !terms.requestedCategoryIds.includes(c));
+        if (outside.length) {
+          problems.push({ path: `/consents/${i}/categoryIds`, problem: `not requested by the terms: ${outside.join(", ")}` });
+          continue;
+        }
+        consents[termsKey(entry.purposeId, entry.termsId!)] = { categoryIds };
+        history.push({ at: now.toISOString(), purposeId: entry.purposeId, termsId: entry.termsId, categoryIds, by });
+      }
+      if (problems.length) throw new HandlerError("CONSENT_INVALID", `the consent has ${problems.length} problem(s); nothing was recorded`, { details: problems });
+      ctx.setState({ ...record, optIns, consents, consentHistory: history });
+      return { optIns, consents };
+    }),
+
+    /** Revokes a consent or an opt-in; it stops counting for the next decision. */
+    revoke: exclusive(async (ctx: Exclusive, arg: { grantorId?: string; purposeId: string; termsId?: string }) => {
+      const record = existing(ctx);
+      const now = new Date();
+      const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
+      const by = requireGuardianFor(compiled, record, arg.grantorId, "revoking a consent", now);
+      const optIns = { ...record.optIns };
+      const consents = { ...record.consents };
+      if (arg.termsId === undefined) {
+        if (!optIns[arg.purposeId]) throw new HandlerError("NOT_FOUND", `${record.userId} has not opted in to '${arg.purposeId}'`);
+        delete optIns[arg.purposeId];
+      } else {
+        if (!consents[termsKey(arg.purposeId, arg.termsId)]) throw new HandlerError("NOT_FOUND", `${record.userId} has no consent to '${arg.purposeId}/${arg.termsId}'`);
+        delete consents[termsKey(arg.purposeId, arg.termsId)];
+      }
+      const entry = { at: now.toISOString(), purposeId: arg.purposeId, ...(arg.termsId ? { termsId: arg.termsId } : {}), categoryIds: null, by };
+      ctx.setState({ ...record, optIns, consents, consentHistory: [...record.consentHistory, entry] });
+      return { optIns, consents };
+    }),
+
+    /** What a guardian may turn off for this child, and what is off now. */
+    guardianOptions: shared(async (ctx: SharedContext<State>) => {
+      const record = existing(ctx);
+      const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
+      return (compiled.guardian?.allowedToDisable ?? []).flatMap((flow) => {
+        const sharing = compiled.sharing.get(flow.purposeId);
+        if (!sharing) return [];
+        return flow.thirdPartyIds.flatMap((thirdPartyId) => {
+          const party = sharing.thirdParties.get(thirdPartyId);
+          return party ? [{ purposeId: flow.purposeId, purposeName: sharing.purpose.name, thirdPartyId, thirdPartyName: party.name, disabled: record.disabledFlows.some((f) => f.purposeId === flow.purposeId && f.thirdPartyId === thirdPartyId) }] : [];
+        });
+      });
+    }),
+
+    /** A guardian turns a sharing flow off (or on again) for this child; only flows in allowedToDisable. */
+    setFlow: exclusive(async (ctx: Exclusive, arg: { guardianId: string; purposeId: string; thirdPartyId: string; disabled: boolean }) => {
+      const record = existing(ctx);
+      const now = new Date();
+      const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
+      if (!isChild(compiled, record, now)) throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child`);
+      requireGuardianFor(compiled, record, arg.guardianId, "changing a flow", now);
+      const permitted = compiled.guardian?.allowedToDisable.some((f) => f.purposeId === arg.purposeId && f.thirdPartyIds.includes(arg.thirdPartyId));
+      if (!permitted) throw new HandlerError("FLOW_NOT_DISABLEABLE", `guardian rights do not let a guardian turn off '${arg.purposeId}' to '${arg.thirdPartyId}'`);
+      const others = record.disabledFlows.filter((f) => !(f.purposeId === arg.purposeId && f.thirdPartyId === arg.thirdPartyId));
+      const disabledFlows = arg.disabled ? [...others, { purposeId: arg.purposeId, thirdPartyId: arg.thirdPartyId }] : others;
+      ctx.setState({ ...record, disabledFlows });
+      return { disabledFlows };
+    }),
+
+    /** Erasure: the state is removed; guardian links on the other side are removed too. */
+    erase: exclusive(async (ctx: Exclusive) => {
+      const record = existing(ctx);
+      for (const other of [...record.guardians, ...record.children]) {
+        await ctx.actors.ref(user, other).unlink(record.userId, { timeoutMs: ctx.remainingMs() }).catch((error: { code?: string }) => {
+          if (error.code !== "NOT_FOUND") throw error;
+        });
+      }
+      ctx.clearState();
+      return { erased: record.userId };
+    }),
+  },
+});
