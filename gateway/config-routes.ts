@@ -184,7 +184,9 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
       "/config/history/:revision",
       { schema: { tags, summary: "One revision as it was written, with the complete configuration", params: { type: "object", properties: { revision: { type: "string", pattern: "^[1-9][0-9]{0,14}$" } }, required: ["revision"] } } },
       async (request) => {
-        const record = await port.revision(Number((request.params as { revision: string }).revision));
+        const wanted = Number((request.params as { revision: string }).revision);
+        // A record above the current revision is left over from a write that failed to commit.
+        const record = wanted <= (await port.read()).revision ? await port.revision(wanted) : null;
         if (!record) throw new GatewayError("ERR_RESOURCE_NOT_FOUND", "no such revision");
         return record;
       },

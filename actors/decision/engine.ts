@@ -1,6 +1,6 @@
 import { termsKey, type CompiledPolicy } from "./compiled-policy";
 import { excludingOverride, overrideMatches, type OverrideMatch } from "./overrides";
-import type { Decision, DecisionRequest, Flow, Reason, ReasonCode, UserPolicyState } from "./types";
+import { own, type Decision, type DecisionRequest, type Flow, type Reason, type ReasonCode, type UserPolicyState } from "./types";
 
 const reason = (code: ReasonCode, text: string): Reason => ({ code, text });
 
@@ -63,7 +63,7 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
   if (request.type === "consentedSharing") {
     if (!accepted && !thirdPartyUser) return deny("consent", "NO_TERMS_ACCEPTED", "the user has accepted no terms and has no contract");
     const terms = policy.consentTerms.get(termsKey(request.purposeId, request.termsId!))!;
-    const consent = user.consents[termsKey(request.purposeId, request.termsId!)];
+    const consent = own(user.consents, termsKey(request.purposeId, request.termsId!));
     if (!consent) return deny("consent", "NO_CONSENT", "the user has not consented to these terms");
     return allow("consent", intersect(terms.requestedCategoryIds, consent.categoryIds), "ALLOWED_BY_CONSENT", "the user consented");
   }
@@ -80,6 +80,16 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
     return allow("contractual", [...contract.terms.contractAccessCategoryIds], "ALLOWED_BY_CONTRACT", `contract terms '${relation.termsId}' allow it`);
   }
 
+  /** Opt-in: needed while the purpose is opt-in, or was when the user accepted; narrows to the opted-in categories. */
+  const optedInCategories = (purpose: { stableId: string; name: string; optIn?: boolean }, acceptedAsOptIn: boolean, categories: string[]): string[] | undefined => {
+    if (!purpose.optIn && !acceptedAsOptIn) return categories;
+    const optIn = own(user.optIns, purpose.stableId);
+    if (!optIn) return undefined;
+    if (!optIn.categoryIds) return categories;
+    reasons.push(reason("NARROWED_BY_OPT_IN", "limited to the categories the user opted in with"));
+    return intersect(categories, optIn.categoryIds);
+  };
+
   if (request.type === "platformUse") {
     const purpose = policy.platformUse.get(request.purposeId)!;
     const flow: Flow = thirdPartyUser ? "contractual" : "platform";
@@ -89,23 +99,19 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
       return deny(flow, "CONTRACT_EXCLUDES", `contract terms '${contract.terms.stableId}' do not allow this purpose`);
     }
     if (thirdPartyUser) {
-      const categories = intersect(purpose.categoryIds, contract!.terms.contractAccessCategoryIds);
-      if (categories.length < purpose.categoryIds.length) reasons.push(reason("NARROWED_BY_CONTRACT", "limited to the categories the contract gives access to"));
+      const limited = intersect(purpose.categoryIds, contract!.terms.contractAccessCategoryIds);
+      if (limited.length < purpose.categoryIds.length) reasons.push(reason("NARROWED_BY_CONTRACT", "limited to the categories the contract gives access to"));
+      const categories = optedInCategories(purpose, false, limited);
+      if (!categories) return deny(flow, "NOT_OPTED_IN", "the user has not opted in to this purpose");
       return allow("contractual", categories, "ALLOWED_BY_CONTRACT", `contract terms '${contract!.terms.stableId}' allow it`);
     }
     if (!accepted) return deny(flow, "NO_TERMS_ACCEPTED", "the user has accepted no terms and has no contract");
-    const acceptedCategories = accepted.grants.platformUse[purpose.stableId];
-    if (!acceptedCategories) return deny(flow, "NOT_IN_ACCEPTED_TERMS", "the purpose was not in the terms the user accepted");
-    let categories = intersect(purpose.categoryIds, acceptedCategories);
-    if (categories.length < purpose.categoryIds.length) reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
-    if (purpose.optIn) {
-      const optIn = user.optIns[purpose.stableId];
-      if (!optIn) return deny(flow, "NOT_OPTED_IN", "the user has not opted in to this purpose");
-      if (optIn.categoryIds) {
-        categories = intersect(categories, optIn.categoryIds);
-        reasons.push(reason("NARROWED_BY_OPT_IN", "limited to the categories the user opted in with"));
-      }
-    }
+    const grant = own(accepted.grants.platformUse, purpose.stableId);
+    if (!grant) return deny(flow, "NOT_IN_ACCEPTED_TERMS", "the purpose was not in the terms the user accepted");
+    const acceptedCategories = intersect(purpose.categoryIds, grant.categoryIds);
+    if (acceptedCategories.length < purpose.categoryIds.length) reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
+    const categories = optedInCategories(purpose, grant.optIn, acceptedCategories);
+    if (!categories) return deny(flow, "NOT_OPTED_IN", "the user has not opted in to this purpose");
     return allow(flow, categories, "ALLOWED_BY_TERMS", "the user accepted terms that include it");
   }
 
@@ -133,15 +139,26 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
   if (thirdPartyUser) {
     const limited = intersect(categories, contract!.terms.contractAccessCategoryIds);
     if (limited.length < categories.length) reasons.push(reason("NARROWED_BY_CONTRACT", "limited to the categories the contract gives access to"));
-    return allow("contractual", limited, "ALLOWED_BY_CONTRACT", `contract terms '${contract!.terms.stableId}' allow it`);
+    categories = limited;
+  } else {
+    if (!accepted) return deny(flow, "NO_TERMS_ACCEPTED", "the user has accepted no terms and has no contract");
+    const grant = own(accepted.grants.platformSharing, purpose.stableId);
+    if (!grant) return deny(flow, "NOT_IN_ACCEPTED_TERMS", "the purpose was not in the terms the user accepted");
+    const acceptedForParty = thirdParty ? own(grant.thirdParties, thirdParty.stableId) : grant.categoryIds;
+    if (!acceptedForParty) return deny(flow, "NOT_IN_ACCEPTED_TERMS", `${thirdParty!.name} was not in the terms the user accepted`);
+    const acceptedCategories = intersect(categories, acceptedForParty);
+    if (acceptedCategories.length < categories.length) reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
+    categories = acceptedCategories;
   }
-  if (!accepted) return deny(flow, "NO_TERMS_ACCEPTED", "the user has accepted no terms and has no contract");
-  const grant = accepted.grants.platformSharing[purpose.stableId];
-  if (!grant) return deny(flow, "NOT_IN_ACCEPTED_TERMS", "the purpose was not in the terms the user accepted");
-  if (thirdParty && !grant.thirdPartyIds.includes(thirdParty.stableId)) return deny(flow, "NOT_IN_ACCEPTED_TERMS", `${thirdParty.name} was not in the terms the user accepted`);
-  const acceptedCategories = intersect(categories, grant.categoryIds);
-  if (acceptedCategories.length < categories.length) reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
-  const linked = purpose.platformUsePurposeId === undefined ? undefined : policy.platformUse.get(purpose.platformUsePurposeId);
-  if (linked?.optIn && !user.optIns[linked.stableId]) return deny(flow, "NOT_OPTED_IN", `sharing depends on '${linked.name}', which the user has not opted in to`);
-  return allow(flow, acceptedCategories, "ALLOWED_BY_TERMS", "the user accepted terms that include it");
+  // Sharing never exceeds what its linked platform use purpose allows this user (spec 2.5).
+  if (purpose.platformUsePurposeId !== undefined) {
+    const linked = decide(policy, user, { type: "platformUse", purposeId: purpose.platformUsePurposeId }, now);
+    if (!linked.allowed) {
+      return deny(flow, "LINKED_PURPOSE_DENIED", `sharing depends on '${purpose.platformUsePurposeId}', which is not allowed for this user (${linked.reasons.at(-1)!.text})`);
+    }
+    categories = intersect(categories, linked.categoryIds);
+  }
+  return thirdPartyUser
+    ? allow("contractual", categories, "ALLOWED_BY_CONTRACT", `contract terms '${contract!.terms.stableId}' allow it`)
+    : allow(flow, categories, "ALLOWED_BY_TERMS", "the user accepted terms that include it");
 }

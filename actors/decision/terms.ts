@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Category } from "../policy/model";
 import { termsKey, type CompiledPolicy } from "./compiled-policy";
 import { excludingOverride, overrideMatches, type OverrideMatch } from "./overrides";
-import type { Grants } from "./types";
+import { own, type Grants } from "./types";
 
 /** A category as shown in terms: names and texts, with its fields. */
 export interface TermsCategory {
@@ -80,7 +80,7 @@ export function personalizedTerms(policy: CompiledPolicy, context: TermsContext,
     const excluded = excludingOverride(useMatches, purpose.stableId);
     if (excluded) return omitted.push({ purposeId: purpose.stableId, reason: overrideReason(excluded) }), [];
     if (contract && !contract.terms.platformUsePurposeIds.includes(purpose.stableId)) return omitted.push({ purposeId: purpose.stableId, reason: `not allowed by contract terms '${contract.terms.stableId}'` }), [];
-    grants.platformUse[purpose.stableId] = [...purpose.categoryIds];
+    grants.platformUse[purpose.stableId] = { categoryIds: [...purpose.categoryIds], optIn: purpose.optIn === true };
     return [{ stableId: purpose.stableId, name: purpose.name, ...describe(purpose), optIn: purpose.optIn === true, categories: categoryDetails(policy, purpose.categoryIds) }];
   });
 
@@ -88,7 +88,10 @@ export function personalizedTerms(policy: CompiledPolicy, context: TermsContext,
     const excluded = excludingOverride(sharingMatches, purpose.stableId);
     if (excluded) return omitted.push({ purposeId: purpose.stableId, reason: overrideReason(excluded) }), [];
     if (contract && !contract.terms.platformSharingPurposeIds.includes(purpose.stableId)) return omitted.push({ purposeId: purpose.stableId, reason: `not allowed by contract terms '${contract.terms.stableId}'` }), [];
-    grants.platformSharing[purpose.stableId] = { categoryIds: [...purpose.categoryCeilingIds], thirdPartyIds: purpose.thirdParties.map((t) => t.stableId) };
+    grants.platformSharing[purpose.stableId] = {
+      categoryIds: [...purpose.categoryCeilingIds],
+      thirdParties: Object.fromEntries(purpose.thirdParties.map((t) => [t.stableId, t.categoryIds ?? [...purpose.categoryCeilingIds]])),
+    };
     return [
       {
         stableId: purpose.stableId,
@@ -131,15 +134,24 @@ export function personalizedTerms(policy: CompiledPolicy, context: TermsContext,
   return { hash: createHash("sha256").update(JSON.stringify(content)).digest("hex"), ...terms };
 }
 
-/** True exactly when `current` grants a purpose, category or third party that `accepted` did not. */
+const widens = (current: readonly string[], before: readonly string[]) => current.some((id) => !before.includes(id));
+
+/**
+ * True exactly when `current` grants what `accepted` did not: a purpose, a category, a third
+ * party or a category for a third party, or a purpose that was opt-in and is now core.
+ */
 export function grantsExceed(current: Grants, accepted: Grants): boolean {
-  for (const [purposeId, categories] of Object.entries(current.platformUse)) {
-    const before = accepted.platformUse[purposeId];
-    if (!before || categories.some((c) => !before.includes(c))) return true;
+  for (const [purposeId, grant] of Object.entries(current.platformUse)) {
+    const before = own(accepted.platformUse, purposeId);
+    if (!before || widens(grant.categoryIds, before.categoryIds) || (before.optIn && !grant.optIn)) return true;
   }
   for (const [purposeId, grant] of Object.entries(current.platformSharing)) {
-    const before = accepted.platformSharing[purposeId];
-    if (!before || grant.categoryIds.some((c) => !before.categoryIds.includes(c)) || grant.thirdPartyIds.some((t) => !before.thirdPartyIds.includes(t))) return true;
+    const before = own(accepted.platformSharing, purposeId);
+    if (!before || widens(grant.categoryIds, before.categoryIds)) return true;
+    for (const [thirdPartyId, categories] of Object.entries(grant.thirdParties)) {
+      const beforeParty = own(before.thirdParties, thirdPartyId);
+      if (!beforeParty || widens(categories, beforeParty)) return true;
+    }
   }
   return false;
 }

@@ -6,10 +6,19 @@ export const purposeTypes: readonly PurposeType[] = ["platformUse", "platformSha
 /** Which kind of flow a decision governed (spec 6: contractual and consent flows are told apart in the trace). */
 export type Flow = "platform" | "contractual" | "consent";
 
-/** What was granted: purposes with their categories (sharing: and third parties). */
+/**
+ * What was granted: each platform use purpose with its categories and whether it was opt-in;
+ * each sharing purpose with its ceiling and every third party with the categories it receives.
+ * Anything a later configuration grants beyond this needs the user to accept again.
+ */
 export interface Grants {
-  platformUse: Record<string, string[]>;
-  platformSharing: Record<string, { categoryIds: string[]; thirdPartyIds: string[] }>;
+  platformUse: Record<string, { categoryIds: string[]; optIn: boolean }>;
+  platformSharing: Record<string, { categoryIds: string[]; thirdParties: Record<string, string[]> }>;
+}
+
+/** A record's own entry: ids never reach an object's prototype (`constructor`, `toString`...). */
+export function own<T>(record: Record<string, T>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
 /** The user state decisions read; kept by the user actor (issue 4) and cached near each door. */
@@ -50,6 +59,7 @@ export type ReasonCode =
   | "NO_CONTRACT"
   | "NO_CONSENT"
   | "GUARDIAN_DISABLED"
+  | "LINKED_PURPOSE_DENIED"
   | "NO_CATEGORIES"
   | "ALLOWED_BY_TERMS"
   | "ALLOWED_BY_CONTRACT"

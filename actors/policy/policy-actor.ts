@@ -5,7 +5,7 @@ import type { ExclusiveContext, SharedContext } from "../runtime/types";
 import { checkPolicyConfig } from "./check";
 import { emptyPolicyConfig, type PolicyConfig } from "./model";
 import { policyRevision } from "./revision-actor";
-import { applySectionWrite, removeItem, type ItemKind, type SectionWrite } from "./sections";
+import { applySectionWrite, duplicatesInWrite, removeItem, type ItemKind, type SectionWrite } from "./sections";
 import { validatePolicy } from "./validate";
 
 export interface PolicyState {
@@ -72,6 +72,8 @@ export const policy = actor({
 
     write: exclusive(async (ctx: Exclusive, arg: WriteOptions & { write: SectionWrite }) => {
       checkExpectedRevision(ctx, arg);
+      const duplicates = duplicatesInWrite(arg.write);
+      if (duplicates.length) throw new HandlerError("CONFIG_INVALID", `the write has ${duplicates.length} problem(s); nothing was changed`, { details: duplicates });
       return commit(ctx, arg, `wrote ${arg.write.section}`, applySectionWrite(ctx.state.config, arg.write));
     }),
 

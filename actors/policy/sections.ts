@@ -8,6 +8,7 @@ import type {
   PlatformSharingPurpose,
   PlatformUsePurpose,
   PolicyConfig,
+  Problem,
 } from "./model";
 
 /**
@@ -68,6 +69,24 @@ export function applySectionWrite(config: PolicyConfig, write: SectionWrite): Po
     case "mappingGroup":
       return { ...config, mappingGroups: upsert(config.mappingGroups, [write.group], (group) => group.name) };
   }
+}
+
+/**
+ * Items given twice in one upsert (same stableId) would silently merge, last one winning: they
+ * are problems, with paths into the request body (`/categories/1/stableId`).
+ */
+export function duplicatesInWrite(write: SectionWrite): Problem[] {
+  if (!("items" in write) || write.section.endsWith("Overrides")) return []; // override lists are replaced whole and validated with the configuration
+  const bodyKey = write.section === "categories" ? "categories" : "purposes";
+  const firstAt = new Map<string, number>();
+  const problems: Problem[] = [];
+  write.items.forEach((item, i) => {
+    const id = (item as { stableId: string }).stableId;
+    const earlier = firstAt.get(id);
+    if (earlier === undefined) firstAt.set(id, i);
+    else problems.push({ path: `/${bodyKey}/${i}/stableId`, problem: `stableId '${id}' is given twice in this write (also at /${bodyKey}/${earlier})` });
+  });
+  return problems;
 }
 
 /** Items that can be read and deleted one at a time, and the key that names them. */

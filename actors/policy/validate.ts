@@ -16,6 +16,9 @@ import type { Category, Override, PlatformSharingPurpose, PolicyConfig, Problem 
  * - a mapping names an existing category, and a field of that category;
  * - mapping group names, and record fields within a group, are unique.
  */
+/** Names of built-in object properties: ids end up as keys of stored records. */
+const reservedIds = new Set(["__proto__", "constructor", "prototype", "toString", "valueOf", "hasOwnProperty"]);
+
 export function validatePolicy(config: PolicyConfig): Problem[] {
   const problems: Problem[] = [];
   const report = (path: string, problem: string) => problems.push({ path, problem });
@@ -23,6 +26,7 @@ export function validatePolicy(config: PolicyConfig): Problem[] {
   const firstSeenAt = new Map<string, string>();
   const claimId = (id: string | undefined, path: string) => {
     if (id === undefined) return;
+    if (reservedIds.has(id)) report(`${path}/stableId`, `'${id}' is reserved and cannot be a stableId`);
     const earlier = firstSeenAt.get(id);
     if (earlier) report(`${path}/stableId`, `duplicate stableId '${id}' (also at ${earlier})`);
     else firstSeenAt.set(id, path);
@@ -89,6 +93,7 @@ export function validatePolicy(config: PolicyConfig): Problem[] {
       const partyPath = `${path}/thirdParties/${j}`;
       if (parties.has(party.stableId)) report(`${partyPath}/stableId`, `third party '${party.stableId}' is listed twice in this purpose`);
       parties.add(party.stableId);
+      if (reservedIds.has(party.stableId)) report(`${partyPath}/stableId`, `'${party.stableId}' is reserved and cannot be a stableId`);
       const clash = firstSeenAt.get(party.stableId);
       if (clash) report(`${partyPath}/stableId`, `stableId '${party.stableId}' is already used at ${clash}`);
       if (party.categoryIds) checkRefs(party.categoryIds, `${partyPath}/categoryIds`, (id) => ceiling.has(id), "category within this purpose's ceiling");

@@ -46,6 +46,19 @@ test("duplicate stable ids anywhere in the configuration", () => {
   );
 });
 
+test("names of built-in object properties cannot be stable ids", () => {
+  assert.deepEqual(
+    problemsOf((c) => {
+      c.categories.push({ stableId: "constructor", name: "Sneaky", fields: [] });
+      c.platformSharing.purposes[1].thirdParties.push({ stableId: "__proto__", name: "Sneaky", serviceProvider: true });
+    }),
+    [
+      { path: "/categories/5/stableId", problem: "'constructor' is reserved and cannot be a stableId" },
+      { path: "/platformSharing/purposes/1/thirdParties/1/stableId", problem: "'__proto__' is reserved and cannot be a stableId" },
+    ],
+  );
+});
+
 test("the same third party may serve several sharing purposes", () => {
   assert.deepEqual(
     problemsOf((c) => c.platformSharing.purposes[1].thirdParties.push({ stableId: "adco", name: "AdCo Ltd", serviceProvider: false })),
@@ -103,9 +116,11 @@ test("overrides: property must be age or location, an age is one whole number, p
       c.platformSharing.overrides[0].values = ["16", "18"];
       c.platformUse.overrides[1].values.push("not a region");
       c.platformSharing.overrides[0].allowedPurposeIds.push("service");
+      c.platformUse.overrides[0].allowedPurposeIds.push("payments");
     }),
     [
       { path: "/platformUse/overrides/0/values/0", problem: "age threshold '12.5' is not a whole number" },
+      { path: "/platformUse/overrides/0/allowedPurposeIds/1", problem: "unknown platform use or contractual purpose 'payments'" },
       { path: "/platformUse/overrides/1/values/2", problem: "'not a region' is not a region code (letters and digits, parts joined by '-', e.g. US or US-CA)" },
       { path: "/platformSharing/overrides/0/values", problem: "an age override has exactly one value: the threshold age" },
       { path: "/platformSharing/overrides/0/allowedPurposeIds/1", problem: "unknown platform sharing purpose 'service'" },
