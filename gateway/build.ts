@@ -3,11 +3,13 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import { configRoutes } from "./config-routes";
+import { decisionRoutes } from "./decision-routes";
 import { installErrorHandling } from "./error-handler";
 import { healthRoutes } from "./health";
 import { mappingRoutes } from "./mapping-routes";
 import { metricsRoutes } from "./metrics";
 import { notImplemented } from "./not-implemented";
+import { userRoutes } from "./user-routes";
 import { rootPaths, type GatewayDeps, type RootPath } from "./types";
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -47,7 +49,11 @@ export function build(deps: GatewayDeps): FastifyInstance {
   void app.register(swaggerUi, { routePrefix: "/docs" });
   void app.register(metricsRoutes, { metrics: deps.metrics });
   void app.register(healthRoutes, { health: deps.health, nodeId: deps.nodeId });
-  const implemented: Partial<Record<RootPath, FastifyPluginAsync>> = deps.policy ? { config: configRoutes(deps.policy), mapping: mappingRoutes(deps.policy) } : {};
+  const implemented: Partial<Record<RootPath, FastifyPluginAsync>> = {
+    ...(deps.policy ? { config: configRoutes(deps.policy), mapping: mappingRoutes(deps.policy) } : {}),
+    ...(deps.users ? { user: userRoutes(deps.users) } : {}),
+    ...(deps.decisions ? { decision: decisionRoutes(deps.decisions) } : {}),
+  };
   for (const root of rootPaths) void app.register(implemented[root] ?? notImplemented(root));
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   return app;

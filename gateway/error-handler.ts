@@ -10,10 +10,17 @@ const actorCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> 
   REVISION_MISMATCH: "ERR_CONFIG_REVISION_MISMATCH",
   NOT_FOUND: "ERR_RESOURCE_NOT_FOUND",
   OUTCOME_UNKNOWN: "ERR_ACTOR_OUTCOME_UNKNOWN",
+  USER_EXISTS: "ERR_USER_EXISTS",
+  USER_INVALID: "ERR_USER_INVALID",
+  GUARDIAN_REQUIRED: "ERR_USER_GUARDIAN_REQUIRED",
+  GUARDIAN_INVALID: "ERR_USER_GUARDIAN_INVALID",
+  NOT_A_GUARDIAN: "ERR_USER_GUARDIAN_INVALID",
+  CONSENT_INVALID: "ERR_USER_CONSENT_INVALID",
+  FLOW_NOT_DISABLEABLE: "ERR_USER_FLOW_NOT_ALLOWED",
 };
 
 /** Actor errors whose message and details are written for clients; others get the registry's message. */
-const clientFacingMessages = new Set(["CONFIG_INVALID", "CONFIG_REFERENCED", "REVISION_MISMATCH", "NOT_FOUND"]);
+const clientFacingMessages = new Set(["CONFIG_INVALID", "CONFIG_REFERENCED", "REVISION_MISMATCH", "NOT_FOUND", "USER_EXISTS", "USER_INVALID", "GUARDIAN_REQUIRED", "GUARDIAN_INVALID", "NOT_A_GUARDIAN", "CONSENT_INVALID", "FLOW_NOT_DISABLEABLE"]);
 
 /** Fastify's own error codes, translated into the registry. */
 const fastifyCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> = {

@@ -3,6 +3,9 @@ import type { Registry } from "prom-client";
 import type { PolicyConfig } from "../actors/policy/model";
 import type { PolicyRevisionRecord } from "../actors/policy/revision-actor";
 import type { ItemKind, SectionWrite } from "../actors/policy/sections";
+import type { PersonalizedTerms, TermsContext } from "../actors/decision/terms";
+import type { Decision, DecisionRequest } from "../actors/decision/types";
+import type { ConsentEntry, UserRecord } from "../actors/user/user-actor";
 
 /** What readiness reports; the node fills it from its runtime. */
 export interface HealthReport {
@@ -20,6 +23,8 @@ export interface GatewayDeps {
   bodyLimit?: number;
   /** The configuration; absent in gateways built without it (then /config and /mapping answer 501). */
   policy?: PolicyPort;
+  users?: UserPort;
+  decisions?: DecisionPort;
 }
 
 /** The REST root paths of the spec (section 1), each a component name for authentication selectors. */
@@ -47,4 +52,39 @@ export interface PolicyPort {
   remove(kind: ItemKind, id: string, by: Requester, expectedRevision?: number): Promise<ConfigWriteResult>;
   history(fromRevision: number, limit: number): Promise<Array<Omit<PolicyRevisionRecord, "config">>>;
   revision(revision: number): Promise<PolicyRevisionRecord | null>;
+}
+
+/** A decision query of the decision API (and of every door that decides about one user). */
+export interface DecisionQuery extends DecisionRequest {
+  userId: string;
+  /** When given, the answer says for each record field of this mapping group whether it may be used. */
+  mappingGroup?: string;
+}
+
+/** A traced decision: the engine's answer, with its trace id and, when asked, field-level results. */
+export interface DecisionAnswer extends Decision {
+  traceId: string;
+  userId: string;
+  decidedAt: string;
+  fields?: Record<string, boolean>;
+}
+
+/** Decisions, made near the caller from cached policy and user state, each written to the trace. */
+export interface DecisionPort {
+  decide(query: DecisionQuery, door: string): Promise<DecisionAnswer>;
+}
+
+/** Users, terms, consent and guardians, as actor calls (the user actor). */
+export interface UserPort {
+  create(userId: string, attributes: Record<string, string> | undefined, contractualRelationship: { purposeId: string; termsId: string } | undefined): Promise<UserRecord>;
+  get(userId: string): Promise<UserRecord>;
+  erase(userId: string, by: Requester): Promise<{ erased: string }>;
+  termsFor(context: TermsContext): Promise<PersonalizedTerms>;
+  termsOf(userId: string): Promise<{ terms: PersonalizedTerms; acceptedTermsHash: string | null; reacceptRequired: boolean; child: boolean }>;
+  accept(userId: string, acceptorId: string | undefined): Promise<{ termsHash: string; revision: number; acceptedAt: string; acceptorId: string | null }>;
+  consent(userId: string, grantorId: string | undefined, consents: ConsentEntry[]): Promise<unknown>;
+  revoke(userId: string, grantorId: string | undefined, purposeId: string, termsId: string | undefined): Promise<unknown>;
+  addGuardian(childId: string, guardianId: string): Promise<{ guardians: string[] }>;
+  guardianOptions(userId: string): Promise<unknown[]>;
+  setFlow(userId: string, guardianId: string, purposeId: string, thirdPartyId: string, disabled: boolean): Promise<unknown>;
 }

@@ -11,7 +11,9 @@ import { build } from "../gateway/build";
 import type { HealthReport } from "../gateway/types";
 import { settings, type NodeConfig } from "./config";
 import { NatsServerProcess } from "./nats-server";
+import { DecisionService } from "./decision-service";
 import { policyPort } from "./policy-port";
+import { userPort } from "./user-port";
 import { StartupError } from "./startup-error";
 
 export interface RunningNode {
@@ -115,7 +117,8 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     };
     return { ready: Object.values(checks).every((check) => check.ok), checks };
   };
-  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime) });
+  const decisions = await DecisionService.start(runtime);
+  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime), decisions });
   try {
     await gateway.listen({ port: config.port, host: config.host });
   } catch (error) {

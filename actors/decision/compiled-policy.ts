@@ -5,6 +5,8 @@ export interface CompiledPolicy {
   revision: number;
   config: PolicyConfig;
   categories: Map<string, Category>;
+  /** field stableId -> its category's stableId */
+  fieldCategory: Map<string, string>;
   platformUse: Map<string, PlatformUsePurpose>;
   sharing: Map<string, { purpose: PlatformSharingPurpose; thirdParties: Map<string, ThirdParty> }>;
   contractualPurposes: Map<string, ContractualPurpose>;
@@ -28,6 +30,7 @@ export function compilePolicy(config: PolicyConfig, revision: number): CompiledP
     revision,
     config,
     categories: new Map(config.categories.map((c) => [c.stableId, c])),
+    fieldCategory: new Map(config.categories.flatMap((c) => c.fields.map((f) => [f.stableId, c.stableId] as const))),
     platformUse: new Map(config.platformUse.purposes.map((p) => [p.stableId, p])),
     sharing: new Map(config.platformSharing.purposes.map((p) => [p.stableId, { purpose: p, thirdParties: new Map(p.thirdParties.map((t) => [t.stableId, t])) }])),
     contractualPurposes: new Map(config.contractualExchange.purposes.map((p) => [p.stableId, p])),

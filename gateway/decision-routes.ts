@@ -1,0 +1,28 @@
+import type { FastifyPluginAsync } from "fastify";
+import { purposeTypes } from "../actors/decision/types";
+import type { DecisionPort, DecisionQuery } from "./types";
+
+const id = { type: "string", minLength: 1, maxLength: 200, pattern: "^[^\\u0000-\\u001f]+$" } as const;
+const query = {
+  type: "object",
+  additionalProperties: false,
+  properties: { userId: id, type: { type: "string", enum: [...purposeTypes] }, purposeId: id, thirdPartyId: id, termsId: id, mappingGroup: id },
+  required: ["userId", "type", "purposeId"],
+} as const;
+const tags = ["decision"];
+
+/** /decision: traced decision queries, one or many users at once. */
+export function decisionRoutes(decisions: DecisionPort): FastifyPluginAsync {
+  return async (app) => {
+    app.put(
+      "/decision",
+      { schema: { tags, summary: "Decide whether a user's data may be used for a purpose: allowed, categories, fields of a mapping group when asked, reasons, revision, trace id", body: query } },
+      async (request) => decisions.decide(request.body as DecisionQuery, "decision"),
+    );
+    app.put(
+      "/decision/batch",
+      { schema: { tags, summary: "Many decisions at once (up to 1000), answered in order", body: { type: "object", additionalProperties: false, properties: { queries: { type: "array", minItems: 1, maxItems: 1000, items: query } }, required: ["queries"] } } },
+      async (request) => ({ decisions: await Promise.all((request.body as { queries: DecisionQuery[] }).queries.map((q) => decisions.decide(q, "decision"))) }),
+    );
+  };
+}

@@ -1,0 +1,168 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { compilePolicy } from "../../actors/decision/compiled-policy";
+import { decide } from "../../actors/decision/engine";
+import type { DecisionRequest } from "../../actors/decision/types";
+import type { AuditRecord } from "../../actors/runtime/event-log";
+import type { NatsServerProcess } from "../../service/nats-server";
+import { realisticPolicy } from "../fixtures/policy";
+import { connectTo, startNats } from "../helpers/nats";
+import { NodeProcess } from "../helpers/node-process";
+
+// any: response bodies of many shapes, each checked field by field where it is used
+type Body = any;
+
+async function call(node: NodeProcess, method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }> {
+  const response = await fetch(`${node.url}${path}`, { method, headers: body === undefined ? {} : { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  return { status: response.status, body: await response.json() };
+}
+
+describe("/user and /decision over HTTP, two nodes", () => {
+  let nats: NatsServerProcess;
+  let a: NodeProcess;
+  let b: NodeProcess;
+  let nc: NatsConnection;
+  const traces: Array<{ subject: string; record: Body }> = [];
+  const audits: AuditRecord[] = [];
+  const childDob = `${new Date().getUTCFullYear() - 9}-01-01`;
+
+  before(async () => {
+    nats = await startNats();
+    [a, b] = await Promise.all(["ud-a", "ud-b"].map((nodeId) => NodeProcess.start({ nodeId, natsUrl: nats.url })));
+    nc = await connectTo(nats);
+    nc.subscribe("warden.trace.>", {
+      callback: (_error, msg) => {
+        traces.push({ subject: msg.subject, record: msg.json() });
+      },
+    });
+    nc.subscribe("warden.audit.user.>", {
+      callback: (_error, msg) => {
+        audits.push(msg.json<AuditRecord>());
+      },
+    });
+    assert.equal((await call(a, "PUT", "/config", realisticPolicy())).status, 200);
+  });
+
+  after(async () => {
+    await nc?.close();
+    await Promise.all([a?.stop(), b?.stop()]);
+    await nats?.stop();
+  });
+
+  test("onboarding: create once, personalized terms, acceptance; a child needs a guardian", async () => {
+    assert.equal((await call(a, "PUT", "/user", { userId: "alice", attributes: { dob: "1990-01-01", location: "US-NY" } })).status, 200);
+    const again = await call(b, "PUT", "/user", { userId: "alice" });
+    assert.equal(again.status, 409);
+    assert.equal(again.body.error.code, "ERR_USER_EXISTS");
+
+    const defaults = await call(a, "PUT", "/user/terms/query", {});
+    assert.deepEqual(defaults.body.platformUse.map((p: { stableId: string }) => p.stableId), ["service", "personalization", "analytics"]);
+    assert.match(defaults.body.hash, /^[0-9a-f]{64}$/);
+    const childTerms = await call(a, "PUT", "/user/terms/query", { attributes: { dob: childDob } });
+    assert.deepEqual(childTerms.body.platformUse.map((p: { stableId: string }) => p.stableId), ["service"]);
+
+    const accepted = await call(b, "PUT", "/user/terms?userId=alice");
+    assert.equal(accepted.status, 200);
+    assert.equal((await call(a, "GET", "/user/alice")).body.acceptance.termsHash, accepted.body.termsHash);
+    assert.deepEqual((await call(a, "GET", "/user/alice/reaccept")).body, { userId: "alice", reacceptRequired: false, acceptedTermsHash: accepted.body.termsHash, currentTermsHash: accepted.body.termsHash });
+
+    await call(a, "PUT", "/user", { userId: "kid", attributes: { dob: childDob, location: "US" } });
+    const alone = await call(a, "PUT", "/user/terms?userId=kid");
+    assert.equal(alone.status, 403);
+    assert.equal(alone.body.error.code, "ERR_USER_GUARDIAN_REQUIRED");
+    assert.equal((await call(a, "PUT", "/user/terms?userId=kid&acceptorId=alice")).status, 200);
+    assert.deepEqual((await call(b, "GET", "/user/kid")).body.guardians, ["alice"]);
+    assert.equal((await call(a, "PUT", "/user", { userId: "bob", contractualRelationship: { purposeId: "reseller", termsId: "reseller-2026" } })).status, 200);
+  });
+
+  test("the same decisions through /decision and directly through the engine agree", async () => {
+    const revision = Number((await fetch(`${a.url}/config`)).headers.get("x-config-revision"));
+    const compiled = compilePolicy(realisticPolicy(), revision);
+    const requests: DecisionRequest[] = [
+      { type: "platformUse", purposeId: "service" },
+      { type: "platformUse", purposeId: "analytics" },
+      { type: "platformUse", purposeId: "personalization" },
+      { type: "platformSharing", purposeId: "payments", thirdPartyId: "payco" },
+      { type: "platformSharing", purposeId: "ads-sharing", thirdPartyId: "adco" },
+      { type: "contractualExchange", purposeId: "reseller" },
+      { type: "consentedSharing", purposeId: "research", termsId: "research-study-1" },
+      { type: "platformUse", purposeId: "no-such-purpose" },
+    ];
+    for (const userId of ["alice", "kid", "bob", "nobody"]) {
+      const stored = await call(a, "GET", `/user/${userId}`);
+      const state = stored.status === 200 ? stored.body : undefined;
+      for (const request of requests) {
+        const answer = await call(b, "PUT", "/decision", { userId, ...request });
+        assert.equal(answer.status, 200);
+        const direct = decide(compiled, state, request, new Date());
+        const what = `${userId} ${request.type} ${request.purposeId}`;
+        assert.deepEqual(
+          { allowed: answer.body.allowed, flow: answer.body.flow, categoryIds: answer.body.categoryIds, reasons: answer.body.reasons, summary: answer.body.summary, revision: answer.body.revision },
+          { allowed: direct.allowed, flow: direct.flow, categoryIds: direct.categoryIds, reasons: direct.reasons, summary: direct.summary, revision: direct.revision },
+          what,
+        );
+        assert.match(answer.body.traceId, /^[0-9a-f-]{36}$/);
+      }
+    }
+  });
+
+  test("a subscriber on the trace subjects receives a record for each decision, with its flow", async () => {
+    const asked: Array<[string, DecisionRequest, string]> = [
+      ["alice", { type: "platformUse", purposeId: "service" }, "platform"],
+      ["bob", { type: "platformUse", purposeId: "service" }, "contractual"],
+      ["bob", { type: "contractualExchange", purposeId: "reseller" }, "contractual"],
+      ["alice", { type: "consentedSharing", purposeId: "research", termsId: "research-study-1" }, "consent"],
+    ];
+    const traceIds: string[] = [];
+    for (const [userId, request] of asked) traceIds.push((await call(a, "PUT", "/decision", { userId, ...request })).body.traceId);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const [i, traceId] of traceIds.entries()) {
+      const trace = traces.find((t) => t.record.traceId === traceId);
+      assert.ok(trace, `trace ${i} received`);
+      assert.equal(trace.record.flow, asked[i][2]);
+      assert.equal(trace.subject, `warden.trace.decision.${asked[i][2]}`);
+      assert.equal(trace.record.userId, asked[i][0]);
+      assert.ok(Array.isArray(trace.record.reasons) && trace.record.reasons.length > 0);
+    }
+  });
+
+  test("a consent written through one node changes the next decision made through the other within a second", async () => {
+    const question = { userId: "alice", type: "consentedSharing", purposeId: "research", termsId: "research-study-1" };
+    assert.equal((await call(b, "PUT", "/decision", question)).body.allowed, false);
+    const written = await call(a, "PUT", "/user/consent", { userId: "alice", consents: { affirmativeConsents: [{ purposeId: "research", termsId: "research-study-1", categoryIds: ["usage"] }] } });
+    assert.equal(written.status, 200);
+    const started = Date.now();
+    let answer: Body;
+    do {
+      answer = (await call(b, "PUT", "/decision", question)).body;
+    } while (!answer.allowed && Date.now() - started < 1000);
+    assert.equal(answer.allowed, true, `within ${Date.now() - started} ms`);
+    assert.deepEqual(answer.categoryIds, ["usage"]);
+  });
+
+  test("fields per mapping group, the batch form, and clear errors", async () => {
+    const answer = await call(a, "PUT", "/decision", { userId: "bob", type: "platformUse", purposeId: "service", mappingGroup: "users-table" });
+    assert.deepEqual(answer.body.fields, { "users.id": false, "users.email": true, "users.login": false, "users.name": false, "users.clicks": false });
+    const batch = await call(b, "PUT", "/decision/batch", { queries: [{ userId: "alice", type: "platformUse", purposeId: "service" }, { userId: "nobody", type: "platformUse", purposeId: "service" }] });
+    assert.deepEqual(batch.body.decisions.map((d: { allowed: boolean }) => d.allowed), [true, false]);
+    assert.equal((await call(a, "PUT", "/decision", { userId: "alice", type: "platformUse", purposeId: "service", mappingGroup: "nope" })).status, 404);
+    assert.equal((await call(a, "PUT", "/decision", { userId: "alice", type: "sharing", purposeId: "x" })).body.error.code, "ERR_REQUEST_INVALID");
+  });
+
+  test("guardian options, a guardian turning a flow off, revoking a consent, and erasure (audited)", async () => {
+    const options = await call(a, "GET", "/user/kid/guardian-options");
+    assert.deepEqual(options.body.map((o: { thirdPartyId: string }) => o.thirdPartyId), ["adco", "geoads"]);
+    assert.equal((await call(a, "PUT", "/user/kid/flows", { guardianId: "alice", purposeId: "ads-sharing", thirdPartyId: "adco", disabled: true })).status, 200);
+    const notGuardian = await call(a, "PUT", "/user/kid/flows", { guardianId: "bob", purposeId: "ads-sharing", thirdPartyId: "adco", disabled: false });
+    assert.equal(notGuardian.body.error.code, "ERR_USER_GUARDIAN_INVALID");
+    assert.equal((await call(b, "PUT", "/user/consent/revoke", { userId: "alice", purposeId: "research", termsId: "research-study-1" })).status, 200);
+
+    assert.equal((await call(a, "DELETE", "/user/kid")).status, 200);
+    assert.equal((await call(b, "GET", "/user/kid")).status, 404);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok(audits.some((r) => r.event === "user.erased" && (r.details as { userId: string }).userId === "kid"));
+    const after = await call(b, "PUT", "/decision", { userId: "kid", type: "platformUse", purposeId: "service" });
+    assert.equal(after.body.reasons.at(-1).code, "UNKNOWN_USER");
+  });
+});
