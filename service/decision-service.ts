@@ -46,7 +46,12 @@ export class DecisionService implements DecisionPort {
     const decision = decide(compiled, stored ?? undefined, { type: query.type, purposeId: query.purposeId, thirdPartyId: query.thirdPartyId, termsId: query.termsId }, now);
     const traceId = randomUUID();
     const answer: DecisionAnswer = {
-      ...decision,
+      allowed: decision.allowed,
+      flow: decision.flow,
+      categoryIds: decision.categoryIds,
+      reasons: decision.reasons,
+      summary: decision.summary,
+      revision: decision.revision,
       traceId,
       userId: query.userId,
       decidedAt: now.toISOString(),

@@ -4,6 +4,55 @@ import { own, type Decision, type DecisionRequest, type Flow, type Reason, type 
 
 const reason = (code: ReasonCode, text: string): Reason => ({ code, text });
 
+/**
+ * A decision whose summary sentence is written only when read (hot paths rarely read it);
+ * JSON serialization includes it.
+ */
+class EngineDecision implements Decision {
+  constructor(
+    readonly allowed: boolean,
+    readonly flow: Flow,
+    readonly categoryIds: string[],
+    readonly reasons: Reason[],
+    readonly revision: number,
+    private readonly purposeName: string,
+  ) {}
+
+  get summary(): string {
+    const main = this.reasons[this.reasons.length - 1];
+    return this.allowed ? `Kept for ${this.purposeName}: ${this.categoryIds.join(", ")} may be used (${main.text}).` : `Dropped for ${this.purposeName}: ${main.text}.`;
+  }
+
+  toJSON(): Decision {
+    return { allowed: this.allowed, flow: this.flow, categoryIds: this.categoryIds, reasons: this.reasons, summary: this.summary, revision: this.revision };
+  }
+}
+
+interface UserContext {
+  policy: CompiledPolicy;
+  day: number;
+  useMatches: OverrideMatch[];
+  sharingMatches: OverrideMatch[];
+}
+
+/** Override matches depend only on the user's attributes, the configuration and the day: kept per user state object. */
+const contexts = new WeakMap<UserPolicyState, UserContext>();
+
+function userContext(policy: CompiledPolicy, user: UserPolicyState, now: Date): UserContext {
+  const day = Math.floor(now.getTime() / 86_400_000);
+  let context = contexts.get(user);
+  if (!context || context.policy !== policy || context.day !== day) {
+    context = {
+      policy,
+      day,
+      useMatches: policy.useOverrides.flatMap((o) => overrideMatches(o, user.attributes, now) ?? []),
+      sharingMatches: policy.sharingOverrides.flatMap((o) => overrideMatches(o, user.attributes, now) ?? []),
+    };
+    contexts.set(user, context);
+  }
+  return context;
+}
+
 function purposeName(policy: CompiledPolicy, request: DecisionRequest): string | undefined {
   switch (request.type) {
     case "platformUse":
@@ -27,13 +76,7 @@ const intersect = (values: readonly string[], allowed: readonly string[]) => val
 export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined, request: DecisionRequest, now: Date): Decision {
   const name = purposeName(policy, request) ?? request.purposeId;
   const reasons: Reason[] = [];
-  const finish = (flow: Flow, allowed: boolean, categoryIds: string[]): Decision => {
-    const main = reasons[reasons.length - 1];
-    const summary = allowed
-      ? `Kept for ${name}: ${categoryIds.join(", ")} may be used (${main.text}).`
-      : `Dropped for ${name}: ${main.text}.`;
-    return { allowed, flow, categoryIds: allowed ? categoryIds : [], reasons, summary, revision: policy.revision };
-  };
+  const finish = (flow: Flow, allowed: boolean, categoryIds: string[]): Decision => new EngineDecision(allowed, flow, allowed ? categoryIds : [], reasons, policy.revision, name);
   const deny = (flow: Flow, code: ReasonCode, text: string) => {
     reasons.push(reason(code, text));
     return finish(flow, false, []);
@@ -68,7 +111,7 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
     return allow("consent", intersect(terms.requestedCategoryIds, consent.categoryIds), "ALLOWED_BY_CONSENT", "the user consented");
   }
 
-  const useMatches = policy.useOverrides.flatMap((o) => overrideMatches(o, user.attributes, now) ?? []);
+  const { useMatches, sharingMatches } = userContext(policy, user, now);
 
   if (request.type === "contractualExchange") {
     if (!relation || !contract) return deny("contractual", "NO_CONTRACT", "the user has no contract");
@@ -121,7 +164,6 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
   const flow: Flow = thirdPartyUser ? "contractual" : "platform";
   const thirdParty = request.thirdPartyId === undefined ? undefined : sharing.thirdParties.get(request.thirdPartyId);
   if (request.thirdPartyId !== undefined && !thirdParty) return deny(flow, "UNKNOWN_THIRD_PARTY", `'${request.thirdPartyId}' is not a third party of this purpose`);
-  const sharingMatches = policy.sharingOverrides.flatMap((o) => overrideMatches(o, user.attributes, now) ?? []);
   const excluded = excludingOverride(sharingMatches, purpose.stableId);
   if (excluded) return overridden(flow, excluded);
   const disabled = user.disabledFlows.filter((f) => f.purposeId === purpose.stableId);
