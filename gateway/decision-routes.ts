@@ -11,17 +11,43 @@ const query = {
 } as const;
 const tags = ["decision"];
 
+const reasons = { type: "array", items: { type: "object", properties: { code: { type: "string" }, text: { type: "string" } }, required: ["code", "text"] } } as const;
+/** The answer's shape: documents it, and lets Fastify serialize it with a compiled serializer. */
+const answer = {
+  type: "object",
+  properties: {
+    traceId: { type: "string" },
+    userId: { type: "string" },
+    decidedAt: { type: "string" },
+    allowed: { type: "boolean" },
+    flow: { type: "string", enum: ["platform", "contractual", "consent"] },
+    categoryIds: { type: "array", items: { type: "string" } },
+    fields: { type: "object", additionalProperties: { type: "boolean" } },
+    reasons,
+    summary: { type: "string", description: "the urn:service:attribute:message:summary advice" },
+    revision: { type: "integer" },
+  },
+  required: ["traceId", "userId", "decidedAt", "allowed", "flow", "categoryIds", "reasons", "summary", "revision"],
+} as const;
+
 /** /decision: traced decision queries, one or many users at once. */
 export function decisionRoutes(decisions: DecisionPort): FastifyPluginAsync {
   return async (app) => {
     app.put(
       "/decision",
-      { schema: { tags, summary: "Decide whether a user's data may be used for a purpose: allowed, categories, fields of a mapping group when asked, reasons, revision, trace id", body: query } },
+      { schema: { tags, summary: "Decide whether a user's data may be used for a purpose: allowed, categories, fields of a mapping group when asked, reasons, revision, trace id", body: query, response: { 200: answer } } },
       async (request) => decisions.decide(request.body as DecisionQuery, "decision"),
     );
     app.put(
       "/decision/batch",
-      { schema: { tags, summary: "Many decisions at once (up to 1000), answered in order", body: { type: "object", additionalProperties: false, properties: { queries: { type: "array", minItems: 1, maxItems: 1000, items: query } }, required: ["queries"] } } },
+      {
+        schema: {
+          tags,
+          summary: "Many decisions at once (up to 1000), answered in order",
+          body: { type: "object", additionalProperties: false, properties: { queries: { type: "array", minItems: 1, maxItems: 1000, items: query } }, required: ["queries"] },
+          response: { 200: { type: "object", properties: { decisions: { type: "array", items: answer } }, required: ["decisions"] } },
+        },
+      },
       async (request) => ({ decisions: await Promise.all((request.body as { queries: DecisionQuery[] }).queries.map((q) => decisions.decide(q, "decision"))) }),
     );
   };

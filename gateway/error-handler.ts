@@ -54,9 +54,9 @@ function toGatewayError(error: FastifyError | Error): GatewayError {
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const failure = toGatewayError(error as FastifyError);
-    // Only failures nobody anticipated deserve a stack in the log; registered ones are ordinary answers.
-    if (error instanceof GatewayError) request.log.info({ code: failure.code }, failure.message);
-    else request.log.error({ err: error, code: failure.code }, "request failed");
+    // Only failures nobody anticipated deserve a stack in the log; the rest are ordinary answers.
+    if (failure.code === "ERR_INTERNAL") request.log.error({ err: error, code: failure.code }, "request failed");
+    else request.log.info({ code: failure.code }, failure.message);
     void reply.status(failure.statusCode).send(failure.toBody());
   });
   app.setNotFoundHandler((request, reply) => {

@@ -45,12 +45,13 @@ export class DecisionService implements DecisionPort {
     const now = new Date();
     const decision = decide(compiled, stored ?? undefined, { type: query.type, purposeId: query.purposeId, thirdPartyId: query.thirdPartyId, termsId: query.termsId }, now);
     const traceId = randomUUID();
+    const summary = decision.summary;
     const answer: DecisionAnswer = {
       allowed: decision.allowed,
       flow: decision.flow,
       categoryIds: decision.categoryIds,
       reasons: decision.reasons,
-      summary: decision.summary,
+      summary,
       revision: decision.revision,
       traceId,
       userId: query.userId,
@@ -71,7 +72,7 @@ export class DecisionService implements DecisionPort {
       allowed: decision.allowed,
       categoryIds: decision.categoryIds,
       reasons: decision.reasons.map((r) => r.code),
-      summary: decision.summary,
+      summary,
       revision: decision.revision,
     });
     return answer;

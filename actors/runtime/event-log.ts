@@ -35,6 +35,8 @@ const subjectToken = /^[A-Za-z0-9_-]+$/;
 @injectable()
 export class EventLog {
   private readonly js: JetStreamClient;
+  private readonly pendingTraces = new Map<string, string[]>();
+  private flushScheduled = false;
 
   constructor(
     @inject(Tokens.Nats) private readonly nc: NatsConnection,
@@ -52,8 +54,33 @@ export class EventLog {
     return record;
   }
 
-  /** Trace records are high-volume: published without waiting; the stream captures them. */
+  /**
+   * Trace records are high-volume: published without waiting (the stream captures them), and
+   * batched per subject: every message carries one or more records, one JSON object per line
+   * (NDJSON). A batch leaves at the end of the current turn of the event loop, or at 256 records.
+   */
   trace(door: string, flow: string, record: Record<string, unknown>): void {
-    this.nc.publish(Subjects.trace(door, flow), JSON.stringify(record));
+    const subject = Subjects.trace(door, flow);
+    let lines = this.pendingTraces.get(subject);
+    if (!lines) this.pendingTraces.set(subject, (lines = []));
+    lines.push(JSON.stringify(record));
+    if (lines.length >= maxTraceBatch) this.flushSubject(subject, lines);
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flushTraces());
+    }
+  }
+
+  /** Publishes every pending trace batch (also called before the node stops). */
+  flushTraces(): void {
+    this.flushScheduled = false;
+    for (const [subject, lines] of this.pendingTraces) this.flushSubject(subject, lines);
+  }
+
+  private flushSubject(subject: string, lines: string[]): void {
+    this.pendingTraces.delete(subject);
+    if (!this.nc.isClosed()) this.nc.publish(subject, lines.join("\n"));
   }
 }
+
+const maxTraceBatch = 256;

@@ -31,9 +31,10 @@ describe("/user and /decision over HTTP, two nodes", () => {
     nats = await startNats();
     [a, b] = await Promise.all(["ud-a", "ud-b"].map((nodeId) => NodeProcess.start({ nodeId, natsUrl: nats.url })));
     nc = await connectTo(nats);
+    // Each trace message carries one or more records, one per line.
     nc.subscribe("warden.trace.>", {
       callback: (_error, msg) => {
-        traces.push({ subject: msg.subject, record: msg.json() });
+        for (const line of msg.string().split("\n")) traces.push({ subject: msg.subject, record: JSON.parse(line) });
       },
     });
     nc.subscribe("warden.audit.user.>", {
