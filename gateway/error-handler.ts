@@ -17,10 +17,12 @@ const actorCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> 
   NOT_A_GUARDIAN: "ERR_USER_GUARDIAN_INVALID",
   CONSENT_INVALID: "ERR_USER_CONSENT_INVALID",
   FLOW_NOT_DISABLEABLE: "ERR_USER_FLOW_NOT_ALLOWED",
+  REDACT_INVALID: "ERR_REDACT_INVALID",
+  REDACT_RECORD_INVALID: "ERR_REDACT_RECORD_INVALID",
 };
 
 /** Actor errors whose message and details are written for clients; others get the registry's message. */
-const clientFacingMessages = new Set(["CONFIG_INVALID", "CONFIG_REFERENCED", "REVISION_MISMATCH", "NOT_FOUND", "USER_EXISTS", "USER_INVALID", "GUARDIAN_REQUIRED", "GUARDIAN_INVALID", "NOT_A_GUARDIAN", "CONSENT_INVALID", "FLOW_NOT_DISABLEABLE"]);
+const clientFacingMessages = new Set(["CONFIG_INVALID", "CONFIG_REFERENCED", "REVISION_MISMATCH", "NOT_FOUND", "USER_EXISTS", "USER_INVALID", "GUARDIAN_REQUIRED", "GUARDIAN_INVALID", "NOT_A_GUARDIAN", "CONSENT_INVALID", "FLOW_NOT_DISABLEABLE", "REDACT_INVALID", "REDACT_RECORD_INVALID"]);
 
 /** Fastify's own error codes, translated into the registry. */
 const fastifyCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> = {

@@ -15,6 +15,8 @@ export const gatewayErrors = {
   ERR_USER_GUARDIAN_INVALID: { status: 403, message: "not a valid guardian for this user" },
   ERR_USER_CONSENT_INVALID: { status: 400, message: "the consent is not valid; nothing was recorded" },
   ERR_USER_FLOW_NOT_ALLOWED: { status: 403, message: "guardian rights do not allow turning off this flow" },
+  ERR_REDACT_INVALID: { status: 400, message: "the redaction request names an unknown type, purpose or mapping group" },
+  ERR_REDACT_RECORD_INVALID: { status: 400, message: "the record cannot be redacted" },
   ERR_CONFIG_REVISION_MISMATCH: { status: 412, message: "the configuration changed since the revision named in If-Match; nothing was changed" },
   ERR_REQUEST_METHOD: { status: 405, message: "method not allowed on this path" },
   ERR_REQUEST_BODY_TOO_LARGE: { status: 413, message: "the request body is too large" },

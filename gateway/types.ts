@@ -25,6 +25,7 @@ export interface GatewayDeps {
   policy?: PolicyPort;
   users?: UserPort;
   decisions?: DecisionPort;
+  redact?: RedactPort;
 }
 
 /** The REST root paths of the spec (section 1), each a component name for authentication selectors. */
@@ -87,4 +88,25 @@ export interface UserPort {
   addGuardian(childId: string, guardianId: string): Promise<{ guardians: string[] }>;
   guardianOptions(userId: string): Promise<unknown[]>;
   setFlow(userId: string, guardianId: string, purposeId: string, thirdPartyId: string, disabled: boolean): Promise<unknown>;
+}
+
+/** What a single-record redaction is for (spec 4.4 query). */
+export interface RedactRequest {
+  type: DecisionRequest["type"];
+  purposeId: string;
+  mappingGroup: string;
+  thirdPartyId?: string;
+  termsId?: string;
+}
+
+/** A redacted record, or a dropped one (which carries none of the record's values). */
+export type RecordRedaction = {
+  traceId: string;
+  reasons: Array<{ code: string; text: string }>;
+  advice: Array<{ id: "urn:service:attribute:message:summary"; value: string }>;
+  revision: number;
+} & ({ dropped: true } | { dropped: false; record: Record<string, unknown>; fields: Record<string, { kept: boolean; why: string }> });
+
+export interface RedactPort {
+  redactRecord(request: RedactRequest, record: Record<string, unknown>): Promise<RecordRedaction>;
 }

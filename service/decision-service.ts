@@ -1,14 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { compiledFor } from "../actors/decision/compile-cache";
 import { decide } from "../actors/decision/engine";
-import type { Decision } from "../actors/decision/types";
+import { planRecords, RecordShapeError, redactRecord, userIdOf, type RecordPlan } from "../actors/decision/record-redaction";
+import type { Decision, Reason } from "../actors/decision/types";
 import type { MappingGroup } from "../actors/policy/model";
 import { policy, type PolicyState } from "../actors/policy/policy-actor";
 import type { ActorRuntime } from "../actors/runtime/runtime";
 import type { StateCache } from "../actors/runtime/state-cache";
 import { HandlerError } from "../actors/runtime/errors";
 import { user, type UserRecord } from "../actors/user/user-actor";
-import type { DecisionAnswer, DecisionPort, DecisionQuery } from "../gateway/types";
+import type { DecisionAnswer, DecisionPort, DecisionQuery, RecordRedaction, RedactPort, RedactRequest } from "../gateway/types";
 
 /** Which record fields of a mapping group a decision lets through (policy-semantics 4). */
 export function allowedFields(group: MappingGroup, decision: Decision, fieldCategory: (fieldId: string) => string | undefined): Record<string, boolean> {
@@ -25,7 +26,9 @@ export function allowedFields(group: MappingGroup, decision: Decision, fieldCate
  * current by JetStream watches, so a warm door makes no network call per decision. Every
  * decision is written to the trace (`warden.trace.<door>.<flow>`), without record values.
  */
-export class DecisionService implements DecisionPort {
+export class DecisionService implements DecisionPort, RedactPort {
+  private readonly plans = new Map<string, RecordPlan>();
+
   private constructor(
     private readonly runtime: ActorRuntime,
     private readonly policies: StateCache<PolicyState>,
@@ -34,6 +37,52 @@ export class DecisionService implements DecisionPort {
 
   static async start(runtime: ActorRuntime): Promise<DecisionService> {
     return new DecisionService(runtime, await runtime.cache(policy), await runtime.cache(user));
+  }
+
+  /**
+   * Redacts one record for a purpose (spec 4.4): the user comes from the record's
+   * resource-context fields; the record is dropped (no values returned) or comes back with
+   * every field the decision does not allow emptied. Refused before any work when the type,
+   * purpose or mapping group is unknown.
+   */
+  async redactRecord(request: RedactRequest, record: Record<string, unknown>): Promise<RecordRedaction> {
+    const { state: policyState } = await this.policies.get("default");
+    const compiled = compiledFor(policyState.config, policyState.revision);
+    const group = compiled.config.mappingGroups.find((g) => g.name === request.mappingGroup);
+    if (!group) throw new HandlerError("REDACT_INVALID", `no mapping group '${request.mappingGroup}'`);
+    const known =
+      request.type === "platformUse" ? compiled.platformUse.has(request.purposeId)
+      : request.type === "platformSharing" ? compiled.sharing.has(request.purposeId)
+      : request.type === "contractualExchange" ? compiled.contractualPurposes.has(request.purposeId)
+      : request.termsId !== undefined && compiled.consentTerms.has(`${request.purposeId}/${request.termsId}`);
+    if (!known) throw new HandlerError("REDACT_INVALID", `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""}`);
+    const planKey = `${compiled.revision}/${group.name}`;
+    let plan = this.plans.get(planKey);
+    if (!plan) {
+      plan = planRecords(compiled, group);
+      this.plans.set(planKey, plan);
+      if (this.plans.size > 64) this.plans.delete(this.plans.keys().next().value as string);
+    }
+    const userId = userIdOf(record, plan);
+    if (userId === undefined) {
+      const reasons: Reason[] = [{ code: "UNKNOWN_USER", text: "the record has no user id in its resource-context fields" }];
+      const summary = `Dropped: the record names no user (mapping group '${group.name}').`;
+      const traceId = randomUUID();
+      this.runtime.events.trace("redact", request.type === "consentedSharing" ? "consent" : request.type === "contractualExchange" ? "contractual" : "platform", {
+        traceId, time: new Date().toISOString(), door: "redact", nodeId: this.runtime.membership.nodeId, userId: null, type: request.type, purposeId: request.purposeId, allowed: false, reasons: ["UNKNOWN_USER"], summary, revision: compiled.revision,
+      });
+      return { dropped: true, traceId, reasons, advice: [advice(summary)], revision: compiled.revision };
+    }
+    const decision = await this.decide({ userId, type: request.type, purposeId: request.purposeId, thirdPartyId: request.thirdPartyId, termsId: request.termsId }, "redact");
+    const common = { traceId: decision.traceId, reasons: decision.reasons, advice: [advice(decision.summary)], revision: decision.revision };
+    if (!decision.allowed) return { dropped: true, ...common };
+    try {
+      const redacted = redactRecord(record as never, plan, decision);
+      return { dropped: false, record: redacted.record, fields: redacted.fields, ...common };
+    } catch (error) {
+      if (error instanceof RecordShapeError) throw new HandlerError("REDACT_RECORD_INVALID", error.message);
+      throw error;
+    }
   }
 
   async decide(query: DecisionQuery, door: string): Promise<DecisionAnswer> {
@@ -77,4 +126,9 @@ export class DecisionService implements DecisionPort {
     });
     return answer;
   }
+}
+
+/** The advice every redaction answer carries (spec 4.4 rule 5). */
+function advice(summary: string): { id: "urn:service:attribute:message:summary"; value: string } {
+  return { id: "urn:service:attribute:message:summary", value: summary };
 }

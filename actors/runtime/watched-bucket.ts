@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { KV, KvWatchEntry } from "@nats-io/kv";
+import { KvWatchInclude, type KV, type KvWatchEntry } from "@nats-io/kv";
 import type { QueuedIterator } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 
@@ -32,11 +32,20 @@ export class WatchedBucket<T> extends EventEmitter {
     super();
   }
 
+  /**
+   * Starts the watch, then reads every key once: the replica is complete when `ready` resolves,
+   * whatever the watch's initial delivery does (it can deliver nothing that marks it caught up,
+   * for instance over a recovering stream). Changes during the read come through the watch;
+   * older revisions are ignored.
+   */
   async start(): Promise<void> {
-    const status = await this.kv.status();
-    this.watcher = await this.kv.watch();
-    if (status.values === 0) this.resolveReady();
+    this.watcher = await this.kv.watch({ include: KvWatchInclude.UpdatesOnly });
     void this.consume();
+    for await (const key of await this.kv.keys()) {
+      const entry = await this.kv.get(key);
+      if (entry) this.applyOwnWrite(key, entry.operation === "PUT" ? entry.json<T>() : undefined, entry.revision);
+    }
+    this.resolveReady();
   }
 
   /** Applies changes until stopped; a watch that ends on its own is started again (a stale replica is worse than none). */
@@ -50,7 +59,6 @@ export class WatchedBucket<T> extends EventEmitter {
             // A listener's failure must not end the watch: the replica would silently go stale.
             this.log.error({ err: error, bucket: this.name, key: entry.key }, "handling a bucket change failed");
           }
-          if (entry.delta === 0) this.resolveReady();
         }
       } catch (error) {
         this.log.error({ err: error, bucket: this.name }, "bucket watch failed");
@@ -59,7 +67,7 @@ export class WatchedBucket<T> extends EventEmitter {
       this.log.warn({ bucket: this.name }, "bucket watch ended; starting it again");
       await sleep(250);
       try {
-        this.watcher = await this.kv.watch(); // current values again; older revisions are ignored
+        this.watcher = await this.kv.watch(); // current values again (older revisions are ignored), then updates
       } catch (error) {
         this.log.warn({ err: error, bucket: this.name }, "restarting the bucket watch failed; will retry");
       }

@@ -70,6 +70,17 @@ export class NodeProcess {
     return node;
   }
 
+  /** Starts several nodes at once; if any fails, the others are stopped (a leaked process keeps the test run alive). */
+  static async startAll(options: NodeProcessOptions[]): Promise<NodeProcess[]> {
+    const outcomes = await Promise.allSettled(options.map((o) => NodeProcess.start(o)));
+    const failed = outcomes.find((o) => o.status === "rejected");
+    if (failed) {
+      await Promise.all(outcomes.map((o) => (o.status === "fulfilled" ? o.value.kill() : undefined)));
+      throw (failed as PromiseRejectedResult).reason;
+    }
+    return outcomes.map((o) => (o as PromiseFulfilledResult<NodeProcess>).value);
+  }
+
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
   }

@@ -13,7 +13,7 @@ describe("three node processes on one nats-server", () => {
 
   before(async () => {
     nats = await startNats();
-    nodes = await Promise.all(["n1", "n2", "n3"].map((nodeId) => NodeProcess.start({ nodeId, natsUrl: nats.url })));
+    nodes = await NodeProcess.startAll(["n1", "n2", "n3"].map((nodeId) => ({ nodeId, natsUrl: nats.url })));
     caller = await connectTestClient(nats.url);
     await eventually("every node to own a share", () => {
       const counts = ownershipCounts(caller.table);

@@ -20,7 +20,7 @@ test("failover: SIGKILL the owner mid-load; the actor answers from another node 
   nats = await startNats();
   // Default lease settings: this is what an operator gets.
   const defaults = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
-  nodes = await Promise.all(["f1", "f2", "f3"].map((nodeId) => NodeProcess.start({ nodeId, natsUrl: nats!.url, env: defaults })));
+  nodes = await NodeProcess.startAll(["f1", "f2", "f3"].map((nodeId) => ({ nodeId, natsUrl: nats!.url, env: defaults })));
   caller = await connectTestClient(nats.url, 15_000);
   const ref = caller.client.ref(counter, "failover");
   const owner = (await ref.get()).node;

@@ -20,7 +20,7 @@ after(async () => {
 
 test("fencing: a paused owner's write after ownership moved is rejected, and it steps down", async () => {
   nats = await startNats();
-  nodes = await Promise.all(["a", "b"].map((nodeId) => NodeProcess.start({ nodeId, natsUrl: nats!.url })));
+  nodes = await NodeProcess.startAll(["a", "b"].map((nodeId) => ({ nodeId, natsUrl: nats!.url })));
   const [a] = nodes;
   caller = await connectTestClient(nats.url, 20_000);
   const table = caller.table;

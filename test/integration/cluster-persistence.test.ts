@@ -20,7 +20,7 @@ after(async () => {
 test("persistence: stop every node and the nats-server, start them again: state is intact", async () => {
   const natsDir = tempDir("nats-persist");
   const dataDirs = { p1: tempDir("p1"), p2: tempDir("p2") };
-  const startNodes = (url: string) => Promise.all((["p1", "p2"] as const).map((nodeId) => NodeProcess.start({ nodeId, natsUrl: url, dataDir: dataDirs[nodeId] })));
+  const startNodes = (url: string) => NodeProcess.startAll((["p1", "p2"] as const).map((nodeId) => ({ nodeId, natsUrl: url, dataDir: dataDirs[nodeId] })));
 
   nats = await startNats(natsDir);
   nodes = await startNodes(nats.url);

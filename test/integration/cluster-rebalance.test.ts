@@ -50,7 +50,7 @@ test("rebalancing: nodes join under load and each takes a share; a graceful leav
   assert.deepEqual([...ownershipCounts(caller.table)], [["r1", 64]]);
 
   const load = startLoad(caller.client, 4);
-  nodes.push(...(await Promise.all(["r2", "r3"].map((nodeId) => NodeProcess.start({ nodeId, natsUrl: nats!.url })))));
+  nodes.push(...(await NodeProcess.startAll(["r2", "r3"].map((nodeId) => ({ nodeId, natsUrl: nats!.url })))));
   const shares = await eventually("three nodes to share the partitions", () => {
     const counts = ownershipCounts(caller!.table);
     return counts.size === 3 && [...counts.values()].reduce((a, b) => a + b, 0) === 64 ? counts : undefined;

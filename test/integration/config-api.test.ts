@@ -34,7 +34,7 @@ describe("/config and /mapping over HTTP, two nodes", () => {
 
   before(async () => {
     nats = await startNats();
-    [a, b] = await Promise.all(["cfg-a", "cfg-b"].map((nodeId) => NodeProcess.start({ nodeId, natsUrl: nats.url })));
+    [a, b] = await NodeProcess.startAll(["cfg-a", "cfg-b"].map((nodeId) => ({ nodeId, natsUrl: nats.url })));
     nc = await connectTo(nats);
     nc.subscribe("warden.audit.config.>", {
       callback: (_error, msg) => {

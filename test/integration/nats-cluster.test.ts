@@ -22,7 +22,7 @@ test("nodes on a fresh 3-server NATS cluster (JetStream replicas 3) start while 
   // Started at once: the cluster's JetStream is not ready yet, provisioning must wait for it.
   // Production lease settings: a stream leader election (about 2 s on 2.9.10) fits inside the lease.
   const env = { JS_REPLICAS: "3", HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
-  nodes = await Promise.all(["c1", "c2"].map((nodeId) => NodeProcess.start({ nodeId, natsUrl, env })));
+  nodes = await NodeProcess.startAll(["c1", "c2"].map((nodeId) => ({ nodeId, natsUrl, env })));
   caller = await connectTestClient(natsUrl, 20_000);
   for (let i = 0; i < 20; i++) await caller.client.ref(counter, `replicated-${i}`).increment(i);
 

@@ -29,7 +29,7 @@ describe("/user and /decision over HTTP, two nodes", () => {
 
   before(async () => {
     nats = await startNats();
-    [a, b] = await Promise.all(["ud-a", "ud-b"].map((nodeId) => NodeProcess.start({ nodeId, natsUrl: nats.url })));
+    [a, b] = await NodeProcess.startAll(["ud-a", "ud-b"].map((nodeId) => ({ nodeId, natsUrl: nats.url })));
     nc = await connectTo(nats);
     // Each trace message carries one or more records, one per line.
     nc.subscribe("warden.trace.>", {

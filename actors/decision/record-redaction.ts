@@ -1,0 +1,100 @@
+import type { MappingGroup } from "../policy/model";
+import type { CompiledPolicy } from "./compiled-policy";
+import type { Decision } from "./types";
+
+/** How one mapping group applies to records, for one configuration revision. */
+export interface RecordPlan {
+  group: string;
+  /** Record fields holding the user id, in mapping order (policy-semantics 4). */
+  resourceFields: string[];
+  /** Record field -> the category it belongs to (undefined: mapped to no category). */
+  categoryOf: Map<string, string | undefined>;
+}
+
+export function planRecords(policy: CompiledPolicy, group: MappingGroup): RecordPlan {
+  const categoryOf = new Map<string, string | undefined>();
+  for (const mapping of group.fieldMappings) {
+    // A field id names the field exactly; the validator guarantees it belongs to the category when both are given.
+    categoryOf.set(mapping.recordField, mapping.fieldId !== undefined ? policy.fieldCategory.get(mapping.fieldId) : mapping.categoryId);
+  }
+  return { group: group.name, resourceFields: group.fieldMappings.filter((m) => m.resourceContext).map((m) => m.recordField), categoryOf };
+}
+
+/** Limits of what a record may be, so a hostile one fails cleanly instead of exhausting the node. */
+export const recordLimits = { depth: 32 } as const;
+
+export class RecordShapeError extends Error {}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+function isObject(value: unknown): value is { [key: string]: Json } {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Reads a record field: a key that is the whole name (`users.id`, spec 4.4), else a dotted path
+ * through nested objects (`address.city`, policy-semantics 4). Own properties only.
+ */
+export function valueAt(record: unknown, path: string): unknown {
+  if (isObject(record) && Object.hasOwn(record, path)) return record[path];
+  let current: unknown = record;
+  for (const key of path.split(".")) {
+    if (!isObject(current) || !Object.hasOwn(current, key)) return undefined;
+    current = current[key];
+  }
+  return current;
+}
+
+/** The user id of a record: the first non-empty resource-context value, in mapping order. */
+export function userIdOf(record: unknown, plan: RecordPlan): string | undefined {
+  for (const field of plan.resourceFields) {
+    const value = valueAt(record, field);
+    if ((typeof value === "string" && value !== "") || typeof value === "number") return String(value);
+  }
+  return undefined;
+}
+
+export interface FieldOutcome {
+  kept: boolean;
+  why: string;
+}
+
+/** Sets a key as an own data property: a key named `__proto__` stays a key. */
+function setOwn(target: { [key: string]: Json }, key: string, value: Json): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/**
+ * Redacts one JSON record for a decision (policy-semantics 4): a field is kept only if its
+ * mapping names a category the decision allows; every other field, unknown ones included, is
+ * emptied to null. A mapping on an object keeps or empties all of it; unmapped objects are
+ * walked. Returns the record and, for every field, whether it was kept and why.
+ */
+export function redactRecord(record: { [key: string]: Json }, plan: RecordPlan, decision: Decision): { record: { [key: string]: Json }; fields: Record<string, FieldOutcome> } {
+  const allowed = new Set(decision.categoryIds);
+  const fields: Record<string, FieldOutcome> = {};
+  const outcome = (path: string): FieldOutcome => {
+    if (!plan.categoryOf.has(path)) return { kept: false, why: "not in the mapping group" };
+    const category = plan.categoryOf.get(path);
+    if (category === undefined) return { kept: false, why: "mapped to no category" };
+    if (!allowed.has(category)) return { kept: false, why: `category '${category}' is not allowed for this purpose` };
+    return { kept: true, why: `category '${category}' is allowed` };
+  };
+  const walk = (source: { [key: string]: Json }, prefix: string, depth: number): { [key: string]: Json } => {
+    if (depth > recordLimits.depth) throw new RecordShapeError(`the record nests deeper than ${recordLimits.depth} levels`);
+    const out: { [key: string]: Json } = {};
+    for (const key of Object.keys(source)) {
+      const path = prefix ? `${prefix}.${key}` : key;
+      const value = source[key];
+      if (!plan.categoryOf.has(path) && isObject(value) && Object.keys(value).length > 0) {
+        setOwn(out, key, walk(value, path, depth + 1));
+        continue;
+      }
+      const result = outcome(path);
+      fields[path] = result;
+      setOwn(out, key, result.kept ? value : null);
+    }
+    return out;
+  };
+  return { record: walk(record, "", 0), fields };
+}

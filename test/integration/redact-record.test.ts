@@ -1,0 +1,89 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { compilePolicy } from "../../actors/decision/compiled-policy";
+import { decide } from "../../actors/decision/engine";
+import type { NatsServerProcess } from "../../service/nats-server";
+import { realisticPolicy } from "../fixtures/policy";
+import { startNats } from "../helpers/nats";
+import { NodeProcess } from "../helpers/node-process";
+
+// any: response bodies of many shapes, each checked field by field where it is used
+type Body = any;
+
+describe("PUT /redact/record", () => {
+  let nats: NatsServerProcess;
+  let node: NodeProcess;
+  const childDob = `${new Date().getUTCFullYear() - 9}-01-01`;
+  const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }> => {
+    const response = await fetch(`${node.url}${path}`, { method, headers: body === undefined ? {} : { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+    return { status: response.status, body: await response.json() };
+  };
+
+  before(async () => {
+    nats = await startNats();
+    node = await NodeProcess.start({ nodeId: "redact-1", natsUrl: nats.url });
+    assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
+    const users: Array<[string, object, string | undefined]> = [
+      ["accepted", { attributes: { dob: "1990-01-01", location: "US" } }, ""],
+      ["not-accepted", { attributes: { dob: "1990-01-01", location: "US" } }, undefined],
+      ["third-party", { attributes: { dob: "1990-01-01", location: "US" }, contractualRelationship: { purposeId: "reseller", termsId: "reseller-2026" } }, undefined],
+      ["guardian", { attributes: { dob: "1980-01-01", location: "US" } }, ""],
+      ["child", { attributes: { dob: childDob, location: "US" } }, "&acceptorId=guardian"],
+      ["overridden", { attributes: { dob: "1990-01-01", location: "GB" } }, ""],
+    ];
+    for (const [userId, body, accept] of users) {
+      assert.equal((await call("PUT", "/user", { userId, ...body })).status, 200);
+      if (accept !== undefined) assert.equal((await call("PUT", `/user/terms?userId=${userId}${accept}`)).status, 200);
+    }
+  });
+
+  after(async () => {
+    await node?.stop();
+    await nats?.stop();
+  });
+
+  test("a mixed population, record by record, against the decision engine", async () => {
+    const revision = Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));
+    const compiled = compilePolicy(realisticPolicy(), revision);
+    const categoryOf: Record<string, string | undefined> = { "users.email": "contact", "users.login": "credentials", "users.name": "identity", "users.clicks": "usage" };
+    for (const purposeId of ["service", "analytics"]) {
+      for (const userId of ["accepted", "not-accepted", "third-party", "child", "overridden", "unknown-user", ""]) {
+        const record = { "users.id": userId, "users.email": `${userId}@example.com`, "users.login": `login-${userId}`, "users.name": `Name ${userId}`, "users.clicks": 7.25, "users.secret": "s3cret" };
+        const answer = await call("PUT", `/redact/record?purposeId=${purposeId}&type=platformUse&mappingGroup=users-table`, record);
+        assert.equal(answer.status, 200);
+        const stored = userId ? await call("GET", `/user/${userId}`) : { status: 404, body: undefined };
+        const decision = userId ? decide(compiled, stored.status === 200 ? stored.body : undefined, { type: "platformUse", purposeId }, new Date()) : undefined;
+        const what = `${purposeId} / ${userId || "(empty id)"}`;
+        assert.equal(answer.body.advice[0].id, "urn:service:attribute:message:summary", what);
+        if (!decision?.allowed) {
+          assert.equal(answer.body.dropped, true, what);
+          assert.equal(answer.body.record, undefined, what);
+          for (const value of Object.values(record)) if (value !== "") assert.ok(!JSON.stringify(answer.body).includes(String(value)), `${what}: no value of the dropped record (${value})`);
+          continue;
+        }
+        assert.equal(answer.body.dropped, false, what);
+        const expected = Object.fromEntries(Object.entries(record).map(([field, value]) => [field, categoryOf[field] && decision.categoryIds.includes(categoryOf[field]!) ? value : null]));
+        assert.deepEqual(answer.body.record, expected, what);
+        assert.equal(answer.body.advice[0].value, decision.summary, what);
+      }
+    }
+  });
+
+  test("an unknown purpose, mapping group or type is a 4xx before any work; the service stays healthy", async () => {
+    const record = { "users.id": "accepted" };
+    const cases: Array<[string, number, string]> = [
+      ["purposeId=mining&type=platformUse&mappingGroup=users-table", 400, "ERR_REDACT_INVALID"],
+      ["purposeId=service&type=platformUse&mappingGroup=nope", 400, "ERR_REDACT_INVALID"],
+      ["purposeId=service&type=sharing&mappingGroup=users-table", 400, "ERR_REQUEST_INVALID"],
+      ["purposeId=service&type=platformUse", 400, "ERR_REQUEST_INVALID"],
+    ];
+    for (const [query, status, code] of cases) {
+      const answer = await call("PUT", `/redact/record?${query}`, record);
+      assert.equal(answer.status, status, query);
+      assert.equal(answer.body.error.code, code, query);
+    }
+    const notObject = await fetch(`${node.url}/redact/record?purposeId=service&type=platformUse&mappingGroup=users-table`, { method: "PUT", headers: { "content-type": "application/json" }, body: "[1,2]" });
+    assert.equal(notObject.status, 400);
+    assert.equal((await call("GET", "/readyz")).status, 200);
+  });
+});

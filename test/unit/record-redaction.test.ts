@@ -1,0 +1,64 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { compilePolicy } from "../../actors/decision/compiled-policy";
+import { planRecords, RecordShapeError, redactRecord, userIdOf } from "../../actors/decision/record-redaction";
+import type { Decision } from "../../actors/decision/types";
+import { realisticPolicy } from "../fixtures/policy";
+
+const policy = compilePolicy(realisticPolicy(), 1);
+const allowedFor = (categoryIds: string[]): Decision => ({ allowed: true, flow: "platform", categoryIds, reasons: [{ code: "ALLOWED_BY_TERMS", text: "accepted" }], summary: "Kept.", revision: 1 });
+const plan = planRecords(policy, {
+  name: "nested",
+  fieldMappings: [
+    { recordField: "owner.id", resourceContext: true },
+    { recordField: "altId", resourceContext: true },
+    { recordField: "contact.email", categoryId: "contact", fieldId: "contact.email" },
+    { recordField: "login", fieldId: "credentials.email" },
+    { recordField: "usage", categoryId: "usage" },
+    { recordField: "note" },
+  ],
+});
+
+test("the user is the first non-empty resource-context value, in mapping order", () => {
+  assert.equal(userIdOf({ owner: { id: "u1" }, altId: "u2" }, plan), "u1");
+  assert.equal(userIdOf({ owner: { id: "" }, altId: "u2" }, plan), "u2");
+  assert.equal(userIdOf({ owner: { id: 42 } }, plan), "42");
+  assert.equal(userIdOf({ owner: { id: null }, altId: "" }, plan), undefined);
+  assert.equal(userIdOf({ owner: "u1" }, plan), undefined, "a path through a non-object resolves nothing");
+  assert.equal(userIdOf(JSON.parse('{"owner": {"id": {"toString": "x"}}}'), plan), undefined);
+});
+
+test("fields of allowed categories are kept; everything else, unknown fields included, becomes null, with the reason", () => {
+  const record = { owner: { id: "u1" }, altId: "u9", contact: { email: "a@example.com", phone: "555" }, login: "alogin", usage: { clicks: 3 }, note: "private", extra: "?" };
+  const { record: out, fields } = redactRecord(record, plan, allowedFor(["contact", "usage"]));
+  assert.deepEqual(out, { owner: { id: null }, altId: null, contact: { email: "a@example.com", phone: null }, login: null, usage: { clicks: 3 }, note: null, extra: null });
+  assert.deepEqual(fields["contact.email"], { kept: true, why: "category 'contact' is allowed" });
+  assert.deepEqual(fields["login"], { kept: false, why: "category 'credentials' is not allowed for this purpose" });
+  assert.deepEqual(fields["note"], { kept: false, why: "mapped to no category" });
+  assert.deepEqual(fields["extra"], { kept: false, why: "not in the mapping group" });
+  assert.deepEqual(fields["owner.id"], { kept: false, why: "mapped to no category" }, "a resource-context field with no category is emptied");
+  assert.deepEqual(fields["usage"], { kept: true, why: "category 'usage' is allowed" }, "a mapping on an object keeps all of it");
+});
+
+test("a __proto__ key stays a plain key and touches no prototype", () => {
+  const record = JSON.parse('{"owner": {"id": "u1"}, "__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": true}}}');
+  const { record: out } = redactRecord(record, plan, allowedFor(["contact"]));
+  assert.equal(Object.getPrototypeOf(out), Object.prototype);
+  assert.deepEqual(Object.keys(out), ["owner", "__proto__", "constructor"]);
+  assert.equal(JSON.stringify(out), '{"owner":{"id":null},"__proto__":{"polluted":null},"constructor":{"prototype":{"polluted":null}}}');
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
+});
+
+test("pathological nesting fails cleanly", () => {
+  let deep: Record<string, unknown> = { leaf: 1 };
+  for (let i = 0; i < 100; i++) deep = { next: deep };
+  assert.throws(() => redactRecord({ owner: { id: "u1" }, ...deep }, plan, allowedFor(["contact"])), RecordShapeError);
+});
+
+test("a key that is the whole record field name (spec 4.4) and a nested path address the same field", () => {
+  const flat = planRecords(policy, { name: "flat", fieldMappings: [{ recordField: "users.id", resourceContext: true }, { recordField: "users.email", categoryId: "contact" }] });
+  assert.equal(userIdOf({ "users.id": "u1" }, flat), "u1");
+  assert.equal(userIdOf({ users: { id: "u2" } }, flat), "u2");
+  assert.deepEqual(redactRecord({ "users.id": "u1", "users.email": "a@x" }, flat, allowedFor(["contact"])).record, { "users.id": null, "users.email": "a@x" });
+  assert.deepEqual(redactRecord({ users: { id: "u1", email: "a@x" } }, flat, allowedFor(["contact"])).record, { users: { id: null, email: "a@x" } });
+});
