@@ -19,10 +19,11 @@ const actorCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> 
   FLOW_NOT_DISABLEABLE: "ERR_USER_FLOW_NOT_ALLOWED",
   REDACT_INVALID: "ERR_REDACT_INVALID",
   REDACT_RECORD_INVALID: "ERR_REDACT_RECORD_INVALID",
+  BAD_ACTOR_ID: "ERR_REQUEST_INVALID",
 };
 
 /** Actor errors whose message and details are written for clients; others get the registry's message. */
-const clientFacingMessages = new Set(["CONFIG_INVALID", "CONFIG_REFERENCED", "REVISION_MISMATCH", "NOT_FOUND", "USER_EXISTS", "USER_INVALID", "GUARDIAN_REQUIRED", "GUARDIAN_INVALID", "NOT_A_GUARDIAN", "CONSENT_INVALID", "FLOW_NOT_DISABLEABLE", "REDACT_INVALID", "REDACT_RECORD_INVALID"]);
+const clientFacingMessages = new Set(["CONFIG_INVALID", "CONFIG_REFERENCED", "REVISION_MISMATCH", "NOT_FOUND", "USER_EXISTS", "USER_INVALID", "GUARDIAN_REQUIRED", "GUARDIAN_INVALID", "NOT_A_GUARDIAN", "CONSENT_INVALID", "FLOW_NOT_DISABLEABLE", "REDACT_INVALID", "REDACT_RECORD_INVALID", "BAD_ACTOR_ID"]);
 
 /** Fastify's own error codes, translated into the registry. */
 const fastifyCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> = {
@@ -33,7 +34,7 @@ const fastifyCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]
   FST_ERR_CTP_INVALID_JSON_BODY: "ERR_REQUEST_BODY_MALFORMED",
 };
 
-function toGatewayError(error: FastifyError | Error): GatewayError {
+function toGatewayError(error: FastifyError | Error, method: string): GatewayError {
   if (error instanceof GatewayError) return error;
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
@@ -43,7 +44,8 @@ function toGatewayError(error: FastifyError | Error): GatewayError {
   if (fastifyError.code && fastifyCodes[fastifyError.code]) return new GatewayError(fastifyCodes[fastifyError.code], undefined, undefined, { cause: error });
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) return new GatewayError("ERR_REQUEST_BODY_MALFORMED", undefined, undefined, { cause: error });
   if (fastifyError.code?.startsWith("FST_") && fastifyError.statusCode && fastifyError.statusCode < 500) return new GatewayError("ERR_REQUEST_INVALID", undefined, undefined, { cause: error });
-  if (error instanceof DeadlineExceededError) return new GatewayError("ERR_ACTOR_TIMEOUT", undefined, undefined, { cause: error });
+  // A write that ran out of time may still have been stored: say so rather than "did not answer".
+  if (error instanceof DeadlineExceededError) return new GatewayError(method === "GET" ? "ERR_ACTOR_TIMEOUT" : "ERR_ACTOR_OUTCOME_UNKNOWN", undefined, undefined, { cause: error });
   if (error instanceof RuntimeError && actorCodes[error.code]) {
     const message = clientFacingMessages.has(error.code) ? error.message : undefined;
     return new GatewayError(actorCodes[error.code], message, clientFacingMessages.has(error.code) ? error.details : undefined, { cause: error });
@@ -55,7 +57,7 @@ function toGatewayError(error: FastifyError | Error): GatewayError {
 /** Every failure leaves as a registered code; internal error text never reaches the client. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
-    const failure = toGatewayError(error as FastifyError);
+    const failure = toGatewayError(error as FastifyError, request.method);
     // Only failures nobody anticipated deserve a stack in the log; the rest are ordinary answers.
     if (failure.code === "ERR_INTERNAL") request.log.error({ err: error, code: failure.code }, "request failed");
     else request.log.info({ code: failure.code }, failure.message);

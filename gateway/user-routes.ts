@@ -45,14 +45,14 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
       },
     );
 
-    const consentEntry = { type: "object", additionalProperties: false, properties: { purposeId: id, termsId: id, categoryIds: { type: "array", maxItems: 1000, items: id } }, required: ["purposeId"] } as const;
+    const consentEntry = { type: "object", additionalProperties: false, properties: { purposeId: id, termsId: id, categoryIds: { type: "array", maxItems: 1000, uniqueItems: true, items: id } }, required: ["purposeId"] } as const;
     app.put(
       "/user/consent",
       {
         schema: {
           tags,
           summary: "Record consents (spec 2.11); a consent naming an opt-in purpose opts in. A child's need a guardian grantorId",
-          body: { type: "object", additionalProperties: false, properties: { userId: id, grantorId: id, consents: { type: "object", additionalProperties: false, properties: { affirmativeConsents: { type: "array", minItems: 1, maxItems: 1000, items: consentEntry } }, required: ["affirmativeConsents"] } }, required: ["userId", "consents"] },
+          body: { type: "object", additionalProperties: false, properties: { userId: id, grantorId: id, consents: { type: "object", additionalProperties: false, properties: { affirmativeConsents: { type: "array", minItems: 1, maxItems: 100, items: consentEntry } }, required: ["affirmativeConsents"] } }, required: ["userId", "consents"] },
         },
       },
       async (request) => {

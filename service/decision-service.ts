@@ -13,12 +13,13 @@ import type { DecisionAnswer, DecisionPort, DecisionQuery, RecordRedaction, Reda
 
 /** Which record fields of a mapping group a decision lets through (policy-semantics 4). */
 export function allowedFields(group: MappingGroup, decision: Decision, fieldCategory: (fieldId: string) => string | undefined): Record<string, boolean> {
-  const fields: Record<string, boolean> = {};
-  for (const mapping of group.fieldMappings) {
-    const category = mapping.categoryId ?? (mapping.fieldId === undefined ? undefined : fieldCategory(mapping.fieldId));
-    fields[mapping.recordField] = decision.allowed && category !== undefined && decision.categoryIds.includes(category);
-  }
-  return fields;
+  // fromEntries defines own properties: a record field named __proto__ is kept like any other.
+  return Object.fromEntries(
+    group.fieldMappings.map((mapping) => {
+      const category = mapping.categoryId ?? (mapping.fieldId === undefined ? undefined : fieldCategory(mapping.fieldId));
+      return [mapping.recordField, decision.allowed && category !== undefined && decision.categoryIds.includes(category)];
+    }),
+  );
 }
 
 /**
@@ -83,6 +84,11 @@ export class DecisionService implements DecisionPort, RedactPort {
       if (error instanceof RecordShapeError) throw new HandlerError("REDACT_RECORD_INVALID", error.message);
       throw error;
     }
+  }
+
+  /** After a write through this node, its next decisions read the user's committed state afresh. */
+  forgetUser(userId: string): void {
+    this.users.forget(userId);
   }
 
   async decide(query: DecisionQuery, door: string): Promise<DecisionAnswer> {

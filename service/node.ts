@@ -118,7 +118,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     return { ready: Object.values(checks).every((check) => check.ok), checks };
   };
   const decisions = await DecisionService.start(runtime);
-  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime), decisions, redact: decisions });
+  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions });
   try {
     await gateway.listen({ port: config.port, host: config.host });
   } catch (error) {

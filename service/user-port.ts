@@ -5,27 +5,53 @@ import type { ActorRuntime } from "../actors/runtime/runtime";
 import { user } from "../actors/user/user-actor";
 import type { UserPort } from "../gateway/types";
 
-/** The gateway's view of users: calls to user actors; erasure is audited. */
-export function userPort(runtime: ActorRuntime): UserPort {
+/**
+ * The gateway's view of users: calls to user actors. After every write the node's cached copy
+ * of that user is dropped, so its next decision reads the write. Guardian links and erasures
+ * are audited (category `user`).
+ */
+export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) => void): UserPort {
   const ref = (userId: string) => runtime.client.ref(user, userId);
+  const written = async <T>(userIds: string[], write: Promise<T>): Promise<T> => {
+    try {
+      return await write;
+    } finally {
+      for (const userId of userIds) forgetCached(userId);
+    }
+  };
+  const auditLink = (childId: string, guardianId: string) =>
+    runtime.events.audit({ category: "user", level: "info", event: "guardian.linked", message: `${guardianId} acts as guardian of ${childId}`, details: { childId, guardianId } });
   return {
-    create: (userId, attributes, contractualRelationship) => ref(userId).create({ attributes, contractualRelationship }),
+    create: (userId, attributes, contractualRelationship) => written([userId], ref(userId).create({ attributes, contractualRelationship })),
     get: (userId) => ref(userId).get(),
     erase: async (userId, by) => {
-      const result = await ref(userId).erase();
+      const { erased, linked } = await written([userId], ref(userId).erase());
       await runtime.events.audit({ category: "user", level: "info", event: "user.erased", message: `user ${userId} erased`, details: { userId, by } });
-      return result;
+      for (const other of linked) {
+        await written([other], ref(other).unlink(userId)).catch((error: { code?: string }) => {
+          if (error.code !== "NOT_FOUND") runtime.host.log.warn({ err: error, userId, other }, "could not remove the other side of a guardian link; it confers nothing (guardianship is checked on both sides)");
+        });
+      }
+      return { erased };
     },
     termsFor: async (context) => {
       const { config, revision } = await runtime.client.ref(policy, "default").get();
       return personalizedTerms(compiledFor(config, revision), context, new Date());
     },
     termsOf: (userId) => ref(userId).terms(),
-    accept: (userId, acceptorId) => ref(userId).accept({ acceptorId }),
-    consent: (userId, grantorId, consents) => ref(userId).consent({ grantorId, consents }),
-    revoke: (userId, grantorId, purposeId, termsId) => ref(userId).revoke({ grantorId, purposeId, termsId }),
-    addGuardian: (childId, guardianId) => ref(childId).addGuardian(guardianId),
+    accept: async (userId, acceptorId) => {
+      const accepted = await written(acceptorId ? [userId, acceptorId] : [userId], ref(userId).accept({ acceptorId }));
+      if (accepted.acceptorId) await auditLink(userId, accepted.acceptorId);
+      return accepted;
+    },
+    consent: (userId, grantorId, consents) => written([userId], ref(userId).consent({ grantorId, consents })),
+    revoke: (userId, grantorId, purposeId, termsId) => written([userId], ref(userId).revoke({ grantorId, purposeId, termsId })),
+    addGuardian: async (childId, guardianId) => {
+      const result = await written([childId, guardianId], ref(childId).addGuardian(guardianId));
+      await auditLink(childId, guardianId);
+      return result;
+    },
     guardianOptions: (userId) => ref(userId).guardianOptions(),
-    setFlow: (userId, guardianId, purposeId, thirdPartyId, disabled) => ref(userId).setFlow({ guardianId, purposeId, thirdPartyId, disabled }),
+    setFlow: (userId, guardianId, purposeId, thirdPartyId, disabled) => written([userId], ref(userId).setFlow({ guardianId, purposeId, thirdPartyId, disabled })),
   };
 }

@@ -2,12 +2,13 @@ import { performance } from "node:perf_hooks";
 import { inject, injectable } from "tsyringe";
 import { RequestError, TimeoutError, type NatsConnection } from "@nats-io/transport-node";
 import { partitionOf, Subjects } from "./addressing";
-import { DeadlineExceededError, errorFromWire, NotOwnerError, RetryableError } from "./errors";
+import { DeadlineExceededError, errorFromWire, FatalError, NotOwnerError, RetryableError } from "./errors";
 import { PartitionTable } from "./partition-table";
 import { Tokens } from "./tokens";
 import type { ActorCaller, ActorRef, AnyActorDefinition, CallEnvelope, CallOptions, ReplyEnvelope, RuntimeOptions } from "./types";
 
 const firstBackoffMs = 10;
+const loneSurrogate = /\p{Cs}/u;
 const maxBackoffMs = 250;
 
 /**
@@ -25,6 +26,8 @@ export class ActorClient implements ActorCaller {
   ) {}
 
   async call<R = unknown>(type: string, id: string, handler: string, arg?: unknown, options?: CallOptions): Promise<R> {
+    // A lone surrogate cannot be encoded faithfully: two different ids would share one key.
+    if (loneSurrogate.test(id)) throw new FatalError("BAD_ACTOR_ID", "an id must be well-formed Unicode text");
     const deadline = performance.now() + (options?.timeoutMs ?? this.options.callTimeoutMs);
     const partition = partitionOf(type, id, this.options.partitions);
     const envelope: CallEnvelope = { t: type, i: id, m: handler, d: 0, a: arg };

@@ -35,7 +35,7 @@ const subjectToken = /^[A-Za-z0-9_-]+$/;
 @injectable()
 export class EventLog {
   private readonly js: JetStreamClient;
-  private readonly pendingTraces = new Map<string, string[]>();
+  private readonly pendingTraces = new Map<string, TraceBatch>();
   private flushScheduled = false;
 
   constructor(
@@ -61,11 +61,16 @@ export class EventLog {
    */
   trace(door: string, flow: string, record: Record<string, unknown>): void {
     const subject = Subjects.trace(door, flow);
-    let lines = this.pendingTraces.get(subject);
-    if (!lines) this.pendingTraces.set(subject, (lines = []));
-    lines.push(JSON.stringify(record));
-    if (lines.length >= maxTraceBatch) this.flushSubject(subject, lines);
-    else if (!this.flushScheduled) {
+    const line = JSON.stringify(record);
+    let batch = this.pendingTraces.get(subject);
+    if (batch && (batch.lines.length >= maxTraceBatch || batch.bytes + line.length > maxTraceBytes)) {
+      this.flushSubject(subject, batch);
+      batch = undefined;
+    }
+    if (!batch) this.pendingTraces.set(subject, (batch = { lines: [], bytes: 0 }));
+    batch.lines.push(line);
+    batch.bytes += line.length + 1;
+    if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(() => this.flushTraces());
     }
@@ -74,13 +79,29 @@ export class EventLog {
   /** Publishes every pending trace batch (also called before the node stops). */
   flushTraces(): void {
     this.flushScheduled = false;
-    for (const [subject, lines] of this.pendingTraces) this.flushSubject(subject, lines);
+    for (const [subject, batch] of this.pendingTraces) this.flushSubject(subject, batch);
   }
 
-  private flushSubject(subject: string, lines: string[]): void {
+  /** Never throws: a batch that cannot be published is logged and counted, and the node goes on. */
+  private flushSubject(subject: string, batch: TraceBatch): void {
     this.pendingTraces.delete(subject);
-    if (!this.nc.isClosed()) this.nc.publish(subject, lines.join("\n"));
+    try {
+      this.nc.publish(subject, batch.lines.join("\n"));
+    } catch (error) {
+      this.lostTraceRecords += batch.lines.length;
+      this.log.error({ err: error, subject, records: batch.lines.length, lostTotal: this.lostTraceRecords }, "trace records could not be published");
+    }
   }
+
+  /** Trace records that could not be published since the node started. */
+  lostTraceRecords = 0;
+}
+
+interface TraceBatch {
+  lines: string[];
+  bytes: number;
 }
 
 const maxTraceBatch = 256;
+/** Well under the smallest max_payload a NATS server is commonly run with (1 MiB by default). */
+const maxTraceBytes = 256 * 1024;

@@ -22,6 +22,8 @@ export class StateCache<S> extends EventEmitter {
   private readonly store: RevisionedKv<S>;
   private watcher?: QueuedIterator<KvWatchEntry>;
   private stopped = false;
+  /** False while the watch is down: reads then go to JetStream and are not kept. */
+  private live = true;
 
   constructor(
     private readonly kv: KV,
@@ -55,12 +57,16 @@ export class StateCache<S> extends EventEmitter {
         this.log.error({ err: error, type: this.definition.type }, "state cache watch failed");
       }
       if (this.stopped) return;
-      // Changes may have been missed: nothing cached can be trusted any more.
+      // Changes may have been missed: nothing cached can be trusted any more, and nothing read
+      // until a new watch is live may be kept (a change in between would never be delivered).
+      this.live = false;
       this.entries.clear();
       this.log.warn({ type: this.definition.type }, "state cache watch ended; cache emptied, watch started again");
       await sleep(250);
       try {
         this.watcher = await this.watch();
+        this.entries.clear();
+        this.live = true;
       } catch (error) {
         this.log.warn({ err: error, type: this.definition.type }, "restarting the state cache watch failed; will retry");
       }
@@ -80,10 +86,17 @@ export class StateCache<S> extends EventEmitter {
   async get(id: string): Promise<{ state: S; revision: number }> {
     let cached = this.entries.get(id);
     if (!cached) {
-      this.remember(id, await this.store.read(stateKey(this.definition.type, id)));
+      const stored = await this.store.read(stateKey(this.definition.type, id));
+      if (!this.live) return { state: stored.value ?? this.definition.initialState(), revision: stored.revision };
+      this.remember(id, stored);
       cached = this.entries.get(id)!;
     }
     return { state: cached.value ?? this.definition.initialState(), revision: cached.revision };
+  }
+
+  /** Drops an entry: the next read goes to JetStream (a caller that just wrote reads its own write). */
+  forget(id: string): void {
+    this.entries.delete(id);
   }
 
   /** The cached entry without any I/O, or undefined when this id is not cached. */

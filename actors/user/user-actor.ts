@@ -2,7 +2,7 @@ import { compiledFor } from "../decision/compile-cache";
 import { termsKey, type CompiledPolicy } from "../decision/compiled-policy";
 import { ageOn } from "../decision/overrides";
 import { grantsExceed, personalizedTerms, type PersonalizedTerms } from "../decision/terms";
-import type { UserPolicyState } from "../decision/types";
+import { own, type UserPolicyState } from "../decision/types";
 import { policy } from "../policy/policy-actor";
 import { actor, exclusive, shared } from "../runtime/define";
 import { HandlerError } from "../runtime/errors";
@@ -48,13 +48,27 @@ function termsFor(compiled: CompiledPolicy, user: UserRecord, now: Date): Person
   return personalizedTerms(compiled, { attributes: user.attributes, contractualRelationship: user.contractualRelationship }, now);
 }
 
-/** A child's consents and flows are set by one of their guardians. */
-function requireGuardianFor(compiled: CompiledPolicy, user: UserRecord, actingId: string | undefined, what: string, now: Date): string {
-  if (!isChild(compiled, user, now)) return actingId ?? user.userId;
-  if (!actingId) throw new HandlerError("GUARDIAN_REQUIRED", `${user.userId} is a child: ${what} needs a guardian (grantorId)`);
-  if (!user.guardians.includes(actingId)) throw new HandlerError("NOT_A_GUARDIAN", `${actingId} is not a guardian of ${user.userId}`);
+/**
+ * Who acts: a child's consents and flows are set by one of their guardians, which the guardian's
+ * own record must confirm (a link half-removed by an erasure confers nothing); an adult acts for
+ * themselves.
+ */
+async function actingFor(ctx: { actors: ActorCaller; remainingMs(): number }, compiled: CompiledPolicy, record: UserRecord, actingId: string | undefined, what: string, now: Date): Promise<string> {
+  if (!isChild(compiled, record, now)) {
+    if (actingId !== undefined && actingId !== record.userId) throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child: they act for themselves`);
+    return record.userId;
+  }
+  if (!actingId) throw new HandlerError("GUARDIAN_REQUIRED", `${record.userId} is a child: ${what} needs a guardian (grantorId)`);
+  const notGuardian = new HandlerError("NOT_A_GUARDIAN", `${actingId} is not a guardian of ${record.userId}`);
+  if (!record.guardians.includes(actingId)) throw notGuardian;
+  const guardian = await ctx.actors.ref(user, actingId).get(undefined, { timeoutMs: ctx.remainingMs() }).catch((error: { code?: string }) => {
+    throw error.code === "NOT_FOUND" ? notGuardian : error;
+  });
+  if (!guardian.children.includes(record.userId)) throw notGuardian;
   return actingId;
 }
+
+const maxConsentHistory = 500;
 
 /**
  * A user (spec 2.10, 3.3): attributes, contract, accepted terms, opt-ins, consents, guardian
@@ -119,10 +133,9 @@ export const user = actor({
           throw error.code === "NOT_FOUND" ? new HandlerError("GUARDIAN_INVALID", `acceptor '${arg.acceptorId}' is not a user`) : error;
         });
         if (isChild(compiled, acceptor, now)) throw new HandlerError("GUARDIAN_INVALID", `acceptor '${arg.acceptorId}' is a child`);
-        if (!guardians.includes(arg.acceptorId)) {
-          await ctx.actors.ref(user, arg.acceptorId).linkChild(record.userId, { timeoutMs: ctx.remainingMs() });
-          guardians = [...guardians, arg.acceptorId];
-        }
+        // Idempotent, and repairs a link one side lost. Guardians' handlers never call a child's exclusive ones: no cycle.
+        await ctx.actors.ref(user, arg.acceptorId).linkChild(record.userId, { timeoutMs: ctx.remainingMs() });
+        if (!guardians.includes(arg.acceptorId)) guardians = [...guardians, arg.acceptorId];
       } else if (arg.acceptorId && arg.acceptorId !== record.userId) {
         throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child: they accept their own terms`);
       }
@@ -170,21 +183,24 @@ export const user = actor({
       const record = existing(ctx);
       const now = new Date();
       const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
-      const by = requireGuardianFor(compiled, record, arg.grantorId, "consent", now);
+      const by = await actingFor(ctx, compiled, record, arg.grantorId, "consent", now);
       const optIns = { ...record.optIns };
       const consents = { ...record.consents };
       const history = [...record.consentHistory];
       const problems: Array<{ path: string; problem: string }> = [];
       for (const [i, entry] of arg.consents.entries()) {
         const optInPurpose = compiled.platformUse.get(entry.purposeId);
-        if (optInPurpose?.optIn) {
+        // Opt-in while the purpose is, or was when the user accepted (the engine still asks for it then).
+        const acceptedAsOptIn = record.acceptance ? own(record.acceptance.grants.platformUse, entry.purposeId)?.optIn === true : false;
+        if (optInPurpose && (optInPurpose.optIn || acceptedAsOptIn)) {
           const outside = (entry.categoryIds ?? []).filter((c) => !optInPurpose.categoryIds.includes(c));
           if (outside.length) {
             problems.push({ path: `/consents/${i}/categoryIds`, problem: `not categories of '${entry.purposeId}': ${outside.join(", ")}` });
             continue;
           }
-          optIns[entry.purposeId] = entry.categoryIds ? { categoryIds: entry.categoryIds } : {};
-          history.push({ at: now.toISOString(), purposeId: entry.purposeId, categoryIds: entry.categoryIds ?? optInPurpose.categoryIds, by });
+          const narrowed = entry.categoryIds ? [...new Set(entry.categoryIds)] : undefined;
+          optIns[entry.purposeId] = narrowed ? { categoryIds: narrowed } : {};
+          history.push({ at: now.toISOString(), purposeId: entry.purposeId, categoryIds: narrowed ?? optInPurpose.categoryIds, by });
           continue;
         }
         const terms = entry.termsId === undefined ? undefined : compiled.consentTerms.get(termsKey(entry.purposeId, entry.termsId));
@@ -192,7 +208,7 @@ export const user = actor({
           problems.push({ path: `/consents/${i}`, problem: `'${entry.purposeId}'${entry.termsId ? `/'${entry.termsId}'` : ""} is neither an opt-in purpose nor consented sharing terms` });
           continue;
         }
-        const categoryIds = entry.categoryIds ?? terms.requestedCategoryIds;
+        const categoryIds = [...new Set(entry.categoryIds ?? terms.requestedCategoryIds)];
         const outside = categoryIds.filter((c) => !terms.requestedCategoryIds.includes(c));
         if (outside.length) {
           problems.push({ path: `/consents/${i}/categoryIds`, problem: `not requested by the terms: ${outside.join(", ")}` });
@@ -202,7 +218,7 @@ export const user = actor({
         history.push({ at: now.toISOString(), purposeId: entry.purposeId, termsId: entry.termsId, categoryIds, by });
       }
       if (problems.length) throw new HandlerError("CONSENT_INVALID", `the consent has ${problems.length} problem(s); nothing was recorded`, { details: problems });
-      ctx.setState({ ...record, optIns, consents, consentHistory: history });
+      ctx.setState({ ...record, optIns, consents, consentHistory: history.slice(-maxConsentHistory) });
       return { optIns, consents };
     }),
 
@@ -211,18 +227,19 @@ export const user = actor({
       const record = existing(ctx);
       const now = new Date();
       const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
-      const by = requireGuardianFor(compiled, record, arg.grantorId, "revoking a consent", now);
+      const by = await actingFor(ctx, compiled, record, arg.grantorId, "revoking a consent", now);
       const optIns = { ...record.optIns };
       const consents = { ...record.consents };
       if (arg.termsId === undefined) {
-        if (!optIns[arg.purposeId]) throw new HandlerError("NOT_FOUND", `${record.userId} has not opted in to '${arg.purposeId}'`);
+        if (!Object.hasOwn(optIns, arg.purposeId)) throw new HandlerError("NOT_FOUND", `${record.userId} has not opted in to '${arg.purposeId}'`);
         delete optIns[arg.purposeId];
       } else {
-        if (!consents[termsKey(arg.purposeId, arg.termsId)]) throw new HandlerError("NOT_FOUND", `${record.userId} has no consent to '${arg.purposeId}/${arg.termsId}'`);
-        delete consents[termsKey(arg.purposeId, arg.termsId)];
+        const key = termsKey(arg.purposeId, arg.termsId);
+        if (!Object.hasOwn(consents, key)) throw new HandlerError("NOT_FOUND", `${record.userId} has no consent to '${arg.purposeId}/${arg.termsId}'`);
+        delete consents[key];
       }
       const entry = { at: now.toISOString(), purposeId: arg.purposeId, ...(arg.termsId ? { termsId: arg.termsId } : {}), categoryIds: null, by };
-      ctx.setState({ ...record, optIns, consents, consentHistory: [...record.consentHistory, entry] });
+      ctx.setState({ ...record, optIns, consents, consentHistory: [...record.consentHistory, entry].slice(-maxConsentHistory) });
       return { optIns, consents };
     }),
 
@@ -246,7 +263,7 @@ export const user = actor({
       const now = new Date();
       const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
       if (!isChild(compiled, record, now)) throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child`);
-      requireGuardianFor(compiled, record, arg.guardianId, "changing a flow", now);
+      await actingFor(ctx, compiled, record, arg.guardianId, "changing a flow", now);
       const permitted = compiled.guardian?.allowedToDisable.some((f) => f.purposeId === arg.purposeId && f.thirdPartyIds.includes(arg.thirdPartyId));
       if (!permitted) throw new HandlerError("FLOW_NOT_DISABLEABLE", `guardian rights do not let a guardian turn off '${arg.purposeId}' to '${arg.thirdPartyId}'`);
       const others = record.disabledFlows.filter((f) => !(f.purposeId === arg.purposeId && f.thirdPartyId === arg.thirdPartyId));
@@ -255,16 +272,15 @@ export const user = actor({
       return { disabledFlows };
     }),
 
-    /** Erasure: the state is removed; guardian links on the other side are removed too. */
-    erase: exclusive(async (ctx: Exclusive) => {
+    /**
+     * Erasure: the state is removed at once. It returns the users linked to this one, whose
+     * side of the link the caller then removes (`unlink`, idempotent): calling them from here
+     * could deadlock with their own erasure.
+     */
+    erase: exclusive((ctx: Exclusive) => {
       const record = existing(ctx);
-      for (const other of [...record.guardians, ...record.children]) {
-        await ctx.actors.ref(user, other).unlink(record.userId, { timeoutMs: ctx.remainingMs() }).catch((error: { code?: string }) => {
-          if (error.code !== "NOT_FOUND") throw error;
-        });
-      }
       ctx.clearState();
-      return { erased: record.userId };
+      return { erased: record.userId, linked: [...record.guardians, ...record.children] };
     }),
   },
 });

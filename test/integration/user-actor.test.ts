@@ -119,10 +119,21 @@ describe("the user actor with the policy actor", () => {
     assert.equal((await refOf("alice").terms()).reacceptRequired, false);
   });
 
-  test("erasure removes the user and the guardian links pointing at them", async () => {
-    assert.deepEqual(await refOf("kid").erase(), { erased: "kid" });
+  test("a guardian link that only one side records confers nothing; an adult cannot name another grantor", async () => {
+    await refOf("kid3").create({ attributes: { dob: childDob, location: "US" } });
+    await refOf("kid3").accept({ acceptorId: "alice" });
+    await refOf("alice").unlink("kid3"); // as after an erasure half done
+    await assert.rejects(refOf("kid3").consent({ grantorId: "alice", consents: [{ purposeId: "research", termsId: "research-study-1" }] }), code("NOT_A_GUARDIAN"));
+    await assert.rejects(refOf("alice").consent({ grantorId: "kid3", consents: [{ purposeId: "research", termsId: "research-study-1" }] }), code("GUARDIAN_INVALID"));
+    await refOf("kid3").accept({ acceptorId: "alice" }); // accepting again repairs the guardian's side
+    assert.ok((await refOf("alice").get()).children.includes("kid3"));
+  });
+
+  test("erasure removes the user at once and names the linked users, whose side is removed with unlink", async () => {
+    assert.deepEqual(await refOf("kid").erase(), { erased: "kid", linked: ["alice"] });
     await assert.rejects(refOf("kid").get(), code("NOT_FOUND"));
-    assert.deepEqual((await refOf("alice").get()).children, []);
+    await refOf("alice").unlink("kid");
+    assert.ok(!(await refOf("alice").get()).children.includes("kid"));
     await refOf("kid").create({ attributes: {} });
     assert.deepEqual((await refOf("kid").get()).guardians, [], "a new user with the same id starts clean");
   });

@@ -149,6 +149,9 @@ describe("/user and /decision over HTTP, two nodes", () => {
     assert.deepEqual(batch.body.decisions.map((d: { allowed: boolean }) => d.allowed), [true, false]);
     assert.equal((await call(a, "PUT", "/decision", { userId: "alice", type: "platformUse", purposeId: "service", mappingGroup: "nope" })).status, 404);
     assert.equal((await call(a, "PUT", "/decision", { userId: "alice", type: "sharing", purposeId: "x" })).body.error.code, "ERR_REQUEST_INVALID");
+    const loneSurrogate = await fetch(`${a.url}/user`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"userId": "x\\ud800"}' });
+    assert.equal(loneSurrogate.status, 400, "an id that is not well-formed Unicode would share a key with another");
+    assert.equal(((await loneSurrogate.json()) as Body).error.code, "ERR_REQUEST_INVALID");
   });
 
   test("guardian options, a guardian turning a flow off, revoking a consent, and erasure (audited)", async () => {
@@ -159,8 +162,10 @@ describe("/user and /decision over HTTP, two nodes", () => {
     assert.equal(notGuardian.body.error.code, "ERR_USER_GUARDIAN_INVALID");
     assert.equal((await call(b, "PUT", "/user/consent/revoke", { userId: "alice", purposeId: "research", termsId: "research-study-1" })).status, 200);
 
-    assert.equal((await call(a, "DELETE", "/user/kid")).status, 200);
+    assert.deepEqual((await call(a, "DELETE", "/user/kid")).body, { erased: "kid" });
     assert.equal((await call(b, "GET", "/user/kid")).status, 404);
+    assert.deepEqual((await call(b, "GET", "/user/alice")).body.children, [], "the guardian's side of the link is gone too");
+    assert.ok(audits.some((r) => r.event === "guardian.linked" && (r.details as { childId: string }).childId === "kid"), "the link was audited when made");
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.ok(audits.some((r) => r.event === "user.erased" && (r.details as { userId: string }).userId === "kid"));
     const after = await call(b, "PUT", "/decision", { userId: "kid", type: "platformUse", purposeId: "service" });
