@@ -48,7 +48,8 @@ export class StateCache<S> extends EventEmitter {
   private async consume(): Promise<void> {
     while (!this.stopped) {
       try {
-        for await (const entry of this.watcher!) {
+        // Only a watch that was actually created is iterated: an ended one cannot be again.
+        if (this.watcher) for await (const entry of this.watcher) {
           const { id } = addressOfStateKey(entry.key);
           this.remember(id, { value: entry.operation === "PUT" ? entry.json<S>() : undefined, revision: entry.revision });
           this.emit("change", id, entry.revision);
@@ -60,6 +61,7 @@ export class StateCache<S> extends EventEmitter {
       // Changes may have been missed: nothing cached can be trusted any more, and nothing read
       // until a new watch is live may be kept (a change in between would never be delivered).
       this.live = false;
+      this.watcher = undefined;
       this.entries.clear();
       this.log.warn({ type: this.definition.type }, "state cache watch ended; cache emptied, watch started again");
       await sleep(250);

@@ -52,7 +52,8 @@ export class WatchedBucket<T> extends EventEmitter {
   private async consume(): Promise<void> {
     while (!this.stopped) {
       try {
-        for await (const entry of this.watcher!) {
+        // Only a watch that was actually created is iterated: an ended one cannot be again.
+        if (this.watcher) for await (const entry of this.watcher) {
           try {
             this.apply(entry);
           } catch (error) {
@@ -64,6 +65,7 @@ export class WatchedBucket<T> extends EventEmitter {
         this.log.error({ err: error, bucket: this.name }, "bucket watch failed");
       }
       if (this.stopped) return;
+      this.watcher = undefined;
       this.log.warn({ bucket: this.name }, "bucket watch ended; starting it again");
       await sleep(250);
       try {
