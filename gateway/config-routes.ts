@@ -63,11 +63,11 @@ export function expectedRevisionOf(request: FastifyRequest): number | undefined 
   return Number(match[1]);
 }
 
-function withRevision(reply: FastifyReply, revision: number): FastifyReply {
+export function withRevision(reply: FastifyReply, revision: number): FastifyReply {
   return reply.header("etag", `"${revision}"`).header("x-config-revision", String(revision));
 }
 
-function answerWrite(reply: FastifyReply, result: ConfigWriteResult): FastifyReply {
+export function answerWrite(reply: FastifyReply, result: ConfigWriteResult): FastifyReply {
   return withRevision(reply, result.revision).send(result);
 }
 

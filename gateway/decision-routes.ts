@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
 import { purposeTypes } from "../actors/decision/types";
 import type { DecisionPort, DecisionQuery } from "./types";
+import { idSchema as id } from "./schemas";
 
-const id = { type: "string", minLength: 1, maxLength: 200, pattern: "^[^\\u0000-\\u001f]+$" } as const;
 const query = {
   type: "object",
   additionalProperties: false,

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchema } from "fastify";
 import { mappingGroupSchema } from "../actors/policy/schema";
 import { findItem, type SectionWrite } from "../actors/policy/sections";
-import { expectedRevisionOf } from "./config-routes";
+import { answerWrite, expectedRevisionOf, withRevision } from "./config-routes";
 import { GatewayError } from "./errors";
 import { requester } from "./requester";
 import type { PolicyPort } from "./types";
@@ -14,26 +14,24 @@ export function mappingRoutes(port: PolicyPort): FastifyPluginAsync {
     const tags = ["mapping"];
     const put = async (request: FastifyRequest, reply: FastifyReply) => {
       const write: SectionWrite = { section: "mappingGroup", group: request.body as never };
-      const result = await port.write(write, requester(request), expectedRevisionOf(request));
-      return reply.header("etag", `"${result.revision}"`).send(result);
+      return answerWrite(reply, await port.write(write, requester(request), expectedRevisionOf(request)));
     };
     const putSchema: FastifySchema = { tags, summary: "Create a mapping group, or redefine the group of the same name", body: mappingGroupSchema };
     app.put("/mapping/groups/", { schema: putSchema }, put);
     app.put("/mapping/groups", { schema: { ...putSchema, hide: true } }, put);
     app.get("/mapping/groups", { schema: { tags, summary: "Read every mapping group" } }, async (_request, reply) => {
       const { revision, config } = await port.read();
-      return reply.header("etag", `"${revision}"`).send({ groups: config.mappingGroups });
+      return withRevision(reply, revision).send({ groups: config.mappingGroups });
     });
     app.get("/mapping/groups/:name", { schema: { tags, summary: "Read one mapping group", params: nameParams } }, async (request, reply) => {
       const { name } = request.params as { name: string };
       const { revision, config } = await port.read();
       const group = findItem(config, "mappingGroup", name);
       if (!group) throw new GatewayError("ERR_RESOURCE_NOT_FOUND", `no mapping group '${name}'`);
-      return reply.header("etag", `"${revision}"`).send(group);
+      return withRevision(reply, revision).send(group);
     });
     app.delete("/mapping/groups/:name", { schema: { tags, summary: "Delete a mapping group", params: nameParams } }, async (request, reply) => {
-      const result = await port.remove("mappingGroup", (request.params as { name: string }).name, requester(request), expectedRevisionOf(request));
-      return reply.header("etag", `"${result.revision}"`).send(result);
+      return answerWrite(reply, await port.remove("mappingGroup", (request.params as { name: string }).name, requester(request), expectedRevisionOf(request)));
     });
   };
 }

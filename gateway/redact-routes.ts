@@ -2,8 +2,8 @@ import type { FastifyPluginAsync } from "fastify";
 import { purposeTypes } from "../actors/decision/types";
 import { GatewayError } from "./errors";
 import type { RedactPort, RedactRequest } from "./types";
+import { idSchema as id } from "./schemas";
 
-const id = { type: "string", minLength: 1, maxLength: 200, pattern: "^[^\\u0000-\\u001f]+$" } as const;
 const tags = ["redact"];
 
 /** /redact: single records now (spec 4.4); documents answer 501 until they land. */

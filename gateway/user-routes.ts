@@ -2,8 +2,8 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ConsentEntry } from "../actors/user/user-actor";
 import { requester } from "./requester";
 import type { UserPort } from "./types";
+import { idSchema as id } from "./schemas";
 
-const id = { type: "string", minLength: 1, maxLength: 200, pattern: "^[^\\u0000-\\u001f]+$" } as const;
 const attributes = { type: "object", maxProperties: 50, additionalProperties: { type: "string", maxLength: 500 } } as const;
 const relationship = { type: "object", additionalProperties: false, properties: { purposeId: id, termsId: id }, required: ["purposeId", "termsId"] } as const;
 const userParams = { type: "object", properties: { userId: id }, required: ["userId"] } as const;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { compiledFor } from "../actors/decision/compile-cache";
-import { decide } from "../actors/decision/engine";
+import { decide, flowOf, purposeName } from "../actors/decision/engine";
 import { planRecords, RecordShapeError, redactRecord, userIdOf, type RecordPlan } from "../actors/decision/record-redaction";
 import type { Decision, Reason } from "../actors/decision/types";
 import type { MappingGroup } from "../actors/policy/model";
@@ -51,12 +51,7 @@ export class DecisionService implements DecisionPort, RedactPort {
     const compiled = compiledFor(policyState.config, policyState.revision);
     const group = compiled.config.mappingGroups.find((g) => g.name === request.mappingGroup);
     if (!group) throw new HandlerError("REDACT_INVALID", `no mapping group '${request.mappingGroup}'`);
-    const known =
-      request.type === "platformUse" ? compiled.platformUse.has(request.purposeId)
-      : request.type === "platformSharing" ? compiled.sharing.has(request.purposeId)
-      : request.type === "contractualExchange" ? compiled.contractualPurposes.has(request.purposeId)
-      : request.termsId !== undefined && compiled.consentTerms.has(`${request.purposeId}/${request.termsId}`);
-    if (!known) throw new HandlerError("REDACT_INVALID", `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""}`);
+    if (purposeName(compiled, request) === undefined) throw new HandlerError("REDACT_INVALID", `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""}`);
     const planKey = `${compiled.revision}/${group.name}`;
     let plan = this.plans.get(planKey);
     if (!plan) {
@@ -69,7 +64,7 @@ export class DecisionService implements DecisionPort, RedactPort {
       const reasons: Reason[] = [{ code: "UNKNOWN_USER", text: "the record has no user id in its resource-context fields" }];
       const summary = `Dropped: the record names no user (mapping group '${group.name}').`;
       const traceId = randomUUID();
-      this.runtime.events.trace("redact", request.type === "consentedSharing" ? "consent" : request.type === "contractualExchange" ? "contractual" : "platform", {
+      this.runtime.events.trace("redact", flowOf(request.type), {
         traceId, time: new Date().toISOString(), door: "redact", nodeId: this.runtime.membership.nodeId, userId: null, type: request.type, purposeId: request.purposeId, allowed: false, reasons: ["UNKNOWN_USER"], summary, revision: compiled.revision,
       });
       return { dropped: true, traceId, reasons, advice: [advice(summary)], revision: compiled.revision };

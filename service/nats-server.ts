@@ -43,7 +43,8 @@ function accepts(host: string, port: number): Promise<boolean> {
   });
 }
 
-function isRunning(pid: number): boolean {
+/** Whether a process with this pid exists (signal 0 probes without signalling). */
+export function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

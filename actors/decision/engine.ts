@@ -53,7 +53,8 @@ function userContext(policy: CompiledPolicy, user: UserPolicyState, now: Date): 
   return context;
 }
 
-function purposeName(policy: CompiledPolicy, request: DecisionRequest): string | undefined {
+/** The configured name of the purpose a request asks about; undefined when no such purpose is configured. */
+export function purposeName(policy: CompiledPolicy, request: DecisionRequest): string | undefined {
   switch (request.type) {
     case "platformUse":
       return policy.platformUse.get(request.purposeId)?.name;
@@ -64,6 +65,11 @@ function purposeName(policy: CompiledPolicy, request: DecisionRequest): string |
     case "consentedSharing":
       return request.termsId === undefined ? undefined : policy.consentTerms.has(termsKey(request.purposeId, request.termsId)) ? (policy.config.consentedSharing.purposes.find((p) => p.stableId === request.purposeId)?.name ?? request.purposeId) : undefined;
   }
+}
+
+/** The flow a request governs before anything is known of the user (a third-party user's platform flows become contractual). */
+export function flowOf(type: DecisionRequest["type"]): Flow {
+  return type === "consentedSharing" ? "consent" : type === "contractualExchange" ? "contractual" : "platform";
 }
 
 const intersect = (values: readonly string[], allowed: readonly string[]) => values.filter((v) => allowed.includes(v));
@@ -91,7 +97,7 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
     return deny(flow, "OVERRIDDEN", `override '${match.override.name}' does not allow this purpose for this user`);
   };
 
-  const requestFlow: Flow = request.type === "consentedSharing" ? "consent" : request.type === "contractualExchange" ? "contractual" : "platform";
+  const requestFlow = flowOf(request.type);
   if (purposeName(policy, request) === undefined) return deny(requestFlow, "UNKNOWN_PURPOSE", `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""} is configured`);
   if (!user) return deny(requestFlow, "UNKNOWN_USER", "the user is unknown");
 

@@ -6,24 +6,8 @@ import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
 import { connectTo, startNats } from "../helpers/nats";
+import { call } from "../helpers/http";
 import { NodeProcess } from "../helpers/node-process";
-
-interface Answer {
-  status: number;
-  etag: string | null;
-  // any: response bodies of many shapes, each checked field by field where it is used
-  body: any;
-}
-
-async function call(node: NodeProcess, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  const response = await fetch(`${node.url}${path}`, {
-    method,
-    headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
-    body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, etag: response.headers.get("etag"), body: text && response.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text };
-}
 
 describe("/config and /mapping over HTTP, two nodes", () => {
   let nats: NatsServerProcess;

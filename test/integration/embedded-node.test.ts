@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { jetstream } from "@nats-io/jetstream";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import { connectTo } from "../helpers/nats";
+import { isRunning } from "../../service/nats-server";
 import { mainScript, NodeProcess } from "../helpers/node-process";
 import { freePort } from "../helpers/ports";
 import { tempDir } from "../helpers/temp";
@@ -15,15 +16,6 @@ const started: NodeProcess[] = [];
 after(async () => {
   await Promise.all(started.map((node) => node.stop()));
 });
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 test("the embedded default: own nats-server, audited start, real HTTP, clean stop on SIGTERM", async () => {
   const natsPort = await freePort();

@@ -5,19 +5,14 @@ import { decide } from "../../actors/decision/engine";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
 import { startNats } from "../helpers/nats";
+import { call as request } from "../helpers/http";
 import { NodeProcess } from "../helpers/node-process";
-
-// any: response bodies of many shapes, each checked field by field where it is used
-type Body = any;
 
 describe("PUT /redact/record", () => {
   let nats: NatsServerProcess;
   let node: NodeProcess;
   const childDob = `${new Date().getUTCFullYear() - 9}-01-01`;
-  const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }> => {
-    const response = await fetch(`${node.url}${path}`, { method, headers: body === undefined ? {} : { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
-    return { status: response.status, body: await response.json() };
-  };
+  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
 
   before(async () => {
     nats = await startNats();

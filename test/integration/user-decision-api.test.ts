@@ -8,15 +8,8 @@ import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
 import { connectTo, startNats } from "../helpers/nats";
+import { call, type Body } from "../helpers/http";
 import { NodeProcess } from "../helpers/node-process";
-
-// any: response bodies of many shapes, each checked field by field where it is used
-type Body = any;
-
-async function call(node: NodeProcess, method: string, path: string, body?: unknown): Promise<{ status: number; body: Body }> {
-  const response = await fetch(`${node.url}${path}`, { method, headers: body === undefined ? {} : { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
-  return { status: response.status, body: await response.json() };
-}
 
 describe("/user and /decision over HTTP, two nodes", () => {
   let nats: NatsServerProcess;
