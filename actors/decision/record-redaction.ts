@@ -59,6 +59,23 @@ export interface FieldOutcome {
   why: string;
 }
 
+/** Whether a record field is kept for a decision that allows these categories, and why (policy-semantics 4). */
+export function fieldOutcome(plan: RecordPlan, allowed: ReadonlySet<string>, path: string): FieldOutcome {
+  if (!plan.categoryOf.has(path)) return { kept: false, why: "not in the mapping group" };
+  const category = plan.categoryOf.get(path);
+  if (category === undefined) return { kept: false, why: "mapped to no category" };
+  if (!allowed.has(category)) return { kept: false, why: `category '${category}' is not allowed for this purpose` };
+  return { kept: true, why: `category '${category}' is allowed` };
+}
+
+/**
+ * Whether a record field is walked into rather than kept or emptied whole: an object the
+ * mapping does not name, with members (a mapping on an object keeps or empties all of it).
+ */
+export function walksInto(plan: RecordPlan, path: string, isNonEmptyObject: boolean): boolean {
+  return isNonEmptyObject && !plan.categoryOf.has(path);
+}
+
 /** Sets a key as an own data property: a key named `__proto__` stays a key. */
 function setOwn(target: { [key: string]: Json }, key: string, value: Json): void {
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
@@ -73,20 +90,14 @@ function setOwn(target: { [key: string]: Json }, key: string, value: Json): void
 export function redactRecord(record: { [key: string]: Json }, plan: RecordPlan, decision: Decision): { record: { [key: string]: Json }; fields: Record<string, FieldOutcome> } {
   const allowed = new Set(decision.categoryIds);
   const fields: Record<string, FieldOutcome> = {};
-  const outcome = (path: string): FieldOutcome => {
-    if (!plan.categoryOf.has(path)) return { kept: false, why: "not in the mapping group" };
-    const category = plan.categoryOf.get(path);
-    if (category === undefined) return { kept: false, why: "mapped to no category" };
-    if (!allowed.has(category)) return { kept: false, why: `category '${category}' is not allowed for this purpose` };
-    return { kept: true, why: `category '${category}' is allowed` };
-  };
+  const outcome = (path: string) => fieldOutcome(plan, allowed, path);
   const walk = (source: { [key: string]: Json }, prefix: string, depth: number): { [key: string]: Json } => {
     if (depth > recordLimits.depth) throw new RecordShapeError(`the record nests deeper than ${recordLimits.depth} levels`);
     const out: { [key: string]: Json } = {};
     for (const key of Object.keys(source)) {
       const path = prefix ? `${prefix}.${key}` : key;
       const value = source[key];
-      if (!plan.categoryOf.has(path) && isObject(value) && Object.keys(value).length > 0) {
+      if (isObject(value) && walksInto(plan, path, Object.keys(value).length > 0)) {
         setOwn(out, key, walk(value, path, depth + 1));
         continue;
       }

@@ -1,0 +1,266 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { parse } from "csv-parse/sync";
+import { stringify } from "csv-stringify/sync";
+import { compilePolicy } from "../../actors/decision/compiled-policy";
+import { planRecords, redactRecord, userIdOf, type RecordPlan } from "../../actors/decision/record-redaction";
+import type { Decision } from "../../actors/decision/types";
+import { CsvRedactor } from "../../actors/redaction/csv-redactor";
+import { JsonRedactor } from "../../actors/redaction/json-redactor";
+import { DocumentError, documentLimits, type DecisionSource, type DocumentRedactor, type RowDecision } from "../../actors/redaction/types";
+import { realisticPolicy } from "../fixtures/policy";
+
+const policy = compilePolicy(realisticPolicy(), 1);
+
+/** Decisions by user id: u-all sees contact and usage, u-contact only contact, others are dropped. */
+const outcomes: Record<string, RowDecision> = {
+  "u-all": { allowed: true, reason: "ALLOWED_BY_TERMS", categories: new Set(["contact", "usage"]) },
+  "u-contact": { allowed: true, reason: "ALLOWED_BY_TERMS", categories: new Set(["contact"]) },
+  'u "quoted", id': { allowed: true, reason: "ALLOWED_BY_TERMS", categories: new Set(["contact", "usage"]) },
+};
+const dropped: RowDecision = { allowed: false, reason: "NO_TERMS_ACCEPTED", categories: new Set() };
+
+class FakeDecisions implements DecisionSource {
+  readonly prepared: string[][] = [];
+  async prepare(userIds: readonly string[]): Promise<void> {
+    this.prepared.push([...userIds]);
+  }
+  of(userId: string): RowDecision {
+    return outcomes[userId] ?? dropped;
+  }
+}
+
+const csvPlan = planRecords(policy, {
+  name: "csv",
+  fieldMappings: [
+    { recordField: "id", resourceContext: true },
+    { recordField: "alt id", resourceContext: true },
+    { recordField: "email", categoryId: "contact" },
+    { recordField: "clicks", categoryId: "usage" },
+    { recordField: "note" },
+  ],
+});
+
+async function run(redactor: DocumentRedactor, input: Buffer, split: (length: number) => number[]): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let at = 0;
+  for (const size of split(input.length)) {
+    parts.push(await redactor.push(input.subarray(at, at + size)));
+    at += size;
+  }
+  parts.push(await redactor.end());
+  return Buffer.concat(parts);
+}
+
+const whole = (length: number) => [length];
+const bytewise = (length: number) => Array.from({ length }, () => 1);
+function randomSplits(seed: number) {
+  return (length: number) => {
+    const sizes: number[] = [];
+    let state = seed;
+    for (let left = length; left > 0; ) {
+      state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+      const size = Math.min(left, 1 + (state % 97));
+      sizes.push(size);
+      left -= size;
+    }
+    return sizes;
+  };
+}
+const splits = { whole, bytewise, random1: randomSplits(1), random2: randomSplits(77) };
+
+/** The reference: csv-parse and csv-stringify, redacting by the same rules. */
+function referenceCsv(input: Buffer, plan: RecordPlan): string[][] {
+  const rows = parse(input, { bom: true, skip_empty_lines: true, relax_column_count: false, record_delimiter: ["\r\n", "\n"] }) as string[][];
+  const [header, ...data] = rows;
+  const out = [header];
+  for (const row of data) {
+    const userId = plan.resourceFields.map((field) => header.flatMap((name, c) => (name === field ? [row[c]] : [])).find((v) => v !== "")).find((v) => v !== undefined);
+    if (userId === undefined) continue;
+    const decision = outcomes[userId] ?? dropped;
+    if (!decision.allowed) continue;
+    out.push(row.map((value, c) => {
+      const category = plan.categoryOf.get(header[c]);
+      return category !== undefined && decision.categories.has(category) ? value : "";
+    }));
+  }
+  return parse(stringify(out), {}) as string[][];
+}
+
+const csvInputs: Record<string, string> = {
+  simple: "id,alt id,email,clicks,note\nu-all,,a@x,3,n1\nu-contact,,c@x,4,n2\nu-none,,d@x,5,n3\n,,e@x,6,no id\n",
+  "CRLF, BOM, no final newline": "\ufeffid,alt id,email,clicks,note\r\nu-all,,a@x,3,n1\r\nu-contact,,c@x,4,n2",
+  "quoted fields with commas, quotes and newlines": 'id,alt id,email,clicks,note\n"u-all","","a,b@x","3","line1\nline2"\n"u \"\"quoted\"\", id",,"q""@x",7,""\nu-contact,,"multi\r\nline",8,"x,y"\n',
+  "empty lines and the second id column": "id,alt id,email,clicks,note\n\nu-nobody,u-all,a@x,1,n\n\r\n,u-contact,c@x,2,n\n\n",
+  "unmapped and duplicate columns": "id,email,secret,email\nu-all,a@x,s,b@x\nu-contact,c@x,s2,d@x\n",
+  "header only": "id,alt id,email,clicks,note\n",
+  "empty fields at the end": "id,alt id,email,clicks,note\nu-all,,a@x,,\nu-all,,,,\n",
+};
+
+for (const [name, text] of Object.entries(csvInputs)) {
+  for (const [splitName, split] of Object.entries(splits)) {
+    test(`CSV ${name} (${splitName} chunks): the same records as the csv-parse reference`, async () => {
+      const input = Buffer.from(text);
+      const out = await run(new CsvRedactor(csvPlan, new FakeDecisions()), input, split);
+      assert.deepEqual(parse(out, { bom: true }), referenceCsv(input, csvPlan));
+    });
+  }
+}
+
+test("CSV output is byte for byte: header as it came, kept fields copied with their quotes, emptied fields empty", async () => {
+  const input = Buffer.from('\ufeffid,alt id,email,clicks,note\r\n"u-contact",,"a,b@x",3,"secret"\r\nu-none,,x,1,y\r\n');
+  const redactor = new CsvRedactor(csvPlan, new FakeDecisions());
+  const out = await run(redactor, input, whole);
+  assert.equal(out.toString(), '\ufeffid,alt id,email,clicks,note\r\n,,"a,b@x",,\r\n');
+  const tally = redactor.tally();
+  assert.equal(tally.rowsIn, 2);
+  assert.equal(tally.rowsKept, 1);
+  assert.deepEqual(tally.droppedBy, { NO_TERMS_ACCEPTED: 1 });
+  assert.deepEqual(tally.fields.email, { category: "contact", kept: 1, emptied: 0, why: "category 'contact' is not allowed for the purpose for these rows' users" });
+  assert.deepEqual(tally.fields.clicks, { category: "usage", kept: 0, emptied: 1, why: "category 'usage' is not allowed for the purpose for these rows' users" });
+  assert.deepEqual(tally.fields.note, { category: null, kept: 0, emptied: 1, why: "mapped to no category" });
+  assert.deepEqual(tally.fields.id, { category: null, kept: 0, emptied: 1, why: "mapped to no category" });
+  assert.equal(tally.bytesIn, input.length);
+  assert.equal(tally.bytesOut, out.length);
+});
+
+test("CSV users are looked up in bulk, once per chunk", async () => {
+  const decisions = new FakeDecisions();
+  await run(new CsvRedactor(csvPlan, decisions), Buffer.from(csvInputs.simple), whole);
+  assert.deepEqual(decisions.prepared, [["u-all", "u-contact", "u-none"], []]);
+});
+
+async function csvError(text: string | Buffer, split = whole): Promise<DocumentError> {
+  try {
+    await run(new CsvRedactor(csvPlan, new FakeDecisions()), Buffer.isBuffer(text) ? text : Buffer.from(text), split);
+  } catch (error) {
+    assert.ok(error instanceof DocumentError, String(error));
+    return error;
+  }
+  assert.fail("the document was accepted");
+}
+
+test("CSV errors name the code and the line the row starts on", async () => {
+  for (const split of [whole, bytewise]) {
+    assert.deepEqual(
+      await csvError("id,email\nu-all,a\nu-all,a,extra\n", split).then((e) => [e.code, e.where.line]),
+      ["CSV_RAGGED_ROW", 3],
+    );
+    assert.deepEqual(await csvError('id,email\n"u-all","multi\nline"\nu-all\n', split).then((e) => [e.code, e.where.line]), ["CSV_RAGGED_ROW", 4]);
+    assert.deepEqual(await csvError('id,email\nu-all,a"b\n', split).then((e) => [e.code, e.where.line]), ["CSV_INVALID_QUOTE", 2]);
+    assert.deepEqual(await csvError('id,email\n"u-all"x,a\n', split).then((e) => [e.code, e.where.line]), ["CSV_INVALID_QUOTE", 2]);
+    assert.deepEqual(await csvError('id,email\nu-all,"never closed\n\n', split).then((e) => [e.code, e.where.line]), ["CSV_UNTERMINATED_QUOTE", 2]);
+    assert.deepEqual(await csvError("", split).then((e) => e.code), "CSV_NO_HEADER");
+  }
+});
+
+test("a CSV row over the size limit fails the job instead of growing without bound", async () => {
+  const long = Buffer.concat([Buffer.from('id,email\nu-all,"'), Buffer.alloc(documentLimits.maxRecordBytes + 10, 0x61), Buffer.from('"\n')]);
+  const error = await csvError(long, (length) => Array.from({ length: Math.ceil(length / 65536) }, (_, i) => Math.min(65536, length - i * 65536)));
+  assert.equal(error.code, "RECORD_TOO_LARGE");
+  assert.equal(error.where.line, 2);
+});
+
+const jsonPlan = planRecords(policy, {
+  name: "json",
+  fieldMappings: [
+    { recordField: "owner.id", resourceContext: true },
+    { recordField: "contact.email", categoryId: "contact" },
+    { recordField: "big", categoryId: "usage" },
+    { recordField: "usage", categoryId: "usage" },
+    { recordField: "note" },
+  ],
+});
+
+const jsonRecords = [
+  '{"owner": {"id": "u-all"}, "contact": {"email": "a@x", "phone": "555"}, "big": 12345678901234567890, "usage": {"clicks": [1, 2]}, "note": "n"}',
+  '{"owner":{"id":"u-contact"},"contact":{"email":"c@x"},"big":1.50,"usage":{},"extra":"e"}',
+  '{"owner": {"id": "u-none"}, "contact": {"email": "x"}}',
+  '{"contact": {"email": "no owner"}}',
+  '{"owner": {"id": "u-all"}, "__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": 1}}, "esc\\"aped": "v"}',
+];
+
+const asDecision = (row: RowDecision): Decision => ({ allowed: row.allowed, flow: "platform", categoryIds: [...row.categories], reasons: [], summary: "", revision: 1 });
+
+function referenceJson(records: string[]): unknown[] {
+  return records.flatMap((text) => {
+    const record = JSON.parse(text) as Record<string, never>;
+    const userId = userIdOf(record, jsonPlan);
+    const decision = userId === undefined ? undefined : outcomes[userId];
+    return decision ? [redactRecord(record, jsonPlan, asDecision(decision)).record] : [];
+  });
+}
+
+for (const [framing, text] of [
+  ["array", `\ufeff[\n  ${jsonRecords.join(",\n  ")}\n]\n`],
+  ["lines", `${jsonRecords.join("\n")}\n\n`],
+] as const) {
+  for (const [splitName, split] of Object.entries(splits)) {
+    test(`JSON ${framing} (${splitName} chunks): the same records as redacting each parsed record`, async () => {
+      const out = (await run(new JsonRedactor(jsonPlan, new FakeDecisions(), framing), Buffer.from(text), split)).toString();
+      const records = framing === "array" ? (JSON.parse(out) as unknown[]) : out.trim().split("\n").map((line) => JSON.parse(line) as unknown);
+      assert.deepEqual(records, referenceJson(jsonRecords));
+      assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    });
+  }
+}
+
+test("JSON output keeps kept values byte for byte: numbers keep every digit", async () => {
+  const out = (await run(new JsonRedactor(jsonPlan, new FakeDecisions(), "lines"), Buffer.from(jsonRecords.slice(0, 2).join("\n")), whole)).toString();
+  assert.equal(
+    out,
+    '{"owner":{"id":null},"contact":{"email":"a@x","phone":null},"big":12345678901234567890,"usage":{"clicks": [1, 2]},"note":null}\n' +
+      '{"owner":{"id":null},"contact":{"email":"c@x"},"big":null,"usage":null,"extra":null}\n',
+  );
+});
+
+test("an empty JSON array gives an empty array", async () => {
+  assert.equal((await run(new JsonRedactor(jsonPlan, new FakeDecisions(), "array"), Buffer.from(" [ ] "), bytewise)).toString(), "[]\n");
+});
+
+async function jsonError(text: string, framing: "array" | "lines"): Promise<DocumentError> {
+  try {
+    await run(new JsonRedactor(jsonPlan, new FakeDecisions(), framing), Buffer.from(text), whole);
+  } catch (error) {
+    assert.ok(error instanceof DocumentError, String(error));
+    return error;
+  }
+  assert.fail("the document was accepted");
+}
+
+test("JSON errors: not an array, not objects, invalid, unclosed, trailing text, pathological nesting", async () => {
+  const deep = `{"owner":{"id":"u-all"},"x":${"[".repeat(100)}${"]".repeat(100)}}`;
+  assert.equal((await jsonError('{"a":1}', "array")).code, "JSON_NOT_ARRAY");
+  assert.deepEqual(await jsonError('[{"a":1}, 2]', "array").then((e) => [e.code, e.where.record]), ["JSON_NOT_OBJECT", 2]);
+  assert.deepEqual(await jsonError('[{"a":1}, {"a": nope}]', "array").then((e) => [e.code, e.where.record]), ["JSON_INVALID", 2]);
+  assert.deepEqual(await jsonError('[{"a":1},]', "array").then((e) => e.code), "JSON_INVALID");
+  assert.deepEqual(await jsonError('[{"a":1}', "array").then((e) => e.code), "JSON_INCOMPLETE");
+  assert.deepEqual(await jsonError('[{"a":1}] x', "array").then((e) => e.code), "JSON_INVALID");
+  assert.deepEqual(await jsonError(`[${deep}]`, "array").then((e) => [e.code, e.where.record]), ["RECORD_TOO_DEEP", 1]);
+  assert.deepEqual(await jsonError(`{"a":1}\n\n${deep}\n`, "lines").then((e) => [e.code, e.where.line]), ["RECORD_TOO_DEEP", 3]);
+  assert.deepEqual(await jsonError('{"a":1}\n[1]\n', "lines").then((e) => [e.code, e.where.line]), ["JSON_NOT_OBJECT", 2]);
+  assert.deepEqual(await jsonError('{"a":1} {"b":2}\n', "lines").then((e) => [e.code, e.where.line]), ["JSON_INVALID", 1]);
+  assert.deepEqual(await jsonError('{"a":\n1}\n', "lines").then((e) => [e.code, e.where.line]), ["JSON_INVALID", 1]);
+});
+
+test("300 generated CSV documents, split at random: always the same records as the csv-parse reference", async () => {
+  let state = 12345;
+  const next = (n: number) => {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+    return (state >>> 8) % n;
+  };
+  const pieces = ["a", "b c", ",", '"', "\n", "\r\n", "é", "", "u-all", "u-contact"];
+  const field = (): string => {
+    const text = Array.from({ length: next(4) }, () => pieces[next(pieces.length)]).join("");
+    return /[",\r\n]/.test(text) || next(5) === 0 ? `"${text.replaceAll('"', '""')}"` : text;
+  };
+  const ids = ["u-all", "u-contact", "u-none", "", '"u-all"'];
+  for (let doc = 0; doc < 300; doc++) {
+    const newline = next(2) === 0 ? "\n" : "\r\n";
+    const lines = ["id,alt id,email,clicks,note"];
+    for (let row = next(20); row > 0; row--) lines.push([ids[next(ids.length)], ids[next(ids.length)], field(), field(), field()].join(","));
+    const input = Buffer.from((next(3) === 0 ? "\ufeff" : "") + lines.join(newline) + (next(2) === 0 ? newline : ""));
+    const out = await run(new CsvRedactor(csvPlan, new FakeDecisions()), input, randomSplits(doc + 1));
+    assert.deepEqual(parse(out, { bom: true }), referenceCsv(input, csvPlan), `document ${doc}: ${JSON.stringify(input.toString())}`);
+  }
+});
