@@ -54,7 +54,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
     ...(deps.policy ? { config: configRoutes(deps.policy), mapping: mappingRoutes(deps.policy) } : {}),
     ...(deps.users ? { user: userRoutes(deps.users) } : {}),
     ...(deps.decisions ? { decision: decisionRoutes(deps.decisions) } : {}),
-    ...(deps.redact ? { redact: redactRoutes(deps.redact) } : {}),
+    ...(deps.redact ? { redact: redactRoutes(deps.redact, deps.documents) } : {}),
   };
   for (const root of rootPaths) void app.register(implemented[root] ?? notImplemented(root));
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());

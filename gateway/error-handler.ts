@@ -20,10 +20,13 @@ const actorCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> 
   REDACT_INVALID: "ERR_REDACT_INVALID",
   REDACT_RECORD_INVALID: "ERR_REDACT_RECORD_INVALID",
   BAD_ACTOR_ID: "ERR_REQUEST_INVALID",
+  JOB_NOT_FOUND: "ERR_REDACT_JOB_NOT_FOUND",
+  JOB_RUNNING: "ERR_REDACT_JOB_RUNNING",
+  JOB_FAILED: "ERR_REDACT_JOB_FAILED",
 };
 
 /** Actor errors whose message and details are written for clients; others get the registry's message. */
-const clientFacingMessages = new Set(["CONFIG_INVALID", "CONFIG_REFERENCED", "REVISION_MISMATCH", "NOT_FOUND", "USER_EXISTS", "USER_INVALID", "GUARDIAN_REQUIRED", "GUARDIAN_INVALID", "NOT_A_GUARDIAN", "CONSENT_INVALID", "FLOW_NOT_DISABLEABLE", "REDACT_INVALID", "REDACT_RECORD_INVALID", "BAD_ACTOR_ID"]);
+const clientFacingMessages = new Set(["CONFIG_INVALID", "CONFIG_REFERENCED", "REVISION_MISMATCH", "NOT_FOUND", "USER_EXISTS", "USER_INVALID", "GUARDIAN_REQUIRED", "GUARDIAN_INVALID", "NOT_A_GUARDIAN", "CONSENT_INVALID", "FLOW_NOT_DISABLEABLE", "REDACT_INVALID", "REDACT_RECORD_INVALID", "BAD_ACTOR_ID", "JOB_NOT_FOUND", "JOB_RUNNING", "JOB_FAILED"]);
 
 /** Fastify's own error codes, translated into the registry. */
 const fastifyCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> = {

@@ -1,13 +1,14 @@
 import type { FastifyPluginAsync } from "fastify";
 import { purposeTypes } from "../actors/decision/types";
 import { GatewayError } from "./errors";
-import type { RedactPort, RedactRequest } from "./types";
+import { documentRoutes } from "./document-routes";
+import type { DocumentPort, RedactPort, RedactRequest } from "./types";
 import { idSchema as id } from "./schemas";
 
 const tags = ["redact"];
 
-/** /redact: single records now (spec 4.4); documents answer 501 until they land. */
-export function redactRoutes(redact: RedactPort): FastifyPluginAsync {
+/** /redact: single records (spec 4.4) and, when the node runs them, document jobs. */
+export function redactRoutes(redact: RedactPort, documents: DocumentPort | undefined): FastifyPluginAsync {
   return async (app) => {
     app.put(
       "/redact/record",
@@ -21,8 +22,13 @@ export function redactRoutes(redact: RedactPort): FastifyPluginAsync {
       },
       async (request) => redact.redactRecord(request.query as RedactRequest, request.body as Record<string, unknown>),
     );
-    app.all("/redact/*", async () => {
-      throw new GatewayError("ERR_SERVICE_NOT_IMPLEMENTED", "document redaction is not implemented yet");
-    });
+    if (documents) {
+      // Its own context: document bodies are streams, never parsed (record bodies are JSON).
+      await app.register(documentRoutes(documents));
+    } else {
+      app.all("/redact/*", async () => {
+        throw new GatewayError("ERR_SERVICE_NOT_IMPLEMENTED", "document redaction is not available on this gateway");
+      });
+    }
   };
 }

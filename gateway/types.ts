@@ -6,6 +6,8 @@ import type { ItemKind, SectionWrite } from "../actors/policy/sections";
 import type { PersonalizedTerms, TermsContext } from "../actors/decision/terms";
 import type { Decision, DecisionRequest } from "../actors/decision/types";
 import type { ConsentEntry, UserRecord } from "../actors/user/user-actor";
+import type { JobRecord } from "../actors/redaction/job-actor";
+import type { DocumentFormat } from "../actors/redaction/types";
 
 /** What readiness reports; the node fills it from its runtime. */
 export interface HealthReport {
@@ -26,6 +28,8 @@ export interface GatewayDeps {
   users?: UserPort;
   decisions?: DecisionPort;
   redact?: RedactPort;
+  /** Document redaction jobs; absent: the document paths answer 501. */
+  documents?: DocumentPort;
 }
 
 /** The REST root paths of the spec (section 1), each a component name for authentication selectors. */
@@ -109,4 +113,15 @@ export type RecordRedaction = {
 
 export interface RedactPort {
   redactRecord(request: RedactRequest, record: Record<string, unknown>): Promise<RecordRedaction>;
+}
+
+/** Document redaction jobs (spec 2.13, 3.2, 4.4). */
+export interface DocumentPort {
+  /** Stores the document as it arrives and creates its job; refused before reading when the request names unknown things. */
+  submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>): Promise<JobRecord>;
+  job(jobName: string): Promise<JobRecord>;
+  /** The redacted document of a complete job, in order. */
+  download(jobName: string): Promise<{ job: JobRecord; chunks: AsyncIterable<Buffer> }>;
+  list(): JobRecord[];
+  remove(jobName: string): Promise<JobRecord>;
 }

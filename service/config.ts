@@ -26,6 +26,8 @@ export interface NodeConfig {
   callTimeoutMs: number;
   /** Extra actor definitions to host, as paths to JavaScript modules (plug-ins, test fixtures). */
   actorModules: string[];
+  /** Hours a finished redaction job and its documents are kept. */
+  redactRetentionHours: number;
 }
 
 interface Setting {
@@ -49,6 +51,7 @@ export const settings = {
   leaseTtlMs: { env: "LEASE_TTL_MS", flag: "--lease-ttl-ms", describe: "a node silent this long is dead; bounds failover time (default 4000)" },
   callTimeoutMs: { env: "CALL_TIMEOUT_MS", flag: "--call-timeout-ms", describe: "default deadline of an actor call (default 5000)" },
   actorModules: { env: "ACTOR_MODULES", flag: "--actor-modules", describe: "extra actor modules to host, comma-separated paths" },
+  redactRetentionHours: { env: "REDACT_RETENTION_HOURS", flag: "--redact-retention-hours", describe: "hours a finished redaction job and its documents are kept (default 168)" },
 } satisfies Record<keyof NodeConfig, Setting>;
 
 const logLevels: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
@@ -104,5 +107,6 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     leaseTtlMs,
     callTimeoutMs: integer(settings.callTimeoutMs, raw("callTimeoutMs") ?? "5000", 10, 600_000),
     actorModules: (raw("actorModules") ?? "").split(",").map((m) => m.trim()).filter(Boolean).map((m) => resolve(m)),
+    redactRetentionHours: integer(settings.redactRetentionHours, raw("redactRetentionHours") ?? "168", 1, 24 * 366),
   };
 }

@@ -5,6 +5,8 @@ import { planRecords, RecordShapeError, redactRecord, userIdOf, type RecordPlan 
 import type { Decision, Reason } from "../actors/decision/types";
 import type { MappingGroup } from "../actors/policy/model";
 import { policy, type PolicyState } from "../actors/policy/policy-actor";
+import { policyRevision } from "../actors/policy/revision-actor";
+import type { CompiledPolicy } from "../actors/decision/compiled-policy";
 import type { ActorRuntime } from "../actors/runtime/runtime";
 import type { StateCache } from "../actors/runtime/state-cache";
 import { HandlerError } from "../actors/runtime/errors";
@@ -47,18 +49,7 @@ export class DecisionService implements DecisionPort, RedactPort {
    * purpose or mapping group is unknown.
    */
   async redactRecord(request: RedactRequest, record: Record<string, unknown>): Promise<RecordRedaction> {
-    const { state: policyState } = await this.policies.get("default");
-    const compiled = compiledFor(policyState.config, policyState.revision);
-    const group = compiled.config.mappingGroups.find((g) => g.name === request.mappingGroup);
-    if (!group) throw new HandlerError("REDACT_INVALID", `no mapping group '${request.mappingGroup}'`);
-    if (purposeName(compiled, request) === undefined) throw new HandlerError("REDACT_INVALID", `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""}`);
-    const planKey = `${compiled.revision}/${group.name}`;
-    let plan = this.plans.get(planKey);
-    if (!plan) {
-      plan = planRecords(compiled, group);
-      this.plans.set(planKey, plan);
-      if (this.plans.size > 64) this.plans.delete(this.plans.keys().next().value as string);
-    }
+    const { compiled, group, plan } = await this.redactionPlan(request);
     const userId = userIdOf(record, plan);
     if (userId === undefined) {
       const reasons: Reason[] = [{ code: "UNKNOWN_USER", text: "the record has no user id in its resource-context fields" }];
@@ -79,6 +70,39 @@ export class DecisionService implements DecisionPort, RedactPort {
       if (error instanceof RecordShapeError) throw new HandlerError("REDACT_RECORD_INVALID", error.message);
       throw error;
     }
+  }
+
+  /**
+   * What redacting for a request needs: the configuration (the current one, or the revision a
+   * job was accepted with), the mapping group and its record plan. Refused with REDACT_INVALID
+   * when the purpose or the mapping group is unknown, before any work.
+   */
+  async redactionPlan(request: RedactRequest, revision?: number): Promise<{ compiled: CompiledPolicy; group: MappingGroup; plan: RecordPlan }> {
+    const { state: current } = await this.policies.get("default");
+    let compiled: CompiledPolicy;
+    if (revision === undefined || revision === current.revision) {
+      compiled = compiledFor(current.config, current.revision);
+    } else {
+      const recorded = await this.runtime.client.ref(policyRevision, `default.${revision}`).get();
+      if (!recorded) throw new HandlerError("REDACT_INVALID", `configuration revision ${revision} is not recorded`);
+      compiled = compiledFor(recorded.config, recorded.revision);
+    }
+    const group = compiled.config.mappingGroups.find((g) => g.name === request.mappingGroup);
+    if (!group) throw new HandlerError("REDACT_INVALID", `no mapping group '${request.mappingGroup}'`);
+    if (purposeName(compiled, request) === undefined) throw new HandlerError("REDACT_INVALID", `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""}`);
+    const planKey = `${compiled.revision}/${group.name}`;
+    let plan = this.plans.get(planKey);
+    if (!plan) {
+      plan = planRecords(compiled, group);
+      this.plans.set(planKey, plan);
+      if (this.plans.size > 64) this.plans.delete(this.plans.keys().next().value as string);
+    }
+    return { compiled, group, plan };
+  }
+
+  /** A user's committed state, from this node's cache (null: no such user). */
+  async userState(userId: string): Promise<UserRecord | null> {
+    return (await this.users.get(userId)).state;
   }
 
   /** After a write through this node, its next decisions read the user's committed state afresh. */

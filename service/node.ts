@@ -12,6 +12,7 @@ import type { HealthReport } from "../gateway/types";
 import { settings, type NodeConfig } from "./config";
 import { NatsServerProcess } from "./nats-server";
 import { DecisionService } from "./decision-service";
+import { DocumentService } from "./redaction/document-service";
 import { policyPort } from "./policy-port";
 import { userPort } from "./user-port";
 import { StartupError } from "./startup-error";
@@ -102,7 +103,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     logger,
     metrics,
     options: { nodeId: config.nodeId, partitions: config.partitions, heartbeatMs: config.heartbeatMs, leaseTtlMs: config.leaseTtlMs, callTimeoutMs: config.callTimeoutMs },
-    provision: { replicas: config.jsReplicas },
+    provision: { replicas: config.jsReplicas, documentRetentionHours: config.redactRetentionHours },
   };
   // Only provisioning is retried (it is idempotent): a fresh NATS cluster elects its JetStream leader first.
   const provisioned = await whenJetStreamAnswers(() => provision(nc, provisionOptions(setup)), logger);
@@ -118,10 +119,12 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     return { ready: Object.values(checks).every((check) => check.ok), checks };
   };
   const decisions = await DecisionService.start(runtime);
-  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions });
+  const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours });
+  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents });
   try {
     await gateway.listen({ port: config.port, host: config.host });
   } catch (error) {
+    await documents.stop();
     await runtime.stop();
     await nc.drain();
     await natsServer?.stop();
@@ -167,6 +170,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   const stop = () =>
     (stopping ??= (async () => {
       await gateway.close();
+      await documents.stop();
       await runtime.stop();
       await nc.drain();
       await natsServer?.stop();

@@ -19,11 +19,18 @@ export const Subjects = {
   callsTo: (incarnation: string) => `warden.rt.call.${incarnation}.>`,
   audit: (category: string, level: string) => `warden.audit.${category}.${level}`,
   trace: (door: string, flow: string) => `warden.trace.${door}.${flow}`,
+  /** A redaction job's uploaded document, in chunks. */
+  redactInput: (job: string) => `warden.redact.${job}.in`,
+  /** One attempt's redacted document, in chunks. */
+  redactOutput: (job: string, attempt: number) => `warden.redact.${job}.out.${attempt}`,
+  redactOutputs: (job: string) => `warden.redact.${job}.out.>`,
+  redactJob: (job: string) => `warden.redact.${job}.>`,
 } as const;
 
 export const Streams = {
   audit: { name: "WARDEN_AUDIT", subjects: ["warden.audit.>"] },
   trace: { name: "WARDEN_TRACE", subjects: ["warden.trace.>"] },
+  redact: { name: "WARDEN_REDACT", subjects: ["warden.redact.>"] },
 } as const;
 
 /**

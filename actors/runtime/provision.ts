@@ -11,11 +11,14 @@ export interface ProvisionOptions {
   partitions: number;
   auditRetention: { maxAgeDays: number; maxBytes: number };
   traceRetention: { maxAgeDays: number; maxBytes: number };
+  /** How long finished redaction jobs are kept; their documents' stream keeps a day more as a backstop. */
+  documentRetentionHours: number;
 }
 
 export const defaultRetention = {
   audit: { maxAgeDays: 365, maxBytes: 1024 ** 3 },
   trace: { maxAgeDays: 30, maxBytes: 4 * 1024 ** 3 },
+  documentHours: 7 * 24,
 };
 
 async function openBucket(kvm: Kvm, name: string, replicas: number): Promise<KV> {
@@ -65,5 +68,7 @@ export async function provision(nc: NatsConnection, options: ProvisionOptions): 
   const streamDefaults = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: options.replicas };
   await ensureStream(nc, { ...streamDefaults, name: Streams.audit.name, subjects: [...Streams.audit.subjects], max_age: nanos(options.auditRetention.maxAgeDays * day), max_bytes: options.auditRetention.maxBytes });
   await ensureStream(nc, { ...streamDefaults, name: Streams.trace.name, subjects: [...Streams.trace.subjects], max_age: nanos(options.traceRetention.maxAgeDays * day), max_bytes: options.traceRetention.maxBytes });
+  // No size limit and no discard: a running job's document must never be dropped to make room.
+  await ensureStream(nc, { ...streamDefaults, name: Streams.redact.name, subjects: [...Streams.redact.subjects], max_age: nanos((options.documentRetentionHours + 24) * 3_600_000) });
   return { buckets: { nodes, partitions: partitionsBucket, state }, partitions };
 }

@@ -28,6 +28,8 @@ export class WatchedBucket<T> extends EventEmitter {
     readonly name: string,
     readonly kv: KV,
     private readonly log: Logger,
+    /** Only keys matching this filter (e.g. `redaction-job.>`); all keys when absent. */
+    private readonly keyFilter?: string,
   ) {
     super();
   }
@@ -39,9 +41,9 @@ export class WatchedBucket<T> extends EventEmitter {
    * older revisions are ignored.
    */
   async start(): Promise<void> {
-    this.watcher = await this.kv.watch({ include: KvWatchInclude.UpdatesOnly });
+    this.watcher = await this.kv.watch({ include: KvWatchInclude.UpdatesOnly, ...(this.keyFilter ? { key: this.keyFilter } : {}) });
     void this.consume();
-    for await (const key of await this.kv.keys()) {
+    for await (const key of await this.kv.keys(this.keyFilter)) {
       const entry = await this.kv.get(key);
       if (entry) this.applyOwnWrite(key, entry.operation === "PUT" ? entry.json<T>() : undefined, entry.revision);
     }
@@ -69,7 +71,7 @@ export class WatchedBucket<T> extends EventEmitter {
       this.log.warn({ bucket: this.name }, "bucket watch ended; starting it again");
       await sleep(250);
       try {
-        this.watcher = await this.kv.watch(); // current values again (older revisions are ignored), then updates
+        this.watcher = await this.kv.watch(this.keyFilter ? { key: this.keyFilter } : {}); // current values again (older revisions are ignored), then updates
       } catch (error) {
         this.log.warn({ err: error, bucket: this.name }, "restarting the bucket watch failed; will retry");
       }

@@ -4,6 +4,7 @@ import { compilePolicy } from "../../actors/decision/compiled-policy";
 import { decide } from "../../actors/decision/engine";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
+import { createPopulation, populationIds } from "../fixtures/population";
 import { startNats } from "../helpers/nats";
 import { call as request } from "../helpers/http";
 import { NodeProcess } from "../helpers/node-process";
@@ -11,25 +12,13 @@ import { NodeProcess } from "../helpers/node-process";
 describe("PUT /redact/record", () => {
   let nats: NatsServerProcess;
   let node: NodeProcess;
-  const childDob = `${new Date().getUTCFullYear() - 9}-01-01`;
   const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
 
   before(async () => {
     nats = await startNats();
     node = await NodeProcess.start({ nodeId: "redact-1", natsUrl: nats.url });
     assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
-    const users: Array<[string, object, string | undefined]> = [
-      ["accepted", { attributes: { dob: "1990-01-01", location: "US" } }, ""],
-      ["not-accepted", { attributes: { dob: "1990-01-01", location: "US" } }, undefined],
-      ["third-party", { attributes: { dob: "1990-01-01", location: "US" }, contractualRelationship: { purposeId: "reseller", termsId: "reseller-2026" } }, undefined],
-      ["guardian", { attributes: { dob: "1980-01-01", location: "US" } }, ""],
-      ["child", { attributes: { dob: childDob, location: "US" } }, "&acceptorId=guardian"],
-      ["overridden", { attributes: { dob: "1990-01-01", location: "GB" } }, ""],
-    ];
-    for (const [userId, body, accept] of users) {
-      assert.equal((await call("PUT", "/user", { userId, ...body })).status, 200);
-      if (accept !== undefined) assert.equal((await call("PUT", `/user/terms?userId=${userId}${accept}`)).status, 200);
-    }
+    await createPopulation(call);
   });
 
   after(async () => {
@@ -42,7 +31,7 @@ describe("PUT /redact/record", () => {
     const compiled = compilePolicy(realisticPolicy(), revision);
     const categoryOf: Record<string, string | undefined> = { "users.email": "contact", "users.login": "credentials", "users.name": "identity", "users.clicks": "usage" };
     for (const purposeId of ["service", "analytics"]) {
-      for (const userId of ["accepted", "not-accepted", "third-party", "child", "overridden", "unknown-user", ""]) {
+      for (const userId of populationIds) {
         const record = { "users.id": userId, "users.email": `${userId}@example.com`, "users.login": `login-${userId}`, "users.name": `Name ${userId}`, "users.clicks": 7.25, "users.secret": "s3cret" };
         const answer = await call("PUT", `/redact/record?purposeId=${purposeId}&type=platformUse&mappingGroup=users-table`, record);
         assert.equal(answer.status, 200);

@@ -1,0 +1,85 @@
+import { randomUUID } from "node:crypto";
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import { redactionJob, type JobRecord } from "../../actors/redaction/job-actor";
+import type { DocumentFormat } from "../../actors/redaction/types";
+import { Subjects } from "../../actors/runtime/addressing";
+import { HandlerError } from "../../actors/runtime/errors";
+import type { ActorRuntime } from "../../actors/runtime/runtime";
+import type { DocumentPort, RedactRequest } from "../../gateway/types";
+import type { DecisionService } from "../decision-service";
+import { ChunkWriter, purgeDocuments, readChunks } from "./chunk-store";
+import { JobSupervisor, removeJob } from "./job-supervisor";
+
+/**
+ * Document redaction on a node: uploads go to JetStream as they arrive, each becomes a
+ * redaction-job actor, and this node's supervisor runs the jobs whose actors it hosts.
+ */
+export class DocumentService implements DocumentPort {
+  private constructor(
+    private readonly runtime: ActorRuntime,
+    private readonly decisions: DecisionService,
+    private readonly js: JetStreamClient,
+    private readonly jsm: JetStreamManager,
+    private readonly supervisor: JobSupervisor,
+    private readonly retentionHours: number,
+  ) {}
+
+  static async start(options: { nc: NatsConnection; runtime: ActorRuntime; decisions: DecisionService; log: Logger; retentionHours: number }): Promise<DocumentService> {
+    const js = jetstream(options.nc);
+    const jsm = await jetstreamManager(options.nc);
+    const supervisor = new JobSupervisor({ runtime: options.runtime, decisions: options.decisions, js, jsm, log: options.log.child({ component: "redaction" }) });
+    await supervisor.start();
+    return new DocumentService(options.runtime, options.decisions, js, jsm, supervisor, options.retentionHours);
+  }
+
+  async submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>): Promise<JobRecord> {
+    const { compiled } = await this.decisions.redactionPlan(request);
+    const jobName = randomUUID();
+    const writer = new ChunkWriter(this.js, Subjects.redactInput(jobName));
+    let input;
+    try {
+      for await (const chunk of body) await writer.write(chunk);
+      input = await writer.close();
+    } catch (error) {
+      await purgeDocuments(this.jsm, Subjects.redactJob(jobName)).catch(() => undefined);
+      throw error;
+    }
+    const { type, purposeId, mappingGroup, thirdPartyId, termsId } = request;
+    return this.ref(jobName).create({
+      request: { type, purposeId, mappingGroup, ...(thirdPartyId ? { thirdPartyId } : {}), ...(termsId ? { termsId } : {}) },
+      format,
+      revision: compiled.revision,
+      input,
+      retentionHours: this.retentionHours,
+    });
+  }
+
+  job(jobName: string): Promise<JobRecord> {
+    return this.ref(jobName).get();
+  }
+
+  async download(jobName: string): Promise<{ job: JobRecord; chunks: AsyncIterable<Buffer> }> {
+    const job = await this.job(jobName);
+    if (job.status === "running") throw new HandlerError("JOB_RUNNING", `redaction job '${jobName}' is still running`);
+    if (job.status === "failed" || !job.output) throw new HandlerError("JOB_FAILED", `redaction job '${jobName}' failed: ${job.error?.message ?? "no output"}`, { details: job.error });
+    return { job, chunks: readChunks(this.js, this.jsm, Subjects.redactOutput(jobName, job.output.attempt), job.output) };
+  }
+
+  list(): JobRecord[] {
+    return this.supervisor.list();
+  }
+
+  remove(jobName: string): Promise<JobRecord> {
+    return removeJob({ runtime: this.runtime, jsm: this.jsm }, jobName);
+  }
+
+  stop(): Promise<void> {
+    return this.supervisor.stop();
+  }
+
+  private ref(jobName: string) {
+    return this.runtime.client.ref(redactionJob, jobName);
+  }
+}

@@ -1,0 +1,138 @@
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
+import type { Logger } from "pino";
+import { flowOf } from "../../actors/decision/engine";
+import { CsvRedactor } from "../../actors/redaction/csv-redactor";
+import { redactionJob, type JobError, type JobRecord, type JobStats } from "../../actors/redaction/job-actor";
+import { JsonRedactor } from "../../actors/redaction/json-redactor";
+import { DocumentError, type DocumentRedactor, type RedactionTally } from "../../actors/redaction/types";
+import { Subjects } from "../../actors/runtime/addressing";
+import { RuntimeError } from "../../actors/runtime/errors";
+import type { ActorRuntime } from "../../actors/runtime/runtime";
+import type { DecisionService } from "../decision-service";
+import { ChunkWriter, purgeDocuments, readChunks } from "./chunk-store";
+import { JobDecisions } from "./job-decisions";
+
+/** How often a running attempt reports progress (and learns whether it is still current). */
+const progressEveryMs = 1000;
+
+/** The attempt may not go on: another attempt superseded it, the job was deleted, or this node no longer owns it. */
+class AttemptStopped extends Error {}
+
+export interface RunnerDeps {
+  runtime: ActorRuntime;
+  decisions: DecisionService;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  log: Logger;
+}
+
+/**
+ * Runs one attempt of a redaction job on the node that owns the job: reads the stored
+ * document in order, redacts it chunk by chunk, writes the attempt's own output, and reports
+ * progress, then completion or failure, to the job actor (which refuses a superseded attempt).
+ * A document at fault fails the job; anything else ends the attempt, and the supervisor
+ * begins another one.
+ */
+export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: () => boolean): Promise<void> {
+  const { runtime, js, jsm, log } = deps;
+  const ref = runtime.client.ref(redactionJob, job.jobName);
+  const attempt = job.attempt;
+  const started = Date.now();
+  let redactor: DocumentRedactor | undefined;
+  let decisions: JobDecisions | undefined;
+  const stats = (): JobStats => ({
+    ...(redactor?.tally() ?? emptyTally()),
+    users: decisions ? { ...decisions.users } : { seen: 0, allowed: 0, denied: 0 },
+    timings: { queuedMs: started - Date.parse(job.createdAt), runMs: Date.now() - started, totalMs: Date.now() - Date.parse(job.createdAt) },
+  });
+  try {
+    await purgeDocuments(jsm, Subjects.redactOutputs(job.jobName));
+    const { compiled, plan } = await deps.decisions.redactionPlan(job.request, job.revision);
+    decisions = new JobDecisions({
+      jobName: job.jobName,
+      attempt,
+      nodeId: runtime.membership.nodeId,
+      compiled,
+      request: job.request,
+      userState: (userId) => deps.decisions.userState(userId),
+      events: runtime.events,
+    });
+    redactor = job.format === "csv" ? new CsvRedactor(plan, decisions) : new JsonRedactor(plan, decisions, job.format === "json" ? "array" : "lines");
+    const writer = new ChunkWriter(js, Subjects.redactOutput(job.jobName, attempt));
+    let lastReport = Date.now();
+    let bytesProcessed = 0;
+    for await (const chunk of readChunks(js, jsm, Subjects.redactInput(job.jobName), job.input)) {
+      if (!stillOwned()) throw new AttemptStopped("this node no longer owns the job");
+      await writer.write(await redactor.push(chunk));
+      bytesProcessed += chunk.length;
+      if (Date.now() - lastReport >= progressEveryMs) {
+        lastReport = Date.now();
+        await report(() => ref.progress({ attempt, bytesProcessed, rowsProcessed: redactor!.tally().rowsIn }));
+      }
+    }
+    await writer.write(await redactor.end());
+    const output = await writer.close();
+    const final = stats();
+    await report(() => ref.complete({ attempt, stats: final, output }));
+    traceJob(deps, job, attempt, "complete", final);
+    log.info({ jobName: job.jobName, attempt, rowsIn: final.rowsIn, rowsKept: final.rowsKept, ms: final.timings.runMs }, "redaction job complete");
+  } catch (error) {
+    if (error instanceof AttemptStopped) {
+      log.info({ jobName: job.jobName, attempt, reason: error.message }, "redaction attempt stopped");
+      return;
+    }
+    const failure = jobErrorOf(error);
+    if (!failure) throw error;
+    const final = stats();
+    await report(() => ref.fail({ attempt, error: failure, stats: final })).catch((reportError: unknown) => {
+      if (!(reportError instanceof AttemptStopped)) throw reportError;
+    });
+    await purgeDocuments(jsm, Subjects.redactOutputs(job.jobName)).catch(() => undefined);
+    traceJob(deps, job, attempt, "failed", final, failure);
+    log.warn({ jobName: job.jobName, attempt, error: failure }, "redaction job failed");
+  }
+}
+
+/** A report the job actor refuses because the attempt is superseded, or the job gone, stops the attempt. */
+async function report(call: () => Promise<unknown>): Promise<void> {
+  try {
+    await call();
+  } catch (error) {
+    const code = (error as RuntimeError).code;
+    if (code === "ATTEMPT_SUPERSEDED" || code === "JOB_NOT_FOUND") throw new AttemptStopped((error as Error).message);
+    throw error;
+  }
+}
+
+/** The job's failure when the document (or the configuration it names) is at fault; undefined for infrastructure trouble. */
+function jobErrorOf(error: unknown): JobError | undefined {
+  if (error instanceof DocumentError) return { code: error.code, message: error.message, ...error.where };
+  if (error instanceof RuntimeError && error.code === "REDACT_INVALID") return { code: "CONFIG_CHANGED", message: error.message };
+  return undefined;
+}
+
+function emptyTally(): RedactionTally {
+  return { bytesIn: 0, bytesOut: 0, rowsIn: 0, rowsKept: 0, emptyLines: 0, droppedBy: {}, fields: {} };
+}
+
+/** One trace record per job, beside the per-user ones: what the job did, without any values. */
+function traceJob(deps: RunnerDeps, job: JobRecord, attempt: number, status: string, stats: JobStats, error?: JobError): void {
+  deps.runtime.events.trace("redact", flowOf(job.request.type), {
+    traceId: job.jobName,
+    time: new Date().toISOString(),
+    door: "redact",
+    kind: "document.job",
+    jobName: job.jobName,
+    attempt,
+    nodeId: deps.runtime.membership.nodeId,
+    status,
+    ...job.request,
+    format: job.format,
+    revision: job.revision,
+    rowsIn: stats.rowsIn,
+    rowsKept: stats.rowsKept,
+    droppedBy: stats.droppedBy,
+    users: stats.users,
+    ...(error ? { error } : {}),
+  });
+}
