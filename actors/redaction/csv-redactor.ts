@@ -40,9 +40,8 @@ interface Header {
 export class CsvRedactor extends ChunkedRedactor {
   private line = 1;
   private header?: Header;
-  private kept = new Float64Array(0);
-  private emptied = new Float64Array(0);
-  private readonly masks = new Map<RowDecision, Uint8Array>();
+  /** Per decision: which columns its rows keep, and how many kept rows used it since the last count. */
+  private readonly masks = new Map<RowDecision, Mask>();
   private rows: ScannedRows = { count: 0, first: [], lines: [], bounds: new Int32Array(8192) };
 
   protected finish(): void {
@@ -50,13 +49,14 @@ export class CsvRedactor extends ChunkedRedactor {
   }
 
   protected flushCounts(): void {
-    this.header?.names.forEach((name, column) => {
-      const entry = this.counts.field(name);
-      entry.kept += this.kept[column];
-      entry.emptied += this.emptied[column];
-    });
-    this.kept.fill(0);
-    this.emptied.fill(0);
+    for (const mask of this.masks.values()) {
+      this.header?.names.forEach((name, column) => {
+        const entry = this.counts.field(name);
+        if (mask.keep[column] === 1) entry.kept += mask.rows;
+        else entry.emptied += mask.rows;
+      });
+      mask.rows = 0;
+    }
   }
 
   protected async process(buf: Buffer, start: number, final: boolean): Promise<Buffer> {
@@ -82,8 +82,6 @@ export class CsvRedactor extends ChunkedRedactor {
     const lastEnd = rows.bounds[(rows.first[0] + count - 1) * 2 + 1];
     const terminator = buf[lastEnd] === Byte.CR ? Buffer.from("\r\n") : Buffer.from("\n");
     const userColumns = this.plan.resourceFields.flatMap((field) => names.flatMap((name, column) => (name === field ? [column] : [])));
-    this.kept = new Float64Array(names.length);
-    this.emptied = new Float64Array(names.length);
     return { names, userColumns, terminator };
   }
 
@@ -116,17 +114,18 @@ export class CsvRedactor extends ChunkedRedactor {
       }
       this.counts.rowsKept++;
       const mask = this.maskFor(decision, header);
+      mask.rows++;
       const first = rows.first[r];
       for (let c = 0; c < columns; c++) {
         if (c > 0) out[at++] = Byte.Comma;
-        if (mask[c] === 1) {
-          at += buf.copy(out, at, bounds[(first + c) * 2], bounds[(first + c) * 2 + 1]);
-          this.kept[c]++;
-        } else {
-          this.emptied[c]++;
-        }
+        if (mask.keep[c] === 0) continue;
+        // A run of kept fields is one copy: in the input they are separated by single commas too.
+        let last = c;
+        while (last + 1 < columns && mask.keep[last + 1] === 1) last++;
+        at = copyBytes(buf, bounds[(first + c) * 2], bounds[(first + last) * 2 + 1], out, at);
+        c = last;
       }
-      at += header.terminator.copy(out, at);
+      at = copyBytes(header.terminator, 0, header.terminator.length, out, at);
     }
     return out.subarray(0, at);
   }
@@ -143,14 +142,15 @@ export class CsvRedactor extends ChunkedRedactor {
     return undefined;
   }
 
-  private maskFor(decision: RowDecision, header: Header): Uint8Array {
+  private maskFor(decision: RowDecision, header: Header): Mask {
     let mask = this.masks.get(decision);
     if (!mask) {
-      mask = new Uint8Array(header.names.length);
+      const keep = new Uint8Array(header.names.length);
       header.names.forEach((name, column) => {
         const category = this.plan.categoryOf.get(name);
-        mask![column] = category !== undefined && decision.categories.has(category) ? 1 : 0;
+        keep[column] = category !== undefined && decision.categories.has(category) ? 1 : 0;
       });
+      mask = { keep, rows: 0 };
       this.masks.set(decision, mask);
     }
     return mask;
@@ -206,18 +206,16 @@ export class CsvRedactor extends ChunkedRedactor {
             complete = false;
             break;
           }
-          for (let i = p; i < after; i++) if (buf[i] === Byte.LF) line++;
+          for (let lf = buf.indexOf(Byte.LF, p); lf !== -1 && lf < after; lf = buf.indexOf(Byte.LF, lf + 1)) line++;
           p = after;
           const next = buf[p];
           if (p < n && next !== Byte.Comma && next !== Byte.LF && !(next === Byte.CR && (p + 1 === n || buf[p + 1] === Byte.LF))) {
             throw new DocumentError("CSV_INVALID_QUOTE", `the row on line ${rowLine} has text after a closing quote (field ${fields - rowFields + 1})`, { line: rowLine });
           }
         } else {
-          while (p < n) {
-            const c = buf[p];
-            if (c === Byte.Comma || c === Byte.LF) break;
-            if (c === Byte.Quote) throw new DocumentError("CSV_INVALID_QUOTE", `the row on line ${rowLine} has a quote inside an unquoted field (field ${fields - rowFields + 1}); quote the whole field and double the quote`, { line: rowLine });
-            p++;
+          while (p < n && ordinary[buf[p]] === 1) p++;
+          if (p < n && buf[p] === Byte.Quote) {
+            throw new DocumentError("CSV_INVALID_QUOTE", `the row on line ${rowLine} has a quote inside an unquoted field (field ${fields - rowFields + 1}); quote the whole field and double the quote`, { line: rowLine });
           }
         }
         // A CR before the row's end belongs to the terminator (CRLF, or a CR ending the document).
@@ -277,6 +275,24 @@ function quotedFieldEnd(buf: Buffer, start: number, final: boolean): number {
     }
     return quote + 1 === buf.length && !final ? -1 : quote + 1;
   }
+}
+
+/** Bytes that continue an unquoted field: all but comma, LF and quote. */
+const ordinary = new Uint8Array(256).fill(1);
+ordinary[Byte.Comma] = 0;
+ordinary[Byte.LF] = 0;
+ordinary[Byte.Quote] = 0;
+
+interface Mask {
+  keep: Uint8Array;
+  rows: number;
+}
+
+/** Copies bytes and returns the end in `target`; short spans by hand (Buffer.copy's setup costs more than they do). */
+function copyBytes(source: Buffer, start: number, end: number, target: Buffer, at: number): number {
+  if (end - start > 64) return at + source.copy(target, at, start, end);
+  for (let i = start; i < end; i++) target[at++] = source[i];
+  return at;
 }
 
 function tooLong(line: number): DocumentError {

@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import { redactionJob, type JobRecord } from "../../actors/redaction/job-actor";
 import type { DocumentFormat } from "../../actors/redaction/types";
 import { Subjects } from "../../actors/runtime/addressing";
-import { HandlerError } from "../../actors/runtime/errors";
+import { HandlerError, RetryableError } from "../../actors/runtime/errors";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
 import type { DocumentPort, RedactRequest } from "../../gateway/types";
 import type { DecisionService } from "../decision-service";
@@ -44,7 +44,8 @@ export class DocumentService implements DocumentPort {
       input = await writer.close();
     } catch (error) {
       await purgeDocuments(this.jsm, Subjects.redactJob(jobName)).catch(() => undefined);
-      throw error;
+      // The client's own abort leaves no one to answer; a store that refused is worth a retry.
+      throw new RetryableError("DOCUMENT_NOT_STORED", "the document could not be stored; nothing was kept", { cause: error });
     }
     const { type, purposeId, mappingGroup, thirdPartyId, termsId } = request;
     return this.ref(jobName).create({

@@ -1,0 +1,47 @@
+import { once } from "node:events";
+import { createWriteStream } from "node:fs";
+
+/** The benchmark document's columns: 8, three of them quoted with commas (and doubled quotes). */
+export const benchColumns = ["user_id", "email", "name", "address", "phone", "clicks", "note", "created_at"];
+
+/** The mapping group the benchmarks redact with. */
+export const benchGroup = {
+  name: "bench",
+  fieldMappings: [
+    { recordField: "user_id", resourceContext: true },
+    { recordField: "email", categoryId: "contact" },
+    { recordField: "name", categoryId: "identity" },
+    { recordField: "address", categoryId: "location" },
+    { recordField: "phone", categoryId: "contact" },
+    { recordField: "clicks", categoryId: "usage" },
+    { recordField: "created_at", categoryId: "usage" },
+  ],
+};
+
+export const benchUserId = (index: number) => `u${String(index).padStart(5, "0")}`;
+/** Half of the users may be used; the other half's rows are dropped. */
+export const benchUserAllowed = (index: number) => index % 2 === 0;
+
+/** Writes a CSV of about `megabytes` MB for `users` users; returns its row counts. */
+export async function writeBenchCsv(path: string, megabytes: number, users: number): Promise<{ rows: number; kept: number }> {
+  const out = createWriteStream(path, { highWaterMark: 1 << 20 });
+  out.write(`${benchColumns.join(",")}\n`);
+  let written = 0;
+  let rows = 0;
+  let kept = 0;
+  const target = megabytes * 1024 * 1024;
+  while (written < target) {
+    const lines: string[] = [];
+    for (let i = 0; i < 5000; i++, rows++) {
+      const user = rows % users;
+      if (benchUserAllowed(user)) kept++;
+      lines.push(`${benchUserId(user)},user${user}@example.com,"Surname, Given ""G"" ${user}","${rows % 997} Main Street, Springfield, ${rows % 50}",+1-555-${String(rows % 10000).padStart(4, "0")},${rows % 1000},"note, with comma ${rows}",2026-11-${String((rows % 28) + 1).padStart(2, "0")}T10:00:00Z`);
+    }
+    const chunk = `${lines.join("\n")}\n`;
+    written += chunk.length;
+    if (!out.write(chunk)) await once(out, "drain");
+  }
+  out.end();
+  await once(out, "finish");
+  return { rows, kept };
+}

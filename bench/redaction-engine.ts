@@ -1,0 +1,103 @@
+import { once } from "node:events";
+import { createReadStream, createWriteStream, statSync, writeFileSync } from "node:fs";
+import { benchGroup, benchUserAllowed, benchUserId, writeBenchCsv } from "./csv-fixture";
+import { join } from "node:path";
+import { pipeline } from "node:stream/promises";
+import { performance } from "node:perf_hooks";
+import { parse } from "csv-parse";
+import { stringify } from "csv-stringify";
+import { compilePolicy } from "../actors/decision/compiled-policy";
+import { planRecords } from "../actors/decision/record-redaction";
+import { CsvRedactor } from "../actors/redaction/csv-redactor";
+import type { DecisionSource, RowDecision } from "../actors/redaction/types";
+import { realisticPolicy } from "../test/fixtures/policy";
+import { tempDir } from "../test/helpers/temp";
+
+/**
+ * The redaction engine file to file, against (a) a bare csv-parse -> csv-stringify pipeline over
+ * the same file and (b) DuckDB doing the same redaction as one COPY with a join. A CSV of
+ * BENCH_MB megabytes (default 1024): 8 columns, quoted fields with commas (and doubled quotes),
+ * 10,000 users of which half may not be used (their rows are dropped); of the kept rows' fields,
+ * the user id, name, address and note are emptied. Prints MB/s of each and the ratios.
+ */
+const megabytes = Number(process.env.BENCH_MB ?? 1024);
+const users = 10_000;
+const dir = tempDir("bench-redaction");
+const input = join(dir, "input.csv");
+const allowedCategories = new Set(["contact", "usage"]);
+
+function rate(bytes: number, ms: number): number {
+  return bytes / 1024 / 1024 / (ms / 1000);
+}
+
+async function ours(): Promise<{ ms: number; kept: number }> {
+  const plan = planRecords(compilePolicy(realisticPolicy(), 1), benchGroup);
+  const allowed: RowDecision = { allowed: true, reason: "ALLOWED_BY_TERMS", categories: allowedCategories };
+  const denied: RowDecision = { allowed: false, reason: "NO_TERMS_ACCEPTED", categories: new Set() };
+  const decisions = new Map<string, RowDecision>();
+  for (let user = 0; user < users; user++) decisions.set(benchUserId(user), benchUserAllowed(user) ? allowed : denied);
+  const source: DecisionSource = { prepare: async () => undefined, of: (userId) => decisions.get(userId) ?? denied };
+  const redactor = new CsvRedactor(plan, source);
+  const started = performance.now();
+  const out = createWriteStream(join(dir, "ours.csv"), { highWaterMark: 1 << 20 });
+  for await (const chunk of createReadStream(input, { highWaterMark: 1 << 20 })) {
+    if (!out.write(await redactor.push(chunk as Buffer))) await once(out, "drain");
+  }
+  out.end(await redactor.end());
+  await once(out, "finish");
+  return { ms: performance.now() - started, kept: redactor.tally().rowsKept };
+}
+
+async function csvParsePipeline(): Promise<number> {
+  const started = performance.now();
+  await pipeline(createReadStream(input, { highWaterMark: 1 << 20 }), parse(), stringify(), createWriteStream(join(dir, "csv-parse.csv")));
+  return performance.now() - started;
+}
+
+/** The part of @duckdb/node-api used here. It is installed by the bench's npm script, not a dependency: its
+ * lock entries name platform packages some registries do not carry, which would break `npm ci`. */
+interface DuckDb {
+  DuckDBInstance: { create(path: string): Promise<{ connect(): Promise<{ run(sql: string): Promise<unknown>; runAndReadAll(sql: string): Promise<{ getRows(): unknown[][] }>; closeSync(): void }> }> };
+}
+
+async function duckdb(): Promise<{ ms: number; kept: number }> {
+  const { DuckDBInstance } = require("@duckdb/node-api") as DuckDb;
+  const usersFile = join(dir, "users.csv");
+  writeFileSync(usersFile, `user_id,allowed\n${Array.from({ length: users }, (_, user) => `${benchUserId(user)},${benchUserAllowed(user)}`).join("\n")}\n`);
+  const instance = await DuckDBInstance.create(":memory:");
+  const connection = await instance.connect();
+  const output = join(dir, "duckdb.csv");
+  const started = performance.now();
+  await connection.run(
+    `COPY (SELECT '' AS user_id, d.email, '' AS name, '' AS address, d.phone, d.clicks, '' AS note, d.created_at
+           FROM read_csv('${input}', header = true, all_varchar = true) d
+           JOIN read_csv('${usersFile}', header = true) u ON d.user_id = u.user_id
+           WHERE u.allowed)
+     TO '${output}' (HEADER)`,
+  );
+  const ms = performance.now() - started;
+  const count = await connection.runAndReadAll(`SELECT count(*) FROM read_csv('${output}', header = true, all_varchar = true)`);
+  connection.closeSync();
+  return { ms, kept: Number(count.getRows()[0][0]) };
+}
+
+async function main(): Promise<void> {
+  process.stdout.write(`generating ${megabytes} MB of CSV in ${dir} ...\n`);
+  const generated = await writeBenchCsv(input, megabytes, users);
+  const bytes = statSync(input).size;
+  process.stdout.write(`${generated.rows} rows, ${(bytes / 2 ** 20).toFixed(0)} MiB, ${generated.kept} rows of allowed users\n`);
+  const engine = await ours();
+  if (engine.kept !== generated.kept) throw new Error(`the engine kept ${engine.kept} rows, expected ${generated.kept}`);
+  process.stdout.write(`engine (this project):        ${rate(bytes, engine.ms).toFixed(1)} MiB/s (${(engine.ms / 1000).toFixed(1)} s)\n`);
+  const duck = await duckdb();
+  if (duck.kept !== generated.kept) throw new Error(`DuckDB kept ${duck.kept} rows, expected ${generated.kept}`);
+  process.stdout.write(`DuckDB COPY with a join:      ${rate(bytes, duck.ms).toFixed(1)} MiB/s (${(duck.ms / 1000).toFixed(1)} s)\n`);
+  const bare = await csvParsePipeline();
+  process.stdout.write(`csv-parse -> csv-stringify:   ${rate(bytes, bare).toFixed(1)} MiB/s (${(bare / 1000).toFixed(1)} s)\n`);
+  process.stdout.write(`ratio engine / DuckDB: ${(duck.ms / engine.ms).toFixed(2)}x (target >= 0.5x); engine / csv-parse: ${(bare / engine.ms).toFixed(2)}x\n`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});
