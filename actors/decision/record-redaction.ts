@@ -9,6 +9,8 @@ export interface RecordPlan {
   resourceFields: string[];
   /** Record field -> the category it belongs to (undefined: mapped to no category). */
   categoryOf: Map<string, string | undefined>;
+  /** Dotted paths that lead to a mapped field (`users` for `users.email`): objects there are walked into. */
+  walkable: Set<string>;
 }
 
 export function planRecords(policy: CompiledPolicy, group: MappingGroup): RecordPlan {
@@ -17,7 +19,9 @@ export function planRecords(policy: CompiledPolicy, group: MappingGroup): Record
     // A field id names the field exactly; the validator guarantees it belongs to the category when both are given.
     categoryOf.set(mapping.recordField, mapping.fieldId !== undefined ? policy.fieldCategory.get(mapping.fieldId) : mapping.categoryId);
   }
-  return { group: group.name, resourceFields: group.fieldMappings.filter((m) => m.resourceContext).map((m) => m.recordField), categoryOf };
+  const walkable = new Set<string>();
+  for (const field of categoryOf.keys()) for (let dot = field.indexOf("."); dot !== -1; dot = field.indexOf(".", dot + 1)) walkable.add(field.slice(0, dot));
+  return { group: group.name, resourceFields: group.fieldMappings.filter((m) => m.resourceContext).map((m) => m.recordField), categoryOf, walkable };
 }
 
 /** Limits of what a record may be, so a hostile one fails cleanly instead of exhausting the node. */
@@ -49,7 +53,8 @@ export function valueAt(record: unknown, path: string): unknown {
 export function userIdOf(record: unknown, plan: RecordPlan): string | undefined {
   for (const field of plan.resourceFields) {
     const value = valueAt(record, field);
-    if ((typeof value === "string" && value !== "") || typeof value === "number") return String(value);
+    // A number names a user only when exact: a rounded one could name someone else.
+    if ((typeof value === "string" && value !== "") || Number.isSafeInteger(value)) return String(value);
   }
   return undefined;
 }
@@ -70,10 +75,11 @@ export function fieldOutcome(plan: RecordPlan, allowed: ReadonlySet<string>, pat
 
 /**
  * Whether a record field is walked into rather than kept or emptied whole: an object the
- * mapping does not name, with members (a mapping on an object keeps or empties all of it).
+ * mapping does not name, with members, on the way to a mapped field. Any other object is
+ * emptied whole, keys and all (a mapping on an object keeps or empties all of it).
  */
 export function walksInto(plan: RecordPlan, path: string, isNonEmptyObject: boolean): boolean {
-  return isNonEmptyObject && !plan.categoryOf.has(path);
+  return isNonEmptyObject && !plan.categoryOf.has(path) && plan.walkable.has(path);
 }
 
 /** Sets a key as an own data property: a key named `__proto__` stays a key. */

@@ -35,7 +35,8 @@ interface Header {
  *
  * A row the chunk does not complete is carried into the next chunk. Errors name the line the
  * row starts on: a quote inside an unquoted field, text after a closing quote, an unterminated
- * quote, a row with more or fewer fields than the header, a row over the size limit.
+ * quote, a bare CR outside quotes, a row with more or fewer fields than the header, a row over
+ * the size limit.
  */
 export class CsvRedactor extends ChunkedRedactor {
   private line = 1;
@@ -217,10 +218,14 @@ export class CsvRedactor extends ChunkedRedactor {
           if (p < n && buf[p] === Byte.Quote) {
             throw new DocumentError("CSV_INVALID_QUOTE", `the row on line ${rowLine} has a quote inside an unquoted field (field ${fields - rowFields + 1}); quote the whole field and double the quote`, { line: rowLine });
           }
+          // RFC 4180 has no bare CR outside quotes: reading one as data would merge rows that other readers split.
+          if (p + 1 < n && buf[p] === Byte.CR && buf[p + 1] !== Byte.LF) {
+            throw new DocumentError("CSV_BARE_CR", `the row on line ${rowLine} has a carriage return not followed by a line feed (field ${fields - rowFields + 1}); rows must end with LF or CRLF, and a CR inside a field must be quoted`, { line: rowLine });
+          }
         }
-        // A CR before the row's end belongs to the terminator (CRLF, or a CR ending the document).
-        const fieldEnd = !quoted && p > fieldStart && buf[p - 1] === Byte.CR && (p === n || buf[p] === Byte.LF) ? p - 1 : p;
-        if (p === n || (quoted && buf[p] === Byte.CR && p + 1 === n)) {
+        const fieldEnd = p;
+        // The row's end: the document's, or a CR (then LF, or the document's end) or a LF.
+        if (p === n || (buf[p] === Byte.CR && p + 1 === n)) {
           if (!final) {
             complete = false;
             break;
@@ -277,11 +282,12 @@ function quotedFieldEnd(buf: Buffer, start: number, final: boolean): number {
   }
 }
 
-/** Bytes that continue an unquoted field: all but comma, LF and quote. */
+/** Bytes that continue an unquoted field: all but comma, LF, CR and quote. */
 const ordinary = new Uint8Array(256).fill(1);
 ordinary[Byte.Comma] = 0;
 ordinary[Byte.LF] = 0;
 ordinary[Byte.Quote] = 0;
+ordinary[Byte.CR] = 0;
 
 interface Mask {
   keep: Uint8Array;

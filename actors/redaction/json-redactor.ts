@@ -74,7 +74,9 @@ export class JsonRedactor extends ChunkedRedactor {
   protected async process(buf: Buffer, start: number, final: boolean): Promise<Buffer> {
     const found: Found[] = [];
     const carryFrom = this.framing === "array" ? this.findElements(buf, start, final, found) : this.findLines(buf, start, final, found);
-    if (buf.length - carryFrom > documentLimits.maxRecordBytes) throw new DocumentError("RECORD_TOO_LARGE", `record ${this.records + 1} is longer than ${documentLimits.maxRecordBytes} bytes`, { record: this.records + 1 });
+    const tooLarge = (at: number) => new DocumentError("RECORD_TOO_LARGE", `${this.framing === "array" ? "record" : "the record on line"} ${at} is longer than ${documentLimits.maxRecordBytes} bytes`, this.where(at));
+    if (buf.length - carryFrom > documentLimits.maxRecordBytes) throw tooLarge(this.framing === "array" ? this.records + 1 : this.line);
+    for (const record of found) if (record.end - record.start > documentLimits.maxRecordBytes) throw tooLarge(record.at);
     this.carry = carryFrom < buf.length ? Buffer.from(buf.subarray(carryFrom)) : emptyBuffer;
     return this.redact(buf, found);
   }
@@ -172,7 +174,7 @@ export class JsonRedactor extends ChunkedRedactor {
     });
     await this.decisions.prepare(userIds.filter((id): id is string => id !== undefined));
     const { sink } = this;
-    found.forEach(({ start }, index) => {
+    found.forEach(({ start, at }, index) => {
       this.counts.rowsIn++;
       const userId = userIds[index];
       if (userId === undefined) return this.counts.drop("NO_USER_ID");
@@ -184,7 +186,7 @@ export class JsonRedactor extends ChunkedRedactor {
         sink.byte(JsonByte.LF);
       }
       this.anyOut = true;
-      this.writeObject(buf, start, "", decision.categories);
+      this.writeObject(buf, start, "", decision.categories, at);
       if (this.framing === "lines") sink.byte(JsonByte.LF);
     });
     if (this.framing === "array" && this.state === "closed" && !this.closedOut) {
@@ -199,14 +201,18 @@ export class JsonRedactor extends ChunkedRedactor {
   private closedOut = false;
 
   /** Writes the object at `start` redacted; returns where it ends. The record was validated by JSON.parse. */
-  private writeObject(buf: Buffer, start: number, prefix: string, allowed: ReadonlySet<string>): number {
+  private writeObject(buf: Buffer, start: number, prefix: string, allowed: ReadonlySet<string>, at: number): number {
     const { sink } = this;
     sink.byte(JsonByte.OpenBrace);
     let p = skipWhitespace(buf, start + 1);
     let first = true;
+    const keys = new Set<string>();
     while (buf[p] !== JsonByte.CloseBrace) {
       const keyEnd = stringEnd(buf, p);
       const key = JSON.parse(buf.toString("utf8", p, keyEnd)) as string;
+      // A repeated key makes the record ambiguous (which one names the user?): refuse it.
+      if (keys.has(key)) throw new DocumentError("JSON_DUPLICATE_KEY", `${this.framing === "array" ? "record" : "the record on line"} ${at} has the key '${prefix ? `${prefix}.` : ""}${key}' twice`, this.where(at));
+      keys.add(key);
       const valueStart = skipWhitespace(buf, skipWhitespace(buf, keyEnd) + 1);
       const end = valueEnd(buf, valueStart, Number.MAX_SAFE_INTEGER, true);
       const path = prefix ? `${prefix}.${key}` : key;
@@ -215,7 +221,7 @@ export class JsonRedactor extends ChunkedRedactor {
       sink.copy(buf, p, keyEnd);
       sink.byte(JsonByte.Colon);
       if (walksInto(this.plan, path, buf[valueStart] === JsonByte.OpenBrace && buf[skipWhitespace(buf, valueStart + 1)] !== JsonByte.CloseBrace)) {
-        this.writeObject(buf, valueStart, path, allowed);
+        this.writeObject(buf, valueStart, path, allowed, at);
       } else {
         const outcome = fieldOutcome(this.plan, allowed, path);
         const entry = this.counts.field(path);

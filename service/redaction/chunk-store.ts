@@ -41,6 +41,11 @@ export class ChunkWriter {
     }
   }
 
+  /** Waits for every publish in flight, whatever its outcome (before deleting what was written). */
+  async settle(): Promise<void> {
+    await Promise.allSettled(this.pending.splice(0));
+  }
+
   async close(): Promise<StoredDocument> {
     if (this.bufferedBytes > 0) await this.publish(Buffer.concat(this.buffered));
     this.buffered = [];
@@ -59,23 +64,56 @@ export class ChunkWriter {
   }
 }
 
-/** Reads a stored document's chunks in order; fails when the stream no longer holds all of them. */
-export async function* readChunks(js: JetStreamClient, jsm: JetStreamManager, subject: string, stored: StoredDocument): AsyncGenerator<Buffer> {
-  if (stored.chunks === 0) return;
+/** How long a read waits for the next chunk before checking that the stream still holds the document. */
+const idleCheckMs = 2000;
+
+/** The number of chunks the stream holds on a subject. */
+async function chunksHeld(jsm: JetStreamManager, subject: string): Promise<number> {
   const info = await jsm.streams.info(Streams.redact.name, { subjects_filter: subject });
-  const held = info.state.subjects?.[subject] ?? 0;
-  if (held !== stored.chunks) throw new Error(`the stream holds ${held} of the ${stored.chunks} chunks of ${subject}`);
+  return info.state.subjects?.[subject] ?? 0;
+}
+
+/**
+ * Reads a stored document's chunks in order. Fails when the stream does not hold all of them,
+ * before reading and whenever the next chunk is slow to come (a deleted or expired document
+ * would otherwise leave the reader waiting for ever); `stop` is asked at those moments too.
+ */
+export async function* readChunks(js: JetStreamClient, jsm: JetStreamManager, subject: string, stored: StoredDocument, stop?: () => boolean): AsyncGenerator<Buffer> {
+  if (stored.chunks === 0) return;
+  const missing = async () => {
+    const held = await chunksHeld(jsm, subject);
+    return held === stored.chunks ? undefined : new Error(`the stream holds ${held} of the ${stored.chunks} chunks of ${subject}`);
+  };
+  const absent = await missing();
+  if (absent) throw absent;
   const consumer = await js.consumers.get(Streams.redact.name, { filter_subjects: subject });
   const messages = await consumer.consume({ max_messages: window });
+  const iterator = messages[Symbol.asyncIterator]();
   let count = 0;
   try {
-    for await (const message of messages) {
+    while (count < stored.chunks) {
+      const next = iterator.next();
+      next.catch(() => undefined); // raced below; if it fails after the reader gave up, nobody waits for it
+      let result: IteratorResult<{ data: Uint8Array }> | undefined;
+      while (!result) {
+        let timer: NodeJS.Timeout | undefined;
+        const idle = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), idleCheckMs)));
+        result = await Promise.race([next, idle]);
+        clearTimeout(timer);
+        if (result) break;
+        if (stop?.()) throw new Error(`stopped reading ${subject}`);
+        const gone = await missing();
+        if (gone) throw gone;
+      }
+      if (result.done) break;
       count++;
-      yield Buffer.from(message.data.buffer, message.data.byteOffset, message.data.byteLength);
-      if (count === stored.chunks) break;
+      const { data } = result.value;
+      yield Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     }
   } finally {
-    await messages.close().catch(() => undefined);
+    // stop(), not close(): close() waits for an iterator nobody drives any more.
+    messages.stop();
+    await consumer.delete().catch(() => undefined);
   }
   if (count !== stored.chunks) throw new Error(`read ${count} of the ${stored.chunks} chunks of ${subject}`);
 }

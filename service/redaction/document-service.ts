@@ -43,18 +43,29 @@ export class DocumentService implements DocumentPort {
       for await (const chunk of body) await writer.write(chunk);
       input = await writer.close();
     } catch (error) {
+      await writer.settle();
       await purgeDocuments(this.jsm, Subjects.redactJob(jobName)).catch(() => undefined);
       // The client's own abort leaves no one to answer; a store that refused is worth a retry.
       throw new RetryableError("DOCUMENT_NOT_STORED", "the document could not be stored; nothing was kept", { cause: error });
     }
     const { type, purposeId, mappingGroup, thirdPartyId, termsId } = request;
-    return this.ref(jobName).create({
-      request: { type, purposeId, mappingGroup, ...(thirdPartyId ? { thirdPartyId } : {}), ...(termsId ? { termsId } : {}) },
-      format,
-      revision: compiled.revision,
-      input,
-      retentionHours: this.retentionHours,
-    });
+    try {
+      return await this.ref(jobName).create({
+        request: { type, purposeId, mappingGroup, ...(thirdPartyId ? { thirdPartyId } : {}), ...(termsId ? { termsId } : {}) },
+        format,
+        revision: compiled.revision,
+        input,
+        retentionHours: this.retentionHours,
+      });
+    } catch (error) {
+      // A job that was not created leaves no one to delete its input: do it now, unless it may exist.
+      const exists = await this.ref(jobName).get().then(
+        () => true,
+        (readError: { code?: string }) => readError.code !== "JOB_NOT_FOUND",
+      );
+      if (!exists) await purgeDocuments(this.jsm, Subjects.redactJob(jobName)).catch(() => undefined);
+      throw error;
+    }
   }
 
   job(jobName: string): Promise<JobRecord> {

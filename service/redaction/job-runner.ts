@@ -40,6 +40,12 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
   const started = Date.now();
   let redactor: DocumentRedactor | undefined;
   let decisions: JobDecisions | undefined;
+  let writer: ChunkWriter | undefined;
+  /** Deletes this attempt's output (never another attempt's: a newer one may have completed). */
+  const discardOutput = async () => {
+    await writer?.settle();
+    await purgeDocuments(jsm, Subjects.redactOutput(job.jobName, attempt)).catch(() => undefined);
+  };
   const stats = (): JobStats => ({
     ...(redactor?.tally() ?? emptyTally()),
     users: decisions ? { ...decisions.users } : { seen: 0, allowed: 0, denied: 0 },
@@ -58,10 +64,10 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
       events: runtime.events,
     });
     redactor = job.format === "csv" ? new CsvRedactor(plan, decisions) : new JsonRedactor(plan, decisions, job.format === "json" ? "array" : "lines");
-    const writer = new ChunkWriter(js, Subjects.redactOutput(job.jobName, attempt));
+    writer = new ChunkWriter(js, Subjects.redactOutput(job.jobName, attempt));
     let lastReport = Date.now();
     let bytesProcessed = 0;
-    for await (const chunk of readChunks(js, jsm, Subjects.redactInput(job.jobName), job.input)) {
+    for await (const chunk of readChunks(js, jsm, Subjects.redactInput(job.jobName), job.input, () => !stillOwned())) {
       if (!stillOwned()) throw new AttemptStopped("this node no longer owns the job");
       await writer.write(await redactor.push(chunk));
       bytesProcessed += chunk.length;
@@ -78,16 +84,23 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
     log.info({ jobName: job.jobName, attempt, rowsIn: final.rowsIn, rowsKept: final.rowsKept, ms: final.timings.runMs }, "redaction job complete");
   } catch (error) {
     if (error instanceof AttemptStopped) {
+      await discardOutput();
       log.info({ jobName: job.jobName, attempt, reason: error.message }, "redaction attempt stopped");
       return;
     }
     const failure = jobErrorOf(error);
-    if (!failure) throw error;
+    if (!failure) {
+      await discardOutput();
+      throw error;
+    }
     const final = stats();
-    await report(() => ref.fail({ attempt, error: failure, stats: final })).catch((reportError: unknown) => {
-      if (!(reportError instanceof AttemptStopped)) throw reportError;
-    });
-    await purgeDocuments(jsm, Subjects.redactOutputs(job.jobName)).catch(() => undefined);
+    await discardOutput();
+    try {
+      await report(() => ref.fail({ attempt, error: failure, stats: final }));
+    } catch (reportError) {
+      if (reportError instanceof AttemptStopped) return;
+      throw reportError;
+    }
     traceJob(deps, job, attempt, "failed", final, failure);
     log.warn({ jobName: job.jobName, attempt, error: failure }, "redaction job failed");
   }

@@ -107,7 +107,7 @@ describe("a 200 MB document job survives SIGKILL of the node running it", () => 
     await runner.kill();
 
     let stats: Body;
-    for (let i = 0; i < 2400; i++) {
+    for (let i = 0; i < 900; i++) {
       const answer = await call(survivor, "GET", `/redact/stats?jobName=${jobName}`);
       if (answer.status === 200) {
         stats = answer.body;
@@ -116,7 +116,7 @@ describe("a 200 MB document job survives SIGKILL of the node running it", () => 
       assert.equal(answer.body.error.code, "ERR_REDACT_JOB_RUNNING");
       await sleep(100);
     }
-    assert.equal(stats.status, "complete", JSON.stringify(stats));
+    assert.equal(stats?.status, "complete", JSON.stringify(stats ?? (await call(survivor, "GET", `/redact/progress?jobName=${jobName}`)).body));
     assert.ok(stats.attempts >= 2, "a second attempt ran on the survivor");
     assert.equal(stats.rows.in, rowsIn);
     assert.equal(stats.rows.kept, expectedRows);

@@ -116,8 +116,8 @@ test("CSV output is byte for byte: header as it came, kept fields copied with th
   assert.equal(tally.rowsIn, 2);
   assert.equal(tally.rowsKept, 1);
   assert.deepEqual(tally.droppedBy, { NO_TERMS_ACCEPTED: 1 });
-  assert.deepEqual(tally.fields.email, { category: "contact", kept: 1, emptied: 0, why: "category 'contact' is not allowed for the purpose for these rows' users" });
-  assert.deepEqual(tally.fields.clicks, { category: "usage", kept: 0, emptied: 1, why: "category 'usage' is not allowed for the purpose for these rows' users" });
+  assert.deepEqual(tally.fields.email, { category: "contact", kept: 1, emptied: 0, why: "category 'contact': emptied in rows whose user the purpose may not use it for" });
+  assert.deepEqual(tally.fields.clicks, { category: "usage", kept: 0, emptied: 1, why: "category 'usage': emptied in rows whose user the purpose may not use it for" });
   assert.deepEqual(tally.fields.note, { category: null, kept: 0, emptied: 1, why: "mapped to no category" });
   assert.deepEqual(tally.fields.id, { category: null, kept: 0, emptied: 1, why: "mapped to no category" });
   assert.equal(tally.bytesIn, input.length);
@@ -151,6 +151,8 @@ test("CSV errors name the code and the line the row starts on", async () => {
     assert.deepEqual(await csvError('id,email\n"u-all"x,a\n', split).then((e) => [e.code, e.where.line]), ["CSV_INVALID_QUOTE", 2]);
     assert.deepEqual(await csvError('id,email\nu-all,"never closed\n\n', split).then((e) => [e.code, e.where.line]), ["CSV_UNTERMINATED_QUOTE", 2]);
     assert.deepEqual(await csvError("", split).then((e) => e.code), "CSV_NO_HEADER");
+    assert.deepEqual(await csvError("id,email\ru-all,secret\ru-none,x\r", split).then((e) => [e.code, e.where.line]), ["CSV_BARE_CR", 1], "CR-only rows are refused, not read as one header");
+    assert.deepEqual(await csvError("id,email\nu-all,x\ru-none,d@x\n", split).then((e) => [e.code, e.where.line]), ["CSV_BARE_CR", 2]);
   }
 });
 
@@ -263,4 +265,14 @@ test("300 generated CSV documents, split at random: always the same records as t
     const out = await run(new CsvRedactor(csvPlan, new FakeDecisions()), input, randomSplits(doc + 1));
     assert.deepEqual(parse(out, { bom: true }), referenceCsv(input, csvPlan), `document ${doc}: ${JSON.stringify(input.toString())}`);
   }
+});
+
+test("JSON: objects on no mapped path are emptied whole, keys and all; inexact numeric ids name no one; repeated keys are refused", async () => {
+  const text = '{"owner":{"id":"u-all"},"contacts":{"alice@example.com":{"ssn":"123"}},"contact":{"email":"a@x"}}\n{"owner":{"id":12345678901234567890},"contact":{"email":"leak"}}\n';
+  const redactor = new JsonRedactor(jsonPlan, new FakeDecisions(), "lines");
+  const out = (await run(redactor, Buffer.from(text), whole)).toString();
+  assert.equal(out, '{"owner":{"id":null},"contacts":null,"contact":{"email":"a@x"}}\n');
+  assert.ok(!out.includes("alice") && !Object.keys(redactor.tally().fields).some((path) => path.includes("alice")), "no key of an unmapped object in the output or the stats");
+  assert.deepEqual(redactor.tally().droppedBy, { NO_USER_ID: 1 });
+  assert.deepEqual(await jsonError('{"owner":{"id":"u-all"},"contact":{"email":"a","email":"b"}}\n', "lines").then((e) => [e.code, e.where.line]), ["JSON_DUPLICATE_KEY", 1]);
 });
