@@ -30,6 +30,8 @@ function startLoad(client: TestClient["client"], workers: number) {
         applied.set(id, (applied.get(id) ?? 0) + 1);
       } catch (error) {
         errors.push(error as Error);
+        // Failing calls can fail fast: stop before the list exhausts the test's memory (any error fails the test anyway).
+        if (errors.length >= 1000) running = false;
       }
     }
   });
