@@ -1,4 +1,4 @@
-import { createReadStream, readFileSync, statSync } from "node:fs";
+import { createReadStream, statSync } from "node:fs";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { performance } from "node:perf_hooks";
@@ -6,6 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Objm } from "@nats-io/obj";
 import { realisticPolicy } from "../test/fixtures/policy";
 import { connectTo, startNats } from "../test/helpers/nats";
+import { peakRss } from "../test/helpers/memory";
 import { NodeProcess } from "../test/helpers/node-process";
 import { tempDir } from "../test/helpers/temp";
 import { benchGroup, benchUserAllowed, benchUserId, writeBenchCsv } from "./csv-fixture";
@@ -18,10 +19,6 @@ import { benchGroup, benchUserAllowed, benchUserId, writeBenchCsv } from "./csv-
  */
 const megabytes = Number(process.env.BENCH_MB ?? 200);
 const users = 2000;
-
-function peakRss(pid: number): number {
-  return Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
-}
 
 async function main(): Promise<void> {
   const dir = tempDir("bench-job");

@@ -7,7 +7,7 @@ import type { PersonalizedTerms, TermsContext } from "../actors/decision/terms";
 import type { Decision, DecisionRequest } from "../actors/decision/types";
 import type { ConsentEntry, UserRecord } from "../actors/user/user-actor";
 import type { JobRecord } from "../actors/redaction/job-actor";
-import type { DocumentFormat } from "../actors/redaction/types";
+import type { DocumentFormat, RedactionRequest } from "../actors/redaction/types";
 
 /** What readiness reports; the node fills it from its runtime. */
 export interface HealthReport {
@@ -94,14 +94,8 @@ export interface UserPort {
   setFlow(userId: string, guardianId: string, purposeId: string, thirdPartyId: string, disabled: boolean): Promise<unknown>;
 }
 
-/** What a single-record redaction is for (spec 4.4 query). */
-export interface RedactRequest {
-  type: DecisionRequest["type"];
-  purposeId: string;
-  mappingGroup: string;
-  thirdPartyId?: string;
-  termsId?: string;
-}
+/** What a record or a document is redacted for (spec 4.4 query). */
+export type RedactRequest = RedactionRequest;
 
 /** A redacted record, or a dropped one (which carries none of the record's values). */
 export type RecordRedaction = {

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { compiledFor } from "../actors/decision/compile-cache";
 import { decide, flowOf, purposeName } from "../actors/decision/engine";
 import { planRecords, RecordShapeError, redactRecord, userIdOf, type RecordPlan } from "../actors/decision/record-redaction";
-import type { Decision, Reason } from "../actors/decision/types";
+import type { Decision, DecisionRequest, Reason } from "../actors/decision/types";
 import type { MappingGroup } from "../actors/policy/model";
 import { policy, type PolicyState } from "../actors/policy/policy-actor";
 import { policyRevision } from "../actors/policy/revision-actor";
@@ -115,7 +115,7 @@ export class DecisionService implements DecisionPort, RedactPort {
     const compiled = compiledFor(policyState.config, policyState.revision);
     const group = query.mappingGroup === undefined ? undefined : compiled.config.mappingGroups.find((g) => g.name === query.mappingGroup);
     if (query.mappingGroup !== undefined && !group) throw new HandlerError("NOT_FOUND", `no mapping group '${query.mappingGroup}'`);
-    const { state: stored } = await this.users.get(query.userId);
+    const stored = await this.userState(query.userId);
     const now = new Date();
     const decision = decide(compiled, stored ?? undefined, { type: query.type, purposeId: query.purposeId, thirdPartyId: query.thirdPartyId, termsId: query.termsId }, now);
     const traceId = randomUUID();
@@ -132,25 +132,30 @@ export class DecisionService implements DecisionPort, RedactPort {
       decidedAt: now.toISOString(),
       ...(group ? { fields: allowedFields(group, decision, (fieldId) => compiled.fieldCategory.get(fieldId)) } : {}),
     };
-    this.runtime.events.trace(door, decision.flow, {
-      traceId,
-      time: answer.decidedAt,
-      door,
-      nodeId: this.runtime.membership.nodeId,
-      userId: query.userId,
-      type: query.type,
-      purposeId: query.purposeId,
-      ...(query.thirdPartyId ? { thirdPartyId: query.thirdPartyId } : {}),
-      ...(query.termsId ? { termsId: query.termsId } : {}),
-      flow: decision.flow,
-      allowed: decision.allowed,
-      categoryIds: decision.categoryIds,
-      reasons: decision.reasons.map((r) => r.code),
-      summary,
-      revision: decision.revision,
-    });
+    this.runtime.events.trace(door, decision.flow, decisionTrace({ traceId, time: answer.decidedAt, door, nodeId: this.runtime.membership.nodeId, userId: query.userId }, query, decision));
     return answer;
   }
+}
+
+/** The trace record of one decision (spec 6): who, for what, the outcome and why; never record values. */
+export function decisionTrace(
+  at: { traceId: string; time: string; door: string; nodeId: string; userId: string },
+  request: DecisionRequest,
+  decision: Decision,
+): Record<string, unknown> {
+  return {
+    ...at,
+    type: request.type,
+    purposeId: request.purposeId,
+    ...(request.thirdPartyId ? { thirdPartyId: request.thirdPartyId } : {}),
+    ...(request.termsId ? { termsId: request.termsId } : {}),
+    flow: decision.flow,
+    allowed: decision.allowed,
+    categoryIds: decision.categoryIds,
+    reasons: decision.reasons.map((r) => r.code),
+    summary: decision.summary,
+    revision: decision.revision,
+  };
 }
 
 /** The advice every redaction answer carries (spec 4.4 rule 5). */

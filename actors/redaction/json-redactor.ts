@@ -74,7 +74,7 @@ export class JsonRedactor extends ChunkedRedactor {
   protected async process(buf: Buffer, start: number, final: boolean): Promise<Buffer> {
     const found: Found[] = [];
     const carryFrom = this.framing === "array" ? this.findElements(buf, start, final, found) : this.findLines(buf, start, final, found);
-    const tooLarge = (at: number) => new DocumentError("RECORD_TOO_LARGE", `${this.framing === "array" ? "record" : "the record on line"} ${at} is longer than ${documentLimits.maxRecordBytes} bytes`, this.where(at));
+    const tooLarge = (at: number) => new DocumentError("RECORD_TOO_LARGE", `${this.label(at)} is longer than ${documentLimits.maxRecordBytes} bytes`, this.where(at));
     if (buf.length - carryFrom > documentLimits.maxRecordBytes) throw tooLarge(this.framing === "array" ? this.records + 1 : this.line);
     for (const record of found) if (record.end - record.start > documentLimits.maxRecordBytes) throw tooLarge(record.at);
     this.carry = carryFrom < buf.length ? Buffer.from(buf.subarray(carryFrom)) : emptyBuffer;
@@ -85,9 +85,14 @@ export class JsonRedactor extends ChunkedRedactor {
     try {
       return valueEnd(buf, start, documentLimits.maxDepth, final, end);
     } catch (error) {
-      if (error instanceof JsonDepthError) throw new DocumentError("RECORD_TOO_DEEP", `${this.framing === "array" ? "record" : "the record on line"} ${at} ${error.message}`, this.where(at));
+      if (error instanceof JsonDepthError) throw new DocumentError("RECORD_TOO_DEEP", `${this.label(at)} ${error.message}`, this.where(at));
       throw error;
     }
+  }
+
+  /** How errors name a record: by its number in an array, by its line in NDJSON. */
+  private label(at: number): string {
+    return this.framing === "array" ? `record ${at}` : `the record on line ${at}`;
   }
 
   private where(at: number): { line?: number; record?: number } {
@@ -168,7 +173,7 @@ export class JsonRedactor extends ChunkedRedactor {
       try {
         record = JSON.parse(buf.toString("utf8", start, end));
       } catch (error) {
-        throw new DocumentError("JSON_INVALID", `${this.framing === "array" ? "record" : "the record on line"} ${at} is not valid JSON: ${(error as Error).message}`, this.where(at));
+        throw new DocumentError("JSON_INVALID", `${this.label(at)} is not valid JSON: ${(error as Error).message}`, this.where(at));
       }
       return userIdOf(record, this.plan);
     });
@@ -211,7 +216,7 @@ export class JsonRedactor extends ChunkedRedactor {
       const keyEnd = stringEnd(buf, p);
       const key = JSON.parse(buf.toString("utf8", p, keyEnd)) as string;
       // A repeated key makes the record ambiguous (which one names the user?): refuse it.
-      if (keys.has(key)) throw new DocumentError("JSON_DUPLICATE_KEY", `${this.framing === "array" ? "record" : "the record on line"} ${at} has the key '${prefix ? `${prefix}.` : ""}${key}' twice`, this.where(at));
+      if (keys.has(key)) throw new DocumentError("JSON_DUPLICATE_KEY", `${this.label(at)} has the key '${prefix ? `${prefix}.` : ""}${key}' twice`, this.where(at));
       keys.add(key);
       const valueStart = skipWhitespace(buf, skipWhitespace(buf, keyEnd) + 1);
       const end = valueEnd(buf, valueStart, Number.MAX_SAFE_INTEGER, true);

@@ -17,7 +17,7 @@ export const enum JsonByte {
 
 export class JsonDepthError extends Error {}
 
-export function isWhitespace(byte: number): boolean {
+function isWhitespace(byte: number): boolean {
   return byte === JsonByte.Space || byte === JsonByte.LF || byte === JsonByte.CR || byte === JsonByte.Tab;
 }
 

@@ -2,7 +2,7 @@ import type { JetStreamClient, JetStreamManager, PubAck } from "@nats-io/jetstre
 import { Streams } from "../../actors/runtime/addressing";
 
 /** Bytes per stored chunk: well under NATS's default 1 MiB message limit. */
-export const chunkBytes = 256 * 1024;
+const chunkBytes = 256 * 1024;
 /** Chunks published and not yet acknowledged: bounds memory and keeps the stream busy. */
 const window = 8;
 

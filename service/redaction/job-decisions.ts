@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import type { CompiledPolicy } from "../../actors/decision/compiled-policy";
-import { decide, flowOf } from "../../actors/decision/engine";
+import { decide } from "../../actors/decision/engine";
 import type { DecisionSource, RedactionRequest, RowDecision } from "../../actors/redaction/types";
 import type { EventLog } from "../../actors/runtime/event-log";
 import type { UserRecord } from "../../actors/user/user-actor";
+import { decisionTrace } from "../decision-service";
 
 /** Users looked up at once; the cache answers most of them from memory. */
 const lookupConcurrency = 64;
@@ -58,24 +59,10 @@ export class JobDecisions implements DecisionSource {
     if (decision.allowed) this.users.allowed++;
     else this.users.denied++;
     events.trace("redact", decision.flow, {
-      traceId: randomUUID(),
-      time: now.toISOString(),
-      door: "redact",
+      ...decisionTrace({ traceId: randomUUID(), time: now.toISOString(), door: "redact", nodeId: this.context.nodeId, userId }, request, decision),
       kind: "document.user",
       jobName,
       attempt: this.context.attempt,
-      nodeId: this.context.nodeId,
-      userId,
-      type: request.type,
-      purposeId: request.purposeId,
-      ...(request.thirdPartyId ? { thirdPartyId: request.thirdPartyId } : {}),
-      ...(request.termsId ? { termsId: request.termsId } : {}),
-      flow: decision.flow ?? flowOf(request.type),
-      allowed: decision.allowed,
-      categoryIds: decision.categoryIds,
-      reasons: decision.reasons.map((r) => r.code),
-      summary: decision.summary,
-      revision: decision.revision,
     });
     const key = `${decision.allowed ? 1 : 0}|${reason}|${[...decision.categoryIds].sort().join(",")}`;
     let shared = this.interned.get(key);

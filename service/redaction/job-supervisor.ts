@@ -41,11 +41,6 @@ export class JobSupervisor {
     return [...this.jobs.all()].map(([, entry]) => entry.value);
   }
 
-  /** Attempts running on this node. */
-  runningHere(): string[] {
-    return [...this.running.keys()];
-  }
-
   private owns(jobName: string): () => boolean {
     const partition = partitionOf(redactionJob.type, jobName, this.deps.runtime.placement.partitionCount);
     return () => !this.stopping && this.deps.runtime.host.serves(partition) && this.deps.runtime.membership.isLeaseValid();

@@ -1,7 +1,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { compilePolicy } from "../../actors/decision/compiled-policy";
 import { decide } from "../../actors/decision/engine";
@@ -9,6 +8,7 @@ import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
 import { startNats } from "../helpers/nats";
 import { call, type Body } from "../helpers/http";
+import { peakRss } from "../helpers/memory";
 import { NodeProcess } from "../helpers/node-process";
 
 const documentBytes = 200 * 1024 * 1024;
@@ -17,13 +17,6 @@ const rssBoundBytes = 300 * 1024 * 1024;
 const userCount = 1000;
 const categoryOf: Record<string, string> = { "users.email": "contact", "users.clicks": "usage", "users.name": "identity" };
 const columns = ["users.id", "users.email", "users.clicks", "users.name", "users.secret"];
-
-/** Peak resident set size of a process so far (Linux). */
-function peakRss(pid: number): number {
-  const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-  assert.ok(match, "VmHWM is readable");
-  return Number(match[1]) * 1024;
-}
 
 describe("a 200 MB document job survives SIGKILL of the node running it", () => {
   let nats: NatsServerProcess;
