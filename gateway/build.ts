@@ -9,6 +9,7 @@ import { healthRoutes } from "./health";
 import { mappingRoutes } from "./mapping-routes";
 import { metricsRoutes } from "./metrics";
 import { notImplemented } from "./not-implemented";
+import { exportRoutes } from "./export-routes";
 import { redactRoutes } from "./redact-routes";
 import { userRoutes } from "./user-routes";
 import { rootPaths, type GatewayDeps, type RootPath } from "./types";
@@ -55,6 +56,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
     ...(deps.users ? { user: userRoutes(deps.users) } : {}),
     ...(deps.decisions ? { decision: decisionRoutes(deps.decisions) } : {}),
     ...(deps.redact ? { redact: redactRoutes(deps.redact, deps.documents) } : {}),
+    ...(deps.exports ? { export: exportRoutes(deps.exports) } : {}),
   };
   for (const root of rootPaths) void app.register(implemented[root] ?? notImplemented(root));
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());

@@ -1,3 +1,5 @@
+import type { ExportRecord } from "../actors/export/export-actor";
+import type { ExportServing } from "../proxies/postgres/server";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { PolicyConfig } from "../actors/policy/model";
@@ -30,6 +32,8 @@ export interface GatewayDeps {
   redact?: RedactPort;
   /** Document redaction jobs; absent: the document paths answer 501. */
   documents?: DocumentPort;
+  /** Exports; absent: /export answers 501. */
+  exports?: ExportPort;
 }
 
 /** The REST root paths of the spec (section 1), each a component name for authentication selectors. */
@@ -118,4 +122,32 @@ export interface DocumentPort {
   download(jobName: string): Promise<{ job: JobRecord; chunks: AsyncIterable<Buffer> }>;
   list(): JobRecord[];
   remove(jobName: string): Promise<JobRecord>;
+}
+
+/** The body of PUT /export (spec 2.12), plus an optional listen port. */
+export interface ExportBody {
+  type: string;
+  endpoint: string;
+  resolverGroup: string;
+  metadata: DecisionRequest;
+  /** Asks for this listen port; otherwise one is allocated from the export port range. */
+  port?: number;
+}
+
+/** An export as GET /export shows it: its stored state and what its serving node reports. */
+export interface ExportView extends ExportRecord {
+  /** The node serving it now, with its connection and row counts; null when no node serves it. */
+  serving: (ExportServing & { nodeId: string }) | null;
+  /** Why an active export is not listening, when it is not. */
+  servingError: string | null;
+}
+
+/** Exports (spec 4.1, 3.1): create, list, stop, start, delete. Errors: EXPORT_INVALID, EXPORT_NOT_FOUND, EXPORT_PORT_TAKEN, EXPORT_NO_PORT. */
+export interface ExportPort {
+  create(body: ExportBody, by: Requester): Promise<ExportView>;
+  list(): Promise<ExportView[]>;
+  get(id: string): Promise<ExportView>;
+  stop(id: string, by: Requester): Promise<ExportView>;
+  start(id: string, by: Requester): Promise<ExportView>;
+  remove(id: string, by: Requester): Promise<ExportView>;
 }

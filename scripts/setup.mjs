@@ -110,11 +110,22 @@ function ensureNatsServer() {
   if (!findExecutable("nats-server")) fail("nats-server was installed but cannot be found: add /usr/sbin or /usr/bin to PATH");
 }
 
-// Test-only prerequisites are listed here as the suites that need them land.
-const testPrerequisites = [];
+/** PostgreSQL's server programs: Debian keeps them in /usr/lib/postgresql/<version>/bin, out of PATH. */
+function findPostgresServer() {
+  const debian = "/usr/lib/postgresql";
+  if (existsSync(debian) && readdirSync(debian).some((v) => existsSync(join(debian, v, "bin", "initdb")))) return debian;
+  return findExecutable("initdb");
+}
+
+// Test-only prerequisites, by the suites that need them: a real PostgreSQL with psql and pgbench (exports).
+const testPrerequisites = [
+  { binary: "psql", package: "postgresql-client", find: findExecutable },
+  { binary: "pgbench", package: "postgresql", find: findExecutable },
+  { binary: "initdb", package: "postgresql", find: findPostgresServer },
+];
 
 function ensureTestPrerequisites() {
-  const missing = testPrerequisites.filter((p) => !findExecutable(p.binary));
+  const missing = testPrerequisites.filter((p) => !p.find(p.binary));
   if (missing.length) aptInstall([...new Set(missing.map((p) => p.package))], missing.map((p) => p.binary).join(", "));
 }
 

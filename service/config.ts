@@ -28,6 +28,10 @@ export interface NodeConfig {
   actorModules: string[];
   /** Hours a finished redaction job and its documents are kept. */
   redactRetentionHours: number;
+  /** Address export ports are opened on, and the host clients are told to connect to. */
+  exportHost: string;
+  /** Ports allocated to exports that do not ask for one. */
+  exportPorts: { first: number; last: number };
 }
 
 interface Setting {
@@ -52,6 +56,8 @@ export const settings = {
   callTimeoutMs: { env: "CALL_TIMEOUT_MS", flag: "--call-timeout-ms", describe: "default deadline of an actor call (default 5000)" },
   actorModules: { env: "ACTOR_MODULES", flag: "--actor-modules", describe: "extra actor modules to host, comma-separated paths" },
   redactRetentionHours: { env: "REDACT_RETENTION_HOURS", flag: "--redact-retention-hours", describe: "hours a finished redaction job and its documents are kept (default 168)" },
+  exportHost: { env: "EXPORT_HOST", flag: "--export-host", describe: "address export ports are opened on (default: the gateway's HOST)" },
+  exportPorts: { env: "EXPORT_PORTS", flag: "--export-ports", describe: "range export ports are allocated from, first-last (default 15432-15631)" },
 } satisfies Record<keyof NodeConfig, Setting>;
 
 const logLevels: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
@@ -76,6 +82,14 @@ function integer(setting: Setting, raw: string, min: number, max: number): numbe
     throw new StartupError(`${setting.env} (${setting.flag}) must be a whole number from ${min} to ${max}, got '${raw}'`);
   }
   return value;
+}
+
+function portRange(setting: Setting, raw: string): { first: number; last: number } {
+  const match = /^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$/.exec(raw);
+  const first = Number(match?.[1]);
+  const last = Number(match?.[2]);
+  if (!match || first < 1 || last > 65535 || first > last) throw new StartupError(`${setting.env} (${setting.flag}) must be a port range first-last within 1-65535, got '${raw}'`);
+  return { first, last };
 }
 
 /** Reads the node's configuration: flags win over environment variables, which win over defaults. */
@@ -108,5 +122,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     callTimeoutMs: integer(settings.callTimeoutMs, raw("callTimeoutMs") ?? "5000", 10, 600_000),
     actorModules: (raw("actorModules") ?? "").split(",").map((m) => m.trim()).filter(Boolean).map((m) => resolve(m)),
     redactRetentionHours: integer(settings.redactRetentionHours, raw("redactRetentionHours") ?? "168", 1, 24 * 366),
+    exportHost: raw("exportHost") ?? raw("host") ?? "127.0.0.1",
+    exportPorts: portRange(settings.exportPorts, raw("exportPorts") ?? "15432-15631"),
   };
 }

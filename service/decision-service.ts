@@ -100,6 +100,24 @@ export class DecisionService implements DecisionPort, RedactPort {
     return { compiled, group, plan };
   }
 
+  /** The current configuration from this node's cache, without I/O (undefined when not cached). */
+  currentPolicy(): CompiledPolicy | undefined {
+    const cached = this.policies.peek("default");
+    return cached && compiledFor(cached.state.config, cached.state.revision);
+  }
+
+  /** The current configuration (read through to JetStream when not cached). */
+  async policy(): Promise<CompiledPolicy> {
+    const { state } = await this.policies.get("default");
+    return compiledFor(state.config, state.revision);
+  }
+
+  /** Calls `listener` with the id of every user whose state changes; returns the unsubscribe. */
+  onUserChange(listener: (userId: string) => void): () => void {
+    this.users.on("change", listener);
+    return () => this.users.off("change", listener);
+  }
+
   /** A user's committed state, from this node's cache (null: no such user). */
   async userState(userId: string): Promise<UserRecord | null> {
     return (await this.users.get(userId)).state;

@@ -13,6 +13,9 @@ import { settings, type NodeConfig } from "./config";
 import { NatsServerProcess } from "./nats-server";
 import { DecisionService } from "./decision-service";
 import { DocumentService } from "./redaction/document-service";
+import { ExportService } from "./export/export-service";
+import { ExportSupervisor } from "./export/export-supervisor";
+import { defaultProxyLimits } from "../proxies/postgres/types";
 import { policyPort } from "./policy-port";
 import { userPort } from "./user-port";
 import { StartupError } from "./startup-error";
@@ -120,10 +123,14 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   };
   const decisions = await DecisionService.start(runtime);
   const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours });
-  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents });
+  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits });
+  await exportSupervisor.start();
+  const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts });
+  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports });
   try {
     await gateway.listen({ port: config.port, host: config.host });
   } catch (error) {
+    await exportSupervisor.stop();
     await documents.stop();
     await runtime.stop();
     await nc.drain();
@@ -170,6 +177,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   const stop = () =>
     (stopping ??= (async () => {
       await gateway.close();
+      await exportSupervisor.stop();
       await documents.stop();
       await runtime.stop();
       await nc.drain();

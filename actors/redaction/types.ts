@@ -1,3 +1,4 @@
+import type { Verdict } from "../decision/verdicts";
 import type { DecisionRequest } from "../decision/types";
 
 /** Document formats a redaction job reads and writes (the output is in the input's format). */
@@ -19,12 +20,7 @@ export interface RedactionRequest {
 }
 
 /** What one user's rows get: the same object for every user with the same outcome. */
-export interface RowDecision {
-  readonly allowed: boolean;
-  /** Reason code of a drop, or of the grant. */
-  readonly reason: string;
-  readonly categories: ReadonlySet<string>;
-}
+export type RowDecision = Verdict;
 
 /** Where a redactor gets decisions: `prepare` looks users up in bulk, then `of` answers at once. */
 export interface DecisionSource {

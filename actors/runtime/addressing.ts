@@ -25,6 +25,9 @@ export const Subjects = {
   redactOutput: (job: string, attempt: number) => `warden.redact.${job}.out.${attempt}`,
   redactOutputs: (job: string) => `warden.redact.${job}.out.>`,
   redactJob: (job: string) => `warden.redact.${job}.>`,
+  /** Asks the node serving an export what it serves (core NATS request; only that node answers). */
+  exportServing: (exportId: string) => `warden.rt.export.serving.${exportId}`,
+  exportServingAll: "warden.rt.export.serving.*",
 } as const;
 
 export const Streams = {

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { CompiledPolicy } from "../../actors/decision/compiled-policy";
 import { decide } from "../../actors/decision/engine";
+import { VerdictInterner } from "../../actors/decision/verdicts";
 import type { DecisionSource, RedactionRequest, RowDecision } from "../../actors/redaction/types";
 import type { EventLog } from "../../actors/runtime/event-log";
 import type { UserRecord } from "../../actors/user/user-actor";
@@ -29,7 +30,7 @@ export interface JobDecisionContext {
  */
 export class JobDecisions implements DecisionSource {
   private readonly memo = new Map<string, RowDecision>();
-  private readonly interned = new Map<string, RowDecision>();
+  private readonly verdicts = new VerdictInterner();
   readonly users = { seen: 0, allowed: 0, denied: 0 };
 
   constructor(private readonly context: JobDecisionContext) {}
@@ -54,7 +55,6 @@ export class JobDecisions implements DecisionSource {
     const { compiled, request, events, jobName } = this.context;
     const now = new Date();
     const decision = decide(compiled, state ?? undefined, request, now);
-    const reason = decision.reasons[decision.reasons.length - 1]?.code ?? "UNKNOWN";
     this.users.seen++;
     if (decision.allowed) this.users.allowed++;
     else this.users.denied++;
@@ -64,12 +64,6 @@ export class JobDecisions implements DecisionSource {
       jobName,
       attempt: this.context.attempt,
     });
-    const key = `${decision.allowed ? 1 : 0}|${reason}|${[...decision.categoryIds].sort().join(",")}`;
-    let shared = this.interned.get(key);
-    if (!shared) {
-      shared = { allowed: decision.allowed, reason, categories: new Set(decision.categoryIds) };
-      this.interned.set(key, shared);
-    }
-    return shared;
+    return this.verdicts.of(decision);
   }
 }

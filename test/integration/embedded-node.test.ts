@@ -27,8 +27,8 @@ test("the embedded default: own nats-server, audited start, real HTTP, clean sto
   assert.ok(existsSync(join(dataDir, "nats", "jetstream")), "JetStream storage lives under the node's data directory");
 
   const response = await fetch(`${node.url}/export`, { method: "PUT", headers: { "content-type": "application/json" }, body: "{}" });
-  assert.equal(response.status, 501);
-  assert.equal(((await response.json()) as { error: { code: string } }).error.code, "ERR_SERVICE_NOT_IMPLEMENTED");
+  assert.equal(response.status, 400);
+  assert.equal(((await response.json()) as { error: { code: string } }).error.code, "ERR_REQUEST_INVALID");
   assert.match(response.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);
 
   const nc = await connectTo(`nats://127.0.0.1:${natsPort}`);

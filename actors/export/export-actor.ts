@@ -1,0 +1,97 @@
+import type { DecisionRequest } from "../decision/types";
+import { actor, exclusive, shared } from "../runtime/define";
+import { HandlerError } from "../runtime/errors";
+import type { ExclusiveContext, SharedContext } from "../runtime/types";
+
+/** Spec 3.1: an export is active or inactive; DELETE removes it. */
+export type ExportStatus = "active" | "inactive";
+
+/** Export types this service knows; each has its own proxy. */
+export const exportTypes = ["postgres"] as const;
+export type ExportType = (typeof exportTypes)[number];
+
+/** One export (spec 2.12) as stored: durable across restarts of every node. */
+export interface ExportRecord {
+  id: string;
+  type: ExportType;
+  /** The backing store, `host:port`. */
+  endpoint: string;
+  /** The mapping group that ties result columns to categories. */
+  resolverGroup: string;
+  /** The one purpose the endpoint may assert. */
+  metadata: DecisionRequest;
+  status: ExportStatus;
+  /** Where the export listens: the port is fixed at creation and kept across restarts. */
+  listen: { host: string; port: number };
+  createdAt: string;
+  updatedAt: string;
+}
+
+type State = ExportRecord | null;
+type Exclusive = ExclusiveContext<State>;
+
+function existing(ctx: { state: Readonly<State>; id: string }): ExportRecord {
+  if (!ctx.state) throw new HandlerError("EXPORT_NOT_FOUND", `no export '${ctx.id}'`);
+  return ctx.state as ExportRecord;
+}
+
+function withStatus(ctx: Exclusive, status: ExportStatus): ExportRecord {
+  const current = existing(ctx);
+  if (current.status === status) return current;
+  const next = { ...current, status, updatedAt: new Date().toISOString() };
+  ctx.setState(next);
+  return next;
+}
+
+export type NewExport = Omit<ExportRecord, "id" | "status" | "createdAt" | "updatedAt">;
+
+/**
+ * An export's durable state and lifecycle (spec 3.1). The node that owns the export's
+ * partition serves it (see ExportSupervisor): it listens while the export is active.
+ * Stop and start are idempotent: stopping a stopped export answers its state unchanged.
+ */
+export const exportActor = actor({
+  type: "export",
+  initialState: (): State => null,
+  handlers: {
+    get: shared((ctx: SharedContext<State>) => existing(ctx)),
+
+    create: exclusive((ctx: Exclusive, arg: NewExport) => {
+      if (ctx.state) throw new HandlerError("EXPORT_EXISTS", `export '${ctx.id}' exists`);
+      const now = new Date().toISOString();
+      const record: ExportRecord = { id: ctx.id, ...arg, status: "active", createdAt: now, updatedAt: now };
+      ctx.setState(record);
+      return record;
+    }),
+
+    stop: exclusive((ctx: Exclusive) => withStatus(ctx, "inactive")),
+    start: exclusive((ctx: Exclusive) => withStatus(ctx, "active")),
+
+    remove: exclusive((ctx: Exclusive) => {
+      const removed = existing(ctx);
+      ctx.clearState();
+      return removed;
+    }),
+  },
+});
+
+/**
+ * A claim on a listen port, keyed by the port number: two exports never share a port, even
+ * when created at the same moment on different nodes (the claim is an exclusive write).
+ */
+export const exportPort = actor({
+  type: "export-port",
+  initialState: (): { exportId: string } | null => null,
+  handlers: {
+    holder: shared((ctx: SharedContext<{ exportId: string } | null>) => ctx.state?.exportId ?? null),
+
+    claim: exclusive((ctx: ExclusiveContext<{ exportId: string } | null>, arg: { exportId: string }) => {
+      if (ctx.state && ctx.state.exportId !== arg.exportId) throw new HandlerError("EXPORT_PORT_TAKEN", `port ${ctx.id} is used by export '${ctx.state.exportId}'`);
+      ctx.setState({ exportId: arg.exportId });
+    }),
+
+    release: exclusive((ctx: ExclusiveContext<{ exportId: string } | null>, arg: { exportId: string }) => {
+      if (ctx.state?.exportId === arg.exportId) ctx.clearState();
+    }),
+  },
+});

@@ -1,0 +1,68 @@
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import { purposeTypes } from "../actors/decision/types";
+import { GatewayError } from "./errors";
+import { requester as requesterOf } from "./requester";
+import { idSchema as id } from "./schemas";
+import type { ExportBody, ExportPort } from "./types";
+
+const tags = ["export"];
+
+const exportBody = {
+  type: "object",
+  additionalProperties: false,
+  required: ["type", "endpoint", "resolverGroup", "metadata"],
+  properties: {
+    type: { type: "string", minLength: 1, maxLength: 64 },
+    endpoint: { type: "string", minLength: 3, maxLength: 300, description: "the backing store, host:port" },
+    resolverGroup: id,
+    metadata: {
+      type: "object",
+      additionalProperties: false,
+      required: ["type", "purposeId"],
+      properties: { type: { type: "string", enum: [...purposeTypes] }, purposeId: id, thirdPartyId: id, termsId: id },
+    },
+    port: { type: "integer", minimum: 1, maximum: 65535, description: "listen port; allocated from the export range when absent" },
+  },
+} as const;
+
+const idQuery = { type: "object", additionalProperties: false, properties: { id } } as const;
+const idBody = { type: ["object", "null"], additionalProperties: false, properties: { id } } as const;
+
+/** The export id of stop, start and DELETE: `?id=` or a JSON body `{id}`; both may be given only if they agree. */
+function exportIdOf(request: FastifyRequest): string {
+  const fromQuery = (request.query as { id?: string } | undefined)?.id;
+  const fromBody = (request.body as { id?: string } | null | undefined)?.id;
+  if (fromQuery !== undefined && fromBody !== undefined && fromQuery !== fromBody) throw new GatewayError("ERR_REQUEST_INVALID", "the id in the query and the id in the body differ");
+  const exportId = fromQuery ?? fromBody;
+  if (exportId === undefined) throw new GatewayError("ERR_REQUEST_INVALID", "name the export: ?id=<id> or a JSON body {\"id\": \"<id>\"}");
+  return exportId;
+}
+
+/** /export (spec 4.1, 3.1): create, list, stop, start, delete. */
+export function exportRoutes(exports: ExportPort): FastifyPluginAsync {
+  return async (app) => {
+    // DELETE and PUT /export/stop|start may come without a body or content type.
+    app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
+      if (body === "") done(null, undefined);
+      else done(new GatewayError("ERR_REQUEST_CONTENT_TYPE", "send the id as ?id= or as a JSON body"), undefined);
+    });
+
+    app.put("/export", { schema: { tags, summary: "Create an export: a new endpoint in front of a backing store that applies one purpose (active at once)", body: exportBody } }, async (request) =>
+      exports.create(request.body as ExportBody, requesterOf(request)),
+    );
+
+    app.get("/export", { schema: { tags, summary: "Every export with its status, listen address, backing endpoint, purpose, mapping group and connection counts; ?id= for one", querystring: idQuery } }, async (request) => {
+      const { id: exportId } = request.query as { id?: string };
+      if (exportId !== undefined) return exports.get(exportId);
+      return { exports: await exports.list() };
+    });
+
+    for (const action of ["stop", "start"] as const) {
+      app.put(`/export/${action}`, { schema: { tags, summary: `${action === "stop" ? "Stop an active export (its port closes)" : "Start an inactive export (its port opens again)"}; the id as ?id= or {id}`, querystring: idQuery, body: idBody } }, async (request) =>
+        exports[action](exportIdOf(request), requesterOf(request)),
+      );
+    }
+
+    app.delete("/export", { schema: { tags, summary: "Remove an export from durable state (its port closes); the id as ?id= or {id}", querystring: idQuery, body: idBody } }, async (request) => exports.remove(exportIdOf(request), requesterOf(request)));
+  };
+}

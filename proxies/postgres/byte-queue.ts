@@ -1,0 +1,54 @@
+/**
+ * Bytes received but not yet handled. Chunks are joined only once the first message in them is
+ * whole, so a large message arriving in many chunks is copied once, not once per chunk.
+ */
+export class ByteQueue {
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(
+    /** Bytes before a message's int32 length: 1 for typed messages, 0 for startup packets. */
+    private readonly headerBytes: number,
+    /** A message announced longer than this is handed over at once, for the caller to reject. */
+    private readonly maxLength: number,
+  ) {}
+
+  get length(): number {
+    return this.size;
+  }
+
+  push(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+  }
+
+  /** The length of the first message, once its length field is here (not checked: the caller checks). */
+  private firstMessageLength(): number | undefined {
+    const need = this.headerBytes + 4;
+    if (this.size < need) return undefined;
+    const head = this.chunks[0]!.length >= need ? this.chunks[0]! : Buffer.concat(this.chunks, need);
+    return this.headerBytes + head.readInt32BE(this.headerBytes);
+  }
+
+  /**
+   * Everything queued as one buffer when at least the first message is whole (or its length
+   * field is invalid, for the caller to reject); undefined while it is still arriving.
+   */
+  take(): Buffer | undefined {
+    const first = this.firstMessageLength();
+    if (first === undefined) return undefined;
+    if (first >= this.headerBytes + 4 && first <= this.maxLength + this.headerBytes && this.size < first) return undefined;
+    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
+    this.chunks = [];
+    this.size = 0;
+    return all;
+  }
+
+  /** Puts back the unhandled tail of what `take` returned. */
+  unshift(rest: Buffer): void {
+    if (rest.length === 0) return;
+    this.chunks.unshift(rest);
+    this.size += rest.length;
+  }
+}

@@ -1,0 +1,64 @@
+import type { MappingView } from "./types";
+
+/** (table OID, attribute number) -> the record field it maps to. */
+export type ColumnMap = ReadonlyMap<string, string>;
+
+export function columnKey(tableOid: number, attributeNumber: number): string {
+  return `${tableOid}.${attributeNumber}`;
+}
+
+/** A mapped record field as a PostgreSQL column: `table.column` or `schema.table.column` (policy-semantics 4). */
+function columnNameOf(recordField: string): { schema?: string; table: string; column: string } | undefined {
+  const parts = recordField.split(".");
+  if (parts.some((p) => p === "")) return undefined;
+  if (parts.length === 2) return { table: parts[0]!, column: parts[1]! };
+  if (parts.length === 3) return { schema: parts[0]!, table: parts[1]!, column: parts[2]! };
+  return undefined;
+}
+
+const hex = (text: string) => Buffer.from(text, "utf8").toString("hex");
+
+/**
+ * The query that finds the catalog entries of the mapping's columns, run on the client's own
+ * connection when it is idle. Names travel hex-encoded, so no client setting (such as
+ * standard_conforming_strings) can change how they are read; the result is matched by name
+ * again in `resolveColumns`, so an operator the client redefined cannot widen it.
+ * Second statement: the newest relation OID, to notice relations created later.
+ */
+export function catalogQuery(mapping: MappingView): string {
+  const pairs = new Set<string>();
+  for (const field of mapping.fields.keys()) {
+    const name = columnNameOf(field);
+    if (name) pairs.add(`('${hex(name.table)}','${hex(name.column)}')`);
+  }
+  const newest = "SELECT pg_catalog.max(oid)::pg_catalog.int8 FROM pg_catalog.pg_class";
+  if (pairs.size === 0) return newest;
+  return (
+    "SELECT c.oid::pg_catalog.int8, a.attnum::pg_catalog.int4, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, a.attname::pg_catalog.text " +
+    "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace " +
+    "WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped AND (c.relname::pg_catalog.text, a.attname::pg_catalog.text) IN (" +
+    "SELECT pg_catalog.convert_from(pg_catalog.decode(t, 'hex'), 'UTF8'), pg_catalog.convert_from(pg_catalog.decode(k, 'hex'), 'UTF8') " +
+    `FROM (VALUES ${[...pairs].join(",")}) AS m(t, k)); ${newest}`
+  );
+}
+
+/** One row of the catalog query's first result. */
+export interface CatalogRow {
+  tableOid: number;
+  attributeNumber: number;
+  schema: string;
+  table: string;
+  column: string;
+}
+
+/** The column map from catalog rows: the schema-qualified mapping wins over `table.column`. */
+export function resolveColumns(rows: readonly CatalogRow[], mapping: MappingView): Map<string, string> {
+  const columns = new Map<string, string>();
+  for (const row of rows) {
+    const qualified = `${row.schema}.${row.table}.${row.column}`;
+    const short = `${row.table}.${row.column}`;
+    const field = mapping.fields.has(qualified) ? qualified : mapping.fields.has(short) ? short : undefined;
+    if (field !== undefined) columns.set(columnKey(row.tableOid, row.attributeNumber), field);
+  }
+  return columns;
+}

@@ -1,0 +1,53 @@
+import type { Verdict } from "../../actors/decision/verdicts";
+
+/** What one user's decision lets through a row: shared by every user with the same outcome (used as a key). */
+export type RowVerdict = Verdict;
+
+/** One record field of the export's mapping group as the proxy needs it. */
+export interface MappedField {
+  recordField: string;
+  /** The category the field belongs to; undefined: mapped to no category (always NULL). */
+  category: string | undefined;
+  /** Position among the resource-context fields (policy-semantics 4: first non-empty wins); -1 if not one. */
+  resourceOrder: number;
+}
+
+/** The mapping group as it stands; `key` changes whenever the group or the configuration revision does. */
+export interface MappingView {
+  key: string;
+  fields: ReadonlyMap<string, MappedField>;
+}
+
+/**
+ * Decisions for one export (one purpose, one mapping group), near the proxy: verdicts come
+ * from memory once a user has been decided; `load` decides (and traces) the missing ones.
+ */
+export interface RowDecider {
+  mapping(): MappingView;
+  verdict(userId: string): RowVerdict | undefined;
+  load(userIds: readonly string[]): Promise<void>;
+}
+
+/** Where an audit record of the proxy goes (category `postgres`). */
+export type ProxyAudit = (level: "debug" | "info" | "warn" | "error", event: string, message: string, details: Record<string, unknown>) => void;
+
+export interface ProxyLimits {
+  /** Largest message accepted from a client or a backend, in bytes. */
+  maxMessageBytes: number;
+  /** Connections served at once; past this a client gets SQLSTATE 53300. */
+  maxConnections: number;
+  /** How long opening the backend connection may take. */
+  connectTimeoutMs: number;
+}
+
+export const defaultProxyLimits: ProxyLimits = { maxMessageBytes: 64 * 1024 * 1024, maxConnections: 500, connectTimeoutMs: 10_000 };
+
+/** What one connection counted, for the connection's trace record and the export's totals. */
+export interface SessionCounts {
+  rowsIn: number;
+  rowsKept: number;
+  rowsDropped: number;
+  valuesNulled: number;
+  notificationsDropped: number;
+  refused: number;
+}

@@ -1,0 +1,114 @@
+import { randomUUID } from "node:crypto";
+import type { CompiledPolicy } from "../../actors/decision/compiled-policy";
+import { decide } from "../../actors/decision/engine";
+import { VerdictInterner } from "../../actors/decision/verdicts";
+import { planRecords } from "../../actors/decision/record-redaction";
+import type { DecisionRequest } from "../../actors/decision/types";
+import type { EventLog } from "../../actors/runtime/event-log";
+import type { MappedField, MappingView, RowDecider, RowVerdict } from "../../proxies/postgres/types";
+import { decisionTrace, type DecisionService } from "../decision-service";
+
+/** Users looked up at once; the cache answers most of them from memory. */
+const lookupConcurrency = 64;
+/** Verdicts remembered per export; past this the memo starts over. */
+const maxRemembered = 200_000;
+/** A verdict is decided again after this long even if nothing changed: age-based overrides follow the clock. */
+const verdictTtlMs = 60_000;
+
+const unavailable: MappingView = { key: "unavailable", fields: new Map() };
+
+interface Remembered {
+  verdict: RowVerdict;
+  revision: number;
+  at: number;
+}
+
+/**
+ * The decisions of one export (one purpose, one mapping group) near its proxy. Each user is
+ * decided once and the verdict reused for every row until the user's state or the
+ * configuration changes (or a minute passes); each decision is traced once, with the export's
+ * id. No configuration in memory, or no such mapping group: nothing is mapped, so every row is
+ * dropped (fail closed).
+ */
+export class ExportDecider implements RowDecider {
+  private readonly memo = new Map<string, Remembered>();
+  private readonly verdicts = new VerdictInterner();
+  private view: MappingView = unavailable;
+  private viewRevision = -1;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly decisions: DecisionService,
+    private readonly events: EventLog,
+    private readonly nodeId: string,
+    private readonly exportId: string,
+    private readonly request: DecisionRequest,
+    private readonly mappingGroup: string,
+  ) {
+    this.unsubscribe = decisions.onUserChange((userId) => this.memo.delete(userId));
+  }
+
+  /** Reads the configuration once, so the first connection finds it in memory. */
+  async warm(): Promise<void> {
+    await this.decisions.policy();
+  }
+
+  mapping(): MappingView {
+    const compiled = this.decisions.currentPolicy();
+    if (!compiled) {
+      void this.warm().catch(() => undefined);
+      return unavailable;
+    }
+    if (compiled.revision !== this.viewRevision) {
+      this.view = this.viewOf(compiled);
+      this.viewRevision = compiled.revision;
+    }
+    return this.view;
+  }
+
+  private viewOf(compiled: CompiledPolicy): MappingView {
+    const group = compiled.config.mappingGroups.find((g) => g.name === this.mappingGroup);
+    if (!group) return { key: `${compiled.revision}/missing`, fields: new Map() };
+    const plan = planRecords(compiled, group);
+    const fields = new Map<string, MappedField>();
+    for (const [recordField, category] of plan.categoryOf) fields.set(recordField, { recordField, category, resourceOrder: plan.resourceFields.indexOf(recordField) });
+    return { key: `${compiled.revision}/${group.name}`, fields };
+  }
+
+  verdict(userId: string): RowVerdict | undefined {
+    const remembered = this.memo.get(userId);
+    if (!remembered) return undefined;
+    if (remembered.revision !== this.viewRevision || Date.now() - remembered.at > verdictTtlMs) {
+      this.memo.delete(userId);
+      return undefined;
+    }
+    return remembered.verdict;
+  }
+
+  async load(userIds: readonly string[]): Promise<void> {
+    const compiled = await this.decisions.policy();
+    this.mapping();
+    if (this.memo.size > maxRemembered) this.memo.clear();
+    for (let i = 0; i < userIds.length; i += lookupConcurrency) {
+      const batch = userIds.slice(i, i + lookupConcurrency);
+      const states = await Promise.all(batch.map((id) => this.decisions.userState(id)));
+      batch.forEach((userId, index) => this.memo.set(userId, { verdict: this.decideFor(compiled, userId, states[index] ?? undefined), revision: compiled.revision, at: Date.now() }));
+    }
+  }
+
+  private decideFor(compiled: CompiledPolicy, userId: string, state: Parameters<typeof decide>[1]): RowVerdict {
+    const now = new Date();
+    const decision = decide(compiled, state, this.request, now);
+    this.events.trace("export", decision.flow, {
+      ...decisionTrace({ traceId: randomUUID(), time: now.toISOString(), door: "export", nodeId: this.nodeId, userId }, this.request, decision),
+      kind: "export.user",
+      exportId: this.exportId,
+      mappingGroup: this.mappingGroup,
+    });
+    return this.verdicts.of(decision);
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+}

@@ -1,0 +1,148 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { exportActor, exportPort, exportTypes, type ExportRecord, type ExportType } from "../../actors/export/export-actor";
+import { Subjects } from "../../actors/runtime/addressing";
+import { HandlerError, RuntimeError } from "../../actors/runtime/errors";
+import type { ActorRuntime } from "../../actors/runtime/runtime";
+import type { ExportBody, ExportPort, ExportView, Requester } from "../../gateway/types";
+import type { DecisionService } from "../decision-service";
+import type { ExportSupervisor, ServingReport } from "./export-supervisor";
+import { splitEndpoint } from "./export-supervisor";
+
+/** How long GET /export waits for the serving node's counts. */
+const servingTimeoutMs = 500;
+
+export interface ExportServiceDeps {
+  nc: NatsConnection;
+  runtime: ActorRuntime;
+  decisions: DecisionService;
+  supervisor: ExportSupervisor;
+  /** The host clients connect to (reported in answers) and the range ports are allocated from. */
+  listenHost: string;
+  portRange: { first: number; last: number };
+}
+
+/**
+ * The export lifecycle behind /export: validation before anything is stored, a port claimed
+ * exclusively (asked for, or the lowest free one of the range), the export actor's state,
+ * and an audit record for every change (category `export`).
+ */
+export class ExportService implements ExportPort {
+  constructor(private readonly deps: ExportServiceDeps) {}
+
+  async create(body: ExportBody, by: Requester): Promise<ExportView> {
+    const type = await this.validate(body);
+    const id = crypto.randomUUID();
+    const port = body.port ?? (await this.allocatePort(id));
+    if (body.port !== undefined) await this.claimPort(port, id);
+    let record: ExportRecord;
+    try {
+      record = await this.deps.runtime.client.ref(exportActor, id).create({ type, endpoint: body.endpoint, resolverGroup: body.resolverGroup, metadata: body.metadata, listen: { host: this.deps.listenHost, port } });
+    } catch (error) {
+      await this.deps.runtime.client.ref(exportPort, String(port)).release({ exportId: id }).catch(() => undefined);
+      throw error;
+    }
+    await this.audit("export.created", `export ${id} created: ${type} in front of ${body.endpoint}, listening on port ${port}`, record, by);
+    return this.view(record);
+  }
+
+  private async validate(body: ExportBody): Promise<ExportType> {
+    if (!(exportTypes as readonly string[]).includes(body.type)) throw new HandlerError("EXPORT_INVALID", `unknown export type '${body.type}' (known: ${exportTypes.join(", ")})`, { details: [{ path: "type", problem: "unknown export type" }] });
+    try {
+      splitEndpoint(body.endpoint);
+    } catch {
+      throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' is not host:port`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
+    }
+    const [, port] = splitEndpoint(body.endpoint);
+    if (port < 1 || port > 65535) throw new HandlerError("EXPORT_INVALID", `endpoint port ${port} is out of range`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
+    try {
+      await this.deps.decisions.redactionPlan({ ...body.metadata, mappingGroup: body.resolverGroup });
+    } catch (error) {
+      if (error instanceof RuntimeError && error.code === "REDACT_INVALID") throw new HandlerError("EXPORT_INVALID", error.message.replace("no mapping group", "no resolverGroup"), { details: [{ path: error.message.includes("mapping group") ? "resolverGroup" : "metadata", problem: error.message }] });
+      throw error;
+    }
+    return body.type as ExportType;
+  }
+
+  /** Claims a port for an export; a claim left by an export that no longer exists is taken over. */
+  private async claimPort(port: number, exportId: string): Promise<void> {
+    const claim = this.deps.runtime.client.ref(exportPort, String(port));
+    try {
+      await claim.claim({ exportId });
+    } catch (error) {
+      if (!(error instanceof RuntimeError) || error.code !== "EXPORT_PORT_TAKEN") throw error;
+      const holder = await claim.holder();
+      if (holder === null || (await this.exists(holder))) throw error;
+      await claim.release({ exportId: holder });
+      await claim.claim({ exportId });
+    }
+  }
+
+  private async exists(id: string): Promise<boolean> {
+    try {
+      await this.deps.runtime.client.ref(exportActor, id).get();
+      return true;
+    } catch (error) {
+      if (error instanceof RuntimeError && error.code === "EXPORT_NOT_FOUND") return false;
+      throw error;
+    }
+  }
+
+  private async allocatePort(exportId: string): Promise<number> {
+    const used = new Set(this.deps.supervisor.list().map((e) => e.listen.port));
+    const { first, last } = this.deps.portRange;
+    for (let port = first; port <= last; port++) {
+      if (used.has(port)) continue;
+      try {
+        await this.claimPort(port, exportId);
+        return port;
+      } catch (error) {
+        if (error instanceof RuntimeError && error.code === "EXPORT_PORT_TAKEN") continue;
+        throw error;
+      }
+    }
+    throw new HandlerError("EXPORT_NO_PORT", `every port from ${first} to ${last} is used by an export`);
+  }
+
+  async list(): Promise<ExportView[]> {
+    const records = this.deps.supervisor.list().sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+    return Promise.all(records.map((r) => this.view(r)));
+  }
+
+  async get(id: string): Promise<ExportView> {
+    return this.view(await this.deps.runtime.client.ref(exportActor, id).get());
+  }
+
+  async stop(id: string, by: Requester): Promise<ExportView> {
+    const record = await this.deps.runtime.client.ref(exportActor, id).stop();
+    await this.audit("export.stopped", `export ${id} stopped`, record, by);
+    return this.view(record);
+  }
+
+  async start(id: string, by: Requester): Promise<ExportView> {
+    const record = await this.deps.runtime.client.ref(exportActor, id).start();
+    await this.audit("export.started", `export ${id} started`, record, by);
+    return this.view(record);
+  }
+
+  async remove(id: string, by: Requester): Promise<ExportView> {
+    const record = await this.deps.runtime.client.ref(exportActor, id).remove();
+    await this.deps.runtime.client.ref(exportPort, String(record.listen.port)).release({ exportId: id });
+    await this.audit("export.removed", `export ${id} removed`, record, by);
+    return { ...record, serving: null, servingError: null };
+  }
+
+  private async view(record: ExportRecord): Promise<ExportView> {
+    if (record.status !== "active") return { ...record, serving: null, servingError: null };
+    try {
+      const reply = await this.deps.nc.request(Subjects.exportServing(record.id), "", { timeout: servingTimeoutMs });
+      const report = reply.json<ServingReport>();
+      return { ...record, serving: report.serving && { ...report.serving, nodeId: report.nodeId }, servingError: report.error };
+    } catch {
+      return { ...record, serving: null, servingError: "no node reports serving this export yet" };
+    }
+  }
+
+  private async audit(event: string, message: string, record: ExportRecord, by: Requester): Promise<void> {
+    await this.deps.runtime.events.audit({ category: "export", level: "info", event, message, details: { exportId: record.id, type: record.type, endpoint: record.endpoint, port: record.listen.port, status: record.status, by } });
+  }
+}

@@ -1,0 +1,183 @@
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { SecureContext } from "node:tls";
+import type { Logger } from "pino";
+import { flowOf } from "../../actors/decision/engine";
+import { exportActor, type ExportRecord } from "../../actors/export/export-actor";
+import { partitionOf, Subjects } from "../../actors/runtime/addressing";
+import type { ActorRuntime } from "../../actors/runtime/runtime";
+import { WatchedBucket } from "../../actors/runtime/watched-bucket";
+import { PostgresExportServer, type ExportServing } from "../../proxies/postgres/server";
+import type { ProxyAudit, ProxyLimits } from "../../proxies/postgres/types";
+import type { DecisionService } from "../decision-service";
+import { ExportDecider } from "./export-decider";
+
+const scanEveryMs = 1000;
+/** Wait before trying again to open a port that could not be opened. */
+const retryListenAfterMs = 5000;
+
+export interface ExportSupervisorDeps {
+  nc: NatsConnection;
+  runtime: ActorRuntime;
+  decisions: DecisionService;
+  log: Logger;
+  /** Address the export ports are opened on. */
+  listenHost: string;
+  limits: ProxyLimits;
+  tls?: SecureContext;
+}
+
+interface Listener {
+  record: ExportRecord;
+  decider: ExportDecider;
+  server?: PostgresExportServer;
+  opening?: Promise<void>;
+  closing?: Promise<void>;
+}
+
+/** What the node serving an export says about it. */
+export interface ServingReport {
+  nodeId: string;
+  serving: ExportServing | null;
+  /** Why the port is not open, when it is not. */
+  error: string | null;
+}
+
+/**
+ * Serves the exports whose actors live on this node (one owner per export, with failover):
+ * every node keeps a replica of the exports' states; an active export in a partition this
+ * node owns gets a listener on its port, and loses it when stopped, removed, or when the
+ * partition moves. When a node dies its partitions move, and the new owner opens the ports
+ * within a second of taking them over. After a restart of every node, each active export is
+ * served again on its port.
+ */
+export class ExportSupervisor {
+  private readonly exports: WatchedBucket<ExportRecord>;
+  private readonly listeners = new Map<string, Listener>();
+  private readonly failures = new Map<string, { error: string; retryAt: number }>();
+  private subscription?: Subscription;
+  private timer?: NodeJS.Timeout;
+  private stopping = false;
+
+  constructor(private readonly deps: ExportSupervisorDeps) {
+    this.exports = new WatchedBucket<ExportRecord>("exports", deps.runtime.host.store.kv, deps.log, `${exportActor.type}.>`);
+  }
+
+  async start(): Promise<void> {
+    await this.exports.start();
+    await this.exports.ready;
+    this.exports.on("change", () => this.scan());
+    this.subscription = this.deps.nc.subscribe(Subjects.exportServingAll, {
+      callback: (error, message) => {
+        if (error) return;
+        const exportId = message.subject.slice(Subjects.exportServing("").length);
+        const report = this.report(exportId);
+        if (report) message.respond(JSON.stringify(report));
+      },
+    });
+    this.timer = setInterval(() => this.scan(), scanEveryMs);
+    this.scan();
+  }
+
+  /** Every export this node knows of (the replica: a change made elsewhere shows up within moments). */
+  list(): ExportRecord[] {
+    return [...this.exports.all()].map(([, entry]) => entry.value);
+  }
+
+  /** This node's report on an export it serves or should serve; undefined when it is not the owner. */
+  private report(exportId: string): ServingReport | undefined {
+    const listener = this.listeners.get(exportId);
+    const failure = this.failures.get(exportId);
+    if (!listener && !failure) return undefined;
+    return { nodeId: this.deps.runtime.membership.nodeId, serving: listener?.server?.serving() ?? null, error: failure?.error ?? null };
+  }
+
+  private owns(exportId: string): boolean {
+    const partition = partitionOf(exportActor.type, exportId, this.deps.runtime.placement.partitionCount);
+    return !this.stopping && this.deps.runtime.host.serves(partition) && this.deps.runtime.membership.isLeaseValid();
+  }
+
+  private scan(): void {
+    if (this.stopping) return;
+    const wanted = new Map<string, ExportRecord>();
+    for (const [, { value }] of this.exports.all()) if (value.status === "active" && this.owns(value.id)) wanted.set(value.id, value);
+    for (const [id, listener] of this.listeners) if (!wanted.has(id)) this.close(id, listener);
+    for (const [id, record] of wanted) {
+      if (this.listeners.has(id)) continue;
+      if ((this.failures.get(id)?.retryAt ?? 0) > Date.now()) continue;
+      this.open(record);
+    }
+    for (const id of this.failures.keys()) if (!wanted.has(id)) this.failures.delete(id);
+  }
+
+  private audit(): ProxyAudit {
+    return (level, event, message, details) => {
+      this.deps.runtime.events.audit({ category: "postgres", level, event, message, details }).catch((error: unknown) => this.deps.log.warn({ err: error, event }, "audit record not stored"));
+    };
+  }
+
+  private open(record: ExportRecord): void {
+    const { runtime, decisions, log } = this.deps;
+    const decider = new ExportDecider(decisions, runtime.events, runtime.membership.nodeId, record.id, record.metadata, record.resolverGroup);
+    const listener: Listener = { record, decider };
+    this.listeners.set(record.id, listener);
+    const [host, port] = splitEndpoint(record.endpoint);
+    listener.opening = (async () => {
+      await decider.warm();
+      const server = await PostgresExportServer.listen({
+        exportId: record.id,
+        host: this.deps.listenHost,
+        port: record.listen.port,
+        backend: { host, port },
+        decider,
+        audit: this.audit(),
+        limits: this.deps.limits,
+        tls: this.deps.tls,
+        onConnectionEnd: (connectionId, counts, identity) =>
+          runtime.events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId: runtime.membership.nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
+      });
+      // Stopped, removed or moved while the port was opening: close it again.
+      if (this.listeners.get(record.id) !== listener || listener.closing) await server.close();
+      else listener.server = server;
+      this.failures.delete(record.id);
+    })()
+      .catch((error: unknown) => {
+        const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+        log.warn({ err: error, exportId: record.id, port: record.listen.port }, "export port could not be opened; will retry");
+        this.audit()("warn", "port.failed", `export ${record.id} could not open ${this.deps.listenHost}:${record.listen.port} (${reason})`, { exportId: record.id, component: "postgres", host: this.deps.listenHost, port: record.listen.port, error: reason });
+        this.failures.set(record.id, { error: reason === "EADDRINUSE" ? `port ${record.listen.port} is in use by another program` : `cannot listen: ${reason}`, retryAt: Date.now() + retryListenAfterMs });
+        if (this.listeners.get(record.id) === listener) this.listeners.delete(record.id);
+        decider.close();
+      })
+      .finally(() => (listener.opening = undefined));
+  }
+
+  private close(id: string, listener: Listener): void {
+    if (listener.closing) return;
+    listener.closing = (async () => {
+      await listener.opening;
+      await listener.server?.close();
+      listener.decider.close();
+    })()
+      .catch((error: unknown) => this.deps.log.warn({ err: error, exportId: id }, "closing an export port failed"))
+      .finally(() => {
+        if (this.listeners.get(id) === listener) this.listeners.delete(id);
+      });
+  }
+
+  /** Closes every port this node serves (the exports stay active: another node, or this one restarted, serves them). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.timer);
+    this.subscription?.unsubscribe();
+    this.exports.stop();
+    for (const [id, listener] of this.listeners) this.close(id, listener);
+    await Promise.allSettled([...this.listeners.values()].map((l) => l.closing));
+  }
+}
+
+/** `host:port` (IPv6 hosts in brackets) into its parts; validated when the export is created. */
+export function splitEndpoint(endpoint: string): [string, number] {
+  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(endpoint);
+  if (!match) throw new Error(`invalid endpoint '${endpoint}'`);
+  return [match[1] ?? match[2]!, Number(match[3])];
+}
