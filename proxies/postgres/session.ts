@@ -271,11 +271,12 @@ export class ProxySession {
     const rest = bytes.subarray(length);
     switch (packet.kind) {
       case "ssl":
-        if (rest.length > 0) throw new ProtocolError("data sent before the TLS handshake");
         if (!this.deps.tls) {
           this.client.write("N");
           return rest;
         }
+        // Bytes sent before the handshake would be read as if they came over TLS (CVE-2021-23214).
+        if (rest.length > 0) throw new ProtocolError("data sent before the TLS handshake");
         this.client.write("S");
         this.upgradeToTls();
         return rest;

@@ -13,7 +13,10 @@ import { startNats } from "../helpers/nats";
 import { NodeProcess } from "../helpers/node-process";
 import { freePort } from "../helpers/ports";
 import { PostgresServer } from "../helpers/postgres";
-import { rowsOf, WireClient } from "../helpers/pg-wire";
+import { connect } from "node:net";
+import { errorsOf, rowsOf, WireClient } from "../helpers/pg-wire";
+import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
+import { encodeSSLRequest, encodeStartup } from "../../protocols/postgres/startup";
 import { encodeBind } from "../../protocols/postgres/bind";
 import { encodeExecute } from "../../protocols/postgres/execute";
 import { encodeParse } from "../../protocols/postgres/parse";
@@ -288,5 +291,85 @@ describe("PostgreSQL exports", () => {
     for (const line of copy) assert.match(line, /-> EZ$/, "COPY TO STDOUT answers an error and no data");
     const errors = await exported(async (c) => c.query("COPY users TO STDOUT").then(() => undefined, (error: Error & { code?: string }) => error.code));
     assert.equal(errors, "42501");
+  });
+
+  test("CancelRequest with the proxy's keys cancels the backend's query; unknown keys cancel nothing", async () => {
+    const wire = await WireClient.connect(exportPort, roles.trusted.user, "app");
+    try {
+      assert.ok(wire.keys, "the client got cancel keys");
+      wire.send(encodeQuery("SELECT pg_sleep(30)"));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const bogus = connect({ host: "127.0.0.1", port: exportPort }, () => bogus.end(encodeCancelRequest(wire.keys!.processId, wire.keys!.secretKey ^ 1)));
+      await new Promise((resolve) => bogus.once("close", resolve));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(wire.messages.length, 0, "a wrong secret cancels nothing");
+      const started = Date.now();
+      const cancel = connect({ host: "127.0.0.1", port: exportPort }, () => cancel.end(encodeCancelRequest(wire.keys!.processId, wire.keys!.secretKey)));
+      const answer = await wire.until((m) => m.code === "Z");
+      assert.deepEqual(errorsOf(answer).map((e) => e.code), ["57014"]);
+      assert.ok(Date.now() - started < 10_000);
+    } finally {
+      wire.close();
+    }
+  });
+
+  test("refused with a SQLSTATE and the connection closed: FunctionCall, replication, protocol 4.0; SSLRequest and GSSENCRequest answered 'N'", async () => {
+    const wire = await WireClient.connect(exportPort, roles.trusted.user, "app");
+    wire.send(Buffer.from([0x46, 0, 0, 0, 12, 0, 0, 4, 0, 0, 0, 0, 0]));
+    const refused = await wire.until(() => false, 1, 5000).catch(() => wire.messages);
+    assert.deepEqual(errorsOf(refused).map((e) => e.code), ["0A000"]);
+    assert.ok(wire.closed);
+
+    const startupAnswer = async (packets: Buffer[]): Promise<Buffer> => {
+      const socket = connect({ host: "127.0.0.1", port: exportPort });
+      const chunks: Buffer[] = [];
+      socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+      socket.on("error", () => undefined);
+      await new Promise((resolve) => socket.once("connect", resolve));
+      for (const packet of packets) socket.write(packet);
+      await Promise.race([new Promise((resolve) => socket.once("close", resolve)), new Promise((resolve) => setTimeout(resolve, 1500))]);
+      socket.destroy();
+      return Buffer.concat(chunks);
+    };
+    const replication = await startupAnswer([encodeStartup(new Map([["user", roles.trusted.user], ["database", "app"], ["replication", "database"]]))]);
+    assert.equal(replication[0], 0x45);
+    assert.ok(replication.includes(Buffer.from("0A000")));
+    const version4 = await startupAnswer([encodeStartup(new Map([["user", roles.trusted.user]]), 4, 0)]);
+    assert.ok(version4.includes(Buffer.from("0A000")));
+    const ssl = await startupAnswer([encodeSSLRequest()]);
+    assert.equal(ssl.toString("latin1"), "N");
+    const gss = await startupAnswer([Buffer.from("0000000804d21630", "hex")]);
+    assert.equal(gss.toString("latin1"), "N");
+    const sslThenStartup = await startupAnswer([encodeSSLRequest(), encodeStartup(new Map([["user", roles.trusted.user], ["database", "app"]]))]);
+    assert.equal(sslThenStartup[0], 0x4e);
+    assert.ok(sslThenStartup.includes(Buffer.from([0x5a, 0, 0, 0, 5])), "after 'N' the client goes on in the clear and gets ReadyForQuery");
+    const healthy = await exported((c) => c.query("SELECT id FROM users WHERE id = 'accepted'"));
+    assert.equal(healthy.rowCount, 1);
+  });
+
+  test("the catalog is looked up again when tables and the mapping change, on the same connection", async () => {
+    const allowed = await verdicts("service");
+    const group = realisticPolicy().mappingGroups.find((g) => g.name === "users-table")!;
+    await exported(async (c) => {
+      await c.query("CREATE TABLE later_users (id text, email text, note text)");
+      await c.query("INSERT INTO later_users SELECT id, email, secret FROM users");
+      assert.equal((await c.query("SELECT id, email FROM later_users")).rowCount, 0, "not in the mapping: no user, no row");
+      const extended = { ...group, fieldMappings: [...group.fieldMappings, { recordField: "later_users.id", resourceContext: true }, { recordField: "public.later_users.email", categoryId: "contact" }] };
+      assert.equal((await call("PUT", "/mapping/groups/", extended)).status, 200);
+      try {
+        const expected = filtered((await direct((d) => d.query("SELECT id, email, note FROM later_users ORDER BY email"))).rows, allowed, { email: "contact" });
+        const deadline = Date.now() + 10_000;
+        let rows: Row[] = [];
+        while (Date.now() < deadline) {
+          rows = (await c.query("SELECT id, email, note FROM later_users ORDER BY email")).rows;
+          if (rows.length === expected.length) break;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+        assert.deepEqual(rows, expected);
+      } finally {
+        assert.equal((await call("PUT", "/mapping/groups/", group)).status, 200);
+        await c.query("DROP TABLE later_users");
+      }
+    });
   });
 });

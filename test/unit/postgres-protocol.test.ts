@@ -1,0 +1,225 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { decodeBackendKeyData, encodeBackendKeyData } from "../../protocols/postgres/backend-key-data";
+import { decodeBind, encodeBind } from "../../protocols/postgres/bind";
+import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
+import { decodeCommandComplete, encodeCommandComplete, withReturnedRows } from "../../protocols/postgres/command-complete";
+import { decodeDataRow, encodeDataRow, encodeMaskedDataRow, newRowValues } from "../../protocols/postgres/data-row";
+import { decodeDescribe, encodeDescribe } from "../../protocols/postgres/describe";
+import { decodeErrorFields, encodeErrorResponse, ErrorField, errorFields } from "../../protocols/postgres/error-response";
+import { decodeExecute, encodeExecute } from "../../protocols/postgres/execute";
+import { splitFrames, startupPacketLength } from "../../protocols/postgres/frames";
+import { decodeNegotiateProtocolVersion, encodeNegotiateProtocolVersion } from "../../protocols/postgres/negotiate-protocol-version";
+import { decodeParameterStatus, encodeParameterStatus } from "../../protocols/postgres/parameter-status";
+import { decodeParse, encodeParse } from "../../protocols/postgres/parse";
+import { decodeQuery, encodeQuery } from "../../protocols/postgres/query";
+import { decodeReadyForQuery, encodeReadyForQuery } from "../../protocols/postgres/ready-for-query";
+import { decodeRowDescription, encodeRowDescription, type ColumnDescription } from "../../protocols/postgres/row-description";
+import { decodeStartup, encodeSSLRequest, encodeStartup } from "../../protocols/postgres/startup";
+import { ProtocolError } from "../../protocols/postgres/wire";
+import { ByteQueue } from "../../proxies/postgres/byte-queue";
+import { catalogQuery, resolveColumns } from "../../proxies/postgres/column-catalog";
+import { maskFor, planResult } from "../../proxies/postgres/result-plan";
+import { sanitizeError, sanitizeNotice } from "../../proxies/postgres/sanitize";
+import type { MappingView, RowVerdict } from "../../proxies/postgres/types";
+import { userIdFromValue } from "../../proxies/postgres/user-id";
+
+const hex = (text: string) => Buffer.from(text.replace(/\s+/g, ""), "hex");
+const bodyOf = (message: Buffer) => message.subarray(5);
+
+describe("PostgreSQL codecs: byte fixtures", () => {
+  test("Query 'Q': code, length including itself, NUL-terminated text", () => {
+    assert.deepEqual(encodeQuery("SELECT 1"), hex("51 0000000d 53454c4543542031 00"));
+    assert.equal(decodeQuery(bodyOf(hex("51 0000000d 53454c4543542031 00"))), "SELECT 1");
+  });
+
+  test("startup packet: protocol 3.0, parameters, final NUL; SSLRequest, GSSENCRequest and CancelRequest codes", () => {
+    const startup = encodeStartup(new Map([["user", "u"]]));
+    assert.deepEqual(startup, hex("00000010 00030000 7573657200 7500 00"));
+    assert.deepEqual(decodeStartup(startup), { kind: "startup", major: 3, minor: 0, parameters: new Map([["user", "u"]]) });
+    assert.deepEqual(encodeSSLRequest(), hex("00000008 04d2162f"));
+    assert.deepEqual(decodeStartup(hex("00000008 04d2162f")), { kind: "ssl" });
+    assert.deepEqual(decodeStartup(hex("00000008 04d21630")), { kind: "gssenc" });
+    assert.deepEqual(encodeCancelRequest(7, -2), hex("00000010 04d2162e 00000007 fffffffe"));
+    assert.deepEqual(decodeStartup(encodeCancelRequest(7, -2)), { kind: "cancel", processId: 7, secretKey: -2 });
+    assert.deepEqual(decodeStartup(hex("00000009 00040000 00")), { kind: "startup", major: 4, minor: 0, parameters: new Map() });
+    assert.throws(() => decodeStartup(hex("0000000d 00030000 7573657200")), ProtocolError);
+  });
+
+  test("DataRow 'D': values located without copying, NULL as -1, masked re-encoding", () => {
+    const row = hex("44 00000017 0003 00000002 6869 ffffffff 00000003 616263");
+    const values = decodeDataRow(row, 5, row.length, newRowValues(1));
+    assert.equal(values.count, 3);
+    assert.deepEqual([...values.lengths.subarray(0, 3)], [2, -1, 3]);
+    assert.equal(row.toString("utf8", values.starts[0], values.starts[0]! + 2), "hi");
+    assert.deepEqual(encodeDataRow([Buffer.from("hi"), null, Buffer.from("abc")]), row);
+    assert.deepEqual(encodeMaskedDataRow(row, values, [false, true, true]), hex("44 00000015 0003 ffffffff ffffffff 00000003 616263"));
+    assert.throws(() => decodeDataRow(hex("44 0000000b 0001 00000009 61"), 5, 12, newRowValues()), ProtocolError, "a value longer than its message");
+    assert.throws(() => decodeDataRow(hex("44 0000000c 0001 00000001 6161"), 5, 13, newRowValues()), ProtocolError, "bytes after the last value");
+    assert.throws(() => decodeDataRow(hex("44 0000000a 0001 fffffffe"), 5, 11, newRowValues()), ProtocolError, "a length below -1");
+  });
+
+  test("RowDescription 'T': table OID and attribute number per column (unsigned OIDs)", () => {
+    const columns: ColumnDescription[] = [
+      { name: "id", tableOid: 16385, attributeNumber: 1, typeOid: 25, typeSize: -1, typeModifier: -1, format: 0 },
+      { name: "?column?", tableOid: 0, attributeNumber: 0, typeOid: 23, typeSize: 4, typeModifier: -1, format: 1 },
+      { name: "big", tableOid: 4_000_000_000, attributeNumber: 2, typeOid: 4_000_000_001, typeSize: 8, typeModifier: -1, format: 0 },
+    ];
+    const encoded = encodeRowDescription(columns);
+    assert.deepEqual(encoded.subarray(0, 7), hex("54 0000004c 0003"));
+    assert.deepEqual(decodeRowDescription(bodyOf(encoded)), columns);
+  });
+
+  test("CommandComplete 'C': the row count of SELECT and FETCH is rewritten, of writes kept", () => {
+    assert.deepEqual(encodeCommandComplete("SELECT 3"), hex("43 0000000d 53454c4543542033 00"));
+    assert.equal(decodeCommandComplete(bodyOf(encodeCommandComplete("SELECT 3"))), "SELECT 3");
+    assert.equal(withReturnedRows("SELECT 10", 4), "SELECT 4");
+    assert.equal(withReturnedRows("FETCH 10", 0), "FETCH 0");
+    assert.equal(withReturnedRows("INSERT 0 5", 2), "INSERT 0 5");
+    assert.equal(withReturnedRows("UPDATE 5", 2), "UPDATE 5");
+    assert.equal(withReturnedRows("BEGIN", 2), "BEGIN");
+  });
+
+  test("ErrorResponse 'E' and the other small messages", () => {
+    const error = encodeErrorResponse(errorFields("FATAL", "08P01", "bad"));
+    assert.deepEqual(error, hex("45 0000001f 5346415441 4c00 5646415441 4c00 433038503031 00 4d62616400 00"));
+    assert.deepEqual(decodeErrorFields(bodyOf(error)).get(ErrorField.Code), "08P01");
+    assert.deepEqual(encodeReadyForQuery(0x49), hex("5a 00000005 49"));
+    assert.equal(decodeReadyForQuery(hex("49")), 0x49);
+    assert.throws(() => decodeReadyForQuery(hex("4949")), ProtocolError);
+    assert.deepEqual(encodeBackendKeyData({ processId: 1, secretKey: 2 }), hex("4b 0000000c 00000001 00000002"));
+    assert.deepEqual(encodeDescribe({ kind: 0x50, name: "p" }), hex("44 00000007 50 7000"));
+    assert.deepEqual(encodeExecute({ portal: "", maxRows: 2 }), hex("45 00000009 00 00000002"));
+  });
+});
+
+describe("PostgreSQL codecs: encode then decode", () => {
+  test("every message kind comes back as it went", () => {
+    const bind = { portal: "p", statement: "s", parameterFormats: [1], parameters: [Buffer.from("x"), null], resultFormats: [0, 1] };
+    assert.deepEqual(decodeBind(bodyOf(encodeBind(bind))), bind);
+    const parse = { statement: "s", sql: "SELECT $1", parameterTypes: [25, 3_000_000_000] };
+    assert.deepEqual(decodeParse(bodyOf(encodeParse(parse))), parse);
+    assert.deepEqual(decodeDescribe(bodyOf(encodeDescribe({ kind: 0x53, name: "stmt" }))), { kind: 0x53, name: "stmt" });
+    assert.deepEqual(decodeExecute(bodyOf(encodeExecute({ portal: "c", maxRows: 100 }))), { portal: "c", maxRows: 100 });
+    assert.deepEqual(decodeBackendKeyData(bodyOf(encodeBackendKeyData({ processId: 42, secretKey: -7 }))), { processId: 42, secretKey: -7 });
+    assert.deepEqual(decodeParameterStatus(bodyOf(encodeParameterStatus("TimeZone", "UTC"))), { name: "TimeZone", value: "UTC" });
+    assert.deepEqual(decodeNegotiateProtocolVersion(bodyOf(encodeNegotiateProtocolVersion(0, ["_pq_.x"]))), { newestMinor: 0, unrecognisedOptions: ["_pq_.x"] });
+    const fields = new Map([[ErrorField.Severity, "ERROR"], [ErrorField.Code, "22P02"], [ErrorField.Message, "m"], [ErrorField.Detail, "d"]]);
+    assert.deepEqual(decodeErrorFields(bodyOf(encodeErrorResponse(fields))), fields);
+  });
+
+  test("truncated bodies fail with ProtocolError, never a RangeError", () => {
+    const messages = [encodeBind({ portal: "p", statement: "s", parameterFormats: [0], parameters: [Buffer.from("abc")], resultFormats: [1] }), encodeParse({ statement: "", sql: "x", parameterTypes: [23] }), encodeRowDescription([{ name: "a", tableOid: 1, attributeNumber: 1, typeOid: 23, typeSize: 4, typeModifier: -1, format: 0 }])];
+    const decoders = [decodeBind, decodeParse, decodeRowDescription];
+    messages.forEach((message, index) => {
+      const body = bodyOf(message);
+      for (let cut = 0; cut < body.length; cut++) assert.throws(() => decoders[index]!(body.subarray(0, cut)), ProtocolError, `cut at ${cut}`);
+    });
+  });
+});
+
+describe("PostgreSQL framing: split buffers", () => {
+  const stream = Buffer.concat([encodeQuery("SELECT 1"), encodeDataRow([Buffer.from("a".repeat(300)), null]), encodeReadyForQuery(0x49)]);
+
+  test("whole messages are found at every split point; the rest waits for more bytes", () => {
+    for (let cut = 0; cut <= stream.length; cut++) {
+      const first = splitFrames(stream.subarray(0, cut), 1 << 20);
+      const rest = Buffer.concat([stream.subarray(first.consumed, cut), stream.subarray(cut)]);
+      const second = splitFrames(rest, 1 << 20);
+      assert.equal(first.frames.length + second.frames.length, 3, `cut at ${cut}`);
+      assert.equal(first.consumed + second.consumed, stream.length);
+    }
+  });
+
+  test("a length below 4 or above the limit is a protocol error", () => {
+    assert.throws(() => splitFrames(hex("51 00000003"), 100), ProtocolError);
+    assert.throws(() => splitFrames(hex("51 7fffffff"), 1 << 20), /exceeds the limit/);
+    assert.throws(() => startupPacketLength(hex("00000004"), 10_000), ProtocolError);
+    assert.equal(startupPacketLength(hex("0000"), 10_000), undefined);
+  });
+
+  test("ByteQueue joins chunks once the first message is whole, and hands over an oversized announcement at once", () => {
+    const queue = new ByteQueue(1, 1 << 20);
+    for (let i = 0; i < stream.length - 1; i += 7) {
+      queue.push(stream.subarray(i, Math.min(i + 7, stream.length - 1)));
+    }
+    const partial = queue.take();
+    assert.ok(partial, "the first messages are whole");
+    const { consumed } = splitFrames(partial, 1 << 20);
+    queue.unshift(partial.subarray(consumed));
+    assert.equal(queue.take(), undefined, "the last message is one byte short");
+    queue.push(stream.subarray(stream.length - 1));
+    assert.equal(splitFrames(queue.take()!, 1 << 20).frames.length, 1);
+    const huge = new ByteQueue(1, 1024);
+    huge.push(hex("44 7fffffff 00"));
+    assert.ok(huge.take(), "not buffered until 2 GiB arrive");
+  });
+});
+
+describe("PostgreSQL proxy: planning and sanitising", () => {
+  const mapping: MappingView = {
+    key: "1/users",
+    fields: new Map([
+      ["users.id", { recordField: "users.id", category: undefined, resourceOrder: 0 }],
+      ["public.users.email", { recordField: "public.users.email", category: "contact", resourceOrder: -1 }],
+      ["users.email", { recordField: "users.email", category: "other", resourceOrder: -1 }],
+      ["users.alt_id", { recordField: "users.alt_id", category: "identity", resourceOrder: 1 }],
+    ]),
+  };
+  const column = (tableOid: number, attributeNumber: number, typeOid = 25): ColumnDescription => ({ name: "label-is-ignored", tableOid, attributeNumber, typeOid, typeSize: -1, typeModifier: -1, format: 0 });
+
+  test("the catalog query carries names hex-encoded; the schema-qualified mapping wins", () => {
+    const sql = catalogQuery(mapping);
+    assert.ok(sql.includes(Buffer.from("users").toString("hex")) && !sql.includes("'users'"));
+    const columns = resolveColumns(
+      [
+        { tableOid: 10, attributeNumber: 1, schema: "public", table: "users", column: "id" },
+        { tableOid: 10, attributeNumber: 2, schema: "public", table: "users", column: "email" },
+        { tableOid: 11, attributeNumber: 2, schema: "other", table: "users", column: "email" },
+        { tableOid: 12, attributeNumber: 1, schema: "public", table: "accounts", column: "id" },
+      ],
+      mapping,
+    );
+    assert.deepEqual([...columns], [["10.1", "users.id"], ["10.2", "public.users.email"], ["11.2", "users.email"]]);
+  });
+
+  test("columns map by OID and attribute number only; users in mapping order; a verdict's mask is computed once", () => {
+    const columns = new Map([["10.1", "users.id"], ["10.2", "public.users.email"], ["10.3", "users.alt_id"]]);
+    const plan = planResult([column(10, 3), column(0, 0), column(10, 2), column(10, 1), column(99, 1)], columns, mapping);
+    assert.deepEqual(plan.userColumns, [3, 0], "users.id (order 0) before users.alt_id (order 1)");
+    assert.deepEqual(plan.categories, ["identity", undefined, "contact", undefined, undefined]);
+    const verdict: RowVerdict = { allowed: true, reason: "ALLOWED", categories: new Set(["contact"]) };
+    const mask = maskFor(plan, verdict);
+    assert.deepEqual(mask, { keep: [false, false, true, false, false], nulled: 4 });
+    assert.equal(maskFor(plan, verdict), mask);
+  });
+
+  test("user ids from text and binary values; unknown binary types name no one", () => {
+    const int8 = Buffer.alloc(8);
+    int8.writeBigInt64BE(9007199254740993n);
+    assert.equal(userIdFromValue(int8, 0, 8, 20, 1), "9007199254740993", "int8 ids keep every digit");
+    assert.equal(userIdFromValue(hex("0000002a"), 0, 4, 23, 1), "42");
+    assert.equal(userIdFromValue(hex("00112233445566778899aabbccddeeff"), 0, 16, 2950, 1), "00112233-4455-6677-8899-aabbccddeeff");
+    assert.equal(userIdFromValue(Buffer.from("abc"), 0, 3, 25, 1), "abc");
+    assert.equal(userIdFromValue(Buffer.from("abc"), 0, 3, 1700, 1), undefined, "numeric in binary");
+    assert.equal(userIdFromValue(Buffer.from("42"), 0, 2, 1700, 0), "42", "any type in text");
+    assert.equal(userIdFromValue(Buffer.alloc(0), 0, -1, 25, 0), undefined);
+  });
+
+  test("errors keep their code and lose values; notices keep only severity and code", () => {
+    const cast = sanitizeError(new Map([[ErrorField.Severity, "ERROR"], [ErrorField.Code, "22P02"], [ErrorField.Message, 'invalid input syntax for type integer: "secret-1"'], [ErrorField.Position, "8"]]));
+    assert.equal(cast.get(ErrorField.Code), "22P02");
+    assert.equal(cast.get(ErrorField.Position), "8");
+    assert.ok(!cast.get(ErrorField.Message)!.includes("secret"));
+    const unique = sanitizeError(new Map([[ErrorField.Code, "23505"], [ErrorField.Message, 'duplicate key value violates unique constraint "users_pkey"'], [ErrorField.Detail, "Key (id)=(secret-1) already exists."], [ErrorField.Constraint, "users_pkey"]]));
+    assert.equal(unique.get(ErrorField.Message), 'duplicate key value violates unique constraint "users_pkey"');
+    assert.equal(unique.has(ErrorField.Detail), false);
+    const inFunction = sanitizeError(new Map([[ErrorField.Code, "42601"], [ErrorField.Message, 'syntax error at or near "secret"'], [ErrorField.Where, "PL/pgSQL function inline_code_block line 1 at EXECUTE"]]));
+    assert.ok(!inFunction.get(ErrorField.Message)!.includes("secret"), "raised inside server-side code");
+    assert.equal(sanitizeError(new Map([[ErrorField.Code, "42P01"], [ErrorField.Message, 'relation "secret" does not exist']])).get(ErrorField.Message)!.includes("secret"), false);
+    assert.equal(sanitizeError(new Map([[ErrorField.Code, "42601"], [ErrorField.Message, 'syntax error at or near "SELEC"']])).get(ErrorField.Message), 'syntax error at or near "SELEC"');
+    const notice = sanitizeNotice(new Map([[ErrorField.Severity, "NOTICE"], [ErrorField.Code, "00000"], [ErrorField.Message, "secret-1"], [ErrorField.Detail, "x"]]));
+    assert.deepEqual([...notice.keys()], [ErrorField.Severity, ErrorField.Code, ErrorField.Message]);
+    assert.ok(!notice.get(ErrorField.Message)!.includes("secret"));
+  });
+});
