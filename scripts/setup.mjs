@@ -122,6 +122,8 @@ const testPrerequisites = [
   { binary: "psql", package: "postgresql-client", find: findExecutable },
   { binary: "pgbench", package: "postgresql", find: findExecutable },
   { binary: "initdb", package: "postgresql", find: findPostgresServer },
+  // Certificates for the TLS tests.
+  { binary: "openssl", package: "openssl", find: findExecutable },
 ];
 
 function ensureTestPrerequisites() {

@@ -32,6 +32,8 @@ export interface NodeConfig {
   exportHost: string;
   /** Ports allocated to exports that do not ask for one. */
   exportPorts: { first: number; last: number };
+  /** PEM files of the certificate and key exports present to clients that ask for TLS; absent: SSLRequest is answered 'N'. */
+  exportTls: { certFile: string; keyFile: string } | null;
 }
 
 interface Setting {
@@ -57,8 +59,10 @@ export const settings = {
   actorModules: { env: "ACTOR_MODULES", flag: "--actor-modules", describe: "extra actor modules to host, comma-separated paths" },
   redactRetentionHours: { env: "REDACT_RETENTION_HOURS", flag: "--redact-retention-hours", describe: "hours a finished redaction job and its documents are kept (default 168)" },
   exportHost: { env: "EXPORT_HOST", flag: "--export-host", describe: "address export ports are opened on (default: the gateway's HOST)" },
+  exportTls: { env: "EXPORT_TLS_CERT_FILE", flag: "--export-tls-cert-file", describe: "PEM certificate (chain) exports present to TLS clients; needs EXPORT_TLS_KEY_FILE" },
+  exportTlsKey: { env: "EXPORT_TLS_KEY_FILE", flag: "--export-tls-key-file", describe: "PEM private key of EXPORT_TLS_CERT_FILE" },
   exportPorts: { env: "EXPORT_PORTS", flag: "--export-ports", describe: "range export ports are allocated from, first-last (default 15432-15631)" },
-} satisfies Record<keyof NodeConfig, Setting>;
+} satisfies Record<keyof NodeConfig | "exportTlsKey", Setting>;
 
 const logLevels: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 
@@ -90,6 +94,12 @@ function portRange(setting: Setting, raw: string): { first: number; last: number
   const last = Number(match?.[2]);
   if (!match || first < 1 || last > 65535 || first > last) throw new StartupError(`${setting.env} (${setting.flag}) must be a port range first-last within 1-65535, got '${raw}'`);
   return { first, last };
+}
+
+function tlsFiles(certFile: string | undefined, keyFile: string | undefined): NodeConfig["exportTls"] {
+  if (certFile === undefined && keyFile === undefined) return null;
+  if (certFile === undefined || keyFile === undefined) throw new StartupError(`${settings.exportTls.env} and ${settings.exportTlsKey.env} go together: set both or neither`);
+  return { certFile: resolve(certFile), keyFile: resolve(keyFile) };
 }
 
 /** Reads the node's configuration: flags win over environment variables, which win over defaults. */
@@ -124,5 +134,6 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     redactRetentionHours: integer(settings.redactRetentionHours, raw("redactRetentionHours") ?? "168", 1, 24 * 366),
     exportHost: raw("exportHost") ?? raw("host") ?? "127.0.0.1",
     exportPorts: portRange(settings.exportPorts, raw("exportPorts") ?? "15432-15631"),
+    exportTls: tlsFiles(raw("exportTls"), raw("exportTlsKey")),
   };
 }

@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { createSecureContext, type SecureContext } from "node:tls";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -78,7 +80,18 @@ async function whenJetStreamAnswers<T>(what: () => Promise<T>, log: Logger): Pro
 }
 
 /** Starts one node: embedded NATS when no NATS_URL, the actor runtime, the gateway; audits the start. */
+/** The certificate and key exports present to clients asking for TLS; refused at startup when unreadable. */
+function loadExportTls(files: NodeConfig["exportTls"]): SecureContext | undefined {
+  if (!files) return undefined;
+  try {
+    return createSecureContext({ cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) });
+  } catch (error) {
+    throw new StartupError(`cannot load the export TLS certificate or key (${(error as Error).message}): check ${settings.exportTls.env} and ${settings.exportTlsKey.env}`);
+  }
+}
+
 export async function startServiceNode(config: NodeConfig, logger: Logger): Promise<RunningNode> {
+  const exportTls = loadExportTls(config.exportTls);
   const definitions = [...builtInActors, ...loadActorModules(config.actorModules)];
   let natsServer: NatsServerProcess | undefined;
   if (config.natsUrls.length === 0) {
@@ -123,7 +136,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   };
   const decisions = await DecisionService.start(runtime);
   const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours });
-  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits });
+  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits, tls: exportTls });
   await exportSupervisor.start();
   const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts });
   const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports });

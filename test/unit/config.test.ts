@@ -14,6 +14,9 @@ test("defaults: port 8890 on loopback, embedded NATS, info logs", () => {
   assert.equal(config.jsReplicas, 1);
   assert.match(config.nodeId, /-8890$/);
   assert.equal(config.dataDir, resolve(`data/${config.nodeId}`));
+  assert.equal(config.exportHost, "127.0.0.1");
+  assert.deepEqual(config.exportPorts, { first: 15432, last: 15631 });
+  assert.equal(config.exportTls, null);
 });
 
 test("environment variables set everything; flags win over them", () => {
@@ -38,6 +41,9 @@ test("a bad setting is one clear StartupError naming the variable and its flag",
     [[], { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "2000" }, /^LEASE_TTL_MS \(2000\) must be at least three heartbeats/],
     [["--bogus"], {}, /^unknown option '--bogus'/],
     [["--port"], {}, /^option --port needs a value$/],
+    [[], { EXPORT_PORTS: "6000-5000" }, /^EXPORT_PORTS \(--export-ports\) must be a port range/],
+    [[], { EXPORT_PORTS: "many" }, /^EXPORT_PORTS/],
+    [[], { EXPORT_TLS_CERT_FILE: "/tmp/cert.pem" }, /^EXPORT_TLS_CERT_FILE and EXPORT_TLS_KEY_FILE go together/],
   ];
   for (const [argv, env, message] of cases) {
     assert.throws(() => loadConfig(argv, env), (error: Error) => error instanceof StartupError && message.test(error.message) && !error.message.includes("\n"));
