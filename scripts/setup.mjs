@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const forTests = process.argv.includes("--tests");
+const forBench = process.argv.includes("--bench");
 
 class SetupError extends Error {}
 
@@ -150,6 +151,8 @@ try {
   ensureNpmDependencies();
   ensureNatsServer();
   if (forTests) ensureTestPrerequisites();
+  // The export benchmark compares with PgBouncer.
+  if (forBench && !findExecutable("pgbouncer")) aptInstall(["pgbouncer"], "pgbouncer (the export benchmark's baseline)");
   ensureBuild();
 } catch (error) {
   if (error instanceof SetupError) {

@@ -75,22 +75,30 @@ export const exportActor = actor({
   },
 });
 
+/** Who holds a port, since when. */
+export interface PortClaim {
+  exportId: string;
+  claimedAt: string;
+}
+
+type ClaimState = PortClaim | null;
+
 /**
  * A claim on a listen port, keyed by the port number: two exports never share a port, even
  * when created at the same moment on different nodes (the claim is an exclusive write).
  */
 export const exportPort = actor({
   type: "export-port",
-  initialState: (): { exportId: string } | null => null,
+  initialState: (): ClaimState => null,
   handlers: {
-    holder: shared((ctx: SharedContext<{ exportId: string } | null>) => ctx.state?.exportId ?? null),
+    holder: shared((ctx: SharedContext<ClaimState>) => ctx.state),
 
-    claim: exclusive((ctx: ExclusiveContext<{ exportId: string } | null>, arg: { exportId: string }) => {
+    claim: exclusive((ctx: ExclusiveContext<ClaimState>, arg: { exportId: string }) => {
       if (ctx.state && ctx.state.exportId !== arg.exportId) throw new HandlerError("EXPORT_PORT_TAKEN", `port ${ctx.id} is used by export '${ctx.state.exportId}'`);
-      ctx.setState({ exportId: arg.exportId });
+      ctx.setState({ exportId: arg.exportId, claimedAt: new Date().toISOString() });
     }),
 
-    release: exclusive((ctx: ExclusiveContext<{ exportId: string } | null>, arg: { exportId: string }) => {
+    release: exclusive((ctx: ExclusiveContext<ClaimState>, arg: { exportId: string }) => {
       if (ctx.state?.exportId === arg.exportId) ctx.clearState();
     }),
   },

@@ -10,8 +10,13 @@ export class ByteQueue {
     /** Bytes before a message's int32 length: 1 for typed messages, 0 for startup packets. */
     private readonly headerBytes: number,
     /** A message announced longer than this is handed over at once, for the caller to reject. */
-    private readonly maxLength: number,
+    private maxLength: number,
   ) {}
+
+  /** Changes the longest message waited for (larger once a session is authenticated). */
+  limit(maxLength: number): void {
+    this.maxLength = maxLength;
+  }
 
   get length(): number {
     return this.size;

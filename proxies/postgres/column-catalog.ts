@@ -51,13 +51,29 @@ export interface CatalogRow {
   column: string;
 }
 
-/** The column map from catalog rows: the schema-qualified mapping wins over `table.column`. */
+/** Session-private schemas: a client can create relations there with any name (CREATE TEMP TABLE users ...). */
+const privateSchema = /^pg_(toast_)?temp_\d+$/;
+
+/**
+ * The column map from catalog rows: the schema-qualified mapping wins over `table.column`.
+ * Temporary relations never map; a `table.column` name that more than one relation answers to
+ * maps none of them (a client that can create tables cannot borrow a mapped name).
+ */
 export function resolveColumns(rows: readonly CatalogRow[], mapping: MappingView): Map<string, string> {
+  const visible = rows.filter((row) => !privateSchema.test(row.schema));
+  const tablesByShortName = new Map<string, Set<number>>();
+  for (const row of visible) {
+    const short = `${row.table}.${row.column}`;
+    const tables = tablesByShortName.get(short) ?? new Set<number>();
+    tables.add(row.tableOid);
+    tablesByShortName.set(short, tables);
+  }
   const columns = new Map<string, string>();
-  for (const row of rows) {
+  for (const row of visible) {
     const qualified = `${row.schema}.${row.table}.${row.column}`;
     const short = `${row.table}.${row.column}`;
-    const field = mapping.fields.has(qualified) ? qualified : mapping.fields.has(short) ? short : undefined;
+    const unambiguous = tablesByShortName.get(short)!.size === 1;
+    const field = mapping.fields.has(qualified) ? qualified : unambiguous && mapping.fields.has(short) ? short : undefined;
     if (field !== undefined) columns.set(columnKey(row.tableOid, row.attributeNumber), field);
   }
   return columns;

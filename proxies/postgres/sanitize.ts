@@ -1,56 +1,59 @@
 import { ErrorField, type ErrorFields } from "../../protocols/postgres/error-response";
 
-/** Fields that never carry data values: severity, code, position in the client's own query, server source location, object names. */
-const keptFields = new Set<number>([ErrorField.Severity, ErrorField.SeverityNonLocalized, ErrorField.Code, ErrorField.Position, ErrorField.Schema, ErrorField.Table, ErrorField.Column, ErrorField.DataType, ErrorField.Constraint, ErrorField.File, ErrorField.Line, ErrorField.Routine]);
+/** Fields kept in every error and notice: severity, position in the client's own query, the server's source location. */
+const alwaysKept = new Set<number>([ErrorField.Severity, ErrorField.SeverityNonLocalized, ErrorField.Position, ErrorField.File, ErrorField.Line, ErrorField.Routine]);
+/** Object names: kept only with the message (RAISE ... USING TABLE/COLUMN can set them to anything). */
+const keptWithMessage = new Set<number>([ErrorField.Schema, ErrorField.Table, ErrorField.Column, ErrorField.DataType, ErrorField.Constraint]);
 
-/**
- * SQLSTATE classes whose message text can quote a value: data exceptions (22), PL/pgSQL RAISE
- * (P0), routine exceptions (2F, 38, 39). Their message is replaced; every class loses detail,
- * hint, context and internal query, which can quote values too (class 23's detail names the key).
- */
+/** SQLSTATE classes whose message can quote a value even when it points into the query. */
 const valueQuotingClasses = new Set(["22", "P0", "2F", "38", "39"]);
 
 /**
- * SQLSTATEs raised when a value is cast to an object reference (regclass, regtype, regproc,
- * regnamespace, regrole): the message names the "object", which is the value.
+ * Errors without a position whose message the server writes without data values: connection,
+ * authentication, transaction state, concurrency, resources, cancellation, permissions,
+ * constraint names (class 23's values are in the detail, which never crosses).
  */
-const objectLookupCodes = new Set(["42P01", "42704", "42883", "3F000", "42P02"]);
+const messageSafeClasses = new Set(["08", "23", "25", "28", "40", "53", "54", "57"]);
+const messageSafeCodes = new Set(["42501", "55P03", "55006", "0A000"]);
 
-/**
- * Whether an error's message may quote data: by its class or code, or because it was raised
- * inside server-side code (it has a context or an internal query), where dynamic SQL can put
- * any value into any message.
- */
-function mayQuoteValues(fields: ErrorFields, code: string): boolean {
-  return valueQuotingClasses.has(code.slice(0, 2)) || objectLookupCodes.has(code) || fields.has(ErrorField.Where) || fields.has(ErrorField.InternalQuery);
+/** SQLSTATEs an application may rely on, kept even when raised inside server-side code (others could spell data). */
+const wellKnownCodes = new Set([
+  "23000", "23001", "23502", "23503", "23505", "23514", "23P01", "40001", "40P01", "55P03", "57014", "42501", "42P01", "42703", "42883",
+  "22001", "22003", "22007", "22008", "22012", "22023", "22P02", "25P02", "P0001", "P0002", "P0003", "P0004", "0A000", "53100", "53200", "53300", "54000", "XX000",
+]);
+
+/** Whether an error's message (and object names) may cross: written by the server about the query, not about data. */
+function messageMayCross(fields: ErrorFields, code: string): boolean {
+  // Raised inside server-side code: dynamic SQL can put any value into any message.
+  if (fields.has(ErrorField.Where) || fields.has(ErrorField.InternalQuery)) return false;
+  const errorClass = code.slice(0, 2);
+  if (valueQuotingClasses.has(errorClass)) return false;
+  // A position points into the client's own query: parse and analysis errors quote its text.
+  if (fields.has(ErrorField.Position)) return true;
+  return messageSafeClasses.has(errorClass) || messageSafeCodes.has(code);
 }
 
-/** An error as the client may see it: never a value from the backend's data. */
+/** The SQLSTATE as the client may see it: a code raised inside server-side code may be chosen to spell data. */
+function codeThatMayCross(fields: ErrorFields, code: string, fallback: string): string {
+  const insideServerCode = fields.has(ErrorField.Where) || fields.has(ErrorField.InternalQuery);
+  return !insideServerCode || wellKnownCodes.has(code) ? code : fallback;
+}
+
+/**
+ * An error as the client may see it: never a value from the backend's data. Detail, hint,
+ * context and internal query never cross; the message only when `messageMayCross`.
+ */
 export function sanitizeError(fields: ErrorFields): ErrorFields {
-  const out: ErrorFields = new Map();
   const code = fields.get(ErrorField.Code) ?? "XX000";
-  const withhold = mayQuoteValues(fields, code);
+  const keepMessage = messageMayCross(fields, code);
+  const out: ErrorFields = new Map();
   for (const [field, value] of fields) {
-    if (keptFields.has(field)) out.set(field, value);
-    else if (field === ErrorField.Message) out.set(field, withhold ? `${messageForClass(code)} (the server's message is withheld by the export: it can quote data values)` : value);
+    if (alwaysKept.has(field) || (keepMessage && keptWithMessage.has(field))) out.set(field, value);
+    else if (field === ErrorField.Code) out.set(field, codeThatMayCross(fields, code, "P0001"));
+    else if (field === ErrorField.Message) out.set(field, keepMessage ? value : `error ${codeThatMayCross(fields, code, "P0001")} (the server's message is withheld by the export: it can quote data values)`);
   }
   if (!out.has(ErrorField.Message)) out.set(ErrorField.Message, "error");
   return out;
-}
-
-function messageForClass(code: string): string {
-  switch (code.slice(0, 2)) {
-    case "22":
-      return `data exception ${code}`;
-    case "P0":
-      return `PL/pgSQL error ${code}`;
-    case "2F":
-    case "38":
-    case "39":
-      return `routine error ${code}`;
-    default:
-      return objectLookupCodes.has(code) ? `undefined object ${code}` : `error ${code}`;
-  }
 }
 
 /**
@@ -59,10 +62,12 @@ function messageForClass(code: string): string {
  */
 export function sanitizeNotice(fields: ErrorFields): ErrorFields {
   const out: ErrorFields = new Map();
-  for (const field of [ErrorField.Severity, ErrorField.SeverityNonLocalized, ErrorField.Code]) {
+  for (const field of [ErrorField.Severity, ErrorField.SeverityNonLocalized]) {
     const value = fields.get(field);
     if (value !== undefined) out.set(field, value);
   }
-  out.set(ErrorField.Message, `notice ${fields.get(ErrorField.Code) ?? ""} (text withheld by the export)`);
+  const code = codeThatMayCross(fields, fields.get(ErrorField.Code) ?? "00000", "00000");
+  out.set(ErrorField.Code, code);
+  out.set(ErrorField.Message, `notice ${code} (text withheld by the export)`);
   return out;
 }

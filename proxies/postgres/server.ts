@@ -30,6 +30,8 @@ export interface ExportServing {
 /** The network endpoint of one PostgreSQL export: accepts clients and runs a ProxySession for each. */
 export class PostgresExportServer {
   private readonly sessions = new Set<ProxySession>();
+  /** Every accepted socket until it closes (a refused one too): closing the export closes them all. */
+  private readonly sockets = new Set<Socket>();
   private readonly cancelKeys = new CancelKeys();
   private readonly totals = { total: 0, refused: 0, rowsIn: 0, rowsKept: 0, rowsDropped: 0, valuesNulled: 0 };
   private readonly since = new Date().toISOString();
@@ -58,6 +60,8 @@ export class PostgresExportServer {
 
   private accept(socket: Socket): void {
     this.totals.total++;
+    this.sockets.add(socket);
+    socket.once("close", () => this.sockets.delete(socket));
     socket.on("error", () => socket.destroy());
     if (this.sessions.size >= this.options.limits.maxConnections) {
       this.totals.refused++;
@@ -112,6 +116,7 @@ export class PostgresExportServer {
   async close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const session of [...this.sessions]) session.close();
+    for (const socket of this.sockets) socket.destroy();
     await closed;
     this.options.audit("info", "port.closed", `export ${this.options.exportId} stopped listening on ${this.options.host}:${this.options.port}`, { exportId: this.options.exportId, component: "postgres", host: this.options.host, port: this.options.port });
   }

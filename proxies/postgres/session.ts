@@ -5,20 +5,20 @@ import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
 import { BackendCode, FrontendCode, TargetKind, TransactionStatus } from "../../protocols/postgres/codes";
 import { decodeCommandComplete, encodeCommandComplete, withReturnedRows } from "../../protocols/postgres/command-complete";
 import { decodeDataRow, encodeMaskedDataRow, newRowValues } from "../../protocols/postgres/data-row";
-import { decodeDescribe, encodeDescribe } from "../../protocols/postgres/describe";
+import { decodeDescribe, encodeDescribeBytes } from "../../protocols/postgres/describe";
 import { decodeErrorFields, encodeErrorResponse, encodeNoticeResponse, errorFields, ErrorField } from "../../protocols/postgres/error-response";
-import { decodeExecute } from "../../protocols/postgres/execute";
 import { splitFrames, startupPacketLength, type Frame } from "../../protocols/postgres/frames";
-import { encodeQuery } from "../../protocols/postgres/query";
+import { decodeQuery, encodeQuery } from "../../protocols/postgres/query";
 import { decodeParameterStatus } from "../../protocols/postgres/parameter-status";
 import { decodeReadyForQuery } from "../../protocols/postgres/ready-for-query";
-import { decodeRowDescription } from "../../protocols/postgres/row-description";
+import { decodeRowDescription, encodeRowDescription, type ColumnDescription } from "../../protocols/postgres/row-description";
+import { decodeParse } from "../../protocols/postgres/parse";
 import { decodeStartup, encodeStartup } from "../../protocols/postgres/startup";
 import { encodeNegotiateProtocolVersion } from "../../protocols/postgres/negotiate-protocol-version";
 import { ProtocolError } from "../../protocols/postgres/wire";
 import { ByteQueue } from "./byte-queue";
 import type { CancelKeys } from "./cancel-keys";
-import { catalogQuery, resolveColumns, type CatalogRow, type ColumnMap } from "./column-catalog";
+import { catalogQuery, columnKey, resolveColumns, type CatalogRow, type ColumnMap } from "./column-catalog";
 import { maskFor, planResult, type ResultPlan } from "./result-plan";
 import { sanitizeError, sanitizeNotice } from "./sanitize";
 import type { ProxyAudit, ProxyLimits, RowDecider, SessionCounts } from "./types";
@@ -26,7 +26,17 @@ import { userIdFromValue } from "./user-id";
 
 /** Startup packets are small; PostgreSQL itself refuses those over 10,000 bytes. */
 const maxStartupBytes = 10_000;
+/** Messages before the session is ready (passwords, SASL) are small; PostgreSQL caps them at 64 KiB too. */
+const maxAuthenticationMessageBytes = 65_536;
+/** A connection that is not ready by then is closed (PostgreSQL's authentication_timeout default). */
+const authenticationTimeoutMs = 60_000;
 const internalQueryTimeoutMs = 10_000;
+/** Rows of the proxy's own catalog query kept at most (the mapping names far fewer columns). */
+const maxCatalogRows = 100_000;
+/** After end(), a client that does not close is cut off after this long. */
+const lingerMs = 2000;
+/** SQL text the client sent lately, kept to check result column labels against (see `visibleLabels`). */
+const keptClientTextChars = 65_536;
 
 export interface SessionDeps {
   exportId: string;
@@ -56,7 +66,8 @@ type Expectation =
   | { kind: "sync" }
   | { kind: "internal"; query: InternalQuery };
 
-type Phase = "startup" | "authenticating" | "ready" | "closed";
+/** startup packet -> authentication relayed -> the proxy's catalog query (client held) -> ready -> closed. */
+type Phase = "startup" | "authenticating" | "preparing" | "ready" | "closed";
 
 /**
  * One client connection through a PostgreSQL export. The client's messages pass to the backend
@@ -91,6 +102,14 @@ export class ProxySession {
   private backendKeys?: BackendKeyData;
   private proxyKeys?: BackendKeyData;
   private identity: { user?: string; database?: string } = {};
+  /** The backend skips messages until Sync after an error in the extended protocol; so does the bookkeeping. */
+  private backendSkipsToSync = false;
+  private pendingInternal?: { timer: NodeJS.Timeout; fail(error: Error): void };
+  private readonly authenticationTimer: NodeJS.Timeout;
+  private clientText = "";
+  /** Resolves once the session is ready for queries (catalog known), or closed. */
+  private readonly sessionReady: Promise<void>;
+  private markReady!: () => void;
   readonly counts: SessionCounts = { rowsIn: 0, rowsKept: 0, rowsDropped: 0, valuesNulled: 0, notificationsDropped: 0, refused: 0 };
 
   constructor(
@@ -99,6 +118,10 @@ export class ProxySession {
   ) {
     this.client = socket;
     this.fromClient = new ByteQueue(0, maxStartupBytes);
+    this.sessionReady = new Promise((resolve) => (this.markReady = resolve));
+    this.authenticationTimer = setTimeout(() => {
+      if (this.phase !== "ready") this.refuse("08006", "the connection was not ready in time (startup and authentication take at most a minute)", "authentication.timeout");
+    }, authenticationTimeoutMs);
     this.fromBackend = new ByteQueue(1, deps.limits.maxMessageBytes);
     this.attachClient(socket);
   }
@@ -134,14 +157,27 @@ export class ProxySession {
         if (this.phase === "startup") {
           const rest = this.startupPacket(bytes);
           // After the startup packet every message is typed (a code byte before the length).
-          if (this.phase !== "startup") this.fromClient = new ByteQueue(1, this.deps.limits.maxMessageBytes);
+          if (this.phase !== "startup") this.fromClient = new ByteQueue(1, maxAuthenticationMessageBytes);
           this.fromClient.unshift(rest);
           continue;
         }
-        const { frames, consumed } = splitFrames(bytes, this.deps.limits.maxMessageBytes);
+        const { frames, consumed } = splitFrames(bytes, this.phase === "ready" ? this.deps.limits.maxMessageBytes : maxAuthenticationMessageBytes);
         this.fromClient.unshift(bytes.subarray(consumed));
+        // Only part of a message: wait for the rest.
+        if (frames.length === 0) return;
         let out: Buffer[] = [];
         for (const frame of frames) {
+          if ((this.phase === "authenticating" && frame.code !== FrontendCode.Password) || this.phase === "preparing") {
+            // Anything but authentication waits until the session is ready: the catalog query must be answered first.
+            this.toBackend(out);
+            out = [];
+            this.fromClient.unshift(bytes.subarray(frame.start, consumed));
+            this.client.pause();
+            await this.sessionReady;
+            if (this.closed) return;
+            this.client.resume();
+            break;
+          }
           if (this.needsCatalogRefresh(frame.code)) {
             this.toBackend(out);
             out = [];
@@ -172,11 +208,21 @@ export class ProxySession {
       out.push(whole);
       return true;
     }
+    if (this.copyingIn) return this.copyInFrame(frame.code, whole, out);
+    // Messages the backend will skip (an error earlier in this extended-protocol batch) expect no answer.
+    if (this.backendSkipsToSync && frame.code !== FrontendCode.Sync && frame.code !== FrontendCode.Terminate && frame.code !== FrontendCode.FunctionCall) {
+      out.push(whole);
+      return true;
+    }
     switch (frame.code) {
       case FrontendCode.Query:
+        this.rememberText(decodeQuery(bytes.subarray(frame.bodyStart, frame.end)));
         this.expected.push({ kind: "simple" });
         break;
       case FrontendCode.Parse:
+        this.rememberText(decodeParse(bytes.subarray(frame.bodyStart, frame.end)).sql);
+        this.extendedOpen = true;
+        break;
       case FrontendCode.Bind:
       case FrontendCode.Close:
       case FrontendCode.Flush:
@@ -191,20 +237,22 @@ export class ProxySession {
       case FrontendCode.Execute: {
         this.extendedOpen = true;
         // The proxy's own Describe of the portal comes back just before the rows: each portal's columns are known even when the client never asked.
-        const { portal } = decodeExecute(bytes.subarray(frame.bodyStart, frame.end));
-        out.push(encodeDescribe({ kind: TargetKind.Portal, name: portal }));
+        // The portal's name as bytes: decoding and encoding it again could name another portal.
+        const nul = bytes.indexOf(0, frame.bodyStart);
+        if (nul === -1 || nul >= frame.end) throw new ProtocolError("Execute without a portal name");
+        out.push(encodeDescribeBytes(TargetKind.Portal, bytes.subarray(frame.bodyStart, nul)));
         this.expected.push({ kind: "describe", injected: true, statement: false }, { kind: "execute" });
         break;
       }
       case FrontendCode.Sync:
         this.extendedOpen = false;
+        this.backendSkipsToSync = false;
         this.expected.push({ kind: "sync" });
         break;
+      case FrontendCode.CopyData:
       case FrontendCode.CopyDone:
       case FrontendCode.CopyFail:
-        this.copyingIn = false;
-        break;
-      case FrontendCode.CopyData:
+        // Outside COPY IN the backend ignores them (copy messages after a failed COPY).
         break;
       case FrontendCode.FunctionCall:
         this.refuse("0A000", "function calls (the FunctionCall message) are not allowed through this export", "function-call.refused");
@@ -221,6 +269,46 @@ export class ProxySession {
     }
     out.push(whole);
     return true;
+  }
+
+  private rememberText(sql: string): void {
+    this.clientText = (this.clientText + "\n" + sql.toLowerCase()).slice(-keptClientTextChars);
+  }
+
+  /**
+   * Column labels as the client may see them. A label is the client's own alias, a column's
+   * name or a function's; but server-side code can prepare a statement whose alias is a data
+   * value (EXECUTE format('PREPARE p AS SELECT 1 AS %I', ...)). A label crosses when the client
+   * wrote it in its SQL or it is the name of a mapped column; otherwise it becomes ?column?.
+   */
+  private visibleLabels(columns: readonly ColumnDescription[]): ColumnDescription[] | undefined {
+    let renamed: ColumnDescription[] | undefined;
+    columns.forEach((column, index) => {
+      if (column.name === "?column?" || this.clientText.includes(column.name.toLowerCase())) return;
+      const recordField = this.columns.get(columnKey(column.tableOid, column.attributeNumber));
+      if (recordField !== undefined && recordField.slice(recordField.lastIndexOf(".") + 1) === column.name) return;
+      renamed ??= [...columns];
+      renamed[index] = { ...column, name: "?column?" };
+    });
+    return renamed;
+  }
+
+  /** During COPY IN only copy messages, Flush and Sync (which the backend ignores there) may come. */
+  private copyInFrame(code: number, whole: Buffer, out: Buffer[]): boolean {
+    switch (code) {
+      case FrontendCode.CopyDone:
+      case FrontendCode.CopyFail:
+        this.copyingIn = false;
+        out.push(whole);
+        return true;
+      case FrontendCode.CopyData:
+      case FrontendCode.Flush:
+      case FrontendCode.Sync:
+        out.push(whole);
+        return true;
+      default:
+        throw new ProtocolError(`message '${String.fromCharCode(code)}' during COPY IN`);
+    }
   }
 
   /** The catalog is looked up again only when the connection is idle, outside a transaction, before new work. */
@@ -248,10 +336,12 @@ export class ProxySession {
   private internalQuery(sql: string): Promise<string[][][]> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new ProtocolError("the backend did not answer the export's catalog query in time")), internalQueryTimeoutMs);
+      this.pendingInternal = { timer, fail: reject };
       const query: InternalQuery = {
         results: [],
         done: () => {
           clearTimeout(timer);
+          this.pendingInternal = undefined;
           if (query.error !== undefined) reject(new ProtocolError(`the export's catalog query failed (${query.error})`));
           else resolve(query.results);
         },
@@ -305,8 +395,7 @@ export class ProxySession {
 
   private forwardCancel(proxyKeys: BackendKeyData): void {
     const backendKeys = this.deps.cancelKeys.backendFor(proxyKeys);
-    this.phase = "closed";
-    this.client.destroy();
+    this.close();
     if (!backendKeys) {
       this.deps.audit("warn", "cancel.refused", "cancel request with keys this export did not issue", { exportId: this.deps.exportId, connectionId: this.deps.connectionId });
       return;
@@ -374,6 +463,7 @@ export class ProxySession {
         if (!bytes) return;
         const { frames, consumed } = splitFrames(bytes, this.deps.limits.maxMessageBytes);
         this.fromBackend.unshift(bytes.subarray(consumed));
+        if (frames.length === 0) return;
         let out: Buffer[] = [];
         for (let i = 0; i < frames.length; i++) {
           const frame = frames[i]!;
@@ -464,16 +554,15 @@ export class ProxySession {
           this.expected.shift();
           if (head.injected) return;
         }
-        out.push(whole());
+        const renamed = this.visibleLabels(columns);
+        out.push(renamed ? encodeRowDescription(renamed) : whole());
         return;
       }
       case BackendCode.NoData:
+        this.plan = undefined;
         if (head?.kind === "describe") {
           this.expected.shift();
-          if (head.injected) {
-            this.plan = undefined;
-            return;
-          }
+          if (head.injected) return;
         }
         out.push(whole());
         return;
@@ -502,8 +591,11 @@ export class ProxySession {
         this.plan = undefined;
         this.swallowingCopyOut = false;
         this.copyingIn = false;
-        // After an error in the extended protocol the backend skips to the next Sync.
-        if (head && head.kind !== "simple") while (this.expected.length > 0 && this.head()!.kind !== "sync" && this.head()!.kind !== "simple") this.expected.shift();
+        // After an error in the extended protocol the backend skips every message (a Query too) until the next Sync.
+        if (head && head.kind !== "simple") {
+          while (this.expected.length > 0 && this.head()!.kind !== "sync") this.expected.shift();
+          if (this.expected.length === 0) this.backendSkipsToSync = true;
+        }
         out.push(encodeErrorResponse(sanitizeError(decodeErrorFields(body()))));
         return;
       case BackendCode.ReadyForQuery:
@@ -515,11 +607,13 @@ export class ProxySession {
       case BackendCode.NoticeResponse:
         out.push(encodeNoticeResponse(sanitizeNotice(decodeErrorFields(body()))));
         return;
-      case BackendCode.ParameterStatus:
-        // set_config('application_name', <any value>) would report the value: only the startup's report crosses.
-        if (decodeParameterStatus(body()).name === "application_name") return;
-        out.push(whole());
+      case BackendCode.ParameterStatus: {
+        // set_config() can make the backend report any value (application_name, TimeZone...): after startup only known values cross.
+        const { name, value } = decodeParameterStatus(body());
+        if (!this.encodingSupported(name, value)) return;
+        if (reportedValueIsSafe(name, value)) out.push(whole());
         return;
+      }
       case BackendCode.NotificationResponse:
         // A payload and a channel name can both carry any value: notifications do not cross the export.
         this.counts.notificationsDropped++;
@@ -544,8 +638,20 @@ export class ProxySession {
     }
   }
 
+  /** User ids are read as UTF-8: a client encoding that converts text is refused. */
+  private encodingSupported(name: string, value: string): boolean {
+    if (name !== "client_encoding" || clientEncodings.has(value.toUpperCase())) return true;
+    this.refuse("0A000", `client_encoding ${value} is not supported through this export: use UTF8`, "client-encoding.refused");
+    return false;
+  }
+
   private authenticationFrame(code: number, body: () => Buffer, whole: () => Buffer, out: Buffer[]): void {
     switch (code) {
+      case BackendCode.ParameterStatus: {
+        const { name, value } = decodeParameterStatus(body());
+        if (this.encodingSupported(name, value)) out.push(whole());
+        return;
+      }
       case BackendCode.BackendKeyData:
         this.backendKeys = decodeBackendKeyData(body());
         this.proxyKeys = this.deps.cancelKeys.issue(this.backendKeys);
@@ -553,7 +659,7 @@ export class ProxySession {
         return;
       case BackendCode.ReadyForQuery: {
         // Authenticated: learn the mapped columns before the client may send its first query.
-        this.phase = "ready";
+        this.phase = "preparing";
         this.transaction = decodeReadyForQuery(body());
         const ready = Buffer.from(whole());
         const mapping = this.deps.decider.mapping();
@@ -562,8 +668,13 @@ export class ProxySession {
         this.client.pause();
         this.internalQuery(catalogQuery(mapping)).then(
           (results) => {
+            if (this.closed) return;
             this.applyCatalog(results, mapping);
+            this.phase = "ready";
+            this.fromClient.limit(this.deps.limits.maxMessageBytes);
+            clearTimeout(this.authenticationTimer);
             this.toClient([ready]);
+            this.markReady();
             this.client.resume();
           },
           (error: unknown) => this.failBackend(error),
@@ -590,7 +701,10 @@ export class ProxySession {
         const row = decodeDataRow(body, 0, body.length, newRowValues(8));
         const values: string[] = [];
         for (let i = 0; i < row.count; i++) values.push(row.lengths[i]! < 0 ? "" : body.toString("utf8", row.starts[i]!, row.starts[i]! + row.lengths[i]!));
-        query.results[query.results.length - 1]?.push(values);
+        const rows = query.results[query.results.length - 1];
+        if (!rows) throw new ProtocolError("a row without a description in the export's catalog query");
+        if (rows.length >= maxCatalogRows) throw new ProtocolError("the export's catalog query returned too many rows");
+        rows.push(values);
         return;
       }
       case BackendCode.ErrorResponse:
@@ -612,7 +726,8 @@ export class ProxySession {
     const plan = this.plan;
     const userId = plan ? this.userOf(bytes, frame, plan) : undefined;
     const verdict = userId === undefined ? undefined : this.deps.decider.verdict(userId);
-    if (!plan || !verdict || !verdict.allowed) {
+    // A row whose shape is not the plan's is not decided by it.
+    if (!plan || !verdict || !verdict.allowed || this.row.count !== plan.columns.length) {
       this.counts.rowsDropped++;
       return;
     }
@@ -638,11 +753,20 @@ export class ProxySession {
 
   private fatal(sqlState: string, message: string): void {
     if (this.closed) return;
-    this.client.end(encodeErrorResponse(errorFields("FATAL", sqlState, message)));
+    this.endClient(encodeErrorResponse(errorFields("FATAL", sqlState, message)));
     this.close(false);
   }
 
+  /** Ends the client's side after sending `last`; a client that does not close in turn is cut off. */
+  private endClient(last?: Buffer): void {
+    const client = this.client;
+    if (last) client.end(last);
+    else client.end();
+    setTimeout(() => client.destroy(), lingerMs).unref();
+  }
+
   private failClient(error: unknown): void {
+    if (this.closed) return;
     if (error instanceof ProtocolError) {
       this.deps.audit("warn", "protocol.invalid", `invalid message from the client: ${error.message}`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, component: "postgres" });
       this.fatal("08P01", `invalid message from the client: ${error.message}`);
@@ -650,6 +774,7 @@ export class ProxySession {
   }
 
   private failBackend(error: unknown): void {
+    if (this.closed) return;
     if (error instanceof ProtocolError) {
       this.deps.audit("error", "protocol.backend-invalid", `the backend broke the protocol: ${error.message}`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId });
       this.fatal("08P01", "the export lost its backing store connection");
@@ -666,7 +791,7 @@ export class ProxySession {
   private endAfterBackend(): void {
     if (this.closed) return;
     const finish = () => {
-      if (this.phase !== "closed") this.client.end();
+      if (!this.closed) this.endClient();
       this.close(false);
     };
     if (this.backendPumping) setImmediate(finish);
@@ -676,11 +801,36 @@ export class ProxySession {
   close(destroyClient = true): void {
     if (this.closed) return;
     this.phase = "closed";
+    clearTimeout(this.authenticationTimer);
+    if (this.pendingInternal) {
+      clearTimeout(this.pendingInternal.timer);
+      this.pendingInternal.fail(new Error("connection closed"));
+    }
+    this.markReady();
     if (destroyClient) this.client.destroy();
     this.backend?.destroy();
     if (this.proxyKeys) this.deps.cancelKeys.revoke(this.proxyKeys);
     this.deps.onEnd(this.counts, this.identity);
   }
+}
+
+/** Client encodings whose text is the database's UTF-8 bytes (user ids are read as UTF-8). */
+const clientEncodings = new Set(["UTF8", "UTF-8", "UNICODE", "SQL_ASCII"]);
+
+/** Parameters whose later reports cross the export, with the values they may have. */
+const reportedParameters: Record<string, RegExp> = {
+  client_encoding: /^[A-Za-z0-9_-]{1,20}$/,
+  DateStyle: /^(ISO|Postgres|SQL|German), (DMY|MDY|YMD)$/,
+  IntervalStyle: /^(postgres|postgres_verbose|sql_standard|iso_8601)$/,
+  integer_datetimes: /^(on|off)$/,
+  standard_conforming_strings: /^(on|off)$/,
+  is_superuser: /^(on|off)$/,
+  in_hot_standby: /^(on|off)$/,
+  default_transaction_read_only: /^(on|off)$/,
+};
+
+function reportedValueIsSafe(name: string, value: string): boolean {
+  return Object.hasOwn(reportedParameters, name) && reportedParameters[name]!.test(value);
 }
 
 /** Bytes of an ErrorResponse, for callers outside a session (connection limit reached). */

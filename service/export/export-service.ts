@@ -10,6 +10,8 @@ import { splitEndpoint } from "./export-supervisor";
 
 /** How long GET /export waits for the serving node's counts. */
 const servingTimeoutMs = 500;
+/** A claim whose export does not exist is taken over only after this long: a create in progress claims before it stores the export. */
+const abandonedClaimMs = 60_000;
 
 export interface ExportServiceDeps {
   nc: NatsConnection;
@@ -63,7 +65,7 @@ export class ExportService implements ExportPort {
     return body.type as ExportType;
   }
 
-  /** Claims a port for an export; a claim left by an export that no longer exists is taken over. */
+  /** Claims a port for an export; a claim left long ago by an export that does not exist (a create that failed half-way) is taken over. */
   private async claimPort(port: number, exportId: string): Promise<void> {
     const claim = this.deps.runtime.client.ref(exportPort, String(port));
     try {
@@ -71,8 +73,8 @@ export class ExportService implements ExportPort {
     } catch (error) {
       if (!(error instanceof RuntimeError) || error.code !== "EXPORT_PORT_TAKEN") throw error;
       const holder = await claim.holder();
-      if (holder === null || (await this.exists(holder))) throw error;
-      await claim.release({ exportId: holder });
+      if (holder === null || Date.now() - Date.parse(holder.claimedAt) < abandonedClaimMs || (await this.exists(holder.exportId))) throw error;
+      await claim.release({ exportId: holder.exportId });
       await claim.claim({ exportId });
     }
   }

@@ -42,11 +42,15 @@ export class WireClient {
     for (const waiter of this.waiters.splice(0)) waiter();
   }
 
-  static async connect(port: number, user: string, database: string): Promise<WireClient> {
+  static connect(port: number, user: string, database: string): Promise<WireClient> {
+    return WireClient.connectWith(port, new Map([["user", user], ["database", database]]));
+  }
+
+  static async connectWith(port: number, parameters: Map<string, string>): Promise<WireClient> {
     const socket = connect({ host: "127.0.0.1", port });
     await new Promise((resolve, reject) => socket.once("connect", resolve).once("error", reject));
     const client = new WireClient(socket);
-    socket.write(encodeStartup(new Map([["user", user], ["database", database]])));
+    socket.write(encodeStartup(parameters));
     const startup = await client.until((m) => m.code === "Z" || m.code === "E");
     const keys = startup.find((m) => m.code === "K");
     if (keys) client.keys = decodeBackendKeyData(keys.body);

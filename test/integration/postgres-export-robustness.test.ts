@@ -70,13 +70,15 @@ describe("PostgreSQL exports under load and abuse", () => {
     await pg?.stop();
   });
 
+  let lastFailure = "";
   async function works(): Promise<boolean> {
     const c = new Client({ host: "127.0.0.1", port: exportPort, user: roles.scram.user, password: roles.scram.password, database: "app", connectionTimeoutMillis: 3000 });
     try {
       await c.connect();
       const result = await c.query("SELECT aid, abalance FROM pgbench_accounts WHERE aid = $1", [1]);
       return result.command === "SELECT";
-    } catch {
+    } catch (error) {
+      lastFailure = String(error);
       return false;
     } finally {
       await c.end().catch(() => undefined);
@@ -168,7 +170,7 @@ describe("PostgreSQL exports under load and abuse", () => {
       await Promise.all(Array.from({ length: 8 }, () => attack()));
       attacks += 8;
       if (attacks % 40 === 0) {
-        assert.ok(await works(), `a well-behaved client is served during the fuzzing (seed ${seed})`);
+        assert.ok(await works(), `a well-behaved client is served during the fuzzing (seed ${seed}): ${lastFailure}`);
         checks++;
       }
     }

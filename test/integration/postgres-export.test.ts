@@ -261,6 +261,17 @@ describe("PostgreSQL exports", () => {
       "INSERT INTO audit_notes (user_id, note) SELECT id, secret FROM users RETURNING user_id, note",
       "COPY users TO STDOUT",
       "COPY (SELECT * FROM users) TO STDOUT WITH (FORMAT csv)",
+      "DO $$ BEGIN RAISE EXCEPTION USING MESSAGE = 'x', COLUMN = (SELECT secret FROM users WHERE id = 'not-accepted'), TABLE = (SELECT login FROM users WHERE id = 'not-accepted'); END $$",
+      "SELECT to_tsquery(secret || ' &') FROM users WHERE id = 'not-accepted'",
+      "SELECT set_config(replace(secret, '-', '') || '.x', 'v', false) FROM users WHERE id = 'not-accepted'",
+      "SELECT pg_database_size(secret) FROM users WHERE id = 'not-accepted'",
+      "SELECT has_column_privilege('users', secret, 'SELECT') FROM users WHERE id = 'not-accepted'",
+      "DO $$ BEGIN EXECUTE format('PREPARE leak AS SELECT 1 AS %I', (SELECT secret FROM users WHERE id = 'not-accepted')); END $$",
+      "EXECUTE leak",
+      // Last: from here on the unqualified name users is the temporary table.
+      "CREATE TEMP TABLE users AS SELECT id, secret AS email, secret AS login, secret AS name FROM public.users",
+      "SELECT id, email, login, name FROM users",
+      "SELECT id, email, login, name FROM pg_temp.users",
     ];
     // The check can fail: straight from the backing store, the same search finds the values.
     const straight = await WireClient.connect(pg.port, roles.trusted.user, "app");
@@ -281,7 +292,12 @@ describe("PostgreSQL exports", () => {
         for (const value of forbidden) assert.ok(!bytes.includes(value), `${sql}: ${value} reached the client`);
         seen.push(`${sql} -> ${answer.map((m) => m.code).join("")}`);
       }
-      wire.send(encodeQuery("SELECT pg_notify('leak', secret) FROM users"));
+      wire.send(encodeQuery("SELECT set_config('TimeZone', 'Europe/Paris', false), set_config('application_name', 'x', false)"));
+      const reported = await wire.until((m) => m.code === "Z");
+      assert.ok(!reported.some((m) => m.code === "S"), "set_config() reports no parameter value after startup");
+      wire.send(encodeQuery("DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = 'XY123'; END $$"));
+      assert.deepEqual(errorsOf(await wire.until((m) => m.code === "Z")).map((e) => e.code), ["P0001"], "a SQLSTATE chosen inside server-side code does not cross");
+      wire.send(encodeQuery("SELECT pg_notify('leak', secret) FROM public.users"));
       const notified = await wire.until((m) => m.code === "Z");
       assert.ok(!notified.some((m) => m.code === "A"), "notifications do not cross the export");
     } finally {
@@ -371,5 +387,31 @@ describe("PostgreSQL exports", () => {
         await c.query("DROP TABLE later_users");
       }
     });
+  });
+
+  test("messages pipelined behind the startup wait until the proxy knows the catalog: a forged catalog answer is impossible", async () => {
+    const allowed = await verdicts("service");
+    const forbidden = forbiddenValues(allowed);
+    const socket = connect({ host: "127.0.0.1", port: exportPort });
+    const received: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => received.push(chunk));
+    await new Promise((resolve) => socket.once("connect", resolve));
+    const forged = "SELECT c.oid::int8, a.attnum::int4, 'public', 'users', CASE a.attname WHEN 'secret' THEN 'email' ELSE a.attname END FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid WHERE c.relname = 'users' AND a.attnum > 0; SELECT 4294967295::int8";
+    socket.write(Buffer.concat([encodeStartup(new Map([["user", roles.trusted.user], ["database", "app"]])), encodeQuery(forged), encodeQuery("SELECT id, secret, email FROM users")]));
+    const deadline = Date.now() + 10_000;
+    while (Buffer.concat(received).filter((byte) => byte === 0x5a).length < 3 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.destroy();
+    const bytes = Buffer.concat(received).toString("latin1");
+    for (const value of forbidden) assert.ok(!bytes.includes(value), `${value} reached the client`);
+    assert.ok(bytes.includes("accepted@example.com"), "the pipelined query was answered, with the allowed values");
+  });
+
+  test("client encodings other than UTF-8 are refused (user ids and names are read as UTF-8)", async () => {
+    await assert.rejects(WireClient.connectWith(exportPort, new Map([["user", roles.trusted.user], ["database", "app"], ["client_encoding", "LATIN1"]])), /not supported through this export/);
+    const wire = await WireClient.connect(exportPort, roles.trusted.user, "app");
+    wire.send(encodeQuery("SET client_encoding = 'LATIN1'"));
+    const answer = await wire.until(() => false, 1, 3000).catch(() => wire.messages);
+    assert.deepEqual(errorsOf(answer).map((e) => e.code), ["0A000"]);
+    assert.ok(wire.closed);
   });
 });

@@ -168,7 +168,7 @@ describe("PostgreSQL proxy: planning and sanitising", () => {
   };
   const column = (tableOid: number, attributeNumber: number, typeOid = 25): ColumnDescription => ({ name: "label-is-ignored", tableOid, attributeNumber, typeOid, typeSize: -1, typeModifier: -1, format: 0 });
 
-  test("the catalog query carries names hex-encoded; the schema-qualified mapping wins", () => {
+  test("the catalog query carries names hex-encoded; the schema-qualified mapping wins; temporary and ambiguous relations map nothing", () => {
     const sql = catalogQuery(mapping);
     assert.ok(sql.includes(Buffer.from("users").toString("hex")) && !sql.includes("'users'"));
     const columns = resolveColumns(
@@ -177,10 +177,13 @@ describe("PostgreSQL proxy: planning and sanitising", () => {
         { tableOid: 10, attributeNumber: 2, schema: "public", table: "users", column: "email" },
         { tableOid: 11, attributeNumber: 2, schema: "other", table: "users", column: "email" },
         { tableOid: 12, attributeNumber: 1, schema: "public", table: "accounts", column: "id" },
+        { tableOid: 13, attributeNumber: 1, schema: "pg_temp_3", table: "users", column: "alt_id" },
+        { tableOid: 14, attributeNumber: 1, schema: "public", table: "users", column: "alt_id" },
       ],
       mapping,
     );
-    assert.deepEqual([...columns], [["10.1", "users.id"], ["10.2", "public.users.email"], ["11.2", "users.email"]]);
+    // users.email names two relations (public and other): neither maps by the short name; public.users.email still does.
+    assert.deepEqual([...columns], [["10.1", "users.id"], ["10.2", "public.users.email"], ["14.1", "users.alt_id"]]);
   });
 
   test("columns map by OID and attribute number only; users in mapping order; a verdict's mask is computed once", () => {
@@ -217,7 +220,11 @@ describe("PostgreSQL proxy: planning and sanitising", () => {
     const inFunction = sanitizeError(new Map([[ErrorField.Code, "42601"], [ErrorField.Message, 'syntax error at or near "secret"'], [ErrorField.Where, "PL/pgSQL function inline_code_block line 1 at EXECUTE"]]));
     assert.ok(!inFunction.get(ErrorField.Message)!.includes("secret"), "raised inside server-side code");
     assert.equal(sanitizeError(new Map([[ErrorField.Code, "42P01"], [ErrorField.Message, 'relation "secret" does not exist']])).get(ErrorField.Message)!.includes("secret"), false);
-    assert.equal(sanitizeError(new Map([[ErrorField.Code, "42601"], [ErrorField.Message, 'syntax error at or near "SELEC"']])).get(ErrorField.Message), 'syntax error at or near "SELEC"');
+    assert.equal(sanitizeError(new Map([[ErrorField.Code, "42601"], [ErrorField.Message, 'syntax error at or near "SELEC"'], [ErrorField.Position, "1"]])).get(ErrorField.Message), 'syntax error at or near "SELEC"', "about the client's own query text");
+    assert.ok(!sanitizeError(new Map([[ErrorField.Code, "42601"], [ErrorField.Message, 'no operand in tsquery: "secret-1 &"']])).get(ErrorField.Message)!.includes("secret"), "raised while running, with no position");
+    const raised = sanitizeError(new Map([[ErrorField.Code, "XY123"], [ErrorField.Message, "m"], [ErrorField.Column, "secret-1"], [ErrorField.Where, "PL/pgSQL function"]]));
+    assert.deepEqual([raised.get(ErrorField.Code), raised.has(ErrorField.Column)], ["P0001", false], "a chosen SQLSTATE and object names from RAISE do not cross");
+    assert.equal(sanitizeError(new Map([[ErrorField.Code, "40001"], [ErrorField.Message, "could not serialize access"]])).get(ErrorField.Message), "could not serialize access");
     const notice = sanitizeNotice(new Map([[ErrorField.Severity, "NOTICE"], [ErrorField.Code, "00000"], [ErrorField.Message, "secret-1"], [ErrorField.Detail, "x"]]));
     assert.deepEqual([...notice.keys()], [ErrorField.Severity, ErrorField.Code, ErrorField.Message]);
     assert.ok(!notice.get(ErrorField.Message)!.includes("secret"));

@@ -1,0 +1,168 @@
+// Benchmarks of a PostgreSQL export (issue 6), against baselines in the same run:
+// 1. pgbench select-only custom script, 8 clients: directly, through PgBouncer (session mode), through the export.
+// 2. Rows per second of a 1M-row, 8-column SELECT (half the rows dropped, 3 columns nulled) vs the same SELECT directly.
+import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { chownSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { splitFrames } from "../protocols/postgres/frames";
+import { encodeQuery } from "../protocols/postgres/query";
+import { encodeStartup } from "../protocols/postgres/startup";
+import { realisticPolicy } from "../test/fixtures/policy";
+import { freePort } from "../test/helpers/ports";
+import { PostgresServer } from "../test/helpers/postgres";
+import { tempDir } from "../test/helpers/temp";
+import { startBenchNode } from "./http-load";
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const accounts = Number(process.env.BENCH_ACCOUNTS ?? 10_000);
+const wideRows = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const wideUsers = 1000;
+const role = "benchuser";
+
+function pgbench(port: number, script: string): number {
+  const run = spawnSync("pgbench", ["-n", "-h", "127.0.0.1", "-p", String(port), "-U", role, "-f", script, "-M", "prepared", "-c", "8", "-j", "2", "-T", String(seconds), "app"], { encoding: "utf8" });
+  if (run.status !== 0) throw new Error(`pgbench on port ${port} failed: ${run.stderr}`);
+  const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout);
+  if (!tps) throw new Error(`no tps in pgbench output: ${run.stdout}`);
+  return Number(tps[1]);
+}
+
+/** PgBouncer in session mode in front of the server, run as the postgres user (it refuses root). */
+async function startPgBouncer(pgPort: number): Promise<{ port: number; child: ChildProcess }> {
+  const dir = tempDir("pgbouncer");
+  const port = await freePort();
+  const ini = join(dir, "pgbouncer.ini");
+  const users = join(dir, "users.txt");
+  writeFileSync(users, `"${role}" ""\n`);
+  writeFileSync(ini, ["[databases]", `app = host=127.0.0.1 port=${pgPort} dbname=app`, "[pgbouncer]", "listen_addr = 127.0.0.1", `listen_port = ${port}`, `unix_socket_dir = ${dir}`, "auth_type = trust", `auth_file = ${users}`, "pool_mode = session", "max_client_conn = 100", "default_pool_size = 20", `logfile = ${join(dir, "log")}`, ""].join("\n"));
+  const runAs = process.getuid?.() === 0 ? { uid: Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" })), gid: Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" })) } : undefined;
+  if (runAs) for (const path of [dir, ini, users]) chownSync(path, runAs.uid, runAs.gid);
+  const child = spawn("pgbouncer", [ini], { stdio: "ignore", ...(runAs ?? {}) });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  return { port, child };
+}
+
+/** Seconds to receive every row of `sql` (rows counted, not parsed), with a bare protocol client. */
+function timeQuery(port: number, sql: string): Promise<{ seconds: number; rows: number }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    let buffer: Buffer = Buffer.alloc(0);
+    let rows = 0;
+    let ready = 0;
+    let started = 0n;
+    socket.on("error", reject);
+    socket.on("connect", () => socket.write(encodeStartup(new Map([["user", role], ["database", "app"]]))));
+    socket.on("data", (chunk: Buffer) => {
+      buffer = buffer.length ? Buffer.concat([buffer, chunk]) : chunk;
+      const { frames, consumed } = splitFrames(buffer, 1 << 30);
+      buffer = buffer.subarray(consumed);
+      for (const frame of frames) {
+        if (frame.code === 0x44) rows++;
+        else if (frame.code === 0x45) reject(new Error(`query failed on port ${port}`));
+        else if (frame.code === 0x5a && ++ready === 1) {
+          started = process.hrtime.bigint();
+          socket.write(encodeQuery(sql));
+        } else if (frame.code === 0x5a) {
+          socket.destroy();
+          resolve({ seconds: Number(process.hrtime.bigint() - started) / 1e9, rows });
+        }
+      }
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  const pg = await PostgresServer.start({ hba: [`host all ${role} 127.0.0.1/32 trust`], settings: { shared_buffers: "'256MB'" } });
+  const { node, base } = await startBenchNode();
+  let bouncer: ChildProcess | undefined;
+  try {
+    pg.sql("CREATE DATABASE app");
+    pg.sql(`CREATE ROLE ${role} LOGIN`);
+    const init = spawnSync("pgbench", ["-i", "-q", "-s", "1", "-h", "127.0.0.1", "-p", String(pg.port), "-U", "postgres", "app"], { encoding: "utf8", env: { ...process.env, PGPASSWORD: "postgres" } });
+    if (init.status !== 0) throw new Error(init.stderr);
+    pg.sql(
+      [
+        `CREATE TABLE wide AS SELECT 'w' || (i % ${wideUsers}) AS uid, i AS c1, i * 2 AS c2, 'value-' || i AS c3, i::float8 / 3 AS c4, 'contact-' || i AS c5, 'phone-' || i AS c6, md5(i::text) AS c7 FROM generate_series(1, ${wideRows}) AS i`,
+        `GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`,
+      ].join("; "),
+      "app",
+    );
+    pg.sql("VACUUM ANALYZE", "app");
+
+    // Policy: purpose 'analytics' allows 'usage' only; a user for every aid the script selects (accepted), and wide's users half accepted.
+    const put = (path: string, body?: unknown) => fetch(`${base}${path}`, { method: "PUT", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) }).then((r) => r.status);
+    const policy = realisticPolicy();
+    policy.mappingGroups.push(
+      { name: "accounts", fieldMappings: [{ recordField: "pgbench_accounts.aid", resourceContext: true, categoryId: "usage" }, { recordField: "pgbench_accounts.abalance", categoryId: "usage" }] },
+      { name: "wide", fieldMappings: [{ recordField: "wide.uid", resourceContext: true, categoryId: "usage" }, ...["c1", "c2", "c3", "c4"].map((c) => ({ recordField: `wide.${c}`, categoryId: "usage" })), ...["c5", "c6", "c7"].map((c) => ({ recordField: `wide.${c}`, categoryId: "contact" }))] },
+    );
+    if ((await put("/config", policy)) !== 200) throw new Error("policy not accepted");
+    const users = [...Array.from({ length: accounts }, (_, i) => ({ id: String(i + 1), accept: true })), ...Array.from({ length: wideUsers }, (_, i) => ({ id: `w${i}`, accept: i % 2 === 0 }))];
+    for (let i = 0; i < users.length; i += 64) {
+      await Promise.all(
+        users.slice(i, i + 64).map(async (u) => {
+          await put("/user", { userId: u.id, attributes: { dob: "1990-01-01", location: "US" } });
+          if (u.accept) await put(`/user/terms?userId=${u.id}`);
+        }),
+      );
+    }
+    const exportPort = async (resolverGroup: string) => {
+      const port = await freePort();
+      const created = await fetch(`${base}/export`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup, metadata: { type: "platformUse", purposeId: "analytics" }, port }) });
+      if (created.status !== 200) throw new Error(`export not created: ${await created.text()}`);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      return port;
+    };
+    const accountsExport = await exportPort("accounts");
+    const wideExport = await exportPort("wide");
+    const bouncing = await startPgBouncer(pg.port);
+    bouncer = bouncing.child;
+
+    const dir = tempDir("bench-pgbench");
+    const script = join(dir, "select.sql");
+    writeFileSync(script, `\\set aid random(1, ${accounts})\nSELECT aid, abalance FROM pgbench_accounts WHERE aid = :aid;\n`);
+    const check = await timeQuery(accountsExport, `SELECT aid, abalance FROM pgbench_accounts WHERE aid <= ${accounts}`);
+    if (check.rows !== accounts) throw new Error(`expected every selected account through the export, got ${check.rows}`);
+    console.log(`pgbench select-only, 8 clients, 2 threads, -M prepared, ${seconds} s per run, aid in 1..${accounts} (every one a user allowed 'usage' for 'analytics')`);
+    const tps = { direct: [] as number[], pgbouncer: [] as number[], export: [] as number[] };
+    for (let round = 0; round < 2; round++) {
+      tps.direct.push(pgbench(pg.port, script));
+      tps.pgbouncer.push(pgbench(bouncing.port, script));
+      tps.export.push(pgbench(accountsExport, script));
+    }
+    const best = (values: number[]) => Math.max(...values);
+    console.log(`  direct    ${tps.direct.map((t) => t.toFixed(0)).join(" / ")} TPS`);
+    console.log(`  pgbouncer ${tps.pgbouncer.map((t) => t.toFixed(0)).join(" / ")} TPS`);
+    console.log(`  export    ${tps.export.map((t) => t.toFixed(0)).join(" / ")} TPS`);
+    console.log(`  export vs pgbouncer (best of each): ${(best(tps.export) / best(tps.pgbouncer)).toFixed(2)}x (target >= 0.70x); vs direct ${(best(tps.export) / best(tps.direct)).toFixed(2)}x`);
+
+    const sql = "SELECT uid, c1, c2, c3, c4, c5, c6, c7 FROM wide";
+    console.log(`\n${wideRows.toLocaleString("en")}-row, 8-column SELECT: ${wideUsers} users, half allowed (rows dropped), 3 columns of kept rows nulled`);
+    const runs = { direct: [] as number[], export: [] as number[] };
+    let kept = 0;
+    for (let round = 0; round < 3; round++) {
+      const straight = await timeQuery(pg.port, sql);
+      if (straight.rows !== wideRows) throw new Error(`direct returned ${straight.rows} rows`);
+      runs.direct.push(straight.seconds);
+      const through = await timeQuery(wideExport, sql);
+      kept = through.rows;
+      runs.export.push(through.seconds);
+    }
+    if (kept !== wideRows / 2) throw new Error(`expected half the rows through the export, got ${kept}`);
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+    const rate = (s: number) => Math.round(wideRows / s);
+    console.log(`  direct  ${runs.direct.map((s) => s.toFixed(2)).join(" / ")} s -> ${rate(median(runs.direct)).toLocaleString("en")} rows/s (median)`);
+    console.log(`  export  ${runs.export.map((s) => s.toFixed(2)).join(" / ")} s -> ${rate(median(runs.export)).toLocaleString("en")} rows/s read from the backend, ${kept.toLocaleString("en")} sent (median)`);
+    console.log(`  export vs direct: ${(median(runs.direct) / median(runs.export)).toFixed(2)}x (target >= 0.50x)`);
+  } finally {
+    bouncer?.kill("SIGINT");
+    await node.stop();
+    await pg.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
