@@ -20,12 +20,21 @@ const wideRows = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const wideUsers = 1000;
 const role = "benchuser";
 
-function pgbench(port: number, script: string): number {
-  const run = spawnSync("pgbench", ["-n", "-h", "127.0.0.1", "-p", String(port), "-U", role, "-f", script, "-M", "prepared", "-c", "8", "-j", "2", "-T", String(seconds), "app"], { encoding: "utf8" });
-  if (run.status !== 0) throw new Error(`pgbench on port ${port} failed: ${run.stderr}`);
-  const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(run.stdout);
-  if (!tps) throw new Error(`no tps in pgbench output: ${run.stdout}`);
-  return Number(tps[1]);
+/** pgbench in its own process (asynchronously: the export under test runs in this one). */
+function pgbench(port: number, script: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("pgbench", ["-n", "-h", "127.0.0.1", "-p", String(port), "-U", role, "-f", script, "-M", "prepared", "-c", "8", "-j", "2", "-T", String(seconds), "app"], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once("error", reject);
+    child.once("exit", (code) => {
+      const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(stdout);
+      if (code !== 0 || !tps) reject(new Error(`pgbench on port ${port} failed (${code}): ${stderr.slice(-500)}`));
+      else resolve(Number(tps[1]));
+    });
+  });
 }
 
 /** PgBouncer in session mode in front of the server, run as the postgres user (it refuses root). */
@@ -127,9 +136,9 @@ async function main(): Promise<void> {
     console.log(`pgbench select-only, 8 clients, 2 threads, -M prepared, ${seconds} s per run, aid in 1..${accounts} (every one a user allowed 'usage' for 'analytics')`);
     const tps = { direct: [] as number[], pgbouncer: [] as number[], export: [] as number[] };
     for (let round = 0; round < 2; round++) {
-      tps.direct.push(pgbench(pg.port, script));
-      tps.pgbouncer.push(pgbench(bouncing.port, script));
-      tps.export.push(pgbench(accountsExport, script));
+      tps.direct.push(await pgbench(pg.port, script));
+      tps.pgbouncer.push(await pgbench(bouncing.port, script));
+      tps.export.push(await pgbench(accountsExport, script));
     }
     const best = (values: number[]) => Math.max(...values);
     console.log(`  direct    ${tps.direct.map((t) => t.toFixed(0)).join(" / ")} TPS`);

@@ -21,7 +21,7 @@ import type { CancelKeys } from "./cancel-keys";
 import { catalogQuery, columnKey, resolveColumns, type CatalogRow, type ColumnMap } from "./column-catalog";
 import { maskFor, planResult, type ResultPlan } from "./result-plan";
 import { sanitizeError, sanitizeNotice } from "./sanitize";
-import type { ProxyAudit, ProxyLimits, RowDecider, SessionCounts } from "./types";
+import type { ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts } from "./types";
 import { userIdFromValue } from "./user-id";
 
 /** Startup packets are small; PostgreSQL itself refuses those over 10,000 bytes. */
@@ -93,6 +93,8 @@ export class ProxySession {
   private swallowingCopyOut = false;
   private transaction: TransactionStatus = TransactionStatus.Idle;
   private columns: ColumnMap = new Map();
+  /** Changes whenever `columns` does (plans made from an older column map are dropped). */
+  private catalogVersion = 0;
   private catalogMappingKey = "";
   private newestRelation = 0;
   private catalogStale = true;
@@ -328,6 +330,7 @@ export class ProxySession {
   private applyCatalog(results: string[][][], mapping: ReturnType<RowDecider["mapping"]>): void {
     const rows: CatalogRow[] = (results.length > 1 ? results[0]! : []).map((r) => ({ tableOid: Number(r[0]), attributeNumber: Number(r[1]), schema: r[2]!, table: r[3]!, column: r[4]! }));
     this.columns = resolveColumns(rows, mapping);
+    this.catalogVersion++;
     this.newestRelation = Number(results[results.length - 1]?.[0]?.[0] ?? 0);
     this.catalogMappingKey = mapping.key;
     this.catalogStale = false;
@@ -465,16 +468,24 @@ export class ProxySession {
         this.fromBackend.unshift(bytes.subarray(consumed));
         if (frames.length === 0) return;
         let out: Buffer[] = [];
+        this.chunkVerdicts.clear();
+        let scannedThrough = -1;
         for (let i = 0; i < frames.length; i++) {
           const frame = frames[i]!;
-          if (frame.code === BackendCode.DataRow && this.plan && !this.swallowingCopyOut && this.head()?.kind !== "internal") {
-            const missing = this.undecidedUsers(bytes, frames, i);
+          if (i > scannedThrough && frame.code === BackendCode.DataRow && this.plan && !this.swallowingCopyOut && this.head()?.kind !== "internal") {
+            // Once per run of rows in this chunk: the verdicts they need, loading the missing ones together.
+            const { missing, through } = this.verdictsFor(bytes, frames, i);
+            scannedThrough = through;
             if (missing.length > 0) {
               this.toClient(out);
               out = [];
               this.backend?.pause();
               await this.deps.decider.load(missing);
               if (this.closed) return;
+              for (const userId of missing) {
+                const verdict = this.deps.decider.verdict(userId);
+                if (verdict) this.chunkVerdicts.set(userId, verdict);
+              }
               if (!this.client.writableNeedDrain) this.backend?.resume();
             }
           }
@@ -500,19 +511,46 @@ export class ProxySession {
     return this.expected[0];
   }
 
-  /** Users of the rows from `from` on (until the next RowDescription) that have no verdict in memory yet. */
-  private undecidedUsers(bytes: Buffer, frames: Frame[], from: number): string[] {
+  /**
+   * Verdicts for the rows from `from` on, until the next message that is not a DataRow: those
+   * in memory go into `chunkVerdicts` (so they cannot expire before their rows are sent), the
+   * others are returned to be loaded.
+   */
+  private verdictsFor(bytes: Buffer, frames: Frame[], from: number): { missing: string[]; through: number } {
     const plan = this.plan!;
-    if (plan.userColumns.length === 0) return [];
     const missing = new Set<string>();
-    for (let i = from; i < frames.length; i++) {
-      const frame = frames[i]!;
-      if (frame.code === BackendCode.RowDescription) break;
-      if (frame.code !== BackendCode.DataRow) continue;
-      const userId = this.userOf(bytes, frame, plan);
-      if (userId !== undefined && !this.deps.decider.verdict(userId)) missing.add(userId);
+    let i = from;
+    for (; i < frames.length && frames[i]!.code === BackendCode.DataRow; i++) {
+      if (plan.userColumns.length === 0) continue;
+      const userId = this.userOf(bytes, frames[i]!, plan);
+      if (userId === undefined || this.chunkVerdicts.has(userId) || missing.has(userId)) continue;
+      const verdict = this.deps.decider.verdict(userId);
+      if (verdict) this.chunkVerdicts.set(userId, verdict);
+      else missing.add(userId);
     }
-    return [...missing];
+    return { missing: [...missing], through: i - 1 };
+  }
+
+  private readonly chunkVerdicts = new Map<string, RowVerdict>();
+  /** Plans by RowDescription bytes: a statement run again (pgbench, prepared statements) reuses its plan and masks. */
+  private readonly plans = new Map<string, ResultPlan>();
+  private plansKey = "";
+
+  private planFor(body: Buffer, columns: () => ColumnDescription[]): ResultPlan {
+    const mapping = this.deps.decider.mapping();
+    const key = `${mapping.key}|${this.catalogVersion}`;
+    if (key !== this.plansKey) {
+      this.plans.clear();
+      this.plansKey = key;
+    }
+    const description = body.toString("latin1");
+    let plan = this.plans.get(description);
+    if (!plan) {
+      plan = planResult(columns(), this.columns, mapping);
+      if (this.plans.size >= 256) this.plans.clear();
+      this.plans.set(description, plan);
+    }
+    return plan;
   }
 
   private userOf(bytes: Buffer, frame: Frame, plan: ResultPlan): string | undefined {
@@ -546,8 +584,9 @@ export class ProxySession {
         this.dataRow(bytes, frame, out);
         return;
       case BackendCode.RowDescription: {
-        const columns = decodeRowDescription(body());
-        this.plan = planResult(columns, this.columns, this.deps.decider.mapping());
+        const description = body();
+        this.plan = this.planFor(description, () => decodeRowDescription(description));
+        const columns = this.plan.columns;
         this.resultRowsSent = 0;
         if (columns.some((c) => c.tableOid > this.newestRelation)) this.catalogStale = true;
         if (head?.kind === "describe") {
@@ -725,7 +764,7 @@ export class ProxySession {
     this.counts.rowsIn++;
     const plan = this.plan;
     const userId = plan ? this.userOf(bytes, frame, plan) : undefined;
-    const verdict = userId === undefined ? undefined : this.deps.decider.verdict(userId);
+    const verdict = userId === undefined ? undefined : (this.chunkVerdicts.get(userId) ?? this.deps.decider.verdict(userId));
     // A row whose shape is not the plan's is not decided by it.
     if (!plan || !verdict || !verdict.allowed || this.row.count !== plan.columns.length) {
       this.counts.rowsDropped++;

@@ -111,10 +111,15 @@ export class NodeProcess {
     throw new Error(`node ${this.nodeId} not ready after ${timeoutMs} ms; last readiness: ${last}; last log lines: ${this.lines.slice(-3).join("\n")}`);
   }
 
-  /** Graceful stop (SIGTERM): resolves with the exit code. */
+  /** Graceful stop (SIGTERM): resolves with the exit code. A node that has not exited 15 s later is killed (null): none outlives its test. */
   async stop(): Promise<number | null> {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGTERM");
-    return this.exitPromise;
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), 15_000);
+    try {
+      return await this.exitPromise;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async kill(): Promise<void> {
