@@ -150,7 +150,7 @@ async function main(): Promise<void> {
     console.log(`\n${wideRows.toLocaleString("en")}-row, 8-column SELECT: ${wideUsers} users, half allowed (rows dropped), 3 columns of kept rows nulled`);
     const runs = { direct: [] as number[], export: [] as number[] };
     let kept = 0;
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < 5; round++) {
       const straight = await timeQuery(pg.port, sql);
       if (straight.rows !== wideRows) throw new Error(`direct returned ${straight.rows} rows`);
       runs.direct.push(straight.seconds);

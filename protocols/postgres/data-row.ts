@@ -39,27 +39,39 @@ export function decodeDataRow(bytes: Buffer, bodyStart: number, end: number, int
   return into;
 }
 
-/**
- * A DataRow with the values of `row` where `keep[i]` is true and NULL elsewhere, encoded in one
- * allocation (the kept values are copied once).
- */
-export function encodeMaskedDataRow(bytes: Buffer, row: RowValues, keep: ArrayLike<boolean>): Buffer {
+/** Bytes of the DataRow `writeMaskedDataRow` writes. */
+export function maskedDataRowSize(row: RowValues, keep: ArrayLike<boolean>): number {
   let size = 1 + 4 + 2;
   for (let i = 0; i < row.count; i++) size += 4 + (keep[i] && row.lengths[i]! > 0 ? row.lengths[i]! : 0);
-  const out = Buffer.allocUnsafe(size);
-  out[0] = BackendCode.DataRow;
-  out.writeInt32BE(size - 1, 1);
-  out.writeInt16BE(row.count, 5);
-  let offset = 7;
+  return size;
+}
+
+/**
+ * Writes at `offset` of `target` the DataRow with the values of `row` where `keep[i]` is true
+ * and NULL elsewhere; returns the offset after it. Never longer than the row it came from.
+ */
+export function writeMaskedDataRow(target: Buffer, offset: number, bytes: Buffer, row: RowValues, keep: ArrayLike<boolean>): number {
+  const size = maskedDataRowSize(row, keep);
+  target[offset] = BackendCode.DataRow;
+  target.writeInt32BE(size - 1, offset + 1);
+  target.writeInt16BE(row.count, offset + 5);
+  let at = offset + 7;
   for (let i = 0; i < row.count; i++) {
     const length = keep[i] ? row.lengths[i]! : -1;
-    out.writeInt32BE(length, offset);
-    offset += 4;
+    target.writeInt32BE(length, at);
+    at += 4;
     if (length > 0) {
-      bytes.copy(out, offset, row.starts[i]!, row.starts[i]! + length);
-      offset += length;
+      bytes.copy(target, at, row.starts[i]!, row.starts[i]! + length);
+      at += length;
     }
   }
+  return at;
+}
+
+/** The masked DataRow as a message of its own. */
+export function encodeMaskedDataRow(bytes: Buffer, row: RowValues, keep: ArrayLike<boolean>): Buffer {
+  const out = Buffer.allocUnsafe(maskedDataRowSize(row, keep));
+  writeMaskedDataRow(out, 0, bytes, row, keep);
   return out;
 }
 
@@ -74,4 +86,22 @@ export function encodeDataRow(values: ReadonlyArray<Buffer | null>): Buffer {
     offset += value?.length ?? 0;
   });
   return encodeMaskedDataRow(joined, row, values.map(() => true));
+}
+
+/**
+ * Where value `column` of the DataRow in bytes[bodyStart, end) lies, without decoding the
+ * others: its offset and length (-1 for NULL); undefined when the row has no such column or
+ * its lengths overrun the message.
+ */
+export function locateValue(bytes: Buffer, bodyStart: number, end: number, column: number): { start: number; length: number } | undefined {
+  if (end - bodyStart < 2 || column >= bytes.readInt16BE(bodyStart)) return undefined;
+  let offset = bodyStart + 2;
+  for (let i = 0; ; i++) {
+    if (offset + 4 > end) return undefined;
+    const length = bytes.readInt32BE(offset);
+    offset += 4;
+    if (length < -1 || (length > 0 && offset + length > end)) return undefined;
+    if (i === column) return { start: offset, length };
+    if (length > 0) offset += length;
+  }
 }

@@ -4,7 +4,8 @@ import { decodeBackendKeyData, encodeBackendKeyData, type BackendKeyData } from 
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
 import { BackendCode, FrontendCode, TargetKind, TransactionStatus } from "../../protocols/postgres/codes";
 import { decodeCommandComplete, encodeCommandComplete, withReturnedRows } from "../../protocols/postgres/command-complete";
-import { decodeDataRow, encodeMaskedDataRow, newRowValues } from "../../protocols/postgres/data-row";
+import { decodeDataRow, locateValue, newRowValues } from "../../protocols/postgres/data-row";
+import { OutputBuffer } from "./output-buffer";
 import { decodeDescribe, encodeDescribeBytes } from "../../protocols/postgres/describe";
 import { decodeErrorFields, encodeErrorResponse, encodeNoticeResponse, errorFields, ErrorField } from "../../protocols/postgres/error-response";
 import { splitFrames, startupPacketLength, type Frame } from "../../protocols/postgres/frames";
@@ -467,8 +468,9 @@ export class ProxySession {
         const { frames, consumed } = splitFrames(bytes, this.deps.limits.maxMessageBytes);
         this.fromBackend.unshift(bytes.subarray(consumed));
         if (frames.length === 0) return;
-        let out: Buffer[] = [];
+        const out = new OutputBuffer(bytes.length);
         this.chunkVerdicts.clear();
+        this.chunkUsers.length = 0;
         let scannedThrough = -1;
         for (let i = 0; i < frames.length; i++) {
           const frame = frames[i]!;
@@ -478,7 +480,6 @@ export class ProxySession {
             scannedThrough = through;
             if (missing.length > 0) {
               this.toClient(out);
-              out = [];
               this.backend?.pause();
               await this.deps.decider.load(missing);
               if (this.closed) return;
@@ -489,6 +490,7 @@ export class ProxySession {
               if (!this.client.writableNeedDrain) this.backend?.resume();
             }
           }
+          this.frameIndex = i;
           this.backendFrame(bytes, frame, out);
           if (this.closed) return;
         }
@@ -501,10 +503,9 @@ export class ProxySession {
     }
   }
 
-  private toClient(parts: Buffer[]): void {
-    if (parts.length === 0 || this.phase === "closed") return;
-    const ok = this.client.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-    if (!ok) this.backend?.pause();
+  private toClient(out: OutputBuffer): void {
+    if (out.size === 0 || this.closed) return;
+    if (!this.client.write(out.take())) this.backend?.pause();
   }
 
   private head(): Expectation | undefined {
@@ -523,6 +524,7 @@ export class ProxySession {
     for (; i < frames.length && frames[i]!.code === BackendCode.DataRow; i++) {
       if (plan.userColumns.length === 0) continue;
       const userId = this.userOf(bytes, frames[i]!, plan);
+      this.chunkUsers[i] = userId ?? "";
       if (userId === undefined || this.chunkVerdicts.has(userId) || missing.has(userId)) continue;
       const verdict = this.deps.decider.verdict(userId);
       if (verdict) this.chunkVerdicts.set(userId, verdict);
@@ -532,6 +534,9 @@ export class ProxySession {
   }
 
   private readonly chunkVerdicts = new Map<string, RowVerdict>();
+  /** Per frame of the chunk being handled: the row's user as `verdictsFor` read it ("" for none). */
+  private readonly chunkUsers: string[] = [];
+  private frameIndex = -1;
   /** Plans by RowDescription bytes: a statement run again (pgbench, prepared statements) reuses its plan and masks. */
   private readonly plans = new Map<string, ResultPlan>();
   private plansKey = "";
@@ -554,17 +559,17 @@ export class ProxySession {
   }
 
   private userOf(bytes: Buffer, frame: Frame, plan: ResultPlan): string | undefined {
-    const row = decodeDataRow(bytes, frame.bodyStart, frame.end, this.row);
     for (const column of plan.userColumns) {
-      if (column >= row.count) continue;
+      const value = locateValue(bytes, frame.bodyStart, frame.end, column);
+      if (!value) continue;
       const description = plan.columns[column]!;
-      const userId = userIdFromValue(bytes, row.starts[column]!, row.lengths[column]!, description.typeOid, description.format);
+      const userId = userIdFromValue(bytes, value.start, value.length, description.typeOid, description.format);
       if (userId !== undefined && userId !== "") return userId;
     }
     return undefined;
   }
 
-  private backendFrame(bytes: Buffer, frame: Frame, out: Buffer[]): void {
+  private backendFrame(bytes: Buffer, frame: Frame, out: OutputBuffer): void {
     const body = () => bytes.subarray(frame.bodyStart, frame.end);
     const whole = () => bytes.subarray(frame.start, frame.end);
     const head = this.head();
@@ -684,7 +689,7 @@ export class ProxySession {
     return false;
   }
 
-  private authenticationFrame(code: number, body: () => Buffer, whole: () => Buffer, out: Buffer[]): void {
+  private authenticationFrame(code: number, body: () => Buffer, whole: () => Buffer, out: OutputBuffer): void {
     switch (code) {
       case BackendCode.ParameterStatus: {
         const { name, value } = decodeParameterStatus(body());
@@ -703,7 +708,6 @@ export class ProxySession {
         const ready = Buffer.from(whole());
         const mapping = this.deps.decider.mapping();
         this.toClient(out);
-        out.length = 0;
         this.client.pause();
         this.internalQuery(catalogQuery(mapping)).then(
           (results) => {
@@ -712,7 +716,7 @@ export class ProxySession {
             this.phase = "ready";
             this.fromClient.limit(this.deps.limits.maxMessageBytes);
             clearTimeout(this.authenticationTimer);
-            this.toClient([ready]);
+            if (!this.client.write(ready)) this.backend?.pause();
             this.markReady();
             this.client.resume();
           },
@@ -760,13 +764,14 @@ export class ProxySession {
     }
   }
 
-  private dataRow(bytes: Buffer, frame: Frame, out: Buffer[]): void {
+  private dataRow(bytes: Buffer, frame: Frame, out: OutputBuffer): void {
     this.counts.rowsIn++;
     const plan = this.plan;
-    const userId = plan ? this.userOf(bytes, frame, plan) : undefined;
+    const scanned = this.chunkUsers[this.frameIndex];
+    const userId = scanned !== undefined ? scanned || undefined : plan ? this.userOf(bytes, frame, plan) : undefined;
     const verdict = userId === undefined ? undefined : (this.chunkVerdicts.get(userId) ?? this.deps.decider.verdict(userId));
     // A row whose shape is not the plan's is not decided by it.
-    if (!plan || !verdict || !verdict.allowed || this.row.count !== plan.columns.length) {
+    if (!plan || !verdict || !verdict.allowed || frame.end - frame.bodyStart < 2 || bytes.readInt16BE(frame.bodyStart) !== plan.columns.length) {
       this.counts.rowsDropped++;
       return;
     }
@@ -774,11 +779,11 @@ export class ProxySession {
     this.counts.rowsKept++;
     this.resultRowsSent++;
     if (mask.nulled === 0) {
-      out.push(bytes.subarray(frame.start, frame.end));
+      out.pushRange(bytes, frame.start, frame.end);
       return;
     }
     this.counts.valuesNulled += mask.nulled;
-    out.push(encodeMaskedDataRow(bytes, this.row, mask.keep));
+    out.pushMaskedRow(bytes, decodeDataRow(bytes, frame.bodyStart, frame.end, this.row), mask.keep);
   }
 
   // ---- ending -----------------------------------------------------------------------------

@@ -36,6 +36,9 @@ export class ExportDecider implements RowDecider {
   private view: MappingView = unavailable;
   private viewRevision = -1;
   private readonly unsubscribe: () => void;
+  /** A clock read twice a second: verdicts are looked up per row, and their lifetime is a minute. */
+  private now = Date.now();
+  private readonly clock = setInterval(() => (this.now = Date.now()), 500).unref();
 
   constructor(
     private readonly decisions: DecisionService,
@@ -78,7 +81,7 @@ export class ExportDecider implements RowDecider {
   verdict(userId: string): RowVerdict | undefined {
     const remembered = this.memo.get(userId);
     if (!remembered) return undefined;
-    if (remembered.revision !== this.viewRevision || Date.now() - remembered.at > verdictTtlMs) {
+    if (remembered.revision !== this.viewRevision || this.now - remembered.at > verdictTtlMs) {
       this.memo.delete(userId);
       return undefined;
     }
@@ -109,6 +112,7 @@ export class ExportDecider implements RowDecider {
   }
 
   close(): void {
+    clearInterval(this.clock);
     this.unsubscribe();
   }
 }

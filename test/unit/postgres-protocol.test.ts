@@ -4,7 +4,7 @@ import { decodeBackendKeyData, encodeBackendKeyData } from "../../protocols/post
 import { decodeBind, encodeBind } from "../../protocols/postgres/bind";
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
 import { decodeCommandComplete, encodeCommandComplete, withReturnedRows } from "../../protocols/postgres/command-complete";
-import { decodeDataRow, encodeDataRow, encodeMaskedDataRow, newRowValues } from "../../protocols/postgres/data-row";
+import { decodeDataRow, encodeDataRow, encodeMaskedDataRow, locateValue, newRowValues } from "../../protocols/postgres/data-row";
 import { decodeDescribe, encodeDescribe } from "../../protocols/postgres/describe";
 import { decodeErrorFields, encodeErrorResponse, ErrorField, errorFields } from "../../protocols/postgres/error-response";
 import { decodeExecute, encodeExecute } from "../../protocols/postgres/execute";
@@ -57,6 +57,10 @@ describe("PostgreSQL codecs: byte fixtures", () => {
     assert.throws(() => decodeDataRow(hex("44 0000000b 0001 00000009 61"), 5, 12, newRowValues()), ProtocolError, "a value longer than its message");
     assert.throws(() => decodeDataRow(hex("44 0000000c 0001 00000001 6161"), 5, 13, newRowValues()), ProtocolError, "bytes after the last value");
     assert.throws(() => decodeDataRow(hex("44 0000000a 0001 fffffffe"), 5, 11, newRowValues()), ProtocolError, "a length below -1");
+    assert.deepEqual(locateValue(row, 5, row.length, 2), { start: row.length - 3, length: 3 }, "one value found without decoding the row");
+    assert.deepEqual(locateValue(row, 5, row.length, 1), { start: 17, length: -1 });
+    assert.equal(locateValue(row, 5, row.length, 3), undefined, "no such column");
+    assert.equal(locateValue(hex("44 0000000b 0002 00000009 61"), 5, 12, 1), undefined, "lengths that overrun the message");
   });
 
   test("RowDescription 'T': table OID and attribute number per column (unsigned OIDs)", () => {

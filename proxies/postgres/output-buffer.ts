@@ -1,0 +1,51 @@
+import { writeMaskedDataRow, maskedDataRowSize, type RowValues } from "../../protocols/postgres/data-row";
+
+/**
+ * What goes to one side of a connection after a chunk is handled, built in one buffer: a
+ * chunk's rows are copied (or written masked, never longer than they came) once, with no
+ * buffer per row and no join at the end.
+ */
+export class OutputBuffer {
+  private buffer: Buffer;
+  private length = 0;
+
+  constructor(private readonly capacity: number) {
+    this.buffer = Buffer.allocUnsafe(Math.max(capacity, 256));
+  }
+
+  get size(): number {
+    return this.length;
+  }
+
+  private ensure(extra: number): void {
+    if (this.length + extra <= this.buffer.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.length + extra));
+    this.buffer.copy(grown, 0, 0, this.length);
+    this.buffer = grown;
+  }
+
+  push(message: Buffer): void {
+    this.ensure(message.length);
+    message.copy(this.buffer, this.length);
+    this.length += message.length;
+  }
+
+  pushRange(source: Buffer, start: number, end: number): void {
+    this.ensure(end - start);
+    source.copy(this.buffer, this.length, start, end);
+    this.length += end - start;
+  }
+
+  pushMaskedRow(source: Buffer, row: RowValues, keep: ArrayLike<boolean>): void {
+    this.ensure(maskedDataRowSize(row, keep));
+    this.length = writeMaskedDataRow(this.buffer, this.length, source, row, keep);
+  }
+
+  /** The bytes so far (the buffer is not reused: the caller may hold them while they are written). */
+  take(): Buffer {
+    const taken = this.buffer.subarray(0, this.length);
+    this.buffer = Buffer.allocUnsafe(Math.max(this.capacity, 256));
+    this.length = 0;
+    return taken;
+  }
+}
