@@ -83,8 +83,8 @@ function timeQuery(port: number, sql: string): Promise<{ seconds: number; rows: 
 
 async function main(): Promise<void> {
   const pg = await PostgresServer.start({ hba: [`host all ${role} 127.0.0.1/32 trust`], settings: { shared_buffers: "'256MB'" } });
-  const { node, base } = await startBenchNode();
   let bouncer: ChildProcess | undefined;
+  let node: Awaited<ReturnType<typeof startBenchNode>>["node"] | undefined;
   try {
     pg.sql("CREATE DATABASE app");
     pg.sql(`CREATE ROLE ${role} LOGIN`);
@@ -98,6 +98,10 @@ async function main(): Promise<void> {
       "app",
     );
     pg.sql("VACUUM ANALYZE", "app");
+    // The node starts after the data: psql and pgbench -i above block this process, which would stall its heartbeats.
+    const started = await startBenchNode();
+    node = started.node;
+    const base = started.base;
 
     // Policy: purpose 'analytics' allows 'usage' only; a user for every aid the script selects (accepted), and wide's users half accepted.
     const put = (path: string, body?: unknown) => fetch(`${base}${path}`, { method: "PUT", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) }).then((r) => r.status);
@@ -166,7 +170,7 @@ async function main(): Promise<void> {
     console.log(`  export vs direct: ${(median(runs.direct) / median(runs.export)).toFixed(2)}x (target >= 0.50x)`);
   } finally {
     bouncer?.kill("SIGINT");
-    await node.stop();
+    await node?.stop();
     await pg.stop();
   }
 }

@@ -17,5 +17,12 @@ export function encodeDescribe(message: Describe): Buffer {
 
 /** Describe with the name as the bytes the client sent (names are not re-encoded). */
 export function encodeDescribeBytes(kind: TargetKind, name: Buffer): Buffer {
-  return new MessageWriter().byte(kind).bytes(name).byte(0).finish(FrontendCode.Describe);
+  // Written directly: the proxy sends one before every Execute.
+  const out = Buffer.allocUnsafe(1 + 4 + 1 + name.length + 1);
+  out[0] = FrontendCode.Describe;
+  out.writeInt32BE(out.length - 1, 1);
+  out[5] = kind;
+  name.copy(out, 6);
+  out[out.length - 1] = 0;
+  return out;
 }

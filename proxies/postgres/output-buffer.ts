@@ -1,17 +1,18 @@
 import { writeMaskedDataRow, maskedDataRowSize, type RowValues } from "../../protocols/postgres/data-row";
 
+const empty = Buffer.alloc(0);
+
 /**
  * What goes to one side of a connection after a chunk is handled, built in one buffer: a
  * chunk's rows are copied (or written masked, never longer than they came) once, with no
  * buffer per row and no join at the end.
  */
 export class OutputBuffer {
-  private buffer: Buffer;
+  private buffer: Buffer = empty;
   private length = 0;
 
-  constructor(private readonly capacity: number) {
-    this.buffer = Buffer.allocUnsafe(Math.max(capacity, 256));
-  }
+  /** `capacity`: what the chunk's output usually needs (allocated when the first message comes). */
+  constructor(private readonly capacity: number) {}
 
   get size(): number {
     return this.length;
@@ -19,7 +20,7 @@ export class OutputBuffer {
 
   private ensure(extra: number): void {
     if (this.length + extra <= this.buffer.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.length + extra));
+    const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.capacity, this.length + extra, 256));
     this.buffer.copy(grown, 0, 0, this.length);
     this.buffer = grown;
   }
@@ -44,7 +45,7 @@ export class OutputBuffer {
   /** The bytes so far (the buffer is not reused: the caller may hold them while they are written). */
   take(): Buffer {
     const taken = this.buffer.subarray(0, this.length);
-    this.buffer = Buffer.allocUnsafe(Math.max(this.capacity, 256));
+    this.buffer = empty;
     this.length = 0;
     return taken;
   }

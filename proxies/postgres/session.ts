@@ -617,7 +617,7 @@ export class ProxySession {
         } else {
           const tag = decodeCommandComplete(body());
           // New or changed relations (CREATE TABLE AS and SELECT INTO answer "SELECT n" without rows).
-          if (/^(CREATE|ALTER|DROP|IMPORT)\b/.test(tag) || (!this.plan && /^SELECT \d+$/.test(tag))) this.catalogStale = true;
+          if (changesRelations(tag) || (!this.plan && /^SELECT \d+$/.test(tag))) this.catalogStale = true;
           const rewritten = this.plan ? withReturnedRows(tag, this.resultRowsSent) : tag;
           out.push(rewritten === tag ? whole() : encodeCommandComplete(rewritten));
         }
@@ -856,6 +856,14 @@ export class ProxySession {
     if (this.proxyKeys) this.deps.cancelKeys.revoke(this.proxyKeys);
     this.deps.onEnd(this.counts, this.identity);
   }
+}
+
+/** Whether a command tag says relations were created, changed or dropped. */
+function changesRelations(tag: string): boolean {
+  const first = tag.charCodeAt(0);
+  // C(REATE), A(LTER), D(ROP), I(MPORT): most tags (SELECT, INSERT 0 1, UPDATE 1) are ruled out by one comparison.
+  if (first !== 0x43 && first !== 0x41 && first !== 0x44 && first !== 0x49) return false;
+  return /^(CREATE|ALTER|DROP|IMPORT)\b/.test(tag);
 }
 
 /** Client encodings whose text is the database's UTF-8 bytes (user ids are read as UTF-8). */
