@@ -1,7 +1,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { Client } from "pg";
@@ -22,6 +22,12 @@ import { NodeProcess } from "../helpers/node-process";
 import { freePort } from "../helpers/ports";
 import { PostgresServer } from "../helpers/postgres";
 import { tempDir } from "../helpers/temp";
+import { WireClient } from "../helpers/pg-wire";
+
+/** Resident set size of a process now, in bytes (Linux: VmRSS). */
+function currentRss(pid: number): number {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
+}
 
 /** A small seeded generator (mulberry32), so a failing run can be repeated with its seed. */
 function random(seed: number): () => number {
@@ -35,6 +41,8 @@ function random(seed: number): () => number {
   };
 }
 
+const bigRows = 100_000;
+
 describe("PostgreSQL exports under load and abuse", () => {
   let nats: NatsServerProcess;
   let node: NodeProcess;
@@ -47,11 +55,16 @@ describe("PostgreSQL exports under load and abuse", () => {
     createAppDatabase(pg);
     const init = spawnSync("pgbench", ["-i", "-q", "-s", "1", "-h", "127.0.0.1", "-p", String(pg.port), "-U", "postgres", "app"], { encoding: "utf8", env: { ...process.env, PGPASSWORD: "postgres" } });
     assert.equal(init.status, 0, init.stderr);
+    // 200 MB of rows of an allowed user, for the slow client.
+    pg.sql(`CREATE TABLE big AS SELECT 'accepted'::text AS uid, repeat('x', 2000) AS payload FROM generate_series(1, ${bigRows})`, "app");
     pg.sql(`GRANT ALL ON ALL TABLES IN SCHEMA public TO ${roles.scram.user}, ${roles.trusted.user}`, "app");
     nats = await startNats();
     node = await NodeProcess.start({ nodeId: "pg-robust-1", natsUrl: nats.url });
     const policy = realisticPolicy();
-    policy.mappingGroups.push({ name: "accounts", fieldMappings: [{ recordField: "pgbench_accounts.aid", resourceContext: true }, { recordField: "pgbench_accounts.abalance", categoryId: "usage" }] });
+    policy.mappingGroups.push(
+      { name: "accounts", fieldMappings: [{ recordField: "pgbench_accounts.aid", resourceContext: true }, { recordField: "pgbench_accounts.abalance", categoryId: "usage" }] },
+      { name: "big", fieldMappings: [{ recordField: "public.big.uid", resourceContext: true }, { recordField: "public.big.payload", categoryId: "contact" }] },
+    );
     assert.equal((await call("PUT", "/config", policy)).status, 200);
     await createPopulation(call);
     exportPort = await freePort();
@@ -180,5 +193,32 @@ describe("PostgreSQL exports under load and abuse", () => {
     assert.equal((await call("GET", "/readyz")).status, 200, "the node is healthy");
     const listed = (await call("GET", "/export")).body.exports[0];
     assert.equal(listed.serving.port, exportPort);
+  });
+
+  test("a client that does not read gets backpressure: the node's memory stays bounded while 200 MB of allowed rows wait", async () => {
+    const port = await freePort();
+    assert.equal((await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "big", metadata: { type: "platformUse", purposeId: "service" }, port })).status, 200);
+    let wire: WireClient | undefined;
+    const deadline = Date.now() + 15_000;
+    while (!wire) {
+      wire = await WireClient.connect(port, roles.trusted.user, "app").catch(() => undefined);
+      if (!wire && Date.now() > deadline) throw new Error("the export did not open");
+      if (!wire) await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const pid = node.child.pid!;
+    const before = currentRss(pid);
+    wire.socket.pause();
+    wire.send(encodeQuery("SELECT uid, payload FROM big"));
+    let highest = before;
+    for (let i = 0; i < 25; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      highest = Math.max(highest, currentRss(pid));
+    }
+    console.log(`# node RSS ${Math.round(before / 2 ** 20)} MiB before, at most ${Math.round(highest / 2 ** 20)} MiB while the client read nothing (${bigRows * 2} KB of rows pending)`);
+    assert.ok(highest - before < 64 * 2 ** 20, `the node grew by ${Math.round((highest - before) / 2 ** 20)} MiB`);
+    wire.socket.resume();
+    const answer = await wire.until((m) => m.code === "Z", 1, 120_000);
+    assert.equal(answer.filter((m) => m.code === "D").length, bigRows, "every row arrives once the client reads");
+    wire.close();
   });
 });
