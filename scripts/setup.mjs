@@ -125,6 +125,9 @@ const testPrerequisites = [
   { binary: "initdb", package: "postgresql", find: findPostgresServer },
   // Certificates for the TLS tests.
   { binary: "openssl", package: "openssl", find: findExecutable },
+  // JDBC through an export: a JDK and Debian's PostgreSQL JDBC driver.
+  { binary: "javac", package: "default-jdk-headless", find: findExecutable },
+  { binary: "/usr/share/java/postgresql.jar", package: "libpostgresql-jdbc-java", find: (path) => (existsSync(path) ? path : undefined) },
 ];
 
 function ensureTestPrerequisites() {

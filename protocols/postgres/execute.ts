@@ -15,3 +15,8 @@ export function decodeExecute(body: Buffer): Execute {
 export function encodeExecute(message: Execute): Buffer {
   return new MessageWriter().cstring(message.portal).int32(message.maxRows).finish(FrontendCode.Execute);
 }
+
+/** Execute with the portal's name as the bytes the client sent. */
+export function encodeExecuteBytes(portal: Buffer, maxRows: number): Buffer {
+  return new MessageWriter().bytes(portal).byte(0).int32(maxRows).finish(FrontendCode.Execute);
+}

@@ -8,3 +8,7 @@ export function encodeSync(): Buffer {
 export function encodeTerminate(): Buffer {
   return new MessageWriter().finish(FrontendCode.Terminate);
 }
+
+export function encodeFlush(): Buffer {
+  return new MessageWriter().finish(FrontendCode.Flush);
+}

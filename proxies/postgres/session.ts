@@ -7,6 +7,8 @@ import { decodeCommandComplete, encodeCommandComplete, withReturnedRows } from "
 import { decodeDataRow, locateValue, newRowValues } from "../../protocols/postgres/data-row";
 import { OutputBuffer } from "./output-buffer";
 import { decodeDescribe, encodeDescribeBytes } from "../../protocols/postgres/describe";
+import { encodeExecuteBytes } from "../../protocols/postgres/execute";
+import { encodeFlush } from "../../protocols/postgres/sync";
 import { decodeErrorFields, encodeErrorResponse, encodeNoticeResponse, errorFields, ErrorField } from "../../protocols/postgres/error-response";
 import { splitFrames, startupPacketLength, type Frame } from "../../protocols/postgres/frames";
 import { decodeQuery, encodeQuery } from "../../protocols/postgres/query";
@@ -63,7 +65,8 @@ interface InternalQuery {
 type Expectation =
   | { kind: "simple" }
   | { kind: "describe"; injected: boolean; statement: boolean }
-  | { kind: "execute" }
+  /** `limit` > 0: the client asked for at most that many rows; `finished` lets the client's next messages go. */
+  | { kind: "execute"; portal: Buffer; limit: number; finished?: () => void }
   | { kind: "sync" }
   | { kind: "internal"; query: InternalQuery };
 
@@ -110,6 +113,8 @@ export class ProxySession {
   private pendingInternal?: { timer: NodeJS.Timeout; fail(error: Error): void };
   private readonly authenticationTimer: NodeJS.Timeout;
   private clientText = "";
+  /** Set by an Execute with a row limit: resolves when its rows are all sent. */
+  private limitedExecute?: Promise<void>;
   /** Resolves once the session is ready for queries (catalog known), or closed. */
   private readonly sessionReady: Promise<void>;
   private markReady!: () => void;
@@ -189,6 +194,18 @@ export class ProxySession {
             this.client.resume();
           }
           if (!this.clientFrame(bytes, frame, out)) return;
+          const limited = this.limitedExecute;
+          if (limited) {
+            this.limitedExecute = undefined;
+            this.toBackend(out);
+            out = [];
+            this.fromClient.unshift(bytes.subarray(frame.end, consumed));
+            this.client.pause();
+            await limited;
+            if (this.closed) return;
+            this.client.resume();
+            break;
+          }
         }
         this.toBackend(out);
       }
@@ -243,9 +260,19 @@ export class ProxySession {
         // The portal's name as bytes: decoding and encoding it again could name another portal.
         const nul = bytes.indexOf(0, frame.bodyStart);
         if (nul === -1 || nul >= frame.end) throw new ProtocolError("Execute without a portal name");
-        out.push(encodeDescribeBytes(TargetKind.Portal, bytes.subarray(frame.bodyStart, nul)));
-        this.expected.push({ kind: "describe", injected: true, statement: false }, { kind: "execute" });
-        break;
+        const portal = Buffer.from(bytes.subarray(frame.bodyStart, nul));
+        if (nul + 5 > frame.end) throw new ProtocolError("Execute without a row limit");
+        const limit = bytes.readInt32BE(nul + 1);
+        out.push(encodeDescribeBytes(TargetKind.Portal, portal));
+        if (limit <= 0) {
+          this.expected.push({ kind: "describe", injected: true, statement: false }, { kind: "execute", portal, limit: 0 });
+          break;
+        }
+        // A row limit counts the rows the client receives: dropped rows are made up for with more
+        // Executes of the portal, so the client's next messages (its Sync) wait until this one is done.
+        this.limitedExecute = new Promise((resolve) => this.expected.push({ kind: "describe", injected: true, statement: false }, { kind: "execute", portal, limit, finished: resolve }));
+        out.push(whole, encodeFlush());
+        return true;
       }
       case FrontendCode.Sync:
         this.extendedOpen = false;
@@ -512,6 +539,12 @@ export class ProxySession {
     return this.expected[0];
   }
 
+  /** Removes the head expectation; a row-limited Execute lets the client's next messages go. */
+  private finishExecute(): void {
+    const done = this.expected.shift();
+    if (done?.kind === "execute") done.finished?.();
+  }
+
   /**
    * Verdicts for the rows from `from` on, until the next message that is not a DataRow: those
    * in memory go into `chunkVerdicts` (so they cannot expire before their rows are sent), the
@@ -622,13 +655,22 @@ export class ProxySession {
           out.push(rewritten === tag ? whole() : encodeCommandComplete(rewritten));
         }
         this.plan = undefined;
-        if (head?.kind === "execute") this.expected.shift();
+        if (head?.kind === "execute") this.finishExecute();
         return;
       }
       case BackendCode.PortalSuspended:
+        if (head?.kind === "execute" && head.limit > 0 && this.resultRowsSent < head.limit) {
+          // Rows were dropped: ask the portal for as many more as the client is still owed.
+          this.backend?.write(Buffer.concat([encodeExecuteBytes(head.portal, head.limit - this.resultRowsSent), encodeFlush()]));
+          return;
+        }
+        this.plan = undefined;
+        if (head?.kind === "execute") this.finishExecute();
+        out.push(whole());
+        return;
       case BackendCode.EmptyQueryResponse:
         this.plan = undefined;
-        if (head?.kind === "execute") this.expected.shift();
+        if (head?.kind === "execute") this.finishExecute();
         out.push(whole());
         return;
       case BackendCode.ErrorResponse:
@@ -637,7 +679,7 @@ export class ProxySession {
         this.copyingIn = false;
         // After an error in the extended protocol the backend skips every message (a Query too) until the next Sync.
         if (head && head.kind !== "simple") {
-          while (this.expected.length > 0 && this.head()!.kind !== "sync") this.expected.shift();
+          while (this.expected.length > 0 && this.head()!.kind !== "sync") this.finishExecute();
           if (this.expected.length === 0) this.backendSkipsToSync = true;
         }
         out.push(encodeErrorResponse(sanitizeError(decodeErrorFields(body()))));
@@ -851,6 +893,7 @@ export class ProxySession {
       this.pendingInternal.fail(new Error("connection closed"));
     }
     this.markReady();
+    for (const pending of this.expected) if (pending.kind === "execute") pending.finished?.();
     if (destroyClient) this.client.destroy();
     this.backend?.destroy();
     if (this.proxyKeys) this.deps.cancelKeys.revoke(this.proxyKeys);

@@ -4,6 +4,9 @@ import { join } from "node:path";
 import { freePort } from "./ports";
 import { tempDir } from "./temp";
 
+/** The PostgreSQL JDBC driver as Debian installs it (package libpostgresql-jdbc-java). */
+export const jdbcJar = "/usr/share/java/postgresql.jar";
+
 /** Directory of PostgreSQL's server programs (Debian keeps them out of PATH). */
 export function postgresBinDir(): string {
   const fromPath = spawnSync("pg_config", ["--bindir"], { encoding: "utf8" });

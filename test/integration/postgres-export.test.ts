@@ -12,7 +12,9 @@ import { call as request } from "../helpers/http";
 import { startNats } from "../helpers/nats";
 import { NodeProcess } from "../helpers/node-process";
 import { freePort } from "../helpers/ports";
-import { PostgresServer } from "../helpers/postgres";
+import { jdbcJar, PostgresServer } from "../helpers/postgres";
+import { join } from "node:path";
+import { tempDir } from "../helpers/temp";
 import { connect } from "node:net";
 import { errorsOf, rowsOf, WireClient } from "../helpers/pg-wire";
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
@@ -196,7 +198,7 @@ describe("PostgreSQL exports", () => {
     });
   });
 
-  test("pipelined extended protocol without Describe, Execute with a row limit and PortalSuspended", async () => {
+  test("pipelined extended protocol without Describe, Execute with a row limit (counting rows received) and PortalSuspended", async () => {
     const allowed = await verdicts("service");
     const sql = "SELECT id, email, secret FROM users ORDER BY email";
     const expected = filtered((await direct((c) => c.query(sql))).rows, allowed, categoryOf).map((r) => [r.id, r.email, r.secret]);
@@ -217,6 +219,9 @@ describe("PostgreSQL exports", () => {
       const first = await wire.until((m) => m.code === "Z");
       assert.deepEqual(first.map((m) => m.code).filter((c) => c !== "D"), ["1", "2", "s", "s", "C", "Z"], "no RowDescription reaches a client that did not Describe");
       assert.deepEqual(rowsOf(first), expected);
+      // A row limit counts rows the client receives: dropped rows are made up for from the portal.
+      const perExecute = first.map((m) => m.code).join("").replace(/[^Ds]/g, "").split("s").map((run) => run.length);
+      assert.deepEqual(perExecute, [2, 2, expected.length - 4]);
       const second = await wire.until((m) => m.code === "Z");
       const login = allowed.get("accepted")?.has("credentials") ? "login-accepted" : null;
       assert.deepEqual(rowsOf(second), [[null, login]], "binary result format, one parameter");
@@ -413,5 +418,17 @@ describe("PostgreSQL exports", () => {
     const answer = await wire.until(() => false, 1, 3000).catch(() => wire.messages);
     assert.deepEqual(errorsOf(answer).map((e) => e.code), ["0A000"]);
     assert.ok(wire.closed);
+  });
+
+  test("JDBC (pgjdbc): a statement, a server-prepared statement in binary, a cursor read two rows at a time", async () => {
+    const dir = tempDir("jdbc");
+    const source = join(__dirname, "..", "..", "..", "test", "fixtures", "jdbc", "ExportClient.java");
+    const compiled = spawnSync("javac", ["-cp", jdbcJar, "-d", dir, source], { encoding: "utf8" });
+    assert.equal(compiled.status, 0, compiled.stderr);
+    const run = spawnSync("java", ["-cp", `${dir}:${jdbcJar}`, "ExportClient", `jdbc:postgresql://127.0.0.1:${exportPort}/app`, roles.scram.user, roles.scram.password], { encoding: "utf8", timeout: 60_000 });
+    assert.equal(run.status, 0, run.stderr);
+    const expected = (await expectedUsers("service", ["id", "email", "login"])).sort((a, b) => String(a.email).localeCompare(String(b.email)));
+    const lines = (label: string) => [...expected.map((r) => `${label}|${r.id ?? "null"}|${r.email ?? "null"}|${r.login ?? "null"}`), `${label}|end`];
+    assert.deepEqual(run.stdout.trim().split("\n"), [...lines("statement"), ...lines("prepared1"), ...lines("prepared6"), ...lines("fetch")]);
   });
 });
