@@ -660,8 +660,10 @@ export class ProxySession {
       }
       case BackendCode.PortalSuspended:
         if (head?.kind === "execute" && head.limit > 0 && this.resultRowsSent < head.limit) {
-          // Rows were dropped: ask the portal for as many more as the client is still owed.
-          this.backend?.write(Buffer.concat([encodeExecuteBytes(head.portal, head.limit - this.resultRowsSent), encodeFlush()]));
+          // Rows were dropped: ask the portal for as many more as the client is still owed (all the
+          // rest when no row of this result can name a user: none will ever be sent).
+          const owed = this.plan && this.plan.userColumns.length > 0 ? head.limit - this.resultRowsSent : 0;
+          this.backend?.write(Buffer.concat([encodeExecuteBytes(head.portal, owed), encodeFlush()]));
           return;
         }
         this.plan = undefined;

@@ -225,6 +225,10 @@ describe("PostgreSQL exports", () => {
       const second = await wire.until((m) => m.code === "Z");
       const login = allowed.get("accepted")?.has("credentials") ? "login-accepted" : null;
       assert.deepEqual(rowsOf(second), [[null, login]], "binary result format, one parameter");
+      // No column names a user: no row can ever be sent, so a row-limited Execute ends the result at once.
+      wire.send(encodeParse({ statement: "", sql: "SELECT email FROM users", parameterTypes: [] }), encodeBind({ portal: "", statement: "", parameterFormats: [], parameters: [], resultFormats: [] }), encodeExecute({ portal: "", maxRows: 1 }), encodeSync());
+      const third = await wire.until((m) => m.code === "Z");
+      assert.deepEqual(third.map((m) => m.code), ["1", "2", "C", "Z"]);
     } finally {
       wire.close();
     }
