@@ -18,6 +18,8 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const accounts = Number(process.env.BENCH_ACCOUNTS ?? 10_000);
 const wideRows = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const wideUsers = 1000;
+/** Which measurements to run (all by default); e.g. BENCH_PARTS=export to profile the proxy under pgbench alone. */
+const parts = new Set((process.env.BENCH_PARTS ?? "direct,pgbouncer,export,rows").split(","));
 const role = "benchuser";
 
 /** pgbench in its own process (asynchronously: the export under test runs in this one). */
@@ -140,9 +142,9 @@ async function main(): Promise<void> {
     console.log(`pgbench select-only, 8 clients, 2 threads, -M prepared, ${seconds} s per run, aid in 1..${accounts} (every one a user allowed 'usage' for 'analytics')`);
     const tps = { direct: [] as number[], pgbouncer: [] as number[], export: [] as number[] };
     for (let round = 0; round < 2; round++) {
-      tps.direct.push(await pgbench(pg.port, script));
-      tps.pgbouncer.push(await pgbench(bouncing.port, script));
-      tps.export.push(await pgbench(accountsExport, script));
+      if (parts.has("direct")) tps.direct.push(await pgbench(pg.port, script));
+      if (parts.has("pgbouncer")) tps.pgbouncer.push(await pgbench(bouncing.port, script));
+      if (parts.has("export")) tps.export.push(await pgbench(accountsExport, script));
     }
     const best = (values: number[]) => Math.max(...values);
     console.log(`  direct    ${tps.direct.map((t) => t.toFixed(0)).join(" / ")} TPS`);
@@ -150,6 +152,7 @@ async function main(): Promise<void> {
     console.log(`  export    ${tps.export.map((t) => t.toFixed(0)).join(" / ")} TPS`);
     console.log(`  export vs pgbouncer (best of each): ${(best(tps.export) / best(tps.pgbouncer)).toFixed(2)}x (target >= 0.70x); vs direct ${(best(tps.export) / best(tps.direct)).toFixed(2)}x`);
 
+    if (!parts.has("rows")) return;
     const sql = "SELECT uid, c1, c2, c3, c4, c5, c6, c7 FROM wide";
     console.log(`\n${wideRows.toLocaleString("en")}-row, 8-column SELECT: ${wideUsers} users, half allowed (rows dropped), 3 columns of kept rows nulled`);
     const runs = { direct: [] as number[], export: [] as number[] };
