@@ -9,8 +9,8 @@ export function encodeCommandComplete(tag: string): Buffer {
   return new MessageWriter().cstring(tag).finish(BackendCode.CommandComplete);
 }
 
-/** Tags whose count is the number of rows sent to the client (the others count rows written or moved). */
-const rowReturningTags = new Set(["SELECT", "FETCH"]);
+/** Tags whose count is the number of rows sent to the client, or rows moved over (MOVE): the others count rows written. */
+const rowReturningTags = new Set(["SELECT", "FETCH", "MOVE"]);
 
 /** The tag with its row count replaced, for commands whose count is the rows returned; other tags unchanged. */
 export function withReturnedRows(tag: string, rows: number): string {

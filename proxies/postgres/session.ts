@@ -36,6 +36,8 @@ const authenticationTimeoutMs = 60_000;
 const internalQueryTimeoutMs = 10_000;
 /** Rows of the proxy's own catalog query kept at most (the mapping names far fewer columns). */
 const maxCatalogRows = 100_000;
+/** Deciding the users of a run of rows may take this long; then the connection fails (closed, nothing sent). */
+const decisionTimeoutMs = 15_000;
 /** After end(), a client that does not close is cut off after this long. */
 const lingerMs = 2000;
 /** SQL text the client sent lately, kept to check result column labels against (see `visibleLabels`). */
@@ -68,6 +70,8 @@ type Expectation =
   /** `limit` > 0: the client asked for at most that many rows; `finished` lets the client's next messages go. */
   | { kind: "execute"; portal: Buffer; limit: number; finished?: () => void }
   | { kind: "sync" }
+  /** ParseComplete, BindComplete, CloseComplete: tracked so the queue mirrors the backend exactly. */
+  | { kind: "complete"; code: number }
   | { kind: "internal"; query: InternalQuery };
 
 /** startup packet -> authentication relayed -> the proxy's catalog query (client held) -> ready -> closed. */
@@ -113,6 +117,7 @@ export class ProxySession {
   private pendingInternal?: { timer: NodeJS.Timeout; fail(error: Error): void };
   private readonly authenticationTimer: NodeJS.Timeout;
   private clientText = "";
+  private clientHolds = 0;
   /** Set by an Execute with a row limit: resolves when its rows are all sent. */
   private limitedExecute?: Promise<void>;
   /** Resolves once the session is ready for queries (catalog known), or closed. */
@@ -180,18 +185,18 @@ export class ProxySession {
             this.toBackend(out);
             out = [];
             this.fromClient.unshift(bytes.subarray(frame.start, consumed));
-            this.client.pause();
+            this.holdClient();
             await this.sessionReady;
             if (this.closed) return;
-            this.client.resume();
+            this.releaseClient();
             break;
           }
           if (this.needsCatalogRefresh(frame.code)) {
             this.toBackend(out);
             out = [];
-            this.client.pause();
+            this.holdClient();
             await this.refreshCatalog();
-            this.client.resume();
+            this.releaseClient();
           }
           if (!this.clientFrame(bytes, frame, out)) return;
           const limited = this.limitedExecute;
@@ -200,10 +205,10 @@ export class ProxySession {
             this.toBackend(out);
             out = [];
             this.fromClient.unshift(bytes.subarray(frame.end, consumed));
-            this.client.pause();
+            this.holdClient();
             await limited;
             if (this.closed) return;
-            this.client.resume();
+            this.releaseClient();
             break;
           }
         }
@@ -214,6 +219,18 @@ export class ProxySession {
     } finally {
       this.clientPumping = false;
     }
+  }
+
+  /** Holds reading from the client (while the session prepares, the catalog is read, a limited Execute runs). */
+  private holdClient(): void {
+    this.clientHolds++;
+    this.client.pause();
+  }
+
+  /** Ends one hold (`released` 0: none, the backend drained); reads again only when nothing else holds or waits. */
+  private releaseClient(released = 1): void {
+    this.clientHolds -= released;
+    if (this.clientHolds === 0 && !this.backend?.writableNeedDrain) this.client.resume();
   }
 
   private toBackend(parts: Buffer[]): void {
@@ -242,9 +259,16 @@ export class ProxySession {
       case FrontendCode.Parse:
         this.rememberText(decodeParse(bytes.subarray(frame.bodyStart, frame.end)).sql);
         this.extendedOpen = true;
+        this.expected.push({ kind: "complete", code: BackendCode.ParseComplete });
         break;
       case FrontendCode.Bind:
+        this.extendedOpen = true;
+        this.expected.push({ kind: "complete", code: BackendCode.BindComplete });
+        break;
       case FrontendCode.Close:
+        this.extendedOpen = true;
+        this.expected.push({ kind: "complete", code: BackendCode.CloseComplete });
+        break;
       case FrontendCode.Flush:
         this.extendedOpen = true;
         break;
@@ -311,16 +335,18 @@ export class ProxySession {
    * value (EXECUTE format('PREPARE p AS SELECT 1 AS %I', ...)). A label crosses when the client
    * wrote it in its SQL or it is the name of a mapped column; otherwise it becomes ?column?.
    */
-  private visibleLabels(columns: readonly ColumnDescription[]): ColumnDescription[] | undefined {
-    let renamed: ColumnDescription[] | undefined;
+  private visibleColumns(columns: readonly ColumnDescription[]): ColumnDescription[] | undefined {
+    let changed: ColumnDescription[] | undefined;
     columns.forEach((column, index) => {
-      if (column.name === "?column?" || this.clientText.includes(column.name.toLowerCase())) return;
-      const recordField = this.columns.get(columnKey(column.tableOid, column.attributeNumber));
-      if (recordField !== undefined && recordField.slice(recordField.lastIndexOf(".") + 1) === column.name) return;
-      renamed ??= [...columns];
-      renamed[index] = { ...column, name: "?column?" };
+      const recordField = column.tableOid === 0 ? undefined : this.columns.get(columnKey(column.tableOid, column.attributeNumber));
+      const labelOk = column.name === "?column?" || this.clientText.includes(column.name.toLowerCase()) || (recordField !== undefined && recordField.slice(recordField.lastIndexOf(".") + 1) === column.name);
+      // A type modifier can be chosen too (varchar(n)); an unmapped column is always NULL, so it needs none.
+      const typeModifierOk = recordField !== undefined || column.typeModifier === -1;
+      if (labelOk && typeModifierOk) return;
+      changed ??= [...columns];
+      changed[index] = { ...column, name: labelOk ? column.name : "?column?", typeModifier: typeModifierOk ? column.typeModifier : -1 };
     });
-    return renamed;
+    return changed;
   }
 
   /** During COPY IN only copy messages, Flush and Sync (which the backend ignores there) may come. */
@@ -472,7 +498,7 @@ export class ProxySession {
       this.fromBackend.push(chunk);
       void this.pumpBackend();
     });
-    backend.on("drain", () => this.client.resume());
+    backend.on("drain", () => this.releaseClient(0));
     backend.on("error", (error) => {
       if (this.phase === "authenticating" && !this.backendKeys && backend.bytesRead === 0) {
         this.deps.audit("warn", "connection.backend-unreachable", `export ${this.deps.exportId} cannot reach ${host}:${port}`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, endpoint: `${host}:${port}`, error: (error as NodeJS.ErrnoException).code ?? error.message });
@@ -508,7 +534,7 @@ export class ProxySession {
             if (missing.length > 0) {
               this.toClient(out);
               this.backend?.pause();
-              await this.deps.decider.load(missing);
+              await withTimeout(this.deps.decider.load(missing), decisionTimeoutMs, "deciding the rows' users took too long");
               if (this.closed) return;
               for (const userId of missing) {
                 const verdict = this.deps.decider.verdict(userId);
@@ -619,22 +645,36 @@ export class ProxySession {
 
     switch (frame.code) {
       case BackendCode.DataRow:
+        // Rows belong to an Execute or a simple query; anywhere else the bookkeeping is out of step: drop.
+        if (head?.kind !== "execute" && head?.kind !== "simple") {
+          this.counts.rowsIn++;
+          this.counts.rowsDropped++;
+          return;
+        }
         this.dataRow(bytes, frame, out);
         return;
       case BackendCode.RowDescription: {
         const description = body();
-        this.plan = this.planFor(description, () => decodeRowDescription(description));
-        const columns = this.plan.columns;
+        const plan = this.planFor(description, () => decodeRowDescription(description));
+        if (plan.columns.some((c) => c.tableOid > this.newestRelation)) this.catalogStale = true;
+        // Only the proxy's own Describe (before an Execute) and a simple query's description decide rows.
+        this.plan = (head?.kind === "describe" && head.injected) || head?.kind === "simple" ? plan : undefined;
         this.resultRowsSent = 0;
-        if (columns.some((c) => c.tableOid > this.newestRelation)) this.catalogStale = true;
         if (head?.kind === "describe") {
           this.expected.shift();
           if (head.injected) return;
         }
-        const renamed = this.visibleLabels(columns);
-        out.push(renamed ? encodeRowDescription(renamed) : whole());
+        const visible = this.visibleColumns(plan.columns);
+        out.push(visible ? encodeRowDescription(visible) : whole());
         return;
       }
+      case BackendCode.ParseComplete:
+      case BackendCode.BindComplete:
+      case BackendCode.CloseComplete:
+        if (head?.kind !== "complete" || head.code !== frame.code) throw new ProtocolError("the export lost track of the extended protocol");
+        this.expected.shift();
+        out.push(whole());
+        return;
       case BackendCode.NoData:
         this.plan = undefined;
         if (head?.kind === "describe") {
@@ -651,10 +691,12 @@ export class ProxySession {
           const tag = decodeCommandComplete(body());
           // New or changed relations (CREATE TABLE AS and SELECT INTO answer "SELECT n" without rows).
           if (changesRelations(tag) || (!this.plan && /^SELECT \d+$/.test(tag))) this.catalogStale = true;
-          const rewritten = this.plan ? withReturnedRows(tag, this.resultRowsSent) : tag;
+          // Without a plan no row was sent: a count (CREATE TABLE AS, MOVE) would count rows the client may not see.
+          const rewritten = withReturnedRows(tag, this.plan ? this.resultRowsSent : 0);
           out.push(rewritten === tag ? whole() : encodeCommandComplete(rewritten));
         }
         this.plan = undefined;
+        this.copyingIn = false;
         if (head?.kind === "execute") this.finishExecute();
         return;
       }
@@ -680,16 +722,18 @@ export class ProxySession {
         this.swallowingCopyOut = false;
         this.copyingIn = false;
         // After an error in the extended protocol the backend skips every message (a Query too) until the next Sync.
-        if (head && head.kind !== "simple") {
+        if ((head && head.kind !== "simple") || (!head && this.extendedOpen)) {
           while (this.expected.length > 0 && this.head()!.kind !== "sync") this.finishExecute();
           if (this.expected.length === 0) this.backendSkipsToSync = true;
         }
         out.push(encodeErrorResponse(sanitizeError(decodeErrorFields(body()))));
         return;
       case BackendCode.ReadyForQuery:
+        if (head?.kind !== "sync" && head?.kind !== "simple") throw new ProtocolError("the export lost track of the protocol");
         this.transaction = decodeReadyForQuery(body());
-        if (head && (head.kind === "sync" || head.kind === "simple")) this.expected.shift();
+        this.expected.shift();
         this.plan = undefined;
+        this.copyingIn = false;
         out.push(whole());
         return;
       case BackendCode.NoticeResponse:
@@ -716,6 +760,11 @@ export class ProxySession {
         return;
       case BackendCode.CopyInResponse:
         this.copyingIn = true;
+        // A COPY FROM STDIN run by a row-limited Execute: the client's copy data must flow now.
+        if (head?.kind === "execute" && head.finished) {
+          head.finished();
+          head.finished = undefined;
+        }
         out.push(whole());
         return;
       case BackendCode.BackendKeyData:
@@ -901,6 +950,12 @@ export class ProxySession {
     if (this.proxyKeys) this.deps.cancelKeys.revoke(this.proxyKeys);
     this.deps.onEnd(this.counts, this.identity);
   }
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(what)), ms)));
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
 /** Whether a command tag says relations were created, changed or dropped. */

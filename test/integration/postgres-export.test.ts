@@ -23,7 +23,8 @@ import { encodeBind } from "../../protocols/postgres/bind";
 import { encodeExecute } from "../../protocols/postgres/execute";
 import { encodeParse } from "../../protocols/postgres/parse";
 import { encodeQuery } from "../../protocols/postgres/query";
-import { encodeSync } from "../../protocols/postgres/sync";
+import { encodeFlush, encodeSync } from "../../protocols/postgres/sync";
+import { encodeDescribe } from "../../protocols/postgres/describe";
 
 type Row = Record<string, unknown>;
 
@@ -434,5 +435,51 @@ describe("PostgreSQL exports", () => {
     const expected = (await expectedUsers("service", ["id", "email", "login"])).sort((a, b) => String(a.email).localeCompare(String(b.email)));
     const lines = (label: string) => [...expected.map((r) => `${label}|${r.id ?? "null"}|${r.email ?? "null"}|${r.login ?? "null"}`), `${label}|end`];
     assert.deepEqual(run.stdout.trim().split("\n"), [...lines("statement"), ...lines("prepared1"), ...lines("prepared6"), ...lines("fetch")]);
+  });
+
+  test("the extended protocol's bookkeeping stays in step through errors, COPY and row limits: no hang, no row decided with another statement's columns", async () => {
+    const allowed = await verdicts("service");
+    const forbidden = forbiddenValues(allowed);
+    const wire = await WireClient.connect(exportPort, roles.trusted.user, "app");
+    const z = () => wire.until((m) => m.code === "Z", 1, 5000);
+    const parse = (statement: string, sql: string) => encodeParse({ statement, sql, parameterTypes: [] });
+    const bind = (statement: string) => encodeBind({ portal: "", statement, parameterFormats: [], parameters: [], resultFormats: [] });
+    const copyData = Buffer.concat([Buffer.from([0x64]), Buffer.alloc(4), Buffer.from("x\tnote\n")]);
+    copyData.writeInt32BE(copyData.length - 1, 1);
+    const copyDone = Buffer.from([0x63, 0, 0, 0, 4]);
+    try {
+      // An error in Parse while a Query waits behind it: the backend skips the Query.
+      wire.send(parse("", "SELEC bad"), encodeQuery("SELECT id FROM users WHERE false"), encodeSync());
+      assert.deepEqual((await z()).map((m) => m.code), ["E", "Z"]);
+      wire.send(encodeQuery("SELECT 1/0"));
+      assert.deepEqual((await z()).map((m) => m.code), ["E", "Z"]);
+      // A statement Describe's columns must never decide the rows of another statement.
+      wire.send(parse("wide", "SELECT id, email FROM users"), encodeDescribe({ kind: 0x53, name: "wide" }), parse("s2", "SELECT id, secret FROM users"), bind("s2"), encodeExecute({ portal: "", maxRows: 0 }), encodeSync());
+      const answer = await z();
+      const bytes = Buffer.concat(answer.map((m) => m.body)).toString("latin1");
+      for (const value of forbidden) assert.ok(!bytes.includes(value), `${value} reached the client`);
+      assert.ok(rowsOf(answer).length > 0 && rowsOf(answer).every((row) => row[1] === null));
+      // A row-limited Execute after an error in the same batch: the backend skips it, the client still gets its ReadyForQuery.
+      wire.send(parse("", "SELEC bad"), encodeFlush());
+      await wire.until((m) => m.code === "E", 1, 5000);
+      wire.send(bind("s2"), encodeExecute({ portal: "", maxRows: 1 }), encodeSync());
+      assert.deepEqual((await z()).map((m) => m.code), ["Z"]);
+      // COPY FROM STDIN run by a row-limited Execute: the copy data flows, then CommandComplete.
+      wire.send(parse("", "COPY audit_notes (user_id, note) FROM STDIN"), bind(""), encodeExecute({ portal: "", maxRows: 5 }), encodeSync());
+      await wire.until((m) => m.code === "G", 1, 5000);
+      wire.send(copyData, copyDone, encodeSync());
+      assert.deepEqual((await z()).map((m) => m.code), ["C", "Z"]);
+      // COPY data pipelined behind its Query.
+      wire.send(encodeQuery("COPY audit_notes (user_id, note) FROM STDIN"), copyData, copyDone);
+      assert.deepEqual((await z()).map((m) => m.code), ["G", "C", "Z"]);
+      // A count of rows the client never sees does not cross.
+      wire.send(encodeQuery("CREATE TEMP TABLE counted AS SELECT generate_series(1, 7) AS n"));
+      const created = (await z()).find((m) => m.code === "C")!;
+      assert.equal(created.body.toString("latin1", 0, created.body.length - 1), "SELECT 0");
+      wire.send(encodeQuery("SELECT id FROM users WHERE id = 'accepted'"));
+      assert.equal(rowsOf(await z()).length, 1, "the connection still works");
+    } finally {
+      wire.close();
+    }
   });
 });
