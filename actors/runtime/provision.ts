@@ -59,10 +59,12 @@ export async function provision(nc: NatsConnection, options: ProvisionOptions): 
   let partitions = options.partitions;
   try {
     await meta.create("partitions", String(options.partitions));
-  } catch {
+  } catch (error) {
     const stored = await meta.get("partitions");
-    partitions = Number(stored?.string());
-    if (!Number.isInteger(partitions) || partitions < 1) throw new Error(`the cluster's stored partition count '${stored?.string()}' is invalid`);
+    // Nothing stored: the create failed for another reason (JetStream still electing its leader); the caller retries.
+    if (!stored || stored.operation !== "PUT") throw error;
+    partitions = Number(stored.string());
+    if (!Number.isInteger(partitions) || partitions < 1) throw new Error(`the cluster's stored partition count '${stored.string()}' is invalid`);
   }
   const day = 24 * 60 * 60 * 1000;
   const streamDefaults = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: options.replicas };

@@ -37,17 +37,46 @@ export class ByteQueue {
   }
 
   /**
-   * Everything queued as one buffer when at least the first message is whole (or its length
-   * field is invalid, for the caller to reject); undefined while it is still arriving.
+   * The next bytes to handle, once at least one whole message is there (undefined while the
+   * first is still arriving): the first chunk as it is when it holds a whole message, otherwise
+   * exactly the first message, joined from the chunks it spans. Only bytes of a message that
+   * straddles chunks are copied. A first message whose length field is invalid comes with
+   * everything queued, for the caller to reject.
    */
   take(): Buffer | undefined {
     const first = this.firstMessageLength();
     if (first === undefined) return undefined;
-    if (first >= this.headerBytes + 4 && first <= this.maxLength + this.headerBytes && this.size < first) return undefined;
-    const all = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.size);
-    this.chunks = [];
-    this.size = 0;
-    return all;
+    const valid = first >= this.headerBytes + 4 && first <= this.maxLength + this.headerBytes;
+    if (valid && this.size < first) return undefined;
+    const head = this.chunks[0]!;
+    if (this.chunks.length === 1 || !valid || head.length >= first) {
+      if (!valid) {
+        const all = Buffer.concat(this.chunks, this.size);
+        this.chunks = [];
+        this.size = 0;
+        return all;
+      }
+      this.chunks.shift();
+      this.size -= head.length;
+      return head;
+    }
+    const joined = Buffer.allocUnsafe(first);
+    let filled = 0;
+    while (filled < first) {
+      const chunk = this.chunks[0]!;
+      const need = first - filled;
+      if (chunk.length <= need) {
+        chunk.copy(joined, filled);
+        filled += chunk.length;
+        this.chunks.shift();
+      } else {
+        chunk.copy(joined, filled, 0, need);
+        this.chunks[0] = chunk.subarray(need);
+        filled += need;
+      }
+    }
+    this.size -= first;
+    return joined;
   }
 
   /** Puts back the unhandled tail of what `take` returned. */
