@@ -105,3 +105,37 @@ export function locateValue(bytes: Buffer, bodyStart: number, end: number, colum
     if (length > 0) offset += length;
   }
 }
+
+/**
+ * Writes at `offset` of `target` the DataRow in bytes[bodyStart, end) with the values where
+ * `keep[i]` is false replaced by NULL, in one pass over the source, checking it as
+ * `decodeDataRow` does; returns the offset after it. Never longer than the source row, so
+ * `target` needs room for that.
+ */
+export function writeMaskedRowFrom(target: Buffer, offset: number, bytes: Buffer, bodyStart: number, end: number, keep: ArrayLike<boolean>): number {
+  if (end - bodyStart < 2) throw new ProtocolError("DataRow too short for its column count");
+  const count = bytes.readInt16BE(bodyStart);
+  if (count < 0) throw new ProtocolError("DataRow has a negative column count");
+  target[offset] = BackendCode.DataRow;
+  target.writeInt16BE(count, offset + 5);
+  let from = bodyStart + 2;
+  let at = offset + 7;
+  for (let i = 0; i < count; i++) {
+    if (from + 4 > end) throw new ProtocolError("DataRow too short for its values");
+    const length = bytes.readInt32BE(from);
+    from += 4;
+    if (length < -1 || (length > 0 && from + length > end)) throw new ProtocolError("DataRow value overruns the message");
+    if (keep[i] && length >= 0) {
+      target.writeInt32BE(length, at);
+      at += 4;
+      if (length > 0) at += bytes.copy(target, at, from, from + length);
+    } else {
+      target.writeInt32BE(-1, at);
+      at += 4;
+    }
+    if (length > 0) from += length;
+  }
+  if (from !== end) throw new ProtocolError("DataRow has bytes after its last value");
+  target.writeInt32BE(at - offset - 1, offset + 1);
+  return at;
+}

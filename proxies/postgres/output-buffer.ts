@@ -1,4 +1,4 @@
-import { writeMaskedDataRow, maskedDataRowSize, type RowValues } from "../../protocols/postgres/data-row";
+import { writeMaskedRowFrom } from "../../protocols/postgres/data-row";
 
 const empty = Buffer.alloc(0);
 
@@ -37,9 +37,10 @@ export class OutputBuffer {
     this.length += end - start;
   }
 
-  pushMaskedRow(source: Buffer, row: RowValues, keep: ArrayLike<boolean>): void {
-    this.ensure(maskedDataRowSize(row, keep));
-    this.length = writeMaskedDataRow(this.buffer, this.length, source, row, keep);
+  /** The DataRow source[start, end) with the values `keep` does not keep set to NULL. */
+  pushMaskedRow(source: Buffer, start: number, end: number, keep: ArrayLike<boolean>): void {
+    this.ensure(end - start);
+    this.length = writeMaskedRowFrom(this.buffer, this.length, source, start + 5, end, keep);
   }
 
   /** The bytes so far (the buffer is not reused: the caller may hold them while they are written). */

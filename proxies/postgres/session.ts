@@ -108,7 +108,6 @@ export class ProxySession {
   private catalogStale = true;
   private plan?: ResultPlan;
   private resultRowsSent = 0;
-  private readonly row = newRowValues();
   private backendKeys?: BackendKeyData;
   private proxyKeys?: BackendKeyData;
   private identity: { user?: string; database?: string } = {};
@@ -876,7 +875,7 @@ export class ProxySession {
       return;
     }
     this.counts.valuesNulled += mask.nulled;
-    out.pushMaskedRow(bytes, decodeDataRow(bytes, frame.bodyStart, frame.end, this.row), mask.keep);
+    out.pushMaskedRow(bytes, frame.start, frame.end, mask.keep);
   }
 
   // ---- ending -----------------------------------------------------------------------------

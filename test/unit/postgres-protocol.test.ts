@@ -4,7 +4,7 @@ import { decodeBackendKeyData, encodeBackendKeyData } from "../../protocols/post
 import { decodeBind, encodeBind } from "../../protocols/postgres/bind";
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
 import { decodeCommandComplete, encodeCommandComplete, withReturnedRows } from "../../protocols/postgres/command-complete";
-import { decodeDataRow, encodeDataRow, encodeMaskedDataRow, locateValue, newRowValues } from "../../protocols/postgres/data-row";
+import { decodeDataRow, encodeDataRow, encodeMaskedDataRow, locateValue, newRowValues, writeMaskedRowFrom } from "../../protocols/postgres/data-row";
 import { decodeDescribe, encodeDescribe } from "../../protocols/postgres/describe";
 import { decodeErrorFields, encodeErrorResponse, ErrorField, errorFields } from "../../protocols/postgres/error-response";
 import { decodeExecute, encodeExecute } from "../../protocols/postgres/execute";
@@ -54,6 +54,10 @@ describe("PostgreSQL codecs: byte fixtures", () => {
     assert.equal(row.toString("utf8", values.starts[0], values.starts[0]! + 2), "hi");
     assert.deepEqual(encodeDataRow([Buffer.from("hi"), null, Buffer.from("abc")]), row);
     assert.deepEqual(encodeMaskedDataRow(row, values, [false, true, true]), hex("44 00000015 0003 ffffffff ffffffff 00000003 616263"));
+    const target = Buffer.alloc(row.length);
+    const written = writeMaskedRowFrom(target, 0, row, 5, row.length, [false, true, true]);
+    assert.deepEqual(target.subarray(0, written), hex("44 00000015 0003 ffffffff ffffffff 00000003 616263"), "in one pass from the source, the same bytes");
+    assert.throws(() => writeMaskedRowFrom(Buffer.alloc(64), 0, hex("44 0000000b 0001 00000009 61"), 5, 12, [true]), ProtocolError);
     assert.throws(() => decodeDataRow(hex("44 0000000b 0001 00000009 61"), 5, 12, newRowValues()), ProtocolError, "a value longer than its message");
     assert.throws(() => decodeDataRow(hex("44 0000000c 0001 00000001 6161"), 5, 13, newRowValues()), ProtocolError, "bytes after the last value");
     assert.throws(() => decodeDataRow(hex("44 0000000a 0001 fffffffe"), 5, 11, newRowValues()), ProtocolError, "a length below -1");
