@@ -1,8 +1,8 @@
 // Benchmarks of a PostgreSQL export (issue 6), against baselines in the same run:
 // 1. pgbench select-only custom script, 8 clients: directly, through PgBouncer (session mode), through the export.
 // 2. Rows per second of a 1M-row, 8-column SELECT (half the rows dropped, 3 columns nulled) vs the same SELECT directly.
-import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chownSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { splitFrames } from "../protocols/postgres/frames";
@@ -10,7 +10,7 @@ import { encodeQuery } from "../protocols/postgres/query";
 import { encodeStartup } from "../protocols/postgres/startup";
 import { realisticPolicy } from "../test/fixtures/policy";
 import { freePort } from "../test/helpers/ports";
-import { PostgresServer } from "../test/helpers/postgres";
+import { PostgresServer, postgresSystemUser } from "../test/helpers/postgres";
 import { tempDir } from "../test/helpers/temp";
 import { startBenchNode } from "./http-load";
 
@@ -47,8 +47,7 @@ async function startPgBouncer(pgPort: number): Promise<{ port: number; child: Ch
   const users = join(dir, "users.txt");
   writeFileSync(users, `"${role}" ""\n`);
   writeFileSync(ini, ["[databases]", `app = host=127.0.0.1 port=${pgPort} dbname=app`, "[pgbouncer]", "listen_addr = 127.0.0.1", `listen_port = ${port}`, `unix_socket_dir = ${dir}`, "auth_type = trust", `auth_file = ${users}`, "pool_mode = session", "max_client_conn = 100", "default_pool_size = 20", `logfile = ${join(dir, "log")}`, ""].join("\n"));
-  const runAs = process.getuid?.() === 0 ? { uid: Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" })), gid: Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" })) } : undefined;
-  if (runAs) for (const path of [dir, ini, users]) chownSync(path, runAs.uid, runAs.gid);
+  const runAs = postgresSystemUser([dir, ini, users]);
   const child = spawn("pgbouncer", [ini], { stdio: "ignore", ...(runAs ?? {}) });
   await new Promise((resolve) => setTimeout(resolve, 500));
   return { port, child };

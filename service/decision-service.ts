@@ -129,8 +129,7 @@ export class DecisionService implements DecisionPort, RedactPort {
   }
 
   async decide(query: DecisionQuery, door: string): Promise<DecisionAnswer> {
-    const { state: policyState } = await this.policies.get("default");
-    const compiled = compiledFor(policyState.config, policyState.revision);
+    const compiled = await this.policy();
     const group = query.mappingGroup === undefined ? undefined : compiled.config.mappingGroups.find((g) => g.name === query.mappingGroup);
     if (query.mappingGroup !== undefined && !group) throw new HandlerError("NOT_FOUND", `no mapping group '${query.mappingGroup}'`);
     const stored = await this.userState(query.userId);

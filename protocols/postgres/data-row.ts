@@ -39,53 +39,25 @@ export function decodeDataRow(bytes: Buffer, bodyStart: number, end: number, int
   return into;
 }
 
-/** Bytes of the DataRow `writeMaskedDataRow` writes. */
-export function maskedDataRowSize(row: RowValues, keep: ArrayLike<boolean>): number {
-  let size = 1 + 4 + 2;
-  for (let i = 0; i < row.count; i++) size += 4 + (keep[i] && row.lengths[i]! > 0 ? row.lengths[i]! : 0);
-  return size;
-}
-
-/**
- * Writes at `offset` of `target` the DataRow with the values of `row` where `keep[i]` is true
- * and NULL elsewhere; returns the offset after it. Never longer than the row it came from.
- */
-export function writeMaskedDataRow(target: Buffer, offset: number, bytes: Buffer, row: RowValues, keep: ArrayLike<boolean>): number {
-  const size = maskedDataRowSize(row, keep);
-  target[offset] = BackendCode.DataRow;
-  target.writeInt32BE(size - 1, offset + 1);
-  target.writeInt16BE(row.count, offset + 5);
-  let at = offset + 7;
-  for (let i = 0; i < row.count; i++) {
-    const length = keep[i] ? row.lengths[i]! : -1;
-    target.writeInt32BE(length, at);
+/** A DataRow from values (null for NULL). */
+export function encodeDataRow(values: ReadonlyArray<Buffer | null>): Buffer {
+  const out = Buffer.allocUnsafe(1 + 4 + 2 + values.reduce((size, value) => size + 4 + (value?.length ?? 0), 0));
+  out[0] = BackendCode.DataRow;
+  out.writeInt32BE(out.length - 1, 1);
+  out.writeInt16BE(values.length, 5);
+  let at = 7;
+  for (const value of values) {
+    out.writeInt32BE(value === null ? -1 : value.length, at);
     at += 4;
-    if (length > 0) {
-      bytes.copy(target, at, row.starts[i]!, row.starts[i]! + length);
-      at += length;
-    }
+    if (value) at += value.copy(out, at);
   }
-  return at;
-}
-
-/** The masked DataRow as a message of its own. */
-export function encodeMaskedDataRow(bytes: Buffer, row: RowValues, keep: ArrayLike<boolean>): Buffer {
-  const out = Buffer.allocUnsafe(maskedDataRowSize(row, keep));
-  writeMaskedDataRow(out, 0, bytes, row, keep);
   return out;
 }
 
-/** A DataRow from values (null for NULL). */
-export function encodeDataRow(values: ReadonlyArray<Buffer | null>): Buffer {
-  const row: RowValues = { count: values.length, starts: new Int32Array(values.length), lengths: new Int32Array(values.length) };
-  const joined = Buffer.concat(values.map((v) => v ?? Buffer.alloc(0)));
-  let offset = 0;
-  values.forEach((value, i) => {
-    row.starts[i] = offset;
-    row.lengths[i] = value === null ? -1 : value.length;
-    offset += value?.length ?? 0;
-  });
-  return encodeMaskedDataRow(joined, row, values.map(() => true));
+/** The DataRow `message` (a whole message) with the values `keep` does not keep set to NULL, as a message of its own. */
+export function encodeMaskedDataRow(message: Buffer, keep: ArrayLike<boolean>): Buffer {
+  const out = Buffer.allocUnsafe(message.length);
+  return out.subarray(0, writeMaskedRowFrom(out, 0, message, 5, message.length, keep));
 }
 
 /**

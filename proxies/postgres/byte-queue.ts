@@ -48,14 +48,14 @@ export class ByteQueue {
     if (first === undefined) return undefined;
     const valid = first >= this.headerBytes + 4 && first <= this.maxLength + this.headerBytes;
     if (valid && this.size < first) return undefined;
+    if (!valid) {
+      const all = Buffer.concat(this.chunks, this.size);
+      this.chunks = [];
+      this.size = 0;
+      return all;
+    }
     const head = this.chunks[0]!;
-    if (this.chunks.length === 1 || !valid || head.length >= first) {
-      if (!valid) {
-        const all = Buffer.concat(this.chunks, this.size);
-        this.chunks = [];
-        this.size = 0;
-        return all;
-      }
+    if (head.length >= first) {
       this.chunks.shift();
       this.size -= head.length;
       return head;

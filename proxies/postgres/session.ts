@@ -24,7 +24,7 @@ import type { CancelKeys } from "./cancel-keys";
 import { catalogQuery, columnKey, resolveColumns, type CatalogRow, type ColumnMap } from "./column-catalog";
 import { maskFor, planResult, type ResultPlan } from "./result-plan";
 import { sanitizeError, sanitizeNotice } from "./sanitize";
-import type { ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts } from "./types";
+import type { MappingView, ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts } from "./types";
 import { userIdFromValue } from "./user-id";
 
 /** Startup packets are small; PostgreSQL itself refuses those over 10,000 bytes. */
@@ -380,7 +380,7 @@ export class ProxySession {
     this.applyCatalog(results, mapping);
   }
 
-  private applyCatalog(results: string[][][], mapping: ReturnType<RowDecider["mapping"]>): void {
+  private applyCatalog(results: string[][][], mapping: MappingView): void {
     const rows: CatalogRow[] = (results.length > 1 ? results[0]! : []).map((r) => ({ tableOid: Number(r[0]), attributeNumber: Number(r[1]), schema: r[2]!, table: r[3]!, column: r[4]! }));
     this.columns = resolveColumns(rows, mapping);
     this.catalogVersion++;
@@ -798,19 +798,17 @@ export class ProxySession {
         this.phase = "preparing";
         this.transaction = decodeReadyForQuery(body());
         const ready = Buffer.from(whole());
-        const mapping = this.deps.decider.mapping();
         this.toClient(out);
-        this.client.pause();
-        this.internalQuery(catalogQuery(mapping)).then(
-          (results) => {
+        this.holdClient();
+        this.refreshCatalog().then(
+          () => {
             if (this.closed) return;
-            this.applyCatalog(results, mapping);
             this.phase = "ready";
             this.fromClient.limit(this.deps.limits.maxMessageBytes);
             clearTimeout(this.authenticationTimer);
             if (!this.client.write(ready)) this.backend?.pause();
             this.markReady();
-            this.client.resume();
+            this.releaseClient();
           },
           (error: unknown) => this.failBackend(error),
         );

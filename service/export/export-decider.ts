@@ -1,15 +1,13 @@
-import { randomUUID } from "node:crypto";
 import type { CompiledPolicy } from "../../actors/decision/compiled-policy";
-import { decide } from "../../actors/decision/engine";
 import { VerdictInterner } from "../../actors/decision/verdicts";
 import { planRecords } from "../../actors/decision/record-redaction";
 import type { DecisionRequest } from "../../actors/decision/types";
 import type { EventLog } from "../../actors/runtime/event-log";
 import type { MappedField, MappingView, RowDecider, RowVerdict } from "../../proxies/postgres/types";
-import { decisionTrace, type DecisionService } from "../decision-service";
+import type { UserRecord } from "../../actors/user/user-actor";
+import type { DecisionService } from "../decision-service";
+import { decideTraced, withUserStates } from "../traced-decisions";
 
-/** Users looked up at once; the cache answers most of them from memory. */
-const lookupConcurrency = 64;
 /** Verdicts remembered per export; past this the memo starts over. */
 const maxRemembered = 200_000;
 /** A verdict is decided again after this long even if nothing changed: age-based overrides follow the clock. */
@@ -90,25 +88,17 @@ export class ExportDecider implements RowDecider {
 
   async load(userIds: readonly string[]): Promise<void> {
     const compiled = await this.decisions.policy();
+    // Brings the view's revision up to the one these verdicts are made with (`verdict` compares them).
     this.mapping();
     if (this.memo.size > maxRemembered) this.memo.clear();
-    for (let i = 0; i < userIds.length; i += lookupConcurrency) {
-      const batch = userIds.slice(i, i + lookupConcurrency);
-      const states = await Promise.all(batch.map((id) => this.decisions.userState(id)));
-      batch.forEach((userId, index) => this.memo.set(userId, { verdict: this.decideFor(compiled, userId, states[index] ?? undefined), revision: compiled.revision, at: Date.now() }));
-    }
+    await withUserStates(userIds, (userId) => this.decisions.userState(userId), (userId, state) =>
+      this.memo.set(userId, { verdict: this.decideFor(compiled, userId, state), revision: compiled.revision, at: Date.now() }),
+    );
   }
 
-  private decideFor(compiled: CompiledPolicy, userId: string, state: Parameters<typeof decide>[1]): RowVerdict {
-    const now = new Date();
-    const decision = decide(compiled, state, this.request, now);
-    this.events.trace("export", decision.flow, {
-      ...decisionTrace({ traceId: randomUUID(), time: now.toISOString(), door: "export", nodeId: this.nodeId, userId }, this.request, decision),
-      kind: "export.user",
-      exportId: this.exportId,
-      mappingGroup: this.mappingGroup,
-    });
-    return this.verdicts.of(decision);
+  private decideFor(compiled: CompiledPolicy, userId: string, state: UserRecord | null): RowVerdict {
+    const details = { kind: "export.user", exportId: this.exportId, mappingGroup: this.mappingGroup };
+    return this.verdicts.of(decideTraced(this.events, { door: "export", nodeId: this.nodeId }, compiled, userId, state, this.request, details));
   }
 
   close(): void {

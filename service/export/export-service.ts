@@ -49,12 +49,12 @@ export class ExportService implements ExportPort {
 
   private async validate(body: ExportBody): Promise<ExportType> {
     if (!(exportTypes as readonly string[]).includes(body.type)) throw new HandlerError("EXPORT_INVALID", `unknown export type '${body.type}' (known: ${exportTypes.join(", ")})`, { details: [{ path: "type", problem: "unknown export type" }] });
+    let port: number;
     try {
-      splitEndpoint(body.endpoint);
+      [, port] = splitEndpoint(body.endpoint);
     } catch {
       throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' is not host:port`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
     }
-    const [, port] = splitEndpoint(body.endpoint);
     if (port < 1 || port > 65535) throw new HandlerError("EXPORT_INVALID", `endpoint port ${port} is out of range`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
     try {
       await this.deps.decisions.redactionPlan({ ...body.metadata, mappingGroup: body.resolverGroup });

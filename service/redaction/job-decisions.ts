@@ -1,14 +1,10 @@
-import { randomUUID } from "node:crypto";
 import type { CompiledPolicy } from "../../actors/decision/compiled-policy";
-import { decide } from "../../actors/decision/engine";
 import { VerdictInterner } from "../../actors/decision/verdicts";
 import type { DecisionSource, RedactionRequest, RowDecision } from "../../actors/redaction/types";
 import type { EventLog } from "../../actors/runtime/event-log";
 import type { UserRecord } from "../../actors/user/user-actor";
-import { decisionTrace } from "../decision-service";
+import { decideTraced, withUserStates } from "../traced-decisions";
 
-/** Users looked up at once; the cache answers most of them from memory. */
-const lookupConcurrency = 64;
 /** Decisions remembered per job; past this the memo starts over (users are decided, and traced, again). */
 const maxRemembered = 500_000;
 
@@ -38,11 +34,7 @@ export class JobDecisions implements DecisionSource {
   async prepare(userIds: readonly string[]): Promise<void> {
     if (this.memo.size > maxRemembered) this.memo.clear();
     const missing = [...new Set(userIds)].filter((id) => !this.memo.has(id));
-    for (let i = 0; i < missing.length; i += lookupConcurrency) {
-      const batch = missing.slice(i, i + lookupConcurrency);
-      const states = await Promise.all(batch.map((id) => this.context.userState(id)));
-      batch.forEach((id, index) => this.memo.set(id, this.decideFor(id, states[index])));
-    }
+    await withUserStates(missing, this.context.userState, (id, state) => this.memo.set(id, this.decideFor(id, state)));
   }
 
   of(userId: string): RowDecision {
@@ -52,18 +44,11 @@ export class JobDecisions implements DecisionSource {
   }
 
   private decideFor(userId: string, state: UserRecord | null): RowDecision {
-    const { compiled, request, events, jobName } = this.context;
-    const now = new Date();
-    const decision = decide(compiled, state ?? undefined, request, now);
+    const { compiled, request, events, jobName, nodeId, attempt } = this.context;
+    const decision = decideTraced(events, { door: "redact", nodeId }, compiled, userId, state, request, { kind: "document.user", jobName, attempt });
     this.users.seen++;
     if (decision.allowed) this.users.allowed++;
     else this.users.denied++;
-    events.trace("redact", decision.flow, {
-      ...decisionTrace({ traceId: randomUUID(), time: now.toISOString(), door: "redact", nodeId: this.context.nodeId, userId }, request, decision),
-      kind: "document.user",
-      jobName,
-      attempt: this.context.attempt,
-    });
     return this.verdicts.of(decision);
   }
 }

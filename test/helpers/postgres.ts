@@ -7,6 +7,18 @@ import { tempDir } from "./temp";
 /** The PostgreSQL JDBC driver as Debian installs it (package libpostgresql-jdbc-java). */
 export const jdbcJar = "/usr/share/java/postgresql.jar";
 
+/**
+ * Who PostgreSQL's programs (postgres, pgbouncer) run as: the `postgres` system user when this
+ * process is root (they refuse root), else this process's own user (undefined). The files
+ * they own are chowned to it.
+ */
+export function postgresSystemUser(ownedPaths: readonly string[]): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const user = { uid: Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" })), gid: Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" })) };
+  for (const path of ownedPaths) chownSync(path, user.uid, user.gid);
+  return user;
+}
+
 /** Directory of PostgreSQL's server programs (Debian keeps them out of PATH). */
 export function postgresBinDir(): string {
   const fromPath = spawnSync("pg_config", ["--bindir"], { encoding: "utf8" });
@@ -40,13 +52,9 @@ export class PostgresServer {
     const bin = postgresBinDir();
     const dir = tempDir("pg");
     const data = join(dir, "data");
-    const runAs = process.getuid?.() === 0 ? { uid: Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" })), gid: Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" })) } : undefined;
     const pwfile = join(dir, "pw");
     writeFileSync(pwfile, "postgres\n");
-    if (runAs) {
-      chownSync(dir, runAs.uid, runAs.gid);
-      chownSync(pwfile, runAs.uid, runAs.gid);
-    }
+    const runAs = postgresSystemUser([dir, pwfile]);
     chmodSync(dir, 0o700);
     const init = spawnSync(join(bin, "initdb"), ["-D", data, "-U", "postgres", `--pwfile=${pwfile}`, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"], { encoding: "utf8", ...(runAs ?? {}) });
     if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);

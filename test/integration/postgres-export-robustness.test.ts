@@ -1,7 +1,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { Client } from "pg";
@@ -23,11 +23,7 @@ import { freePort } from "../helpers/ports";
 import { PostgresServer } from "../helpers/postgres";
 import { tempDir } from "../helpers/temp";
 import { WireClient } from "../helpers/pg-wire";
-
-/** Resident set size of a process now, in bytes (Linux: VmRSS). */
-function currentRss(pid: number): number {
-  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
-}
+import { currentRss } from "../helpers/memory";
 
 /** A small seeded generator (mulberry32), so a failing run can be repeated with its seed. */
 function random(seed: number): () => number {
