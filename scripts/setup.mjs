@@ -128,6 +128,10 @@ const testPrerequisites = [
   // JDBC through an export: a JDK and Debian's PostgreSQL JDBC driver.
   { binary: "javac", package: "default-jdk-headless", find: findExecutable },
   { binary: "/usr/share/java/postgresql.jar", package: "libpostgresql-jdbc-java", find: (path) => (existsSync(path) ? path : undefined) },
+  // A real OpenLDAP for the LDAP verifier's tests (slapd and slapadd; Debian keeps them in /usr/sbin).
+  { binary: "/usr/sbin/slapd", package: "slapd", find: (path) => (existsSync(path) ? path : undefined) },
+  // curl's --aws-sigv4 signs requests for the cloud-signing tests.
+  { binary: "curl", package: "curl", find: findExecutable },
 ];
 
 function ensureTestPrerequisites() {
