@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
+import { authentication } from "./authentication";
 import { configRoutes } from "./config-routes";
 import { decisionRoutes } from "./decision-routes";
 import { installErrorHandling } from "./error-handler";
@@ -23,6 +24,7 @@ const defaultBodyLimit = 1024 * 1024;
  */
 export function build(deps: GatewayDeps): FastifyInstance {
   const app = Fastify({
+    ...(deps.https ? { https: deps.https } : {}),
     loggerInstance: deps.logger.child({ component: "gateway" }) as FastifyBaseLogger,
     bodyLimit: deps.bodyLimit ?? defaultBodyLimit,
     requestIdHeader: false,
@@ -42,6 +44,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
     void reply.header("x-request-id", request.id);
   });
   installErrorHandling(app);
+  if (deps.auth) void app.register(authentication, { auth: deps.auth });
   void app.register(swagger, {
     openapi: {
       info: { title: "warden", description: "Data-use policy enforcement service: REST APIs by root path", version: "0.1.0" },

@@ -22,6 +22,14 @@ const exportBody = {
       properties: { type: { type: "string", enum: [...purposeTypes] }, purposeId: id, thirdPartyId: id, termsId: id },
     },
     port: { type: "integer", minimum: 1, maximum: 65535, description: "listen port; allocated from the export range when absent" },
+    credentials: {
+      type: "object",
+      additionalProperties: false,
+      required: ["user", "password"],
+      description: "the export's own back-end identity; needs direct verification; never shown by reads",
+      properties: { user: { type: "string", minLength: 1, maxLength: 63 }, password: { type: "string", minLength: 1, maxLength: 1024 } },
+    },
+    resourceServerId: { type: "string", minLength: 1, maxLength: 300, description: "OAuth audience of tokens given to this export (overrides the verifier's)" },
   },
 } as const;
 

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import type { Requester } from "./types";
 
-/** Who made a request, for history and audit. Authentication (issue 7) will set it; until then every request is anonymous. */
-export function requester(_request: FastifyRequest): Requester {
-  return "anonymous";
+/** Who made a request, for history and audit: the verified subject, or "anonymous" where authentication is not enforced. */
+export function requester(request: FastifyRequest): Requester {
+  return request.access?.subject ?? "anonymous";
 }

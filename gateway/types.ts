@@ -1,3 +1,5 @@
+import type { Authenticator } from "../auth/authenticator";
+import type { AuditRecord } from "../actors/runtime/event-log";
 import type { ExportRecord } from "../actors/export/export-actor";
 import type { ExportServing } from "../proxies/postgres/server";
 import type { Logger } from "pino";
@@ -17,6 +19,12 @@ export interface HealthReport {
   checks: Record<string, { ok: boolean; detail?: unknown }>;
 }
 
+/** Authentication of the REST APIs (issue 7): absent, nothing is enforced and nothing is audited per connection. */
+export interface GatewayAuthentication {
+  authenticator: Authenticator;
+  audit(entry: Omit<AuditRecord, "id" | "time" | "nodeId">): Promise<unknown>;
+}
+
 /** Everything the gateway needs from the node that hosts it. */
 export interface GatewayDeps {
   logger: Logger;
@@ -34,6 +42,9 @@ export interface GatewayDeps {
   documents?: DocumentPort;
   /** Exports; absent: /export answers 501. */
   exports?: ExportPort;
+  auth?: GatewayAuthentication;
+  /** TLS server authentication (spec 5.1): PEM certificate chain and key. */
+  https?: { cert: Buffer; key: Buffer };
 }
 
 /** The REST root paths of the spec (section 1), each a component name for authentication selectors. */
@@ -132,10 +143,16 @@ export interface ExportBody {
   metadata: DecisionRequest;
   /** Asks for this listen port; otherwise one is allocated from the export port range. */
   port?: number;
+  /** The export's own back-end identity (needs direct verification: the export's component must enforce authentication). */
+  credentials?: { user: string; password: string };
+  /** OAuth audience for tokens given to this export (overrides the verifier's). */
+  resourceServerId?: string;
 }
 
 /** An export as GET /export shows it: its stored state and what its serving node reports. */
-export interface ExportView extends ExportRecord {
+export interface ExportView extends Omit<ExportRecord, "credentials"> {
+  /** Whose identity back-end connections use: the export's own credentials (never shown) or each client's. */
+  backendIdentity: "export" | "client";
   /** The node serving it now, with its connection and row counts; null when no node serves it. */
   serving: (ExportServing & { nodeId: string }) | null;
   /** Why an active export is not listening, when it is not. */

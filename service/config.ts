@@ -34,6 +34,10 @@ export interface NodeConfig {
   exportPorts: { first: number; last: number };
   /** PEM files of the certificate and key exports present to clients that ask for TLS; absent: SSLRequest is answered 'N'. */
   exportTls: { certFile: string; keyFile: string } | null;
+  /** PEM files of the gateway's TLS certificate and key; absent: the gateway speaks plain HTTP. */
+  tls: { certFile: string; keyFile: string } | null;
+  /** The security configuration file (spec 5.2); absent: no component enforces authentication. */
+  securityConfig: string | null;
 }
 
 interface Setting {
@@ -61,8 +65,11 @@ export const settings = {
   exportHost: { env: "EXPORT_HOST", flag: "--export-host", describe: "address export ports are opened on (default: the gateway's HOST)" },
   exportTls: { env: "EXPORT_TLS_CERT_FILE", flag: "--export-tls-cert-file", describe: "PEM certificate (chain) exports present to TLS clients; needs EXPORT_TLS_KEY_FILE" },
   exportTlsKey: { env: "EXPORT_TLS_KEY_FILE", flag: "--export-tls-key-file", describe: "PEM private key of EXPORT_TLS_CERT_FILE" },
+  tls: { env: "TLS_CERT_FILE", flag: "--tls-cert-file", describe: "PEM certificate (chain) of the gateway: HTTPS instead of HTTP; needs TLS_KEY_FILE" },
+  tlsKey: { env: "TLS_KEY_FILE", flag: "--tls-key-file", describe: "PEM private key of TLS_CERT_FILE" },
+  securityConfig: { env: "SECURITY_CONFIG", flag: "--security-config", describe: "security configuration file (verifiers, credentials, enforced components); absent: nothing needs authentication" },
   exportPorts: { env: "EXPORT_PORTS", flag: "--export-ports", describe: "range export ports are allocated from, first-last (default 15432-15631)" },
-} satisfies Record<keyof NodeConfig | "exportTlsKey", Setting>;
+} satisfies Record<keyof NodeConfig | "exportTlsKey" | "tlsKey", Setting>;
 
 const logLevels: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 
@@ -96,9 +103,9 @@ function portRange(setting: Setting, raw: string): { first: number; last: number
   return { first, last };
 }
 
-function tlsFiles(certFile: string | undefined, keyFile: string | undefined): NodeConfig["exportTls"] {
+function tlsFiles(certFile: string | undefined, keyFile: string | undefined, names: { cert: Setting; key: Setting }): NodeConfig["exportTls"] {
   if (certFile === undefined && keyFile === undefined) return null;
-  if (certFile === undefined || keyFile === undefined) throw new StartupError(`${settings.exportTls.env} and ${settings.exportTlsKey.env} go together: set both or neither`);
+  if (certFile === undefined || keyFile === undefined) throw new StartupError(`${names.cert.env} and ${names.key.env} go together: set both or neither`);
   return { certFile: resolve(certFile), keyFile: resolve(keyFile) };
 }
 
@@ -134,6 +141,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     redactRetentionHours: integer(settings.redactRetentionHours, raw("redactRetentionHours") ?? "168", 1, 24 * 366),
     exportHost: raw("exportHost") ?? raw("host") ?? "127.0.0.1",
     exportPorts: portRange(settings.exportPorts, raw("exportPorts") ?? "15432-15631"),
-    exportTls: tlsFiles(raw("exportTls"), raw("exportTlsKey")),
+    exportTls: tlsFiles(raw("exportTls"), raw("exportTlsKey"), { cert: settings.exportTls, key: settings.exportTlsKey }),
+    tls: tlsFiles(raw("tls"), raw("tlsKey"), { cert: settings.tls, key: settings.tlsKey }),
+    securityConfig: raw("securityConfig") ? resolve(raw("securityConfig")!) : null,
   };
 }

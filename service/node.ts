@@ -21,6 +21,13 @@ import { defaultProxyLimits } from "../proxies/postgres/types";
 import { policyPort } from "./policy-port";
 import { userPort } from "./user-port";
 import { StartupError } from "./startup-error";
+import { Authenticator } from "../auth/authenticator";
+import { component } from "../auth/components";
+import { KvReplayGuard } from "../auth/replay-guard";
+import { isEnforced, openSecurityConfig, type SecurityConfig } from "../auth/security-config";
+import { loadSecurityFile } from "../auth/security-file";
+import { SecurityConfigError } from "../auth/types";
+import { verifierFactories } from "../auth/verifier-factories";
 
 export interface RunningNode {
   config: NodeConfig;
@@ -90,8 +97,48 @@ function loadExportTls(files: NodeConfig["exportTls"]): SecureContext | undefine
   }
 }
 
+/** The security configuration file, checked before anything starts (spec 7: a bad file stops the node). */
+function loadSecurity(config: NodeConfig, exportTls: SecureContext | undefined): SecurityConfig {
+  if (!config.securityConfig) return openSecurityConfig;
+  let security: SecurityConfig;
+  try {
+    security = loadSecurityFile(config.securityConfig);
+  } catch (error) {
+    if (error instanceof SecurityConfigError) throw new StartupError(`security configuration ${config.securityConfig}: ${error.message}`);
+    throw error;
+  }
+  if (!exportTls && isEnforced(security, component("postgres"))) {
+    throw new StartupError(`security configuration ${config.securityConfig}: component 'postgres' enforces authentication, which takes passwords only over TLS: set ${settings.exportTls.env} and ${settings.exportTlsKey.env}`);
+  }
+  return security;
+}
+
+/** Verifiers made and their endpoints checked (spec 5.2); a failure names the profile. */
+async function startAuthenticator(config: NodeConfig, security: SecurityConfig, nc: NatsConnection, replicas: number): Promise<Authenticator> {
+  if (!config.securityConfig) return Authenticator.open();
+  try {
+    return await Authenticator.start(security, verifierFactories, { replayGuard: await KvReplayGuard.open(nc, { replicas }) }, config.securityConfig);
+  } catch (error) {
+    if (error instanceof SecurityConfigError) throw new StartupError(`security configuration ${config.securityConfig}: ${error.message}`);
+    throw error;
+  }
+}
+
+function loadGatewayTls(files: NodeConfig["tls"]): { cert: Buffer; key: Buffer } | undefined {
+  if (!files) return undefined;
+  try {
+    const tls = { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) };
+    createSecureContext(tls);
+    return tls;
+  } catch (error) {
+    throw new StartupError(`cannot load the gateway TLS certificate or key (${(error as Error).message}): check ${settings.tls.env} and ${settings.tlsKey.env}`);
+  }
+}
+
 export async function startServiceNode(config: NodeConfig, logger: Logger): Promise<RunningNode> {
   const exportTls = loadExportTls(config.exportTls);
+  const gatewayTls = loadGatewayTls(config.tls);
+  const security = loadSecurity(config, exportTls);
   const definitions = [...builtInActors, ...loadActorModules(config.actorModules)];
   let natsServer: NatsServerProcess | undefined;
   if (config.natsUrls.length === 0) {
@@ -124,6 +171,15 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   // Only provisioning is retried (it is idempotent): a fresh NATS cluster elects its JetStream leader first.
   const provisioned = await whenJetStreamAnswers(() => provision(nc, provisionOptions(setup)), logger);
   const { runtime } = await startNode({ ...setup, provisioned }, definitions);
+  let authenticator: Authenticator;
+  try {
+    authenticator = await startAuthenticator(config, security, nc, config.jsReplicas);
+  } catch (error) {
+    await runtime.stop();
+    await nc.drain();
+    await natsServer?.stop();
+    throw error;
+  }
 
   const health = (): HealthReport => {
     const status = runtime.status(natsConnected && !nc.isClosed());
@@ -136,15 +192,16 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   };
   const decisions = await DecisionService.start(runtime);
   const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours });
-  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits, tls: exportTls });
+  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits, tls: exportTls, authenticator });
   await exportSupervisor.start();
-  const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts });
-  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports });
+  const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts, authenticator });
+  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });
   try {
     await gateway.listen({ port: config.port, host: config.host });
   } catch (error) {
     await exportSupervisor.stop();
     await documents.stop();
+    await authenticator.close();
     await runtime.stop();
     await nc.drain();
     await natsServer?.stop();
@@ -160,20 +217,22 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     level: "info",
     event: "config.active",
     message: "node started with this configuration",
-    details: { node: { ...config }, actorTypes: runtime.host.registeredTypes(), authentication: { configurationFile: null, enforcedComponents: [] } },
+    details: { node: { ...config }, actorTypes: runtime.host.registeredTypes(), authentication: authenticator.describe() },
   });
-  await runtime.events.audit({
-    category: "service",
-    level: "debug",
-    event: "authentication.disabled",
-    message: "no component enforces authentication: API use is allowed without credentials",
-  });
+  if (security.enforcedComponents.length === 0) {
+    await runtime.events.audit({
+      category: "service",
+      level: "debug",
+      event: "authentication.disabled",
+      message: "no component enforces authentication: API use is allowed without credentials",
+    });
+  }
   await runtime.events.audit({
     category: "service",
     level: "info",
     event: "port.opened",
-    message: `gateway listening on ${config.host}:${gatewayPort}`,
-    details: { endpointTypes: ["api", "metrics"], host: config.host, port: gatewayPort },
+    message: `gateway listening on ${config.host}:${gatewayPort}${gatewayTls ? " (TLS)" : ""}`,
+    details: { endpointTypes: ["api", "metrics"], host: config.host, port: gatewayPort, tls: !!gatewayTls },
   });
   if (natsServer) {
     await runtime.events.audit({
@@ -192,6 +251,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
       await gateway.close();
       await exportSupervisor.stop();
       await documents.stop();
+      await authenticator.close();
       await runtime.stop();
       await nc.drain();
       await natsServer?.stop();

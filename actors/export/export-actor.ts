@@ -23,6 +23,14 @@ export interface ExportRecord {
   status: ExportStatus;
   /** Where the export listens: the port is fixed at creation and kept across restarts. */
   listen: { host: string; port: number };
+  /**
+   * The export's own back-end identity (spec 5.1): with it every back-end connection logs in
+   * as this user, whatever the client's identity. Needs direct verification. Never shown by a
+   * read or written to a log (ExportView leaves it out).
+   */
+  credentials?: { user: string; password: string };
+  /** The OAuth audience tokens given to this export must carry, instead of the verifier's `resourceServerId` (spec 5.5). */
+  resourceServerId?: string;
   createdAt: string;
   updatedAt: string;
 }

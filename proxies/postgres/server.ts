@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import type { SecureContext } from "node:tls";
 import { CancelKeys } from "./cancel-keys";
 import { fatalMessage, ProxySession } from "./session";
-import type { ProxyAudit, ProxyLimits, RowDecider, SessionCounts } from "./types";
+import type { DirectVerification, ProxyAudit, ProxyLimits, RowDecider, SessionCounts } from "./types";
 
 export interface ExportServerOptions {
   exportId: string;
@@ -14,6 +14,8 @@ export interface ExportServerOptions {
   audit: ProxyAudit;
   limits: ProxyLimits;
   tls?: SecureContext;
+  /** Present when the export's component enforces authentication. */
+  directVerification?: DirectVerification;
   /** Called when a connection ends, with what it counted (for the trace). */
   onConnectionEnd?(connectionId: string, counts: SessionCounts, identity: { user?: string; database?: string }): void;
 }
@@ -79,6 +81,7 @@ export class PostgresExportServer {
       audit: this.options.audit,
       cancelKeys: this.cancelKeys,
       tls: this.options.tls,
+      directVerification: this.options.directVerification,
       onEnd: (counts, identity) => {
         this.sessions.delete(session);
         this.totals.rowsIn += counts.rowsIn;

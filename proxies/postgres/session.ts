@@ -19,12 +19,15 @@ import { decodeParse } from "../../protocols/postgres/parse";
 import { decodeStartup, encodeStartup } from "../../protocols/postgres/startup";
 import { encodeNegotiateProtocolVersion } from "../../protocols/postgres/negotiate-protocol-version";
 import { ProtocolError } from "../../protocols/postgres/wire";
+import { decodeAuthentication, encodeAuthenticationCleartextPassword, encodeAuthenticationOk } from "../../protocols/postgres/authentication";
+import { decodePasswordMessage } from "../../protocols/postgres/password";
+import { BackendLogin, BackendLoginError } from "./backend-login";
 import { ByteQueue } from "./byte-queue";
 import type { CancelKeys } from "./cancel-keys";
 import { catalogQuery, columnKey, resolveColumns, type CatalogRow, type ColumnMap } from "./column-catalog";
 import { maskFor, planResult, type ResultPlan } from "./result-plan";
 import { sanitizeError, sanitizeNotice } from "./sanitize";
-import type { MappingView, ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts } from "./types";
+import type { DirectVerification, MappingView, ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts } from "./types";
 import { userIdFromValue } from "./user-id";
 
 /** Startup packets are small; PostgreSQL itself refuses those over 10,000 bytes. */
@@ -53,6 +56,8 @@ export interface SessionDeps {
   cancelKeys: CancelKeys;
   /** Present when the export terminates TLS (SSLRequest answered 'S'). */
   tls?: SecureContext;
+  /** Present when the export's component enforces authentication: the proxy verifies the client itself (spec 5.1). */
+  directVerification?: DirectVerification;
   onEnd(counts: SessionCounts, identity: { user?: string; database?: string }): void;
 }
 
@@ -74,8 +79,8 @@ type Expectation =
   | { kind: "complete"; code: number }
   | { kind: "internal"; query: InternalQuery };
 
-/** startup packet -> authentication relayed -> the proxy's catalog query (client held) -> ready -> closed. */
-type Phase = "startup" | "authenticating" | "preparing" | "ready" | "closed";
+/** startup packet -> (direct verification: the client's password checked by the proxy) -> backend authentication -> the proxy's catalog query (client held) -> ready -> closed. */
+type Phase = "startup" | "verifying" | "authenticating" | "preparing" | "ready" | "closed";
 
 /**
  * One client connection through a PostgreSQL export. The client's messages pass to the backend
@@ -111,6 +116,10 @@ export class ProxySession {
   private backendKeys?: BackendKeyData;
   private proxyKeys?: BackendKeyData;
   private identity: { user?: string; database?: string } = {};
+  /** Direct verification: the startup parameters wait here while the client's password is checked. */
+  private startupParameters?: Map<string, string>;
+  /** Direct verification: the proxy answers the backend's authentication requests itself. */
+  private backendLogin?: BackendLogin;
   /** The backend skips messages until Sync after an error in the extended protocol; so does the bookkeeping. */
   private backendSkipsToSync = false;
   private pendingInternal?: { timer: NodeJS.Timeout; fail(error: Error): void };
@@ -179,6 +188,18 @@ export class ProxySession {
         if (frames.length === 0) return;
         let out: Buffer[] = [];
         for (const frame of frames) {
+          if (this.phase === "verifying") {
+            this.fromClient.unshift(bytes.subarray(frame.end, consumed));
+            if (frame.code !== FrontendCode.Password) {
+              this.refuse("08P01", "expected a password message", "protocol.violation");
+              return;
+            }
+            this.holdClient();
+            await this.verifyClient(decodePasswordMessage(bytes.subarray(frame.bodyStart, frame.end)));
+            if (this.closed) return;
+            this.releaseClient();
+            break;
+          }
           if ((this.phase === "authenticating" && frame.code !== FrontendCode.Password) || this.phase === "preparing") {
             // Anything but authentication waits until the session is ready: the catalog query must be answered first.
             this.toBackend(out);
@@ -476,9 +497,44 @@ export class ProxySession {
     for (const option of options) parameters.delete(option);
     if (minor > 0 || options.length > 0) this.client.write(encodeNegotiateProtocolVersion(0, options));
     this.identity = { user: parameters.get("user"), database: parameters.get("database") ?? parameters.get("user") };
+    if (this.deps.directVerification) {
+      // A password in cleartext: only over TLS.
+      if (!(this.client instanceof TLSSocket)) {
+        this.refuse("28000", "this export verifies passwords itself and takes them only over TLS: connect with sslmode=require", "connection.tls-required");
+        return;
+      }
+      this.phase = "verifying";
+      this.startupParameters = parameters;
+      this.client.write(encodeAuthenticationCleartextPassword());
+      return;
+    }
+    this.connectBackend(parameters);
+  }
+
+  /** Direct verification: the client's password (or bearer token) is checked before any byte reaches the backend. */
+  private async verifyClient(password: string): Promise<void> {
+    const direct = this.deps.directVerification!;
+    const user = this.identity.user ?? "";
+    const outcome = await direct.verify(user, password, this.deps.connectionId);
+    if (this.closed) return;
+    if (!outcome.ok) {
+      this.counts.refused++;
+      this.fatal(outcome.sqlState, outcome.message);
+      return;
+    }
+    const login = direct.backendIdentity ?? { user, password };
+    this.backendLogin = new BackendLogin(login.user, login.password);
+    const parameters = this.startupParameters!;
+    this.startupParameters = undefined;
+    parameters.set("user", login.user);
+    this.connectBackend(parameters);
+  }
+
+  private connectBackend(parameters: Map<string, string>): void {
     this.phase = "authenticating";
     this.client.pause();
     const { host, port } = this.deps.backend;
+    const backendUser = parameters.get("user") ?? "";
     const backend = connectTcp({ host, port });
     this.backend = backend;
     backend.setNoDelay(true);
@@ -489,8 +545,8 @@ export class ProxySession {
     backend.write(encodeStartup(parameters));
     backend.once("connect", () => {
       backend.setTimeout(0);
-      this.deps.audit("info", "connection.outgoing", `export ${this.deps.exportId} connected to ${host}:${port} as '${this.identity.user ?? ""}'`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, endpoint: `${host}:${port}`, identity: this.identity.user ?? null, database: this.identity.database ?? null });
-      this.deps.audit("debug", "connection.pass-through", `connection ${this.deps.connectionId} passed through to the backing store for authentication`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, component: "postgres", identity: this.identity.user ?? null });
+      this.deps.audit("info", "connection.outgoing", `export ${this.deps.exportId} connected to ${host}:${port} as '${backendUser}'`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, endpoint: `${host}:${port}`, identity: backendUser, database: this.identity.database ?? null, identitySource: this.backendLogin ? (this.deps.directVerification?.backendIdentity ? "export" : "client") : "client (pass-through)" });
+      if (!this.backendLogin) this.deps.audit("debug", "connection.pass-through", `connection ${this.deps.connectionId} passed through to the backing store for authentication`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, component: "postgres", identity: this.identity.user ?? null });
       this.client.resume();
     });
     backend.on("data", (chunk: Buffer) => {
@@ -783,6 +839,26 @@ export class ProxySession {
 
   private authenticationFrame(code: number, body: () => Buffer, whole: () => Buffer, out: OutputBuffer): void {
     switch (code) {
+      case BackendCode.Authentication: {
+        // Pass-through: the client answers. Direct verification: the proxy logs in with the back-end identity.
+        if (!this.backendLogin) {
+          out.push(whole());
+          return;
+        }
+        let answer: Buffer | undefined;
+        try {
+          answer = this.backendLogin.answer(decodeAuthentication(body()));
+        } catch (error) {
+          if (!(error instanceof BackendLoginError)) throw error;
+          this.deps.audit("warn", "connection.backend-login-failed", `export ${this.deps.exportId} could not log in to its backing store: ${error.message}`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, endpoint: `${this.deps.backend.host}:${this.deps.backend.port}` });
+          this.toClient(out);
+          this.fatal("28000", "the export could not log in to its backing store");
+          return;
+        }
+        if (answer === undefined) out.push(encodeAuthenticationOk());
+        else if (answer.length > 0) this.backend?.write(answer);
+        return;
+      }
       case BackendCode.ParameterStatus: {
         const { name, value } = decodeParameterStatus(body());
         if (this.encodingSupported(name, value)) out.push(whole());

@@ -51,3 +51,15 @@ export interface SessionCounts {
   notificationsDropped: number;
   refused: number;
 }
+
+/**
+ * Direct verification of spec 5.1, for an export whose component enforces authentication: the
+ * proxy asks the client for its password (over TLS only), verifies it (LDAP for a user name and
+ * password, OAuth for a bearer token given as the password) and audits the outcome, before any
+ * byte reaches the backend; then logs in to the backend itself.
+ */
+export interface DirectVerification {
+  verify(user: string, password: string, connectionId: string): Promise<{ ok: true; subject: string; assertions: string[] } | { ok: false; sqlState: string; message: string }>;
+  /** The export's own back-end identity; absent: the client's user name and password. */
+  backendIdentity?: { user: string; password: string };
+}

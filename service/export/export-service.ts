@@ -1,4 +1,6 @@
 import type { NatsConnection } from "@nats-io/transport-node";
+import type { Authenticator } from "../../auth/authenticator";
+import { component } from "../../auth/components";
 import { exportActor, exportPort, exportTypes, type ExportRecord, type ExportType } from "../../actors/export/export-actor";
 import { Subjects } from "../../actors/runtime/addressing";
 import { HandlerError, RuntimeError } from "../../actors/runtime/errors";
@@ -21,6 +23,7 @@ export interface ExportServiceDeps {
   /** The host clients connect to (reported in answers) and the range ports are allocated from. */
   listenHost: string;
   portRange: { first: number; last: number };
+  authenticator: Authenticator;
 }
 
 /**
@@ -38,7 +41,15 @@ export class ExportService implements ExportPort {
     if (body.port !== undefined) await this.claimPort(port, id);
     let record: ExportRecord;
     try {
-      record = await this.deps.runtime.client.ref(exportActor, id).create({ type, endpoint: body.endpoint, resolverGroup: body.resolverGroup, metadata: body.metadata, listen: { host: this.deps.listenHost, port } });
+      record = await this.deps.runtime.client.ref(exportActor, id).create({
+        type,
+        endpoint: body.endpoint,
+        resolverGroup: body.resolverGroup,
+        metadata: body.metadata,
+        listen: { host: this.deps.listenHost, port },
+        ...(body.credentials ? { credentials: body.credentials } : {}),
+        ...(body.resourceServerId ? { resourceServerId: body.resourceServerId } : {}),
+      });
     } catch (error) {
       await this.deps.runtime.client.ref(exportPort, String(port)).release({ exportId: id }).catch(() => undefined);
       throw error;
@@ -61,6 +72,10 @@ export class ExportService implements ExportPort {
     } catch (error) {
       if (error instanceof RuntimeError && error.code === "REDACT_INVALID") throw new HandlerError("EXPORT_INVALID", error.message.replace("no mapping group", "no resolverGroup"), { details: [{ path: error.message.includes("mapping group") ? "resolverGroup" : "metadata", problem: error.message }] });
       throw error;
+    }
+    // Export credentials with pass-through would let anyone in as the export's user: they need the proxy to verify clients itself.
+    if (body.credentials && !this.deps.authenticator.isEnforced(component(body.type as ExportType))) {
+      throw new HandlerError("EXPORT_INVALID", `export credentials need direct verification: enforce authentication on component '${body.type}' in the security configuration`, { details: [{ path: "credentials", problem: "needs an enforced component" }] });
     }
     return body.type as ExportType;
   }
@@ -130,21 +145,27 @@ export class ExportService implements ExportPort {
     const record = await this.deps.runtime.client.ref(exportActor, id).remove();
     await this.deps.runtime.client.ref(exportPort, String(record.listen.port)).release({ exportId: id });
     await this.audit("export.removed", `export ${id} removed`, record, by);
-    return { ...record, serving: null, servingError: null };
+    return { ...publicRecord(record), serving: null, servingError: null };
   }
 
   private async view(record: ExportRecord): Promise<ExportView> {
-    if (record.status !== "active") return { ...record, serving: null, servingError: null };
+    if (record.status !== "active") return { ...publicRecord(record), serving: null, servingError: null };
     try {
       const reply = await this.deps.nc.request(Subjects.exportServing(record.id), "", { timeout: servingTimeoutMs });
       const report = reply.json<ServingReport>();
-      return { ...record, serving: report.serving && { ...report.serving, nodeId: report.nodeId }, servingError: report.error };
+      return { ...publicRecord(record), serving: report.serving && { ...report.serving, nodeId: report.nodeId }, servingError: report.error };
     } catch {
-      return { ...record, serving: null, servingError: "no node reports serving this export yet" };
+      return { ...publicRecord(record), serving: null, servingError: "no node reports serving this export yet" };
     }
   }
 
   private async audit(event: string, message: string, record: ExportRecord, by: Requester): Promise<void> {
     await this.deps.runtime.events.audit({ category: "export", level: "info", event, message, details: { exportId: record.id, type: record.type, endpoint: record.endpoint, port: record.listen.port, status: record.status, by } });
   }
+}
+
+/** The record as reads show it: the export's credentials never leave the service. */
+function publicRecord(record: ExportRecord): Omit<ExportView, "serving" | "servingError"> {
+  const { credentials, ...rest } = record;
+  return { ...rest, backendIdentity: credentials ? "export" : "client" };
 }

@@ -9,7 +9,9 @@ import { WatchedBucket } from "../../actors/runtime/watched-bucket";
 import { PostgresExportServer, type ExportServing } from "../../proxies/postgres/server";
 import type { ProxyAudit, ProxyLimits } from "../../proxies/postgres/types";
 import type { DecisionService } from "../decision-service";
+import { directVerificationFor } from "./direct-verification";
 import { ExportDecider } from "./export-decider";
+import type { Authenticator } from "../../auth/authenticator";
 
 const scanEveryMs = 1000;
 /** Wait before trying again to open a port that could not be opened. */
@@ -24,6 +26,7 @@ export interface ExportSupervisorDeps {
   listenHost: string;
   limits: ProxyLimits;
   tls?: SecureContext;
+  authenticator: Authenticator;
 }
 
 interface Listener {
@@ -132,6 +135,7 @@ export class ExportSupervisor {
         audit: this.audit(),
         limits: this.deps.limits,
         tls: this.deps.tls,
+        directVerification: directVerificationFor(record, this.deps.authenticator, this.audit()),
         onConnectionEnd: (connectionId, counts, identity) =>
           runtime.events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId: runtime.membership.nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
       });

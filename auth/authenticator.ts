@@ -1,0 +1,127 @@
+import { componentTypes, servedComponents } from "./components";
+import { choicesFor, isEnforced, openSecurityConfig, type SecurityConfig, type VerifierFactories } from "./security-config";
+import { CredentialRejected, SecurityConfigError, VerifierUnavailable } from "./types";
+import type { Component, ComponentName, Credential, CredentialType, Verifier, VerifierDependencies, VerifierOverrides, VerifierType, VerifiedIdentity } from "./types";
+
+/** Which verifier answered: for the audit record. */
+export interface VerifierRef {
+  credentialType: CredentialType;
+  verifier: VerifierType;
+  profile: string;
+}
+
+export type AccessOutcome =
+  | { kind: "verified"; identity: VerifiedIdentity; by: VerifierRef }
+  /** The credential is wrong (401). */
+  | { kind: "rejected"; reason: string; by: VerifierRef }
+  /** The verifier could not decide; denied all the same (fail closed). */
+  | { kind: "unavailable"; reason: string; by: VerifierRef }
+  /** No verifier of this component takes this credential type (spec 6 item 7). */
+  | { kind: "unsupported"; reason: string; credentialType: string };
+
+const verifierKey = (type: VerifierType, profile: string) => `${type}/${profile}`;
+
+/**
+ * The process's authentication: which components enforce it, and for each component the verifier
+ * each credential type goes to (spec 5.2). Made once at startup, after every verifier's named
+ * endpoints answered.
+ */
+export class Authenticator {
+  private constructor(
+    readonly config: SecurityConfig,
+    private readonly verifiers: ReadonlyMap<string, Verifier>,
+    private readonly descriptions: Record<string, unknown>,
+  ) {}
+
+  /** Nothing enforced, no verifiers: the spec's default. */
+  static open(): Authenticator {
+    return new Authenticator(openSecurityConfig, new Map(), { configurationFile: null, verifiers: [], credentials: [], enforcedComponents: [] });
+  }
+
+  /**
+   * Creates a verifier for every profile and checks their endpoints (spec 5.2: named endpoints
+   * must be available). Throws `SecurityConfigError` naming the profile whose endpoint failed.
+   */
+  static async start(config: SecurityConfig, factories: VerifierFactories, dependencies: VerifierDependencies, file: string): Promise<Authenticator> {
+    rejectUnusableEnforcement(config);
+    const verifiers = new Map<string, Verifier>();
+    const checks: Array<Promise<void>> = [];
+    for (const parsed of config.verifiers) {
+      for (const profile of parsed.profiles) {
+        const verifier = factories[parsed.type].create(profile.name, profile.configuration, dependencies);
+        verifiers.set(verifierKey(parsed.type, profile.name), verifier);
+        checks.push(
+          verifier.checkEndpoints().catch((error: Error) => {
+            throw new SecurityConfigError(profile.path, `verifier '${parsed.type}' profile '${profile.name}': ${error.message}`);
+          }),
+        );
+      }
+    }
+    const results = await Promise.allSettled(checks);
+    const failed = results.find((result): result is PromiseRejectedResult => result.status === "rejected");
+    if (failed) {
+      await Promise.all([...verifiers.values()].map((verifier) => verifier.close()));
+      throw failed.reason;
+    }
+    const descriptions = {
+      configurationFile: file,
+      verifiers: config.verifiers.map((parsed) => ({
+        verifier: parsed.type,
+        default: parsed.defaultProfile ?? null,
+        profiles: parsed.profiles.map((profile) => ({ profile: profile.name, configuration: factories[parsed.type].describe(profile.configuration) })),
+      })),
+      credentials: [...config.credentials].map(([type, choices]) => ({
+        type,
+        verifiers: choices.map((choice) => ({ verifier: choice.verifier, profile: choice.profile, selectors: choice.selectors ?? null, default: choice.isDefault })),
+      })),
+      enforcedComponents: config.enforcedComponents,
+    };
+    return new Authenticator(config, verifiers, descriptions);
+  }
+
+  /** The active authentication configuration, secrets masked: the startup audit record (spec 6 item 1). */
+  describe(): Record<string, unknown> {
+    return { ...this.descriptions, enforcedComponentNames: (Object.keys(componentTypes) as ComponentName[]).filter((name) => this.isEnforced({ name, type: componentTypes[name] })) };
+  }
+
+  isEnforced(component: Component): boolean {
+    return isEnforced(this.config, component);
+  }
+
+  /** The credential types some verifier takes for this component, by the order of spec 5.4. */
+  credentialTypesFor(component: Component): CredentialType[] {
+    return [...choicesFor(this.config, component).keys()];
+  }
+
+  async verify(component: Component, credential: Credential, overrides?: VerifierOverrides): Promise<AccessOutcome> {
+    const choice = choicesFor(this.config, component).get(credential.type);
+    if (!choice) return { kind: "unsupported", credentialType: credential.type, reason: `no verifier takes '${credential.type}' credentials for component '${component.name}'` };
+    const by: VerifierRef = { credentialType: credential.type, verifier: choice.verifier, profile: choice.profile };
+    const verifier = this.verifiers.get(verifierKey(choice.verifier, choice.profile));
+    if (!verifier) return { kind: "unavailable", reason: `verifier ${verifierKey(choice.verifier, choice.profile)} is not running`, by };
+    try {
+      return { kind: "verified", identity: await verifier.verify(credential, overrides), by };
+    } catch (error) {
+      if (error instanceof CredentialRejected) return { kind: "rejected", reason: error.reason, by };
+      // Anything else (an outage, or a bug in a verifier) denies: never release on an error.
+      const reason = error instanceof VerifierUnavailable ? error.reason : `verifier failed: ${(error as Error).message}`;
+      return { kind: "unavailable", reason, by };
+    }
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.verifiers.values()].map((verifier) => verifier.close()));
+  }
+}
+
+/** An enforced component that no credential type can reach would refuse every client: a configuration error, said at startup. */
+function rejectUnusableEnforcement(config: SecurityConfig): void {
+  config.enforcedComponents.forEach((selector, index) => {
+    for (const name of servedComponents) {
+      const candidate: Component = { name, type: componentTypes[name], ...(selector.domainName ? { domainName: selector.domainName } : {}) };
+      if (isEnforced({ ...config, enforcedComponents: [selector] }, candidate) && choicesFor(config, candidate).size === 0) {
+        throw new SecurityConfigError(`enforcedComponents[${index}]`, `enforces component '${name}' but no credential verifier selects it: every client would be refused`);
+      }
+    }
+  });
+}

@@ -1,0 +1,36 @@
+import type { Authenticator } from "../../auth/authenticator";
+import { component } from "../../auth/components";
+import type { Credential } from "../../auth/types";
+import type { ExportRecord } from "../../actors/export/export-actor";
+import type { DirectVerification, ProxyAudit } from "../../proxies/postgres/types";
+
+const jwtShape = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+/**
+ * Direct verification for one export whose component enforces authentication (spec 5.1): the
+ * password a client gives is a bearer token when it looks like a JWT and a verifier takes tokens
+ * for the component, otherwise a password for the client's user name. Every attempt is audited
+ * in the component's category (spec 6 items 5-7). Absent when the component does not enforce.
+ */
+export function directVerificationFor(record: ExportRecord, authenticator: Authenticator, audit: ProxyAudit): DirectVerification | undefined {
+  const exportComponent = component(record.type);
+  if (!authenticator.isEnforced(exportComponent)) return undefined;
+  const overrides = record.resourceServerId ? { resourceServerId: record.resourceServerId } : undefined;
+  return {
+    backendIdentity: record.credentials,
+    async verify(user, password, connectionId) {
+      const takesTokens = authenticator.credentialTypesFor(exportComponent).includes("rawBearerToken");
+      const credential: Credential = takesTokens && jwtShape.test(password) ? { type: "rawBearerToken", token: password } : { type: "namepwd", user, password };
+      const outcome = await authenticator.verify(exportComponent, credential, overrides);
+      const base = { exportId: record.id, connectionId, component: exportComponent.name, user, credentialType: credential.type };
+      if (outcome.kind === "verified") {
+        audit("info", "connection.authenticated", `'${outcome.identity.subject}' authenticated for export ${record.id}`, { ...base, subject: outcome.identity.subject, assertions: outcome.identity.assertions, verifier: outcome.by });
+        return { ok: true, subject: outcome.identity.subject, assertions: outcome.identity.assertions };
+      }
+      audit("warn", outcome.kind === "unsupported" ? "connection.unsupported" : "connection.denied", `connection to export ${record.id} refused: ${outcome.reason}`, { ...base, outcome: outcome.kind, reason: outcome.reason, ...("by" in outcome ? { verifier: outcome.by } : {}) });
+      if (outcome.kind === "unavailable") return { ok: false, sqlState: "08006", message: "the export could not verify the credentials now; try again" };
+      // PostgreSQL's own wording: a client cannot tell an unknown user from a wrong password.
+      return { ok: false, sqlState: "28P01", message: `password authentication failed for user "${user}"` };
+    },
+  };
+}
