@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, mkdirSync } from "node:fs";
+import { createWriteStream, mkdirSync, readFileSync } from "node:fs";
+import { httpsRequest } from "./https";
 import { join } from "node:path";
 import { freePort } from "./ports";
 import { tempDir } from "./temp";
@@ -15,6 +16,8 @@ export interface NodeProcessOptions {
   natsUrl?: string;
   env?: Record<string, string>;
   dataDir?: string;
+  /** The gateway serves HTTPS (TLS_CERT_FILE in env) with a certificate this CA file verifies. */
+  caFile?: string;
 }
 
 /**
@@ -82,7 +85,7 @@ export class NodeProcess {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.options.caFile ? "https" : "http"}://127.0.0.1:${this.port}`;
   }
 
   get nodeId(): string {
@@ -90,6 +93,10 @@ export class NodeProcess {
   }
 
   async readiness(): Promise<{ status: number; body: { checks?: { partitions?: { detail?: { ownedHere?: number } } } } }> {
+    if (this.options.caFile) {
+      const answer = await httpsRequest(`${this.url}/readyz`, { ca: readFileSync(this.options.caFile) });
+      return { status: answer.status, body: JSON.parse(answer.body) as never };
+    }
     const response = await fetch(`${this.url}/readyz`);
     return { status: response.status, body: (await response.json()) as never };
   }

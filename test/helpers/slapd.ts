@@ -3,6 +3,7 @@ import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { freePorts } from "./ports";
+import { selfSignedCertificate } from "./certificates";
 import { tempDir } from "./temp";
 
 export interface SlapdUser {
@@ -87,9 +88,7 @@ export class SlapdServer {
     const ports = await freePorts(options.tls ? 2 : 1);
     const port = ports[0];
     const tlsPort = options.tls ? ports[1] : undefined;
-    const certFile = join(dir, "cert.pem");
-    const keyFile = join(dir, "key.pem");
-    if (options.tls) run("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile, "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]);
+    const { certFile, keyFile } = options.tls ? selfSignedCertificate(dir, "slapd") : { certFile: join(dir, "cert.pem"), keyFile: join(dir, "key.pem") };
 
     const conf = join(dir, "slapd.conf");
     writeFileSync(

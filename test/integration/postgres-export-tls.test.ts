@@ -3,7 +3,6 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
-import { join } from "node:path";
 import { Client } from "pg";
 import { encodeSSLRequest, encodeStartup } from "../../protocols/postgres/startup";
 import type { NatsServerProcess } from "../../service/nats-server";
@@ -15,6 +14,7 @@ import { startNats } from "../helpers/nats";
 import { NodeProcess } from "../helpers/node-process";
 import { freePort } from "../helpers/ports";
 import { PostgresServer } from "../helpers/postgres";
+import { selfSignedCertificate } from "../helpers/certificates";
 import { tempDir } from "../helpers/temp";
 
 describe("PostgreSQL exports over TLS", () => {
@@ -26,10 +26,8 @@ describe("PostgreSQL exports over TLS", () => {
 
   before(async () => {
     const dir = tempDir("export-tls");
-    certFile = join(dir, "cert.pem");
-    const keyFile = join(dir, "key.pem");
-    const made = spawnSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile, "-days", "2", "-subj", "/CN=warden-export", "-addext", "subjectAltName=IP:127.0.0.1"], { encoding: "utf8" });
-    assert.equal(made.status, 0, made.stderr);
+    let keyFile: string;
+    ({ certFile, keyFile } = selfSignedCertificate(dir, "warden-export"));
     pg = await PostgresServer.start({ hba: populationHba });
     createAppDatabase(pg);
     nats = await startNats();

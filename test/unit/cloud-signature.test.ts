@@ -147,6 +147,16 @@ test("parseSignature refuses malformed and ambiguous signatures", () => {
   }
 });
 
+test("signedRequestFrom takes the request as received: raw path and query, lower-case names, repeats joined with ','", () => {
+  const headers: Record<string, string | string[] | undefined> = JSON.parse('{"__proto__":"odd","Host":"h:1","X-Multi":["a","b c"]}');
+  headers["x-absent"] = undefined;
+  const request = signedRequestFrom({ method: "GET", url: "/export/my%20table?b=2&a=%2F", headers, bodySha256: emptySha256 });
+  assert.equal(request.path, "/export/my%20table");
+  assert.equal(request.query, "b=2&a=%2F");
+  assert.deepEqual(Object.entries(request.headers), [["__proto__", "odd"], ["host", "h:1"], ["x-multi", "a,b c"]]);
+  assert.equal(signedRequestFrom({ method: "GET", url: "/", headers: {}, bodySha256: emptySha256 }).query, "");
+});
+
 // ---- the verifier ----
 
 const now = Date.UTC(2026, 0, 15, 12, 0, 0);

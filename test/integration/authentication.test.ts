@@ -1,0 +1,219 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { jetstream } from "@nats-io/jetstream";
+import type { AuditRecord } from "../../actors/runtime/event-log";
+import type { NatsServerProcess } from "../../service/nats-server";
+import { realisticPolicy } from "../fixtures/policy";
+import { createPopulation } from "../fixtures/population";
+import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
+import { selfSignedCertificate } from "../helpers/certificates";
+import { httpsRequest, type HttpsAnswer } from "../helpers/https";
+import { connectTo, startNats } from "../helpers/nats";
+import { NodeProcess } from "../helpers/node-process";
+import { OidcProvider } from "../helpers/oidc";
+import { freePort } from "../helpers/ports";
+import { PostgresServer } from "../helpers/postgres";
+import { SlapdServer } from "../helpers/slapd";
+import { tempDir } from "../helpers/temp";
+
+const cloud = { id: "AKIDWARDEN", key: "cloud-secret-key", region: "eu-west-1" };
+const alice = { uid: "alice", password: "wonderland" };
+
+function securityConfig(ldapPort: number, provider: OidcProvider) {
+  return {
+    verifiers: [
+      { verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${ldapPort}`, rootComponents: "ou=people,dc=example,dc=org" } }] },
+      { verifier: "oauth", profiles: [{ profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } }] },
+      { verifier: "cloud", profiles: [{ profile: "dev", configuration: cloud }] },
+    ],
+    credentials: [
+      { type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] },
+      { type: "rawBearerToken", verifiers: [{ verifier: "oauth", profile: "idp" }] },
+      { type: "cloudSigningCredentials", verifiers: [{ verifier: "cloud", profile: "dev", selectors: { componentType: "api" } }] },
+    ],
+    enforcedComponents: [{ componentName: "config" }, { componentName: "mapping" }, { componentName: "postgres" }],
+  };
+}
+
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
+
+describe("authentication with real LDAP, OAuth and cloud-signing clients, on the gateway (TLS) and a PostgreSQL export", () => {
+  let slapd: SlapdServer;
+  let provider: OidcProvider;
+  let pg: PostgresServer;
+  let nats: NatsServerProcess;
+  let node: NodeProcess;
+  let certFile: string;
+  let ca: Buffer;
+  let dir: string;
+  let exportWithCredentials: number;
+  let exportWithClientIdentity: number;
+
+  const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpsAnswer> =>
+    httpsRequest(`${node.url}${path}`, { ca, method, headers: body === undefined ? headers : { "content-type": "application/json", ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const asAlice = { authorization: basic(alice.uid, alice.password) };
+  const json = (answer: HttpsAnswer) => JSON.parse(answer.body) as { error?: { code: string } } & Record<string, unknown>;
+
+  before(async () => {
+    dir = tempDir("authentication");
+    ({ certFile } = selfSignedCertificate(dir, "warden"));
+    const keyFile = join(dir, "warden-key.pem");
+    ca = readFileSync(certFile);
+    // `reader` exists in the directory and in PostgreSQL with the same password: the client's identity reaches the backend.
+    slapd = await SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice, { uid: roles.scram.user, password: roles.scram.password }] });
+    provider = await OidcProvider.start();
+    pg = await PostgresServer.start({ hba: populationHba });
+    createAppDatabase(pg);
+    nats = await startNats();
+    const file = join(dir, "security.json");
+    writeFileSync(file, JSON.stringify(securityConfig(slapd.port, provider)));
+    node = await NodeProcess.start({ nodeId: "auth-1", natsUrl: nats.url, caFile: certFile, env: { SECURITY_CONFIG: file, TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, EXPORT_TLS_CERT_FILE: certFile, EXPORT_TLS_KEY_FILE: keyFile } });
+    assert.equal((await call("PUT", "/config", realisticPolicy(), asAlice)).status, 200);
+    await createPopulation(async (method, path, body) => {
+      const answer = await call(method, path, body);
+      return { status: answer.status, etag: null, body: answer.body ? JSON.parse(answer.body) : answer.body };
+    });
+    const exportBody = { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } };
+    exportWithCredentials = await freePort();
+    const created = await call("PUT", "/export", { ...exportBody, port: exportWithCredentials, credentials: { user: roles.scram.user, password: roles.scram.password } });
+    assert.equal(created.status, 200, created.body);
+    assert.equal(json(created).backendIdentity, "export");
+    assert.ok(!created.body.includes(roles.scram.password), "the export's password is never read back");
+    exportWithClientIdentity = await freePort();
+    assert.equal((await call("PUT", "/export", { ...exportBody, port: exportWithClientIdentity })).status, 200);
+  });
+
+  after(async () => {
+    await node?.stop();
+    await nats?.stop();
+    await pg?.stop();
+    await provider?.stop();
+    await slapd?.stop();
+  });
+
+  test("an enforced API: 401 with a challenge per credential type, unless LDAP, OAuth or a cloud signature says who it is", async () => {
+    const refused = await call("GET", "/config");
+    assert.equal(refused.status, 401);
+    assert.equal(json(refused).error?.code, "ERR_AUTH_REQUIRED");
+    // One WWW-Authenticate line per challenge; Node's client joins repeated lines with ", ".
+    assert.equal(refused.headers["www-authenticate"], 'Basic realm="warden", charset="UTF-8", Bearer realm="warden", AWS4-HMAC-SHA256 realm="warden"');
+
+    assert.equal((await call("GET", "/config", undefined, asAlice)).status, 200, "LDAP: good credentials");
+    for (const [user, password] of [["alice", "wrong"], ["alice", ""], ["nobody", "wonderland"], ["*", "wonderland"], ["alice,ou=people,dc=example,dc=org", "wonderland"]]) {
+      const answer = await call("GET", "/config", undefined, { authorization: basic(user!, password!) });
+      assert.equal(answer.status, 401, `${user}:${password}`);
+      assert.equal(json(answer).error?.code, "ERR_AUTH_INVALID");
+    }
+
+    const token = await provider.jwtToken();
+    assert.equal((await call("GET", "/mapping/groups", undefined, { authorization: `Bearer ${token}` })).status, 200, "OAuth: a token from the provider");
+    const now = Math.floor(Date.now() / 1000);
+    for (const [what, bad] of [
+      ["expired", await provider.sign({ iat: now - 600, exp: now - 300 })],
+      ["wrong audience", await provider.sign({ aud: "urn:someone:else" })],
+      ["alg none", `${Buffer.from('{"alg":"none"}').toString("base64url")}.${Buffer.from(JSON.stringify({ iss: provider.issuer, aud: OidcProvider.resource, exp: now + 300 })).toString("base64url")}.`],
+    ] as const) {
+      assert.equal((await call("GET", "/mapping/groups", undefined, { authorization: `Bearer ${bad}` })).status, 401, what);
+    }
+
+    const curl = (key: string, path: string) =>
+      spawnSync("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", certFile, "--aws-sigv4", `aws:amz:${cloud.region}:warden`, "--user", `${cloud.id}:${key}`, `${node.url}${path}`], { encoding: "utf8" });
+    assert.equal(curl(cloud.key, "/config").stdout, "200", "curl --aws-sigv4 signs a request the cloud verifier accepts");
+    assert.equal(curl("wrong-key", "/config").stdout, "401");
+
+    assert.equal((await call("GET", "/config", undefined, { authorization: "Digest username=alice" })).status, 401, "an unknown scheme");
+    assert.notEqual((await call("GET", "/user/u-accepted")).status, 401, "user is not enforced");
+  });
+
+  test("the export verifies clients itself over TLS (LDAP password or OAuth token) and logs in to PostgreSQL as the export or as the client", async () => {
+    const psql = (port: number, user: string, password: string, sslmode = "require") =>
+      spawnSync("psql", [`host=127.0.0.1 port=${port} user=${user} dbname=app sslmode=${sslmode} connect_timeout=10`, "-X", "-A", "-t", "-c", "SELECT id, name FROM users WHERE id = 'accepted'"], { encoding: "utf8", env: { ...process.env, PGPASSWORD: password } });
+    // The export opens its port within a second or so of being created.
+    const deadline = Date.now() + 15_000;
+    let first = psql(exportWithCredentials, alice.uid, alice.password);
+    while (first.status !== 0 && Date.now() < deadline && /could not connect|Connection refused/.test(first.stderr)) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      first = psql(exportWithCredentials, alice.uid, alice.password);
+    }
+    assert.equal(first.status, 0, first.stderr);
+    assert.equal(first.stdout.trim(), "|Name accepted", "alice (LDAP) reads as the export's own backend identity; rows still decided");
+
+    const wrong = psql(exportWithCredentials, alice.uid, "wrong");
+    assert.notEqual(wrong.status, 0);
+    assert.match(wrong.stderr, /password authentication failed for user "alice"/);
+    const plain = psql(exportWithCredentials, alice.uid, alice.password, "disable");
+    assert.notEqual(plain.status, 0);
+    assert.match(plain.stderr, /only over TLS/);
+
+    const token = await provider.jwtToken();
+    const withToken = psql(exportWithCredentials, "service-account", token);
+    assert.equal(withToken.status, 0, `a bearer token as the password: ${withToken.stderr}`);
+
+    const asClient = psql(exportWithClientIdentity, roles.scram.user, roles.scram.password);
+    assert.equal(asClient.status, 0, `the client's own identity, the proxy answering PostgreSQL's SCRAM: ${asClient.stderr}`);
+    assert.equal(asClient.stdout.trim(), "|Name accepted");
+    const noRole = psql(exportWithClientIdentity, alice.uid, alice.password);
+    assert.notEqual(noRole.status, 0, "alice passes LDAP but has no role in PostgreSQL");
+  });
+
+  test("every kind of audit record, with its level and category, on the audit subjects; no secret in any of them", async () => {
+    const nc = await connectTo(nats.url);
+    const consumer = await jetstream(nc).consumers.get("WARDEN_AUDIT");
+    const records: Array<{ subject: string; record: AuditRecord }> = [];
+    const batch = await consumer.fetch({ max_messages: 1000, expires: 3000 });
+    for await (const msg of batch) {
+      records.push({ subject: msg.subject, record: msg.json<AuditRecord>() });
+      if (batch.getPending() === 0 && records.length > 0) break;
+    }
+    await nc.close();
+    const subjectsOf = (event: string) => [...new Set(records.filter((r) => r.record.event === event).map((r) => r.subject))].sort();
+
+    assert.deepEqual(subjectsOf("config.active"), ["warden.audit.service.info"]);
+    const active = records.find((r) => r.record.event === "config.active")!.record.details as { authentication: { enforcedComponentNames: string[]; configurationFile: string } };
+    assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "mapping", "postgres"]);
+    assert.deepEqual(subjectsOf("port.opened"), ["warden.audit.postgres.info", "warden.audit.service.info"], "the gateway's port and each export's port");
+    assert.deepEqual(subjectsOf("connection.outgoing"), ["warden.audit.postgres.info"]);
+    const outgoing = records.filter((r) => r.record.event === "connection.outgoing").map((r) => r.record.details as { identity: string; identitySource: string });
+    assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "export"));
+    assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "client"));
+    assert.deepEqual(subjectsOf("connection.authenticated"), ["warden.audit.config.info", "warden.audit.mapping.info", "warden.audit.postgres.info"]);
+    assert.deepEqual(subjectsOf("connection.denied"), ["warden.audit.config.warn", "warden.audit.mapping.warn", "warden.audit.postgres.warn"]);
+    assert.deepEqual(subjectsOf("connection.unsupported"), ["warden.audit.config.warn"]);
+    assert.ok(subjectsOf("connection.unauthenticated").includes("warden.audit.user.debug"), "API use without authentication, at debug");
+    assert.ok(subjectsOf("connection.tls-required").includes("warden.audit.postgres.warn"));
+
+    const text = JSON.stringify(records);
+    for (const secret of [alice.password, cloud.key, roles.scram.password]) assert.ok(!text.includes(secret), `'${secret}' appears in the audit log`);
+  });
+});
+
+describe("a security configuration the node refuses to start with", () => {
+  let nats: NatsServerProcess;
+  before(async () => {
+    nats = await startNats();
+  });
+  after(async () => {
+    await nats?.stop();
+  });
+
+  test("an unreachable LDAP server, a duplicate profile, an enforced postgres without export TLS: the node exits naming the entry", async () => {
+    const dir = tempDir("bad-security");
+    const closedPort = await freePort();
+    const cases: Array<[unknown, RegExp]> = [
+      [{ verifiers: [{ verifier: "ldap", profiles: [{ profile: "p", configuration: { hostname: `127.0.0.1:${closedPort}` } }] }] }, /verifiers\[0\]\.profiles\[0\]: verifier 'ldap' profile 'p': .*not reachable/],
+      [{ verifiers: [{ verifier: "ldap", profiles: [{ profile: "p", configuration: { hostname: "x" } }, { profile: "p", configuration: { hostname: "y" } }] }] }, /verifiers\[0\]\.profiles\[1\]\.profile: duplicate profile name 'p'/],
+      [
+        { verifiers: [{ verifier: "ldap", default: "p", profiles: [{ profile: "p", configuration: { hostname: "x" } }] }], credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }], enforcedComponents: [{ componentName: "postgres" }] },
+        /component 'postgres' enforces authentication, which takes passwords only over TLS/,
+      ],
+    ];
+    for (const [index, [config, message]] of cases.entries()) {
+      const file = join(dir, `security-${index}.json`);
+      writeFileSync(file, JSON.stringify(config));
+      await assert.rejects(NodeProcess.start({ nodeId: `bad-security-${index}`, natsUrl: nats.url, env: { SECURITY_CONFIG: file } }), message);
+    }
+  });
+});
