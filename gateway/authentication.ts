@@ -10,20 +10,12 @@ import { challenges, offeredCredential } from "../auth/http-credentials";
 import { signedRequestFrom } from "../auth/signed-request";
 import type { Component, Credential } from "../auth/types";
 import { GatewayError } from "./errors";
-import { rootPaths, type GatewayAuthentication, type RootPath } from "./types";
-
-/** Who the request is from, once the authentication hook ran. */
-export interface RequestAccess {
-  /** Per TCP connection: the audit records of this connection and the trace records of its requests carry it. */
-  connectionId: string;
-  /** The verified subject, or null when the component does not enforce authentication. */
-  subject: string | null;
-  assertions: string[];
-}
+import { rootPaths, type Caller, type GatewayAuthentication, type RootPath } from "./types";
 
 declare module "fastify" {
   interface FastifyRequest {
-    access?: RequestAccess;
+    /** Who the request is from, once the authentication hook ran (requests outside the components have none). */
+    access?: Caller;
   }
 }
 

@@ -36,7 +36,7 @@ export function decisionRoutes(decisions: DecisionPort): FastifyPluginAsync {
     app.put(
       "/decision",
       { schema: { tags, summary: "Decide whether a user's data may be used for a purpose: allowed, categories, fields of a mapping group when asked, reasons, revision, trace id", body: query, response: { 200: answer } } },
-      async (request) => decisions.decide(request.body as DecisionQuery, "decision"),
+      async (request) => decisions.decide(request.body as DecisionQuery, "decision", request.access),
     );
     app.put(
       "/decision/batch",
@@ -48,7 +48,7 @@ export function decisionRoutes(decisions: DecisionPort): FastifyPluginAsync {
           response: { 200: { type: "object", properties: { decisions: { type: "array", items: answer } }, required: ["decisions"] } },
         },
       },
-      async (request) => ({ decisions: await Promise.all((request.body as { queries: DecisionQuery[] }).queries.map((q) => decisions.decide(q, "decision"))) }),
+      async (request) => ({ decisions: await Promise.all((request.body as { queries: DecisionQuery[] }).queries.map((q) => decisions.decide(q, "decision", request.access))) }),
     );
   };
 }

@@ -20,7 +20,7 @@ export function redactRoutes(redact: RedactPort, documents: DocumentPort | undef
           body: { type: "object", maxProperties: 10_000 },
         },
       },
-      async (request) => redact.redactRecord(request.query as RedactRequest, request.body as Record<string, unknown>),
+      async (request) => redact.redactRecord(request.query as RedactRequest, request.body as Record<string, unknown>, request.access),
     );
     if (documents) {
       // Its own context: document bodies are streams, never parsed (record bodies are JSON).

@@ -51,6 +51,16 @@ export interface GatewayDeps {
 export const rootPaths = ["config", "decision", "export", "mapping", "redact", "user"] as const;
 export type RootPath = (typeof rootPaths)[number];
 
+/** Who is calling, as the authentication hook found it: trace records carry it to correlate with the audit log (spec 6). */
+export interface Caller {
+  /** Per TCP connection: the audit records of this connection carry it too. */
+  connectionId: string;
+  /** The verified subject, or null when the component does not enforce authentication. */
+  subject: string | null;
+  /** What the credential asserts (OAuth scopes as `scope:<name>`). */
+  assertions: string[];
+}
+
 /** Who made a request: the authenticated identity once authentication lands, else "anonymous". */
 export type Requester = string;
 
@@ -91,7 +101,8 @@ export interface DecisionAnswer extends Decision {
 
 /** Decisions, made near the caller from cached policy and user state, each written to the trace. */
 export interface DecisionPort {
-  decide(query: DecisionQuery, door: string): Promise<DecisionAnswer>;
+  /** `caller` (who asked, on which connection) goes into the trace record, for correlation with the audit log. */
+  decide(query: DecisionQuery, door: string, caller?: Caller): Promise<DecisionAnswer>;
 }
 
 /** Users, terms, consent and guardians, as actor calls (the user actor). */
@@ -121,7 +132,7 @@ export type RecordRedaction = {
 } & ({ dropped: true } | { dropped: false; record: Record<string, unknown>; fields: Record<string, { kept: boolean; why: string }> });
 
 export interface RedactPort {
-  redactRecord(request: RedactRequest, record: Record<string, unknown>): Promise<RecordRedaction>;
+  redactRecord(request: RedactRequest, record: Record<string, unknown>, caller?: Caller): Promise<RecordRedaction>;
 }
 
 /** Document redaction jobs (spec 2.13, 3.2, 4.4). */

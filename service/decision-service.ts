@@ -11,7 +11,7 @@ import type { ActorRuntime } from "../actors/runtime/runtime";
 import type { StateCache } from "../actors/runtime/state-cache";
 import { HandlerError } from "../actors/runtime/errors";
 import { user, type UserRecord } from "../actors/user/user-actor";
-import type { DecisionAnswer, DecisionPort, DecisionQuery, RecordRedaction, RedactPort, RedactRequest } from "../gateway/types";
+import type { Caller, DecisionAnswer, DecisionPort, DecisionQuery, RecordRedaction, RedactPort, RedactRequest } from "../gateway/types";
 
 /** Which record fields of a mapping group a decision lets through (policy-semantics 4). */
 export function allowedFields(group: MappingGroup, decision: Decision, fieldCategory: (fieldId: string) => string | undefined): Record<string, boolean> {
@@ -48,7 +48,7 @@ export class DecisionService implements DecisionPort, RedactPort {
    * every field the decision does not allow emptied. Refused before any work when the type,
    * purpose or mapping group is unknown.
    */
-  async redactRecord(request: RedactRequest, record: Record<string, unknown>): Promise<RecordRedaction> {
+  async redactRecord(request: RedactRequest, record: Record<string, unknown>, caller?: Caller): Promise<RecordRedaction> {
     const { compiled, group, plan } = await this.redactionPlan(request);
     const userId = userIdOf(record, plan);
     if (userId === undefined) {
@@ -56,11 +56,11 @@ export class DecisionService implements DecisionPort, RedactPort {
       const summary = `Dropped: the record names no user (mapping group '${group.name}').`;
       const traceId = randomUUID();
       this.runtime.events.trace("redact", flowOf(request.type), {
-        traceId, time: new Date().toISOString(), door: "redact", nodeId: this.runtime.membership.nodeId, userId: null, type: request.type, purposeId: request.purposeId, allowed: false, reasons: ["UNKNOWN_USER"], summary, revision: compiled.revision,
+        traceId, time: new Date().toISOString(), door: "redact", nodeId: this.runtime.membership.nodeId, userId: null, type: request.type, purposeId: request.purposeId, allowed: false, reasons: ["UNKNOWN_USER"], summary, revision: compiled.revision, ...(caller ? { caller } : {}),
       });
       return { dropped: true, traceId, reasons, advice: [advice(summary)], revision: compiled.revision };
     }
-    const decision = await this.decide({ userId, type: request.type, purposeId: request.purposeId, thirdPartyId: request.thirdPartyId, termsId: request.termsId }, "redact");
+    const decision = await this.decide({ userId, type: request.type, purposeId: request.purposeId, thirdPartyId: request.thirdPartyId, termsId: request.termsId }, "redact", caller);
     const common = { traceId: decision.traceId, reasons: decision.reasons, advice: [advice(decision.summary)], revision: decision.revision };
     if (!decision.allowed) return { dropped: true, ...common };
     try {
@@ -128,7 +128,7 @@ export class DecisionService implements DecisionPort, RedactPort {
     this.users.forget(userId);
   }
 
-  async decide(query: DecisionQuery, door: string): Promise<DecisionAnswer> {
+  async decide(query: DecisionQuery, door: string, caller?: Caller): Promise<DecisionAnswer> {
     const compiled = await this.policy();
     const group = query.mappingGroup === undefined ? undefined : compiled.config.mappingGroups.find((g) => g.name === query.mappingGroup);
     if (query.mappingGroup !== undefined && !group) throw new HandlerError("NOT_FOUND", `no mapping group '${query.mappingGroup}'`);
@@ -149,7 +149,7 @@ export class DecisionService implements DecisionPort, RedactPort {
       decidedAt: now.toISOString(),
       ...(group ? { fields: allowedFields(group, decision, (fieldId) => compiled.fieldCategory.get(fieldId)) } : {}),
     };
-    this.runtime.events.trace(door, decision.flow, decisionTrace({ traceId, time: answer.decidedAt, door, nodeId: this.runtime.membership.nodeId, userId: query.userId }, query, decision));
+    this.runtime.events.trace(door, decision.flow, { ...decisionTrace({ traceId, time: answer.decidedAt, door, nodeId: this.runtime.membership.nodeId, userId: query.userId }, query, decision), ...(caller ? { caller } : {}) });
     return answer;
   }
 }

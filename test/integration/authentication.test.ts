@@ -34,7 +34,7 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
       { type: "rawBearerToken", verifiers: [{ verifier: "oauth", profile: "idp" }] },
       { type: "cloudSigningCredentials", verifiers: [{ verifier: "cloud", profile: "dev", selectors: { componentType: "api" } }] },
     ],
-    enforcedComponents: [{ componentName: "config" }, { componentName: "mapping" }, { componentName: "postgres" }],
+    enforcedComponents: [{ componentName: "config" }, { componentName: "mapping" }, { componentName: "decision" }, { componentName: "postgres" }],
   };
 }
 
@@ -119,6 +119,23 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
       assert.equal((await call("GET", "/mapping/groups", undefined, { authorization: `Bearer ${bad}` })).status, 401, what);
     }
 
+    // The trace record of a decision names the caller and its connection, as the audit record of that connection does.
+    const nc = await connectTo(nats.url);
+    const traces = nc.subscribe("warden.trace.decision.>");
+    const decided = await call("PUT", "/decision", { userId: "accepted", type: "platformUse", purposeId: "service" }, { authorization: `Bearer ${token}` });
+    assert.equal(decided.status, 200, decided.body);
+    const connectionId = decided.headers["x-connection-id"];
+    const [message] = await (async () => {
+      for await (const m of traces) return [m];
+      return [];
+    })();
+    await nc.close();
+    const trace = JSON.parse(message!.string().split("\n")[0]!) as { traceId: string; caller: { connectionId: string; subject: string; assertions: string[] } };
+    assert.equal(trace.traceId, json(decided).traceId);
+    assert.equal(trace.caller.connectionId, connectionId);
+    assert.equal(trace.caller.subject, provider.client.id);
+    assert.deepEqual(trace.caller.assertions, OidcProvider.scope.split(" ").map((scope) => `scope:${scope}`), "the token's scopes, as assertions");
+
     const curl = (key: string, path: string) =>
       spawnSync("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", certFile, "--aws-sigv4", `aws:amz:${cloud.region}:warden`, "--user", `${cloud.id}:${key}`, `${node.url}${path}`], { encoding: "utf8" });
     assert.equal(curl(cloud.key, "/config").stdout, "200", "curl --aws-sigv4 signs a request the cloud verifier accepts");
@@ -173,13 +190,13 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
 
     assert.deepEqual(subjectsOf("config.active"), ["warden.audit.service.info"]);
     const active = records.find((r) => r.record.event === "config.active")!.record.details as { authentication: { enforcedComponentNames: string[]; configurationFile: string } };
-    assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "mapping", "postgres"]);
+    assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "decision", "mapping", "postgres"]);
     assert.deepEqual(subjectsOf("port.opened"), ["warden.audit.postgres.info", "warden.audit.service.info"], "the gateway's port and each export's port");
     assert.deepEqual(subjectsOf("connection.outgoing"), ["warden.audit.postgres.info"]);
     const outgoing = records.filter((r) => r.record.event === "connection.outgoing").map((r) => r.record.details as { identity: string; identitySource: string });
     assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "export"));
     assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "client"));
-    assert.deepEqual(subjectsOf("connection.authenticated"), ["warden.audit.config.info", "warden.audit.mapping.info", "warden.audit.postgres.info"]);
+    assert.deepEqual(subjectsOf("connection.authenticated"), ["warden.audit.config.info", "warden.audit.decision.info", "warden.audit.mapping.info", "warden.audit.postgres.info"]);
     assert.deepEqual(subjectsOf("connection.denied"), ["warden.audit.config.warn", "warden.audit.mapping.warn", "warden.audit.postgres.warn"]);
     assert.deepEqual(subjectsOf("connection.unsupported"), ["warden.audit.config.warn"]);
     assert.ok(subjectsOf("connection.unauthenticated").includes("warden.audit.user.debug"), "API use without authentication, at debug");
