@@ -202,6 +202,10 @@ export function choicesFor(config: SecurityConfig, component: Component): Map<Cr
   return chosen;
 }
 
+/**
+ * The name a client connects with is the client's choice (the Host header): a selector scoped
+ * to a domain name enforces on every name, so no name escapes it (fail closed).
+ */
 export function isEnforced(config: SecurityConfig, component: Component): boolean {
-  return config.enforcedComponents.some((selector) => selects(selector, component));
+  return config.enforcedComponents.some((selector) => selects({ ...selector, domainName: undefined }, component));
 }

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Socket } from "node:net";
-import { Transform } from "node:stream";
+import { pipeline, Transform } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { AccessOutcome } from "../auth/authenticator";
@@ -30,16 +30,31 @@ interface ConnectionState {
 const passwordReuseMs = 60_000;
 const realm = "warden";
 
+/**
+ * The component of the route the router matched (not of the raw target: the router decodes
+ * `/%63onfig` and absolute-form targets to `/config`). Unmatched requests have none: they 404.
+ */
 function componentOfRequest(request: FastifyRequest): Component | undefined {
-  const first = request.url.split(/[/?#]/, 2)[1] ?? "";
+  const first = request.routeOptions.url?.split("/", 2)[1] ?? "";
   if (!(rootPaths as readonly string[]).includes(first)) return undefined;
-  const host = request.headers.host?.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1");
+  const host = request.headers.host?.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
   return componentOf(first as RootPath, host);
 }
 
 function hasBody(request: FastifyRequest): boolean {
   const length = request.headers["content-length"];
-  return request.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+  return request.headers["transfer-encoding"] !== undefined || (length !== undefined && Number(length) !== 0);
+}
+
+/** The body hash a signer declared (and signed) in x-amz-content-sha256, when it is one. */
+function declaredBodySha256(request: FastifyRequest): string | undefined {
+  const declared = request.headers["x-amz-content-sha256"];
+  return typeof declared === "string" && /^[0-9a-f]{64}$/.test(declared) ? declared : undefined;
+}
+
+/** Routes that read their body as a stream (document uploads) and store it as it arrives. */
+function streamsBody(request: FastifyRequest): boolean {
+  return (request.routeOptions.config as { streamedBody?: boolean } | undefined)?.streamedBody === true;
 }
 
 /**
@@ -69,7 +84,7 @@ export const authentication = fp<{ auth: GatewayAuthentication }>(async (app: Fa
       category: component.name,
       level: "warn",
       event: unsupported ? "connection.unsupported" : "connection.denied",
-      message: `${request.method} ${request.url.split("?")[0]} refused: ${outcome.reason}`,
+      message: `${request.method} ${request.routeOptions.url ?? ""} refused: ${outcome.reason}`,
       connectionId: state.connectionId,
       details: { component: component.name, outcome: outcome.kind, reason: outcome.reason, remote: request.ip, ...("by" in outcome ? { verifier: outcome.by } : {}) },
     });
@@ -137,13 +152,27 @@ export const authentication = fp<{ auth: GatewayAuthentication }>(async (app: Fa
       if (outcome.kind !== "verified") throw await deny(request, reply, component, state, outcome);
       return admit(request, component, state, outcome);
     }
-    // The signature covers the body: it is checked when the last byte has arrived, before the route sees the end of it.
+    if (request.method === "GET" || request.method === "HEAD") throw await deny(request, reply, component, state, { kind: "malformed", reason: `a signed ${request.method} with a body` });
+    // A declared body hash is checked with the signature now, and against the bytes as they arrive.
+    const declared = declaredBodySha256(request);
+    if (declared) {
+      const outcome = await verifySignature(request, component, declared);
+      if (outcome.kind !== "verified") throw await deny(request, reply, component, state, outcome);
+      await admit(request, component, state, outcome);
+      bodyChecks.set(request, { expected: declared });
+      return;
+    }
+    // A stored upload must not start before its signature is known to be good.
+    if (streamsBody(request)) throw await deny(request, reply, component, state, { kind: "malformed", reason: "a signed upload must declare and sign x-amz-content-sha256" });
+    // Otherwise the signature is checked when the last byte has arrived, before the route sees the end of the body.
     request.access = { connectionId: state.connectionId, subject: null, assertions: [] };
+    bodyChecks.set(request, {});
   });
 
   app.addHook("preParsing", async (request, reply, payload) => {
+    const check = bodyChecks.get(request);
     const component = componentOfRequest(request);
-    if (!component || !request.access || request.access.subject !== null || !auth.authenticator.isEnforced(component)) return payload;
+    if (!check || !component) return payload;
     const state = connectionOf(request);
     const hash = createHash("sha256");
     const checked = new Transform({
@@ -152,32 +181,45 @@ export const authentication = fp<{ auth: GatewayAuthentication }>(async (app: Fa
         callback(null, chunk);
       },
       flush(callback) {
-        verifySignature(request, component, hash.digest("hex")).then(
-          async (outcome) => {
-            if (outcome.kind !== "verified") return callback(await deny(request, reply, component, state, outcome));
-            await admit(request, component, state, outcome);
-            callback();
+        const received = hash.digest("hex");
+        const settle = async (): Promise<GatewayError | undefined> => {
+          if (check.expected !== undefined) {
+            return received === check.expected ? undefined : deny(request, reply, component, state, { kind: "malformed", reason: "the body does not match its signed x-amz-content-sha256" });
+          }
+          const outcome = await verifySignature(request, component, received);
+          if (outcome.kind !== "verified") return deny(request, reply, component, state, outcome);
+          await admit(request, component, state, outcome);
+          return undefined;
+        };
+        settle().then(
+          (denied) => {
+            check.failed = denied !== undefined;
+            callback(denied);
           },
-          (error: Error) => callback(error),
+          (error: Error) => {
+            check.failed = true;
+            callback(error);
+          },
         );
       },
     });
-    payload.on("error", (error) => checked.destroy(error));
     // Fastify checks the body limit against the bytes received on the wire.
     Object.defineProperty(checked, "receivedEncodedLength", { get: () => (payload as unknown as { receivedEncodedLength?: number }).receivedEncodedLength });
-    return payload.pipe(checked);
+    // pipeline: an error on either side reaches the other, and one nobody reads is not an uncaught 'error' event.
+    pipeline(payload, checked, (error) => {
+      if (error) check.failed = true;
+    });
+    return checked;
   });
 
-  // A route that never read its body must still not run for a request whose signature was not checked.
+  // No route runs for a request whose signature is unchecked or failed (a route that never read its body included).
   app.addHook("preHandler", async (request) => {
+    const check = bodyChecks.get(request);
     const component = componentOfRequest(request);
-    if (component && request.access?.subject === null && auth.authenticator.isEnforced(component) && !isStreamedBody(request)) {
-      throw new GatewayError("ERR_AUTH_INVALID");
-    }
+    if (!component || !auth.authenticator.isEnforced(component)) return;
+    if (request.access?.subject === null || check?.failed) throw new GatewayError("ERR_AUTH_INVALID");
   });
 });
 
-/** Streamed routes (document uploads) read their body in the handler; the hashing stream fails the upload if the signature is wrong. */
-function isStreamedBody(request: FastifyRequest): boolean {
-  return typeof (request.body as { pipe?: unknown } | undefined)?.pipe === "function";
-}
+/** The body checks of signed requests in flight: the expected hash when the signer declared one; whether it failed. */
+const bodyChecks = new WeakMap<FastifyRequest, { expected?: string; failed?: boolean }>();

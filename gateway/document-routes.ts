@@ -77,6 +77,8 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
     app.put(
       "/redact/document",
       {
+        // Read as a stream and stored as it arrives: a signed upload must declare its body hash up front.
+        config: { streamedBody: true },
         schema: {
           tags,
           summary: "Upload a CSV, JSON array or NDJSON document for redaction; answers with the job's name once the document is stored",

@@ -44,7 +44,8 @@ const fastifyCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]
 function toGatewayError(error: FastifyError | Error, method: string): GatewayError {
   if (error instanceof GatewayError) return error;
   // A stream that failed for a gateway reason (a body whose signature did not verify) says so through its cause.
-  for (let cause = (error as Error).cause; cause instanceof Error; cause = cause.cause) {
+  let cause = (error as Error).cause;
+  for (let depth = 0; depth < 8 && cause instanceof Error; depth++, cause = cause.cause) {
     if (cause instanceof GatewayError) return cause;
   }
   const fastifyError = error as FastifyError;

@@ -22,7 +22,8 @@ import { policyPort } from "./policy-port";
 import { userPort } from "./user-port";
 import { StartupError } from "./startup-error";
 import { Authenticator } from "../auth/authenticator";
-import { component } from "../auth/components";
+import { component, componentTypes } from "../auth/components";
+import type { ComponentName } from "../auth/types";
 import { KvReplayGuard } from "../auth/replay-guard";
 import { isEnforced, openSecurityConfig, type SecurityConfig } from "../auth/security-config";
 import { loadSecurityFile } from "../auth/security-file";
@@ -219,6 +220,16 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     message: "node started with this configuration",
     details: { node: { ...config }, actorTypes: runtime.host.registeredTypes(), authentication: authenticator.describe() },
   });
+  const enforcedApis = authenticator.describe().enforcedComponentNames as string[];
+  if (!gatewayTls && enforcedApis.some((name) => componentTypes[name as ComponentName] === "api")) {
+    // Allowed (TLS may end at a load balancer in front), but said: Basic passwords and tokens would cross the network in the clear.
+    await runtime.events.audit({
+      category: "service",
+      level: "warn",
+      event: "authentication.cleartext",
+      message: `REST APIs enforce authentication but the gateway has no TLS (${settings.tls.env}): credentials cross the network in the clear unless TLS ends in front of the node`,
+    });
+  }
   if (security.enforcedComponents.length === 0) {
     await runtime.events.audit({
       category: "service",

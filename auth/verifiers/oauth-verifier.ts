@@ -11,7 +11,7 @@ export interface OauthConfiguration {
   introspectionUrl: string;
   /** Largest metadata document or JWK set accepted, in bytes; 0 means no limit. */
   maxMetadataSize: number;
-  /** The audience tokens must name; empty means no audience check. An export may override it. */
+  /** The audience tokens must name (required). An export may override it. */
   resourceServerId: string;
   /** The OAuth service's metadata document (RFC 8414 or OpenID Connect discovery). */
   serverMetadataUrl: string;
@@ -337,11 +337,15 @@ function parseConfiguration(raw: Record<string, unknown> | undefined, path: stri
   }
   if (introspectionClientId !== "" && introspectionUrl === "") throw error("introspectionClientId", "only applies with introspectionUrl set");
 
+  // Without an audience any token of the issuer would do, ID tokens and other clients' tokens included.
+  const resourceServerId = string("resourceServerId");
+  if (resourceServerId === "") throw error("resourceServerId", "is required: tokens must name this service as their audience");
+
   return {
     clientRequestTimeout: integer("clientRequestTimeout", 60, 1, maxTimeoutSeconds),
     introspectionUrl,
     maxMetadataSize: integer("maxMetadataSize", 0, 0, Number.MAX_SAFE_INTEGER),
-    resourceServerId: string("resourceServerId"),
+    resourceServerId,
     serverMetadataUrl,
     allowedSigningAlgorithms: [...new Set(algorithms as string[])],
     verifyOauthServiceCertificate,
@@ -353,6 +357,11 @@ function parseConfiguration(raw: Record<string, unknown> | undefined, path: stri
 export const oauthVerifierFactory: VerifierFactory<OauthConfiguration> = {
   type: "oauth",
   parse: parseConfiguration,
-  describe: ({ introspectionClientSecret, ...rest }) => ({ ...rest, introspectionClientSecret: introspectionClientSecret === "" ? "" : "(set)" }),
+  describe: ({ introspectionClientSecret, serverMetadataUrl, introspectionUrl, ...rest }) => ({
+    ...rest,
+    serverMetadataUrl: displayUrl(serverMetadataUrl),
+    introspectionUrl: introspectionUrl === "" ? "" : displayUrl(introspectionUrl),
+    introspectionClientSecret: introspectionClientSecret === "" ? "" : "(set)",
+  }),
   create: (profile, configuration) => new OauthVerifier(profile, configuration),
 };

@@ -12,7 +12,7 @@ export class BackendLoginError extends Error {}
  * the backend link being plain TCP).
  */
 export class BackendLogin {
-  private scram?: { clientFirstBare: string; nonce: string; serverSignature?: Buffer };
+  private scram?: { clientFirstBare: string; nonce: string; serverSignature?: Buffer; verified?: boolean };
 
   constructor(
     private readonly user: string,
@@ -23,7 +23,7 @@ export class BackendLogin {
   answer(request: AuthenticationRequest): Buffer | undefined {
     switch (request.kind) {
       case "ok":
-        if (this.scram && !this.scram.serverSignature) throw new BackendLoginError("the backend ended SCRAM without proving it knows the password");
+        if (this.scram && !this.scram.verified) throw new BackendLoginError("the backend ended SCRAM without proving it knows the password");
         return undefined;
       case "cleartext":
         return encodePasswordMessage(this.password);
@@ -74,6 +74,7 @@ export class BackendLogin {
     const verifier = Buffer.from(attributes.get("v") ?? "", "base64");
     const expected = this.scram?.serverSignature;
     if (!expected || verifier.length !== expected.length || !timingSafeEqual(verifier, expected)) throw new BackendLoginError("the backend's SCRAM signature is wrong: it does not know the password");
+    this.scram!.verified = true;
   }
 }
 

@@ -262,6 +262,11 @@ export class ProxySession {
   private clientFrame(bytes: Buffer, frame: Frame, out: Buffer[]): boolean {
     const whole = bytes.subarray(frame.start, frame.end);
     if (this.phase === "authenticating") {
+      // Direct verification: the proxy logs in to the backend itself; the client has nothing to say to it.
+      if (this.backendLogin) {
+        this.refuse("08P01", "unexpected message during authentication", "protocol.invalid");
+        return false;
+      }
       out.push(whole);
       return true;
     }

@@ -21,8 +21,13 @@ export function directVerificationFor(record: ExportRecord, authenticator: Authe
     async verify(user, password, connectionId) {
       const takesTokens = authenticator.credentialTypesFor(exportComponent).includes("rawBearerToken");
       const credential: Credential = takesTokens && jwtShape.test(password) ? { type: "rawBearerToken", token: password } : { type: "namepwd", user, password };
-      const outcome = await authenticator.verify(exportComponent, credential, overrides);
       const base = { exportId: record.id, connectionId, component: exportComponent.name, user, credentialType: credential.type };
+      // A token is no database password: logging in with it as the client's user would make any token holder any database user.
+      if (credential.type === "rawBearerToken" && !record.credentials) {
+        audit("warn", "connection.denied", `connection to export ${record.id} refused: a bearer token needs the export's own back-end credentials`, { ...base, outcome: "rejected", reason: "token login without export credentials" });
+        return { ok: false, sqlState: "28000", message: "this export takes bearer tokens only when it has its own back-end credentials" };
+      }
+      const outcome = await authenticator.verify(exportComponent, credential, overrides);
       if (outcome.kind === "verified") {
         audit("info", "connection.authenticated", `'${outcome.identity.subject}' authenticated for export ${record.id}`, { ...base, subject: outcome.identity.subject, assertions: outcome.identity.assertions, verifier: outcome.by });
         return { ok: true, subject: outcome.identity.subject, assertions: outcome.identity.assertions };

@@ -169,6 +169,10 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     const withToken = psql(exportWithCredentials, "service-account", token);
     assert.equal(withToken.status, 0, `a bearer token as the password: ${withToken.stderr}`);
 
+    const tokenAsClient = psql(exportWithClientIdentity, roles.scram.user, token);
+    assert.notEqual(tokenAsClient.status, 0, "a token is no database password: without export credentials it logs no one in");
+    assert.match(tokenAsClient.stderr, /bearer tokens only when it has its own back-end credentials/);
+
     const asClient = psql(exportWithClientIdentity, roles.scram.user, roles.scram.password);
     assert.equal(asClient.status, 0, `the client's own identity, the proxy answering PostgreSQL's SCRAM: ${asClient.stderr}`);
     assert.equal(asClient.stdout.trim(), "|Name accepted");

@@ -172,7 +172,7 @@ describe("oauth verifier against a real OpenID provider", () => {
     const port = await freePort();
     await new Promise<void>((resolve) => silent.listen(port, "127.0.0.1", resolve));
     try {
-      const verifier = oauthVerifierFactory.create("test", oauthVerifierFactory.parse({ serverMetadataUrl: `http://127.0.0.1:${port}/.well-known/openid-configuration`, clientRequestTimeout: 1 }, path), dependencies);
+      const verifier = oauthVerifierFactory.create("test", oauthVerifierFactory.parse({ resourceServerId: "urn:test", serverMetadataUrl: `http://127.0.0.1:${port}/.well-known/openid-configuration`, clientRequestTimeout: 1 }, path), dependencies);
       const started = Date.now();
       await unavailable(verifier.verify(bearer(await idp.jwtToken())), /127\.0\.0\.1:\d+\/\.well-known\/openid-configuration: no complete answer within 1000 ms/);
       assert.ok(Date.now() - started < 3000);
@@ -294,7 +294,7 @@ describe("oauth verifier against a hand-made OAuth service: what the OpenID prov
       const timer = setInterval(() => response.write("x".repeat(1024)), 5);
       response.on("close", () => clearInterval(timer));
     });
-    const configuration = oauthVerifierFactory.parse({ serverMetadataUrl: `${http}/endless`, maxMetadataSize: 16_384, clientRequestTimeout: 30 }, path);
+    const configuration = oauthVerifierFactory.parse({ resourceServerId: "urn:test", serverMetadataUrl: `${http}/endless`, maxMetadataSize: 16_384, clientRequestTimeout: 30 }, path);
     const started = Date.now();
     await unavailable(oauthVerifierFactory.create("fake", configuration, dependencies).verify(bearer(await tokenFrom(http))), /endless: answer is larger than the limit of 16384 bytes/);
     assert.ok(Date.now() - started < 5000);
@@ -309,7 +309,7 @@ describe("oauth verifier against a hand-made OAuth service: what the OpenID prov
     });
     routes.set("http/no-keys", json({ keys: "none" }));
     for (const [metadataPath, message] of [["/html", /html: answer is not JSON/], ["/array", /array: answer is not a JSON object/], ["/broken", /broken: answered HTTP 500/]] as const) {
-      const configuration = oauthVerifierFactory.parse({ serverMetadataUrl: `${http}${metadataPath}` }, path);
+      const configuration = oauthVerifierFactory.parse({ resourceServerId: "urn:test", serverMetadataUrl: `${http}${metadataPath}` }, path);
       await unavailable(oauthVerifierFactory.create("fake", configuration, dependencies).verify(bearer(await tokenFrom(http))), message);
     }
     await unavailable(verifierAt(http, "/no-jwks-uri", {}).verify(bearer(await tokenFrom(http))), /metadata has no http\(s\) jwks_uri/);
@@ -364,11 +364,11 @@ describe("oauth profile configuration", () => {
   }
 
   test("defaults", () => {
-    assert.deepEqual(parse({ serverMetadataUrl: metadata }), {
+    assert.deepEqual(parse({ resourceServerId: "urn:test", serverMetadataUrl: metadata }), {
       clientRequestTimeout: 60,
       introspectionUrl: "",
       maxMetadataSize: 0,
-      resourceServerId: "",
+      resourceServerId: "urn:test",
       serverMetadataUrl: metadata,
       allowedSigningAlgorithms: ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"],
       verifyOauthServiceCertificate: true,
@@ -378,33 +378,34 @@ describe("oauth profile configuration", () => {
   });
 
   test("signing algorithms: none, HS* and unknown names are errors", () => {
-    configError({ serverMetadataUrl: metadata, allowedSigningAlgorithms: ["RS256", "none"] }, "allowedSigningAlgorithms", /'none' is not allowed \(unsigned tokens/);
-    configError({ serverMetadataUrl: metadata, allowedSigningAlgorithms: ["HS256"] }, "allowedSigningAlgorithms", /'HS256' is not allowed \(an HMAC key/);
-    configError({ serverMetadataUrl: metadata, allowedSigningAlgorithms: ["RS1"] }, "allowedSigningAlgorithms", /'RS1' is not allowed/);
-    configError({ serverMetadataUrl: metadata, allowedSigningAlgorithms: [] }, "allowedSigningAlgorithms", /non-empty array/);
-    configError({ serverMetadataUrl: metadata, allowedSigningAlgorithms: "RS256" }, "allowedSigningAlgorithms", /non-empty array/);
-    assert.deepEqual(parse({ serverMetadataUrl: metadata, allowedSigningAlgorithms: ["ES256", "ES256"] }).allowedSigningAlgorithms, ["ES256"]);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, allowedSigningAlgorithms: ["RS256", "none"] }, "allowedSigningAlgorithms", /'none' is not allowed \(unsigned tokens/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, allowedSigningAlgorithms: ["HS256"] }, "allowedSigningAlgorithms", /'HS256' is not allowed \(an HMAC key/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, allowedSigningAlgorithms: ["RS1"] }, "allowedSigningAlgorithms", /'RS1' is not allowed/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, allowedSigningAlgorithms: [] }, "allowedSigningAlgorithms", /non-empty array/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, allowedSigningAlgorithms: "RS256" }, "allowedSigningAlgorithms", /non-empty array/);
+    assert.deepEqual(parse({ resourceServerId: "urn:test", serverMetadataUrl: metadata, allowedSigningAlgorithms: ["ES256", "ES256"] }).allowedSigningAlgorithms, ["ES256"]);
   });
 
   test("unknown properties, URLs and types", () => {
-    configError({ serverMetadataUrl: metadata, jwksUrl: "https://idp.example/jwks" }, "jwksUrl", /unknown property/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, jwksUrl: "https://idp.example/jwks" }, "jwksUrl", /unknown property/);
     configError(undefined, "serverMetadataUrl", /is required/);
-    configError({ serverMetadataUrl: "ftp://idp.example/metadata" }, "serverMetadataUrl", /is not an http or https URL/);
-    configError({ serverMetadataUrl: "idp.example" }, "serverMetadataUrl", /: is not a URL/);
-    configError({ serverMetadataUrl: "https://user:hunter2@idp.example/metadata", introspectionUrl: "ftp://user:hunter2@idp.example/" }, "introspectionUrl", /^(?!.*hunter2).*'ftp:\/\/idp\.example\/' is not an http or https URL/);
-    configError({ serverMetadataUrl: metadata, introspectionUrl: "file:///etc/passwd" }, "introspectionUrl", /is not an http or https URL/);
-    configError({ serverMetadataUrl: metadata, clientRequestTimeout: "60" }, "clientRequestTimeout", /whole number/);
-    configError({ serverMetadataUrl: metadata, clientRequestTimeout: 0 }, "clientRequestTimeout", /whole number from 1/);
-    configError({ serverMetadataUrl: metadata, maxMetadataSize: 1.5 }, "maxMetadataSize", /whole number/);
-    configError({ serverMetadataUrl: metadata, verifyOauthServiceCertificate: "yes" }, "verifyOauthServiceCertificate", /true or false/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: "ftp://idp.example/metadata" }, "serverMetadataUrl", /is not an http or https URL/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: "idp.example" }, "serverMetadataUrl", /: is not a URL/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: "https://user:hunter2@idp.example/metadata", introspectionUrl: "ftp://user:hunter2@idp.example/" }, "introspectionUrl", /^(?!.*hunter2).*'ftp:\/\/idp\.example\/' is not an http or https URL/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, introspectionUrl: "file:///etc/passwd" }, "introspectionUrl", /is not an http or https URL/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, clientRequestTimeout: "60" }, "clientRequestTimeout", /whole number/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, clientRequestTimeout: 0 }, "clientRequestTimeout", /whole number from 1/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, maxMetadataSize: 1.5 }, "maxMetadataSize", /whole number/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, verifyOauthServiceCertificate: "yes" }, "verifyOauthServiceCertificate", /true or false/);
     configError({ serverMetadataUrl: metadata, resourceServerId: 7 }, "resourceServerId", /must be a string/);
+    configError({ serverMetadataUrl: metadata }, "resourceServerId", /is required/);
   });
 
   test("introspection client credentials: set together, with introspectionUrl; describe hides the secret", () => {
     const introspectionUrl = "https://idp.example/token/introspection";
-    configError({ serverMetadataUrl: metadata, introspectionUrl, introspectionClientSecret: "s" }, "introspectionClientId", /set together/);
-    configError({ serverMetadataUrl: metadata, introspectionClientId: "rs", introspectionClientSecret: "s" }, "introspectionClientId", /only applies with introspectionUrl/);
-    const configuration = parse({ serverMetadataUrl: metadata, introspectionUrl, introspectionClientId: "rs", introspectionClientSecret: "s3cret" });
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, introspectionUrl, introspectionClientSecret: "s" }, "introspectionClientId", /set together/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, introspectionClientId: "rs", introspectionClientSecret: "s" }, "introspectionClientId", /only applies with introspectionUrl/);
+    const configuration = parse({ resourceServerId: "urn:test", serverMetadataUrl: metadata, introspectionUrl, introspectionClientId: "rs", introspectionClientSecret: "s3cret" });
     const described = oauthVerifierFactory.describe(configuration);
     assert.equal(described.introspectionClientSecret, "(set)");
     assert.equal(described.introspectionClientId, "rs");

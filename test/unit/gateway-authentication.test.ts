@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { connect } from "node:net";
 import { Registry } from "prom-client";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import { Authenticator } from "../../auth/authenticator";
@@ -116,4 +117,78 @@ test("cloud signatures: valid passes once; replay, tampered body, wrong key and 
   const bodiless = signRequest({ method: "GET", url: "http://localhost/decision?x=1", ...signing });
   assert.equal((await app.inject({ method: "GET", url: "/decision?x=1", headers: bodiless.headers })).statusCode, 501, "a signed GET passes");
   assert.equal((await app.inject({ method: "GET", url: "/decision?x=2", headers: bodiless.headers })).statusCode, 401, "the signature covers the query");
+});
+
+/** One raw HTTP/1.1 exchange: what `inject()` cannot send (encoded or absolute-form targets, lying lengths). */
+async function rawExchange(port: number, request: string): Promise<string> {
+  const socket = connect({ host: "127.0.0.1", port });
+  const chunks: Buffer[] = [];
+  socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+  socket.on("error", () => undefined);
+  await new Promise((resolve) => socket.once("connect", resolve));
+  socket.end(request);
+  await new Promise((resolve) => socket.once("close", resolve));
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+test("the component is the route's, not the raw target's: encoded and absolute-form targets are enforced too", async () => {
+  const { app } = await gateway([{ componentType: "api" }]);
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  try {
+    const port = (app.server.address() as { port: number }).port;
+    for (const target of ["/%63onfig", "/c%6Fnfig/categories", "http://elsewhere/config", "HTTP://elsewhere/export", "/%65xport"]) {
+      const answer = await rawExchange(port, `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+      assert.match(answer, /^HTTP\/1\.1 401 /, target);
+    }
+  } finally {
+    await app.close();
+  }
+});
+
+test("a bad signature on a body nobody reads denies the request and the node lives on", async () => {
+  const { app } = await gateway([{ componentType: "api" }]);
+  await app.listen({ port: 0, host: "127.0.0.1" });
+  try {
+    const port = (app.server.address() as { port: number }).port;
+    const garbage = "Authorization: AWS4-HMAC-SHA256 Credential=x, SignedHeaders=host, Signature=00\r\n";
+    const requests = [
+      `GET /decision HTTP/1.1\r\nHost: 127.0.0.1\r\n${garbage}Content-Length: 5\r\nConnection: close\r\n\r\nhello`,
+      `GET /decision HTTP/1.1\r\nHost: 127.0.0.1\r\n${garbage}Content-Length: 00\r\nConnection: close\r\n\r\n`,
+      `PUT /decision HTTP/1.1\r\nHost: 127.0.0.1\r\n${garbage}Content-Length: 5\r\nConnection: close\r\n\r\nhello`,
+      `DELETE /decision HTTP/1.1\r\nHost: 127.0.0.1\r\n${garbage}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n5\r\nhello\r\n0\r\n\r\n`,
+    ];
+    for (const request of requests) {
+      const answer = await rawExchange(port, request);
+      assert.match(answer, /^HTTP\/1\.1 (401|415) /, request.split("\r\n")[0]);
+    }
+    assert.equal((await app.inject("/healthz")).statusCode, 200, "still serving");
+  } finally {
+    await app.close();
+  }
+});
+
+test("a signed upload stored as it arrives must declare its body hash; the bytes must match it", async () => {
+  const { app } = await gateway([{ componentType: "api" }]);
+  let handled = 0;
+  await app.register(async (scope) => {
+    scope.addContentTypeParser("text/csv", (_request, payload, done) => done(null, payload));
+    scope.put("/decision/upload", { config: { streamedBody: true } }, async (request) => {
+      handled++;
+      let bytes = 0;
+      for await (const chunk of request.body as AsyncIterable<Buffer>) bytes += chunk.length;
+      return { bytes };
+    });
+  });
+  const body = "id,name\nu1,Ann\n";
+  const sign = (contentSha256: boolean) => signRequest({ method: "PUT", url: "http://localhost/decision/upload", body, headers: { "content-type": "text/csv" }, contentSha256, ...signing });
+  const upload = (signed: { headers: Record<string, string> }, payload = body) => app.inject({ method: "PUT", url: "/decision/upload", headers: signed.headers, payload });
+
+  const undeclared = await upload(sign(false));
+  assert.equal(undeclared.statusCode, 401);
+  assert.equal(handled, 0, "refused before the route stored anything");
+  const declared = await upload(sign(true));
+  assert.equal(declared.statusCode, 200, declared.body);
+  assert.deepEqual(declared.json(), { bytes: body.length });
+  const tampered = await upload(sign(true), body.replace("Ann", "Bob"));
+  assert.equal(tampered.statusCode, 401, "the bytes received do not hash to the signed value");
 });

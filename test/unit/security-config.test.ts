@@ -67,6 +67,10 @@ test("enforcement by selector: only config enforced leaves redact open", () => {
   assert.equal(isEnforced(config, component("config")), true);
   assert.equal(isEnforced(config, component("redact")), false);
   assert.equal(isEnforced(config, component("mapping")), false);
+  const byDomain = parseSecurityConfig(withChange((c) => (c.enforcedComponents = [{ componentName: "config", domainName: "admin.example.org" }])), verifierFactories);
+  assert.equal(isEnforced(byDomain, component("config", "other.example.org")), true, "the Host is the client's choice: a domain-scoped enforcement holds on every name");
+  assert.equal(isEnforced(byDomain, component("config")), true);
+  assert.equal(isEnforced(byDomain, component("user", "admin.example.org")), false);
   const none = parseSecurityConfig(withChange((c) => delete c.enforcedComponents), verifierFactories);
   assert.equal(isEnforced(none, component("config")), false);
 });
