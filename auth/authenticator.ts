@@ -81,7 +81,12 @@ export class Authenticator {
 
   /** The active authentication configuration, secrets masked: the startup audit record (spec 6 item 1). */
   describe(): Record<string, unknown> {
-    return { ...this.descriptions, enforcedComponentNames: (Object.keys(componentTypes) as ComponentName[]).filter((name) => this.isEnforced({ name, type: componentTypes[name] })) };
+    return { ...this.descriptions, enforcedComponentNames: this.enforcedComponents() };
+  }
+
+  /** The components (spec 5.3) that enforce authentication, whatever the domain name. */
+  enforcedComponents(): ComponentName[] {
+    return (Object.keys(componentTypes) as ComponentName[]).filter((name) => this.isEnforced({ name, type: componentTypes[name] }));
   }
 
   isEnforced(component: Component): boolean {

@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
 import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { sha256Hex } from "./cloud-signature";
 import type { ReplayGuard } from "./types";
 
 /** JetStream's answers to a create of a key that already holds a value. */
@@ -43,7 +43,7 @@ export class KvReplayGuard implements ReplayGuard {
   async firstUse(key: string, windowMs: number): Promise<boolean> {
     if (windowMs > this.maxAgeMs) throw new Error(`a ${windowMs} ms replay window is longer than the ${this.maxAgeMs} ms the bucket remembers`);
     // Hex SHA-256: a valid KV key token whatever `key` holds, and of fixed length.
-    const token = createHash("sha256").update(key).digest("hex");
+    const token = sha256Hex(key);
     try {
       await this.kv.create(token, "");
       return true;

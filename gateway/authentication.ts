@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { AccessOutcome } from "../auth/authenticator";
 import { component as componentOf } from "../auth/components";
-import { emptySha256 } from "../auth/cloud-signature";
+import { emptySha256, sha256Hex } from "../auth/cloud-signature";
 import { challenges, offeredCredential } from "../auth/http-credentials";
 import { signedRequestFrom } from "../auth/signed-request";
 import type { Component, Credential } from "../auth/types";
@@ -112,7 +112,7 @@ export const authentication = fp<{ auth: GatewayAuthentication }>(async (app: Fa
 
   const verifyCredential = async (component: Component, state: ConnectionState, credential: Credential): Promise<AccessOutcome> => {
     if (credential.type !== "namepwd") return auth.authenticator.verify(component, credential);
-    const digest = createHash("sha256").update(`${component.name}\0${component.domainName ?? ""}\0${credential.user}\0${credential.password}`).digest("hex");
+    const digest = sha256Hex(`${component.name}\0${component.domainName ?? ""}\0${credential.user}\0${credential.password}`);
     const known = state.verifiedPasswords.get(digest);
     if (known && known.until > Date.now()) return { kind: "verified", identity: { subject: known.subject, assertions: [] }, by: { credentialType: "namepwd", verifier: "ldap", profile: "(reused on this connection)" } };
     const outcome = await auth.authenticator.verify(component, credential);
@@ -122,6 +122,12 @@ export const authentication = fp<{ auth: GatewayAuthentication }>(async (app: Fa
 
   const verifySignature = (request: FastifyRequest, component: Component, bodySha256: string) =>
     auth.authenticator.verify(component, { type: "cloudSigningCredentials", request: signedRequestFrom({ method: request.method, url: request.url, headers: request.raw.headersDistinct ?? request.headers, bodySha256 }) });
+
+  /** Admits a verified request; any other outcome is audited and thrown as the request's answer. */
+  const conclude = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState, outcome: AccessOutcome): Promise<void> => {
+    if (outcome.kind !== "verified") throw await deny(request, reply, component, state, outcome);
+    await admit(request, component, state, outcome);
+  };
 
   app.addHook("onRequest", async (request, reply) => {
     const component = componentOfRequest(request);
@@ -139,41 +145,30 @@ export const authentication = fp<{ auth: GatewayAuthentication }>(async (app: Fa
     if (offered.kind === "none") throw await deny(request, reply, component, state, { kind: "missing", reason: "no credentials" });
     if (offered.kind === "malformed") throw await deny(request, reply, component, state, { kind: "malformed", reason: `malformed ${offered.scheme} credentials` });
     if (offered.kind === "unsupported") throw await deny(request, reply, component, state, { kind: "unsupported", credentialType: offered.scheme, reason: `unknown authentication scheme '${offered.scheme}'` });
-    if (offered.kind === "credential") {
-      const outcome = await verifyCredential(component, state, offered.credential);
-      if (outcome.kind !== "verified") throw await deny(request, reply, component, state, outcome);
-      return admit(request, component, state, outcome);
-    }
+    if (offered.kind === "credential") return conclude(request, reply, component, state, await verifyCredential(component, state, offered.credential));
     if (!auth.authenticator.credentialTypesFor(component).includes("cloudSigningCredentials")) {
       throw await deny(request, reply, component, state, { kind: "unsupported", credentialType: "cloudSigningCredentials", reason: `no verifier takes 'cloudSigningCredentials' credentials for component '${component.name}'` });
     }
-    if (!hasBody(request)) {
-      const outcome = await verifySignature(request, component, emptySha256);
-      if (outcome.kind !== "verified") throw await deny(request, reply, component, state, outcome);
-      return admit(request, component, state, outcome);
-    }
+    if (!hasBody(request)) return conclude(request, reply, component, state, await verifySignature(request, component, emptySha256));
     if (request.method === "GET" || request.method === "HEAD") throw await deny(request, reply, component, state, { kind: "malformed", reason: `a signed ${request.method} with a body` });
     // A declared body hash is checked with the signature now, and against the bytes as they arrive.
     const declared = declaredBodySha256(request);
     if (declared) {
-      const outcome = await verifySignature(request, component, declared);
-      if (outcome.kind !== "verified") throw await deny(request, reply, component, state, outcome);
-      await admit(request, component, state, outcome);
-      bodyChecks.set(request, { expected: declared });
+      await conclude(request, reply, component, state, await verifySignature(request, component, declared));
+      bodyChecks.set(request, { component, state, expected: declared });
       return;
     }
     // A stored upload must not start before its signature is known to be good.
     if (streamsBody(request)) throw await deny(request, reply, component, state, { kind: "malformed", reason: "a signed upload must declare and sign x-amz-content-sha256" });
     // Otherwise the signature is checked when the last byte has arrived, before the route sees the end of the body.
     request.access = { connectionId: state.connectionId, subject: null, assertions: [] };
-    bodyChecks.set(request, {});
+    bodyChecks.set(request, { component, state });
   });
 
   app.addHook("preParsing", async (request, reply, payload) => {
     const check = bodyChecks.get(request);
-    const component = componentOfRequest(request);
-    if (!check || !component) return payload;
-    const state = connectionOf(request);
+    if (!check) return payload;
+    const { component, state } = check;
     const hash = createHash("sha256");
     const checked = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
@@ -182,20 +177,12 @@ export const authentication = fp<{ auth: GatewayAuthentication }>(async (app: Fa
       },
       flush(callback) {
         const received = hash.digest("hex");
-        const settle = async (): Promise<GatewayError | undefined> => {
-          if (check.expected !== undefined) {
-            return received === check.expected ? undefined : deny(request, reply, component, state, { kind: "malformed", reason: "the body does not match its signed x-amz-content-sha256" });
-          }
-          const outcome = await verifySignature(request, component, received);
-          if (outcome.kind !== "verified") return deny(request, reply, component, state, outcome);
-          await admit(request, component, state, outcome);
-          return undefined;
+        const settle = async (): Promise<void> => {
+          if (check.expected === undefined) return conclude(request, reply, component, state, await verifySignature(request, component, received));
+          if (received !== check.expected) throw await deny(request, reply, component, state, { kind: "malformed", reason: "the body does not match its signed x-amz-content-sha256" });
         };
         settle().then(
-          (denied) => {
-            check.failed = denied !== undefined;
-            callback(denied);
-          },
+          () => callback(),
           (error: Error) => {
             check.failed = true;
             callback(error);
@@ -212,14 +199,20 @@ export const authentication = fp<{ auth: GatewayAuthentication }>(async (app: Fa
     return checked;
   });
 
-  // No route runs for a request whose signature is unchecked or failed (a route that never read its body included).
+  // Every other request of an enforced component was admitted or refused in onRequest; a signed
+  // body's request runs only once its check passed (a route that never read its body included).
   app.addHook("preHandler", async (request) => {
     const check = bodyChecks.get(request);
-    const component = componentOfRequest(request);
-    if (!component || !auth.authenticator.isEnforced(component)) return;
-    if (request.access?.subject === null || check?.failed) throw new GatewayError("ERR_AUTH_INVALID");
+    if (check && (check.failed || request.access?.subject === null)) throw new GatewayError("ERR_AUTH_INVALID");
   });
 });
 
-/** The body checks of signed requests in flight: the expected hash when the signer declared one; whether it failed. */
-const bodyChecks = new WeakMap<FastifyRequest, { expected?: string; failed?: boolean }>();
+/** A signed request whose body is still to be checked: where it goes, the hash its signer declared (if any), whether the check failed. */
+interface BodyCheck {
+  component: Component;
+  state: ConnectionState;
+  expected?: string;
+  failed?: boolean;
+}
+
+const bodyChecks = new WeakMap<FastifyRequest, BodyCheck>();

@@ -23,7 +23,6 @@ import { userPort } from "./user-port";
 import { StartupError } from "./startup-error";
 import { Authenticator } from "../auth/authenticator";
 import { component, componentTypes } from "../auth/components";
-import type { ComponentName } from "../auth/types";
 import { KvReplayGuard } from "../auth/replay-guard";
 import { isEnforced, openSecurityConfig, type SecurityConfig } from "../auth/security-config";
 import { loadSecurityFile } from "../auth/security-file";
@@ -88,14 +87,20 @@ async function whenJetStreamAnswers<T>(what: () => Promise<T>, log: Logger): Pro
 }
 
 /** Starts one node: embedded NATS when no NATS_URL, the actor runtime, the gateway; audits the start. */
-/** The certificate and key exports present to clients asking for TLS; refused at startup when unreadable. */
-function loadExportTls(files: NodeConfig["exportTls"]): SecureContext | undefined {
+/** A certificate and key from PEM files, checked as a pair at startup; unreadable or mismatched: the node does not start. */
+function loadTlsFiles(files: { certFile: string; keyFile: string } | null, what: string, variables: string): { cert: Buffer; key: Buffer; context: SecureContext } | undefined {
   if (!files) return undefined;
   try {
-    return createSecureContext({ cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) });
+    const pair = { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) };
+    return { ...pair, context: createSecureContext(pair) };
   } catch (error) {
-    throw new StartupError(`cannot load the export TLS certificate or key (${(error as Error).message}): check ${settings.exportTls.env} and ${settings.exportTlsKey.env}`);
+    throw new StartupError(`cannot load the ${what} TLS certificate or key (${(error as Error).message}): check ${variables}`);
   }
+}
+
+/** A security configuration problem, as the one line the node exits with. */
+function securityStartupError(file: string, error: unknown): unknown {
+  return error instanceof SecurityConfigError ? new StartupError(`security configuration ${file}: ${error.message}`) : error;
 }
 
 /** The security configuration file, checked before anything starts (spec 7: a bad file stops the node). */
@@ -105,8 +110,7 @@ function loadSecurity(config: NodeConfig, exportTls: SecureContext | undefined):
   try {
     security = loadSecurityFile(config.securityConfig);
   } catch (error) {
-    if (error instanceof SecurityConfigError) throw new StartupError(`security configuration ${config.securityConfig}: ${error.message}`);
-    throw error;
+    throw securityStartupError(config.securityConfig, error);
   }
   if (!exportTls && isEnforced(security, component("postgres"))) {
     throw new StartupError(`security configuration ${config.securityConfig}: component 'postgres' enforces authentication, which takes passwords only over TLS: set ${settings.exportTls.env} and ${settings.exportTlsKey.env}`);
@@ -120,25 +124,14 @@ async function startAuthenticator(config: NodeConfig, security: SecurityConfig, 
   try {
     return await Authenticator.start(security, verifierFactories, { replayGuard: await KvReplayGuard.open(nc, { replicas }) }, config.securityConfig);
   } catch (error) {
-    if (error instanceof SecurityConfigError) throw new StartupError(`security configuration ${config.securityConfig}: ${error.message}`);
-    throw error;
-  }
-}
-
-function loadGatewayTls(files: NodeConfig["tls"]): { cert: Buffer; key: Buffer } | undefined {
-  if (!files) return undefined;
-  try {
-    const tls = { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) };
-    createSecureContext(tls);
-    return tls;
-  } catch (error) {
-    throw new StartupError(`cannot load the gateway TLS certificate or key (${(error as Error).message}): check ${settings.tls.env} and ${settings.tlsKey.env}`);
+    throw securityStartupError(config.securityConfig, error);
   }
 }
 
 export async function startServiceNode(config: NodeConfig, logger: Logger): Promise<RunningNode> {
-  const exportTls = loadExportTls(config.exportTls);
-  const gatewayTls = loadGatewayTls(config.tls);
+  const exportTls = loadTlsFiles(config.exportTls, "export", `${settings.exportTls.env} and ${settings.exportTlsKey.env}`)?.context;
+  const gatewayFiles = loadTlsFiles(config.tls, "gateway", `${settings.tls.env} and ${settings.tlsKey.env}`);
+  const gatewayTls = gatewayFiles && { cert: gatewayFiles.cert, key: gatewayFiles.key };
   const security = loadSecurity(config, exportTls);
   const definitions = [...builtInActors, ...loadActorModules(config.actorModules)];
   let natsServer: NatsServerProcess | undefined;
@@ -220,8 +213,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     message: "node started with this configuration",
     details: { node: { ...config }, actorTypes: runtime.host.registeredTypes(), authentication: authenticator.describe() },
   });
-  const enforcedApis = authenticator.describe().enforcedComponentNames as string[];
-  if (!gatewayTls && enforcedApis.some((name) => componentTypes[name as ComponentName] === "api")) {
+  if (!gatewayTls && authenticator.enforcedComponents().some((name) => componentTypes[name] === "api")) {
     // Allowed (TLS may end at a load balancer in front), but said: Basic passwords and tokens would cross the network in the clear.
     await runtime.events.audit({
       category: "service",

@@ -58,7 +58,7 @@ const jwksTtlMs = 10 * 60_000;
 /** A token naming an unknown key fetches the JWK set again at most this often: random kids must not flood the server. */
 const jwksRefetchIntervalMs = 30_000;
 /** Three base64url parts; the last is empty for `alg: none`, which must be refused as a JWT, not sent on as opaque. */
-const jwtShape = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+export const jwtShape = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 /** RFC 6750 b64token: anything else is not a bearer token and is not sent to the introspection endpoint. */
 const bearerTokenShape = /^[A-Za-z0-9\-._~+/]+=*$/;
 

@@ -1,10 +1,10 @@
 import type { Authenticator } from "../../auth/authenticator";
 import { component } from "../../auth/components";
 import type { Credential } from "../../auth/types";
+import { jwtShape } from "../../auth/verifiers/oauth-verifier";
 import type { ExportRecord } from "../../actors/export/export-actor";
 import type { DirectVerification, ProxyAudit } from "../../proxies/postgres/types";
 
-const jwtShape = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 
 /**
  * Direct verification for one export whose component enforces authentication (spec 5.1): the
