@@ -19,7 +19,7 @@ export class BackendLogin {
     private readonly password: string,
   ) {}
 
-  /** The message that answers the backend's request; undefined once the backend said AuthenticationOk. */
+  /** The message that answers the backend's request (empty: nothing to send, as after SASLFinal); undefined once the backend said AuthenticationOk. */
   answer(request: AuthenticationRequest): Buffer | undefined {
     switch (request.kind) {
       case "ok":
