@@ -1,5 +1,6 @@
 import pino from "pino";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { NatsServerProcess } from "../../service/nats-server";
 import { freePort, freePorts } from "./ports";
 import { tempDir } from "./temp";
@@ -34,3 +35,24 @@ export function connectTo(server: NatsServerProcess | string): Promise<NatsConne
 }
 
 export const silentLogger = pino({ level: "silent" });
+
+/**
+ * Every message a stream holds when called (optionally only those under `filter`), in order.
+ * Stops on the message the server says is the last pending one, so a slow delivery is waited for, never cut short.
+ */
+export async function storedMessages<T>(nc: NatsConnection, stream: string, filter?: string): Promise<Array<{ subject: string; data: T }>> {
+  const js = jetstream(nc);
+  const info = await (await jetstreamManager(nc)).streams.info(stream, filter === undefined ? undefined : { subjects_filter: filter });
+  const expected = filter === undefined ? info.state.messages : Object.values(info.state.subjects ?? {}).reduce((sum, count) => sum + count, 0);
+  const messages: Array<{ subject: string; data: T }> = [];
+  if (expected === 0) return messages;
+  const consumer = await js.consumers.get(stream, filter === undefined ? {} : { filter_subjects: filter });
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    for await (const msg of await consumer.fetch({ max_messages: 1000, expires: 2000 })) {
+      messages.push({ subject: msg.subject, data: msg.json<T>() });
+      if (msg.info.pending === 0 && messages.length >= expected) return messages;
+    }
+  }
+  throw new Error(`read ${messages.length} of the ${expected} messages in ${stream}`);
+}

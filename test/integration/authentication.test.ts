@@ -3,7 +3,6 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { jetstream } from "@nats-io/jetstream";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
@@ -11,7 +10,7 @@ import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
 import { selfSignedCertificate } from "../helpers/certificates";
 import { httpsRequest, type HttpsAnswer } from "../helpers/https";
-import { connectTo, startNats } from "../helpers/nats";
+import { connectTo, startNats, storedMessages } from "../helpers/nats";
 import { NodeProcess } from "../helpers/node-process";
 import { OidcProvider } from "../helpers/oidc";
 import { freePort } from "../helpers/ports";
@@ -182,13 +181,7 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
 
   test("every kind of audit record, with its level and category, on the audit subjects; no secret in any of them", async () => {
     const nc = await connectTo(nats.url);
-    const consumer = await jetstream(nc).consumers.get("WARDEN_AUDIT");
-    const records: Array<{ subject: string; record: AuditRecord }> = [];
-    const batch = await consumer.fetch({ max_messages: 1000, expires: 3000 });
-    for await (const msg of batch) {
-      records.push({ subject: msg.subject, record: msg.json<AuditRecord>() });
-      if (batch.getPending() === 0 && records.length > 0) break;
-    }
+    const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT")).map(({ subject, data }) => ({ subject, record: data }));
     await nc.close();
     const subjectsOf = (event: string) => [...new Set(records.filter((r) => r.record.event === event).map((r) => r.subject))].sort();
 

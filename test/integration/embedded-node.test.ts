@@ -4,9 +4,8 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { jetstream } from "@nats-io/jetstream";
 import type { AuditRecord } from "../../actors/runtime/event-log";
-import { connectTo } from "../helpers/nats";
+import { connectTo, storedMessages } from "../helpers/nats";
 import { isRunning } from "../../service/nats-server";
 import { mainScript, NodeProcess } from "../helpers/node-process";
 import { freePort } from "../helpers/ports";
@@ -32,9 +31,7 @@ test("the embedded default: own nats-server, audited start, real HTTP, clean sto
   assert.match(response.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);
 
   const nc = await connectTo(`nats://127.0.0.1:${natsPort}`);
-  const consumer = await jetstream(nc).consumers.get("WARDEN_AUDIT");
-  const records: Array<{ subject: string; record: AuditRecord }> = [];
-  for await (const msg of await consumer.fetch({ max_messages: 10, expires: 2000 })) records.push({ subject: msg.subject, record: msg.json<AuditRecord>() });
+  const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT")).map(({ subject, data }) => ({ subject, record: data }));
   await nc.close();
   const byEvent = (event: string) => records.filter((r) => r.record.event === event);
   const [config] = byEvent("config.active");

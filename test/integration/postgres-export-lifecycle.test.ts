@@ -1,7 +1,5 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { jetstream } from "@nats-io/jetstream";
-import { connect as connectTo } from "@nats-io/transport-node";
 import { Client } from "pg";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
@@ -9,7 +7,7 @@ import { realisticPolicy } from "../fixtures/policy";
 import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
 import { call as request } from "../helpers/http";
-import { startNats } from "../helpers/nats";
+import { connectTo, startNats, storedMessages } from "../helpers/nats";
 import { NodeProcess } from "../helpers/node-process";
 import { freePorts } from "../helpers/ports";
 import { PostgresServer } from "../helpers/postgres";
@@ -167,10 +165,8 @@ describe("PostgreSQL export lifecycle (spec 3.1)", () => {
     assert.equal((await call("GET", `/export?id=${stopped.body.id}`)).body.status, "inactive");
 
     // Audit (spec 6): the export's port, its outgoing connections, pass-through at debug level, in category postgres.
-    const nc = await connectTo({ servers: nats.url });
-    const consumer = await jetstream(nc).consumers.get("WARDEN_AUDIT", { filter_subjects: "warden.audit.postgres.>" });
-    const records: Array<{ subject: string; record: AuditRecord }> = [];
-    for await (const msg of await consumer.fetch({ max_messages: 1000, expires: 2000 })) records.push({ subject: msg.subject, record: msg.json<AuditRecord>() });
+    const nc = await connectTo(nats.url);
+    const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.postgres.>")).map(({ subject, data }) => ({ subject, record: data }));
     await nc.close();
     const of = (event: string) => records.filter((r) => r.record.event === event);
     assert.ok(of("port.opened").some((r) => (r.record.details as { exportId: string }).exportId === active.body.id && r.subject === "warden.audit.postgres.info"));
