@@ -37,8 +37,12 @@ const realm = "warden";
 function componentOfRequest(request: FastifyRequest): Component | undefined {
   const first = request.routeOptions.url?.split("/", 2)[1] ?? "";
   if (!(rootPaths as readonly string[]).includes(first)) return undefined;
-  const host = request.headers.host?.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
-  return componentOf(first as RootPath, host);
+  return componentOf(first as RootPath, domainOf(request));
+}
+
+/** The domain name a request was sent to (the Host header without port, brackets or final dot): what domain selectors match. */
+export function domainOf(request: FastifyRequest): string | undefined {
+  return request.headers.host?.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
 }
 
 function hasBody(request: FastifyRequest): boolean {
@@ -63,7 +67,7 @@ function streamsBody(request: FastifyRequest): boolean {
  * WWW-Authenticate. Audit (spec 6): denials at warn on every request; a connection's first
  * success at info, its first unauthenticated use at debug.
  */
-export const authentication = fp<{ auth: GatewayAuthentication }>(async (app: FastifyInstance, { auth }) => {
+export const authentication = fp<{ auth: GatewayAuthentication; componentOf?: (request: FastifyRequest) => Component | undefined }>(async (app: FastifyInstance, { auth, componentOf = componentOfRequest }) => {
   const connections = new WeakMap<Socket, ConnectionState>();
   const connectionOf = (request: FastifyRequest): ConnectionState => {
     const socket = request.raw.socket;
@@ -130,7 +134,7 @@ export const authentication = fp<{ auth: GatewayAuthentication }>(async (app: Fa
   };
 
   app.addHook("onRequest", async (request, reply) => {
-    const component = componentOfRequest(request);
+    const component = componentOf(request);
     if (!component) return;
     const state = connectionOf(request);
     void reply.header("x-connection-id", state.connectionId);

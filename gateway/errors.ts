@@ -24,6 +24,8 @@ export const gatewayErrors = {
   ERR_EXPORT_NOT_FOUND: { status: 404, message: "no such export" },
   ERR_EXPORT_PORT_TAKEN: { status: 409, message: "the port is used by another export" },
   ERR_EXPORT_NO_PORT: { status: 503, message: "no free port is left in the export port range" },
+  ERR_PIPELINE_RECORD_INVALID: { status: 400, message: "a pipeline record is one JSON object" },
+  ERR_PIPELINE_UNAVAILABLE: { status: 503, message: "the pipeline export cannot redact now; try again" },
   ERR_CONFIG_REVISION_MISMATCH: { status: 412, message: "the configuration changed since the revision named in If-Match; nothing was changed" },
   ERR_AUTH_REQUIRED: { status: 401, message: "this path needs credentials" },
   ERR_AUTH_INVALID: { status: 401, message: "the credentials are not valid" },

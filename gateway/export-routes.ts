@@ -10,10 +10,10 @@ const tags = ["export"];
 const exportBody = {
   type: "object",
   additionalProperties: false,
-  required: ["type", "endpoint", "resolverGroup", "metadata"],
+  required: ["type", "resolverGroup", "metadata"],
   properties: {
     type: { type: "string", minLength: 1, maxLength: 64 },
-    endpoint: { type: "string", minLength: 3, maxLength: 300, description: "the backing store, host:port" },
+    endpoint: { type: "string", minLength: 3, maxLength: 300, description: "the backing store, host:port (postgres; a pipeline export has none)" },
     resolverGroup: id,
     metadata: {
       type: "object",

@@ -1,7 +1,7 @@
 import type { Authenticator } from "../auth/authenticator";
 import type { AuditRecord } from "../actors/runtime/event-log";
 import type { ExportRecord } from "../actors/export/export-actor";
-import type { ExportServing } from "../proxies/postgres/server";
+import type { ExportServing } from "../proxies/types";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { PolicyConfig } from "../actors/policy/model";
@@ -9,6 +9,7 @@ import type { PolicyRevisionRecord } from "../actors/policy/revision-actor";
 import type { ItemKind, SectionWrite } from "../actors/policy/sections";
 import type { PersonalizedTerms, TermsContext } from "../actors/decision/terms";
 import type { Decision, DecisionRequest } from "../actors/decision/types";
+import type { SummaryAdvice } from "../actors/decision/record-redaction";
 import type { ConsentEntry, UserRecord } from "../actors/user/user-actor";
 import type { JobRecord } from "../actors/redaction/job-actor";
 import type { DocumentFormat, RedactionRequest } from "../actors/redaction/types";
@@ -127,7 +128,7 @@ export type RedactRequest = RedactionRequest;
 export type RecordRedaction = {
   traceId: string;
   reasons: Array<{ code: string; text: string }>;
-  advice: Array<{ id: "urn:service:attribute:message:summary"; value: string }>;
+  advice: SummaryAdvice[];
   revision: number;
 } & ({ dropped: true } | { dropped: false; record: Record<string, unknown>; fields: Record<string, { kept: boolean; why: string }> });
 
@@ -149,7 +150,8 @@ export interface DocumentPort {
 /** The body of PUT /export (spec 2.12), plus an optional listen port. */
 export interface ExportBody {
   type: string;
-  endpoint: string;
+  /** The backing store, host:port: required by PostgreSQL exports, refused by pipeline exports. */
+  endpoint?: string;
   resolverGroup: string;
   metadata: DecisionRequest;
   /** Asks for this listen port; otherwise one is allocated from the export port range. */
@@ -164,6 +166,8 @@ export interface ExportBody {
 export interface ExportView extends Omit<ExportRecord, "credentials"> {
   /** Whose identity back-end connections use: the export's own credentials (never shown) or each client's. */
   backendIdentity: "export" | "client";
+  /** Pipeline exports: the NATS subjects of request/reply and of the streaming mode. */
+  subjects?: { request: string; input: string; output: string };
   /** The node serving it now, with its connection and row counts; null when no node serves it. */
   serving: (ExportServing & { nodeId: string }) | null;
   /** Why an active export is not listening, when it is not. */

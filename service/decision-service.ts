@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { compiledFor } from "../actors/decision/compile-cache";
 import { decide, flowOf, purposeName } from "../actors/decision/engine";
-import { planRecords, RecordShapeError, redactRecord, userIdOf, type RecordPlan } from "../actors/decision/record-redaction";
+import { keptSummary, planRecords, RecordShapeError, redactRecord, summaryAdvice as advice, userIdOf, type RecordPlan } from "../actors/decision/record-redaction";
 import type { Decision, DecisionRequest, Reason } from "../actors/decision/types";
 import type { MappingGroup } from "../actors/policy/model";
 import { policy, type PolicyState } from "../actors/policy/policy-actor";
@@ -61,11 +61,11 @@ export class DecisionService implements DecisionPort, RedactPort {
       return { dropped: true, traceId, reasons, advice: [advice(summary)], revision: compiled.revision };
     }
     const decision = await this.decide({ userId, type: request.type, purposeId: request.purposeId, thirdPartyId: request.thirdPartyId, termsId: request.termsId }, "redact", caller);
-    const common = { traceId: decision.traceId, reasons: decision.reasons, advice: [advice(decision.summary)], revision: decision.revision };
-    if (!decision.allowed) return { dropped: true, ...common };
+    const common = { traceId: decision.traceId, reasons: decision.reasons, revision: decision.revision };
+    if (!decision.allowed) return { dropped: true, advice: [advice(decision.summary)], ...common };
     try {
       const redacted = redactRecord(record as never, plan, decision);
-      return { dropped: false, record: redacted.record, fields: redacted.fields, ...common };
+      return { dropped: false, record: redacted.record, fields: redacted.fields, advice: [advice(keptSummary(decision.summary, redacted.fields))], ...common };
     } catch (error) {
       if (error instanceof RecordShapeError) throw new HandlerError("REDACT_RECORD_INVALID", error.message);
       throw error;
@@ -173,9 +173,4 @@ export function decisionTrace(
     summary: decision.summary,
     revision: decision.revision,
   };
-}
-
-/** The advice every redaction answer carries (spec 4.4 rule 5). */
-function advice(summary: string): { id: "urn:service:attribute:message:summary"; value: string } {
-  return { id: "urn:service:attribute:message:summary", value: summary };
 }

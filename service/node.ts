@@ -129,10 +129,10 @@ async function startAuthenticator(config: NodeConfig, security: SecurityConfig, 
 }
 
 export async function startServiceNode(config: NodeConfig, logger: Logger): Promise<RunningNode> {
-  const exportTls = loadTlsFiles(config.exportTls, "export", `${settings.exportTls.env} and ${settings.exportTlsKey.env}`)?.context;
+  const exportTls = loadTlsFiles(config.exportTls, "export", `${settings.exportTls.env} and ${settings.exportTlsKey.env}`);
   const gatewayFiles = loadTlsFiles(config.tls, "gateway", `${settings.tls.env} and ${settings.tlsKey.env}`);
   const gatewayTls = gatewayFiles && { cert: gatewayFiles.cert, key: gatewayFiles.key };
-  const security = loadSecurity(config, exportTls);
+  const security = loadSecurity(config, exportTls?.context);
   const definitions = [...builtInActors, ...loadActorModules(config.actorModules)];
   let natsServer: NatsServerProcess | undefined;
   if (config.natsUrls.length === 0) {
@@ -186,7 +186,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   };
   const decisions = await DecisionService.start(runtime);
   const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours });
-  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits, tls: exportTls, authenticator });
+  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits, tls: exportTls, authenticator, pipelineProgress: provisioned.buckets.pipelineProgress });
   await exportSupervisor.start();
   const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts, authenticator });
   const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });
@@ -220,6 +220,14 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
       level: "warn",
       event: "authentication.cleartext",
       message: `REST APIs enforce authentication but the gateway has no TLS (${settings.tls.env}): credentials cross the network in the clear unless TLS ends in front of the node`,
+    });
+  }
+  if (!exportTls && authenticator.isEnforced(component("pipeline"))) {
+    await runtime.events.audit({
+      category: "pipeline",
+      level: "warn",
+      event: "authentication.cleartext",
+      message: `pipeline exports enforce authentication but have no TLS (${settings.exportTls.env}): their HTTP ports take credentials in the clear unless TLS ends in front of the node`,
     });
   }
   if (security.enforcedComponents.length === 0) {

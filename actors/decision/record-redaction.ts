@@ -115,3 +115,29 @@ export function redactRecord(record: { [key: string]: Json }, plan: RecordPlan, 
   };
   return { record: walk(record, "", 0), fields };
 }
+
+/** The advice every redaction answer carries (spec 4.4 rule 5): the reason text, nothing else. */
+export const summaryAdviceId = "urn:service:attribute:message:summary";
+export interface SummaryAdvice {
+  id: typeof summaryAdviceId;
+  value: string;
+}
+
+export function summaryAdvice(value: string): SummaryAdvice {
+  return { id: summaryAdviceId, value };
+}
+
+/** Emptied fields a summary names one by one; the rest are counted. */
+const namedInSummary = 8;
+
+/**
+ * The one sentence a kept record's advice says: the decision's summary and, when fields were
+ * emptied, which and why. Field names only, never values.
+ */
+export function keptSummary(decisionSummary: string, fields: Record<string, FieldOutcome>): string {
+  const emptied = Object.entries(fields).filter(([, outcome]) => !outcome.kept);
+  if (emptied.length === 0) return decisionSummary;
+  const named = emptied.slice(0, namedInSummary).map(([path, outcome]) => `${path} (${outcome.why})`);
+  const more = emptied.length > namedInSummary ? ` and ${emptied.length - namedInSummary} more` : "";
+  return `${decisionSummary.replace(/\.$/, "")}; emptied ${named.join(", ")}${more}.`;
+}

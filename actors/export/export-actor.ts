@@ -7,15 +7,15 @@ import type { ExclusiveContext, SharedContext } from "../runtime/types";
 export type ExportStatus = "active" | "inactive";
 
 /** Export types this service knows; each has its own proxy. */
-export const exportTypes = ["postgres"] as const;
+export const exportTypes = ["postgres", "pipeline"] as const;
 export type ExportType = (typeof exportTypes)[number];
 
 /** One export (spec 2.12) as stored: durable across restarts of every node. */
 export interface ExportRecord {
   id: string;
   type: ExportType;
-  /** The backing store, `host:port`. */
-  endpoint: string;
+  /** The backing store, `host:port` (PostgreSQL). A pipeline export has none: records come in and go out through it. */
+  endpoint?: string;
   /** The mapping group that ties result columns to categories. */
   resolverGroup: string;
   /** The one purpose the endpoint may assert. */

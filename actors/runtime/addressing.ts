@@ -11,6 +11,8 @@ export const Buckets = {
   state: "warden_state",
   /** cluster-wide settings fixed at first start (partition count) */
   meta: "warden_meta",
+  /** pipeline export id -> the last input sequence whose answer is stored on the output subject */
+  pipelineProgress: "warden_pipeline_progress",
 } as const;
 
 export const Subjects = {
@@ -28,12 +30,20 @@ export const Subjects = {
   /** Asks the node serving an export what it serves (core NATS request; only that node answers). */
   exportServing: (exportId: string) => `warden.rt.export.serving.${exportId}`,
   exportServingAll: "warden.rt.export.serving.*",
+  /** A pipeline export's request/reply subject: one record in, its answer back (core NATS). */
+  pipelineRequest: (exportId: string) => `warden.pipeline.${exportId}.request`,
+  /** A pipeline export's streaming input (JetStream: records published here are never lost). */
+  pipelineInput: (exportId: string) => `warden.pipeline.${exportId}.in`,
+  /** A pipeline export's streaming output: one answer per input record, in input order, exactly once. */
+  pipelineOutput: (exportId: string) => `warden.pipeline.${exportId}.out`,
 } as const;
 
 export const Streams = {
   audit: { name: "WARDEN_AUDIT", subjects: ["warden.audit.>"] },
   trace: { name: "WARDEN_TRACE", subjects: ["warden.trace.>"] },
   redact: { name: "WARDEN_REDACT", subjects: ["warden.redact.>"] },
+  pipelineIn: { name: "WARDEN_PIPELINE_IN", subjects: ["warden.pipeline.*.in"] },
+  pipelineOut: { name: "WARDEN_PIPELINE_OUT", subjects: ["warden.pipeline.*.out"] },
 } as const;
 
 /**

@@ -15,6 +15,9 @@ export interface ProvisionOptions {
   documentRetentionHours: number;
 }
 
+/** How long an answer's message id is remembered on the output stream: a replay after a failover must fall inside it. */
+export const pipelineDuplicateWindowMs = 10 * 60_000;
+
 export const defaultRetention = {
   audit: { maxAgeDays: 365, maxBytes: 1024 ** 3 },
   trace: { maxAgeDays: 30, maxBytes: 4 * 1024 ** 3 },
@@ -50,11 +53,12 @@ export interface Provisioned {
 /** Creates (or opens) every bucket and stream the runtime uses. Idempotent: safe on every start of every node, and to retry. */
 export async function provision(nc: NatsConnection, options: ProvisionOptions): Promise<Provisioned> {
   const kvm = new Kvm(nc);
-  const [nodes, partitionsBucket, state, meta] = await Promise.all([
+  const [nodes, partitionsBucket, state, meta, pipelineProgress] = await Promise.all([
     openBucket(kvm, Buckets.nodes, options.replicas),
     openBucket(kvm, Buckets.partitions, options.replicas),
     openBucket(kvm, Buckets.state, options.replicas),
     openBucket(kvm, Buckets.meta, options.replicas),
+    openBucket(kvm, Buckets.pipelineProgress, options.replicas),
   ]);
   let partitions = options.partitions;
   try {
@@ -72,5 +76,9 @@ export async function provision(nc: NatsConnection, options: ProvisionOptions): 
   await ensureStream(nc, { ...streamDefaults, name: Streams.trace.name, subjects: [...Streams.trace.subjects], max_age: nanos(options.traceRetention.maxAgeDays * day), max_bytes: options.traceRetention.maxBytes });
   // No size limit and no discard: a running job's document must never be dropped to make room.
   await ensureStream(nc, { ...streamDefaults, name: Streams.redact.name, subjects: [...Streams.redact.subjects], max_age: nanos((options.documentRetentionHours + 24) * 3_600_000) });
-  return { buckets: { nodes, partitions: partitionsBucket, state }, partitions };
+  // Pipeline input is purged as its answers are stored; a week covers an export stopped for a while.
+  await ensureStream(nc, { ...streamDefaults, name: Streams.pipelineIn.name, subjects: [...Streams.pipelineIn.subjects], max_age: nanos(7 * day) });
+  // The duplicate window is what makes a replay after a failover exactly-once: answers are published with their input's sequence as the message id.
+  await ensureStream(nc, { ...streamDefaults, name: Streams.pipelineOut.name, subjects: [...Streams.pipelineOut.subjects], max_age: nanos(7 * day), duplicate_window: nanos(pipelineDuplicateWindowMs) });
+  return { buckets: { nodes, partitions: partitionsBucket, state, pipelineProgress }, partitions };
 }

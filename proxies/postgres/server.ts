@@ -4,6 +4,7 @@ import type { SecureContext } from "node:tls";
 import { CancelKeys } from "./cancel-keys";
 import { fatalMessage, ProxySession } from "./session";
 import type { DirectVerification, ProxyAudit, ProxyLimits, RowDecider, SessionCounts } from "./types";
+import type { ExportServing } from "../types";
 
 export interface ExportServerOptions {
   exportId: string;
@@ -21,13 +22,6 @@ export interface ExportServerOptions {
 }
 
 /** What an export's listener has served since it opened. */
-export interface ExportServing {
-  host: string;
-  port: number;
-  since: string;
-  connections: { open: number; total: number; refused: number };
-  rows: { in: number; kept: number; dropped: number; valuesNulled: number };
-}
 
 /** The network endpoint of one PostgreSQL export: accepts clients and runs a ProxySession for each. */
 export class PostgresExportServer {

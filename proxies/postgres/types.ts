@@ -29,7 +29,7 @@ export interface RowDecider {
 }
 
 /** Where an audit record of the proxy goes (category `postgres`). */
-export type ProxyAudit = (level: "debug" | "info" | "warn" | "error", event: string, message: string, details: Record<string, unknown>) => void;
+export type { ExportAudit as ProxyAudit } from "../types";
 
 export interface ProxyLimits {
   /** Largest message accepted from a client or a backend, in bytes. */

@@ -1,7 +1,7 @@
 import type { CompiledPolicy } from "../../actors/decision/compiled-policy";
 import { VerdictInterner } from "../../actors/decision/verdicts";
-import { planRecords } from "../../actors/decision/record-redaction";
-import type { DecisionRequest } from "../../actors/decision/types";
+import { planRecords, type RecordPlan } from "../../actors/decision/record-redaction";
+import type { Decision, DecisionRequest } from "../../actors/decision/types";
 import type { EventLog } from "../../actors/runtime/event-log";
 import type { MappedField, MappingView, RowDecider, RowVerdict } from "../../proxies/postgres/types";
 import type { UserRecord } from "../../actors/user/user-actor";
@@ -15,8 +15,16 @@ const verdictTtlMs = 60_000;
 
 const unavailable: MappingView = { key: "unavailable", fields: new Map() };
 
+interface View {
+  mapping: MappingView;
+  /** The mapping group's record plan; undefined when the group does not exist (nothing maps). */
+  plan?: RecordPlan;
+}
+
 interface Remembered {
   verdict: RowVerdict;
+  /** The whole decision, for doors that answer with its summary (pipeline exports). */
+  decision: Decision;
   revision: number;
   at: number;
 }
@@ -31,7 +39,7 @@ interface Remembered {
 export class ExportDecider implements RowDecider {
   private readonly memo = new Map<string, Remembered>();
   private readonly verdicts = new VerdictInterner();
-  private view: MappingView = unavailable;
+  private view: View = { mapping: unavailable };
   private viewRevision = -1;
   private readonly unsubscribe: () => void;
   /** A clock read twice a second: verdicts are looked up per row, and their lifetime is a minute. */
@@ -55,10 +63,19 @@ export class ExportDecider implements RowDecider {
   }
 
   mapping(): MappingView {
+    return this.current().mapping;
+  }
+
+  /** The mapping group's record plan as it stands; undefined when no configuration is in memory or the group is gone (fail closed). */
+  recordPlan(): RecordPlan | undefined {
+    return this.current().plan;
+  }
+
+  private current(): View {
     const compiled = this.decisions.currentPolicy();
     if (!compiled) {
       void this.warm().catch(() => undefined);
-      return unavailable;
+      return { mapping: unavailable };
     }
     if (compiled.revision !== this.viewRevision) {
       this.view = this.viewOf(compiled);
@@ -67,23 +84,32 @@ export class ExportDecider implements RowDecider {
     return this.view;
   }
 
-  private viewOf(compiled: CompiledPolicy): MappingView {
+  private viewOf(compiled: CompiledPolicy): View {
     const group = compiled.config.mappingGroups.find((g) => g.name === this.mappingGroup);
-    if (!group) return { key: `${compiled.revision}/missing`, fields: new Map() };
+    if (!group) return { mapping: { key: `${compiled.revision}/missing`, fields: new Map() } };
     const plan = planRecords(compiled, group);
     const fields = new Map<string, MappedField>();
     for (const [recordField, category] of plan.categoryOf) fields.set(recordField, { recordField, category, resourceOrder: plan.resourceFields.indexOf(recordField) });
-    return { key: `${compiled.revision}/${group.name}`, fields };
+    return { mapping: { key: `${compiled.revision}/${group.name}`, fields }, plan };
   }
 
   verdict(userId: string): RowVerdict | undefined {
+    return this.remembered(userId)?.verdict;
+  }
+
+  /** The user's remembered decision; undefined until `load` decided it (or after it went stale). */
+  decision(userId: string): Decision | undefined {
+    return this.remembered(userId)?.decision;
+  }
+
+  private remembered(userId: string): Remembered | undefined {
     const remembered = this.memo.get(userId);
     if (!remembered) return undefined;
     if (remembered.revision !== this.viewRevision || this.now - remembered.at > verdictTtlMs) {
       this.memo.delete(userId);
       return undefined;
     }
-    return remembered.verdict;
+    return remembered;
   }
 
   async load(userIds: readonly string[]): Promise<void> {
@@ -91,14 +117,15 @@ export class ExportDecider implements RowDecider {
     // Brings the view's revision up to the one these verdicts are made with (`verdict` compares them).
     this.mapping();
     if (this.memo.size > maxRemembered) this.memo.clear();
-    await withUserStates(userIds, (userId) => this.decisions.userState(userId), (userId, state) =>
-      this.memo.set(userId, { verdict: this.decideFor(compiled, userId, state), revision: compiled.revision, at: Date.now() }),
-    );
+    await withUserStates(userIds, (userId) => this.decisions.userState(userId), (userId, state) => {
+      const decision = this.decideFor(compiled, userId, state);
+      this.memo.set(userId, { verdict: this.verdicts.of(decision), decision, revision: compiled.revision, at: Date.now() });
+    });
   }
 
-  private decideFor(compiled: CompiledPolicy, userId: string, state: UserRecord | null): RowVerdict {
+  private decideFor(compiled: CompiledPolicy, userId: string, state: UserRecord | null): Decision {
     const details = { kind: "export.user", exportId: this.exportId, mappingGroup: this.mappingGroup };
-    return this.verdicts.of(decideTraced(this.events, { door: "export", nodeId: this.nodeId }, compiled, userId, state, this.request, details));
+    return decideTraced(this.events, { door: "export", nodeId: this.nodeId }, compiled, userId, state, this.request, details);
   }
 
   close(): void {

@@ -43,7 +43,7 @@ export class ExportService implements ExportPort {
     try {
       record = await this.deps.runtime.client.ref(exportActor, id).create({
         type,
-        endpoint: body.endpoint,
+        ...(body.endpoint !== undefined ? { endpoint: body.endpoint } : {}),
         resolverGroup: body.resolverGroup,
         metadata: body.metadata,
         listen: { host: this.deps.listenHost, port },
@@ -54,19 +54,27 @@ export class ExportService implements ExportPort {
       await this.deps.runtime.client.ref(exportPort, String(port)).release({ exportId: id }).catch(() => undefined);
       throw error;
     }
-    await this.audit("export.created", `export ${id} created: ${type} in front of ${body.endpoint}, listening on port ${port}`, record, by);
+    await this.audit("export.created", `export ${id} created: ${type}${body.endpoint ? ` in front of ${body.endpoint}` : ""}, listening on port ${port}`, record, by);
     return this.view(record);
   }
 
   private async validate(body: ExportBody): Promise<ExportType> {
     if (!(exportTypes as readonly string[]).includes(body.type)) throw new HandlerError("EXPORT_INVALID", `unknown export type '${body.type}' (known: ${exportTypes.join(", ")})`, { details: [{ path: "type", problem: "unknown export type" }] });
-    let port: number;
-    try {
-      [, port] = splitEndpoint(body.endpoint);
-    } catch {
-      throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' is not host:port`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
+    const type = body.type as ExportType;
+    if (type === "pipeline") {
+      // Records come in and go out through the export itself: nothing to connect to, nobody to log in as.
+      if (body.endpoint !== undefined) throw new HandlerError("EXPORT_INVALID", "a pipeline export has no backing store: leave endpoint out", { details: [{ path: "endpoint", problem: "not taken by pipeline exports" }] });
+      if (body.credentials) throw new HandlerError("EXPORT_INVALID", "a pipeline export has no back end to log in to: leave credentials out", { details: [{ path: "credentials", problem: "not taken by pipeline exports" }] });
+    } else {
+      if (body.endpoint === undefined) throw new HandlerError("EXPORT_INVALID", `a ${type} export needs the endpoint of its backing store`, { details: [{ path: "endpoint", problem: "required: host:port" }] });
+      let port: number;
+      try {
+        [, port] = splitEndpoint(body.endpoint);
+      } catch {
+        throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' is not host:port`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
+      }
+      if (port < 1 || port > 65535) throw new HandlerError("EXPORT_INVALID", `endpoint port ${port} is out of range`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
     }
-    if (port < 1 || port > 65535) throw new HandlerError("EXPORT_INVALID", `endpoint port ${port} is out of range`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
     try {
       await this.deps.decisions.redactionPlan({ ...body.metadata, mappingGroup: body.resolverGroup });
     } catch (error) {
@@ -74,10 +82,10 @@ export class ExportService implements ExportPort {
       throw error;
     }
     // Export credentials with pass-through would let anyone in as the export's user: they need the proxy to verify clients itself.
-    if (body.credentials && !this.deps.authenticator.isEnforced(component(body.type as ExportType))) {
+    if (body.credentials && !this.deps.authenticator.isEnforced(component(type))) {
       throw new HandlerError("EXPORT_INVALID", `export credentials need direct verification: enforce authentication on component '${body.type}' in the security configuration`, { details: [{ path: "credentials", problem: "needs an enforced component" }] });
     }
-    return body.type as ExportType;
+    return type;
   }
 
   /** Claims a port for an export; a claim left long ago by an export that does not exist (a create that failed half-way) is taken over. */
@@ -144,6 +152,7 @@ export class ExportService implements ExportPort {
   async remove(id: string, by: Requester): Promise<ExportView> {
     const record = await this.deps.runtime.client.ref(exportActor, id).remove();
     await this.deps.runtime.client.ref(exportPort, String(record.listen.port)).release({ exportId: id });
+    if (record.type === "pipeline") await this.deps.supervisor.discardPipeline(id);
     await this.audit("export.removed", `export ${id} removed`, record, by);
     return { ...publicRecord(record), serving: null, servingError: null };
   }
@@ -167,5 +176,6 @@ export class ExportService implements ExportPort {
 /** The record as reads show it: the export's credentials never leave the service. */
 function publicRecord(record: ExportRecord): Omit<ExportView, "serving" | "servingError"> {
   const { credentials, ...rest } = record;
-  return { ...rest, backendIdentity: credentials ? "export" : "client" };
+  const subjects = record.type === "pipeline" ? { subjects: { request: Subjects.pipelineRequest(record.id), input: Subjects.pipelineInput(record.id), output: Subjects.pipelineOutput(record.id) } } : {};
+  return { ...rest, backendIdentity: credentials ? "export" : "client", ...subjects };
 }

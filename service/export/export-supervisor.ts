@@ -1,13 +1,20 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { KV } from "@nats-io/kv";
 import type { SecureContext } from "node:tls";
 import type { Logger } from "pino";
 import { flowOf } from "../../actors/decision/engine";
 import { exportActor, type ExportRecord } from "../../actors/export/export-actor";
-import { partitionOf, Subjects } from "../../actors/runtime/addressing";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { partitionOf, Streams, Subjects } from "../../actors/runtime/addressing";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
 import { WatchedBucket } from "../../actors/runtime/watched-bucket";
-import { PostgresExportServer, type ExportServing } from "../../proxies/postgres/server";
-import type { ProxyAudit, ProxyLimits } from "../../proxies/postgres/types";
+import { PostgresExportServer } from "../../proxies/postgres/server";
+import type { ExportServing } from "../../proxies/types";
+import type { ProxyLimits } from "../../proxies/postgres/types";
+import type { ExportAudit } from "../../proxies/types";
+import { RevisionedKv } from "../../actors/runtime/revisioned-kv";
+import { PipelineExport } from "../pipeline/pipeline-export";
+import type { PipelineProgress } from "../pipeline/pipeline-stream";
 import type { DecisionService } from "../decision-service";
 import { directVerificationFor } from "./direct-verification";
 import { ExportDecider } from "./export-decider";
@@ -25,14 +32,23 @@ export interface ExportSupervisorDeps {
   /** Address the export ports are opened on. */
   listenHost: string;
   limits: ProxyLimits;
-  tls?: SecureContext;
+  /** The exports' TLS certificate and key (and the context made of them). */
+  tls?: { cert: Buffer; key: Buffer; context: SecureContext };
   authenticator: Authenticator;
+  /** Pipeline exports' streaming progress. */
+  pipelineProgress: KV;
+}
+
+/** An export's endpoint as its serving node runs it, whatever its type. */
+interface ServedExport {
+  serving(): ExportServing;
+  close(): Promise<void>;
 }
 
 interface Listener {
   record: ExportRecord;
   decider: ExportDecider;
-  server?: PostgresExportServer;
+  server?: ServedExport;
   opening?: Promise<void>;
   closing?: Promise<void>;
 }
@@ -55,6 +71,7 @@ export interface ServingReport {
  */
 export class ExportSupervisor {
   private readonly exports: WatchedBucket<ExportRecord>;
+  private readonly progress: RevisionedKv<PipelineProgress>;
   private readonly listeners = new Map<string, Listener>();
   private readonly failures = new Map<string, { error: string; retryAt: number }>();
   private subscription?: Subscription;
@@ -63,6 +80,7 @@ export class ExportSupervisor {
 
   constructor(private readonly deps: ExportSupervisorDeps) {
     this.exports = new WatchedBucket<ExportRecord>("exports", deps.runtime.host.store.kv, deps.log, `${exportActor.type}.>`);
+    this.progress = new RevisionedKv<PipelineProgress>(deps.pipelineProgress);
   }
 
   async start(): Promise<void> {
@@ -112,10 +130,34 @@ export class ExportSupervisor {
     for (const id of this.failures.keys()) if (!wanted.has(id)) this.failures.delete(id);
   }
 
-  private audit(): ProxyAudit {
+  /** Audit records of an export's endpoint, in the category of its component (`postgres`, `pipeline`). */
+  private audit(category: string): ExportAudit {
     return (level, event, message, details) => {
-      this.deps.runtime.events.audit({ category: "postgres", level, event, message, details }).catch((error: unknown) => this.deps.log.warn({ err: error, event }, "audit record not stored"));
+      this.deps.runtime.events.audit({ category, level, event, message, details }).catch((error: unknown) => this.deps.log.warn({ err: error, event }, "audit record not stored"));
     };
+  }
+
+  private serve(record: ExportRecord, decider: ExportDecider): Promise<ServedExport> {
+    const { runtime, listenHost, tls } = this.deps;
+    const audit = this.audit(record.type);
+    if (record.type === "pipeline") {
+      const auth = { authenticator: this.deps.authenticator, audit: (entry: Parameters<typeof runtime.events.audit>[0]) => runtime.events.audit(entry) };
+      return PipelineExport.start({ nc: this.deps.nc, record, decider, auth, audit, log: this.deps.log, listenHost, tls: tls && { cert: tls.cert, key: tls.key }, progress: this.progress });
+    }
+    const [host, port] = splitEndpoint(record.endpoint ?? "");
+    return PostgresExportServer.listen({
+      exportId: record.id,
+      host: listenHost,
+      port: record.listen.port,
+      backend: { host, port },
+      decider,
+      audit,
+      limits: this.deps.limits,
+      tls: tls?.context,
+      directVerification: directVerificationFor(record, this.deps.authenticator, audit),
+      onConnectionEnd: (connectionId, counts, identity) =>
+        runtime.events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId: runtime.membership.nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
+    });
   }
 
   private open(record: ExportRecord): void {
@@ -123,22 +165,9 @@ export class ExportSupervisor {
     const decider = new ExportDecider(decisions, runtime.events, runtime.membership.nodeId, record.id, record.metadata, record.resolverGroup);
     const listener: Listener = { record, decider };
     this.listeners.set(record.id, listener);
-    const [host, port] = splitEndpoint(record.endpoint);
     listener.opening = (async () => {
       await decider.warm();
-      const server = await PostgresExportServer.listen({
-        exportId: record.id,
-        host: this.deps.listenHost,
-        port: record.listen.port,
-        backend: { host, port },
-        decider,
-        audit: this.audit(),
-        limits: this.deps.limits,
-        tls: this.deps.tls,
-        directVerification: directVerificationFor(record, this.deps.authenticator, this.audit()),
-        onConnectionEnd: (connectionId, counts, identity) =>
-          runtime.events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId: runtime.membership.nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
-      });
+      const server = await this.serve(record, decider);
       // Stopped, removed or moved while the port was opening: close it again.
       if (this.listeners.get(record.id) !== listener || listener.closing) await server.close();
       else listener.server = server;
@@ -147,7 +176,7 @@ export class ExportSupervisor {
       .catch((error: unknown) => {
         const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
         log.warn({ err: error, exportId: record.id, port: record.listen.port }, "export port could not be opened; will retry");
-        this.audit()("warn", "port.failed", `export ${record.id} could not open ${this.deps.listenHost}:${record.listen.port} (${reason})`, { exportId: record.id, component: "postgres", host: this.deps.listenHost, port: record.listen.port, error: reason });
+        this.audit(record.type)("warn", "port.failed", `export ${record.id} could not open ${this.deps.listenHost}:${record.listen.port} (${reason})`, { exportId: record.id, component: record.type, host: this.deps.listenHost, port: record.listen.port, error: reason });
         this.failures.set(record.id, { error: reason === "EADDRINUSE" ? `port ${record.listen.port} is in use by another program` : `cannot listen: ${reason}`, retryAt: Date.now() + retryListenAfterMs });
         if (this.listeners.get(record.id) === listener) this.listeners.delete(record.id);
         decider.close();
@@ -166,6 +195,14 @@ export class ExportSupervisor {
       .finally(() => {
         if (this.listeners.get(id) === listener) this.listeners.delete(id);
       });
+  }
+
+  /** A removed pipeline export's records: its input and answers are purged, its progress forgotten. */
+  async discardPipeline(exportId: string): Promise<void> {
+    const jsm = await jetstreamManager(this.deps.nc);
+    await jsm.streams.purge(Streams.pipelineIn.name, { filter: Subjects.pipelineInput(exportId) });
+    await jsm.streams.purge(Streams.pipelineOut.name, { filter: Subjects.pipelineOutput(exportId) });
+    await this.progress.kv.purge(exportId);
   }
 
   /** Closes every port this node serves (the exports stay active: another node, or this one restarted, serves them). */

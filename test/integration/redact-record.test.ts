@@ -42,13 +42,16 @@ describe("PUT /redact/record", () => {
         if (!decision?.allowed) {
           assert.equal(answer.body.dropped, true, what);
           assert.equal(answer.body.record, undefined, what);
+          assert.equal(answer.body.advice[0].value, decision ? decision.summary : "Dropped: the record names no user (mapping group 'users-table').", what);
           for (const value of Object.values(record)) if (value !== "") assert.ok(!JSON.stringify(answer.body).includes(String(value)), `${what}: no value of the dropped record (${value})`);
           continue;
         }
         assert.equal(answer.body.dropped, false, what);
         const expected = Object.fromEntries(Object.entries(record).map(([field, value]) => [field, categoryOf[field] && decision.categoryIds.includes(categoryOf[field]!) ? value : null]));
         assert.deepEqual(answer.body.record, expected, what);
-        assert.equal(answer.body.advice[0].value, decision.summary, what);
+        const emptied = Object.keys(record).filter((field) => expected[field] === null);
+        assert.ok(answer.body.advice[0].value.startsWith(decision.summary.replace(/\.$/, "")), `${what}: the advice opens with the decision's reason`);
+        for (const field of emptied) assert.ok(answer.body.advice[0].value.includes(field), `${what}: the advice names emptied field ${field}`);
       }
     }
   });

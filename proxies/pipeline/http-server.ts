@@ -1,0 +1,150 @@
+import type { Socket } from "node:net";
+import { Readable } from "node:stream";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { JsonDepthError, valueEnd } from "../../actors/redaction/json-scan";
+import { component } from "../../auth/components";
+import { authentication, domainOf } from "../../gateway/authentication";
+import { installErrorHandling } from "../../gateway/error-handler";
+import { GatewayError } from "../../gateway/errors";
+import type { GatewayAuthentication } from "../../gateway/types";
+import type { ExportAudit, ExportServing } from "../types";
+import { ndjsonBatches } from "./ndjson-lines";
+import type { PipelineAnswer, RecordCounts, RecordRedactor } from "./types";
+import { refusedAnswer } from "./refused";
+
+export interface PipelineHttpLimits {
+  /** One JSON record (a POST body, an NDJSON line). */
+  maxRecordBytes: number;
+  /** Nesting of objects and arrays within one record. */
+  maxDepth: number;
+}
+
+export const defaultPipelineHttpLimits: PipelineHttpLimits = { maxRecordBytes: 1024 * 1024, maxDepth: 32 };
+
+export interface PipelineHttpOptions {
+  exportId: string;
+  host: string;
+  port: number;
+  redactor: RecordRedactor;
+  counts: RecordCounts;
+  auth: GatewayAuthentication;
+  audit: ExportAudit;
+  logger: Logger;
+  tls?: { cert: Buffer; key: Buffer };
+  limits?: PipelineHttpLimits;
+}
+
+const ndjson = "application/x-ndjson";
+
+/** One NDJSON line as a record: refused (with its line number, never its bytes) when it is not one JSON object within the limits. */
+function recordOfLine(bytes: Buffer, number: number, limits: PipelineHttpLimits): { record: unknown } | { refused: PipelineAnswer } {
+  try {
+    const start = bytes.findIndex((byte) => byte !== 0x20 && byte !== 0x09 && byte !== 0x0d);
+    valueEnd(bytes, start, limits.maxDepth, true);
+    return { record: JSON.parse(bytes.toString("utf8")) as unknown };
+  } catch (error) {
+    const why = error instanceof JsonDepthError ? `line ${number} nests deeper than ${limits.maxDepth} levels` : `line ${number} is not JSON`;
+    return { refused: refusedAnswer("ERR_PIPELINE_RECORD_INVALID", why) };
+  }
+}
+
+/**
+ * The HTTP door of a pipeline export (its own port): POST one JSON record and get its answer
+ * at once, or POST an NDJSON stream and get an NDJSON stream back, one answer per line in
+ * order, read only as fast as the answers are taken (backpressure). Credentials as on the
+ * gateway, selected for component `pipeline`.
+ */
+export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance {
+  const limits = options.limits ?? defaultPipelineHttpLimits;
+  const app = Fastify({
+    ...(options.tls ? { https: options.tls } : {}),
+    loggerInstance: options.logger.child({ component: "pipeline", exportId: options.exportId }) as FastifyBaseLogger,
+    bodyLimit: limits.maxRecordBytes,
+    onProtoPoisoning: "error",
+    onConstructorPoisoning: "error",
+    logController: new LogController({ disableRequestLogging: true }),
+  });
+  installErrorHandling(app);
+  void app.register(authentication, { auth: options.auth, componentOf: (request) => (request.routeOptions.url ? component("pipeline", domainOf(request)) : undefined) });
+  void app.register(async (scope) => {
+    // Streams reach the handler unparsed; single records are parsed by Fastify's JSON parser.
+    scope.addContentTypeParser(ndjson, (_request, payload, done) => done(null, payload));
+    scope.post("/", { config: { streamedBody: true } }, async (request, reply) => {
+      const mediaType = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+      if (mediaType === "application/json") {
+        const [answer] = await options.redactor.redactAll([request.body]);
+        if ("error" in answer!) throw new GatewayError(answer.error.code === "ERR_PIPELINE_RECORD_INVALID" ? "ERR_PIPELINE_RECORD_INVALID" : "ERR_PIPELINE_UNAVAILABLE", answer.error.message);
+        return answer;
+      }
+      if (mediaType !== ndjson) throw new GatewayError("ERR_REQUEST_CONTENT_TYPE", `send one record as application/json or a stream as ${ndjson}`);
+      const redactor = options.redactor;
+      async function* answers(): AsyncGenerator<string> {
+        for await (const batch of ndjsonBatches(request.body as AsyncIterable<Buffer>, limits.maxRecordBytes)) {
+          const out: PipelineAnswer[] = new Array(batch.length);
+          const records: unknown[] = [];
+          const places: number[] = [];
+          batch.forEach((line, index) => {
+            if ("overlong" in line) out[index] = refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `line ${line.number} is longer than ${limits.maxRecordBytes} bytes`);
+            else {
+              const parsed = recordOfLine(line.bytes, line.number, limits);
+              if ("refused" in parsed) out[index] = parsed.refused;
+              else {
+                records.push(parsed.record);
+                places.push(index);
+              }
+            }
+          });
+          const redacted = await redactor.redactAll(records);
+          places.forEach((place, index) => (out[place] = redacted[index]!));
+          yield out.map((answer) => `${JSON.stringify(answer)}\n`).join("");
+        }
+      }
+      return reply.type(ndjson).send(Readable.from(answers()));
+    });
+  });
+  return app;
+}
+
+/** A pipeline export's listening HTTP port. */
+export class PipelineHttpServer {
+  private readonly since = new Date().toISOString();
+  private readonly sockets = new Set<Socket>();
+  private total = 0;
+
+  private constructor(
+    private readonly app: FastifyInstance,
+    private readonly options: PipelineHttpOptions,
+  ) {
+    app.server.on(options.tls ? "secureConnection" : "connection", (socket: Socket) => {
+      this.total++;
+      this.sockets.add(socket);
+      socket.once("close", () => this.sockets.delete(socket));
+    });
+  }
+
+  static async listen(options: PipelineHttpOptions): Promise<PipelineHttpServer> {
+    const app = buildPipelineApp(options);
+    const server = new PipelineHttpServer(app, options);
+    await app.listen({ host: options.host, port: options.port });
+    options.audit("info", "port.opened", `pipeline export ${options.exportId} listening on ${options.host}:${options.port}`, { exportId: options.exportId, component: "pipeline", host: options.host, port: options.port, tls: options.tls !== undefined });
+    return server;
+  }
+
+  serving(): ExportServing {
+    const { counts } = this.options;
+    return {
+      host: this.options.host,
+      port: this.options.port,
+      since: this.since,
+      connections: { open: this.sockets.size, total: this.total, refused: 0 },
+      rows: { in: counts.in, kept: counts.kept, dropped: counts.dropped, valuesNulled: counts.valuesNulled },
+    };
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await this.app.close();
+    this.options.audit("info", "port.closed", `pipeline export ${this.options.exportId} stopped listening on ${this.options.host}:${this.options.port}`, { exportId: this.options.exportId, component: "pipeline", host: this.options.host, port: this.options.port });
+  }
+}

@@ -1,0 +1,90 @@
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import type { ExportRecord } from "../../actors/export/export-actor";
+import { Subjects } from "../../actors/runtime/addressing";
+import type { RevisionedKv } from "../../actors/runtime/revisioned-kv";
+import { component } from "../../auth/components";
+import type { GatewayAuthentication } from "../../gateway/types";
+import { PipelineHttpServer } from "../../proxies/pipeline/http-server";
+import { refusedAnswer } from "../../proxies/pipeline/refused";
+import type { PipelineAnswer } from "../../proxies/pipeline/types";
+import type { ExportAudit, ExportServing } from "../../proxies/types";
+import type { ExportDecider } from "../export/export-decider";
+import { NatsCredentialCheck } from "./nats-credentials";
+import { PipelineRedactor } from "./pipeline-redactor";
+import { PipelineStream, type PipelineProgress } from "./pipeline-stream";
+
+export interface PipelineExportDeps {
+  nc: NatsConnection;
+  record: ExportRecord;
+  decider: ExportDecider;
+  auth: GatewayAuthentication;
+  audit: ExportAudit;
+  log: Logger;
+  listenHost: string;
+  tls?: { cert: Buffer; key: Buffer };
+  progress: RevisionedKv<PipelineProgress>;
+}
+
+/** Every node serving pipeline requests joins this queue group: one answers each request. */
+const requestQueue = "warden-pipeline";
+
+/**
+ * One pipeline export as its serving node runs it (spec 4.4 rule 5): the HTTP port, NATS
+ * request/reply on its request subject, and the streaming mode from its input subject to its
+ * output subject, all answering through one redactor (one purpose, one mapping group, decisions
+ * from the cached engine).
+ */
+export class PipelineExport {
+  private constructor(
+    private readonly deps: PipelineExportDeps,
+    private readonly http: PipelineHttpServer,
+    private readonly requests: Subscription,
+    private readonly stream: PipelineStream,
+  ) {}
+
+  static async start(deps: PipelineExportDeps): Promise<PipelineExport> {
+    const { record, nc, audit } = deps;
+    const redactor = new PipelineRedactor(deps.decider, record.resolverGroup);
+    const overrides = record.resourceServerId ? { resourceServerId: record.resourceServerId } : undefined;
+    const credentials = new NatsCredentialCheck(deps.auth.authenticator, component("pipeline"), record.id, audit, overrides);
+    const http = await PipelineHttpServer.listen({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls });
+    const answer = async (data: () => unknown, headers: Parameters<NatsCredentialCheck["check"]>[0]): Promise<PipelineAnswer> => {
+      const access = await credentials.check(headers, "request");
+      if (!access.ok) return refusedAnswer(access.code, access.reason);
+      let value: unknown;
+      try {
+        value = data();
+      } catch {
+        return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", "the request is not JSON");
+      }
+      return (await redactor.redactAll([value]))[0]!;
+    };
+    const requests = nc.subscribe(Subjects.pipelineRequest(record.id), {
+      queue: requestQueue,
+      callback: (error, msg) => {
+        if (error) return;
+        answer(() => msg.json<unknown>(), msg.headers)
+          .catch((failure: unknown) => {
+            deps.log.warn({ err: failure, exportId: record.id }, "pipeline request failed");
+            return refusedAnswer("ERR_PIPELINE_UNAVAILABLE", "the record could not be redacted now; try again");
+          })
+          .then((reply) => msg.respond(JSON.stringify(reply)));
+      },
+    });
+    const stream = new PipelineStream({ nc, exportId: record.id, redactor, credentials, progress: deps.progress, log: deps.log });
+    stream.start();
+    audit("info", "subjects.opened", `pipeline export ${record.id} serving NATS subjects`, { exportId: record.id, component: "pipeline", request: Subjects.pipelineRequest(record.id), input: Subjects.pipelineInput(record.id), output: Subjects.pipelineOutput(record.id) });
+    return new PipelineExport(deps, http, requests, stream);
+  }
+
+  serving(): ExportServing {
+    return { ...this.http.serving(), stream: this.stream.progress() };
+  }
+
+  async close(): Promise<void> {
+    this.requests.unsubscribe();
+    await Promise.all([this.http.close(), this.stream.stop()]);
+    this.deps.audit("info", "subjects.closed", `pipeline export ${this.deps.record.id} stopped serving NATS subjects`, { exportId: this.deps.record.id, component: "pipeline" });
+  }
+}
