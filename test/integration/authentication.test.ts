@@ -10,6 +10,7 @@ import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
 import { selfSignedCertificate } from "../helpers/certificates";
 import { httpsRequest, type HttpsAnswer } from "../helpers/https";
+import { headers } from "@nats-io/transport-node";
 import { connectTo, startNats, storedMessages } from "../helpers/nats";
 import { NodeProcess } from "../helpers/node-process";
 import { OidcProvider } from "../helpers/oidc";
@@ -33,7 +34,7 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
       { type: "rawBearerToken", verifiers: [{ verifier: "oauth", profile: "idp" }] },
       { type: "cloudSigningCredentials", verifiers: [{ verifier: "cloud", profile: "dev", selectors: { componentType: "api" } }] },
     ],
-    enforcedComponents: [{ componentName: "config" }, { componentName: "mapping" }, { componentName: "decision" }, { componentName: "postgres" }],
+    enforcedComponents: [{ componentName: "config" }, { componentName: "mapping" }, { componentName: "decision" }, { componentName: "postgres" }, { componentName: "pipeline" }],
   };
 }
 
@@ -50,6 +51,8 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
   let dir: string;
   let exportWithCredentials: number;
   let exportWithClientIdentity: number;
+  let pipelinePort: number;
+  let pipelineId: string;
 
   const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpsAnswer> =>
     httpsRequest(`${node.url}${path}`, { ca, method, headers: body === undefined ? headers : { "content-type": "application/json", ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -83,6 +86,10 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     assert.ok(!created.body.includes(roles.scram.password), "the export's password is never read back");
     exportWithClientIdentity = await freePort();
     assert.equal((await call("PUT", "/export", { ...exportBody, port: exportWithClientIdentity })).status, 200);
+    pipelinePort = await freePort();
+    const pipeline = await call("PUT", "/export", { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: pipelinePort });
+    assert.equal(pipeline.status, 200, pipeline.body);
+    pipelineId = json(pipeline).id as string;
   });
 
   after(async () => {
@@ -179,6 +186,40 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     assert.notEqual(noRole.status, 0, "alice passes LDAP but has no role in PostgreSQL");
   });
 
+  test("a pipeline export takes the credentials of component pipeline: over HTTPS as the gateway does, over NATS in an Authorization header", async () => {
+    const record = JSON.stringify({ "users.id": "accepted", "users.email": "a@example.com" });
+    const post = (headers: Record<string, string>) => httpsRequest(`https://127.0.0.1:${pipelinePort}/`, { ca, method: "POST", headers: { "content-type": "application/json", ...headers }, body: record });
+    const deadline = Date.now() + 15_000;
+    let refused = await post({}).catch(() => undefined);
+    while (!refused && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      refused = await post({}).catch(() => undefined);
+    }
+    assert.equal(refused?.status, 401);
+    assert.equal(json(refused!).error?.code, "ERR_AUTH_REQUIRED");
+    assert.match(String(refused!.headers["www-authenticate"]), /^Basic realm="warden"/);
+    assert.equal((await post({ authorization: basic(alice.uid, "wrong") })).status, 401);
+    const kept = await post({ authorization: basic(alice.uid, alice.password) });
+    assert.equal(kept.status, 200, kept.body);
+    assert.equal(json(kept).dropped, false);
+    const token = await provider.jwtToken();
+    assert.equal((await post({ authorization: `Bearer ${token}` })).status, 200, "a bearer token from the provider");
+
+    const nc = await connectTo(nats.url);
+    const ask = async (authorization?: string) => {
+      const h = headers();
+      if (authorization) h.set("Authorization", authorization);
+      return (await nc.request(`warden.pipeline.${pipelineId}.request`, record, { timeout: 5000, headers: h })).json<{ dropped: boolean; error?: { code: string } }>();
+    };
+    assert.equal((await ask()).error?.code, "ERR_AUTH_REQUIRED");
+    assert.equal((await ask(basic(alice.uid, "wrong"))).error?.code, "ERR_AUTH_INVALID");
+    assert.equal((await ask("Digest x")).error?.code, "ERR_AUTH_UNSUPPORTED");
+    const answered = await ask(basic(alice.uid, alice.password));
+    assert.equal(answered.dropped, false, JSON.stringify(answered));
+    assert.equal((await ask(`Bearer ${token}`)).dropped, false);
+    await nc.close();
+  });
+
   test("every kind of audit record, with its level and category, on the audit subjects; no secret in any of them", async () => {
     const nc = await connectTo(nats.url);
     const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT")).map(({ subject, data }) => ({ subject, record: data }));
@@ -187,15 +228,15 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
 
     assert.deepEqual(subjectsOf("config.active"), ["warden.audit.service.info"]);
     const active = records.find((r) => r.record.event === "config.active")!.record.details as { authentication: { enforcedComponentNames: string[]; configurationFile: string } };
-    assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "decision", "mapping", "postgres"]);
-    assert.deepEqual(subjectsOf("port.opened"), ["warden.audit.postgres.info", "warden.audit.service.info"], "the gateway's port and each export's port");
+    assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "decision", "mapping", "pipeline", "postgres"]);
+    assert.deepEqual(subjectsOf("port.opened"), ["warden.audit.pipeline.info", "warden.audit.postgres.info", "warden.audit.service.info"], "the gateway's port and each export's port");
     assert.deepEqual(subjectsOf("connection.outgoing"), ["warden.audit.postgres.info"]);
     const outgoing = records.filter((r) => r.record.event === "connection.outgoing").map((r) => r.record.details as { identity: string; identitySource: string });
     assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "export"));
     assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "client"));
-    assert.deepEqual(subjectsOf("connection.authenticated"), ["warden.audit.config.info", "warden.audit.decision.info", "warden.audit.mapping.info", "warden.audit.postgres.info"]);
-    assert.deepEqual(subjectsOf("connection.denied"), ["warden.audit.config.warn", "warden.audit.mapping.warn", "warden.audit.postgres.warn"]);
-    assert.deepEqual(subjectsOf("connection.unsupported"), ["warden.audit.config.warn"]);
+    assert.deepEqual(subjectsOf("connection.authenticated"), ["warden.audit.config.info", "warden.audit.decision.info", "warden.audit.mapping.info", "warden.audit.pipeline.info", "warden.audit.postgres.info"]);
+    assert.deepEqual(subjectsOf("connection.denied"), ["warden.audit.config.warn", "warden.audit.mapping.warn", "warden.audit.pipeline.warn", "warden.audit.postgres.warn"]);
+    assert.deepEqual(subjectsOf("connection.unsupported"), ["warden.audit.config.warn", "warden.audit.pipeline.warn"]);
     assert.ok(subjectsOf("connection.unauthenticated").includes("warden.audit.user.debug"), "API use without authentication, at debug");
     assert.ok(subjectsOf("connection.tls-required").includes("warden.audit.postgres.warn"));
 
