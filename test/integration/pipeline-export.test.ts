@@ -246,5 +246,18 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
       assertSame(data, want, `record ${n}`);
     });
     assert.notEqual(await serving(), killed.nodeId, "the surviving node serves the export");
+
+    // Every node down: records published meanwhile wait in JetStream; the next node answers them, once.
+    const survivor = live();
+    await survivor.stop();
+    dead.add(survivor);
+    const later = 100;
+    for (let n = total; n < total + later; n++) await js.publish(`warden.pipeline.${id}.in`, JSON.stringify(recordAt(n)), { msgID: `record-${n}` });
+    const [restarted] = await NodeProcess.startAll([{ nodeId: "pipe-3", natsUrl: nats.url, env: { ...cluster, EXPORT_PORTS: `${ports[3]}-${ports[3]}` } }]);
+    nodes.push(restarted!);
+    await until("the records published while no node ran are answered", async () => (await answered()) >= total + later, 30_000);
+    const all = await storedMessages<Body>(nc, "WARDEN_PIPELINE_OUT", `warden.pipeline.${id}.out`);
+    assert.equal(all.length, total + later, "after a restart of every node: still exactly one answer per record");
+    assert.equal((await call("GET", `/export?id=${id}`)).body.status, "active", "the export is active again after the restart");
   });
 });
