@@ -22,6 +22,8 @@ let categories = null;
 let revision = null;
 /** The group being edited: a copy, and whether it is stored already. @type {{ group: MappingGroup, saved: boolean } | null} */
 let editing = null;
+/** Set when this page moves to another group itself, so that its own message stays. */
+let keepMessages = false;
 
 const list = h("nav", { class: "sections", "aria-label": "Mapping groups" });
 const content = h("section", { class: "content" });
@@ -314,8 +316,10 @@ function deleteButton(name, summary) {
         page.say(`Deleted mapping group ${name}: revision ${answer.body.revision}.`, "ok");
         editing = null;
         await load();
-        location.hash = "";
-        route();
+        if (location.hash) {
+          keepMessages = true;
+          location.hash = "";
+        } else route();
       } catch (error) {
         armed = false;
         button.textContent = "Delete mapping group";
@@ -346,7 +350,10 @@ async function save(group, form, summary) {
     const name = group.name;
     editing = null;
     if (location.hash === `#group=${encodeURIComponent(name)}`) route();
-    else location.hash = `group=${encodeURIComponent(name)}`;
+    else {
+      keepMessages = true;
+      location.hash = `group=${encodeURIComponent(name)}`;
+    }
   } catch (error) {
     if (error instanceof ApiError && error.problems.length) {
       const prefix = `/mappingGroups/${index}`;
@@ -391,7 +398,8 @@ async function start() {
 }
 
 window.addEventListener("hashchange", () => {
-  page.clearMessages();
+  if (!keepMessages) page.clearMessages();
+  keepMessages = false;
   route();
 });
 void start();

@@ -226,7 +226,7 @@ async function showJob(jobName) {
 /** @param {any} stats */
 function statsView(stats) {
   if (!stats.rows) return h("p", { text: "No rows were processed." });
-  const dropped = Object.entries(/** @type {Record<string, number>} */ (stats.droppedBy)).sort((a, b) => b[1] - a[1]);
+  const dropped = Object.entries(/** @type {Record<string, number>} */ (stats.droppedBy)).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
   const fields = Object.entries(/** @type {Record<string, { category: string | null, kept: number, emptied: number, why: string }>} */ (stats.fields));
   const rowsChart = stackedBars({
     title: "Rows kept and dropped",
