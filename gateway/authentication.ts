@@ -62,6 +62,16 @@ function streamsBody(request: FastifyRequest): boolean {
 }
 
 /**
+ * A web UI file (gateway/ui-routes.ts marks its routes `uiAsset`): static HTML, scripts and
+ * styles with no data in them, served without credentials so that the page can load and ask
+ * for them; only GET and HEAD, only those routes. Every API call the page makes is enforced.
+ */
+function isUiAsset(request: FastifyRequest): boolean {
+  if (request.method !== "GET" && request.method !== "HEAD") return false;
+  return (request.routeOptions.config as { uiAsset?: boolean } | undefined)?.uiAsset === true;
+}
+
+/**
  * Authentication of the REST APIs and web UIs (spec 5.1): each request to an enforced component
  * must carry Basic, Bearer or cloud-signing credentials that its verifier accepts, else 401 with
  * WWW-Authenticate. Audit (spec 6): denials at warn on every request; a connection's first
@@ -135,7 +145,7 @@ export const authentication = fp<{ auth: GatewayAuthentication; componentOf?: (r
 
   app.addHook("onRequest", async (request, reply) => {
     const component = componentOf(request);
-    if (!component) return;
+    if (!component || isUiAsset(request)) return;
     const state = connectionOf(request);
     void reply.header("x-connection-id", state.connectionId);
     if (!auth.authenticator.isEnforced(component)) {

@@ -13,6 +13,7 @@ import { notImplemented } from "./not-implemented";
 import { exportRoutes } from "./export-routes";
 import { redactRoutes } from "./redact-routes";
 import { userRoutes } from "./user-routes";
+import { uiRoutes } from "./ui-routes";
 import { rootPaths, type GatewayDeps, type RootPath } from "./types";
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -62,6 +63,8 @@ export function build(deps: GatewayDeps): FastifyInstance {
     ...(deps.exports ? { export: exportRoutes(deps.exports) } : {}),
   };
   for (const root of rootPaths) void app.register(implemented[root] ?? notImplemented(root));
+  // The web UIs: static pages under /config/, /mapping/ and /redact/ (a root not implemented here keeps its bare path for the 501).
+  void app.register(uiRoutes({ manifest: deps.uiManifest, redirects: [...(deps.policy ? (["mapping"] as const) : []), ...(deps.redact ? (["redact"] as const) : [])] }));
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

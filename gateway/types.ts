@@ -44,6 +44,8 @@ export interface GatewayDeps {
   /** Exports; absent: /export answers 501. */
   exports?: ExportPort;
   auth?: GatewayAuthentication;
+  /** The web UI files (gateway/ui-routes.ts); absent: read from the checkout's ui/ folder at startup. */
+  uiManifest?: Map<string, import("./ui-routes").UiFile>;
   /** TLS server authentication (spec 5.1): PEM certificate chain and key. */
   https?: { cert: Buffer; key: Buffer };
 }

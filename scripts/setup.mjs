@@ -132,6 +132,8 @@ const testPrerequisites = [
   { binary: "/usr/sbin/slapd", package: "slapd", find: (path) => (existsSync(path) ? path : undefined) },
   // curl's --aws-sigv4 signs requests for the cloud-signing tests.
   { binary: "curl", package: "curl", find: findExecutable },
+  // The web UIs' end-to-end test drives Debian's Chromium (headless) with playwright-core.
+  { binary: "/usr/bin/chromium", package: "chromium", find: (path) => (existsSync(path) ? path : undefined) },
 ];
 
 function ensureTestPrerequisites() {

@@ -1,0 +1,62 @@
+// @ts-check
+/** The frame every UI page shares: header with navigation and sign-in state, and a message area. */
+import { currentCredentials, onCredentialsChange, signIn, signOut } from "./auth.js";
+import { h, replace } from "./dom.js";
+import { ApiError } from "./api.js";
+
+const pages = [
+  { id: "config", href: "/config/", text: "Configuration" },
+  { id: "mapping", href: "/mapping/", text: "Mapping groups" },
+  { id: "redact", href: "/redact/", text: "Redaction" },
+];
+
+/**
+ * @param {{ current: "config" | "mapping" | "redact" }} options
+ */
+export function startPage({ current }) {
+  const header = /** @type {HTMLElement} */ (document.getElementById("site-header"));
+  const main = /** @type {HTMLElement} */ (document.getElementById("main"));
+  const account = h("div", { class: "account" });
+  replace(
+    header,
+    h("span", { class: "brand", text: "warden" }),
+    h("nav", { "aria-label": "Web UIs" }, h("ul", {}, pages.map((p) => h("li", {}, h("a", { href: p.href, text: p.text, "aria-current": p.id === current ? "page" : undefined }))))),
+    account,
+  );
+  const renderAccount = () => {
+    const credentials = currentCredentials();
+    replace(
+      account,
+      h("span", { class: "who", text: credentials ? `Signed in: ${credentials.who}` : "Not signed in" }),
+      credentials ? h("button", { type: "button", text: "Sign out", onclick: () => signOut() }) : h("button", { type: "button", text: "Sign in", onclick: () => signIn() }),
+    );
+  };
+  renderAccount();
+  onCredentialsChange(renderAccount);
+
+  const messages = h("div", { class: "messages", role: "status", "aria-live": "polite" });
+  main.prepend(messages);
+
+  /** @param {string} text @param {"info" | "ok" | "error" | "auth-unavailable"} [kind] */
+  const say = (text, kind = "info") => {
+    replace(messages, h("p", { class: `notice ${kind}`, text }));
+  };
+  /** Shows a failure: the credentials check being unavailable is told apart from everything else. @param {unknown} error */
+  const fail = (error) => say(...describeError(error));
+  const clearMessages = () => replace(messages);
+  return { main, say, fail, clearMessages };
+}
+
+/**
+ * A failure as a sentence and its kind of notice.
+ * @param {unknown} error
+ * @returns {[string, "error" | "auth-unavailable"]}
+ */
+export function describeError(error) {
+  if (error instanceof ApiError) {
+    if (error.authUnavailable) return ["The service could not check your credentials right now (the directory or identity provider did not answer). Nothing was done; try again in a moment.", "auth-unavailable"];
+    if (error.status === 401) return [`Not signed in: ${error.message}. Use "Sign in" at the top of the page.`, "error"];
+    return [`${error.message} (${error.code})`, "error"];
+  }
+  return [error instanceof Error ? error.message : String(error), "error"];
+}
