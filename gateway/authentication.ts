@@ -8,7 +8,7 @@ import { component as componentOf } from "../auth/components";
 import { emptySha256, sha256Hex } from "../auth/cloud-signature";
 import { challenges, offeredCredential } from "../auth/http-credentials";
 import { signedRequestFrom } from "../auth/signed-request";
-import type { Component, Credential } from "../auth/types";
+import type { Component, Credential, VerifierOverrides } from "../auth/types";
 import { GatewayError } from "./errors";
 import { rootPaths, type Caller, type GatewayAuthentication, type RootPath } from "./types";
 
@@ -77,7 +77,7 @@ function isUiAsset(request: FastifyRequest): boolean {
  * WWW-Authenticate. Audit (spec 6): denials at warn on every request; a connection's first
  * success at info, its first unauthenticated use at debug.
  */
-export const authentication = fp<{ auth: GatewayAuthentication; componentOf?: (request: FastifyRequest) => Component | undefined }>(async (app: FastifyInstance, { auth, componentOf = componentOfRequest }) => {
+export const authentication = fp<{ auth: GatewayAuthentication; componentOf?: (request: FastifyRequest) => Component | undefined; overrides?: VerifierOverrides }>(async (app: FastifyInstance, { auth, componentOf = componentOfRequest, overrides }) => {
   const connections = new WeakMap<Socket, ConnectionState>();
   const connectionOf = (request: FastifyRequest): ConnectionState => {
     const socket = request.raw.socket;
@@ -125,17 +125,17 @@ export const authentication = fp<{ auth: GatewayAuthentication; componentOf?: (r
   };
 
   const verifyCredential = async (component: Component, state: ConnectionState, credential: Credential): Promise<AccessOutcome> => {
-    if (credential.type !== "namepwd") return auth.authenticator.verify(component, credential);
+    if (credential.type !== "namepwd") return auth.authenticator.verify(component, credential, overrides);
     const digest = sha256Hex(`${component.name}\0${component.domainName ?? ""}\0${credential.user}\0${credential.password}`);
     const known = state.verifiedPasswords.get(digest);
     if (known && known.until > Date.now()) return { kind: "verified", identity: { subject: known.subject, assertions: [] }, by: { credentialType: "namepwd", verifier: "ldap", profile: "(reused on this connection)" } };
-    const outcome = await auth.authenticator.verify(component, credential);
+    const outcome = await auth.authenticator.verify(component, credential, overrides);
     if (outcome.kind === "verified") state.verifiedPasswords.set(digest, { until: Date.now() + passwordReuseMs, subject: outcome.identity.subject });
     return outcome;
   };
 
   const verifySignature = (request: FastifyRequest, component: Component, bodySha256: string) =>
-    auth.authenticator.verify(component, { type: "cloudSigningCredentials", request: signedRequestFrom({ method: request.method, url: request.url, headers: request.raw.headersDistinct ?? request.headers, bodySha256 }) });
+    auth.authenticator.verify(component, { type: "cloudSigningCredentials", request: signedRequestFrom({ method: request.method, url: request.url, headers: request.raw.headersDistinct ?? request.headers, bodySha256 }) }, overrides);
 
   /** Admits a verified request; any other outcome is audited and thrown as the request's answer. */
   const conclude = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState, outcome: AccessOutcome): Promise<void> => {

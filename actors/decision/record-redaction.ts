@@ -49,14 +49,30 @@ export function valueAt(record: unknown, path: string): unknown {
   return current;
 }
 
+/** What a user id can be (as the /user API takes them): a value beyond this names no one, so its record is dropped. */
+const userIdShape = /^[^\u0000-\u001f]{1,200}$/;
+
 /** The user id of a record: the first non-empty resource-context value, in mapping order. */
 export function userIdOf(record: unknown, plan: RecordPlan): string | undefined {
   for (const field of plan.resourceFields) {
     const value = valueAt(record, field);
     // A number names a user only when exact: a rounded one could name someone else.
-    if ((typeof value === "string" && value !== "") || Number.isSafeInteger(value)) return String(value);
+    if (typeof value === "string" && value !== "") return userIdShape.test(value) ? value : undefined;
+    if (Number.isSafeInteger(value)) return String(value);
   }
   return undefined;
+}
+
+/** Whether a value nests objects and arrays deeper than `maxDepth` (checked without recursion). */
+export function nestsDeeperThan(value: unknown, maxDepth: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (typeof current !== "object" || current === null) continue;
+    if (depth >= maxDepth) return true;
+    for (const member of Object.values(current)) if (typeof member === "object" && member !== null) stack.push([member, depth + 1]);
+  }
+  return false;
 }
 
 export interface FieldOutcome {

@@ -4,6 +4,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from "pino";
 import { JsonDepthError, valueEnd } from "../../actors/redaction/json-scan";
 import { component } from "../../auth/components";
+import type { VerifierOverrides } from "../../auth/types";
 import { authentication, domainOf } from "../../gateway/authentication";
 import { installErrorHandling } from "../../gateway/error-handler";
 import { GatewayError } from "../../gateway/errors";
@@ -33,6 +34,8 @@ export interface PipelineHttpOptions {
   logger: Logger;
   tls?: { cert: Buffer; key: Buffer };
   limits?: PipelineHttpLimits;
+  /** The export's own verifier settings (an OAuth audience), as its NATS doors use them. */
+  overrides?: VerifierOverrides;
 }
 
 const ndjson = "application/x-ndjson";
@@ -66,18 +69,24 @@ export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance 
     logController: new LogController({ disableRequestLogging: true }),
   });
   installErrorHandling(app);
-  void app.register(authentication, { auth: options.auth, componentOf: (request) => (request.routeOptions.url ? component("pipeline", domainOf(request)) : undefined) });
+  void app.register(authentication, { auth: options.auth, overrides: options.overrides, componentOf: (request) => (request.routeOptions.url ? component("pipeline", domainOf(request)) : undefined) });
   void app.register(async (scope) => {
     // Streams reach the handler unparsed; single records are parsed by Fastify's JSON parser.
     scope.addContentTypeParser(ndjson, (_request, payload, done) => done(null, payload));
     scope.post("/", { config: { streamedBody: true } }, async (request, reply) => {
       const mediaType = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
       if (mediaType === "application/json") {
-        const [answer] = await options.redactor.redactAll([request.body]);
+        const [answer] = await options.redactor.redactAll([request.body]).catch((error: unknown) => {
+          throw new GatewayError("ERR_PIPELINE_UNAVAILABLE", undefined, undefined, { cause: error });
+        });
         if ("error" in answer!) throw new GatewayError(answer.error.code === "ERR_PIPELINE_RECORD_INVALID" ? "ERR_PIPELINE_RECORD_INVALID" : "ERR_PIPELINE_UNAVAILABLE", answer.error.message);
         return answer;
       }
       if (mediaType !== ndjson) throw new GatewayError("ERR_REQUEST_CONTENT_TYPE", `send one record as application/json or a stream as ${ndjson}`);
+      // A signed body is checked when its last byte arrives: too late for answers already streamed back.
+      if (/^aws4-hmac-sha256 /i.test(request.headers.authorization ?? "") || /[?&]X-Amz-Algorithm=/i.test(request.url)) {
+        throw new GatewayError("ERR_AUTH_UNSUPPORTED", "cloud-signed requests may send one record (application/json), not a stream");
+      }
       const redactor = options.redactor;
       async function* answers(): AsyncGenerator<string> {
         for await (const batch of ndjsonBatches(request.body as AsyncIterable<Buffer>, limits.maxRecordBytes)) {
@@ -95,7 +104,8 @@ export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance 
               }
             }
           });
-          const redacted = await redactor.redactAll(records);
+          // Nothing decidable now: these lines say so and the stream goes on (the client may send them again).
+          const redacted = await redactor.redactAll(records).catch(() => records.map(() => refusedAnswer("ERR_PIPELINE_UNAVAILABLE", "the record could not be decided now; send it again")));
           places.forEach((place, index) => (out[place] = redacted[index]!));
           yield out.map((answer) => `${JSON.stringify(answer)}\n`).join("");
         }

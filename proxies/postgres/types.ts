@@ -25,7 +25,8 @@ export interface MappingView {
 export interface RowDecider {
   mapping(): MappingView;
   verdict(userId: string): RowVerdict | undefined;
-  load(userIds: readonly string[]): Promise<void>;
+  /** Decides these users (the answer, if any, is for callers that want the decisions themselves). */
+  load(userIds: readonly string[]): Promise<unknown>;
 }
 
 /** Where an audit record of the proxy goes (category `postgres`). */

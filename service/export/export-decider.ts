@@ -112,15 +112,24 @@ export class ExportDecider implements RowDecider {
     return remembered;
   }
 
-  async load(userIds: readonly string[]): Promise<void> {
+  /** Decides these users now (remembered for the next rows); returns the decisions made. */
+  async load(userIds: readonly string[]): Promise<Map<string, Decision>> {
     const compiled = await this.decisions.policy();
     // Brings the view's revision up to the one these verdicts are made with (`verdict` compares them).
     this.mapping();
     if (this.memo.size > maxRemembered) this.memo.clear();
+    const made = new Map<string, Decision>();
     await withUserStates(userIds, (userId) => this.decisions.userState(userId), (userId, state) => {
       const decision = this.decideFor(compiled, userId, state);
+      made.set(userId, decision);
       this.memo.set(userId, { verdict: this.verdicts.of(decision), decision, revision: compiled.revision, at: Date.now() });
     });
+    return made;
+  }
+
+  /** Whether a configuration is in memory (without one nothing can be decided). */
+  hasPolicy(): boolean {
+    return this.decisions.currentPolicy() !== undefined;
   }
 
   private decideFor(compiled: CompiledPolicy, userId: string, state: UserRecord | null): Decision {

@@ -152,8 +152,9 @@ export class ExportService implements ExportPort {
   async remove(id: string, by: Requester): Promise<ExportView> {
     const record = await this.deps.runtime.client.ref(exportActor, id).remove();
     await this.deps.runtime.client.ref(exportPort, String(record.listen.port)).release({ exportId: id });
-    if (record.type === "pipeline") await this.deps.supervisor.discardPipeline(id);
     await this.audit("export.removed", `export ${id} removed`, record, by);
+    // Purged again by the serving node once it has closed the export; a failure here is not the removal's.
+    if (record.type === "pipeline") await this.deps.supervisor.discardPipeline(id).catch(() => undefined);
     return { ...publicRecord(record), serving: null, servingError: null };
   }
 

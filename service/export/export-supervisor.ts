@@ -190,6 +190,8 @@ export class ExportSupervisor {
       await listener.opening;
       await listener.server?.close();
       listener.decider.close();
+      // Removed while served: what it answered after the removal's purge goes too.
+      if (listener.record.type === "pipeline" && ![...this.exports.all()].some(([, entry]) => entry.value.id === id)) await this.discardPipeline(id);
     })()
       .catch((error: unknown) => this.deps.log.warn({ err: error, exportId: id }, "closing an export port failed"))
       .finally(() => {

@@ -8,6 +8,8 @@ import type { PipelineRecordError } from "../../proxies/pipeline/types";
 
 /** A verified credential is taken again without asking its verifier for this long (as the gateway does per connection). */
 const reuseMs = 60_000;
+/** A refused credential is refused again without asking its verifier for this long (no password guessing at the verifier's pace). */
+const refusalMs = 5_000;
 /** Credentials remembered at once; past this the memory starts over. */
 const maxRemembered = 10_000;
 
@@ -22,6 +24,7 @@ export type NatsAccess = { ok: true; subject: string | null } | { ok: false; cod
  */
 export class NatsCredentialCheck {
   private readonly verified = new Map<string, { subject: string; until: number }>();
+  private readonly refused = new Map<string, { access: NatsAccess; until: number }>();
   private readonly audited = new Map<string, number>();
 
   constructor(
@@ -42,7 +45,7 @@ export class NatsCredentialCheck {
       this.auditOnce("open", () => this.audit("debug", "connection.unauthenticated", `pipeline export ${this.exportId} used over NATS without authentication (not enforced)`, base));
       return { ok: true, subject: null };
     }
-    const authorization = headers?.get("Authorization") || undefined;
+    const authorization = headers?.get("Authorization") || headers?.get("authorization") || undefined;
     const offered = offeredCredential(authorization, "");
     if (offered.kind === "none") return this.deny("none", "ERR_AUTH_REQUIRED", "no Authorization header", base);
     if (offered.kind === "signature") return this.deny("signature", "ERR_AUTH_UNSUPPORTED", "cloud signatures sign HTTP requests: use the export's HTTP port", base);
@@ -55,6 +58,8 @@ export class NatsCredentialCheck {
     const digest = sha256Hex(`${this.exportId}\0${authorization}`);
     const known = this.verified.get(digest);
     if (known && known.until > Date.now()) return { ok: true, subject: known.subject };
+    const refusal = this.refused.get(digest);
+    if (refusal && refusal.until > Date.now()) return refusal.access;
     const outcome = await this.authenticator.verify(this.component, credential, this.overrides);
     if (outcome.kind === "verified") {
       if (this.verified.size >= maxRemembered) this.verified.clear();
@@ -65,6 +70,10 @@ export class NatsCredentialCheck {
       return { ok: true, subject: outcome.identity.subject };
     }
     const code: PipelineRecordError = outcome.kind === "unavailable" ? "ERR_AUTH_UNAVAILABLE" : outcome.kind === "unsupported" ? "ERR_AUTH_UNSUPPORTED" : "ERR_AUTH_INVALID";
+    if (outcome.kind === "rejected") {
+      if (this.refused.size >= maxRemembered) this.refused.clear();
+      this.refused.set(digest, { access: { ok: false, code, reason: outcome.reason }, until: Date.now() + refusalMs });
+    }
     return this.deny(`${outcome.kind}:${digest}`, code, outcome.reason, { ...base, ...("by" in outcome ? { verifier: outcome.by } : {}) });
   }
 

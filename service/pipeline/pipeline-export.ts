@@ -12,7 +12,7 @@ import type { ExportAudit, ExportServing } from "../../proxies/types";
 import type { ExportDecider } from "../export/export-decider";
 import { NatsCredentialCheck } from "./nats-credentials";
 import { PipelineRedactor } from "./pipeline-redactor";
-import { PipelineStream, type PipelineProgress } from "./pipeline-stream";
+import { encodedAnswer, PipelineStream, type PipelineProgress } from "./pipeline-stream";
 
 export interface PipelineExportDeps {
   nc: NatsConnection;
@@ -48,7 +48,7 @@ export class PipelineExport {
     const redactor = new PipelineRedactor(deps.decider, record.resolverGroup);
     const overrides = record.resourceServerId ? { resourceServerId: record.resourceServerId } : undefined;
     const credentials = new NatsCredentialCheck(deps.auth.authenticator, component("pipeline"), record.id, audit, overrides);
-    const http = await PipelineHttpServer.listen({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls });
+    const http = await PipelineHttpServer.listen({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls, overrides });
     const answer = async (data: () => unknown, headers: Parameters<NatsCredentialCheck["check"]>[0]): Promise<PipelineAnswer> => {
       const access = await credentials.check(headers, "request");
       if (!access.ok) return refusedAnswer(access.code, access.reason);
@@ -64,12 +64,18 @@ export class PipelineExport {
       queue: requestQueue,
       callback: (error, msg) => {
         if (error) return;
-        answer(() => msg.json<unknown>(), msg.headers)
+        void answer(() => msg.json<unknown>(), msg.headers)
           .catch((failure: unknown) => {
-            deps.log.warn({ err: failure, exportId: record.id }, "pipeline request failed");
+            deps.log.warn({ exportId: record.id, error: (failure as Error).name }, "pipeline request could not be answered now");
             return refusedAnswer("ERR_PIPELINE_UNAVAILABLE", "the record could not be redacted now; try again");
           })
-          .then((reply) => msg.respond(JSON.stringify(reply)));
+          .then((reply) => {
+            try {
+              msg.respond(encodedAnswer(reply, nc.info?.max_payload));
+            } catch (failure) {
+              deps.log.warn({ exportId: record.id, error: (failure as Error).name }, "pipeline reply not sent");
+            }
+          });
       },
     });
     const stream = new PipelineStream({ nc, exportId: record.id, redactor, credentials, progress: deps.progress, log: deps.log });

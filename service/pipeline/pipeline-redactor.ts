@@ -1,6 +1,8 @@
-import { keptSummary, RecordShapeError, redactRecord, summaryAdvice, userIdOf } from "../../actors/decision/record-redaction";
+import { keptSummary, nestsDeeperThan, recordLimits, RecordShapeError, redactRecord, summaryAdvice, userIdOf } from "../../actors/decision/record-redaction";
 import { refusedAnswer } from "../../proxies/pipeline/refused";
 import type { PipelineAnswer, RecordCounts, RecordRedactor } from "../../proxies/pipeline/types";
+import type { RecordPlan } from "../../actors/decision/record-redaction";
+import type { Decision } from "../../actors/decision/types";
 import type { ExportDecider } from "../export/export-decider";
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -8,6 +10,13 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 }
 
 const dropped = (summary: string): PipelineAnswer => ({ dropped: true, advice: [summaryAdvice(summary)] });
+
+/**
+ * Nothing can be decided now (the configuration is not in memory yet, a decision was not made):
+ * not an answer. The stream retries the record; HTTP and NATS requests answer
+ * ERR_PIPELINE_UNAVAILABLE, and the client asks again.
+ */
+export class PipelineUnavailable extends Error {}
 
 /**
  * One pipeline export's record redaction (policy-semantics 4, the same rules as PUT
@@ -24,31 +33,34 @@ export class PipelineRedactor implements RecordRedactor {
     private readonly mappingGroup: string,
   ) {}
 
+  /** Answers in order; throws PipelineUnavailable when nothing can be decided now. */
   async redactAll(records: readonly unknown[]): Promise<PipelineAnswer[]> {
-    let plan = this.decider.recordPlan();
-    if (!plan) {
-      await this.decider.warm();
-      plan = this.decider.recordPlan();
-    }
+    if (!this.decider.hasPolicy()) await this.decider.warm();
+    if (!this.decider.hasPolicy()) throw new PipelineUnavailable("the configuration is not in memory yet");
+    const plan = this.decider.recordPlan();
+    const decided = new Map<string, Decision>();
     if (plan) {
       const unknown = new Set<string>();
       for (const record of records) {
         const userId = isRecord(record) ? userIdOf(record, plan) : undefined;
-        if (userId !== undefined && !this.decider.decision(userId)) unknown.add(userId);
+        const known = userId === undefined ? undefined : this.decider.decision(userId);
+        if (known) decided.set(userId!, known);
+        else if (userId !== undefined) unknown.add(userId);
       }
-      if (unknown.size > 0) await this.decider.load([...unknown]);
+      // The decisions made now are used as made: the memo may be cleared by another door meanwhile.
+      if (unknown.size > 0) for (const [userId, decision] of await this.decider.load([...unknown])) decided.set(userId, decision);
     }
-    return records.map((record) => this.count(this.answer(record)));
+    return records.map((record) => this.count(this.answer(record, plan, decided)));
   }
 
-  private answer(record: unknown): PipelineAnswer {
+  private answer(record: unknown, plan: RecordPlan | undefined, decided: ReadonlyMap<string, Decision>): PipelineAnswer {
     if (!isRecord(record)) return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", "a record is one JSON object");
-    const plan = this.decider.recordPlan();
+    if (nestsDeeperThan(record, recordLimits.depth)) return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the record nests deeper than ${recordLimits.depth} levels`);
     if (!plan) return dropped(`Dropped: the export's mapping group '${this.mappingGroup}' is not configured.`);
     const userId = userIdOf(record, plan);
     if (userId === undefined) return dropped(`Dropped: the record names no user (mapping group '${plan.group}').`);
-    const decision = this.decider.decision(userId);
-    if (!decision) return dropped("Dropped: the decision could not be made now.");
+    const decision = decided.get(userId);
+    if (!decision) throw new PipelineUnavailable("a decision was not made");
     if (!decision.allowed) return dropped(decision.summary);
     try {
       const redacted = redactRecord(record as never, plan, decision);

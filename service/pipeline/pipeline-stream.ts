@@ -17,6 +17,19 @@ const checkpointEveryMs = 250;
 const purgeEveryMs = 5000;
 const retryAfterMs = 1000;
 
+/** Room kept under the server's max_payload for the headers of an answer. */
+const headerRoom = 1024;
+
+/** An answer as sent; one that would not fit in a NATS message becomes a refusal (it says why, with no values). */
+export function encodedAnswer(answer: PipelineAnswer, maxPayload = 1024 * 1024): string {
+  const encoded = JSON.stringify(answer);
+  if (Buffer.byteLength(encoded) <= maxPayload - headerRoom) return encoded;
+  return JSON.stringify(refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the answer would be larger than the NATS server's max_payload (${maxPayload} bytes): send smaller records`));
+}
+
+/** Verification could not be done now: the record is retried, not answered. */
+class CredentialsUnavailable extends Error {}
+
 export interface PipelineProgress {
   /** The last input sequence whose answer is stored on the output subject. */
   lastSeq: number;
@@ -79,12 +92,12 @@ export class PipelineStream {
         await this.runOnce();
       } catch (error) {
         if (this.stopped) break;
-        if (error instanceof StaleRevisionError) {
-          // Another node took the export over: it goes on from its own reading of the progress.
-          this.deps.log.warn({ exportId: this.deps.exportId }, "pipeline progress moved elsewhere; this node stops streaming");
-          return;
-        }
-        this.deps.log.warn({ err: error, exportId: this.deps.exportId }, "pipeline stream interrupted; resuming from the stored progress");
+        // Another writer moved the progress (a previous owner finishing its last checkpoint), or
+        // nothing could be decided or verified now: go on from the stored progress while this
+        // node serves the export (the supervisor stops it when it does not). Answers replayed
+        // meanwhile carry the same message ids and are dropped as duplicates.
+        const why = error instanceof StaleRevisionError ? "the progress was moved by another writer" : (error as Error).name;
+        this.deps.log.warn({ exportId: this.deps.exportId, why }, "pipeline stream interrupted; resuming from the stored progress");
       }
       if (!this.stopped) await sleep(retryAfterMs);
     }
@@ -100,6 +113,10 @@ export class PipelineStream {
     if (this.stopped) return;
     const messages = await consumer.consume({ max_messages: 512 });
     this.messages = messages;
+    if (this.stopped) {
+      messages.stop();
+      return;
+    }
     const inFlight: InFlight[] = [];
     let checkpointing: Promise<void> = Promise.resolve();
     let checkpointFailure: unknown;
@@ -118,7 +135,7 @@ export class PipelineStream {
         answerHeaders.set("Warden-Input-Seq", String(msg.seq));
         const inputId = msg.headers?.get("Nats-Msg-Id");
         if (inputId) answerHeaders.set("Warden-Input-Msg-Id", inputId);
-        const entry: InFlight = { seq: msg.seq, done: false, stored: js.publish(output, JSON.stringify(answer), { msgID: `${exportId}.${msg.seq}`, headers: answerHeaders }) };
+        const entry: InFlight = { seq: msg.seq, done: false, stored: js.publish(output, encodedAnswer(answer, nc.info?.max_payload), { msgID: `${exportId}.${msg.seq}`, headers: answerHeaders }) };
         entry.stored.then(
           () => (entry.done = true),
           (error: unknown) => (entry.failed = error ?? new Error("publish failed")),
@@ -134,8 +151,9 @@ export class PipelineStream {
     } finally {
       clearInterval(timer);
       messages.stop();
+      // A checkpoint of this run must land before the next run reads the progress.
+      await checkpointing;
     }
-    await checkpointing;
     if (checkpointFailure) throw checkpointFailure;
     await this.checkpoint();
   }
@@ -148,6 +166,7 @@ export class PipelineStream {
 
   private async answerFor(msg: JsMsg): Promise<PipelineAnswer> {
     const access = await this.deps.credentials.check(msg.headers, "stream");
+    if (!access.ok && access.code === "ERR_AUTH_UNAVAILABLE") throw new CredentialsUnavailable(access.reason);
     if (!access.ok) return refusedAnswer(access.code, access.reason);
     let record: unknown;
     try {

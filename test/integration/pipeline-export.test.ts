@@ -173,6 +173,16 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
     assert.equal(notObject.status, 400);
     assert.equal(JSON.parse(notObject.text).error.code, "ERR_PIPELINE_RECORD_INVALID");
 
+    // Hostile records: nested too deep, a user id no user can have (an answer too large for NATS: test/unit/pipeline-answers).
+    let deep: unknown = "bottom";
+    for (let level = 0; level < 40; level++) deep = { level: deep };
+    const tooDeep = await nc.request(`warden.pipeline.${id}.request`, JSON.stringify({ ...recordOf("accepted"), "users.name": deep }), { timeout: 5000 });
+    assert.deepEqual(tooDeep.json<Body>().error, { code: "ERR_PIPELINE_RECORD_INVALID", message: "the record nests deeper than 32 levels" });
+    const longId = await post(ports[1]!, JSON.stringify(recordOf("a".repeat(5000))), "application/json");
+    assert.equal(JSON.parse(longId.text).advice[0].value, "Dropped: the record names no user (mapping group 'users-table').");
+    const stillServing = await nc.request(`warden.pipeline.${id}.request`, JSON.stringify(records[0]), { timeout: 5000 });
+    assertSame(stillServing.json<Body>(), expected[0]!, "the node still answers after the hostile records");
+
     // Streaming: published to the input subject, answered on the output subject in order.
     const js = jetstream(nc);
     for (const record of records) await js.publish(`warden.pipeline.${id}.in`, JSON.stringify(record));

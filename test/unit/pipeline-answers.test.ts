@@ -1,0 +1,35 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { nestsDeeperThan, planRecords, userIdOf } from "../../actors/decision/record-redaction";
+import { compilePolicy } from "../../actors/decision/compiled-policy";
+import { encodedAnswer } from "../../service/pipeline/pipeline-stream";
+import { realisticPolicy } from "../fixtures/policy";
+
+test("an answer that would not fit in a NATS message becomes a refusal that carries none of the record's values", () => {
+  const answer = { dropped: false as const, record: { "users.email": "secret@example.com".repeat(100) }, advice: [{ id: "urn:service:attribute:message:summary" as const, value: "Kept." }] as [never] };
+  assert.equal(encodedAnswer(answer, 1024 * 1024), JSON.stringify(answer), "small enough: sent as it is");
+  const refused = JSON.parse(encodedAnswer(answer, 2048)) as { dropped: boolean; error: { code: string; message: string } };
+  assert.equal(refused.dropped, true);
+  assert.equal(refused.error.code, "ERR_PIPELINE_RECORD_INVALID");
+  assert.match(refused.error.message, /larger than the NATS server's max_payload \(2048 bytes\)/);
+  assert.ok(!JSON.stringify(refused).includes("secret@example.com"));
+});
+
+test("nesting is measured without recursion, arrays and objects alike", () => {
+  let value: unknown = 1;
+  for (let level = 0; level < 32; level++) value = level % 2 ? { a: value } : [value];
+  assert.equal(nestsDeeperThan(value, 32), false, "32 levels are allowed");
+  assert.equal(nestsDeeperThan([value], 32), true, "33 are not");
+  let deep: unknown = null;
+  for (let level = 0; level < 200_000; level++) deep = [deep];
+  assert.equal(nestsDeeperThan(deep, 32), true, "a pathological value does not overflow the stack");
+});
+
+test("a resource-context value names a user only if a user id could be it: at most 200 characters, no control characters", () => {
+  const compiled = compilePolicy(realisticPolicy(), 1);
+  const plan = planRecords(compiled, compiled.config.mappingGroups.find((g) => g.name === "users-table")!);
+  assert.equal(userIdOf({ "users.id": "u".repeat(200) }, plan), "u".repeat(200));
+  assert.equal(userIdOf({ "users.id": "u".repeat(201) }, plan), undefined);
+  assert.equal(userIdOf({ "users.id": "a\nb" }, plan), undefined);
+  assert.equal(userIdOf({ "users.id": 42 }, plan), "42");
+});
