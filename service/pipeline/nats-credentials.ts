@@ -39,12 +39,15 @@ export class NatsCredentialCheck {
     return this.authenticator.isEnforced(this.component);
   }
 
+  /** Use without authentication (not enforced), audited at debug once a minute; no promise on the hot path. */
+  open(door: "request" | "stream"): NatsAccess {
+    this.auditOnce("open", () => this.audit("debug", "connection.unauthenticated", `pipeline export ${this.exportId} used over NATS without authentication (not enforced)`, { exportId: this.exportId, component: this.component.name, door }));
+    return { ok: true, subject: null };
+  }
+
   async check(headers: MsgHdrs | undefined, door: "request" | "stream"): Promise<NatsAccess> {
     const base = { exportId: this.exportId, component: this.component.name, door };
-    if (!this.enforced) {
-      this.auditOnce("open", () => this.audit("debug", "connection.unauthenticated", `pipeline export ${this.exportId} used over NATS without authentication (not enforced)`, base));
-      return { ok: true, subject: null };
-    }
+    if (!this.enforced) return this.open(door);
     const authorization = headers?.get("Authorization") || headers?.get("authorization") || undefined;
     const offered = offeredCredential(authorization, "");
     if (offered.kind === "none") return this.deny("none", "ERR_AUTH_REQUIRED", "no Authorization header", base);
