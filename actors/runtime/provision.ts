@@ -53,12 +53,11 @@ export interface Provisioned {
 /** Creates (or opens) every bucket and stream the runtime uses. Idempotent: safe on every start of every node, and to retry. */
 export async function provision(nc: NatsConnection, options: ProvisionOptions): Promise<Provisioned> {
   const kvm = new Kvm(nc);
-  const [nodes, partitionsBucket, state, meta, pipelineProgress] = await Promise.all([
+  const [nodes, partitionsBucket, state, meta] = await Promise.all([
     openBucket(kvm, Buckets.nodes, options.replicas),
     openBucket(kvm, Buckets.partitions, options.replicas),
     openBucket(kvm, Buckets.state, options.replicas),
     openBucket(kvm, Buckets.meta, options.replicas),
-    openBucket(kvm, Buckets.pipelineProgress, options.replicas),
   ]);
   let partitions = options.partitions;
   try {
@@ -76,9 +75,19 @@ export async function provision(nc: NatsConnection, options: ProvisionOptions): 
   await ensureStream(nc, { ...streamDefaults, name: Streams.trace.name, subjects: [...Streams.trace.subjects], max_age: nanos(options.traceRetention.maxAgeDays * day), max_bytes: options.traceRetention.maxBytes });
   // No size limit and no discard: a running job's document must never be dropped to make room.
   await ensureStream(nc, { ...streamDefaults, name: Streams.redact.name, subjects: [...Streams.redact.subjects], max_age: nanos((options.documentRetentionHours + 24) * 3_600_000) });
-  // Pipeline input is purged as its answers are stored; a week covers an export stopped for a while.
+  return { buckets: { nodes, partitions: partitionsBucket, state }, partitions };
+}
+
+/**
+ * The streams and bucket of pipeline exports, created when the first pipeline export is (a
+ * cluster without pipelines carries no replicated groups for them). Idempotent.
+ */
+export async function provisionPipelines(nc: NatsConnection, replicas: number): Promise<KV> {
+  const day = 24 * 60 * 60 * 1000;
+  const streamDefaults = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: replicas };
+  // Input is purged as its answers are stored; a week covers an export stopped for a while.
   await ensureStream(nc, { ...streamDefaults, name: Streams.pipelineIn.name, subjects: [...Streams.pipelineIn.subjects], max_age: nanos(7 * day) });
   // The duplicate window is what makes a replay after a failover exactly-once: answers are published with their input's sequence as the message id.
   await ensureStream(nc, { ...streamDefaults, name: Streams.pipelineOut.name, subjects: [...Streams.pipelineOut.subjects], max_age: nanos(7 * day), duplicate_window: nanos(pipelineDuplicateWindowMs) });
-  return { buckets: { nodes, partitions: partitionsBucket, state, pipelineProgress }, partitions };
+  return openBucket(new Kvm(nc), Buckets.pipelineProgress, replicas);
 }

@@ -9,8 +9,6 @@ export interface RuntimeBuckets {
   nodes: KV;
   partitions: KV;
   state: KV;
-  /** Pipeline exports' streaming progress, one key per export. */
-  pipelineProgress: KV;
 }
 
 /** Injection tokens for what the runtime receives rather than builds. */

@@ -36,6 +36,8 @@ export class ExportService implements ExportPort {
 
   async create(body: ExportBody, by: Requester): Promise<ExportView> {
     const type = await this.validate(body);
+    // Producers may publish to the input subject as soon as the export exists.
+    if (type === "pipeline") await this.deps.supervisor.pipelines();
     const id = crypto.randomUUID();
     const port = body.port ?? (await this.allocatePort(id));
     if (body.port !== undefined) await this.claimPort(port, id);

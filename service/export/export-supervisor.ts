@@ -1,5 +1,4 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import type { KV } from "@nats-io/kv";
 import type { SecureContext } from "node:tls";
 import type { Logger } from "pino";
 import { flowOf } from "../../actors/decision/engine";
@@ -13,6 +12,7 @@ import type { ExportServing } from "../../proxies/types";
 import type { ProxyLimits } from "../../proxies/postgres/types";
 import type { ExportAudit } from "../../proxies/types";
 import { RevisionedKv } from "../../actors/runtime/revisioned-kv";
+import { provisionPipelines } from "../../actors/runtime/provision";
 import { PipelineExport } from "../pipeline/pipeline-export";
 import type { PipelineProgress } from "../pipeline/pipeline-stream";
 import type { DecisionService } from "../decision-service";
@@ -35,8 +35,8 @@ export interface ExportSupervisorDeps {
   /** The exports' TLS certificate and key (and the context made of them). */
   tls?: { cert: Buffer; key: Buffer; context: SecureContext };
   authenticator: Authenticator;
-  /** Pipeline exports' streaming progress. */
-  pipelineProgress: KV;
+  /** JetStream replicas of the pipeline streams and bucket, created with the first pipeline export. */
+  jsReplicas: number;
 }
 
 /** An export's endpoint as its serving node runs it, whatever its type. */
@@ -71,7 +71,7 @@ export interface ServingReport {
  */
 export class ExportSupervisor {
   private readonly exports: WatchedBucket<ExportRecord>;
-  private readonly progress: RevisionedKv<PipelineProgress>;
+  private pipelineStore?: Promise<RevisionedKv<PipelineProgress>>;
   private readonly listeners = new Map<string, Listener>();
   private readonly failures = new Map<string, { error: string; retryAt: number }>();
   private subscription?: Subscription;
@@ -80,7 +80,6 @@ export class ExportSupervisor {
 
   constructor(private readonly deps: ExportSupervisorDeps) {
     this.exports = new WatchedBucket<ExportRecord>("exports", deps.runtime.host.store.kv, deps.log, `${exportActor.type}.>`);
-    this.progress = new RevisionedKv<PipelineProgress>(deps.pipelineProgress);
   }
 
   async start(): Promise<void> {
@@ -137,12 +136,19 @@ export class ExportSupervisor {
     };
   }
 
-  private serve(record: ExportRecord, decider: ExportDecider): Promise<ServedExport> {
+  /** The pipeline streams and progress bucket, created (idempotently) the first time a pipeline export needs them. */
+  pipelines(): Promise<RevisionedKv<PipelineProgress>> {
+    this.pipelineStore ??= provisionPipelines(this.deps.nc, this.deps.jsReplicas).then((kv) => new RevisionedKv<PipelineProgress>(kv));
+    this.pipelineStore.catch(() => (this.pipelineStore = undefined));
+    return this.pipelineStore;
+  }
+
+  private async serve(record: ExportRecord, decider: ExportDecider): Promise<ServedExport> {
     const { runtime, listenHost, tls } = this.deps;
     const audit = this.audit(record.type);
     if (record.type === "pipeline") {
       const auth = { authenticator: this.deps.authenticator, audit: (entry: Parameters<typeof runtime.events.audit>[0]) => runtime.events.audit(entry) };
-      return PipelineExport.start({ nc: this.deps.nc, record, decider, auth, audit, log: this.deps.log, listenHost, tls: tls && { cert: tls.cert, key: tls.key }, progress: this.progress });
+      return PipelineExport.start({ nc: this.deps.nc, record, decider, auth, audit, log: this.deps.log, listenHost, tls: tls && { cert: tls.cert, key: tls.key }, progress: await this.pipelines() });
     }
     const [host, port] = splitEndpoint(record.endpoint ?? "");
     return PostgresExportServer.listen({
@@ -201,10 +207,11 @@ export class ExportSupervisor {
 
   /** A removed pipeline export's records: its input and answers are purged, its progress forgotten. */
   async discardPipeline(exportId: string): Promise<void> {
+    const progress = await this.pipelines();
     const jsm = await jetstreamManager(this.deps.nc);
     await jsm.streams.purge(Streams.pipelineIn.name, { filter: Subjects.pipelineInput(exportId) });
     await jsm.streams.purge(Streams.pipelineOut.name, { filter: Subjects.pipelineOutput(exportId) });
-    await this.progress.kv.purge(exportId);
+    await progress.kv.purge(exportId);
   }
 
   /** Closes every port this node serves (the exports stay active: another node, or this one restarted, serves them). */
