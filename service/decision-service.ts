@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { compiledFor } from "../actors/decision/compile-cache";
 import { decide, flowOf, purposeName } from "../actors/decision/engine";
-import { keptSummary, planRecords, RecordShapeError, redactRecord, summaryAdvice as advice, userIdOf, type RecordPlan } from "../actors/decision/record-redaction";
+import { keptSummary, noUserSummary, planRecords, RecordShapeError, redactRecord, summaryAdvice as advice, userIdOf, type RecordPlan } from "../actors/decision/record-redaction";
 import type { Decision, DecisionRequest, Reason } from "../actors/decision/types";
 import type { MappingGroup } from "../actors/policy/model";
 import { policy, type PolicyState } from "../actors/policy/policy-actor";
@@ -53,7 +53,7 @@ export class DecisionService implements DecisionPort, RedactPort {
     const userId = userIdOf(record, plan);
     if (userId === undefined) {
       const reasons: Reason[] = [{ code: "UNKNOWN_USER", text: "the record has no user id in its resource-context fields" }];
-      const summary = `Dropped: the record names no user (mapping group '${group.name}').`;
+      const summary = noUserSummary(group.name);
       const traceId = randomUUID();
       this.runtime.events.trace("redact", flowOf(request.type), {
         traceId, time: new Date().toISOString(), door: "redact", nodeId: this.runtime.membership.nodeId, userId: null, type: request.type, purposeId: request.purposeId, allowed: false, reasons: ["UNKNOWN_USER"], summary, revision: compiled.revision, ...(caller ? { caller } : {}),

@@ -31,7 +31,8 @@ export class RecordShapeError extends Error {}
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-function isObject(value: unknown): value is { [key: string]: Json } {
+/** A JSON object (not null, not an array). */
+export function isObject(value: unknown): value is { [key: string]: Json } {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
@@ -61,6 +62,11 @@ export function userIdOf(record: unknown, plan: RecordPlan): string | undefined 
     if (Number.isSafeInteger(value)) return String(value);
   }
   return undefined;
+}
+
+/** The summary of a record dropped because none of its resource-context fields names a user. */
+export function noUserSummary(group: string): string {
+  return `Dropped: the record names no user (mapping group '${group}').`;
 }
 
 /** Whether a value nests objects and arrays deeper than `maxDepth` (checked without recursion). */

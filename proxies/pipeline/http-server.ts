@@ -2,7 +2,7 @@ import type { Socket } from "node:net";
 import { Readable } from "node:stream";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import { JsonDepthError, valueEnd } from "../../actors/redaction/json-scan";
+import { JsonDepthError, skipWhitespace, valueEnd } from "../../actors/redaction/json-scan";
 import { component } from "../../auth/components";
 import type { VerifierOverrides } from "../../auth/types";
 import { authentication, domainOf } from "../../gateway/authentication";
@@ -43,8 +43,7 @@ const ndjson = "application/x-ndjson";
 /** One NDJSON line as a record: refused (with its line number, never its bytes) when it is not one JSON object within the limits. */
 function recordOfLine(bytes: Buffer, number: number, limits: PipelineHttpLimits): { record: unknown } | { refused: PipelineAnswer } {
   try {
-    const start = bytes.findIndex((byte) => byte !== 0x20 && byte !== 0x09 && byte !== 0x0d);
-    valueEnd(bytes, start, limits.maxDepth, true);
+    valueEnd(bytes, skipWhitespace(bytes, 0), limits.maxDepth, true);
     return { record: JSON.parse(bytes.toString("utf8")) as unknown };
   } catch (error) {
     const why = error instanceof JsonDepthError ? `line ${number} nests deeper than ${limits.maxDepth} levels` : `line ${number} is not JSON`;

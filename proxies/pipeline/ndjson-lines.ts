@@ -1,12 +1,9 @@
 /** One NDJSON line as received: its bytes, or only its number when it was longer than allowed. */
 export type NdjsonLine = { number: number; bytes: Buffer } | { number: number; overlong: true };
 
-const newline = 0x0a;
+import { skipWhitespace } from "../../actors/redaction/json-scan";
 
-function isBlank(bytes: Buffer): boolean {
-  for (const byte of bytes) if (byte !== 0x20 && byte !== 0x09 && byte !== 0x0d) return false;
-  return true;
-}
+const newline = 0x0a;
 
 /**
  * The lines of an NDJSON stream, a batch per chunk received (what arrived together is answered
@@ -23,7 +20,7 @@ export async function* ndjsonBatches(source: AsyncIterable<Buffer>, maxLineBytes
     const bytes = carry.length === 0 ? end : Buffer.concat([...carry, end]);
     carry = [];
     carried = 0;
-    if (!isBlank(bytes)) batch.push({ number, bytes });
+    if (skipWhitespace(bytes, 0) < bytes.length) batch.push({ number, bytes });
     number++;
   };
   for await (const chunk of source) {

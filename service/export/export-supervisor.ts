@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import { flowOf } from "../../actors/decision/engine";
 import { exportActor, type ExportRecord } from "../../actors/export/export-actor";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { partitionOf, Streams, Subjects } from "../../actors/runtime/addressing";
+import { partitionOf, stateKey, Streams, Subjects } from "../../actors/runtime/addressing";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
 import { WatchedBucket } from "../../actors/runtime/watched-bucket";
 import { PostgresExportServer } from "../../proxies/postgres/server";
@@ -138,8 +138,11 @@ export class ExportSupervisor {
 
   /** The pipeline streams and progress bucket, created (idempotently) the first time a pipeline export needs them. */
   pipelines(): Promise<RevisionedKv<PipelineProgress>> {
-    this.pipelineStore ??= provisionPipelines(this.deps.nc, this.deps.jsReplicas).then((kv) => new RevisionedKv<PipelineProgress>(kv));
-    this.pipelineStore.catch(() => (this.pipelineStore = undefined));
+    if (!this.pipelineStore) {
+      this.pipelineStore = provisionPipelines(this.deps.nc, this.deps.jsReplicas).then((kv) => new RevisionedKv<PipelineProgress>(kv));
+      // A failed creation is tried again by the next export that needs it.
+      this.pipelineStore.catch(() => (this.pipelineStore = undefined));
+    }
     return this.pipelineStore;
   }
 
@@ -197,7 +200,7 @@ export class ExportSupervisor {
       await listener.server?.close();
       listener.decider.close();
       // Removed while served: what it answered after the removal's purge goes too.
-      if (listener.record.type === "pipeline" && ![...this.exports.all()].some(([, entry]) => entry.value.id === id)) await this.discardPipeline(id);
+      if (listener.record.type === "pipeline" && !this.exports.get(stateKey(exportActor.type, id))) await this.discardPipeline(id);
     })()
       .catch((error: unknown) => this.deps.log.warn({ err: error, exportId: id }, "closing an export port failed"))
       .finally(() => {

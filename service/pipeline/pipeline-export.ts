@@ -7,12 +7,12 @@ import { component } from "../../auth/components";
 import type { GatewayAuthentication } from "../../gateway/types";
 import { PipelineHttpServer } from "../../proxies/pipeline/http-server";
 import { refusedAnswer } from "../../proxies/pipeline/refused";
-import type { PipelineAnswer } from "../../proxies/pipeline/types";
 import type { ExportAudit, ExportServing } from "../../proxies/types";
 import type { ExportDecider } from "../export/export-decider";
+import { answerMessage, CredentialsUnavailable, encodedAnswer } from "./nats-answer";
 import { NatsCredentialCheck } from "./nats-credentials";
 import { PipelineRedactor } from "./pipeline-redactor";
-import { encodedAnswer, PipelineStream, type PipelineProgress } from "./pipeline-stream";
+import { PipelineStream, type PipelineProgress } from "./pipeline-stream";
 
 export interface PipelineExportDeps {
   nc: NatsConnection;
@@ -49,23 +49,13 @@ export class PipelineExport {
     const overrides = record.resourceServerId ? { resourceServerId: record.resourceServerId } : undefined;
     const credentials = new NatsCredentialCheck(deps.auth.authenticator, component("pipeline"), record.id, audit, overrides);
     const http = await PipelineHttpServer.listen({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls, overrides });
-    const answer = async (data: () => unknown, headers: Parameters<NatsCredentialCheck["check"]>[0]): Promise<PipelineAnswer> => {
-      const access = await credentials.check(headers, "request");
-      if (!access.ok) return refusedAnswer(access.code, access.reason);
-      let value: unknown;
-      try {
-        value = data();
-      } catch {
-        return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", "the request is not JSON");
-      }
-      return (await redactor.redactAll([value]))[0]!;
-    };
     const requests = nc.subscribe(Subjects.pipelineRequest(record.id), {
       queue: requestQueue,
       callback: (error, msg) => {
         if (error) return;
-        void answer(() => msg.json<unknown>(), msg.headers)
+        void answerMessage(msg, "request", credentials, redactor)
           .catch((failure: unknown) => {
+            if (failure instanceof CredentialsUnavailable) return refusedAnswer("ERR_AUTH_UNAVAILABLE", failure.message);
             deps.log.warn({ exportId: record.id, error: (failure as Error).name }, "pipeline request could not be answered now");
             return refusedAnswer("ERR_PIPELINE_UNAVAILABLE", "the record could not be redacted now; try again");
           })

@@ -1,13 +1,9 @@
-import { keptSummary, nestsDeeperThan, recordLimits, RecordShapeError, redactRecord, summaryAdvice, userIdOf } from "../../actors/decision/record-redaction";
+import { isObject, keptSummary, nestsDeeperThan, noUserSummary, recordLimits, RecordShapeError, redactRecord, summaryAdvice, userIdOf } from "../../actors/decision/record-redaction";
 import { refusedAnswer } from "../../proxies/pipeline/refused";
 import type { PipelineAnswer, RecordCounts, RecordRedactor } from "../../proxies/pipeline/types";
 import type { RecordPlan } from "../../actors/decision/record-redaction";
 import type { Decision } from "../../actors/decision/types";
 import type { ExportDecider } from "../export/export-decider";
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 const dropped = (summary: string): PipelineAnswer => ({ dropped: true, advice: [summaryAdvice(summary)] });
 
@@ -42,7 +38,7 @@ export class PipelineRedactor implements RecordRedactor {
     if (plan) {
       const unknown = new Set<string>();
       for (const record of records) {
-        const userId = isRecord(record) ? userIdOf(record, plan) : undefined;
+        const userId = isObject(record) ? userIdOf(record, plan) : undefined;
         const known = userId === undefined ? undefined : this.decider.decision(userId);
         if (known) decided.set(userId!, known);
         else if (userId !== undefined) unknown.add(userId);
@@ -54,16 +50,16 @@ export class PipelineRedactor implements RecordRedactor {
   }
 
   private answer(record: unknown, plan: RecordPlan | undefined, decided: ReadonlyMap<string, Decision>): PipelineAnswer {
-    if (!isRecord(record)) return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", "a record is one JSON object");
+    if (!isObject(record)) return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", "a record is one JSON object");
     if (nestsDeeperThan(record, recordLimits.depth)) return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the record nests deeper than ${recordLimits.depth} levels`);
     if (!plan) return dropped(`Dropped: the export's mapping group '${this.mappingGroup}' is not configured.`);
     const userId = userIdOf(record, plan);
-    if (userId === undefined) return dropped(`Dropped: the record names no user (mapping group '${plan.group}').`);
+    if (userId === undefined) return dropped(noUserSummary(plan.group));
     const decision = decided.get(userId);
     if (!decision) throw new PipelineUnavailable("a decision was not made");
     if (!decision.allowed) return dropped(decision.summary);
     try {
-      const redacted = redactRecord(record as never, plan, decision);
+      const redacted = redactRecord(record, plan, decision);
       for (const outcome of Object.values(redacted.fields)) if (!outcome.kept) this.counts.valuesNulled++;
       return { dropped: false, record: redacted.record, advice: [summaryAdvice(keptSummary(decision.summary, redacted.fields))] };
     } catch (error) {

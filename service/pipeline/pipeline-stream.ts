@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
+import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { Streams, Subjects } from "../../actors/runtime/addressing";
 import { StaleRevisionError } from "../../actors/runtime/errors";
 import type { RevisionedKv } from "../../actors/runtime/revisioned-kv";
-import type { PipelineAnswer, RecordRedactor } from "../../proxies/pipeline/types";
+import type { RecordRedactor } from "../../proxies/pipeline/types";
+import { answerMessage, encodedAnswer } from "./nats-answer";
 import type { NatsCredentialCheck } from "./nats-credentials";
-import { refusedAnswer } from "../../proxies/pipeline/refused";
 
 /** Answers published and not yet acknowledged by JetStream, at most. */
 const maxInFlight = 1024;
@@ -16,19 +16,6 @@ const checkpointEveryMs = 250;
 /** How often answered input is purged from the input stream. */
 const purgeEveryMs = 5000;
 const retryAfterMs = 1000;
-
-/** Room kept under the server's max_payload for the headers of an answer. */
-const headerRoom = 1024;
-
-/** An answer as sent; one that would not fit in a NATS message becomes a refusal (it says why, with no values). */
-export function encodedAnswer(answer: PipelineAnswer, maxPayload = 1024 * 1024): string {
-  const encoded = JSON.stringify(answer);
-  if (Buffer.byteLength(encoded) <= maxPayload - headerRoom) return encoded;
-  return JSON.stringify(refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the answer would be larger than the NATS server's max_payload (${maxPayload} bytes): send smaller records`));
-}
-
-/** Verification could not be done now: the record is retried, not answered. */
-class CredentialsUnavailable extends Error {}
 
 export interface PipelineProgress {
   /** The last input sequence whose answer is stored on the output subject. */
@@ -130,7 +117,7 @@ export class PipelineStream {
     try {
       for await (const msg of messages) {
         if (this.stopped) break;
-        const answer = await this.answerFor(msg);
+        const answer = await answerMessage(msg, "stream", this.deps.credentials, this.deps.redactor);
         const answerHeaders = headers();
         answerHeaders.set("Warden-Input-Seq", String(msg.seq));
         const inputId = msg.headers?.get("Nats-Msg-Id");
@@ -162,20 +149,6 @@ export class PipelineStream {
   private advance(inFlight: InFlight[]): void {
     while (inFlight.length > 0 && inFlight[0]!.done) this.answered = inFlight.shift()!.seq;
     if (inFlight[0]?.failed) throw inFlight[0].failed;
-  }
-
-  private async answerFor(msg: JsMsg): Promise<PipelineAnswer> {
-    const access = this.deps.credentials.enforced ? await this.deps.credentials.check(msg.headers, "stream") : this.deps.credentials.open("stream");
-    if (!access.ok && access.code === "ERR_AUTH_UNAVAILABLE") throw new CredentialsUnavailable(access.reason);
-    if (!access.ok) return refusedAnswer(access.code, access.reason);
-    let record: unknown;
-    try {
-      record = msg.json<unknown>();
-    } catch {
-      return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", "the message is not JSON");
-    }
-    const [answer] = await this.deps.redactor.redactAll([record]);
-    return answer!;
   }
 
   private async checkpoint(): Promise<void> {

@@ -6,32 +6,13 @@ import type { AuditRecord } from "../../actors/runtime/event-log";
 import { Authenticator } from "../../auth/authenticator";
 import { signRequest } from "../../auth/cloud-signature";
 import { parseSecurityConfig, type VerifierFactories } from "../../auth/security-config";
-import { CredentialRejected, VerifierUnavailable, type VerifierFactory } from "../../auth/types";
 import { verifierFactories } from "../../auth/verifier-factories";
 import { build } from "../../gateway/build";
+import { fakeDirectory } from "../helpers/fake-directory";
 import { MemoryReplayGuard } from "../helpers/memory-replay-guard";
 import { silentLogger } from "../helpers/nats";
 
-/** A stand-in for LDAP: alice/wonderland is good, the password "outage" makes the directory unreachable. */
-const fakeLdap: VerifierFactory<unknown> = {
-  type: "ldap",
-  parse: (raw) => raw ?? {},
-  describe: () => ({}),
-  create: (profile) => ({
-    type: "ldap",
-    profile,
-    async verify(credential) {
-      if (credential.type !== "namepwd") throw new CredentialRejected("not a password");
-      if (credential.password === "outage") throw new VerifierUnavailable("directory unreachable");
-      if (credential.user === "alice" && credential.password === "wonderland") return { subject: "alice", assertions: [] };
-      throw new CredentialRejected("invalid credentials");
-    },
-    checkEndpoints: async () => undefined,
-    close: async () => undefined,
-  }),
-};
-
-const factories: VerifierFactories = { ...verifierFactories, ldap: fakeLdap };
+const factories: VerifierFactories = { ...verifierFactories, ldap: fakeDirectory };
 const signing = { accessKeyId: "AKIDWARDEN", secretKey: "cloud-secret", region: "eu-west-1" };
 
 async function gateway(enforcedComponents: unknown[]) {

@@ -7,11 +7,11 @@ import type { AuditRecord } from "../../actors/runtime/event-log";
 import { policyConfigSchema } from "../../actors/policy/schema";
 import { Authenticator } from "../../auth/authenticator";
 import { parseSecurityConfig, type VerifierFactories } from "../../auth/security-config";
-import { CredentialRejected, type VerifierFactory } from "../../auth/types";
 import { verifierFactories } from "../../auth/verifier-factories";
 import { build } from "../../gateway/build";
 import type { GatewayDeps, PolicyPort, RedactPort } from "../../gateway/types";
 import { uiManifest, uiSecurityHeaders } from "../../gateway/ui-routes";
+import { fakeDirectory } from "../helpers/fake-directory";
 import { realisticPolicy } from "../fixtures/policy";
 import { MemoryReplayGuard } from "../helpers/memory-replay-guard";
 import { silentLogger } from "../helpers/nats";
@@ -24,28 +24,11 @@ const unused = async (): Promise<never> => {
 const policy: PolicyPort = { read: async () => ({ revision: 3, config: realisticPolicy() }), replace: unused, write: unused, remove: unused, history: unused, revision: unused };
 const redact: RedactPort = { redactRecord: unused };
 
-/** A directory that accepts alice/wonderland: enough to show which requests are let through without asking. */
-const directory: VerifierFactory<unknown> = {
-  type: "ldap",
-  parse: (raw) => raw ?? {},
-  describe: () => ({}),
-  create: (profile) => ({
-    type: "ldap",
-    profile,
-    async verify(credential) {
-      if (credential.type === "namepwd" && credential.user === "alice" && credential.password === "wonderland") return { subject: "alice", assertions: [] };
-      throw new CredentialRejected("invalid credentials");
-    },
-    checkEndpoints: async () => undefined,
-    close: async () => undefined,
-  }),
-};
-
 async function gateway(options: { enforce?: string[]; policy?: boolean } = {}) {
   const deps: GatewayDeps = { logger: silentLogger, metrics: new Registry(), nodeId: "ui-test", health: () => ({ ready: true, checks: {} }), redact, ...(options.policy === false ? {} : { policy }) };
   const audits: Array<Omit<AuditRecord, "id" | "time" | "nodeId">> = [];
   if (options.enforce) {
-    const factories: VerifierFactories = { ...verifierFactories, ldap: directory };
+    const factories: VerifierFactories = { ...verifierFactories, ldap: fakeDirectory };
     const config = parseSecurityConfig(
       { verifiers: [{ verifier: "ldap", default: "main", profiles: [{ profile: "main" }] }], credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }], enforcedComponents: options.enforce.map((componentName) => ({ componentName })) },
       factories,

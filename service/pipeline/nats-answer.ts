@@ -1,0 +1,37 @@
+import type { Msg } from "@nats-io/transport-node";
+import { refusedAnswer } from "../../proxies/pipeline/refused";
+import type { PipelineAnswer, RecordRedactor } from "../../proxies/pipeline/types";
+import type { NatsCredentialCheck } from "./nats-credentials";
+
+/** Room kept under the server's max_payload for the headers of an answer. */
+const headerRoom = 1024;
+
+/** An answer as sent; one that would not fit in a NATS message becomes a refusal (it says why, with no values). */
+export function encodedAnswer(answer: PipelineAnswer, maxPayload = 1024 * 1024): string {
+  const encoded = JSON.stringify(answer);
+  if (Buffer.byteLength(encoded) <= maxPayload - headerRoom) return encoded;
+  return JSON.stringify(refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the answer would be larger than the NATS server's max_payload (${maxPayload} bytes): send smaller records`));
+}
+
+/** The credentials could not be verified now: the record is not answered (a stream retries it, a request says so). */
+export class CredentialsUnavailable extends Error {}
+
+/**
+ * The answer to one NATS message of a pipeline export, request or streamed: its credentials,
+ * its JSON, its redaction. Throws CredentialsUnavailable, or the redactor's PipelineUnavailable,
+ * when it cannot be answered now.
+ */
+export async function answerMessage(msg: Pick<Msg, "headers" | "json">, door: "request" | "stream", credentials: NatsCredentialCheck, redactor: RecordRedactor): Promise<PipelineAnswer> {
+  // No promise per message when nothing is enforced: the stream's hot path.
+  const access = credentials.enforced ? await credentials.check(msg.headers, door) : credentials.open(door);
+  if (!access.ok && access.code === "ERR_AUTH_UNAVAILABLE") throw new CredentialsUnavailable(access.reason);
+  if (!access.ok) return refusedAnswer(access.code, access.reason);
+  let record: unknown;
+  try {
+    record = msg.json<unknown>();
+  } catch {
+    return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", "the message is not JSON");
+  }
+  const [answer] = await redactor.redactAll([record]);
+  return answer!;
+}
