@@ -1,7 +1,7 @@
 import { componentTypes, servedComponents } from "./components";
 import { choicesFor, isEnforced, openSecurityConfig, type SecurityConfig, type VerifierFactories } from "./security-config";
 import { CredentialRejected, SecurityConfigError, VerifierUnavailable } from "./types";
-import type { Component, ComponentName, Credential, CredentialType, Verifier, VerifierDependencies, VerifierOverrides, VerifierType, VerifiedIdentity } from "./types";
+import type { Component, ComponentName, Credential, CredentialType, Verifier, VerifierDependencies, OverridesByVerifier, VerifierType, VerifiedIdentity } from "./types";
 
 /** Which verifier answered: for the audit record. */
 export interface VerifierRef {
@@ -98,14 +98,14 @@ export class Authenticator {
     return [...choicesFor(this.config, component).keys()];
   }
 
-  async verify(component: Component, credential: Credential, overrides?: VerifierOverrides): Promise<AccessOutcome> {
+  async verify(component: Component, credential: Credential, overrides?: OverridesByVerifier): Promise<AccessOutcome> {
     const choice = choicesFor(this.config, component).get(credential.type);
     if (!choice) return { kind: "unsupported", credentialType: credential.type, reason: `no verifier takes '${credential.type}' credentials for component '${component.name}'` };
     const by: VerifierRef = { credentialType: credential.type, verifier: choice.verifier, profile: choice.profile };
     const verifier = this.verifiers.get(verifierKey(choice.verifier, choice.profile));
     if (!verifier) return { kind: "unavailable", reason: `verifier ${verifierKey(choice.verifier, choice.profile)} is not running`, by };
     try {
-      return { kind: "verified", identity: await verifier.verify(credential, overrides), by };
+      return { kind: "verified", identity: await verifier.verify(credential, overrides?.[verifier.type]), by };
     } catch (error) {
       if (error instanceof CredentialRejected) return { kind: "rejected", reason: error.reason, by };
       // Anything else (an outage, or a bug in a verifier) denies: never release on an error.

@@ -44,6 +44,9 @@ export interface VerifiedIdentity {
 /** Profile properties an export may override at verification (spec 5.5: oauth's resourceServerId; every cloud property). */
 export type VerifierOverrides = Record<string, string>;
 
+/** An export's overrides, by the verifier type they apply to: only the verifier chosen for a credential sees its own. */
+export type OverridesByVerifier = Partial<Record<VerifierType, VerifierOverrides>>;
+
 /** One configured verifier profile, ready to verify credentials of its type. */
 export interface Verifier {
   readonly type: VerifierType;

@@ -8,7 +8,7 @@ import { component as componentOf } from "../auth/components";
 import { emptySha256, sha256Hex } from "../auth/cloud-signature";
 import { challenges, offeredCredential } from "../auth/http-credentials";
 import { signedRequestFrom } from "../auth/signed-request";
-import type { Component, Credential, VerifierOverrides } from "../auth/types";
+import type { Component, Credential, OverridesByVerifier } from "../auth/types";
 import { GatewayError } from "./errors";
 import { rootPaths, type Caller, type GatewayAuthentication, type RootPath } from "./types";
 
@@ -77,7 +77,7 @@ function isUiAsset(request: FastifyRequest): boolean {
  * WWW-Authenticate. Audit (spec 6): denials at warn on every request; a connection's first
  * success at info, its first unauthenticated use at debug.
  */
-export const authentication = fp<{ auth: GatewayAuthentication; componentOf?: (request: FastifyRequest) => Component | undefined; overrides?: VerifierOverrides }>(async (app: FastifyInstance, { auth, componentOf = componentOfRequest, overrides }) => {
+export const authentication = fp<{ auth: GatewayAuthentication; componentOf?: (request: FastifyRequest) => Component | undefined; overrides?: OverridesByVerifier }>(async (app: FastifyInstance, { auth, componentOf = componentOfRequest, overrides }) => {
   const connections = new WeakMap<Socket, ConnectionState>();
   const connectionOf = (request: FastifyRequest): ConnectionState => {
     const socket = request.raw.socket;

@@ -30,6 +30,13 @@ const exportBody = {
       properties: { user: { type: "string", minLength: 1, maxLength: 63 }, password: { type: "string", minLength: 1, maxLength: 1024 } },
     },
     resourceServerId: { type: "string", minLength: 1, maxLength: 300, description: "OAuth audience of tokens given to this export (overrides the verifier's)" },
+    cloudSigning: {
+      type: "object",
+      additionalProperties: false,
+      minProperties: 1,
+      description: "cloud-signing properties of this export over the verifier profile's (pipeline exports, whose HTTP door takes signed requests); the key is never shown by reads",
+      properties: { id: { type: "string", maxLength: 128 }, key: { type: "string", maxLength: 1024 }, region: { type: "string", maxLength: 64 } },
+    },
   },
 } as const;
 

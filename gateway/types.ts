@@ -1,6 +1,6 @@
 import type { Authenticator } from "../auth/authenticator";
 import type { AuditRecord } from "../actors/runtime/event-log";
-import type { ExportRecord } from "../actors/export/export-actor";
+import type { CloudSigningProperties, ExportRecord } from "../actors/export/export-actor";
 import type { ExportServing } from "../proxies/types";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
@@ -162,10 +162,14 @@ export interface ExportBody {
   credentials?: { user: string; password: string };
   /** OAuth audience for tokens given to this export (overrides the verifier's). */
   resourceServerId?: string;
+  /** Cloud-signing id, key and region over the verifier profile's (pipeline exports). */
+  cloudSigning?: CloudSigningProperties;
 }
 
 /** An export as GET /export shows it: its stored state and what its serving node reports. */
-export interface ExportView extends Omit<ExportRecord, "credentials"> {
+export interface ExportView extends Omit<ExportRecord, "credentials" | "cloudSigning"> {
+  /** The export's cloud-signing id and region, and whether it sets its own key (never shown). */
+  cloudSigning?: { id?: string; region?: string; key?: "(set)" };
   /** Whose identity back-end connections use: the export's own credentials (never shown) or each client's. */
   backendIdentity: "export" | "client";
   /** Pipeline exports: the NATS subjects of request/reply and of the streaming mode. */

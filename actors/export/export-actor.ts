@@ -10,6 +10,12 @@ export type ExportStatus = "active" | "inactive";
 export const exportTypes = ["postgres", "pipeline"] as const;
 export type ExportType = (typeof exportTypes)[number];
 
+export interface CloudSigningProperties {
+  id?: string;
+  key?: string;
+  region?: string;
+}
+
 /** One export (spec 2.12) as stored: durable across restarts of every node. */
 export interface ExportRecord {
   id: string;
@@ -31,6 +37,11 @@ export interface ExportRecord {
   credentials?: { user: string; password: string };
   /** The OAuth audience tokens given to this export must carry, instead of the verifier's `resourceServerId` (spec 5.5). */
   resourceServerId?: string;
+  /**
+   * Cloud-signing properties of this export (spec 5.5: each settable or overridable at export
+   * time) over the verifier profile's. HTTP doors only. The key is never shown (ExportView).
+   */
+  cloudSigning?: CloudSigningProperties;
   createdAt: string;
   updatedAt: string;
 }

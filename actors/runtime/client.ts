@@ -10,6 +10,8 @@ import type { ActorCaller, ActorRef, AnyActorDefinition, CallEnvelope, CallOptio
 const firstBackoffMs = 10;
 const loneSurrogate = /\p{Cs}/u;
 const maxBackoffMs = 250;
+/** How long a call waits for its answer after its owner left the table: an answer already on the wire still arrives. */
+const ownerLeftGraceMs = 500;
 
 /**
  * Calls actors from anywhere: a node, the gateway, a proxy, a test. The caller never knows
@@ -50,16 +52,22 @@ export class ActorClient implements ActorCaller {
       }
       envelope.d = Math.floor(remaining);
       let reply: ReplyEnvelope;
+      const ownerWatch = this.table.ownerLeft(partition, owner.incarnation);
       try {
-        const msg = await this.nc.request(Subjects.call(owner.incarnation, partition), JSON.stringify(envelope), { timeout: Math.ceil(remaining) });
-        reply = msg.json<ReplyEnvelope>();
+        const request = this.nc.request(Subjects.call(owner.incarnation, partition), JSON.stringify(envelope), { timeout: Math.ceil(remaining) });
+        request.catch(() => undefined); // when the owner left first, its outcome is nobody's
+        const lost = ownerWatch.left.then(() => new Promise<never>((_, reject) => setTimeout(() => reject(new FatalError("OUTCOME_UNKNOWN", `${type}/${id} lost its owner while ${handler} was in flight: whether it ran is unknown`)), ownerLeftGraceMs)));
+        reply = (await Promise.race([request, lost])).json<ReplyEnvelope>();
       } catch (error) {
+        if (error instanceof FatalError) throw error;
         if (error instanceof TimeoutError) throw new DeadlineExceededError(`${type}/${id} did not answer ${handler} before the deadline`, { cause: error });
         if (error instanceof RequestError && error.isNoResponders()) {
           await routeAgain(); // the recorded owner is gone; wait for the table to name another
           continue;
         }
         throw new RetryableError("TRANSPORT", `calling ${type}/${id} failed: ${(error as Error).message}`, { cause: error });
+      } finally {
+        ownerWatch.stop();
       }
       if (!("e" in reply)) return reply.r as R;
       const failure = errorFromWire(reply.e);

@@ -15,6 +15,8 @@ const staleAfterMs = 2000;
 @injectable()
 export class PartitionTable extends WatchedBucket<PartitionRecord> {
   private waiters: Array<() => void> = [];
+  /** Calls in flight, each told when its partition's owner is no longer the one it called. */
+  private readonly ownerWatches = new Set<{ partition: number; incarnation: string; left: () => void }>();
   private lastRestart = 0;
 
   constructor(@inject(Tokens.Buckets) buckets: RuntimeBuckets, @inject(Tokens.Logger) log: Logger) {
@@ -23,7 +25,26 @@ export class PartitionTable extends WatchedBucket<PartitionRecord> {
       const waiters = this.waiters;
       this.waiters = [];
       for (const wake of waiters) wake();
+      for (const watch of this.ownerWatches) {
+        if (this.ownerOf(watch.partition)?.incarnation === watch.incarnation) continue;
+        this.ownerWatches.delete(watch);
+        watch.left();
+      }
     });
+  }
+
+  /**
+   * Resolves once the partition is recorded with another owner than `incarnation`, or none:
+   * an owner drains its calls before it releases, so a call still waiting then was lost with it.
+   * `stop` ends the watch (the call was answered).
+   */
+  ownerLeft(partition: number, incarnation: string): { left: Promise<void>; stop: () => void } {
+    let watch!: { partition: number; incarnation: string; left: () => void };
+    const left = new Promise<void>((resolve) => {
+      watch = { partition, incarnation, left: resolve };
+    });
+    this.ownerWatches.add(watch);
+    return { left, stop: () => this.ownerWatches.delete(watch) };
   }
 
   entry(partition: number): WatchedEntry<PartitionRecord> | undefined {

@@ -31,11 +31,11 @@ export const maxExpiresSeconds = 300;
 /** A signature is accepted at most from X-Amz-Date - skew to X-Amz-Date + skew: it is remembered that long. */
 export const replayWindowMs = 2 * maxClockSkewMs;
 
-const properties = ["id", "key", "region"] as const;
-type Property = (typeof properties)[number];
+export const cloudProperties = ["id", "key", "region"] as const;
+export type CloudProperty = (typeof cloudProperties)[number];
 
-/** Why a property value is not acceptable, or undefined when it is. */
-function invalid(property: Property, value: unknown): string | undefined {
+/** Why a property value is not acceptable, or undefined when it is (checked for profiles, and for exports when they are created). */
+export function cloudPropertyProblem(property: CloudProperty, value: unknown): string | undefined {
   if (typeof value !== "string") return "must be a string";
   switch (property) {
     case "id":
@@ -51,10 +51,10 @@ function invalid(property: Property, value: unknown): string | undefined {
 function parseConfiguration(raw: Record<string, unknown> | undefined, path: string): CloudConfiguration {
   const configuration: CloudConfiguration = {};
   for (const [name, value] of Object.entries(raw ?? {})) {
-    if (!(properties as readonly string[]).includes(name)) throw new SecurityConfigError(`${path}.${name}`, `unknown property; a cloud profile takes ${properties.join(", ")}`);
-    const problem = invalid(name as Property, value);
+    if (!(cloudProperties as readonly string[]).includes(name)) throw new SecurityConfigError(`${path}.${name}`, `unknown property; a cloud profile takes ${cloudProperties.join(", ")}`);
+    const problem = cloudPropertyProblem(name as CloudProperty, value);
     if (problem) throw new SecurityConfigError(`${path}.${name}`, problem);
-    configuration[name as Property] = value as string;
+    configuration[name as CloudProperty] = value as string;
   }
   return configuration;
 }
@@ -107,14 +107,14 @@ export class CloudVerifier implements Verifier {
   private resolve(overrides: VerifierOverrides): Required<CloudConfiguration> {
     const merged: CloudConfiguration = { ...this.configuration };
     for (const [name, value] of Object.entries(overrides)) {
-      if (!(properties as readonly string[]).includes(name)) throw new CredentialRejected(`not configured: the export overrides unknown property '${name}'`);
-      const problem = invalid(name as Property, value);
+      if (!(cloudProperties as readonly string[]).includes(name)) throw new CredentialRejected(`not configured: the export overrides unknown property '${name}'`);
+      const problem = cloudPropertyProblem(name as CloudProperty, value);
       if (problem) throw new CredentialRejected(`not configured: the export's ${name} ${problem}`);
-      merged[name as Property] = value;
+      merged[name as CloudProperty] = value;
     }
     const { id, key, region } = merged;
     if (id === undefined || key === undefined || region === undefined) {
-      throw new CredentialRejected(`not configured: profile '${this.profile}' has no ${properties.filter((name) => merged[name] === undefined).join(", ")}`);
+      throw new CredentialRejected(`not configured: profile '${this.profile}' has no ${cloudProperties.filter((name) => merged[name] === undefined).join(", ")}`);
     }
     return { id, key, region };
   }

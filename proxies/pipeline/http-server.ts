@@ -4,7 +4,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type { Logger } from "pino";
 import { JsonDepthError, skipWhitespace, valueEnd } from "../../actors/redaction/json-scan";
 import { component } from "../../auth/components";
-import type { VerifierOverrides } from "../../auth/types";
+import type { OverridesByVerifier } from "../../auth/types";
 import { authentication, domainOf } from "../../gateway/authentication";
 import { installErrorHandling } from "../../gateway/error-handler";
 import { GatewayError } from "../../gateway/errors";
@@ -35,7 +35,7 @@ export interface PipelineHttpOptions {
   tls?: { cert: Buffer; key: Buffer };
   limits?: PipelineHttpLimits;
   /** The export's own verifier settings (an OAuth audience), as its NATS doors use them. */
-  overrides?: VerifierOverrides;
+  overrides?: OverridesByVerifier;
 }
 
 const ndjson = "application/x-ndjson";

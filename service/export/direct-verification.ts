@@ -4,6 +4,7 @@ import type { Credential } from "../../auth/types";
 import { jwtShape } from "../../auth/verifiers/oauth-verifier";
 import type { ExportRecord } from "../../actors/export/export-actor";
 import type { DirectVerification, ProxyAudit } from "../../proxies/postgres/types";
+import { exportOverrides } from "./export-overrides";
 
 
 /**
@@ -15,7 +16,7 @@ import type { DirectVerification, ProxyAudit } from "../../proxies/postgres/type
 export function directVerificationFor(record: ExportRecord, authenticator: Authenticator, audit: ProxyAudit): DirectVerification | undefined {
   const exportComponent = component(record.type);
   if (!authenticator.isEnforced(exportComponent)) return undefined;
-  const overrides = record.resourceServerId ? { resourceServerId: record.resourceServerId } : undefined;
+  const overrides = exportOverrides(record);
   return {
     backendIdentity: record.credentials,
     async verify(user, password, connectionId) {

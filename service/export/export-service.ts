@@ -1,6 +1,7 @@
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Authenticator } from "../../auth/authenticator";
 import { component } from "../../auth/components";
+import { cloudPropertyProblem, type CloudProperty } from "../../auth/verifiers/cloud-verifier";
 import { exportActor, exportPort, exportTypes, type ExportRecord, type ExportType } from "../../actors/export/export-actor";
 import { Subjects } from "../../actors/runtime/addressing";
 import { HandlerError, RuntimeError } from "../../actors/runtime/errors";
@@ -51,6 +52,7 @@ export class ExportService implements ExportPort {
         listen: { host: this.deps.listenHost, port },
         ...(body.credentials ? { credentials: body.credentials } : {}),
         ...(body.resourceServerId ? { resourceServerId: body.resourceServerId } : {}),
+        ...(body.cloudSigning ? { cloudSigning: body.cloudSigning } : {}),
       });
     } catch (error) {
       await this.deps.runtime.client.ref(exportPort, String(port)).release({ exportId: id }).catch(() => undefined);
@@ -68,6 +70,7 @@ export class ExportService implements ExportPort {
       if (body.endpoint !== undefined) throw new HandlerError("EXPORT_INVALID", "a pipeline export has no backing store: leave endpoint out", { details: [{ path: "endpoint", problem: "not taken by pipeline exports" }] });
       if (body.credentials) throw new HandlerError("EXPORT_INVALID", "a pipeline export has no back end to log in to: leave credentials out", { details: [{ path: "credentials", problem: "not taken by pipeline exports" }] });
     } else {
+      if (body.cloudSigning) throw new HandlerError("EXPORT_INVALID", `a ${type} export's clients cannot sign requests: leave cloudSigning out`, { details: [{ path: "cloudSigning", problem: `not taken by ${type} exports` }] });
       if (body.endpoint === undefined) throw new HandlerError("EXPORT_INVALID", `a ${type} export needs the endpoint of its backing store`, { details: [{ path: "endpoint", problem: "required: host:port" }] });
       let port: number;
       try {
@@ -76,6 +79,10 @@ export class ExportService implements ExportPort {
         throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' is not host:port`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
       }
       if (port < 1 || port > 65535) throw new HandlerError("EXPORT_INVALID", `endpoint port ${port} is out of range`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
+    }
+    for (const [name, value] of Object.entries(body.cloudSigning ?? {})) {
+      const problem = cloudPropertyProblem(name as CloudProperty, value);
+      if (problem) throw new HandlerError("EXPORT_INVALID", `cloudSigning.${name} ${problem}`, { details: [{ path: `cloudSigning.${name}`, problem }] });
     }
     try {
       await this.deps.decisions.redactionPlan({ ...body.metadata, mappingGroup: body.resolverGroup });
@@ -178,7 +185,8 @@ export class ExportService implements ExportPort {
 
 /** The record as reads show it: the export's credentials never leave the service. */
 function publicRecord(record: ExportRecord): Omit<ExportView, "serving" | "servingError"> {
-  const { credentials, ...rest } = record;
+  const { credentials, cloudSigning, ...rest } = record;
+  const signing = cloudSigning ? { cloudSigning: { ...(cloudSigning.id ? { id: cloudSigning.id } : {}), ...(cloudSigning.region ? { region: cloudSigning.region } : {}), ...(cloudSigning.key ? { key: "(set)" as const } : {}) } } : {};
   const subjects = record.type === "pipeline" ? { subjects: { request: Subjects.pipelineRequest(record.id), input: Subjects.pipelineInput(record.id), output: Subjects.pipelineOutput(record.id) } } : {};
-  return { ...rest, backendIdentity: credentials ? "export" : "client", ...subjects };
+  return { ...rest, ...signing, backendIdentity: credentials ? "export" : "client", ...subjects };
 }

@@ -2,7 +2,7 @@ import type { MsgHdrs } from "@nats-io/transport-node";
 import type { Authenticator } from "../../auth/authenticator";
 import { sha256Hex } from "../../auth/cloud-signature";
 import { offeredCredential } from "../../auth/http-credentials";
-import type { Component, VerifierOverrides } from "../../auth/types";
+import type { Component, OverridesByVerifier } from "../../auth/types";
 import type { ExportAudit } from "../../proxies/types";
 import type { PipelineRecordError } from "../../proxies/pipeline/types";
 
@@ -32,7 +32,7 @@ export class NatsCredentialCheck {
     private readonly component: Component,
     private readonly exportId: string,
     private readonly audit: ExportAudit,
-    private readonly overrides?: VerifierOverrides,
+    private readonly overrides?: OverridesByVerifier,
   ) {}
 
   get enforced(): boolean {

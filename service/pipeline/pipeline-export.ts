@@ -13,6 +13,7 @@ import { answerMessage, CredentialsUnavailable, encodedAnswer } from "./nats-ans
 import { NatsCredentialCheck } from "./nats-credentials";
 import { PipelineRedactor } from "./pipeline-redactor";
 import { PipelineStream, type PipelineProgress } from "./pipeline-stream";
+import { exportOverrides } from "../export/export-overrides";
 
 export interface PipelineExportDeps {
   nc: NatsConnection;
@@ -46,7 +47,7 @@ export class PipelineExport {
   static async start(deps: PipelineExportDeps): Promise<PipelineExport> {
     const { record, nc, audit } = deps;
     const redactor = new PipelineRedactor(deps.decider, record.resolverGroup);
-    const overrides = record.resourceServerId ? { resourceServerId: record.resourceServerId } : undefined;
+    const overrides = exportOverrides(record);
     const credentials = new NatsCredentialCheck(deps.auth.authenticator, component("pipeline"), record.id, audit, overrides);
     const http = await PipelineHttpServer.listen({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls, overrides });
     const requests = nc.subscribe(Subjects.pipelineRequest(record.id), {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -20,6 +21,8 @@ import { SlapdServer } from "../helpers/slapd";
 import { tempDir } from "../helpers/temp";
 
 const cloud = { id: "AKIDWARDEN", key: "cloud-secret-key", region: "eu-west-1" };
+/** A pipeline export's own signing identity (spec 5.5: set at export time over a profile that names only the region). */
+const pipelineSigning = { id: "AKIDPIPELINE", key: "pipeline-secret-key" };
 const alice = { uid: "alice", password: "wonderland" };
 
 function securityConfig(ldapPort: number, provider: OidcProvider) {
@@ -27,12 +30,18 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
     verifiers: [
       { verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${ldapPort}`, rootComponents: "ou=people,dc=example,dc=org" } }] },
       { verifier: "oauth", profiles: [{ profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } }] },
-      { verifier: "cloud", profiles: [{ profile: "dev", configuration: cloud }] },
+      { verifier: "cloud", profiles: [{ profile: "dev", configuration: cloud }, { profile: "exports", configuration: { region: cloud.region } }] },
     ],
     credentials: [
       { type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] },
       { type: "rawBearerToken", verifiers: [{ verifier: "oauth", profile: "idp" }] },
-      { type: "cloudSigningCredentials", verifiers: [{ verifier: "cloud", profile: "dev", selectors: { componentType: "api" } }] },
+      {
+        type: "cloudSigningCredentials",
+        verifiers: [
+          { verifier: "cloud", profile: "dev", selectors: { componentType: "api" } },
+          { verifier: "cloud", profile: "exports", selectors: { componentName: "pipeline" } },
+        ],
+      },
     ],
     enforcedComponents: [{ componentName: "config" }, { componentName: "mapping" }, { componentName: "decision" }, { componentName: "postgres" }, { componentName: "pipeline" }],
   };
@@ -220,6 +229,44 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     await nc.close();
   });
 
+  test("a pipeline export's own cloud-signing id and key (spec 5.5): its signatures pass, the profile's and other exports' do not; the key is never read back", async () => {
+    const body = { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } };
+    const signedPort = await freePort();
+    const created = await call("PUT", "/export", { ...body, port: signedPort, cloudSigning: pipelineSigning });
+    assert.equal(created.status, 200, created.body);
+    assert.deepEqual(json(created).cloudSigning, { id: pipelineSigning.id, key: "(set)" });
+    const listed = await call("GET", "/export");
+    assert.ok(!listed.body.includes(pipelineSigning.key) && !created.body.includes(pipelineSigning.key), "the export's key is never read back");
+
+    const record = JSON.stringify({ "users.id": "accepted" });
+    // A signed body is hashed into the signature (x-amz-content-sha256), as every signed upload must be.
+    const bodyHash = createHash("sha256").update(record).digest("hex");
+    const signedPost = (port: number, { id, key }: { id: string; key: string }, region = cloud.region) =>
+      spawnSync(
+        "curl",
+        ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", certFile, "--aws-sigv4", `aws:amz:${region}:warden`, "--user", `${id}:${key}`, "-H", "content-type: application/json", "-H", `x-amz-content-sha256: ${bodyHash}`, "--data-binary", record, `https://127.0.0.1:${port}/`],
+        { encoding: "utf8" },
+      ).stdout;
+    const deadline = Date.now() + 15_000;
+    let status = signedPost(signedPort, pipelineSigning);
+    while (status === "000" && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      status = signedPost(signedPort, pipelineSigning);
+    }
+    assert.equal(status, "200", "signed with the export's own id and key");
+    assert.equal(signedPost(signedPort, cloud), "401", "the gateway profile's id and key are not this export's");
+    assert.equal(signedPost(signedPort, pipelineSigning, "us-east-1"), "401", "the profile's region still applies");
+    assert.equal(signedPost(pipelinePort, pipelineSigning), "401", "an export without its own id and key takes no signature: the profile names none");
+
+    const refusedForPostgres = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: body.metadata, cloudSigning: pipelineSigning });
+    assert.equal(refusedForPostgres.status, 400);
+    assert.equal(json(refusedForPostgres).error?.code, "ERR_EXPORT_INVALID");
+    const badId = await call("PUT", "/export", { ...body, cloudSigning: { id: "not/an/id" } });
+    assert.equal(badId.status, 400);
+    assert.match(badId.body, /cloudSigning\.id/);
+    assert.equal((await call("DELETE", `/export?id=${json(created).id as string}`)).status, 200);
+  });
+
   test("every kind of audit record, with its level and category, on the audit subjects; no secret in any of them", async () => {
     const nc = await connectTo(nats.url);
     const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT")).map(({ subject, data }) => ({ subject, record: data }));
@@ -241,7 +288,7 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     assert.ok(subjectsOf("connection.tls-required").includes("warden.audit.postgres.warn"));
 
     const text = JSON.stringify(records);
-    for (const secret of [alice.password, cloud.key, roles.scram.password]) assert.ok(!text.includes(secret), `'${secret}' appears in the audit log`);
+    for (const secret of [alice.password, cloud.key, pipelineSigning.key, roles.scram.password]) assert.ok(!text.includes(secret), `'${secret}' appears in the audit log`);
   });
 });
 
