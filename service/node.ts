@@ -62,7 +62,10 @@ function loadActorModules(paths: readonly string[]): AnyActorDefinition[] {
 
 async function connectToNats(urls: string[], config: NodeConfig): Promise<NatsConnection> {
   try {
-    return await connect({ servers: urls, name: `warden-${config.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000 });
+    // noAsyncTraces: otherwise every request and JetStream publish builds Error objects with stack
+    // traces up front, in case it fails (a third of a pipeline stream's CPU time). Failures still
+    // say what failed, without the caller's stack.
+    return await connect({ servers: urls, name: `warden-${config.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000, noAsyncTraces: true });
   } catch (error) {
     throw new StartupError(`cannot connect to NATS at ${urls.join(", ")} (${(error as Error).message}): check ${settings.natsUrls.env} and that the servers run`, { cause: error });
   }

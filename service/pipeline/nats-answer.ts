@@ -6,11 +6,11 @@ import type { NatsCredentialCheck } from "./nats-credentials";
 /** Room kept under the server's max_payload for the headers of an answer. */
 const headerRoom = 1024;
 
-/** An answer as sent; one that would not fit in a NATS message becomes a refusal (it says why, with no values). */
-export function encodedAnswer(answer: PipelineAnswer, maxPayload = 1024 * 1024): string {
-  const encoded = JSON.stringify(answer);
-  if (Buffer.byteLength(encoded) <= maxPayload - headerRoom) return encoded;
-  return JSON.stringify(refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the answer would be larger than the NATS server's max_payload (${maxPayload} bytes): send smaller records`));
+/** An answer as sent (UTF-8, encoded once); one that would not fit in a NATS message becomes a refusal (it says why, with no values). */
+export function encodedAnswer(answer: PipelineAnswer, maxPayload = 1024 * 1024): Buffer {
+  const encoded = Buffer.from(JSON.stringify(answer));
+  if (encoded.length <= maxPayload - headerRoom) return encoded;
+  return Buffer.from(JSON.stringify(refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the answer would be larger than the NATS server's max_payload (${maxPayload} bytes): send smaller records`)));
 }
 
 /** The credentials could not be verified now: the record is not answered (a stream retries it, a request says so). */
