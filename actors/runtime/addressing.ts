@@ -19,6 +19,8 @@ export const Subjects = {
   /** Calls to the actors of one partition, sent to the incarnation that owns it. */
   call: (incarnation: string, partition: number) => `warden.rt.call.${incarnation}.${partition}`,
   callsTo: (incarnation: string) => `warden.rt.call.${incarnation}.>`,
+  /** Asks whether an incarnation still listens for calls: no responders means it is gone (an empty probe is answered BAD_CALL). */
+  probe: (incarnation: string) => `warden.rt.call.${incarnation}.probe`,
   audit: (category: string, level: string) => `warden.audit.${category}.${level}`,
   trace: (door: string, flow: string) => `warden.trace.${door}.${flow}`,
   /** A redaction job's uploaded document, in chunks. */

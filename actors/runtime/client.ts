@@ -10,8 +10,8 @@ import type { ActorCaller, ActorRef, AnyActorDefinition, CallEnvelope, CallOptio
 const firstBackoffMs = 10;
 const loneSurrogate = /\p{Cs}/u;
 const maxBackoffMs = 250;
-/** How long a call waits for its answer after its owner left the table: an answer already on the wire still arrives. */
-const ownerLeftGraceMs = 500;
+/** How long the probe of an owner that left the table waits: a paused owner does not answer, a dead one has no responders. */
+const probeTimeoutMs = 1000;
 
 /**
  * Calls actors from anywhere: a node, the gateway, a proxy, a test. The caller never knows
@@ -56,7 +56,10 @@ export class ActorClient implements ActorCaller {
       try {
         const request = this.nc.request(Subjects.call(owner.incarnation, partition), JSON.stringify(envelope), { timeout: Math.ceil(remaining) });
         request.catch(() => undefined); // when the owner left first, its outcome is nobody's
-        const lost = ownerWatch.left.then(() => new Promise<never>((_, reject) => setTimeout(() => reject(new FatalError("OUTCOME_UNKNOWN", `${type}/${id} lost its owner while ${handler} was in flight: whether it ran is unknown`)), ownerLeftGraceMs)));
+        const lost = ownerWatch.left.then(async () => {
+          if (await this.incarnationGone(owner.incarnation!)) throw new FatalError("OUTCOME_UNKNOWN", `${type}/${id} lost its owner while ${handler} was in flight: whether it ran is unknown`);
+          return new Promise<never>(() => undefined); // still there (paused, partitioned): its answer, NOT_OWNER at worst, is awaited
+        });
         reply = (await Promise.race([request, lost])).json<ReplyEnvelope>();
       } catch (error) {
         if (error instanceof FatalError) throw error;
@@ -73,6 +76,20 @@ export class ActorClient implements ActorCaller {
       const failure = errorFromWire(reply.e);
       if (!(failure instanceof NotOwnerError)) throw failure;
       await routeAgain();
+    }
+  }
+
+  /**
+   * Whether nothing listens for an incarnation's calls any more: it died, and a call it had taken
+   * died with it. A paused owner whose lease lapsed still listens; when it wakes, its stale write
+   * is refused and it answers NOT_OWNER, so the call is routed again without having run twice.
+   */
+  private async incarnationGone(incarnation: string): Promise<boolean> {
+    try {
+      await this.nc.request(Subjects.probe(incarnation), "", { timeout: probeTimeoutMs });
+      return false;
+    } catch (error) {
+      return error instanceof RequestError && error.isNoResponders();
     }
   }
 

@@ -34,9 +34,8 @@ export class PartitionTable extends WatchedBucket<PartitionRecord> {
   }
 
   /**
-   * Resolves once the partition is recorded with another owner than `incarnation`, or none:
-   * an owner drains its calls before it releases, so a call still waiting then was lost with it.
-   * `stop` ends the watch (the call was answered).
+   * Resolves once the partition is recorded with another owner than `incarnation`, or none (the
+   * caller then asks whether that owner is gone, and its call with it). `stop` ends the watch.
    */
   ownerLeft(partition: number, incarnation: string): { left: Promise<void>; stop: () => void } {
     let watch!: { partition: number; incarnation: string; left: () => void };
