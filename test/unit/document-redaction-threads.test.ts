@@ -105,3 +105,22 @@ test("one thread means no workers", () => {
   assert.ok(csvRedactor(csvPlan, new FakeDecisions(), csvThreading(1)) instanceof CsvRedactor);
   assert.ok(csvRedactor(csvPlan, new FakeDecisions(), csvThreading(2)) instanceof ThreadedCsvRedactor);
 });
+
+test("a failed decision lookup fails the threaded document instead of releasing its rows, and stopping midway ends the workers", async () => {
+  const rows = Array.from({ length: 2000 }, (_, i) => `u-${i},,e${i}@x,${i},n`);
+  const input = Buffer.from(`id,alt id,email,clicks,note\n${rows.join("\n")}\n`);
+  const failing = new FakeDecisions();
+  failing.prepare = async () => {
+    throw new Error("user state unavailable");
+  };
+  const redactor = new ThreadedCsvRedactor(csvPlan, failing, { threads: 2, blockBytes: 1024, inlineBytes: 0 });
+  const headerEnd = input.indexOf("\n") + 1;
+  const header = await redactor.push(input.subarray(0, headerEnd));
+  await assert.rejects(run(redactor, input.subarray(headerEnd), whole), /user state unavailable/);
+  assert.equal(header.toString(), "id,alt id,email,clicks,note\n", "only the header, redacted before the lookups failed, came out");
+  await redactor.close();
+
+  const stopped = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(true), { threads: 2, blockBytes: 1024, inlineBytes: 0 });
+  await stopped.push(input.subarray(0, input.length / 2));
+  await stopped.close();
+});
