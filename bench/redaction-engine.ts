@@ -1,5 +1,7 @@
+import { createHash } from "node:crypto";
 import { once } from "node:events";
 import { createReadStream, createWriteStream, statSync, writeFileSync } from "node:fs";
+import { isDeepStrictEqual } from "node:util";
 import { benchGroup, benchUserAllowed, benchUserId, writeBenchCsv } from "./csv-fixture";
 import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
@@ -9,7 +11,9 @@ import { stringify } from "csv-stringify";
 import { compilePolicy } from "../actors/decision/compiled-policy";
 import { planRecords } from "../actors/decision/record-redaction";
 import { CsvRedactor } from "../actors/redaction/csv-redactor";
-import type { DecisionSource, RowDecision } from "../actors/redaction/types";
+import { csvRedactor, csvThreading } from "../actors/redaction/threaded-csv-redactor";
+import type { DecisionSource, DocumentRedactor, RedactionTally, RowDecision } from "../actors/redaction/types";
+import { loadConfig } from "../service/config";
 import { realisticPolicy } from "../test/fixtures/policy";
 import { tempDir } from "../test/helpers/temp";
 
@@ -18,7 +22,9 @@ import { tempDir } from "../test/helpers/temp";
  * the same file and (b) DuckDB doing the same redaction as one COPY with a join. A CSV of
  * BENCH_MB megabytes (default 1024): 8 columns, quoted fields with commas (and doubled quotes),
  * 10,000 users of which half may not be used (their rows are dropped); of the kept rows' fields,
- * the user id, name, address and note are emptied. Prints MB/s of each and the ratios.
+ * the user id, name, address and note are emptied. Prints MB/s of each and the ratios. The
+ * engine runs with the node's REDACTION_THREADS (default: the cores) and again on one thread; the
+ * two outputs and stats must be identical.
  */
 const megabytes = Number(process.env.BENCH_MB ?? 1024);
 const users = 10_000;
@@ -30,22 +36,31 @@ function rate(bytes: number, ms: number): number {
   return bytes / 1024 / 1024 / (ms / 1000);
 }
 
-async function ours(): Promise<{ ms: number; kept: number }> {
-  const plan = planRecords(compilePolicy(realisticPolicy(), 1), benchGroup);
+const plan = planRecords(compilePolicy(realisticPolicy(), 1), benchGroup);
+
+function benchDecisions(): DecisionSource {
   const allowed: RowDecision = { allowed: true, reason: "ALLOWED_BY_TERMS", categories: allowedCategories };
   const denied: RowDecision = { allowed: false, reason: "NO_TERMS_ACCEPTED", categories: new Set() };
   const decisions = new Map<string, RowDecision>();
   for (let user = 0; user < users; user++) decisions.set(benchUserId(user), benchUserAllowed(user) ? allowed : denied);
-  const source: DecisionSource = { prepare: async () => undefined, of: (userId) => decisions.get(userId) ?? denied };
-  const redactor = new CsvRedactor(plan, source);
+  return { prepare: async () => undefined, of: (userId) => decisions.get(userId) ?? denied };
+}
+
+/** Redacts the input file to `name` with `redactor`; the time, the stats and the output's SHA-256. */
+async function ours(redactor: DocumentRedactor, name: string): Promise<{ ms: number; tally: RedactionTally; sha256: string }> {
   const started = performance.now();
-  const out = createWriteStream(join(dir, "ours.csv"), { highWaterMark: 1 << 20 });
+  const output = join(dir, name);
+  const out = createWriteStream(output, { highWaterMark: 1 << 20 });
   for await (const chunk of createReadStream(input, { highWaterMark: 1 << 20 })) {
     if (!out.write(await redactor.push(chunk as Buffer))) await once(out, "drain");
   }
   out.end(await redactor.end());
   await once(out, "finish");
-  return { ms: performance.now() - started, kept: redactor.tally().rowsKept };
+  const ms = performance.now() - started;
+  await redactor.close();
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(output)) hash.update(chunk as Buffer);
+  return { ms, tally: redactor.tally(), sha256: hash.digest("hex") };
 }
 
 async function csvParsePipeline(): Promise<number> {
@@ -86,15 +101,21 @@ async function main(): Promise<void> {
   const generated = await writeBenchCsv(input, megabytes, users);
   const bytes = statSync(input).size;
   process.stdout.write(`${generated.rows} rows, ${(bytes / 2 ** 20).toFixed(0)} MiB, ${generated.kept} rows of allowed users\n`);
-  const engine = await ours();
-  if (engine.kept !== generated.kept) throw new Error(`the engine kept ${engine.kept} rows, expected ${generated.kept}`);
-  process.stdout.write(`engine (this project):        ${rate(bytes, engine.ms).toFixed(1)} MiB/s (${(engine.ms / 1000).toFixed(1)} s)\n`);
+  const threading = csvThreading(loadConfig([], process.env).redactionThreads);
+  const engine = await ours(csvRedactor(plan, benchDecisions(), threading), "ours.csv");
+  if (engine.tally.rowsKept !== generated.kept) throw new Error(`the engine kept ${engine.tally.rowsKept} rows, expected ${generated.kept}`);
+  process.stdout.write(`engine, ${threading.threads} threads:          ${rate(bytes, engine.ms).toFixed(1)} MiB/s (${(engine.ms / 1000).toFixed(1)} s)\n`);
+  const single = await ours(new CsvRedactor(plan, benchDecisions()), "ours-one-thread.csv");
+  process.stdout.write(`engine, one thread:           ${rate(bytes, single.ms).toFixed(1)} MiB/s (${(single.ms / 1000).toFixed(1)} s)\n`);
+  if (engine.sha256 !== single.sha256) throw new Error(`the outputs differ: ${engine.sha256} with threads, ${single.sha256} on one thread`);
+  if (!isDeepStrictEqual(engine.tally, single.tally)) throw new Error(`the stats differ: ${JSON.stringify(engine.tally)} with threads, ${JSON.stringify(single.tally)} on one thread`);
+  process.stdout.write(`same output (sha256 ${engine.sha256.slice(0, 16)}…) and stats with threads and on one thread\n`);
   const duck = await duckdb();
   if (duck.kept !== generated.kept) throw new Error(`DuckDB kept ${duck.kept} rows, expected ${generated.kept}`);
   process.stdout.write(`DuckDB COPY with a join:      ${rate(bytes, duck.ms).toFixed(1)} MiB/s (${(duck.ms / 1000).toFixed(1)} s)\n`);
   const bare = await csvParsePipeline();
   process.stdout.write(`csv-parse -> csv-stringify:   ${rate(bytes, bare).toFixed(1)} MiB/s (${(bare / 1000).toFixed(1)} s)\n`);
-  process.stdout.write(`ratio engine / DuckDB: ${(duck.ms / engine.ms).toFixed(2)}x (target >= 0.5x); engine / csv-parse: ${(bare / engine.ms).toFixed(2)}x\n`);
+  process.stdout.write(`ratio engine / DuckDB: ${(duck.ms / engine.ms).toFixed(2)}x (target >= 0.5x; one thread ${(duck.ms / single.ms).toFixed(2)}x); engine / csv-parse: ${(bare / engine.ms).toFixed(2)}x\n`);
 }
 
 main().catch((error: unknown) => {

@@ -1,4 +1,4 @@
-import { hostname } from "node:os";
+import { availableParallelism, hostname } from "node:os";
 import { resolve } from "node:path";
 import { StartupError } from "./startup-error";
 
@@ -28,6 +28,8 @@ export interface NodeConfig {
   actorModules: string[];
   /** Hours a finished redaction job and its documents are kept. */
   redactRetentionHours: number;
+  /** Threads that redact a CSV document (1: the event loop's thread, no workers). */
+  redactionThreads: number;
   /** Address export ports are opened on, and the host clients are told to connect to. */
   exportHost: string;
   /** Ports allocated to exports that do not ask for one. */
@@ -62,6 +64,7 @@ export const settings = {
   callTimeoutMs: { env: "CALL_TIMEOUT_MS", flag: "--call-timeout-ms", describe: "default deadline of an actor call (default 5000)" },
   actorModules: { env: "ACTOR_MODULES", flag: "--actor-modules", describe: "extra actor modules to host, comma-separated paths" },
   redactRetentionHours: { env: "REDACT_RETENTION_HOURS", flag: "--redact-retention-hours", describe: "hours a finished redaction job and its documents are kept (default 168)" },
+  redactionThreads: { env: "REDACTION_THREADS", flag: "--redaction-threads", describe: "worker threads a CSV redaction job uses (default: the cores; 1: none, the event loop's thread)" },
   exportHost: { env: "EXPORT_HOST", flag: "--export-host", describe: "address export ports are opened on (default: the gateway's HOST)" },
   exportTls: { env: "EXPORT_TLS_CERT_FILE", flag: "--export-tls-cert-file", describe: "PEM certificate (chain) exports present to TLS clients; needs EXPORT_TLS_KEY_FILE" },
   exportTlsKey: { env: "EXPORT_TLS_KEY_FILE", flag: "--export-tls-key-file", describe: "PEM private key of EXPORT_TLS_CERT_FILE" },
@@ -139,6 +142,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     callTimeoutMs: integer(settings.callTimeoutMs, raw("callTimeoutMs") ?? "5000", 10, 600_000),
     actorModules: (raw("actorModules") ?? "").split(",").map((m) => m.trim()).filter(Boolean).map((m) => resolve(m)),
     redactRetentionHours: integer(settings.redactRetentionHours, raw("redactRetentionHours") ?? "168", 1, 24 * 366),
+    redactionThreads: integer(settings.redactionThreads, raw("redactionThreads") ?? String(availableParallelism()), 1, 64),
     exportHost: raw("exportHost") ?? raw("host") ?? "127.0.0.1",
     exportPorts: portRange(settings.exportPorts, raw("exportPorts") ?? "15432-15631"),
     exportTls: tlsFiles(raw("exportTls"), raw("exportTlsKey"), { cert: settings.exportTls, key: settings.exportTlsKey }),

@@ -188,7 +188,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     return { ready: Object.values(checks).every((check) => check.ok), checks };
   };
   const decisions = await DecisionService.start(runtime);
-  const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours });
+  const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours, threads: config.redactionThreads });
   const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits, tls: exportTls, authenticator, jsReplicas: config.jsReplicas });
   await exportSupervisor.start();
   const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts, authenticator });

@@ -39,6 +39,9 @@ export abstract class ChunkedRedactor implements DocumentRedactor {
     return this.counts.snapshot();
   }
 
+  /** Nothing to release: these redactors run on the calling thread. */
+  async close(): Promise<void> {}
+
   private async next(buf: Buffer, final: boolean): Promise<Buffer> {
     let start = 0;
     if (this.hadBom === undefined) {

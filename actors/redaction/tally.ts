@@ -15,8 +15,8 @@ export class Tally {
 
   constructor(private readonly plan: RecordPlan) {}
 
-  drop(reason: string): void {
-    this.dropped.set(reason, (this.dropped.get(reason) ?? 0) + 1);
+  drop(reason: string, rows = 1): void {
+    this.dropped.set(reason, (this.dropped.get(reason) ?? 0) + rows);
   }
 
   /** The entry of one record field; past the limit, further fields share one entry. */
@@ -41,8 +41,9 @@ export class Tally {
       rowsIn: this.rowsIn,
       rowsKept: this.rowsKept,
       emptyLines: this.emptyLines,
+      // Sorted: the order rows were met in depends on how the document was cut (chunks, threads).
+      droppedBy: Object.fromEntries([...this.dropped].sort(([a], [b]) => (a < b ? -1 : 1))),
       // fromEntries: own properties, so a field named __proto__ is counted like any other.
-      droppedBy: Object.fromEntries(this.dropped),
       fields: Object.fromEntries([...this.fields].map(([path, entry]) => [path, { ...entry }])),
     };
   }

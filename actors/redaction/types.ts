@@ -1,5 +1,7 @@
 import type { Verdict } from "../decision/verdicts";
 import type { DecisionRequest } from "../decision/types";
+import type { CsvVerdicts } from "./csv-verdicts";
+import type { Tally } from "./tally";
 
 /** Document formats a redaction job reads and writes (the output is in the input's format). */
 export const documentFormats = {
@@ -68,6 +70,8 @@ export interface DocumentRedactor {
   /** Redacts what is left and closes the document; throws DocumentError when it is incomplete. */
   end(): Promise<Buffer>;
   tally(): RedactionTally;
+  /** Releases what the redactor holds beyond memory (worker threads); safe to call more than once. */
+  close(): Promise<void>;
 }
 
 /** Limits that keep a hostile document from exhausting a node (docs/redaction.md). */
@@ -78,4 +82,90 @@ export const documentLimits = {
   maxDepth: 32,
   /** Distinct field paths counted in the stats; further ones are counted together. */
   maxTalliedFields: 1000,
+  /** Users whose decision one job remembers; past this the memo starts over. */
+  maxRememberedUsers: 500_000,
 } as const;
+
+/** What a CSV row's user gets: shared by the users with the same decision, numbered per document. */
+export interface CsvVerdict {
+  id: number;
+  allowed: boolean;
+  /** Reason code of a drop. */
+  reason: string;
+  /** Per column: 1 when a kept row keeps the field, 0 when it is emptied. */
+  keep: Uint8Array;
+}
+
+/** The header row, as far as the data rows need it. */
+export interface CsvHeader {
+  names: string[];
+  /** Columns holding the user id, in mapping order. */
+  userColumns: number[];
+  /** The header's row ending (LF or CRLF); every output row ends with it. */
+  terminator: Buffer;
+}
+
+/** A row the scan refused: the document fails with it. */
+export interface CsvRowFault {
+  code: string;
+  /** What is wrong, after "the row on line N". */
+  detail: string;
+  /** The line the row starts on, counted from the line the scan started on. */
+  line: number;
+  /** Offset of the row's first byte in the scanned buffer. */
+  rowStart: number;
+}
+
+/** What redacting a run of CSV rows counted; merged into the document's tally in document order. */
+export interface CsvCounts {
+  rowsIn: number;
+  /** Rows without a user id. */
+  noUserId: number;
+  /** Rows per verdict id, kept or dropped. */
+  rowsByVerdict: number[];
+}
+
+/** A CSV document's state after its first rows, for a redactor that goes on with it. */
+export interface CsvHandover {
+  header: CsvHeader;
+  verdicts: CsvVerdicts;
+  tally: Tally;
+  /** The line the next row starts on. */
+  line: number;
+  /** The rest of the input not yet redacted (an unfinished row). */
+  carry: Buffer;
+  /** Where `carry` starts in the document. */
+  offset: number;
+}
+
+/** How CSV redaction uses worker threads (docs/redaction.md). */
+export interface CsvThreading {
+  /** Threads redacting rows; 1 redacts on the calling thread. */
+  threads: number;
+  /** Input handed to a worker at once (cut at a line end). */
+  blockBytes: number;
+  /** Documents up to this size are redacted on the calling thread: starting workers would cost more. */
+  inlineBytes: number;
+}
+
+/** Messages from the thread that owns a CSV document to one of its workers. */
+export type CsvWorkerRequest =
+  | { kind: "block"; task: number; input: ArrayBuffer; length: number; final: boolean }
+  /** The answer to `users`: a verdict id per user asked about, and the verdicts the worker has not seen yet. */
+  | { kind: "decisions"; task: number; verdictIds: number[]; verdicts: CsvVerdict[] }
+  /** The block does not start where a row starts: drop it. */
+  | { kind: "abandon"; task: number };
+
+/** Messages from a CSV worker. */
+export type CsvWorkerReport =
+  /** The block's rows are found; `users` are the ones whose decisions the worker needs before it writes them. */
+  | { kind: "scanned"; task: number; end: number; lines: number; emptyLines: number; fault?: CsvRowFault; users: string[] }
+  /** The block is written (`output` holds `outputLength` bytes), or abandoned (no output); `input` comes back. */
+  | { kind: "done"; task: number; input: ArrayBuffer; output?: ArrayBuffer; outputLength: number; counts?: CsvCounts };
+
+/** What a CSV worker is started with. */
+export interface CsvWorkerSetup {
+  columns: number;
+  userColumns: number[];
+  terminator: Uint8Array;
+}

@@ -3,6 +3,7 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { redactionJob, type JobRecord } from "../../actors/redaction/job-actor";
+import { csvThreading } from "../../actors/redaction/threaded-csv-redactor";
 import type { DocumentFormat } from "../../actors/redaction/types";
 import { Subjects } from "../../actors/runtime/addressing";
 import { HandlerError, RetryableError } from "../../actors/runtime/errors";
@@ -26,10 +27,10 @@ export class DocumentService implements DocumentPort {
     private readonly retentionHours: number,
   ) {}
 
-  static async start(options: { nc: NatsConnection; runtime: ActorRuntime; decisions: DecisionService; log: Logger; retentionHours: number }): Promise<DocumentService> {
+  static async start(options: { nc: NatsConnection; runtime: ActorRuntime; decisions: DecisionService; log: Logger; retentionHours: number; threads: number }): Promise<DocumentService> {
     const js = jetstream(options.nc);
     const jsm = await jetstreamManager(options.nc);
-    const supervisor = new JobSupervisor({ runtime: options.runtime, decisions: options.decisions, js, jsm, log: options.log.child({ component: "redaction" }) });
+    const supervisor = new JobSupervisor({ runtime: options.runtime, decisions: options.decisions, js, jsm, log: options.log.child({ component: "redaction" }), csvThreading: csvThreading(options.threads) });
     await supervisor.start();
     return new DocumentService(options.runtime, options.decisions, js, jsm, supervisor, options.retentionHours);
   }

@@ -1,12 +1,9 @@
 import type { CompiledPolicy } from "../../actors/decision/compiled-policy";
 import { VerdictInterner } from "../../actors/decision/verdicts";
-import type { DecisionSource, RedactionRequest, RowDecision } from "../../actors/redaction/types";
+import { documentLimits, type DecisionSource, type RedactionRequest, type RowDecision } from "../../actors/redaction/types";
 import type { EventLog } from "../../actors/runtime/event-log";
 import type { UserRecord } from "../../actors/user/user-actor";
 import { decideTraced, withUserStates } from "../traced-decisions";
-
-/** Decisions remembered per job; past this the memo starts over (users are decided, and traced, again). */
-const maxRemembered = 500_000;
 
 export interface JobDecisionContext {
   jobName: string;
@@ -32,7 +29,8 @@ export class JobDecisions implements DecisionSource {
   constructor(private readonly context: JobDecisionContext) {}
 
   async prepare(userIds: readonly string[]): Promise<void> {
-    if (this.memo.size > maxRemembered) this.memo.clear();
+    // Past the limit the memo starts over: users are decided, and traced, again.
+    if (this.memo.size > documentLimits.maxRememberedUsers) this.memo.clear();
     const missing = [...new Set(userIds)].filter((id) => !this.memo.has(id));
     await withUserStates(missing, this.context.userState, (id, state) => this.memo.set(id, this.decideFor(id, state)));
   }

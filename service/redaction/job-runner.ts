@@ -1,10 +1,10 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { Logger } from "pino";
 import { flowOf } from "../../actors/decision/engine";
-import { CsvRedactor } from "../../actors/redaction/csv-redactor";
 import { redactionJob, type JobError, type JobRecord, type JobStats } from "../../actors/redaction/job-actor";
 import { JsonRedactor } from "../../actors/redaction/json-redactor";
-import { DocumentError, type DocumentRedactor, type RedactionTally } from "../../actors/redaction/types";
+import { csvRedactor } from "../../actors/redaction/threaded-csv-redactor";
+import { DocumentError, type CsvThreading, type DocumentRedactor, type RedactionTally } from "../../actors/redaction/types";
 import { Subjects } from "../../actors/runtime/addressing";
 import { RuntimeError } from "../../actors/runtime/errors";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
@@ -24,6 +24,8 @@ export interface RunnerDeps {
   js: JetStreamClient;
   jsm: JetStreamManager;
   log: Logger;
+  /** How CSV documents are spread over worker threads (JSON and NDJSON use the event loop's thread). */
+  csvThreading: CsvThreading;
 }
 
 /**
@@ -63,7 +65,7 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
       userState: (userId) => deps.decisions.userState(userId),
       events: runtime.events,
     });
-    redactor = job.format === "csv" ? new CsvRedactor(plan, decisions) : new JsonRedactor(plan, decisions, job.format === "json" ? "array" : "lines");
+    redactor = job.format === "csv" ? csvRedactor(plan, decisions, deps.csvThreading) : new JsonRedactor(plan, decisions, job.format === "json" ? "array" : "lines");
     writer = new ChunkWriter(js, Subjects.redactOutput(job.jobName, attempt));
     let lastReport = Date.now();
     let bytesProcessed = 0;
@@ -103,6 +105,9 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
     }
     traceJob(deps, job, attempt, "failed", final, failure);
     log.warn({ jobName: job.jobName, attempt, error: failure }, "redaction job failed");
+  } finally {
+    // A stopped or failed attempt leaves worker threads behind otherwise.
+    await redactor?.close();
   }
 }
 

@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import { loadConfig } from "../../service/config";
 import { StartupError } from "../../service/startup-error";
@@ -17,6 +18,8 @@ test("defaults: port 8890 on loopback, embedded NATS, info logs", () => {
   assert.equal(config.exportHost, "127.0.0.1");
   assert.deepEqual(config.exportPorts, { first: 15432, last: 15631 });
   assert.equal(config.exportTls, null);
+  assert.equal(config.redactionThreads, availableParallelism());
+  assert.equal(loadConfig(["--redaction-threads", "1"], {}).redactionThreads, 1);
 });
 
 test("environment variables set everything; flags win over them", () => {
@@ -43,6 +46,7 @@ test("a bad setting is one clear StartupError naming the variable and its flag",
     [["--port"], {}, /^option --port needs a value$/],
     [[], { EXPORT_PORTS: "6000-5000" }, /^EXPORT_PORTS \(--export-ports\) must be a port range/],
     [[], { EXPORT_PORTS: "many" }, /^EXPORT_PORTS/],
+    [[], { REDACTION_THREADS: "0" }, /^REDACTION_THREADS \(--redaction-threads\) must be a whole number from 1 to 64/],
     [[], { EXPORT_TLS_CERT_FILE: "/tmp/cert.pem" }, /^EXPORT_TLS_CERT_FILE and EXPORT_TLS_KEY_FILE go together/],
   ];
   for (const [argv, env, message] of cases) {

@@ -1,0 +1,97 @@
+import { documentLimits } from "./types";
+
+const LF = 0x0a;
+/** Buffers kept for reuse; more are left to the garbage collector. */
+const maxSpare = 4;
+
+/** A block of input in its own ArrayBuffer (so it can move to a worker without a copy). */
+export interface InputBlock {
+  input: ArrayBuffer;
+  length: number;
+}
+
+/**
+ * Input gathered into blocks of about `blockBytes` that end at a line end. Where a row ends can
+ * only be known by reading every quote before it, which is the work the blocks are handed out
+ * for: a line end is where a row most likely ends, and the reader of the block before checks it.
+ */
+export class LineBlocks {
+  private buf: Buffer;
+  private length = 0;
+  /** Just after the last line feed gathered; 0 when there is none. */
+  private lineEnd = 0;
+  private readonly spare: ArrayBuffer[] = [];
+
+  constructor(private readonly blockBytes: number) {
+    this.buf = this.fresh(0);
+  }
+
+  append(chunk: Buffer): void {
+    if (this.length + chunk.length > this.buf.length) this.buf = this.moved(this.length + chunk.length, 0);
+    chunk.copy(this.buf, this.length);
+    const lf = chunk.lastIndexOf(LF);
+    if (lf !== -1) this.lineEnd = this.length + lf + 1;
+    this.length += chunk.length;
+  }
+
+  /** Puts bytes back in front of what is gathered: the unfinished row at the end of the last block. */
+  prepend(bytes: Buffer): void {
+    this.buf = this.moved(bytes.length + this.length, bytes.length);
+    bytes.copy(this.buf, 0);
+    this.length += bytes.length;
+    if (this.lineEnd > 0) this.lineEnd += bytes.length;
+  }
+
+  /**
+   * The next full block, cut after its last line feed, or undefined while there is none yet. A row
+   * longer than any block (no line feed far past the size limit) is handed out as it is, for its
+   * reader to refuse.
+   */
+  take(): InputBlock | undefined {
+    if (this.length < this.blockBytes) return undefined;
+    if (this.lineEnd > 0) return this.cut(this.lineEnd);
+    return this.length > documentLimits.maxRecordBytes + this.blockBytes ? this.cut(this.length) : undefined;
+  }
+
+  /** Everything gathered (at the document's end; possibly nothing). */
+  takeRest(): InputBlock {
+    return this.cut(this.length);
+  }
+
+  private cut(cut: number): InputBlock {
+    const block = { input: this.buf.buffer as ArrayBuffer, length: cut };
+    const rest = this.buf.subarray(cut, this.length);
+    this.buf = this.fresh(rest.length);
+    rest.copy(this.buf);
+    this.length = rest.length;
+    this.lineEnd = 0;
+    return block;
+  }
+
+  /** The unfinished end of one block followed by another block, as one block. */
+  join(first: Buffer, second: Buffer): InputBlock {
+    const joined = this.fresh(first.length + second.length);
+    first.copy(joined, 0);
+    second.copy(joined, first.length);
+    return { input: joined.buffer as ArrayBuffer, length: first.length + second.length };
+  }
+
+  /** A block's buffer back from its reader, for reuse. */
+  recycle(input: ArrayBuffer): void {
+    if (this.spare.length < maxSpare && input.byteLength >= this.blockBytes * 2) this.spare.push(input);
+  }
+
+  /** The gathered bytes moved into a buffer of at least `size`, starting at `at`. */
+  private moved(size: number, at: number): Buffer {
+    const grown = this.fresh(Math.max(size, this.buf.length * 2));
+    this.buf.copy(grown, at, 0, this.length);
+    return grown;
+  }
+
+  /** A buffer of at least `size` bytes with an ArrayBuffer of its own. */
+  private fresh(size: number): Buffer {
+    const index = this.spare.findIndex((buffer) => buffer.byteLength >= size);
+    if (index !== -1) return Buffer.from(this.spare.splice(index, 1)[0]);
+    return Buffer.allocUnsafeSlow(Math.max(size, this.blockBytes * 2));
+  }
+}

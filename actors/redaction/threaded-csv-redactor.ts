@@ -1,0 +1,279 @@
+import { join } from "node:path";
+import { Worker } from "node:worker_threads";
+import type { RecordPlan } from "../decision/record-redaction";
+import { emptyBuffer } from "./chunked-redactor";
+import { CsvRedactor } from "./csv-redactor";
+import { faultError } from "./csv-rows";
+import { LineBlocks, type InputBlock } from "./line-blocks";
+import type { CsvHandover, CsvThreading, CsvWorkerReport, CsvWorkerRequest, CsvWorkerSetup, DecisionSource, DocumentRedactor, RedactionTally } from "./types";
+
+const workerFile = join(__dirname, "csv-worker.js");
+
+/** Blocks of 1 MiB; documents up to 8 MiB stay on the calling thread (starting a worker takes tens of milliseconds). */
+export function csvThreading(threads: number): CsvThreading {
+  return { threads, blockBytes: 1 << 20, inlineBytes: 8 << 20 };
+}
+
+/** The CSV redactor for `threading`: on the calling thread for one thread, else with worker threads. */
+export function csvRedactor(plan: RecordPlan, decisions: DecisionSource, threading: CsvThreading): DocumentRedactor {
+  return threading.threads <= 1 ? new CsvRedactor(plan, decisions) : new ThreadedCsvRedactor(plan, decisions, threading);
+}
+
+/** A worker and how many blocks it holds. */
+interface BlockWorker {
+  thread: Worker;
+  tasks: number;
+  /** Verdicts it has been sent (ids below this). */
+  verdictsSent: number;
+}
+
+/** A block handed to a worker, until its output is released in document order. */
+interface Block extends InputBlock {
+  task: number;
+  worker: BlockWorker;
+  final: boolean;
+  /** Where it starts in the document: known once the block before showed that a row starts there. */
+  start?: { line: number; offset: number };
+  scanned?: Extract<CsvWorkerReport, { kind: "scanned" }>;
+  done?: Extract<CsvWorkerReport, { kind: "done" }>;
+  /** Its users' decisions were asked for. */
+  asked: boolean;
+  /** Cut where no row starts: read again, with the end of the block before, once both are back. */
+  abandoned: boolean;
+  /** Its unfinished end went to the block after it. */
+  carried: boolean;
+}
+
+/**
+ * CSV redaction on worker threads. The first rows (the header, and the whole document when it
+ * is small) are redacted by a CsvRedactor on the calling thread. The rest is cut into blocks at
+ * line ends and handed to the workers, which scan each block as if it started where a row
+ * starts: the block before tells whether it did (it ends without an unfinished row). A block
+ * cut inside a quoted field is read again, joined to the unfinished end before it. Decisions
+ * are asked for only for users of blocks whose start is confirmed, one request at a time and
+ * in document order, so no value other than a real user id is ever decided on (or traced), and
+ * the users counted are those of the rows before a failing one. Outputs and counts are
+ * released strictly in document order; a refused row fails the document with the same error
+ * and the same counts as the CsvRedactor gives.
+ */
+export class ThreadedCsvRedactor implements DocumentRedactor {
+  private readonly inline: CsvRedactor;
+  private inlineBytes = 0;
+  private document?: CsvHandover;
+  private readonly blocks: Block[] = [];
+  private readonly tasks = new Map<number, Block>();
+  private readonly workers: BlockWorker[] = [];
+  private readonly input: LineBlocks;
+  private ready: Buffer[] = [];
+  /** Where the first block not yet released starts. */
+  private next = { line: 0, offset: 0 };
+  private lastTask = 0;
+  private decisionsAsked: Promise<void> = Promise.resolve();
+  private failure?: Error;
+  private waiter?: { resolve: () => void; reject: (error: Error) => void };
+  private closing?: Promise<void>;
+
+  constructor(
+    plan: RecordPlan,
+    private readonly decisions: DecisionSource,
+    private readonly threading: CsvThreading,
+  ) {
+    this.inline = new CsvRedactor(plan, decisions);
+    this.input = new LineBlocks(threading.blockBytes);
+  }
+
+  async push(chunk: Buffer): Promise<Buffer> {
+    if (this.failure) throw this.failure;
+    if (!this.document) {
+      if (!this.inline.headerRead || this.inlineBytes < this.threading.inlineBytes) {
+        this.inlineBytes += chunk.length;
+        return this.inline.push(chunk);
+      }
+      this.startWorkers();
+    }
+    this.document!.tally.bytesIn += chunk.length;
+    this.input.append(chunk);
+    for (let block = this.input.take(); block; block = this.input.take()) this.dispatch(block, false);
+    while (this.blocks.length >= this.threading.threads * 2) await this.change();
+    return this.takeReady();
+  }
+
+  async end(): Promise<Buffer> {
+    if (this.failure) throw this.failure;
+    if (!this.document) return this.inline.end();
+    this.dispatch(this.input.takeRest(), true);
+    while (this.blocks.length > 0) await this.change();
+    await this.close();
+    return this.takeReady();
+  }
+
+  tally(): RedactionTally {
+    if (!this.document) return this.inline.tally();
+    this.document.verdicts.flush(this.document.tally);
+    return this.document.tally.snapshot();
+  }
+
+  close(): Promise<void> {
+    this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => undefined);
+    return this.closing;
+  }
+
+  private startWorkers(): void {
+    const document = this.inline.handOver();
+    this.document = document;
+    this.next = { line: document.line, offset: document.offset };
+    this.input.append(document.carry);
+    const setup: CsvWorkerSetup = { columns: document.header.names.length, userColumns: document.header.userColumns, terminator: document.header.terminator };
+    for (let i = 0; i < this.threading.threads; i++) {
+      const worker: BlockWorker = { thread: new Worker(workerFile, { workerData: setup }), tasks: 0, verdictsSent: 0 };
+      worker.thread.on("message", (report: CsvWorkerReport) => this.received(worker, report));
+      worker.thread.on("error", (error) => this.fail(error));
+      worker.thread.on("exit", (code) => {
+        if (!this.closing) this.fail(new Error(`a CSV worker thread stopped (exit code ${code})`));
+      });
+      this.workers.push(worker);
+    }
+  }
+
+  private dispatch(input: InputBlock, final: boolean): void {
+    const block: Block = { ...input, task: 0, worker: this.workers[0], final, asked: false, abandoned: false, carried: false };
+    // The first block not yet released starts where the document goes on; any other waits for the one before it.
+    if (this.blocks.length === 0) block.start = { ...this.next };
+    this.blocks.push(block);
+    this.send(block);
+  }
+
+  private send(block: Block): void {
+    const worker = this.workers.reduce((least, candidate) => (candidate.tasks < least.tasks ? candidate : least));
+    block.worker = worker;
+    block.task = ++this.lastTask;
+    this.tasks.set(block.task, block);
+    worker.tasks++;
+    this.post(worker, { kind: "block", task: block.task, input: block.input, length: block.length, final: block.final }, [block.input]);
+  }
+
+  private post(worker: BlockWorker, request: CsvWorkerRequest, transfer: ArrayBuffer[] = []): void {
+    worker.thread.postMessage(request, transfer);
+  }
+
+  private received(worker: BlockWorker, report: CsvWorkerReport): void {
+    const block = this.tasks.get(report.task);
+    if (!block || this.failure) return;
+    if (report.kind === "scanned") block.scanned = report;
+    else {
+      block.done = report;
+      block.input = report.input;
+      worker.tasks--;
+      this.tasks.delete(report.task);
+    }
+    try {
+      this.advance();
+      this.release();
+      this.wake();
+    } catch (error) {
+      this.fail(error as Error);
+    }
+  }
+
+  /** Confirms block starts in document order, asks for decisions where they are confirmed, and reads again what was cut wrong. */
+  private advance(): void {
+    for (let i = 0; i < this.blocks.length; i++) {
+      const block = this.blocks[i];
+      if (!block.start || !block.scanned) return;
+      if (block.scanned.users.length > 0 && !block.asked) {
+        block.asked = true;
+        this.askDecisions(block, block.scanned.users);
+      }
+      const after = this.blocks[i + 1];
+      if (block.scanned.fault || !after) return;
+      const start = { line: block.start.line + block.scanned.lines, offset: block.start.offset + block.scanned.end };
+      if (block.scanned.end === block.length) {
+        after.start ??= start;
+        continue;
+      }
+      if (block.carried) continue;
+      // The block ends inside a row, so the one after it does not start where a row starts.
+      if (!after.abandoned) {
+        after.abandoned = true;
+        if (!after.done) this.post(after.worker, { kind: "abandon", task: after.task });
+      }
+      if (block.done && after.done) {
+        const unfinished = Buffer.from(block.done.input, block.scanned.end, block.length - block.scanned.end);
+        const joined = this.input.join(unfinished, Buffer.from(after.done.input, 0, after.length));
+        this.input.recycle(after.done.input);
+        Object.assign(after, joined, { start, scanned: undefined, done: undefined, asked: false, abandoned: false });
+        block.carried = true;
+        this.send(after);
+      }
+      return;
+    }
+  }
+
+  /** Releases finished blocks in document order: their output, and their counts into the document's tally. */
+  private release(): void {
+    const document = this.document!;
+    for (let block = this.blocks[0]; block?.start && block.scanned && block.done; block = this.blocks[0]) {
+      const { scanned, done, start } = block;
+      const unfinished = scanned.end < block.length && !scanned.fault;
+      if (unfinished && !block.carried) {
+        if (this.blocks.length > 1) return; // the block after it takes the unfinished row (advance)
+        this.input.prepend(Buffer.from(done.input, scanned.end, block.length - scanned.end));
+      }
+      document.tally.emptyLines += scanned.emptyLines;
+      if (done.counts) document.verdicts.merge(done.counts, document.tally);
+      document.tally.bytesOut += done.outputLength;
+      if (scanned.fault) {
+        // The document ends before the refused row: what came before it is counted, its output is not kept.
+        document.tally.bytesIn = start.offset + scanned.fault.rowStart;
+        throw faultError(scanned.fault, start.line);
+      }
+      if (done.output) this.ready.push(Buffer.from(done.output, 0, done.outputLength));
+      this.input.recycle(done.input);
+      this.next = { line: start.line + scanned.lines, offset: start.offset + scanned.end };
+      this.blocks.shift();
+    }
+  }
+
+  /** Decides a block's new users on this thread, one block at a time, and sends the worker their verdicts. */
+  private askDecisions(block: Block, users: string[]): void {
+    const { task, worker } = block;
+    const { verdicts } = this.document!;
+    this.decisionsAsked = this.decisionsAsked
+      .then(async () => {
+        if (this.failure) return;
+        await this.decisions.prepare(users);
+        const verdictIds = users.map((userId) => verdicts.of(this.decisions.of(userId)).id);
+        const added = verdicts.all.slice(worker.verdictsSent);
+        worker.verdictsSent = verdicts.all.length;
+        if (!this.failure) this.post(worker, { kind: "decisions", task, verdictIds, verdicts: added });
+      })
+      .catch((error: unknown) => this.fail(error as Error));
+  }
+
+  private takeReady(): Buffer {
+    const out = this.ready.length === 1 ? this.ready[0] : this.ready.length === 0 ? emptyBuffer : Buffer.concat(this.ready);
+    this.ready = [];
+    return out;
+  }
+
+  private fail(error: Error): void {
+    if (this.failure) return;
+    this.failure = error;
+    void this.close();
+    this.wake();
+  }
+
+  /** Waits until a worker reports (or the document fails). */
+  private change(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
+  }
+
+  private wake(): void {
+    const waiter = this.waiter;
+    this.waiter = undefined;
+    if (!waiter) return;
+    if (this.failure) waiter.reject(this.failure);
+    else waiter.resolve();
+  }
+}
