@@ -1,6 +1,7 @@
 import type { MappingGroup } from "../policy/model";
 import type { CompiledPolicy } from "./compiled-policy";
 import type { Decision } from "./types";
+import { canNameUser } from "./user-id-shape";
 
 /** How one mapping group applies to records, for one configuration revision. */
 export interface RecordPlan {
@@ -50,15 +51,12 @@ export function valueAt(record: unknown, path: string): unknown {
   return current;
 }
 
-/** What a user id can be (as the /user API takes them): a value beyond this names no one, so its record is dropped. */
-const userIdShape = /^[^\u0000-\u001f]{1,200}$/;
-
 /** The user id of a record: the first non-empty resource-context value, in mapping order. */
 export function userIdOf(record: unknown, plan: RecordPlan): string | undefined {
   for (const field of plan.resourceFields) {
     const value = valueAt(record, field);
     // A number names a user only when exact: a rounded one could name someone else.
-    if (typeof value === "string" && value !== "") return userIdShape.test(value) ? value : undefined;
+    if (typeof value === "string" && value !== "") return canNameUser(value) ? value : undefined;
     if (Number.isSafeInteger(value)) return String(value);
   }
   return undefined;

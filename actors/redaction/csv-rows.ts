@@ -1,3 +1,4 @@
+import { canNameUser } from "../decision/user-id-shape";
 import { DocumentError, documentLimits, type CsvCounts, type CsvRowFault, type CsvVerdict } from "./types";
 
 const enum Byte {
@@ -143,7 +144,7 @@ export function scanRows(buf: Buffer, start: number, final: boolean, line: numbe
   return rows;
 }
 
-/** The user id of each row from `first`: the first non-empty user-id column, decoded; undefined when there is none. */
+/** The user id of each row from `first`: the first non-empty user-id column, decoded; undefined when there is none or it cannot name a user. */
 export function userIdsOf(buf: Buffer, rows: ScannedRows, first: number, userColumns: readonly number[]): Array<string | undefined> {
   const ids: Array<string | undefined> = [];
   const { bounds, columns } = rows;
@@ -154,7 +155,7 @@ export function userIdsOf(buf: Buffer, rows: ScannedRows, first: number, userCol
       if (bounds[field + 1] > bounds[field]) {
         const value = decodeField(buf, bounds[field], bounds[field + 1]);
         if (value !== "") {
-          id = value;
+          if (canNameUser(value)) id = value;
           break;
         }
       }

@@ -183,3 +183,14 @@ test("JSON: objects on no mapped path are emptied whole, keys and all; inexact n
   assert.deepEqual(redactor.tally().droppedBy, { NO_USER_ID: 1 });
   assert.deepEqual(await jsonError('{"owner":{"id":"u-all"},"contact":{"email":"a","email":"b"}}\n', "lines").then((e) => [e.code, e.where.line]), ["JSON_DUPLICATE_KEY", 1]);
 });
+
+test("CSV: a user id no user could have (over 200 characters, control characters) names no one, as in records and JSON; the next column is not consulted", async () => {
+  const tooLong = "u".repeat(201);
+  const input = Buffer.from(`id,alt id,email\r\n${tooLong},u-all,a@x\r\n"u-all\u0001",u-all,b@x\r\nu-all,,c@x\r\n`);
+  const decisions = new FakeDecisions();
+  const redactor = new CsvRedactor(csvPlan, decisions);
+  const out = await run(redactor, input, whole);
+  assert.equal(out.toString().split("\r\n").filter(Boolean).length, 2, "the header and the one row with a real id");
+  assert.deepEqual(redactor.tally().droppedBy, { NO_USER_ID: 2 });
+  assert.deepEqual(decisions.prepared, [["u-all"]], "the odd values were never looked up");
+});
