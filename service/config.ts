@@ -64,7 +64,7 @@ export const settings = {
   callTimeoutMs: { env: "CALL_TIMEOUT_MS", flag: "--call-timeout-ms", describe: "default deadline of an actor call (default 5000)" },
   actorModules: { env: "ACTOR_MODULES", flag: "--actor-modules", describe: "extra actor modules to host, comma-separated paths" },
   redactRetentionHours: { env: "REDACT_RETENTION_HOURS", flag: "--redact-retention-hours", describe: "hours a finished redaction job and its documents are kept (default 168)" },
-  redactionThreads: { env: "REDACTION_THREADS", flag: "--redaction-threads", describe: "worker threads a CSV redaction job uses (default: the cores; 1: none, the event loop's thread)" },
+  redactionThreads: { env: "REDACTION_THREADS", flag: "--redaction-threads", describe: "worker threads a CSV redaction job uses (default: the cores, at most 4; 1: none, the event loop's thread)" },
   exportHost: { env: "EXPORT_HOST", flag: "--export-host", describe: "address export ports are opened on (default: the gateway's HOST)" },
   exportTls: { env: "EXPORT_TLS_CERT_FILE", flag: "--export-tls-cert-file", describe: "PEM certificate (chain) exports present to TLS clients; needs EXPORT_TLS_KEY_FILE" },
   exportTlsKey: { env: "EXPORT_TLS_KEY_FILE", flag: "--export-tls-key-file", describe: "PEM private key of EXPORT_TLS_CERT_FILE" },
@@ -113,6 +113,15 @@ function tlsFiles(certFile: string | undefined, keyFile: string | undefined, nam
 }
 
 /** Reads the node's configuration: flags win over environment variables, which win over defaults. */
+/**
+ * Each CSV job starts this many workers (about 8 MiB each, plus two blocks in flight per worker),
+ * and jobs run side by side: the cores, but at most 4 unless set (a 96-core host would otherwise
+ * also exceed the setting's range and refuse to start).
+ */
+function defaultRedactionThreads(): number {
+  return Math.min(availableParallelism(), 4);
+}
+
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): NodeConfig {
   const flags = parseFlags(argv);
   const raw = (key: keyof typeof settings): string | undefined => flags.get(settings[key].flag) ?? (env[settings[key].env] || undefined);
@@ -142,7 +151,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     callTimeoutMs: integer(settings.callTimeoutMs, raw("callTimeoutMs") ?? "5000", 10, 600_000),
     actorModules: (raw("actorModules") ?? "").split(",").map((m) => m.trim()).filter(Boolean).map((m) => resolve(m)),
     redactRetentionHours: integer(settings.redactRetentionHours, raw("redactRetentionHours") ?? "168", 1, 24 * 366),
-    redactionThreads: integer(settings.redactionThreads, raw("redactionThreads") ?? String(availableParallelism()), 1, 64),
+    redactionThreads: integer(settings.redactionThreads, raw("redactionThreads") ?? String(defaultRedactionThreads()), 1, 64),
     exportHost: raw("exportHost") ?? raw("host") ?? "127.0.0.1",
     exportPorts: portRange(settings.exportPorts, raw("exportPorts") ?? "15432-15631"),
     exportTls: tlsFiles(raw("exportTls"), raw("exportTlsKey"), { cert: settings.exportTls, key: settings.exportTlsKey }),

@@ -124,3 +124,35 @@ test("a failed decision lookup fails the threaded document instead of releasing 
   await stopped.push(input.subarray(0, input.length / 2));
   await stopped.close();
 });
+
+test("closing while a push waits (a stopped attempt): the push is released with an error and no decision is asked for afterwards", async () => {
+  const rows = Array.from({ length: 20_000 }, (_, i) => `u-${i},,e${i}@x,${i},n`);
+  const input = Buffer.from(`id,alt id,email,clicks,note\n${rows.join("\n")}\n`);
+  const decisions = new FakeDecisions();
+  let closed = false;
+  let askedAfterClose = 0;
+  const prepare = decisions.prepare.bind(decisions);
+  decisions.prepare = async (userIds) => {
+    if (closed) askedAfterClose++;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    return prepare(userIds);
+  };
+  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes: 8192, inlineBytes: 0 });
+  let waiting = false;
+  const pushing = (async () => {
+    for (let at = 0; at < input.length; at += 9000) {
+      waiting = true;
+      await redactor.push(input.subarray(at, at + 9000));
+      waiting = false;
+    }
+  })().then(
+    () => assert.fail("the document was pushed to its end although it was closed"),
+    (error: unknown) => error as Error,
+  );
+  while (!waiting || decisions.prepared.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+  closed = true;
+  await redactor.close();
+  assert.match((await pushing).message, /closed/, "the waiting push is told, not left hanging");
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(askedAfterClose, 0, "queued decision requests were skipped");
+});
