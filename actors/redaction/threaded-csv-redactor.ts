@@ -8,6 +8,8 @@ import { LineBlocks, type InputBlock } from "./line-blocks";
 import type { CsvHandover, CsvThreading, CsvWorkerReport, CsvWorkerRequest, CsvWorkerSetup, DecisionSource, DocumentRedactor, RedactionTally } from "./types";
 
 const workerFile = join(__dirname, "csv-worker.js");
+/** A block takes milliseconds: this long without any worker reporting means one hangs, and the attempt fails (it is retried) instead of waiting forever. */
+const stallLimitMs = 120_000;
 
 /** Blocks of 1 MiB; documents up to 8 MiB stay on the calling thread (starting a worker takes tens of milliseconds). */
 export function csvThreading(threads: number): CsvThreading {
@@ -269,7 +271,14 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   /** Waits until a worker reports (or the document fails). */
   private change(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
+    return new Promise((resolve, reject) => {
+      const stalled = setTimeout(() => this.fail(new Error(`no CSV worker thread reported for ${stallLimitMs / 1000} s`)), stallLimitMs);
+      const settled = () => clearTimeout(stalled);
+      this.waiter = {
+        resolve: () => (settled(), resolve()),
+        reject: (error) => (settled(), reject(error)),
+      };
+    });
   }
 
   private wake(): void {
