@@ -11,7 +11,7 @@ import { encodeDescribeBytes, locateDescribe } from "../../protocols/postgres/de
 import { encodeExecuteBytes, locateExecute } from "../../protocols/postgres/execute";
 import { encodeFlush } from "../../protocols/postgres/sync";
 import { decodeErrorFields, encodeErrorResponse, encodeNoticeResponse, errorFields, ErrorField } from "../../protocols/postgres/error-response";
-import { splitFrames, startupPacketLength, type Frame } from "../../protocols/postgres/frames";
+import { FrameList, startupPacketLength, type Frame } from "../../protocols/postgres/frames";
 import { decodeQuery, encodeQuery } from "../../protocols/postgres/query";
 import { decodeParameterStatus } from "../../protocols/postgres/parameter-status";
 import { decodeReadyForQuery } from "../../protocols/postgres/ready-for-query";
@@ -28,7 +28,7 @@ import type { CancelKeys } from "./cancel-keys";
 import { catalogQuery, columnKey, resolveColumns, type CatalogRow, type ColumnMap } from "./column-catalog";
 import { maskFor, planResult, type ResultPlan } from "./result-plan";
 import { sanitizeError, sanitizeNotice } from "./sanitize";
-import type { DirectVerification, MappingView, ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts } from "./types";
+import type { DirectVerification, MappingView, ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts, TextDecoding } from "./types";
 import { userIdFromValue } from "./user-id";
 
 /** Startup packets are small; PostgreSQL itself refuses those over 10,000 bytes. */
@@ -64,6 +64,8 @@ export interface SessionDeps {
   tls?: SecureContext;
   /** Present when the export's component enforces authentication: the proxy verifies the client itself (spec 5.1). */
   directVerification?: DirectVerification;
+  /** Reads the rows' user ids (shared by the export's connections). */
+  userIds: TextDecoding;
   onEnd(counts: SessionCounts, identity: { user?: string; database?: string }): void;
 }
 
@@ -104,6 +106,16 @@ type Expectation =
   | { kind: "complete"; code: number }
   | { kind: "internal"; query: InternalQuery };
 
+/** Expectations with nothing of their own, one object each, shared and never changed: none made per message. */
+const stateless = {
+  simple: { kind: "simple" },
+  parseComplete: { kind: "complete", code: BackendCode.ParseComplete },
+  bindComplete: { kind: "complete", code: BackendCode.BindComplete },
+  closeComplete: { kind: "complete", code: BackendCode.CloseComplete },
+  execute: { kind: "execute" },
+  sync: { kind: "sync" },
+} as const satisfies Record<string, Expectation>;
+
 /** A RowDescription as the proxy handles it: its plan, the newest relation it names, what the client may see of it. */
 interface DescribedResult {
   plan: ResultPlan;
@@ -133,6 +145,13 @@ export class ProxySession {
   /** Where the backend's bytes are read into; what is still queued when the next read comes is copied out first. */
   private readonly backendReadBuffer = Buffer.allocUnsafeSlow(backendReadBytes);
   private fromClient: ByteQueue;
+  /** Each direction's messages of the chunk being handled, and the message being handled (objects reused, not one per message). */
+  private readonly clientFrames = new FrameList();
+  private readonly backendFrames = new FrameList();
+  private readonly clientCursor: Frame = { code: 0, start: 0, bodyStart: 0, end: 0 };
+  private readonly backendCursor: Frame = { code: 0, start: 0, bodyStart: 0, end: 0 };
+  /** The row `verdictsFor` reads, ahead of the one being handled. */
+  private readonly scanCursor: Frame = { code: 0, start: 0, bodyStart: 0, end: 0 };
   private readonly fromBackend: ByteQueue;
   private clientPumping = false;
   private backendPumping = false;
@@ -227,12 +246,14 @@ export class ProxySession {
           this.fromClient.unshift(rest);
           continue;
         }
-        const { frames, consumed } = splitFrames(bytes, this.phase === "ready" ? this.deps.limits.maxMessageBytes : maxAuthenticationMessageBytes);
+        const frames = this.clientFrames;
+        const consumed = frames.split(bytes, this.phase === "ready" ? this.deps.limits.maxMessageBytes : maxAuthenticationMessageBytes);
         if (consumed < bytes.length) this.fromClient.unshift(bytes.subarray(consumed));
         // Only part of a message: wait for the rest.
-        if (frames.length === 0) return;
+        if (frames.count === 0) return;
         const out = new ForwardBuffer();
-        for (const frame of frames) {
+        for (let i = 0; i < frames.count; i++) {
+          const frame = frames.read(i, this.clientCursor);
           if (this.phase === "verifying") {
             this.fromClient.unshift(bytes.subarray(frame.end, consumed));
             if (frame.code !== FrontendCode.Password) {
@@ -323,20 +344,20 @@ export class ProxySession {
     switch (frame.code) {
       case FrontendCode.Query:
         this.rememberText(decodeQuery(bytes.subarray(frame.bodyStart, frame.end)));
-        this.expected.push({ kind: "simple" });
+        this.expected.push(stateless.simple);
         break;
       case FrontendCode.Parse:
         this.rememberText(decodeParse(bytes.subarray(frame.bodyStart, frame.end)).sql);
         this.extendedOpen = true;
-        this.expected.push({ kind: "complete", code: BackendCode.ParseComplete });
+        this.expected.push(stateless.parseComplete);
         break;
       case FrontendCode.Bind:
         this.extendedOpen = true;
-        this.expected.push({ kind: "complete", code: BackendCode.BindComplete });
+        this.expected.push(stateless.bindComplete);
         break;
       case FrontendCode.Close:
         this.extendedOpen = true;
-        this.expected.push({ kind: "complete", code: BackendCode.CloseComplete });
+        this.expected.push(stateless.closeComplete);
         break;
       case FrontendCode.Flush:
         this.extendedOpen = true;
@@ -362,7 +383,7 @@ export class ProxySession {
           this.expected.push({ kind: "describe", forClient: false, decidesRows: true });
         }
         if (limit <= 0) {
-          this.expected.push({ kind: "execute" });
+          this.expected.push(stateless.execute);
           break;
         }
         // A row limit counts the rows the client receives: dropped rows are made up for with more
@@ -377,7 +398,7 @@ export class ProxySession {
       case FrontendCode.Sync:
         this.extendedOpen = false;
         this.backendSkipsToSync = false;
-        this.expected.push({ kind: "sync" });
+        this.expected.push(stateless.sync);
         break;
       case FrontendCode.CopyData:
       case FrontendCode.CopyDone:
@@ -631,20 +652,21 @@ export class ProxySession {
         if (this.closed) return;
         let bytes = this.fromBackend.take();
         if (!bytes) return;
-        const { frames, consumed } = splitFrames(bytes, this.deps.limits.maxMessageBytes);
+        const frames = this.backendFrames;
+        const consumed = frames.split(bytes, this.deps.limits.maxMessageBytes);
         if (consumed < bytes.length) this.fromBackend.unshift(bytes.subarray(consumed));
-        if (frames.length === 0) return;
+        if (frames.count === 0) return;
         const out = new OutputBuffer(bytes.length);
         this.chunkVerdicts.clear();
         this.chunkUsers.length = 0;
+        this.chunkRowVerdicts.length = 0;
         let scannedThrough = -1;
-        for (let i = 0; i < frames.length; i++) {
-          const frame = frames[i]!;
-          if (i > scannedThrough && frame.code === BackendCode.DataRow && this.plan && !this.swallowingCopyOut && this.head()?.kind !== "internal") {
+        for (let i = 0; i < frames.count; i++) {
+          if (i > scannedThrough && frames.code(i) === BackendCode.DataRow && this.plan && !this.swallowingCopyOut && this.head()?.kind !== "internal") {
             // Once per run of rows in this chunk: the verdicts they need, loading the missing ones together.
-            const { missing, through } = this.verdictsFor(bytes, frames, i);
-            scannedThrough = through;
-            if (missing.length > 0) {
+            scannedThrough = this.verdictsFor(bytes, frames, i);
+            if (this.missingUsers.size > 0) {
+              const missing = [...this.missingUsers];
               this.toClient(out);
               this.backend?.pause();
               // The read buffer may be read into again before these rows are handled.
@@ -659,7 +681,7 @@ export class ProxySession {
             }
           }
           this.frameIndex = i;
-          this.backendFrame(bytes, frame, out);
+          this.backendFrame(bytes, frames.read(i, this.backendCursor), out);
           if (this.closed) return;
         }
         this.toClient(out);
@@ -688,28 +710,38 @@ export class ProxySession {
 
   /**
    * Verdicts for the rows from `from` on, until the next message that is not a DataRow: those
-   * in memory go into `chunkVerdicts` (so they cannot expire before their rows are sent), the
-   * others are returned to be loaded.
+   * in memory go into `chunkVerdicts` (so they cannot expire before their rows are sent) and
+   * beside each row, the others into `missingUsers`, to be loaded. Returns the last row's index.
    */
-  private verdictsFor(bytes: Buffer, frames: Frame[], from: number): { missing: string[]; through: number } {
+  private verdictsFor(bytes: Buffer, frames: FrameList, from: number): number {
     const plan = this.plan!;
-    const missing = new Set<string>();
+    const missing = this.missingUsers;
+    missing.clear();
     let i = from;
-    for (; i < frames.length && frames[i]!.code === BackendCode.DataRow; i++) {
+    for (; i < frames.count && frames.code(i) === BackendCode.DataRow; i++) {
       if (plan.userColumns.length === 0) continue;
-      const userId = this.userOf(bytes, frames[i]!, plan);
+      const userId = this.userOf(bytes, frames.read(i, this.scanCursor), plan);
       this.chunkUsers[i] = userId ?? "";
-      if (userId === undefined || this.chunkVerdicts.has(userId) || missing.has(userId)) continue;
-      const verdict = this.deps.decider.verdict(userId);
-      if (verdict) this.chunkVerdicts.set(userId, verdict);
-      else missing.add(userId);
+      if (userId === undefined) continue;
+      let verdict = this.chunkVerdicts.get(userId);
+      if (!verdict && !missing.has(userId)) {
+        verdict = this.deps.decider.verdict(userId);
+        if (verdict) this.chunkVerdicts.set(userId, verdict);
+        else missing.add(userId);
+      }
+      this.chunkRowVerdicts[i] = verdict;
     }
-    return { missing: [...missing], through: i - 1 };
+    return i - 1;
   }
+
+  /** Users of the rows `verdictsFor` scanned last whose verdicts are not in memory. */
+  private readonly missingUsers = new Set<string>();
 
   private readonly chunkVerdicts = new Map<string, RowVerdict>();
   /** Per frame of the chunk being handled: the row's user as `verdictsFor` read it ("" for none). */
   private readonly chunkUsers: string[] = [];
+  /** Per frame of the chunk being handled: the row's verdict when `verdictsFor` found it in memory. */
+  private readonly chunkRowVerdicts: Array<RowVerdict | undefined> = [];
   private frameIndex = -1;
   /** RowDescriptions by their bytes: a statement run again (pgbench, prepared statements) reuses its plan and masks. */
   private readonly described = new Map<string, DescribedResult>();
@@ -757,7 +789,7 @@ export class ProxySession {
       const value = locateValue(bytes, frame.bodyStart, frame.end, column);
       if (!value) continue;
       const description = plan.columns[column]!;
-      const userId = userIdFromValue(bytes, value.start, value.length, description.typeOid, description.format);
+      const userId = userIdFromValue(bytes, value.start, value.length, description.typeOid, description.format, this.deps.userIds);
       if (userId !== undefined && userId !== "") return userId;
     }
     return undefined;
@@ -1015,7 +1047,7 @@ export class ProxySession {
     const plan = this.plan;
     const scanned = this.chunkUsers[this.frameIndex];
     const userId = scanned !== undefined ? scanned || undefined : plan ? this.userOf(bytes, frame, plan) : undefined;
-    const verdict = userId === undefined ? undefined : (this.chunkVerdicts.get(userId) ?? this.deps.decider.verdict(userId));
+    const verdict = userId === undefined ? undefined : (this.chunkRowVerdicts[this.frameIndex] ?? this.chunkVerdicts.get(userId) ?? this.deps.decider.verdict(userId));
     // A row whose shape is not the plan's is not decided by it.
     if (!plan || !verdict || !verdict.allowed || frame.end - frame.bodyStart < 2 || bytes.readInt16BE(frame.bodyStart) !== plan.columns.length) {
       this.counts.rowsDropped++;

@@ -25,6 +25,7 @@ import { maskFor, planResult } from "../../proxies/postgres/result-plan";
 import { sanitizeError, sanitizeNotice } from "../../proxies/postgres/sanitize";
 import type { MappingView, RowVerdict } from "../../proxies/postgres/types";
 import { userIdFromValue } from "../../proxies/postgres/user-id";
+import { UserIdMemo } from "../../proxies/postgres/user-id-memo";
 
 const hex = (text: string) => Buffer.from(text.replace(/\s+/g, ""), "hex");
 const bodyOf = (message: Buffer) => message.subarray(5);
@@ -60,6 +61,15 @@ describe("PostgreSQL codecs: byte fixtures", () => {
     const written = writeMaskedRowFrom(target, 0, row, 5, row.length, [false, true, true]);
     assert.deepEqual(target.subarray(0, written), hex("44 00000015 0003 ffffffff ffffffff 00000003 616263"), "in one pass from the source, the same bytes");
     assert.throws(() => writeMaskedRowFrom(Buffer.alloc(64), 0, hex("44 0000000b 0001 00000009 61"), 5, 12, [true]), ProtocolError);
+    // Runs of kept values (NULLs and empty values among them) copied at once: the same bytes as the row re-encoded.
+    const sample = [Buffer.from("u1"), null, Buffer.alloc(0), Buffer.from("secret"), Buffer.from("x".repeat(300)), null];
+    for (let mask = 0; mask < 1 << sample.length; mask++) {
+      const keep = sample.map((_, i) => (mask & (1 << i)) !== 0);
+      const source = Buffer.concat([hex("ffff"), encodeDataRow(sample), hex("ff")]);
+      const into = Buffer.alloc(source.length + 8, 0xaa);
+      const after = writeMaskedRowFrom(into, 8, source, 7, source.length - 1, keep);
+      assert.deepEqual(into.subarray(8, after), encodeDataRow(sample.map((value, i) => (keep[i] ? value : null))), `mask ${mask}`);
+    }
     assert.throws(() => decodeDataRow(hex("44 0000000b 0001 00000009 61"), 5, 12, newRowValues()), ProtocolError, "a value longer than its message");
     assert.throws(() => decodeDataRow(hex("44 0000000c 0001 00000001 6161"), 5, 13, newRowValues()), ProtocolError, "bytes after the last value");
     assert.throws(() => decodeDataRow(hex("44 0000000a 0001 fffffffe"), 5, 11, newRowValues()), ProtocolError, "a length below -1");
@@ -287,6 +297,17 @@ describe("PostgreSQL proxy: planning and sanitising", () => {
     assert.equal(userIdFromValue(Buffer.from("abc"), 0, 3, 1700, 1), undefined, "numeric in binary");
     assert.equal(userIdFromValue(Buffer.from("42"), 0, 2, 1700, 0), "42", "any type in text");
     assert.equal(userIdFromValue(Buffer.alloc(0), 0, -1, 25, 0), undefined);
+    // The memo reads exactly what Buffer reads, for every id and whatever shared its slot before.
+    const memo = new UserIdMemo();
+    const ids = [...Array.from({ length: 20_000 }, (_, i) => `user-${i}`), "é", "x".repeat(65), "", "\u{1F600}"].map((id) => Buffer.from(id));
+    ids.push(hex("ff fe"), hex("fe ff"));
+    for (let round = 0; round < 2; round++) {
+      for (const id of ids) {
+        const inside = Buffer.concat([hex("00"), id, hex("00")]);
+        assert.equal(memo.text(inside, 1, 1 + id.length), id.toString("utf8"));
+        assert.equal(userIdFromValue(inside, 1, id.length, 25, 0, memo), id.length === 0 ? undefined : id.toString("utf8"));
+      }
+    }
   });
 
   test("errors keep their code and lose values; notices keep only severity and code", () => {
