@@ -1,7 +1,7 @@
 // Benchmarks of a PostgreSQL export (issue 6), against baselines in the same run:
 // 1. pgbench select-only custom script, 8 clients: directly, through PgBouncer (session mode), through the export.
 // 2. Rows per second of a 1M-row, 8-column SELECT (half the rows dropped, 3 columns nulled) vs the same SELECT directly.
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
@@ -10,9 +10,10 @@ import { encodeQuery } from "../protocols/postgres/query";
 import { encodeStartup } from "../protocols/postgres/startup";
 import { realisticPolicy } from "../test/fixtures/policy";
 import { freePort } from "../test/helpers/ports";
-import { PostgresServer, postgresSystemUser } from "../test/helpers/postgres";
+import { postgresSystemUser } from "../test/helpers/postgres";
 import { tempDir } from "../test/helpers/temp";
 import { startBenchNode } from "./http-load";
+import { benchRole, pgbench, selectScript, startPgbenchDatabase } from "./pgbench";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const accounts = Number(process.env.BENCH_ACCOUNTS ?? 10_000);
@@ -20,24 +21,7 @@ const wideRows = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const wideUsers = 1000;
 /** Which measurements to run (all by default); e.g. BENCH_PARTS=export to profile the proxy under pgbench alone. */
 const parts = new Set((process.env.BENCH_PARTS ?? "direct,pgbouncer,export,rows").split(","));
-const role = "benchuser";
-
-/** pgbench in its own process (asynchronously: the export under test runs in this one). */
-function pgbench(port: number, script: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("pgbench", ["-n", "-h", "127.0.0.1", "-p", String(port), "-U", role, "-f", script, "-M", "prepared", "-c", "8", "-j", "2", "-T", String(seconds), "app"], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once("error", reject);
-    child.once("exit", (code) => {
-      const tps = /tps = ([\d.]+) \(without initial connection time\)/.exec(stdout);
-      if (code !== 0 || !tps) reject(new Error(`pgbench on port ${port} failed (${code}): ${stderr.slice(-500)}`));
-      else resolve(Number(tps[1]));
-    });
-  });
-}
+const pgbenchRun = { seconds, clients: 8, threads: 2 };
 
 /** PgBouncer in session mode in front of the server, run as the postgres user (it refuses root). */
 async function startPgBouncer(pgPort: number): Promise<{ port: number; child: ChildProcess }> {
@@ -45,7 +29,7 @@ async function startPgBouncer(pgPort: number): Promise<{ port: number; child: Ch
   const port = await freePort();
   const ini = join(dir, "pgbouncer.ini");
   const users = join(dir, "users.txt");
-  writeFileSync(users, `"${role}" ""\n`);
+  writeFileSync(users, `"${benchRole}" ""\n`);
   writeFileSync(ini, ["[databases]", `app = host=127.0.0.1 port=${pgPort} dbname=app`, "[pgbouncer]", "listen_addr = 127.0.0.1", `listen_port = ${port}`, `unix_socket_dir = ${dir}`, "auth_type = trust", `auth_file = ${users}`, "pool_mode = session", "max_client_conn = 100", "default_pool_size = 20", `logfile = ${join(dir, "log")}`, ""].join("\n"));
   const runAs = postgresSystemUser([dir, ini, users]);
   const child = spawn("pgbouncer", [ini], { stdio: "ignore", ...(runAs ?? {}) });
@@ -62,7 +46,7 @@ function timeQuery(port: number, sql: string): Promise<{ seconds: number; rows: 
     let ready = 0;
     let started = 0n;
     socket.on("error", reject);
-    socket.on("connect", () => socket.write(encodeStartup(new Map([["user", role], ["database", "app"]]))));
+    socket.on("connect", () => socket.write(encodeStartup(new Map([["user", benchRole], ["database", "app"]]))));
     socket.on("data", (chunk: Buffer) => {
       buffer = buffer.length ? Buffer.concat([buffer, chunk]) : chunk;
       const { frames, consumed } = splitFrames(buffer, 1 << 30);
@@ -83,18 +67,14 @@ function timeQuery(port: number, sql: string): Promise<{ seconds: number; rows: 
 }
 
 async function main(): Promise<void> {
-  const pg = await PostgresServer.start({ hba: [`host all ${role} 127.0.0.1/32 trust`], settings: { shared_buffers: "'256MB'" } });
+  const pg = await startPgbenchDatabase();
   let bouncer: ChildProcess | undefined;
   let node: Awaited<ReturnType<typeof startBenchNode>>["node"] | undefined;
   try {
-    pg.sql("CREATE DATABASE app");
-    pg.sql(`CREATE ROLE ${role} LOGIN`);
-    const init = spawnSync("pgbench", ["-i", "-q", "-s", "1", "-h", "127.0.0.1", "-p", String(pg.port), "-U", "postgres", "app"], { encoding: "utf8", env: { ...process.env, PGPASSWORD: "postgres" } });
-    if (init.status !== 0) throw new Error(init.stderr);
     pg.sql(
       [
         `CREATE TABLE wide AS SELECT 'w' || (i % ${wideUsers}) AS uid, i AS c1, i * 2 AS c2, 'value-' || i AS c3, i::float8 / 3 AS c4, 'contact-' || i AS c5, 'phone-' || i AS c6, md5(i::text) AS c7 FROM generate_series(1, ${wideRows}) AS i`,
-        `GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`,
+        `GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${benchRole}`,
       ].join("; "),
       "app",
     );
@@ -133,17 +113,15 @@ async function main(): Promise<void> {
     const bouncing = await startPgBouncer(pg.port);
     bouncer = bouncing.child;
 
-    const dir = tempDir("bench-pgbench");
-    const script = join(dir, "select.sql");
-    writeFileSync(script, `\\set aid random(1, ${accounts})\nSELECT aid, abalance FROM pgbench_accounts WHERE aid = :aid;\n`);
+    const script = selectScript(accounts);
     const check = await timeQuery(accountsExport, `SELECT aid, abalance FROM pgbench_accounts WHERE aid <= ${accounts}`);
     if (check.rows !== accounts) throw new Error(`expected every selected account through the export, got ${check.rows}`);
     console.log(`pgbench select-only, 8 clients, 2 threads, -M prepared, ${seconds} s per run, aid in 1..${accounts} (every one a user allowed 'usage' for 'analytics')`);
     const tps = { direct: [] as number[], pgbouncer: [] as number[], export: [] as number[] };
     for (let round = 0; round < 2; round++) {
-      if (parts.has("direct")) tps.direct.push(await pgbench(pg.port, script));
-      if (parts.has("pgbouncer")) tps.pgbouncer.push(await pgbench(bouncing.port, script));
-      if (parts.has("export")) tps.export.push(await pgbench(accountsExport, script));
+      if (parts.has("direct")) tps.direct.push(await pgbench(pg.port, script, pgbenchRun));
+      if (parts.has("pgbouncer")) tps.pgbouncer.push(await pgbench(bouncing.port, script, pgbenchRun));
+      if (parts.has("export")) tps.export.push(await pgbench(accountsExport, script, pgbenchRun));
     }
     const best = (values: number[]) => Math.max(...values);
     console.log(`  direct    ${tps.direct.map((t) => t.toFixed(0)).join(" / ")} TPS`);

@@ -81,8 +81,9 @@ export function locateValue(bytes: Buffer, bodyStart: number, end: number, colum
 /**
  * Writes at `offset` of `target` the DataRow in bytes[bodyStart, end) with the values where
  * `keep[i]` is false replaced by NULL, in one pass over the source, checking it as
- * `decodeDataRow` does; returns the offset after it. Never longer than the source row, so
- * `target` needs room for that.
+ * `decodeDataRow` does; returns the offset after it. A kept value is the source's bytes (its
+ * length and data), so each run of kept values is copied at once. Never longer than the source
+ * row, so `target` needs room for that.
  */
 export function writeMaskedRowFrom(target: Buffer, offset: number, bytes: Buffer, bodyStart: number, end: number, keep: ArrayLike<boolean>): number {
   if (end - bodyStart < 2) throw new ProtocolError("DataRow too short for its column count");
@@ -92,22 +93,24 @@ export function writeMaskedRowFrom(target: Buffer, offset: number, bytes: Buffer
   target.writeInt16BE(count, offset + 5);
   let from = bodyStart + 2;
   let at = offset + 7;
+  /** Where the run of kept values not copied yet starts in the source. */
+  let kept = from;
   for (let i = 0; i < count; i++) {
     if (from + 4 > end) throw new ProtocolError("DataRow too short for its values");
     const length = bytes.readInt32BE(from);
-    from += 4;
-    if (length < -1 || (length > 0 && from + length > end)) throw new ProtocolError("DataRow value overruns the message");
-    if (keep[i] && length >= 0) {
-      target.writeInt32BE(length, at);
+    const next = from + 4 + (length > 0 ? length : 0);
+    if (length < -1 || next > end) throw new ProtocolError("DataRow value overruns the message");
+    if (!keep[i]) {
+      if (from > kept) at += bytes.copy(target, at, kept, from);
+      // NULL: a length of -1.
+      target[at] = target[at + 1] = target[at + 2] = target[at + 3] = 0xff;
       at += 4;
-      if (length > 0) at += bytes.copy(target, at, from, from + length);
-    } else {
-      target.writeInt32BE(-1, at);
-      at += 4;
+      kept = next;
     }
-    if (length > 0) from += length;
+    from = next;
   }
   if (from !== end) throw new ProtocolError("DataRow has bytes after its last value");
+  if (from > kept) at += bytes.copy(target, at, kept, from);
   target.writeInt32BE(at - offset - 1, offset + 1);
   return at;
 }

@@ -1,5 +1,5 @@
 import { FrontendCode, type TargetKind } from "./codes";
-import { BodyReader, MessageWriter } from "./wire";
+import { BodyReader, cstringEnd, MessageWriter, ProtocolError } from "./wire";
 
 export interface Describe {
   kind: TargetKind;
@@ -9,6 +9,15 @@ export interface Describe {
 export function decodeDescribe(body: Buffer): Describe {
   const reader = new BodyReader(body);
   return { kind: reader.byte() as TargetKind, name: reader.cstring() };
+}
+
+/**
+ * The Describe whose body is bytes[bodyStart, end): its kind and where its name ends. The name,
+ * bytes[bodyStart + 1, nameEnd), is compared as sent, never decoded (two names must not read alike).
+ */
+export function locateDescribe(bytes: Buffer, bodyStart: number, end: number): { kind: TargetKind; nameEnd: number } {
+  if (bodyStart >= end) throw new ProtocolError("message too short for its byte");
+  return { kind: bytes[bodyStart] as TargetKind, nameEnd: cstringEnd(bytes, bodyStart + 1, end) };
 }
 
 export function encodeDescribe(message: Describe): Buffer {

@@ -1,5 +1,5 @@
 import { FrontendCode } from "./codes";
-import { BodyReader, MessageWriter } from "./wire";
+import { BodyReader, cstringEnd, MessageWriter, ProtocolError } from "./wire";
 
 export interface Execute {
   portal: string;
@@ -10,6 +10,16 @@ export interface Execute {
 export function decodeExecute(body: Buffer): Execute {
   const reader = new BodyReader(body);
   return { portal: reader.cstring(), maxRows: reader.int32() };
+}
+
+/**
+ * The Execute whose body is bytes[bodyStart, end): where its portal's name ends, and its row
+ * limit. The name, bytes[bodyStart, portalEnd), is compared as sent, never decoded.
+ */
+export function locateExecute(bytes: Buffer, bodyStart: number, end: number): { portalEnd: number; maxRows: number } {
+  const portalEnd = cstringEnd(bytes, bodyStart, end);
+  if (portalEnd + 5 > end) throw new ProtocolError("message too short for its int32");
+  return { portalEnd, maxRows: bytes.readInt32BE(portalEnd + 1) };
 }
 
 export function encodeExecute(message: Execute): Buffer {

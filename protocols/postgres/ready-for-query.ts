@@ -1,9 +1,10 @@
 import { BackendCode, type TransactionStatus } from "./codes";
 import { MessageWriter, ProtocolError } from "./wire";
 
-export function decodeReadyForQuery(body: Buffer): TransactionStatus {
-  if (body.length !== 1) throw new ProtocolError("ReadyForQuery must carry one status byte");
-  return body[0] as TransactionStatus;
+/** The status of the ReadyForQuery whose body is body[start, end) (the whole buffer by default). */
+export function decodeReadyForQuery(body: Buffer, start = 0, end = body.length): TransactionStatus {
+  if (end - start !== 1) throw new ProtocolError("ReadyForQuery must carry one status byte");
+  return body[start] as TransactionStatus;
 }
 
 export function encodeReadyForQuery(status: TransactionStatus): Buffer {

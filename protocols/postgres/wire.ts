@@ -67,6 +67,20 @@ export class BodyReader {
   }
 }
 
+/** Where the NUL-terminated string at `start` ends (the offset of its NUL, before `end`): a name located, not decoded. */
+export function cstringEnd(bytes: Buffer, start: number, end: number): number {
+  const nul = bytes.indexOf(0, start);
+  if (nul === -1 || nul >= end) throw new ProtocolError("unterminated string in message");
+  return nul;
+}
+
+/** Whether a[aStart, aEnd) and b[bStart, bEnd) hold the same bytes (names and descriptions are short: a loop beats a native call). */
+export function equalBytes(a: Buffer, aStart: number, aEnd: number, b: Buffer, bStart: number, bEnd: number): boolean {
+  if (aEnd - aStart !== bEnd - bStart) return false;
+  for (let i = aStart, j = bStart; i < aEnd; i++, j++) if (a[i] !== b[j]) return false;
+  return true;
+}
+
 /** Builds one message: a code byte (none for startup packets), the length, the body. */
 export class MessageWriter {
   private readonly parts: Buffer[] = [];

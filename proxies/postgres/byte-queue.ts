@@ -79,6 +79,11 @@ export class ByteQueue {
     return joined;
   }
 
+  /** Copies the queued bytes that still lie in `readBuffer`: a socket's read buffer, about to be read into again. */
+  copyOut(readBuffer: Buffer): void {
+    for (let i = 0; i < this.chunks.length; i++) if (this.chunks[i]!.buffer === readBuffer.buffer) this.chunks[i] = Buffer.from(this.chunks[i]!);
+  }
+
   /** Puts back the unhandled tail of what `take` returned. */
   unshift(rest: Buffer): void {
     if (rest.length === 0) return;

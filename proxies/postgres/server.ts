@@ -3,6 +3,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import type { SecureContext } from "node:tls";
 import { CancelKeys } from "./cancel-keys";
 import { fatalMessage, ProxySession } from "./session";
+import { UserIdMemo } from "./user-id-memo";
 import type { DirectVerification, ProxyAudit, ProxyLimits, RowDecider, SessionCounts } from "./types";
 import type { ExportServing } from "../types";
 
@@ -29,6 +30,7 @@ export class PostgresExportServer {
   /** Every accepted socket until it closes (a refused one too): closing the export closes them all. */
   private readonly sockets = new Set<Socket>();
   private readonly cancelKeys = new CancelKeys();
+  private readonly userIds = new UserIdMemo();
   private readonly totals = { total: 0, refused: 0, rowsIn: 0, rowsKept: 0, rowsDropped: 0, valuesNulled: 0 };
   private readonly since = new Date().toISOString();
 
@@ -76,6 +78,7 @@ export class PostgresExportServer {
       cancelKeys: this.cancelKeys,
       tls: this.options.tls,
       directVerification: this.options.directVerification,
+      userIds: this.userIds,
       onEnd: (counts, identity) => {
         this.sessions.delete(session);
         this.totals.rowsIn += counts.rowsIn;

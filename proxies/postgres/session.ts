@@ -3,14 +3,15 @@ import { TLSSocket, type SecureContext } from "node:tls";
 import { decodeBackendKeyData, encodeBackendKeyData, type BackendKeyData } from "../../protocols/postgres/backend-key-data";
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
 import { BackendCode, FrontendCode, TargetKind, TransactionStatus } from "../../protocols/postgres/codes";
-import { decodeCommandComplete, encodeCommandComplete, withReturnedRows } from "../../protocols/postgres/command-complete";
+import { decodeCommandComplete, encodeCommandComplete, selectCount, withReturnedRows } from "../../protocols/postgres/command-complete";
 import { decodeDataRow, locateValue, newRowValues } from "../../protocols/postgres/data-row";
+import { ForwardBuffer } from "./forward-buffer";
 import { OutputBuffer } from "./output-buffer";
-import { decodeDescribe, encodeDescribeBytes } from "../../protocols/postgres/describe";
-import { encodeExecuteBytes } from "../../protocols/postgres/execute";
+import { encodeDescribeBytes, locateDescribe } from "../../protocols/postgres/describe";
+import { encodeExecuteBytes, locateExecute } from "../../protocols/postgres/execute";
 import { encodeFlush } from "../../protocols/postgres/sync";
 import { decodeErrorFields, encodeErrorResponse, encodeNoticeResponse, errorFields, ErrorField } from "../../protocols/postgres/error-response";
-import { splitFrames, startupPacketLength, type Frame } from "../../protocols/postgres/frames";
+import { FrameList, startupPacketLength, type Frame } from "../../protocols/postgres/frames";
 import { decodeQuery, encodeQuery } from "../../protocols/postgres/query";
 import { decodeParameterStatus } from "../../protocols/postgres/parameter-status";
 import { decodeReadyForQuery } from "../../protocols/postgres/ready-for-query";
@@ -18,7 +19,7 @@ import { decodeRowDescription, encodeRowDescription, type ColumnDescription } fr
 import { decodeParse } from "../../protocols/postgres/parse";
 import { decodeStartup, encodeStartup } from "../../protocols/postgres/startup";
 import { encodeNegotiateProtocolVersion } from "../../protocols/postgres/negotiate-protocol-version";
-import { ProtocolError } from "../../protocols/postgres/wire";
+import { equalBytes, ProtocolError } from "../../protocols/postgres/wire";
 import { decodeAuthentication, encodeAuthenticationCleartextPassword, encodeAuthenticationOk } from "../../protocols/postgres/authentication";
 import { decodePasswordMessage } from "../../protocols/postgres/password";
 import { BackendLogin, BackendLoginError } from "./backend-login";
@@ -27,7 +28,7 @@ import type { CancelKeys } from "./cancel-keys";
 import { catalogQuery, columnKey, resolveColumns, type CatalogRow, type ColumnMap } from "./column-catalog";
 import { maskFor, planResult, type ResultPlan } from "./result-plan";
 import { sanitizeError, sanitizeNotice } from "./sanitize";
-import type { DirectVerification, MappingView, ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts } from "./types";
+import type { DirectVerification, MappingView, ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts, TextDecoding } from "./types";
 import { userIdFromValue } from "./user-id";
 
 /** Startup packets are small; PostgreSQL itself refuses those over 10,000 bytes. */
@@ -43,6 +44,11 @@ const maxCatalogRows = 100_000;
 const decisionTimeoutMs = 15_000;
 /** After end(), a client that does not close is cut off after this long. */
 const lingerMs = 2000;
+/**
+ * Bytes read from the backend at a time, into one buffer per connection reused for every read:
+ * no allocation (and later collection) of a buffer per read.
+ */
+const backendReadBytes = 65_536;
 /** SQL text the client sent lately, kept to check result column labels against (see `visibleLabels`). */
 const keptClientTextChars = 65_536;
 
@@ -58,6 +64,8 @@ export interface SessionDeps {
   tls?: SecureContext;
   /** Present when the export's component enforces authentication: the proxy verifies the client itself (spec 5.1). */
   directVerification?: DirectVerification;
+  /** Reads the rows' user ids (shared by the export's connections). */
+  userIds: TextDecoding;
   onEnd(counts: SessionCounts, identity: { user?: string; database?: string }): void;
 }
 
@@ -68,16 +76,54 @@ interface InternalQuery {
   done(): void;
 }
 
+/**
+ * A Describe forwarded to the backend. `forClient`: the client's own (its answer is forwarded),
+ * otherwise the proxy's (kept from the client). `decidesRows`: the answer describes the rows of
+ * the Execute right behind it: the proxy's Describe of the portal, or the client's own Describe
+ * of that portal when it came just before the Execute (nothing between them can change it).
+ */
+interface DescribeExpectation {
+  kind: "describe";
+  forClient: boolean;
+  decidesRows: boolean;
+}
+
+/** An Execute's row limit: `rows` of `portal` (its name as sent); `finished` lets the client's next messages go. */
+interface RowLimit {
+  portal: Buffer;
+  rows: number;
+  finished?: () => void;
+}
+
 /** What the backend will answer, in order, for the messages forwarded so far (only what the proxy must tell apart). */
 type Expectation =
   | { kind: "simple" }
-  | { kind: "describe"; injected: boolean; statement: boolean }
-  /** `limit` > 0: the client asked for at most that many rows; `finished` lets the client's next messages go. */
-  | { kind: "execute"; portal: Buffer; limit: number; finished?: () => void }
+  | DescribeExpectation
+  /** `limit`: the client asked for at most that many rows. */
+  | { kind: "execute"; limit?: RowLimit }
   | { kind: "sync" }
   /** ParseComplete, BindComplete, CloseComplete: tracked so the queue mirrors the backend exactly. */
   | { kind: "complete"; code: number }
   | { kind: "internal"; query: InternalQuery };
+
+/** Expectations with nothing of their own, one object each, shared and never changed: none made per message. */
+const stateless = {
+  simple: { kind: "simple" },
+  parseComplete: { kind: "complete", code: BackendCode.ParseComplete },
+  bindComplete: { kind: "complete", code: BackendCode.BindComplete },
+  closeComplete: { kind: "complete", code: BackendCode.CloseComplete },
+  execute: { kind: "execute" },
+  sync: { kind: "sync" },
+} as const satisfies Record<string, Expectation>;
+
+/** A RowDescription as the proxy handles it: its plan, the newest relation it names, what the client may see of it. */
+interface DescribedResult {
+  plan: ResultPlan;
+  /** The largest table OID among its columns: one newer than the catalog lookup makes the catalog stale. */
+  newestTable: number;
+  /** The RowDescription the client gets while its SQL text stays `clientTextVersion`: `rewritten`, or the backend's own bytes when undefined. */
+  forClient?: { clientTextVersion: number; rewritten: Buffer | undefined };
+}
 
 /** startup packet -> (direct verification: the client's password checked by the proxy) -> backend authentication -> the proxy's catalog query (client held) -> ready -> closed. */
 type Phase = "startup" | "verifying" | "authenticating" | "preparing" | "ready" | "closed";
@@ -87,15 +133,25 @@ type Phase = "startup" | "verifying" | "authenticating" | "preparing" | "ready" 
  * as they are (authentication included: pass-through), except those the export refuses; the
  * backend's answers pass back with every row decided: rows whose user the purpose does not
  * allow vanish, and each value whose column's category is not allowed becomes NULL. Columns
- * are known by table OID and attribute number; the proxy learns each portal's columns by
- * sending its own Describe before every Execute, and finds the mapped columns in the catalog
- * with a query of its own on the same connection while it is idle.
+ * are known by table OID and attribute number; the proxy learns each portal's columns from a
+ * Describe of the portal right before every Execute (the client's own, or else its own), and
+ * finds the mapped columns in the catalog with a query of its own on the same connection while
+ * it is idle.
  */
 export class ProxySession {
   private phase: Phase = "startup";
   private client: Socket;
   private backend?: Socket;
+  /** Where the backend's bytes are read into; what is still queued when the next read comes is copied out first. */
+  private readonly backendReadBuffer = Buffer.allocUnsafeSlow(backendReadBytes);
   private fromClient: ByteQueue;
+  /** Each direction's messages of the chunk being handled, and the message being handled (objects reused, not one per message). */
+  private readonly clientFrames = new FrameList();
+  private readonly backendFrames = new FrameList();
+  private readonly clientCursor: Frame = { code: 0, start: 0, bodyStart: 0, end: 0 };
+  private readonly backendCursor: Frame = { code: 0, start: 0, bodyStart: 0, end: 0 };
+  /** The row `verdictsFor` reads, ahead of the one being handled. */
+  private readonly scanCursor: Frame = { code: 0, start: 0, bodyStart: 0, end: 0 };
   private readonly fromBackend: ByteQueue;
   private clientPumping = false;
   private backendPumping = false;
@@ -125,7 +181,15 @@ export class ProxySession {
   private pendingInternal?: { timer: NodeJS.Timeout; fail(error: Error): void };
   private readonly authenticationTimer: NodeJS.Timeout;
   private clientText = "";
+  /** Changes whenever `clientText` does (column labels are checked against it). */
+  private clientTextVersion = 0;
   private clientHolds = 0;
+  /**
+   * The client's last message when it was a Describe of a portal: an Execute of that portal right
+   * behind it is described by it (libpq, node-postgres) and needs no Describe of the proxy's.
+   * The portal's name is chunk[nameStart, nameEnd), a chunk the client socket handed over (never reused).
+   */
+  private portalDescribed?: { chunk: Buffer; nameStart: number; nameEnd: number; expectation: DescribeExpectation };
   /** Set by an Execute with a row limit: resolves when its rows are all sent. */
   private limitedExecute?: Promise<void>;
   /** Resolves once the session is ready for queries (catalog known), or closed. */
@@ -182,12 +246,14 @@ export class ProxySession {
           this.fromClient.unshift(rest);
           continue;
         }
-        const { frames, consumed } = splitFrames(bytes, this.phase === "ready" ? this.deps.limits.maxMessageBytes : maxAuthenticationMessageBytes);
-        this.fromClient.unshift(bytes.subarray(consumed));
+        const frames = this.clientFrames;
+        const consumed = frames.split(bytes, this.phase === "ready" ? this.deps.limits.maxMessageBytes : maxAuthenticationMessageBytes);
+        if (consumed < bytes.length) this.fromClient.unshift(bytes.subarray(consumed));
         // Only part of a message: wait for the rest.
-        if (frames.length === 0) return;
-        let out: Buffer[] = [];
-        for (const frame of frames) {
+        if (frames.count === 0) return;
+        const out = new ForwardBuffer();
+        for (let i = 0; i < frames.count; i++) {
+          const frame = frames.read(i, this.clientCursor);
           if (this.phase === "verifying") {
             this.fromClient.unshift(bytes.subarray(frame.end, consumed));
             if (frame.code !== FrontendCode.Password) {
@@ -203,7 +269,6 @@ export class ProxySession {
           if ((this.phase === "authenticating" && frame.code !== FrontendCode.Password) || this.phase === "preparing") {
             // Anything but authentication waits until the session is ready: the catalog query must be answered first.
             this.toBackend(out);
-            out = [];
             this.fromClient.unshift(bytes.subarray(frame.start, consumed));
             this.holdClient();
             await this.sessionReady;
@@ -213,7 +278,6 @@ export class ProxySession {
           }
           if (this.needsCatalogRefresh(frame.code)) {
             this.toBackend(out);
-            out = [];
             this.holdClient();
             await this.refreshCatalog();
             this.releaseClient();
@@ -223,7 +287,6 @@ export class ProxySession {
           if (limited) {
             this.limitedExecute = undefined;
             this.toBackend(out);
-            out = [];
             this.fromClient.unshift(bytes.subarray(frame.end, consumed));
             this.holdClient();
             await limited;
@@ -253,80 +316,89 @@ export class ProxySession {
     if (this.clientHolds === 0 && !this.backend?.writableNeedDrain) this.client.resume();
   }
 
-  private toBackend(parts: Buffer[]): void {
-    if (parts.length === 0 || !this.backend || this.phase === "closed") return;
-    if (!this.backend.write(parts.length === 1 ? parts[0]! : Buffer.concat(parts))) this.client.pause();
+  private toBackend(out: ForwardBuffer): void {
+    const bytes = out.take();
+    if (!bytes || !this.backend || this.phase === "closed") return;
+    if (!this.backend.write(bytes)) this.client.pause();
   }
 
   /** One message from a connected client; false when the connection ends here. */
-  private clientFrame(bytes: Buffer, frame: Frame, out: Buffer[]): boolean {
-    const whole = bytes.subarray(frame.start, frame.end);
+  private clientFrame(bytes: Buffer, frame: Frame, out: ForwardBuffer): boolean {
     if (this.phase === "authenticating") {
       // Direct verification: the proxy logs in to the backend itself; the client has nothing to say to it.
       if (this.backendLogin) {
         this.refuse("08P01", "unexpected message during authentication", "protocol.invalid");
         return false;
       }
-      out.push(whole);
+      out.forward(bytes, frame.start, frame.end);
       return true;
     }
-    if (this.copyingIn) return this.copyInFrame(frame.code, whole, out);
-    // Messages the backend will skip (an error earlier in this extended-protocol batch) expect no answer.
-    if (this.backendSkipsToSync && frame.code !== FrontendCode.Sync && frame.code !== FrontendCode.Terminate && frame.code !== FrontendCode.FunctionCall) {
-      out.push(whole);
+    const described = this.portalDescribed;
+    this.portalDescribed = undefined;
+    // During COPY IN, and for messages the backend will skip (an error earlier in this extended-protocol batch): no answer expected.
+    if (this.copyingIn || (this.backendSkipsToSync && frame.code !== FrontendCode.Sync && frame.code !== FrontendCode.Terminate && frame.code !== FrontendCode.FunctionCall)) {
+      if (this.copyingIn) this.copyInFrame(frame.code);
+      out.forward(bytes, frame.start, frame.end);
       return true;
     }
     switch (frame.code) {
       case FrontendCode.Query:
         this.rememberText(decodeQuery(bytes.subarray(frame.bodyStart, frame.end)));
-        this.expected.push({ kind: "simple" });
+        this.expected.push(stateless.simple);
         break;
       case FrontendCode.Parse:
         this.rememberText(decodeParse(bytes.subarray(frame.bodyStart, frame.end)).sql);
         this.extendedOpen = true;
-        this.expected.push({ kind: "complete", code: BackendCode.ParseComplete });
+        this.expected.push(stateless.parseComplete);
         break;
       case FrontendCode.Bind:
         this.extendedOpen = true;
-        this.expected.push({ kind: "complete", code: BackendCode.BindComplete });
+        this.expected.push(stateless.bindComplete);
         break;
       case FrontendCode.Close:
         this.extendedOpen = true;
-        this.expected.push({ kind: "complete", code: BackendCode.CloseComplete });
+        this.expected.push(stateless.closeComplete);
         break;
       case FrontendCode.Flush:
         this.extendedOpen = true;
         break;
       case FrontendCode.Describe: {
         this.extendedOpen = true;
-        const describe = decodeDescribe(bytes.subarray(frame.bodyStart, frame.end));
-        this.expected.push({ kind: "describe", injected: false, statement: describe.kind === TargetKind.Statement });
+        const target = locateDescribe(bytes, frame.bodyStart, frame.end);
+        const expectation: DescribeExpectation = { kind: "describe", forClient: true, decidesRows: false };
+        this.expected.push(expectation);
+        if (target.kind === TargetKind.Portal) this.portalDescribed = { chunk: bytes, nameStart: frame.bodyStart + 1, nameEnd: target.nameEnd, expectation };
         break;
       }
       case FrontendCode.Execute: {
         this.extendedOpen = true;
-        // The proxy's own Describe of the portal comes back just before the rows: each portal's columns are known even when the client never asked.
-        // The portal's name as bytes: decoding and encoding it again could name another portal.
-        const nul = bytes.indexOf(0, frame.bodyStart);
-        if (nul === -1 || nul >= frame.end) throw new ProtocolError("Execute without a portal name");
-        const portal = Buffer.from(bytes.subarray(frame.bodyStart, nul));
-        if (nul + 5 > frame.end) throw new ProtocolError("Execute without a row limit");
-        const limit = bytes.readInt32BE(nul + 1);
-        out.push(encodeDescribeBytes(TargetKind.Portal, portal));
+        // The portal's columns must be known when its rows come: from the client's own Describe of
+        // the portal just before (still unanswered, so nothing came between), otherwise from the
+        // proxy's own Describe, whose answer comes back just before the rows and is kept from the client.
+        const { portalEnd, maxRows: limit } = locateExecute(bytes, frame.bodyStart, frame.end);
+        // Still the last expectation: not answered yet (nor cleared by an error).
+        if (described && this.expected[this.expected.length - 1] === described.expectation && equalBytes(described.chunk, described.nameStart, described.nameEnd, bytes, frame.bodyStart, portalEnd)) described.expectation.decidesRows = true;
+        else {
+          out.push(encodeDescribeBytes(TargetKind.Portal, bytes.subarray(frame.bodyStart, portalEnd)));
+          this.expected.push({ kind: "describe", forClient: false, decidesRows: true });
+        }
         if (limit <= 0) {
-          this.expected.push({ kind: "describe", injected: true, statement: false }, { kind: "execute", portal, limit: 0 });
+          this.expected.push(stateless.execute);
           break;
         }
         // A row limit counts the rows the client receives: dropped rows are made up for with more
         // Executes of the portal, so the client's next messages (its Sync) wait until this one is done.
-        this.limitedExecute = new Promise((resolve) => this.expected.push({ kind: "describe", injected: true, statement: false }, { kind: "execute", portal, limit, finished: resolve }));
-        out.push(whole, encodeFlush());
+        // The portal's name is copied: the top-ups name it.
+        const portal = Buffer.from(bytes.subarray(frame.bodyStart, portalEnd));
+        this.limitedExecute = new Promise((resolve) => this.expected.push({ kind: "execute", limit: { portal, rows: limit, finished: resolve } }));
+        out.forward(bytes, frame.start, frame.end);
+        out.push(encodeFlush());
         return true;
       }
       case FrontendCode.Sync:
         this.extendedOpen = false;
         this.backendSkipsToSync = false;
-        this.expected.push({ kind: "sync" });
+        this.expected.push(stateless.sync);
         break;
       case FrontendCode.CopyData:
       case FrontendCode.CopyDone:
@@ -337,21 +409,21 @@ export class ProxySession {
         this.refuse("0A000", "function calls (the FunctionCall message) are not allowed through this export", "function-call.refused");
         return false;
       case FrontendCode.Terminate:
-        out.push(whole);
+        out.forward(bytes, frame.start, frame.end);
         this.toBackend(out);
-        out.length = 0;
         this.close();
         return false;
       default:
         // Anything else goes to the backend, which refuses what it does not know.
         break;
     }
-    out.push(whole);
+    out.forward(bytes, frame.start, frame.end);
     return true;
   }
 
   private rememberText(sql: string): void {
     this.clientText = (this.clientText + "\n" + sql.toLowerCase()).slice(-keptClientTextChars);
+    this.clientTextVersion++;
   }
 
   /**
@@ -374,19 +446,17 @@ export class ProxySession {
     return changed;
   }
 
-  /** During COPY IN only copy messages, Flush and Sync (which the backend ignores there) may come. */
-  private copyInFrame(code: number, whole: Buffer, out: Buffer[]): boolean {
+  /** During COPY IN only copy messages, Flush and Sync (which the backend ignores there) may come: forwarded as they are. */
+  private copyInFrame(code: number): void {
     switch (code) {
       case FrontendCode.CopyDone:
       case FrontendCode.CopyFail:
         this.copyingIn = false;
-        out.push(whole);
-        return true;
+        return;
       case FrontendCode.CopyData:
       case FrontendCode.Flush:
       case FrontendCode.Sync:
-        out.push(whole);
-        return true;
+        return;
       default:
         throw new ProtocolError(`message '${String.fromCharCode(code)}' during COPY IN`);
     }
@@ -540,7 +610,7 @@ export class ProxySession {
     this.client.pause();
     const { host, port } = this.deps.backend;
     const backendUser = parameters.get("user") ?? "";
-    const backend = connectTcp({ host, port });
+    const backend = connectTcp({ host, port, onread: { buffer: this.backendReadBuffer, callback: (length) => this.backendRead(length) } });
     this.backend = backend;
     backend.setNoDelay(true);
     backend.setTimeout(this.deps.limits.connectTimeoutMs, () => {
@@ -554,10 +624,6 @@ export class ProxySession {
       if (!this.backendLogin) this.deps.audit("debug", "connection.pass-through", `connection ${this.deps.connectionId} passed through to the backing store for authentication`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, component: "postgres", identity: this.identity.user ?? null });
       this.client.resume();
     });
-    backend.on("data", (chunk: Buffer) => {
-      this.fromBackend.push(chunk);
-      void this.pumpBackend();
-    });
     backend.on("drain", () => this.releaseClient(0));
     backend.on("error", (error) => {
       if (this.phase === "authenticating" && !this.backendKeys && backend.bytesRead === 0) {
@@ -570,30 +636,41 @@ export class ProxySession {
 
   // ---- backend -> client ------------------------------------------------------------------
 
+  /** `length` bytes read into the backend read buffer: handled in place; whatever must wait is copied before the next read. */
+  private backendRead(length: number): boolean {
+    this.fromBackend.push(this.backendReadBuffer.subarray(0, length));
+    void this.pumpBackend();
+    this.fromBackend.copyOut(this.backendReadBuffer);
+    return true;
+  }
+
   private async pumpBackend(): Promise<void> {
     if (this.backendPumping) return;
     this.backendPumping = true;
     try {
       for (;;) {
         if (this.closed) return;
-        const bytes = this.fromBackend.take();
+        let bytes = this.fromBackend.take();
         if (!bytes) return;
-        const { frames, consumed } = splitFrames(bytes, this.deps.limits.maxMessageBytes);
-        this.fromBackend.unshift(bytes.subarray(consumed));
-        if (frames.length === 0) return;
+        const frames = this.backendFrames;
+        const consumed = frames.split(bytes, this.deps.limits.maxMessageBytes);
+        if (consumed < bytes.length) this.fromBackend.unshift(bytes.subarray(consumed));
+        if (frames.count === 0) return;
         const out = new OutputBuffer(bytes.length);
         this.chunkVerdicts.clear();
         this.chunkUsers.length = 0;
+        this.chunkRowVerdicts.length = 0;
         let scannedThrough = -1;
-        for (let i = 0; i < frames.length; i++) {
-          const frame = frames[i]!;
-          if (i > scannedThrough && frame.code === BackendCode.DataRow && this.plan && !this.swallowingCopyOut && this.head()?.kind !== "internal") {
+        for (let i = 0; i < frames.count; i++) {
+          if (i > scannedThrough && frames.code(i) === BackendCode.DataRow && this.plan && !this.swallowingCopyOut && this.head()?.kind !== "internal") {
             // Once per run of rows in this chunk: the verdicts they need, loading the missing ones together.
-            const { missing, through } = this.verdictsFor(bytes, frames, i);
-            scannedThrough = through;
-            if (missing.length > 0) {
+            scannedThrough = this.verdictsFor(bytes, frames, i);
+            if (this.missingUsers.size > 0) {
+              const missing = [...this.missingUsers];
               this.toClient(out);
               this.backend?.pause();
+              // The read buffer may be read into again before these rows are handled.
+              if (bytes.buffer === this.backendReadBuffer.buffer) bytes = Buffer.from(bytes);
               await withTimeout(this.deps.decider.load(missing), decisionTimeoutMs, "deciding the rows' users took too long");
               if (this.closed) return;
               for (const userId of missing) {
@@ -604,7 +681,7 @@ export class ProxySession {
             }
           }
           this.frameIndex = i;
-          this.backendFrame(bytes, frame, out);
+          this.backendFrame(bytes, frames.read(i, this.backendCursor), out);
           if (this.closed) return;
         }
         this.toClient(out);
@@ -628,53 +705,83 @@ export class ProxySession {
   /** Removes the head expectation; a row-limited Execute lets the client's next messages go. */
   private finishExecute(): void {
     const done = this.expected.shift();
-    if (done?.kind === "execute") done.finished?.();
+    if (done?.kind === "execute") done.limit?.finished?.();
   }
 
   /**
    * Verdicts for the rows from `from` on, until the next message that is not a DataRow: those
-   * in memory go into `chunkVerdicts` (so they cannot expire before their rows are sent), the
-   * others are returned to be loaded.
+   * in memory go into `chunkVerdicts` (so they cannot expire before their rows are sent) and
+   * beside each row, the others into `missingUsers`, to be loaded. Returns the last row's index.
    */
-  private verdictsFor(bytes: Buffer, frames: Frame[], from: number): { missing: string[]; through: number } {
+  private verdictsFor(bytes: Buffer, frames: FrameList, from: number): number {
     const plan = this.plan!;
-    const missing = new Set<string>();
+    const missing = this.missingUsers;
+    missing.clear();
     let i = from;
-    for (; i < frames.length && frames[i]!.code === BackendCode.DataRow; i++) {
+    for (; i < frames.count && frames.code(i) === BackendCode.DataRow; i++) {
       if (plan.userColumns.length === 0) continue;
-      const userId = this.userOf(bytes, frames[i]!, plan);
+      const userId = this.userOf(bytes, frames.read(i, this.scanCursor), plan);
       this.chunkUsers[i] = userId ?? "";
-      if (userId === undefined || this.chunkVerdicts.has(userId) || missing.has(userId)) continue;
-      const verdict = this.deps.decider.verdict(userId);
-      if (verdict) this.chunkVerdicts.set(userId, verdict);
-      else missing.add(userId);
+      if (userId === undefined) continue;
+      let verdict = this.chunkVerdicts.get(userId);
+      if (!verdict && !missing.has(userId)) {
+        verdict = this.deps.decider.verdict(userId);
+        if (verdict) this.chunkVerdicts.set(userId, verdict);
+        else missing.add(userId);
+      }
+      this.chunkRowVerdicts[i] = verdict;
     }
-    return { missing: [...missing], through: i - 1 };
+    return i - 1;
   }
+
+  /** Users of the rows `verdictsFor` scanned last whose verdicts are not in memory. */
+  private readonly missingUsers = new Set<string>();
 
   private readonly chunkVerdicts = new Map<string, RowVerdict>();
   /** Per frame of the chunk being handled: the row's user as `verdictsFor` read it ("" for none). */
   private readonly chunkUsers: string[] = [];
+  /** Per frame of the chunk being handled: the row's verdict when `verdictsFor` found it in memory. */
+  private readonly chunkRowVerdicts: Array<RowVerdict | undefined> = [];
   private frameIndex = -1;
-  /** Plans by RowDescription bytes: a statement run again (pgbench, prepared statements) reuses its plan and masks. */
-  private readonly plans = new Map<string, ResultPlan>();
-  private plansKey = "";
+  /** RowDescriptions by their bytes: a statement run again (pgbench, prepared statements) reuses its plan and masks. */
+  private readonly described = new Map<string, DescribedResult>();
+  /** The last RowDescription's bytes: compared first, before a look-up that would read them into a string. */
+  private lastDescribed?: { bytes: Buffer; result: DescribedResult };
+  /** The mapping and column map the described results were made with; either changing clears them. */
+  private describedMappingKey = "";
+  private describedCatalogVersion = -1;
 
-  private planFor(body: Buffer, columns: () => ColumnDescription[]): ResultPlan {
+  private describedResult(bytes: Buffer, frame: Frame): DescribedResult {
     const mapping = this.deps.decider.mapping();
-    const key = `${mapping.key}|${this.catalogVersion}`;
-    if (key !== this.plansKey) {
-      this.plans.clear();
-      this.plansKey = key;
+    if (mapping.key !== this.describedMappingKey || this.catalogVersion !== this.describedCatalogVersion) {
+      this.described.clear();
+      this.lastDescribed = undefined;
+      this.describedMappingKey = mapping.key;
+      this.describedCatalogVersion = this.catalogVersion;
     }
-    const description = body.toString("latin1");
-    let plan = this.plans.get(description);
-    if (!plan) {
-      plan = planResult(columns(), this.columns, mapping);
-      if (this.plans.size >= 256) this.plans.clear();
-      this.plans.set(description, plan);
+    const last = this.lastDescribed;
+    if (last && equalBytes(last.bytes, 0, last.bytes.length, bytes, frame.bodyStart, frame.end)) return last.result;
+    const key = bytes.toString("latin1", frame.bodyStart, frame.end);
+    let result = this.described.get(key);
+    if (!result) {
+      const plan = planResult(decodeRowDescription(bodyOf(bytes, frame)), this.columns, mapping);
+      result = { plan, newestTable: plan.columns.reduce((newest, column) => Math.max(newest, column.tableOid), 0) };
+      if (this.described.size >= 256) this.described.clear();
+      this.described.set(key, result);
     }
-    return plan;
+    this.lastDescribed = { bytes: Buffer.from(bodyOf(bytes, frame)), result };
+    return result;
+  }
+
+  /** The RowDescription as the client may see it (labels and type modifiers it may not see replaced), remembered until the client's SQL text changes. */
+  private pushRowDescription(bytes: Buffer, frame: Frame, result: DescribedResult, out: OutputBuffer): void {
+    let forClient = result.forClient;
+    if (forClient?.clientTextVersion !== this.clientTextVersion) {
+      const visible = this.visibleColumns(result.plan.columns);
+      forClient = result.forClient = { clientTextVersion: this.clientTextVersion, rewritten: visible ? encodeRowDescription(visible) : undefined };
+    }
+    if (forClient.rewritten) out.push(forClient.rewritten);
+    else out.pushRange(bytes, frame.start, frame.end);
   }
 
   private userOf(bytes: Buffer, frame: Frame, plan: ResultPlan): string | undefined {
@@ -682,23 +789,21 @@ export class ProxySession {
       const value = locateValue(bytes, frame.bodyStart, frame.end, column);
       if (!value) continue;
       const description = plan.columns[column]!;
-      const userId = userIdFromValue(bytes, value.start, value.length, description.typeOid, description.format);
+      const userId = userIdFromValue(bytes, value.start, value.length, description.typeOid, description.format, this.deps.userIds);
       if (userId !== undefined && userId !== "") return userId;
     }
     return undefined;
   }
 
   private backendFrame(bytes: Buffer, frame: Frame, out: OutputBuffer): void {
-    const body = () => bytes.subarray(frame.bodyStart, frame.end);
-    const whole = () => bytes.subarray(frame.start, frame.end);
     const head = this.head();
 
     if (head?.kind === "internal") {
-      this.internalFrame(head.query, frame.code, body());
+      this.internalFrame(head.query, frame.code, bodyOf(bytes, frame));
       return;
     }
     if (this.phase === "authenticating") {
-      this.authenticationFrame(frame.code, body, whole, out);
+      this.authenticationFrame(bytes, frame, out);
       return;
     }
     if (this.swallowingCopyOut && (frame.code === BackendCode.CopyData || frame.code === BackendCode.CopyDone)) return;
@@ -714,18 +819,16 @@ export class ProxySession {
         this.dataRow(bytes, frame, out);
         return;
       case BackendCode.RowDescription: {
-        const description = body();
-        const plan = this.planFor(description, () => decodeRowDescription(description));
-        if (plan.columns.some((c) => c.tableOid > this.newestRelation)) this.catalogStale = true;
-        // Only the proxy's own Describe (before an Execute) and a simple query's description decide rows.
-        this.plan = (head?.kind === "describe" && head.injected) || head?.kind === "simple" ? plan : undefined;
+        const result = this.describedResult(bytes, frame);
+        if (result.newestTable > this.newestRelation) this.catalogStale = true;
+        // Only a Describe of the portal right before its Execute and a simple query's description decide rows.
+        this.plan = (head?.kind === "describe" && head.decidesRows) || head?.kind === "simple" ? result.plan : undefined;
         this.resultRowsSent = 0;
         if (head?.kind === "describe") {
           this.expected.shift();
-          if (head.injected) return;
+          if (!head.forClient) return;
         }
-        const visible = this.visibleColumns(plan.columns);
-        out.push(visible ? encodeRowDescription(visible) : whole());
+        this.pushRowDescription(bytes, frame, result, out);
         return;
       }
       case BackendCode.ParseComplete:
@@ -733,27 +836,31 @@ export class ProxySession {
       case BackendCode.CloseComplete:
         if (head?.kind !== "complete" || head.code !== frame.code) throw new ProtocolError("the export lost track of the extended protocol");
         this.expected.shift();
-        out.push(whole());
+        out.pushRange(bytes, frame.start, frame.end);
         return;
       case BackendCode.NoData:
         this.plan = undefined;
         if (head?.kind === "describe") {
           this.expected.shift();
-          if (head.injected) return;
+          if (!head.forClient) return;
         }
-        out.push(whole());
+        out.pushRange(bytes, frame.start, frame.end);
         return;
       case BackendCode.CommandComplete: {
         if (this.swallowingCopyOut) {
           this.swallowingCopyOut = false;
           out.push(encodeErrorResponse(errorFields("ERROR", "42501", "COPY TO STDOUT is not allowed through this export: its rows would bypass the purpose's filter")));
+        } else if (this.plan && selectCount(bytes, frame.bodyStart, frame.end) === this.resultRowsSent) {
+          // The common answer to a query with rows: its count already is the rows the client received.
+          out.pushRange(bytes, frame.start, frame.end);
         } else {
-          const tag = decodeCommandComplete(body());
+          const tag = decodeCommandComplete(bodyOf(bytes, frame));
           // New or changed relations (CREATE TABLE AS and SELECT INTO answer "SELECT n" without rows).
           if (changesRelations(tag) || (!this.plan && /^SELECT \d+$/.test(tag))) this.catalogStale = true;
           // Without a plan no row was sent: a count (CREATE TABLE AS, MOVE) would count rows the client may not see.
           const rewritten = withReturnedRows(tag, this.plan ? this.resultRowsSent : 0);
-          out.push(rewritten === tag ? whole() : encodeCommandComplete(rewritten));
+          if (rewritten === tag) out.pushRange(bytes, frame.start, frame.end);
+          else out.push(encodeCommandComplete(rewritten));
         }
         this.plan = undefined;
         this.copyingIn = false;
@@ -761,21 +868,21 @@ export class ProxySession {
         return;
       }
       case BackendCode.PortalSuspended:
-        if (head?.kind === "execute" && head.limit > 0 && this.resultRowsSent < head.limit) {
+        if (head?.kind === "execute" && head.limit && this.resultRowsSent < head.limit.rows) {
           // Rows were dropped: ask the portal for as many more as the client is still owed (all the
           // rest when no row of this result can name a user: none will ever be sent).
-          const owed = this.plan && this.plan.userColumns.length > 0 ? head.limit - this.resultRowsSent : 0;
-          this.backend?.write(Buffer.concat([encodeExecuteBytes(head.portal, owed), encodeFlush()]));
+          const owed = this.plan && this.plan.userColumns.length > 0 ? head.limit.rows - this.resultRowsSent : 0;
+          this.backend?.write(Buffer.concat([encodeExecuteBytes(head.limit.portal, owed), encodeFlush()]));
           return;
         }
         this.plan = undefined;
         if (head?.kind === "execute") this.finishExecute();
-        out.push(whole());
+        out.pushRange(bytes, frame.start, frame.end);
         return;
       case BackendCode.EmptyQueryResponse:
         this.plan = undefined;
         if (head?.kind === "execute") this.finishExecute();
-        out.push(whole());
+        out.pushRange(bytes, frame.start, frame.end);
         return;
       case BackendCode.ErrorResponse:
         this.plan = undefined;
@@ -786,24 +893,24 @@ export class ProxySession {
           while (this.expected.length > 0 && this.head()!.kind !== "sync") this.finishExecute();
           if (this.expected.length === 0) this.backendSkipsToSync = true;
         }
-        out.push(encodeErrorResponse(sanitizeError(decodeErrorFields(body()))));
+        out.push(encodeErrorResponse(sanitizeError(decodeErrorFields(bodyOf(bytes, frame)))));
         return;
       case BackendCode.ReadyForQuery:
         if (head?.kind !== "sync" && head?.kind !== "simple") throw new ProtocolError("the export lost track of the protocol");
-        this.transaction = decodeReadyForQuery(body());
+        this.transaction = decodeReadyForQuery(bytes, frame.bodyStart, frame.end);
         this.expected.shift();
         this.plan = undefined;
         this.copyingIn = false;
-        out.push(whole());
+        out.pushRange(bytes, frame.start, frame.end);
         return;
       case BackendCode.NoticeResponse:
-        out.push(encodeNoticeResponse(sanitizeNotice(decodeErrorFields(body()))));
+        out.push(encodeNoticeResponse(sanitizeNotice(decodeErrorFields(bodyOf(bytes, frame)))));
         return;
       case BackendCode.ParameterStatus: {
         // set_config() can make the backend report any value (application_name, TimeZone...): after startup only known values cross.
-        const { name, value } = decodeParameterStatus(body());
+        const { name, value } = decodeParameterStatus(bodyOf(bytes, frame));
         if (!this.encodingSupported(name, value)) return;
-        if (reportedValueIsSafe(name, value)) out.push(whole());
+        if (reportedValueIsSafe(name, value)) out.pushRange(bytes, frame.start, frame.end);
         return;
       }
       case BackendCode.NotificationResponse:
@@ -821,17 +928,17 @@ export class ProxySession {
       case BackendCode.CopyInResponse:
         this.copyingIn = true;
         // A COPY FROM STDIN run by a row-limited Execute: the client's copy data must flow now.
-        if (head?.kind === "execute" && head.finished) {
-          head.finished();
-          head.finished = undefined;
+        if (head?.kind === "execute" && head.limit?.finished) {
+          head.limit.finished();
+          head.limit.finished = undefined;
         }
-        out.push(whole());
+        out.pushRange(bytes, frame.start, frame.end);
         return;
       case BackendCode.BackendKeyData:
       case BackendCode.FunctionCallResponse:
         throw new ProtocolError(`unexpected message '${String.fromCharCode(frame.code)}' from the backend`);
       default:
-        out.push(whole());
+        out.pushRange(bytes, frame.start, frame.end);
     }
   }
 
@@ -842,17 +949,17 @@ export class ProxySession {
     return false;
   }
 
-  private authenticationFrame(code: number, body: () => Buffer, whole: () => Buffer, out: OutputBuffer): void {
-    switch (code) {
+  private authenticationFrame(bytes: Buffer, frame: Frame, out: OutputBuffer): void {
+    switch (frame.code) {
       case BackendCode.Authentication: {
         // Pass-through: the client answers. Direct verification: the proxy logs in with the back-end identity.
         if (!this.backendLogin) {
-          out.push(whole());
+          out.pushRange(bytes, frame.start, frame.end);
           return;
         }
         let answer: Buffer | undefined;
         try {
-          answer = this.backendLogin.answer(decodeAuthentication(body()));
+          answer = this.backendLogin.answer(decodeAuthentication(bodyOf(bytes, frame)));
         } catch (error) {
           if (!(error instanceof BackendLoginError)) throw error;
           this.deps.audit("warn", "connection.backend-login-failed", `export ${this.deps.exportId} could not log in to its backing store: ${error.message}`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, endpoint: `${this.deps.backend.host}:${this.deps.backend.port}` });
@@ -865,20 +972,20 @@ export class ProxySession {
         return;
       }
       case BackendCode.ParameterStatus: {
-        const { name, value } = decodeParameterStatus(body());
-        if (this.encodingSupported(name, value)) out.push(whole());
+        const { name, value } = decodeParameterStatus(bodyOf(bytes, frame));
+        if (this.encodingSupported(name, value)) out.pushRange(bytes, frame.start, frame.end);
         return;
       }
       case BackendCode.BackendKeyData:
-        this.backendKeys = decodeBackendKeyData(body());
+        this.backendKeys = decodeBackendKeyData(bodyOf(bytes, frame));
         this.proxyKeys = this.deps.cancelKeys.issue(this.backendKeys);
         out.push(encodeBackendKeyData(this.proxyKeys));
         return;
       case BackendCode.ReadyForQuery: {
         // Authenticated: learn the mapped columns before the client may send its first query.
         this.phase = "preparing";
-        this.transaction = decodeReadyForQuery(body());
-        const ready = Buffer.from(whole());
+        this.transaction = decodeReadyForQuery(bytes, frame.bodyStart, frame.end);
+        const ready = Buffer.from(bytes.subarray(frame.start, frame.end));
         this.toClient(out);
         this.holdClient();
         this.refreshCatalog().then(
@@ -896,13 +1003,13 @@ export class ProxySession {
         return;
       }
       case BackendCode.ErrorResponse:
-        out.push(encodeErrorResponse(sanitizeError(decodeErrorFields(body()))));
+        out.push(encodeErrorResponse(sanitizeError(decodeErrorFields(bodyOf(bytes, frame)))));
         return;
       case BackendCode.NoticeResponse:
-        out.push(encodeNoticeResponse(sanitizeNotice(decodeErrorFields(body()))));
+        out.push(encodeNoticeResponse(sanitizeNotice(decodeErrorFields(bodyOf(bytes, frame)))));
         return;
       default:
-        out.push(whole());
+        out.pushRange(bytes, frame.start, frame.end);
     }
   }
 
@@ -940,7 +1047,7 @@ export class ProxySession {
     const plan = this.plan;
     const scanned = this.chunkUsers[this.frameIndex];
     const userId = scanned !== undefined ? scanned || undefined : plan ? this.userOf(bytes, frame, plan) : undefined;
-    const verdict = userId === undefined ? undefined : (this.chunkVerdicts.get(userId) ?? this.deps.decider.verdict(userId));
+    const verdict = userId === undefined ? undefined : (this.chunkRowVerdicts[this.frameIndex] ?? this.chunkVerdicts.get(userId) ?? this.deps.decider.verdict(userId));
     // A row whose shape is not the plan's is not decided by it.
     if (!plan || !verdict || !verdict.allowed || frame.end - frame.bodyStart < 2 || bytes.readInt16BE(frame.bodyStart) !== plan.columns.length) {
       this.counts.rowsDropped++;
@@ -1022,12 +1129,17 @@ export class ProxySession {
       this.pendingInternal.fail(new Error("connection closed"));
     }
     this.markReady();
-    for (const pending of this.expected) if (pending.kind === "execute") pending.finished?.();
+    for (const pending of this.expected) if (pending.kind === "execute") pending.limit?.finished?.();
     if (destroyClient) this.client.destroy();
     this.backend?.destroy();
     if (this.proxyKeys) this.deps.cancelKeys.revoke(this.proxyKeys);
     this.deps.onEnd(this.counts, this.identity);
   }
+}
+
+/** The body of the message `frame` (a slice, no copy). */
+function bodyOf(bytes: Buffer, frame: Frame): Buffer {
+  return bytes.subarray(frame.bodyStart, frame.end);
 }
 
 function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {

@@ -29,6 +29,11 @@ export interface RowDecider {
   load(userIds: readonly string[]): Promise<unknown>;
 }
 
+/** Reads UTF-8 bytes (a user id) into a string. */
+export interface TextDecoding {
+  text(bytes: Buffer, start: number, end: number): string;
+}
+
 /** Where an audit record of the proxy goes (category `postgres`). */
 export type { ExportAudit as ProxyAudit } from "../types";
 

@@ -1,3 +1,5 @@
+import type { TextDecoding } from "./types";
+
 /** Type OIDs whose binary form the proxy reads to find a row's user. */
 const enum TypeOid {
   Int2 = 21,
@@ -10,13 +12,16 @@ const enum TypeOid {
   Uuid = 2950,
 }
 
+/** Buffer's own UTF-8 decoding, each time. */
+const utf8: TextDecoding = { text: (bytes, start, end) => bytes.toString("utf8", start, end) };
+
 /**
  * The user id a value names, or undefined when it names none (NULL, empty, or a binary type the
- * proxy does not read: such a row has no user and is dropped).
+ * proxy does not read: such a row has no user and is dropped). Text is read by `decoding`.
  */
-export function userIdFromValue(bytes: Buffer, start: number, length: number, typeOid: number, format: number): string | undefined {
+export function userIdFromValue(bytes: Buffer, start: number, length: number, typeOid: number, format: number, decoding: TextDecoding = utf8): string | undefined {
   if (length <= 0) return undefined;
-  if (format === 0) return bytes.toString("utf8", start, start + length);
+  if (format === 0) return decoding.text(bytes, start, start + length);
   switch (typeOid) {
     case TypeOid.Int2:
       return length === 2 ? String(bytes.readInt16BE(start)) : undefined;
@@ -28,7 +33,7 @@ export function userIdFromValue(bytes: Buffer, start: number, length: number, ty
     case TypeOid.Varchar:
     case TypeOid.Bpchar:
     case TypeOid.Name:
-      return bytes.toString("utf8", start, start + length);
+      return decoding.text(bytes, start, start + length);
     case TypeOid.Uuid: {
       if (length !== 16) return undefined;
       const hex = bytes.toString("hex", start, start + 16);

@@ -437,6 +437,71 @@ describe("PostgreSQL exports", () => {
     assert.deepEqual(run.stdout.trim().split("\n"), [...lines("statement"), ...lines("prepared1"), ...lines("prepared6"), ...lines("fetch")]);
   });
 
+  test("an Execute's rows are decided with its portal's columns of now: from the client's Describe just before it, or the proxy's own (re-Parse, DEALLOCATE, DISCARD ALL, a schema change)", async () => {
+    const allowed = await verdicts("service");
+    const forbidden = forbiddenValues(allowed);
+    const parse = (statement: string, sql: string) => encodeParse({ statement, sql, parameterTypes: [] });
+    const bind = (portal: string, statement: string) => encodeBind({ portal, statement, parameterFormats: [], parameters: [], resultFormats: [] });
+    const describePortal = (name: string) => encodeDescribe({ kind: 0x50, name });
+    const execute = (portal: string) => encodeExecute({ portal, maxRows: 0 });
+    const closeStatement = (name: string) => {
+      const message = Buffer.concat([Buffer.from([0x43, 0, 0, 0, 0, 0x53]), Buffer.from(`${name}\0`)]);
+      message.writeInt32BE(message.length - 1, 1);
+      return message;
+    };
+    const expected = async (sql: string) => filtered((await direct((c) => c.query(sql))).rows, allowed, categoryOf).map((r) => Object.values(r));
+    const emailSql = "SELECT id, email FROM users ORDER BY id";
+    const secretSql = "SELECT id, secret FROM users ORDER BY id";
+    const loginSql = "SELECT id, login FROM users ORDER BY id";
+    const wire = await WireClient.connect(exportPort, roles.trusted.user, "app");
+    /** Sends one batch and checks its answer: no forbidden value, the rows expected, `descriptions` RowDescriptions. */
+    const check = async (what: string, messages: Buffer[], rows: unknown[][], descriptions: number) => {
+      wire.send(...messages, encodeSync());
+      const answer = await wire.until((m) => m.code === "Z", 1, 5000);
+      const bytes = Buffer.concat(answer.map((m) => m.body)).toString("latin1");
+      for (const value of forbidden) assert.ok(!bytes.includes(value), `${what}: ${value} reached the client`);
+      assert.deepEqual(rowsOf(answer), rows, what);
+      assert.equal(answer.filter((m) => m.code === "T").length, descriptions, `${what}: RowDescriptions the client asked for`);
+    };
+    try {
+      const emailRows = await expected(emailSql);
+      const secretRows = await expected(secretSql);
+      assert.ok(emailRows.some((r) => r[1] !== null) && secretRows.length > 0, "the check can fail: some emails cross");
+      await check("Describe of the portal just before its Execute (libpq)", [parse("s", emailSql), bind("", "s"), describePortal(""), execute("")], emailRows, 1);
+      await check("Describe of another portal before the Execute", [parse("s2", secretSql), bind("a", "s"), bind("b", "s2"), describePortal("a"), execute("b")], secretRows, 1);
+      await check("the described portal bound again before the Execute", [bind("", "s"), describePortal(""), bind("", "s2"), execute("")], secretRows, 1);
+      await check("a named statement parsed again with another query, no Describe", [closeStatement("s"), parse("s", secretSql), bind("", "s"), execute("")], secretRows, 0);
+      await check("the unnamed statement parsed again, with Describe", [parse("", emailSql), bind("", ""), describePortal(""), execute(""), parse("", secretSql), bind("", ""), describePortal(""), execute("")], [...emailRows, ...secretRows], 2);
+      wire.send(encodeQuery(`DEALLOCATE s; PREPARE s AS ${loginSql}`));
+      await wire.until((m) => m.code === "Z", 1, 5000);
+      await check("after DEALLOCATE and PREPARE of the same name", [bind("", "s"), describePortal(""), execute("")], await expected(loginSql), 1);
+      wire.send(encodeQuery("DISCARD ALL"));
+      await wire.until((m) => m.code === "Z", 1, 5000);
+      await check("after DISCARD ALL", [parse("s", secretSql), bind("", "s"), execute("")], secretRows, 0);
+
+      // Another connection puts a table of the same name first in the search path: the backend plans
+      // the prepared statement again against it, with the same result type. Its rows are not the
+      // mapped table's: they must not be decided with the columns the statement had before.
+      await check("before the schema change", [parse("p", emailSql), bind("", "p"), describePortal(""), execute("")], emailRows, 1);
+      pg.sql(`CREATE SCHEMA shadow; CREATE TABLE shadow.users AS SELECT id, secret AS email FROM public.users; GRANT USAGE ON SCHEMA shadow TO ${roles.trusted.user}; GRANT SELECT ON shadow.users TO ${roles.trusted.user}`, "app");
+      wire.send(encodeQuery("SET search_path = shadow, public"));
+      await wire.until((m) => m.code === "Z", 1, 5000);
+      const straight = await WireClient.connect(pg.port, roles.trusted.user, "app");
+      try {
+        straight.send(parse("p", emailSql), encodeQuery("SET search_path = shadow, public"), bind("", "p"), execute(""), encodeSync());
+        const replanned = Buffer.concat((await straight.until((m) => m.code === "Z", 2, 5000)).map((m) => m.body)).toString("latin1");
+        assert.ok(forbidden.some((value) => replanned.includes(value)), "the check can fail: straight from the backing store, the statement now reads secrets");
+      } finally {
+        straight.close();
+      }
+      await check("after the schema change, with Describe", [bind("", "p"), describePortal(""), execute("")], [], 1);
+      await check("after the schema change, no Describe", [bind("", "p"), execute("")], [], 0);
+    } finally {
+      wire.close();
+      pg.sql("DROP SCHEMA IF EXISTS shadow CASCADE", "app");
+    }
+  });
+
   test("the extended protocol's bookkeeping stays in step through errors, COPY and row limits: no hang, no row decided with another statement's columns", async () => {
     const allowed = await verdicts("service");
     const forbidden = forbiddenValues(allowed);

@@ -3,11 +3,11 @@ import assert from "node:assert/strict";
 import { decodeBackendKeyData, encodeBackendKeyData } from "../../protocols/postgres/backend-key-data";
 import { decodeBind, encodeBind } from "../../protocols/postgres/bind";
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
-import { decodeCommandComplete, encodeCommandComplete, withReturnedRows } from "../../protocols/postgres/command-complete";
+import { decodeCommandComplete, encodeCommandComplete, selectCount, withReturnedRows } from "../../protocols/postgres/command-complete";
 import { decodeDataRow, encodeDataRow, encodeMaskedDataRow, locateValue, newRowValues, writeMaskedRowFrom } from "../../protocols/postgres/data-row";
-import { decodeDescribe, encodeDescribe } from "../../protocols/postgres/describe";
+import { decodeDescribe, encodeDescribe, locateDescribe } from "../../protocols/postgres/describe";
 import { decodeErrorFields, encodeErrorResponse, ErrorField, errorFields } from "../../protocols/postgres/error-response";
-import { decodeExecute, encodeExecute } from "../../protocols/postgres/execute";
+import { decodeExecute, encodeExecute, locateExecute } from "../../protocols/postgres/execute";
 import { splitFrames, startupPacketLength } from "../../protocols/postgres/frames";
 import { decodeNegotiateProtocolVersion, encodeNegotiateProtocolVersion } from "../../protocols/postgres/negotiate-protocol-version";
 import { decodeParameterStatus, encodeParameterStatus } from "../../protocols/postgres/parameter-status";
@@ -19,10 +19,13 @@ import { decodeStartup, encodeSSLRequest, encodeStartup } from "../../protocols/
 import { ProtocolError } from "../../protocols/postgres/wire";
 import { ByteQueue } from "../../proxies/postgres/byte-queue";
 import { catalogQuery, resolveColumns } from "../../proxies/postgres/column-catalog";
+import { ForwardBuffer } from "../../proxies/postgres/forward-buffer";
+import { OutputBuffer } from "../../proxies/postgres/output-buffer";
 import { maskFor, planResult } from "../../proxies/postgres/result-plan";
 import { sanitizeError, sanitizeNotice } from "../../proxies/postgres/sanitize";
 import type { MappingView, RowVerdict } from "../../proxies/postgres/types";
 import { userIdFromValue } from "../../proxies/postgres/user-id";
+import { UserIdMemo } from "../../proxies/postgres/user-id-memo";
 
 const hex = (text: string) => Buffer.from(text.replace(/\s+/g, ""), "hex");
 const bodyOf = (message: Buffer) => message.subarray(5);
@@ -58,6 +61,15 @@ describe("PostgreSQL codecs: byte fixtures", () => {
     const written = writeMaskedRowFrom(target, 0, row, 5, row.length, [false, true, true]);
     assert.deepEqual(target.subarray(0, written), hex("44 00000015 0003 ffffffff ffffffff 00000003 616263"), "in one pass from the source, the same bytes");
     assert.throws(() => writeMaskedRowFrom(Buffer.alloc(64), 0, hex("44 0000000b 0001 00000009 61"), 5, 12, [true]), ProtocolError);
+    // Runs of kept values (NULLs and empty values among them) copied at once: the same bytes as the row re-encoded.
+    const sample = [Buffer.from("u1"), null, Buffer.alloc(0), Buffer.from("secret"), Buffer.from("x".repeat(300)), null];
+    for (let mask = 0; mask < 1 << sample.length; mask++) {
+      const keep = sample.map((_, i) => (mask & (1 << i)) !== 0);
+      const source = Buffer.concat([hex("ffff"), encodeDataRow(sample), hex("ff")]);
+      const into = Buffer.alloc(source.length + 8, 0xaa);
+      const after = writeMaskedRowFrom(into, 8, source, 7, source.length - 1, keep);
+      assert.deepEqual(into.subarray(8, after), encodeDataRow(sample.map((value, i) => (keep[i] ? value : null))), `mask ${mask}`);
+    }
     assert.throws(() => decodeDataRow(hex("44 0000000b 0001 00000009 61"), 5, 12, newRowValues()), ProtocolError, "a value longer than its message");
     assert.throws(() => decodeDataRow(hex("44 0000000c 0001 00000001 6161"), 5, 13, newRowValues()), ProtocolError, "bytes after the last value");
     assert.throws(() => decodeDataRow(hex("44 0000000a 0001 fffffffe"), 5, 11, newRowValues()), ProtocolError, "a length below -1");
@@ -86,6 +98,13 @@ describe("PostgreSQL codecs: byte fixtures", () => {
     assert.equal(withReturnedRows("INSERT 0 5", 2), "INSERT 0 5");
     assert.equal(withReturnedRows("UPDATE 5", 2), "UPDATE 5");
     assert.equal(withReturnedRows("BEGIN", 2), "BEGIN");
+    // The count of SELECT read from the bytes, inside a larger buffer.
+    const select = Buffer.concat([hex("ffff"), encodeCommandComplete("SELECT 1024"), hex("ff")]);
+    assert.equal(selectCount(select, 7, select.length - 1), 1024);
+    for (const tag of ["SELECT", "SELECT ", "SELECT 1x", "FETCH 1", "SELECT 1234567890123456", "INSERT 0 1"]) {
+      const message = encodeCommandComplete(tag);
+      assert.equal(selectCount(message, 5, message.length), undefined, tag);
+    }
   });
 
   test("ErrorResponse 'E' and the other small messages", () => {
@@ -95,6 +114,7 @@ describe("PostgreSQL codecs: byte fixtures", () => {
     assert.deepEqual(encodeReadyForQuery(0x49), hex("5a 00000005 49"));
     assert.equal(decodeReadyForQuery(hex("49")), 0x49);
     assert.throws(() => decodeReadyForQuery(hex("4949")), ProtocolError);
+    assert.equal(decodeReadyForQuery(hex("5a0000000554"), 5, 6), 0x54);
     assert.deepEqual(encodeBackendKeyData({ processId: 1, secretKey: 2 }), hex("4b 0000000c 00000001 00000002"));
     assert.deepEqual(encodeDescribe({ kind: 0x50, name: "p" }), hex("44 00000007 50 7000"));
     assert.deepEqual(encodeExecute({ portal: "", maxRows: 2 }), hex("45 00000009 00 00000002"));
@@ -109,6 +129,14 @@ describe("PostgreSQL codecs: encode then decode", () => {
     assert.deepEqual(decodeParse(bodyOf(encodeParse(parse))), parse);
     assert.deepEqual(decodeDescribe(bodyOf(encodeDescribe({ kind: 0x53, name: "stmt" }))), { kind: 0x53, name: "stmt" });
     assert.deepEqual(decodeExecute(bodyOf(encodeExecute({ portal: "c", maxRows: 100 }))), { portal: "c", maxRows: 100 });
+    // Names located as the bytes sent, inside a larger buffer, never decoded.
+    const describe = hex("aa 44 00000008 50 ff00 bb");
+    assert.deepEqual(locateDescribe(describe, 6, 9), { kind: 0x50, nameEnd: 8 });
+    const execute = hex("45 0000000b ff00 00000002");
+    assert.deepEqual(locateExecute(execute, 5, execute.length), { portalEnd: 6, maxRows: 2 });
+    assert.throws(() => locateExecute(execute, 5, execute.length - 1), ProtocolError);
+    assert.throws(() => locateDescribe(describe, 6, 8), ProtocolError, "the name's NUL lies past the message");
+    assert.throws(() => locateDescribe(describe, 6, 6), ProtocolError);
     assert.deepEqual(decodeBackendKeyData(bodyOf(encodeBackendKeyData({ processId: 42, secretKey: -7 }))), { processId: 42, secretKey: -7 });
     assert.deepEqual(decodeParameterStatus(bodyOf(encodeParameterStatus("TimeZone", "UTC"))), { name: "TimeZone", value: "UTC" });
     assert.deepEqual(decodeNegotiateProtocolVersion(bodyOf(encodeNegotiateProtocolVersion(0, ["_pq_.x"]))), { newestMinor: 0, unrecognisedOptions: ["_pq_.x"] });
@@ -167,6 +195,55 @@ describe("PostgreSQL framing: split buffers", () => {
     huge.push(hex("44 7fffffff 00"));
     assert.ok(huge.take(), "not buffered until 2 GiB arrive");
   });
+
+  test("ByteQueue.copyOut copies what still lies in a socket's reused read buffer, and nothing else", () => {
+    const readBuffer = Buffer.allocUnsafeSlow(64);
+    const queue = new ByteQueue(1, 1 << 20);
+    const owned = Buffer.from(encodeQuery("a").subarray(0, 3));
+    queue.push(owned);
+    encodeQuery("a").copy(readBuffer, 0, 3);
+    queue.push(readBuffer.subarray(0, encodeQuery("a").length - 3));
+    queue.copyOut(readBuffer);
+    readBuffer.fill(0);
+    assert.deepEqual(queue.take(), encodeQuery("a"), "the queued bytes survive the next read into the buffer");
+    const untouched = new ByteQueue(1, 1 << 20);
+    const own = encodeQuery("b");
+    untouched.push(own);
+    untouched.copyOut(readBuffer);
+    assert.equal(untouched.take(), own, "bytes of their own are not copied");
+  });
+
+  test("OutputBuffer copies runs of passed messages once, in order with masked rows and its own messages, before the source is read into again", () => {
+    const row = encodeDataRow([Buffer.from("u1"), Buffer.from("secret")]);
+    const source = Buffer.concat([encodeQuery("a"), encodeQuery("b"), row, encodeReadyForQuery(0x49)]);
+    const frames = splitFrames(source, 1 << 20).frames;
+    const out = new OutputBuffer(source.length);
+    out.pushRange(source, frames[0]!.start, frames[0]!.end);
+    out.pushRange(source, frames[1]!.start, frames[1]!.end);
+    out.pushMaskedRow(source, frames[2]!.start, frames[2]!.end, [true, false]);
+    out.push(encodeQuery("own"));
+    out.pushRange(source, frames[3]!.start, frames[3]!.end);
+    assert.equal(out.size, source.length - 6 + encodeQuery("own").length);
+    const taken = out.take();
+    source.fill(0);
+    assert.deepEqual(taken, Buffer.concat([encodeQuery("a"), encodeQuery("b"), encodeDataRow([Buffer.from("u1"), null]), encodeQuery("own"), encodeReadyForQuery(0x49)]));
+    assert.equal(out.size, 0);
+  });
+
+  test("ForwardBuffer writes a chunk that passes whole as the chunk itself; the proxy's own messages join it", () => {
+    const chunk = Buffer.concat([encodeQuery("a"), encodeQuery("b"), encodeQuery("c")]);
+    const frames = splitFrames(chunk, 1 << 20).frames;
+    const forward = new ForwardBuffer();
+    for (const frame of frames) forward.forward(chunk, frame.start, frame.end);
+    const whole = forward.take()!;
+    assert.equal(whole.buffer, chunk.buffer, "not copied");
+    assert.deepEqual(whole, chunk);
+    assert.equal(forward.take(), undefined, "empty again after take");
+    forward.forward(chunk, frames[0]!.start, frames[0]!.end);
+    forward.push(encodeQuery("x"));
+    forward.forward(chunk, frames[2]!.start, frames[2]!.end);
+    assert.deepEqual(forward.take(), Buffer.concat([encodeQuery("a"), encodeQuery("x"), encodeQuery("c")]));
+  });
 });
 
 describe("PostgreSQL proxy: planning and sanitising", () => {
@@ -220,6 +297,17 @@ describe("PostgreSQL proxy: planning and sanitising", () => {
     assert.equal(userIdFromValue(Buffer.from("abc"), 0, 3, 1700, 1), undefined, "numeric in binary");
     assert.equal(userIdFromValue(Buffer.from("42"), 0, 2, 1700, 0), "42", "any type in text");
     assert.equal(userIdFromValue(Buffer.alloc(0), 0, -1, 25, 0), undefined);
+    // The memo reads exactly what Buffer reads, for every id and whatever shared its slot before.
+    const memo = new UserIdMemo();
+    const ids = [...Array.from({ length: 20_000 }, (_, i) => `user-${i}`), "é", "x".repeat(65), "", "\u{1F600}"].map((id) => Buffer.from(id));
+    ids.push(hex("ff fe"), hex("fe ff"));
+    for (let round = 0; round < 2; round++) {
+      for (const id of ids) {
+        const inside = Buffer.concat([hex("00"), id, hex("00")]);
+        assert.equal(memo.text(inside, 1, 1 + id.length), id.toString("utf8"));
+        assert.equal(userIdFromValue(inside, 1, id.length, 25, 0, memo), id.length === 0 ? undefined : id.toString("utf8"));
+      }
+    }
   });
 
   test("errors keep their code and lose values; notices keep only severity and code", () => {
