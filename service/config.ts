@@ -112,7 +112,6 @@ function tlsFiles(certFile: string | undefined, keyFile: string | undefined, nam
   return { certFile: resolve(certFile), keyFile: resolve(keyFile) };
 }
 
-/** Reads the node's configuration: flags win over environment variables, which win over defaults. */
 /**
  * Each CSV job starts this many workers (about 8 MiB each, plus two blocks in flight per worker),
  * and jobs run side by side: the cores, but at most 4 unless set (a 96-core host would otherwise
@@ -122,6 +121,7 @@ function defaultRedactionThreads(): number {
   return Math.min(availableParallelism(), 4);
 }
 
+/** Reads the node's configuration: flags win over environment variables, which win over defaults. */
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): NodeConfig {
   const flags = parseFlags(argv);
   const raw = (key: keyof typeof settings): string | undefined => flags.get(settings[key].flag) ?? (env[settings[key].env] || undefined);
