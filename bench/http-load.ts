@@ -37,7 +37,8 @@ export function load(url: string, body: string): Promise<LoadResult> {
 /** One node in this process with its embedded nats-server, the realistic policy and one accepted user, `bench-user`. */
 export async function startBenchNode(): Promise<{ node: RunningNode; base: string }> {
   const logger = pino({ level: "warn" });
-  const config = loadConfig([], { PORT: String(await freePort()), NATS_PORT: String(await freePort()), DATA_DIR: tempDir("bench-node"), NODE_ID: "bench", LOG_LEVEL: "warn" });
+  // Settings under test (e.g. EXPORT_WORKERS, REDACTION_THREADS) come from the bench's environment.
+  const config = loadConfig([], { ...process.env, PORT: String(await freePort()), NATS_PORT: String(await freePort()), NATS_URL: undefined, DATA_DIR: tempDir("bench-node"), NODE_ID: "bench", LOG_LEVEL: "warn" });
   const node = await startServiceNode(config, logger);
   const base = `http://127.0.0.1:${node.gatewayPort}`;
   const put = (path: string, body?: unknown) =>

@@ -30,6 +30,8 @@ export interface NodeConfig {
   redactRetentionHours: number;
   /** Threads that redact a CSV document (1: the event loop's thread, no workers). */
   redactionThreads: number;
+  /** Processes that run PostgreSQL export sessions besides the node's event loop (0: sessions run in the node). */
+  exportWorkers: number;
   /** Address export ports are opened on, and the host clients are told to connect to. */
   exportHost: string;
   /** Ports allocated to exports that do not ask for one. */
@@ -65,6 +67,7 @@ export const settings = {
   actorModules: { env: "ACTOR_MODULES", flag: "--actor-modules", describe: "extra actor modules to host, comma-separated paths" },
   redactRetentionHours: { env: "REDACT_RETENTION_HOURS", flag: "--redact-retention-hours", describe: "hours a finished redaction job and its documents are kept (default 168)" },
   redactionThreads: { env: "REDACTION_THREADS", flag: "--redaction-threads", describe: "worker threads a CSV redaction job uses (default: the cores, at most 4; 1: none, the event loop's thread)" },
+  exportWorkers: { env: "EXPORT_WORKERS", flag: "--export-workers", describe: "processes that run PostgreSQL export connections, each on its own event loop (default 0: the node's own loop)" },
   exportHost: { env: "EXPORT_HOST", flag: "--export-host", describe: "address export ports are opened on (default: the gateway's HOST)" },
   exportTls: { env: "EXPORT_TLS_CERT_FILE", flag: "--export-tls-cert-file", describe: "PEM certificate (chain) exports present to TLS clients; needs EXPORT_TLS_KEY_FILE" },
   exportTlsKey: { env: "EXPORT_TLS_KEY_FILE", flag: "--export-tls-key-file", describe: "PEM private key of EXPORT_TLS_CERT_FILE" },
@@ -152,6 +155,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     actorModules: (raw("actorModules") ?? "").split(",").map((m) => m.trim()).filter(Boolean).map((m) => resolve(m)),
     redactRetentionHours: integer(settings.redactRetentionHours, raw("redactRetentionHours") ?? "168", 1, 24 * 366),
     redactionThreads: integer(settings.redactionThreads, raw("redactionThreads") ?? String(defaultRedactionThreads()), 1, 64),
+    exportWorkers: integer(settings.exportWorkers, raw("exportWorkers") ?? "0", 0, 64),
     exportHost: raw("exportHost") ?? raw("host") ?? "127.0.0.1",
     exportPorts: portRange(settings.exportPorts, raw("exportPorts") ?? "15432-15631"),
     exportTls: tlsFiles(raw("exportTls"), raw("exportTlsKey"), { cert: settings.exportTls, key: settings.exportTlsKey }),

@@ -112,6 +112,13 @@ export class DecisionService implements DecisionPort, RedactPort {
     return compiledFor(state.config, state.revision);
   }
 
+  /** Calls `listener` whenever this node learns of a new configuration revision; returns the unsubscribe. */
+  onPolicyChange(listener: () => void): () => void {
+    const changed = (): void => listener();
+    this.policies.on("change", changed);
+    return () => this.policies.off("change", changed);
+  }
+
   /** Calls `listener` with the id of every user whose state changes; returns the unsubscribe. */
   onUserChange(listener: (userId: string) => void): () => void {
     this.users.on("change", listener);

@@ -189,7 +189,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   };
   const decisions = await DecisionService.start(runtime);
   const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours, threads: config.redactionThreads });
-  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits, tls: exportTls, authenticator, jsReplicas: config.jsReplicas });
+  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits, tls: exportTls, authenticator, jsReplicas: config.jsReplicas, proxyWorkers: config.exportWorkers });
   await exportSupervisor.start();
   const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts, authenticator });
   const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });

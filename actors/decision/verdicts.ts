@@ -13,11 +13,16 @@ export class VerdictInterner {
   private readonly interned = new Map<string, Verdict>();
 
   of(decision: Decision): Verdict {
-    const reason = decision.reasons[decision.reasons.length - 1]?.code ?? "UNKNOWN";
-    const key = `${decision.allowed ? 1 : 0}|${reason}|${[...decision.categoryIds].sort().join(",")}`;
+    return this.intern(decision.allowed, decision.reasons[decision.reasons.length - 1]?.code ?? "UNKNOWN", decision.categoryIds);
+  }
+
+  /** The shared Verdict for this outcome (a verdict made elsewhere, e.g. received from another process). */
+  intern(allowed: boolean, reason: string, categories: Iterable<string>): Verdict {
+    const sorted = [...categories].sort();
+    const key = `${allowed ? 1 : 0}|${reason}|${sorted.join(",")}`;
     let shared = this.interned.get(key);
     if (!shared) {
-      shared = { allowed: decision.allowed, reason, categories: new Set(decision.categoryIds) };
+      shared = { allowed, reason, categories: new Set(sorted) };
       this.interned.set(key, shared);
     }
     return shared;

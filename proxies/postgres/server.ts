@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type Server, type Socket } from "node:net";
 import type { SecureContext } from "node:tls";
-import { CancelKeys } from "./cancel-keys";
+import { CancelKeys, honourCancel } from "./cancel-keys";
 import { fatalMessage, ProxySession } from "./session";
+import { addRowCounts, emptyRowCounts } from "./row-counts";
 import { UserIdMemo } from "./user-id-memo";
 import type { DirectVerification, ProxyAudit, ProxyLimits, RowDecider, SessionCounts } from "./types";
+import type { ProxyWorkerPool } from "./worker-pool";
 import type { ExportServing } from "../types";
 
 export interface ExportServerOptions {
@@ -18,20 +20,23 @@ export interface ExportServerOptions {
   tls?: SecureContext;
   /** Present when the export's component enforces authentication. */
   directVerification?: DirectVerification;
+  /** Present when sessions run in the node's proxy worker processes rather than on its own event loop. */
+  workers?: ProxyWorkerPool;
   /** Called when a connection ends, with what it counted (for the trace). */
   onConnectionEnd?(connectionId: string, counts: SessionCounts, identity: { user?: string; database?: string }): void;
 }
 
-/** What an export's listener has served since it opened. */
-
-/** The network endpoint of one PostgreSQL export: accepts clients and runs a ProxySession for each. */
+/**
+ * The network endpoint of one PostgreSQL export: accepts clients and runs a ProxySession for
+ * each, here or (with workers) in one of the node's proxy worker processes.
+ */
 export class PostgresExportServer {
   private readonly sessions = new Set<ProxySession>();
   /** Every accepted socket until it closes (a refused one too): closing the export closes them all. */
   private readonly sockets = new Set<Socket>();
   private readonly cancelKeys = new CancelKeys();
   private readonly userIds = new UserIdMemo();
-  private readonly totals = { total: 0, refused: 0, rowsIn: 0, rowsKept: 0, rowsDropped: 0, valuesNulled: 0 };
+  private readonly totals = { total: 0, refused: 0, rows: emptyRowCounts() };
   private readonly since = new Date().toISOString();
 
   private constructor(
@@ -41,19 +46,37 @@ export class PostgresExportServer {
 
   /** Opens the port; rejects (EADDRINUSE, EACCES...) when it cannot be opened. */
   static async listen(options: ExportServerOptions): Promise<PostgresExportServer> {
-    const server = createServer({ pauseOnConnect: false, noDelay: true });
+    // A connection handed to a worker must reach it unread.
+    const server = createServer({ pauseOnConnect: options.workers !== undefined, noDelay: true });
     const endpoint = new PostgresExportServer(server, options);
     server.on("connection", (socket) => endpoint.accept(socket));
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen({ host: options.host, port: options.port, exclusive: true }, () => {
-        server.off("error", reject);
-        resolve();
-      });
+    options.workers?.attach(options.exportId, {
+      backend: options.backend,
+      limits: options.limits,
+      decider: options.decider,
+      audit: options.audit,
+      directVerification: options.directVerification,
+      ended: (connectionId, counts, identity) => endpoint.ended(connectionId, counts, identity),
     });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen({ host: options.host, port: options.port, exclusive: true }, () => {
+          server.off("error", reject);
+          resolve();
+        });
+      });
+    } catch (error) {
+      await options.workers?.detach(options.exportId);
+      throw error;
+    }
     server.on("error", () => undefined);
     options.audit("info", "port.opened", `export ${options.exportId} listening on ${options.host}:${options.port}`, { exportId: options.exportId, datastore: `${options.backend.host}:${options.backend.port}`, component: "postgres", host: options.host, port: options.port });
     return endpoint;
+  }
+
+  private open(): number {
+    return this.options.workers ? this.options.workers.open(this.options.exportId) : this.sessions.size;
   }
 
   private accept(socket: Socket): void {
@@ -61,54 +84,61 @@ export class PostgresExportServer {
     this.sockets.add(socket);
     socket.once("close", () => this.sockets.delete(socket));
     socket.on("error", () => socket.destroy());
-    if (this.sessions.size >= this.options.limits.maxConnections) {
+    const { exportId, limits, workers } = this.options;
+    if (this.open() >= limits.maxConnections) {
       this.totals.refused++;
-      this.options.audit("warn", "connection.refused", `export ${this.options.exportId} is at its limit of ${this.options.limits.maxConnections} connections`, { exportId: this.options.exportId, component: "postgres", remote: socket.remoteAddress ?? null });
+      this.options.audit("warn", "connection.refused", `export ${exportId} is at its limit of ${limits.maxConnections} connections`, { exportId, component: "postgres", remote: socket.remoteAddress ?? null });
       socket.end(fatalMessage("53300", "too many connections to this export"));
       return;
     }
     const connectionId = randomUUID();
+    if (workers) {
+      if (workers.handOver(exportId, connectionId, socket)) return;
+      this.totals.refused++;
+      this.options.audit("warn", "connection.refused", `export ${exportId} has no proxy worker running (they are being started again)`, { exportId, component: "postgres", remote: socket.remoteAddress ?? null });
+      socket.end(fatalMessage("08006", "the export cannot take connections at this moment; try again"));
+      return;
+    }
     const session: ProxySession = new ProxySession(socket, {
-      exportId: this.options.exportId,
+      exportId,
       connectionId,
       backend: this.options.backend,
-      limits: this.options.limits,
+      limits,
       decider: this.options.decider,
       audit: this.options.audit,
       cancelKeys: this.cancelKeys,
+      cancel: (keys, cancelling) => {
+        if (!honourCancel(this.cancelKeys, keys, this.options.backend, limits.connectTimeoutMs)) {
+          this.options.audit("warn", "cancel.refused", "cancel request with keys this export did not issue", { exportId, connectionId: cancelling });
+        }
+      },
       tls: this.options.tls,
       directVerification: this.options.directVerification,
       userIds: this.userIds,
       onEnd: (counts, identity) => {
         this.sessions.delete(session);
-        this.totals.rowsIn += counts.rowsIn;
-        this.totals.rowsKept += counts.rowsKept;
-        this.totals.rowsDropped += counts.rowsDropped;
-        this.totals.valuesNulled += counts.valuesNulled;
-        this.totals.refused += counts.refused > 0 ? 1 : 0;
-        this.options.onConnectionEnd?.(connectionId, counts, identity);
+        this.ended(connectionId, counts, identity);
       },
     });
     this.sessions.add(session);
   }
 
+  /** A connection ended (here or in a worker): its counts join the export's totals and its trace. */
+  private ended(connectionId: string, counts: SessionCounts, identity: { user?: string; database?: string }): void {
+    addRowCounts(this.totals.rows, counts);
+    this.totals.refused += counts.refused > 0 ? 1 : 0;
+    this.options.onConnectionEnd?.(connectionId, counts, identity);
+  }
+
   serving(): ExportServing {
-    let rowsIn = this.totals.rowsIn;
-    let rowsKept = this.totals.rowsKept;
-    let rowsDropped = this.totals.rowsDropped;
-    let valuesNulled = this.totals.valuesNulled;
-    for (const session of this.sessions) {
-      rowsIn += session.counts.rowsIn;
-      rowsKept += session.counts.rowsKept;
-      rowsDropped += session.counts.rowsDropped;
-      valuesNulled += session.counts.valuesNulled;
-    }
+    const rows = addRowCounts(this.options.workers?.live(this.options.exportId) ?? emptyRowCounts(), this.totals.rows);
+    for (const session of this.sessions) addRowCounts(rows, session.counts);
     return {
       host: this.options.host,
       port: this.options.port,
       since: this.since,
-      connections: { open: this.sessions.size, total: this.totals.total, refused: this.totals.refused },
-      rows: { in: rowsIn, kept: rowsKept, dropped: rowsDropped, valuesNulled },
+      connections: { open: this.open(), total: this.totals.total, refused: this.totals.refused },
+      rows: { in: rows.rowsIn, kept: rows.rowsKept, dropped: rows.rowsDropped, valuesNulled: rows.valuesNulled },
     };
   }
 
@@ -117,6 +147,7 @@ export class PostgresExportServer {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const session of [...this.sessions]) session.close();
     for (const socket of this.sockets) socket.destroy();
+    await this.options.workers?.detach(this.options.exportId);
     await closed;
     this.options.audit("info", "port.closed", `export ${this.options.exportId} stopped listening on ${this.options.host}:${this.options.port}`, { exportId: this.options.exportId, component: "postgres", host: this.options.host, port: this.options.port });
   }

@@ -1,7 +1,6 @@
 import { connect as connectTcp, type Socket } from "node:net";
 import { TLSSocket, type SecureContext } from "node:tls";
 import { decodeBackendKeyData, encodeBackendKeyData, type BackendKeyData } from "../../protocols/postgres/backend-key-data";
-import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
 import { BackendCode, FrontendCode, TargetKind, TransactionStatus } from "../../protocols/postgres/codes";
 import { decodeCommandComplete, encodeCommandComplete, selectCount, withReturnedRows } from "../../protocols/postgres/command-complete";
 import { decodeDataRow, locateValue, newRowValues } from "../../protocols/postgres/data-row";
@@ -60,6 +59,8 @@ export interface SessionDeps {
   decider: RowDecider;
   audit: ProxyAudit;
   cancelKeys: CancelKeys;
+  /** A CancelRequest (a connection of its own) with these keys: cancel the query of the connection they were issued to, wherever it runs. */
+  cancel(proxyKeys: BackendKeyData, connectionId: string): void;
   /** Present when the export terminates TLS (SSLRequest answered 'S'). */
   tls?: SecureContext;
   /** Present when the export's component enforces authentication: the proxy verifies the client itself (spec 5.1). */
@@ -546,15 +547,8 @@ export class ProxySession {
   }
 
   private forwardCancel(proxyKeys: BackendKeyData): void {
-    const backendKeys = this.deps.cancelKeys.backendFor(proxyKeys);
     this.close();
-    if (!backendKeys) {
-      this.deps.audit("warn", "cancel.refused", "cancel request with keys this export did not issue", { exportId: this.deps.exportId, connectionId: this.deps.connectionId });
-      return;
-    }
-    const socket = connectTcp({ host: this.deps.backend.host, port: this.deps.backend.port }, () => socket.end(encodeCancelRequest(backendKeys.processId, backendKeys.secretKey)));
-    socket.on("error", () => socket.destroy());
-    socket.setTimeout(this.deps.limits.connectTimeoutMs, () => socket.destroy());
+    this.deps.cancel(proxyKeys, this.deps.connectionId);
   }
 
   private startBackend(major: number, minor: number, parameters: Map<string, string>): void {
@@ -1073,7 +1067,8 @@ export class ProxySession {
     this.fatal(sqlState, message);
   }
 
-  private fatal(sqlState: string, message: string): void {
+  /** Ends the connection with a FATAL error the client reads (the connection's trace is recorded as usual). */
+  fatal(sqlState: string, message: string): void {
     if (this.closed) return;
     this.endClient(encodeErrorResponse(errorFields("FATAL", sqlState, message)));
     this.close(false);

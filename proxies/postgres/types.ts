@@ -48,12 +48,16 @@ export interface ProxyLimits {
 
 export const defaultProxyLimits: ProxyLimits = { maxMessageBytes: 64 * 1024 * 1024, maxConnections: 500, connectTimeoutMs: 10_000 };
 
-/** What one connection counted, for the connection's trace record and the export's totals. */
-export interface SessionCounts {
+/** Rows a connection (or several) saw, kept whole or with values emptied, dropped; and values emptied. */
+export interface RowCounts {
   rowsIn: number;
   rowsKept: number;
   rowsDropped: number;
   valuesNulled: number;
+}
+
+/** What one connection counted, for the connection's trace record and the export's totals. */
+export interface SessionCounts extends RowCounts {
   notificationsDropped: number;
   refused: number;
 }

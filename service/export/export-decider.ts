@@ -1,5 +1,6 @@
 import type { CompiledPolicy } from "../../actors/decision/compiled-policy";
 import { VerdictInterner } from "../../actors/decision/verdicts";
+import { maxRememberedVerdicts, verdictTtlMs } from "../../actors/decision/verdict-lifetime";
 import { planRecords, type RecordPlan } from "../../actors/decision/record-redaction";
 import type { Decision, DecisionRequest } from "../../actors/decision/types";
 import type { EventLog } from "../../actors/runtime/event-log";
@@ -8,10 +9,6 @@ import type { UserRecord } from "../../actors/user/user-actor";
 import type { DecisionService } from "../decision-service";
 import { decideTraced, withUserStates } from "../traced-decisions";
 
-/** Verdicts remembered per export; past this the memo starts over. */
-const maxRemembered = 200_000;
-/** A verdict is decided again after this long even if nothing changed: age-based overrides follow the clock. */
-const verdictTtlMs = 60_000;
 
 const unavailable: MappingView = { key: "unavailable", fields: new Map() };
 
@@ -117,7 +114,7 @@ export class ExportDecider implements RowDecider {
     const compiled = await this.decisions.policy();
     // Brings the view's revision up to the one these verdicts are made with (`verdict` compares them).
     this.mapping();
-    if (this.memo.size > maxRemembered) this.memo.clear();
+    if (this.memo.size > maxRememberedVerdicts) this.memo.clear();
     const made = new Map<string, Decision>();
     await withUserStates(userIds, (userId) => this.decisions.userState(userId), (userId, state) => {
       const decision = this.decideFor(compiled, userId, state);

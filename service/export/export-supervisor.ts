@@ -8,6 +8,7 @@ import { partitionOf, stateKey, Streams, Subjects } from "../../actors/runtime/a
 import type { ActorRuntime } from "../../actors/runtime/runtime";
 import { WatchedBucket } from "../../actors/runtime/watched-bucket";
 import { PostgresExportServer } from "../../proxies/postgres/server";
+import { ProxyWorkerPool } from "../../proxies/postgres/worker-pool";
 import type { ExportServing } from "../../proxies/types";
 import type { ProxyLimits } from "../../proxies/postgres/types";
 import type { ExportAudit } from "../../proxies/types";
@@ -37,6 +38,8 @@ export interface ExportSupervisorDeps {
   authenticator: Authenticator;
   /** JetStream replicas of the pipeline streams and bucket, created with the first pipeline export. */
   jsReplicas: number;
+  /** Proxy worker processes for PostgreSQL export sessions (0: sessions run on the node's loop). */
+  proxyWorkers: number;
 }
 
 /** An export's endpoint as its serving node runs it, whatever its type. */
@@ -75,6 +78,9 @@ export class ExportSupervisor {
   private readonly listeners = new Map<string, Listener>();
   private readonly failures = new Map<string, { error: string; retryAt: number }>();
   private subscription?: Subscription;
+  private workers?: ProxyWorkerPool;
+  /** Unsubscribes the workers from user and configuration changes. */
+  private readonly unsubscribe: (() => void)[] = [];
   private timer?: NodeJS.Timeout;
   private stopping = false;
 
@@ -83,6 +89,12 @@ export class ExportSupervisor {
   }
 
   async start(): Promise<void> {
+    const { proxyWorkers, tls, log, decisions } = this.deps;
+    if (proxyWorkers > 0) {
+      const workers = await ProxyWorkerPool.start({ workers: proxyWorkers, tls: tls && { cert: tls.cert, key: tls.key }, log });
+      this.workers = workers;
+      this.unsubscribe.push(decisions.onUserChange((userId) => workers.userChanged(userId)), decisions.onPolicyChange(() => workers.refreshMappings()));
+    }
     await this.exports.start();
     await this.exports.ready;
     this.exports.on("change", () => this.scan());
@@ -164,6 +176,7 @@ export class ExportSupervisor {
       limits: this.deps.limits,
       tls: tls?.context,
       directVerification: directVerificationFor(record, this.deps.authenticator, audit),
+      workers: this.workers,
       onConnectionEnd: (connectionId, counts, identity) =>
         runtime.events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId: runtime.membership.nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
     });
@@ -225,6 +238,8 @@ export class ExportSupervisor {
     this.exports.stop();
     for (const [id, listener] of this.listeners) this.close(id, listener);
     await Promise.allSettled([...this.listeners.values()].map((l) => l.closing));
+    for (const unsubscribe of this.unsubscribe) unsubscribe();
+    await this.workers?.stop();
   }
 }
 

@@ -31,7 +31,8 @@ type Row = Record<string, unknown>;
 /** Category of each mapped users column in the realistic policy's `users-table` group (id: resource context, no category). */
 const categoryOf: Record<string, string | undefined> = { email: "contact", login: "credentials", name: "identity", clicks: "usage" };
 
-describe("PostgreSQL exports", () => {
+// The whole suite runs twice: sessions on the node's own event loop, and in proxy worker processes (EXPORT_WORKERS).
+for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `PostgreSQL exports, sessions in ${workers} proxy worker processes`, () => {
   let nats: NatsServerProcess;
   let node: NodeProcess;
   let pg: PostgresServer;
@@ -120,7 +121,7 @@ describe("PostgreSQL exports", () => {
     pg = await PostgresServer.start({ hba: populationHba });
     createAppDatabase(pg);
     nats = await startNats();
-    node = await NodeProcess.start({ nodeId: "pg-export-1", natsUrl: nats.url });
+    node = await NodeProcess.start({ nodeId: "pg-export-1", natsUrl: nats.url, env: { EXPORT_WORKERS: String(workers) } });
     assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
     await createPopulation(call);
     const revision = Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));

@@ -1,0 +1,14 @@
+import type { RowCounts } from "./types";
+
+export function emptyRowCounts(): RowCounts {
+  return { rowsIn: 0, rowsKept: 0, rowsDropped: 0, valuesNulled: 0 };
+}
+
+/** Adds `more`'s row counts to `sum` (sessions', workers', ended connections'). */
+export function addRowCounts(sum: RowCounts, more: RowCounts): RowCounts {
+  sum.rowsIn += more.rowsIn;
+  sum.rowsKept += more.rowsKept;
+  sum.rowsDropped += more.rowsDropped;
+  sum.valuesNulled += more.valuesNulled;
+  return sum;
+}
