@@ -24,18 +24,7 @@ import { PostgresServer } from "../helpers/postgres";
 import { tempDir } from "../helpers/temp";
 import { WireClient } from "../helpers/pg-wire";
 import { currentRss } from "../helpers/memory";
-
-/** A small seeded generator (mulberry32), so a failing run can be repeated with its seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from "../helpers/seeded-random";
 
 const bigRows = 100_000;
 
@@ -125,7 +114,7 @@ describe("PostgreSQL exports under load and abuse", () => {
 
   test("protocol fuzzing: random and mutated frames for a bounded time; the node stays up and other connections keep working", async () => {
     const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 1_000_000);
-    const next = random(seed);
+    const next = seededRandom(seed);
     const int = (max: number) => Math.floor(next() * max);
     const valid = [
       encodeQuery("SELECT aid, abalance FROM pgbench_accounts WHERE aid < 10"),

@@ -22,24 +22,13 @@ import { encodeParse } from "../../protocols/postgres/parse";
 import { encodeQuery } from "../../protocols/postgres/query";
 import { encodeFlush, encodeSync } from "../../protocols/postgres/sync";
 import { decodeDataRow, newRowValues } from "../../protocols/postgres/data-row";
+import { seededRandom } from "../helpers/seeded-random";
 
 /** users.id names the user (no category); users.email is `contact`; users.secret and table `other` map to nothing. */
 const allowedContact = ["a1", "a2", "a3"];
 const allowedNothing = ["b1"];
 const denied = ["d1", "d2", "d3"];
 const ids = [...allowedContact, ...allowedNothing, ...denied, "u1"];
-
-/** A small deterministic generator (mulberry32), so a failing seed can be run again. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function closeMessage(kind: "S" | "P", name: string): Buffer {
   const message = Buffer.concat([Buffer.from([0x43, 0, 0, 0, 0, kind.charCodeAt(0)]), Buffer.from(`${name}\0`)]);
@@ -207,7 +196,7 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
   const rounds = Number(process.env.FUZZ_ROUNDS ?? 150);
   for (let seed = 1; seed <= seeds; seed++) {
     test(`random pipelines, seed ${seed}: nothing undecided reaches the client, no hang`, async () => {
-      const next = random(seed);
+      const next = seededRandom(seed);
       const wire = await WireClient.connect(port, "wireuser", "app");
       const straight = await WireClient.connect(pg.port, "wireuser", "app");
       try {
