@@ -2,6 +2,7 @@ import { randomInt } from "node:crypto";
 import { connect as connectTcp } from "node:net";
 import type { BackendKeyData } from "../../protocols/postgres/backend-key-data";
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
+import type { ProxyAudit, ProxyLimits } from "./types";
 
 /**
  * Cancel keys issued by the proxy in place of the backend's: a client never learns the
@@ -47,16 +48,26 @@ export class CancelKeys {
   }
 }
 
+/** The export a CancelRequest came to, as far as cancelling needs it. */
+export interface CancelTarget {
+  exportId: string;
+  backend: { host: string; port: number };
+  limits: ProxyLimits;
+  audit: ProxyAudit;
+}
+
 /**
  * Cancels the backend query of the connection these proxy keys were issued to: a CancelRequest with
- * the backend's own keys, on a connection of its own (what PostgreSQL expects). False when these
- * keys issued nothing (the caller audits the refusal).
+ * the backend's own keys, on a connection of its own (what PostgreSQL expects). Keys that issued
+ * nothing cancel nothing, and the refusal is audited.
  */
-export function honourCancel(keys: CancelKeys, proxy: BackendKeyData, backend: { host: string; port: number }, connectTimeoutMs: number): boolean {
+export function honourCancel(keys: CancelKeys, proxy: BackendKeyData, target: CancelTarget, cancellingConnectionId: string): void {
   const backendKeys = keys.backendFor(proxy);
-  if (!backendKeys) return false;
-  const socket = connectTcp({ host: backend.host, port: backend.port }, () => socket.end(encodeCancelRequest(backendKeys.processId, backendKeys.secretKey)));
+  if (!backendKeys) {
+    target.audit("warn", "cancel.refused", "cancel request with keys this export did not issue", { exportId: target.exportId, connectionId: cancellingConnectionId });
+    return;
+  }
+  const socket = connectTcp({ host: target.backend.host, port: target.backend.port }, () => socket.end(encodeCancelRequest(backendKeys.processId, backendKeys.secretKey)));
   socket.on("error", () => socket.destroy());
-  socket.setTimeout(connectTimeoutMs, () => socket.destroy());
-  return true;
+  socket.setTimeout(target.limits.connectTimeoutMs, () => socket.destroy());
 }

@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import { createSecureContext, type SecureContext } from "node:tls";
 import { VerdictInterner } from "../../actors/decision/verdicts";
-import { CancelKeys, honourCancel } from "./cancel-keys";
+import { CancelKeys, honourCancel, type CancelTarget } from "./cancel-keys";
 import { RemoteDecider } from "./remote-decider";
 import { addRowCounts, emptyRowCounts } from "./row-counts";
 import { fatalMessage, ProxySession } from "./session";
@@ -59,6 +59,10 @@ function audit(exportId: string): ProxyAudit {
   return (level, event, message, details) => send({ kind: "audit", exportId, level, event, message, details });
 }
 
+function cancelTarget(settings: WorkerExport): CancelTarget {
+  return { exportId: settings.exportId, backend: settings.backend, limits: settings.limits, audit: audit(settings.exportId) };
+}
+
 function directVerification(settings: WorkerExport): DirectVerification | undefined {
   if (!settings.directVerification) return undefined;
   return {
@@ -97,10 +101,8 @@ function accept(exportId: string, connectionId: string, socket: Socket | undefin
     audit: audit(exportId),
     cancelKeys: served.cancelKeys,
     cancel: (keys, cancelling) => {
-      if (served.cancelKeys.slotOf(keys) !== slot) return send({ kind: "cancel", exportId, keys });
-      if (!honourCancel(served.cancelKeys, keys, settings.backend, settings.limits.connectTimeoutMs)) {
-        audit(exportId)("warn", "cancel.refused", "cancel request with keys this export did not issue", { exportId, connectionId: cancelling });
-      }
+      if (served.cancelKeys.slotOf(keys) !== slot) send({ kind: "cancel", exportId, keys, connectionId: cancelling });
+      else honourCancel(served.cancelKeys, keys, cancelTarget(settings), cancelling);
     },
     tls,
     directVerification: directVerification(settings),
@@ -150,9 +152,7 @@ function onMessage(message: ToWorker, handle: unknown): void {
       return;
     case "cancel": {
       const served = servedExports.get(message.exportId);
-      if (served && !honourCancel(served.cancelKeys, message.keys, served.settings.backend, served.settings.limits.connectTimeoutMs)) {
-        audit(message.exportId)("warn", "cancel.refused", "cancel request with keys this export did not issue", { exportId: message.exportId });
-      }
+      if (served) honourCancel(served.cancelKeys, message.keys, cancelTarget(served.settings), message.connectionId);
       return;
     }
     case "answer": {

@@ -107,11 +107,7 @@ export class PostgresExportServer {
       decider: this.options.decider,
       audit: this.options.audit,
       cancelKeys: this.cancelKeys,
-      cancel: (keys, cancelling) => {
-        if (!honourCancel(this.cancelKeys, keys, this.options.backend, limits.connectTimeoutMs)) {
-          this.options.audit("warn", "cancel.refused", "cancel request with keys this export did not issue", { exportId, connectionId: cancelling });
-        }
-      },
+      cancel: (keys, cancelling) => honourCancel(this.cancelKeys, keys, this.options, cancelling),
       tls: this.options.tls,
       directVerification: this.options.directVerification,
       userIds: this.userIds,

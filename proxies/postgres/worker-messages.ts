@@ -45,7 +45,7 @@ export type ToWorker =
   | { kind: "connection"; exportId: string; connectionId: string }
   | { kind: "user-changed"; userId: string }
   | { kind: "close-export"; exportId: string; requestId: number }
-  | { kind: "cancel"; exportId: string; keys: BackendKeyData }
+  | { kind: "cancel"; exportId: string; keys: BackendKeyData; connectionId: string }
   | { kind: "answer"; requestId: number; value?: DecideAnswer | VerifyAnswer; error?: string };
 
 export type FromWorker =
@@ -56,6 +56,6 @@ export type FromWorker =
   /** A connection ended; `live` is what the export's other sessions in this worker count now. */
   | { kind: "ended"; exportId: string; connectionId: string; counts: SessionCounts; identity: { user?: string; database?: string }; live: LiveCounts }
   | { kind: "live"; exportId: string; live: LiveCounts }
-  /** A CancelRequest whose keys another worker issued. */
-  | { kind: "cancel"; exportId: string; keys: BackendKeyData }
+  /** A CancelRequest (on connection `connectionId`) whose keys another worker issued. */
+  | { kind: "cancel"; exportId: string; keys: BackendKeyData; connectionId: string }
   | { kind: "export-closed"; requestId: number };

@@ -2,7 +2,6 @@ import { fork, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import type { Socket } from "node:net";
 import type { Logger } from "pino";
-import type { BackendKeyData } from "../../protocols/postgres/backend-key-data";
 import type { DirectVerification, MappingView, ProxyAudit, ProxyLimits, RowDecider, SessionCounts } from "./types";
 import { addRowCounts, emptyRowCounts } from "./row-counts";
 import type { DecideAnswer, FromWorker, LiveCounts, ToWorker, VerdictWire, VerifyAnswer } from "./worker-messages";
@@ -239,7 +238,7 @@ export class ProxyWorkerPool {
         if (served) worker.live.set(message.exportId, message.live);
         return;
       case "cancel":
-        this.routeCancel(message.exportId, message.keys);
+        this.routeCancel(message);
         return;
       case "export-closed":
         this.closing.get(message.requestId)?.();
@@ -266,9 +265,9 @@ export class ProxyWorkerPool {
   }
 
   /** A CancelRequest that reached one worker for keys another issued: the issuing worker cancels. */
-  private routeCancel(exportId: string, keys: BackendKeyData): void {
-    const target = this.workers[keys.processId % this.workers.length];
-    if (target?.ready) this.post(target, { kind: "cancel", exportId, keys });
+  private routeCancel(request: FromWorker & { kind: "cancel" }): void {
+    const target = this.workers[request.keys.processId % this.workers.length];
+    if (target?.ready) this.post(target, request);
   }
 
   /** Stops every worker (their connections end); resolves when they have exited. */
