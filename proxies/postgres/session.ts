@@ -103,6 +103,11 @@ type Expectation =
   /** `limit`: the client asked for at most that many rows. */
   | { kind: "execute"; limit?: RowLimit }
   | { kind: "sync" }
+  /**
+   * The client ended a COPY (CopyDone, CopyFail) before the proxy saw it start: the messages between
+   * a COPY FROM STDIN and this reach the backend during COPY IN. Never at the head of the queue.
+   */
+  | { kind: "copyEnd" }
   /** ParseComplete, BindComplete, CloseComplete: tracked so the queue mirrors the backend exactly. */
   | { kind: "complete"; code: number }
   | { kind: "internal"; query: InternalQuery };
@@ -115,6 +120,7 @@ const stateless = {
   closeComplete: { kind: "complete", code: BackendCode.CloseComplete },
   execute: { kind: "execute" },
   sync: { kind: "sync" },
+  copyEnd: { kind: "copyEnd" },
 } as const satisfies Record<string, Expectation>;
 
 /** A RowDescription as the proxy handles it: its plan, the newest relation it names, what the client may see of it. */
@@ -338,8 +344,7 @@ export class ProxySession {
     this.portalDescribed = undefined;
     // During COPY IN, and for messages the backend will skip (an error earlier in this extended-protocol batch): no answer expected.
     if (this.copyingIn || (this.backendSkipsToSync && frame.code !== FrontendCode.Sync && frame.code !== FrontendCode.Terminate && frame.code !== FrontendCode.FunctionCall)) {
-      if (this.copyingIn) this.copyInFrame(frame.code);
-      out.forward(bytes, frame.start, frame.end);
+      if (!this.copyingIn || this.copyInFrame(frame.code)) out.forward(bytes, frame.start, frame.end);
       return true;
     }
     switch (frame.code) {
@@ -402,9 +407,12 @@ export class ProxySession {
         this.expected.push(stateless.sync);
         break;
       case FrontendCode.CopyData:
+        // Outside COPY IN the backend ignores it (copy data after a failed COPY).
+        break;
       case FrontendCode.CopyDone:
       case FrontendCode.CopyFail:
-        // Outside COPY IN the backend ignores them (copy messages after a failed COPY).
+        // A COPY FROM STDIN still unanswered may be what it ends (see `enterCopyIn`).
+        if (this.expected.length > 0) this.expected.push(stateless.copyEnd);
         break;
       case FrontendCode.FunctionCall:
         this.refuse("0A000", "function calls (the FunctionCall message) are not allowed through this export", "function-call.refused");
@@ -447,17 +455,22 @@ export class ProxySession {
     return changed;
   }
 
-  /** During COPY IN only copy messages, Flush and Sync (which the backend ignores there) may come: forwarded as they are. */
-  private copyInFrame(code: number): void {
+  /**
+   * During COPY IN only copy messages, Flush and Sync may come. A Sync is not forwarded: the backend
+   * ignores it in COPY IN but answers it once an error has ended the COPY, and which of the two
+   * happens depends on timing the proxy cannot see. Returns whether the message is forwarded.
+   */
+  private copyInFrame(code: number): boolean {
     switch (code) {
       case FrontendCode.CopyDone:
       case FrontendCode.CopyFail:
         this.copyingIn = false;
-        return;
+        return true;
       case FrontendCode.CopyData:
       case FrontendCode.Flush:
+        return true;
       case FrontendCode.Sync:
-        return;
+        return false;
       default:
         throw new ProtocolError(`message '${String.fromCharCode(code)}' during COPY IN`);
     }
@@ -696,10 +709,33 @@ export class ProxySession {
     return this.expected[0];
   }
 
+  /** Removes the head expectation, and the ends of COPYs that turned out not to be running behind it. */
+  private shiftExpectation(): Expectation | undefined {
+    const done = this.expected.shift();
+    while (this.expected[0]?.kind === "copyEnd") this.expected.shift();
+    return done;
+  }
+
   /** Removes the head expectation; a row-limited Execute lets the client's next messages go. */
   private finishExecute(): void {
-    const done = this.expected.shift();
+    const done = this.shiftExpectation();
     if (done?.kind === "execute") done.limit?.finished?.();
+  }
+
+  /**
+   * The backend entered COPY IN for the head expectation (a Query or an Execute). It reads the
+   * client's next messages as part of the COPY, until a CopyDone or CopyFail: the Syncs among them
+   * it ignores, so they are answered by nothing. Returns false when the client sent anything else
+   * there (PostgreSQL would fail the COPY on it; the proxy ends the connection instead of guessing).
+   */
+  private enterCopyIn(): boolean {
+    let end = 1;
+    while (end < this.expected.length && this.expected[end]!.kind === "sync") end++;
+    const ended = this.expected[end]?.kind === "copyEnd";
+    if (end < this.expected.length && !ended) return false;
+    this.expected.splice(1, ended ? end : end - 1);
+    this.copyingIn = !ended;
+    return true;
   }
 
   /**
@@ -819,7 +855,7 @@ export class ProxySession {
         this.plan = (head?.kind === "describe" && head.decidesRows) || head?.kind === "simple" ? result.plan : undefined;
         this.resultRowsSent = 0;
         if (head?.kind === "describe") {
-          this.expected.shift();
+          this.shiftExpectation();
           if (!head.forClient) return;
         }
         this.pushRowDescription(bytes, frame, result, out);
@@ -829,13 +865,13 @@ export class ProxySession {
       case BackendCode.BindComplete:
       case BackendCode.CloseComplete:
         if (head?.kind !== "complete" || head.code !== frame.code) throw new ProtocolError("the export lost track of the extended protocol");
-        this.expected.shift();
+        this.shiftExpectation();
         out.pushRange(bytes, frame.start, frame.end);
         return;
       case BackendCode.NoData:
         this.plan = undefined;
         if (head?.kind === "describe") {
-          this.expected.shift();
+          this.shiftExpectation();
           if (!head.forClient) return;
         }
         out.pushRange(bytes, frame.start, frame.end);
@@ -892,7 +928,7 @@ export class ProxySession {
       case BackendCode.ReadyForQuery:
         if (head?.kind !== "sync" && head?.kind !== "simple") throw new ProtocolError("the export lost track of the protocol");
         this.transaction = decodeReadyForQuery(bytes, frame.bodyStart, frame.end);
-        this.expected.shift();
+        this.shiftExpectation();
         this.plan = undefined;
         this.copyingIn = false;
         out.pushRange(bytes, frame.start, frame.end);
@@ -920,7 +956,11 @@ export class ProxySession {
         this.refuse("0A000", "COPY BOTH (streaming replication) is not allowed through this export", "copy-both.refused");
         return;
       case BackendCode.CopyInResponse:
-        this.copyingIn = true;
+        if (head?.kind !== "simple" && head?.kind !== "execute") throw new ProtocolError("the export lost track of the protocol");
+        if (!this.enterCopyIn()) {
+          this.failClient(new ProtocolError("messages other than copy data, Flush and Sync sent during COPY FROM STDIN"));
+          return;
+        }
         // A COPY FROM STDIN run by a row-limited Execute: the client's copy data must flow now.
         if (head?.kind === "execute" && head.limit?.finished) {
           head.limit.finished();
@@ -1027,7 +1067,7 @@ export class ProxySession {
         return;
       case BackendCode.ReadyForQuery:
         this.transaction = decodeReadyForQuery(body);
-        this.expected.shift();
+        this.shiftExpectation();
         query.done();
         return;
       default:

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { decodeBackendKeyData, encodeBackendKeyData } from "../../protocols/postgres/backend-key-data";
 import { decodeBind, encodeBind } from "../../protocols/postgres/bind";
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
+import { encodeCopyData, encodeCopyDone, encodeCopyFail } from "../../protocols/postgres/copy";
 import { decodeCommandComplete, encodeCommandComplete, selectCount, withReturnedRows } from "../../protocols/postgres/command-complete";
 import { decodeDataRow, encodeDataRow, encodeMaskedDataRow, locateValue, newRowValues, writeMaskedRowFrom } from "../../protocols/postgres/data-row";
 import { decodeDescribe, encodeDescribe, locateDescribe } from "../../protocols/postgres/describe";
@@ -118,6 +119,9 @@ describe("PostgreSQL codecs: byte fixtures", () => {
     assert.deepEqual(encodeBackendKeyData({ processId: 1, secretKey: 2 }), hex("4b 0000000c 00000001 00000002"));
     assert.deepEqual(encodeDescribe({ kind: 0x50, name: "p" }), hex("44 00000007 50 7000"));
     assert.deepEqual(encodeExecute({ portal: "", maxRows: 2 }), hex("45 00000009 00 00000002"));
+    assert.deepEqual(encodeCopyData("a\n"), hex("64 00000006 610a"));
+    assert.deepEqual(encodeCopyDone(), hex("63 00000004"));
+    assert.deepEqual(encodeCopyFail("no"), hex("66 00000007 6e6f00"));
   });
 });
 
