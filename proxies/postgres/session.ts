@@ -48,6 +48,12 @@ const lingerMs = 2000;
  * no allocation (and later collection) of a buffer per read.
  */
 const backendReadBytes = 65_536;
+/**
+ * Descriptions remembered per connection: at most this many, and this many bytes of them (each
+ * also has a plan and perhaps a rewritten copy, about twice as much again). Past either, all go.
+ */
+const maxDescribedResults = 256;
+const maxDescribedBytes = 256 * 1024;
 /** SQL text the client sent lately, kept to check result column labels against (see `visibleLabels`). */
 const keptClientTextChars = 65_536;
 
@@ -775,6 +781,7 @@ export class ProxySession {
   private frameIndex = -1;
   /** RowDescriptions by their bytes: a statement run again (pgbench, prepared statements) reuses its plan and masks. */
   private readonly described = new Map<string, DescribedResult>();
+  private describedBytes = 0;
   /** The last RowDescription's bytes: compared first, before a look-up that would read them into a string. */
   private lastDescribed?: { bytes: Buffer; result: DescribedResult };
   /** The mapping and column map the described results were made with; either changing clears them. */
@@ -785,6 +792,7 @@ export class ProxySession {
     const mapping = this.deps.decider.mapping();
     if (mapping.key !== this.describedMappingKey || this.catalogVersion !== this.describedCatalogVersion) {
       this.described.clear();
+      this.describedBytes = 0;
       this.lastDescribed = undefined;
       this.describedMappingKey = mapping.key;
       this.describedCatalogVersion = this.catalogVersion;
@@ -796,8 +804,14 @@ export class ProxySession {
     if (!result) {
       const plan = planResult(decodeRowDescription(bodyOf(bytes, frame)), this.columns, mapping);
       result = { plan, newestTable: plan.columns.reduce((newest, column) => Math.max(newest, column.tableOid), 0) };
-      if (this.described.size >= 256) this.described.clear();
-      this.described.set(key, result);
+      if (this.described.size >= maxDescribedResults || this.describedBytes + key.length > maxDescribedBytes) {
+        this.described.clear();
+        this.describedBytes = 0;
+      }
+      if (key.length <= maxDescribedBytes) {
+        this.described.set(key, result);
+        this.describedBytes += key.length;
+      }
     }
     this.lastDescribed = { bytes: Buffer.from(bodyOf(bytes, frame)), result };
     return result;

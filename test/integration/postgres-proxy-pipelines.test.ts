@@ -24,6 +24,8 @@ import { encodeFlush, encodeSync } from "../../protocols/postgres/sync";
 import { encodeCopyData, encodeCopyDone, encodeCopyFail } from "../../protocols/postgres/copy";
 import { decodeDataRow, newRowValues } from "../../protocols/postgres/data-row";
 import { seededRandom } from "../helpers/seeded-random";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 
 /** users.id names the user (no category); users.email is `contact`; users.secret and table `other` map to nothing. */
 const allowedContact = ["a1", "a2", "a3"];
@@ -372,6 +374,31 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
       assert.deepEqual(errorsOf(ended).map((e) => e.code), ["08P01"]);
       await wire.until(() => false, 1, 5000).catch(() => undefined);
       assert.ok(wire.closed, "the connection is closed");
+    } finally {
+      wire.close();
+    }
+  });
+
+  test("descriptions remembered per connection stay within their byte bound: 250 distinct 1000-column results do not pile up", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const heap = () => {
+      gc();
+      return process.memoryUsage().heapUsed;
+    };
+    const wire = await WireClient.connect(port, "wireuser", "app");
+    try {
+      const label = "x".repeat(50);
+      const before = heap();
+      for (let statement = 0; statement < 250; statement++) {
+        // Each RowDescription is about 70 KB (1000 columns with 56-character names); all of them remembered would be over 50 MB.
+        const columns = Array.from({ length: 1000 }, (_, column) => `${column} AS c${statement}_${column}_${label}`).join(", ");
+        wire.send(encodeQuery(`SELECT ${columns}`));
+        const answer = await wire.until((m) => m.code === "Z", 1, 10_000);
+        assert.equal(answer[0]?.code, "T", `statement ${statement}: ${answer.map((m) => m.code).join("")}`);
+      }
+      const grown = heap() - before;
+      assert.ok(grown < 12 * 1024 * 1024, `the heap grew by ${(grown / 1024 / 1024).toFixed(1)} MB with the connection open`);
     } finally {
       wire.close();
     }
