@@ -16,10 +16,19 @@ import { errorsOf, WireClient } from "../helpers/pg-wire";
 import { connect } from "node:net";
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
 import { encodeQuery } from "../../protocols/postgres/query";
+import { currentRss } from "../helpers/memory";
 
 // What only proxy worker processes (EXPORT_WORKERS) have to get right: the rest of the export's
 // behaviour runs through workers in postgres-export.test.ts.
 const workers = 2;
+const bigRows = 100_000;
+
+/** The realistic policy, with a mapping group for the slow client's 200 MB table. */
+function policy(): ReturnType<typeof realisticPolicy> {
+  const config = realisticPolicy();
+  config.mappingGroups.push({ name: "big", fieldMappings: [{ recordField: "public.big.uid", resourceContext: true }, { recordField: "public.big.payload", categoryId: "contact" }] });
+  return config;
+}
 
 /** Pids of a process's running children whose command line names the proxy worker. */
 function workerPids(parent: number): number[] {
@@ -64,9 +73,11 @@ describe(`PostgreSQL exports served by ${workers} proxy worker processes`, () =>
   before(async () => {
     pg = await PostgresServer.start({ hba: populationHba });
     createAppDatabase(pg);
+    pg.sql(`CREATE TABLE big AS SELECT 'accepted'::text AS uid, repeat('x', 2000) AS payload FROM generate_series(1, ${bigRows})`, "app");
+    pg.sql(`GRANT SELECT ON big TO ${roles.trusted.user}`, "app");
     nats = await startNats();
     node = await NodeProcess.start({ nodeId: "pg-workers-1", natsUrl: nats.url, env: { EXPORT_WORKERS: String(workers) } });
-    assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
+    assert.equal((await call("PUT", "/config", policy())).status, 200);
     await createPopulation(call);
     exportPort = await freePort();
     const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: exportPort });
@@ -100,6 +111,37 @@ describe(`PostgreSQL exports served by ${workers} proxy worker processes`, () =>
       await Promise.all(clients.map((c) => c.end().catch(() => undefined)));
     }
     await until("ended connections leave the open count", async () => (await call("GET", `/export?id=${exportId}`)).body.serving.connections.open === 0);
+  });
+
+  test("a client that does not read gets backpressure from its worker: neither the worker nor the node grows while 200 MB of allowed rows wait", async () => {
+    const port = await freePort();
+    assert.equal((await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "big", metadata: { type: "platformUse", purposeId: "service" }, port })).status, 200);
+    let wire: WireClient | undefined;
+    await until("the export opens", async () => (wire = await WireClient.connect(port, roles.trusted.user, "app").catch(() => undefined)) !== undefined);
+    const client = wire!;
+    try {
+      const [worker] = acceptingPids(port);
+      assert.ok(worker !== undefined && workerPids(node.child.pid!).includes(worker), `a worker holds the connection (${worker})`);
+      const watched = { worker, node: node.child.pid! };
+      const before = { worker: currentRss(watched.worker), node: currentRss(watched.node) };
+      const highest = { ...before };
+      client.socket.pause();
+      client.send(encodeQuery("SELECT uid, payload FROM big"));
+      for (let i = 0; i < 25; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        highest.worker = Math.max(highest.worker, currentRss(watched.worker));
+        highest.node = Math.max(highest.node, currentRss(watched.node));
+      }
+      const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
+      console.log(`# worker RSS ${mib(before.worker)} MiB before, at most ${mib(highest.worker)} MiB; node ${mib(before.node)} -> ${mib(highest.node)} MiB, while the client read nothing (${bigRows * 2} KB of rows pending)`);
+      assert.ok(highest.worker - before.worker < 64 * 2 ** 20, `the worker grew by ${mib(highest.worker - before.worker)} MiB`);
+      assert.ok(highest.node - before.node < 64 * 2 ** 20, `the node grew by ${mib(highest.node - before.node)} MiB`);
+      client.socket.resume();
+      const answer = await client.until((m) => m.code === "Z", 1, 120_000);
+      assert.equal(answer.filter((m) => m.code === "D").length, bigRows, "every row arrives once the client reads");
+    } finally {
+      client.close();
+    }
   });
 
   test("a user's change reaches the workers: an open connection's next query decides the user again", async () => {
@@ -163,7 +205,7 @@ describe(`PostgreSQL exports served by ${workers} proxy worker processes`, () =>
     const clients = await Promise.all([0, 1].map(() => connected()));
     try {
       for (const c of clients) assert.deepEqual(await email(c), ["guardian@example.com"]);
-      const narrowed = realisticPolicy();
+      const narrowed = policy();
       const service = narrowed.platformUse.purposes.find((p) => p.stableId === "service")!;
       service.categoryIds = service.categoryIds.filter((id) => id !== "contact");
       assert.equal((await call("PUT", "/config", narrowed)).status, 200);
