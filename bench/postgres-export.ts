@@ -1,8 +1,9 @@
 // Benchmarks of a PostgreSQL export (issue 6), against baselines in the same run:
-// 1. pgbench select-only custom script, 8 clients: directly, through PgBouncer (session mode), through the export.
+// 1. pgbench select-only custom script, 8 clients: directly, through PgBouncer (session mode), through
+//    a Node.js proxy that only copies bytes (the floor for any proxy on Node's loop), through the export.
 // 2. Rows per second of a 1M-row, 8-column SELECT (half the rows dropped, 3 columns nulled) vs the same SELECT directly.
-import { spawn, type ChildProcess } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { splitFrames } from "../protocols/postgres/frames";
@@ -20,8 +21,12 @@ const accounts = Number(process.env.BENCH_ACCOUNTS ?? 10_000);
 const wideRows = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const wideUsers = 1000;
 /** Which measurements to run (all by default); e.g. BENCH_PARTS=export to profile the proxy under pgbench alone. */
-const parts = new Set((process.env.BENCH_PARTS ?? "direct,pgbouncer,export,rows").split(","));
+const parts = new Set((process.env.BENCH_PARTS ?? "direct,pgbouncer,pipe,export,rows").split(","));
 const pgbenchRun = { seconds, clients: 8, threads: 2 };
+/** Measured rounds (each path once per round, interleaved), after one unmeasured warm-up run per path. */
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const warmUpSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** PgBouncer in session mode in front of the server, run as the postgres user (it refuses root). */
 async function startPgBouncer(pgPort: number): Promise<{ port: number; child: ChildProcess }> {
@@ -34,6 +39,42 @@ async function startPgBouncer(pgPort: number): Promise<{ port: number; child: Ch
   const runAs = postgresSystemUser([dir, ini, users]);
   const child = spawn("pgbouncer", [ini], { stdio: "ignore", ...(runAs ?? {}) });
   await new Promise((resolve) => setTimeout(resolve, 500));
+  return { port, child };
+}
+
+/** User and system CPU seconds the processes have used so far (Linux /proc, clock ticks of 1/100 s). */
+function cpuSeconds(pids: readonly number[]): { user: number; system: number } {
+  let user = 0;
+  let system = 0;
+  for (const pid of pids) {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+    user += Number(fields[11]) / 100;
+    system += Number(fields[12]) / 100;
+  }
+  return { user, system };
+}
+
+/** The processes that run the export's sessions: its proxy workers (EXPORT_WORKERS), otherwise this one (the node runs in it). */
+function exportPids(): number[] {
+  const found = spawnSync("pgrep", ["-P", String(process.pid), "-f", "proxy-worker.js"], { encoding: "utf8" });
+  const workers = found.stdout.split("\n").filter(Boolean).map(Number);
+  return workers.length > 0 ? workers : [process.pid];
+}
+
+/** pgbench's TPS, and the CPU `pids` used per transaction meanwhile (microseconds; 0 with no pids). */
+async function pgbenchWithCpu(port: number, script: string, pids: readonly number[]): Promise<{ tps: number; user: number; system: number }> {
+  const before = cpuSeconds(pids);
+  const tps = await pgbench(port, script, pgbenchRun);
+  const after = cpuSeconds(pids);
+  const transactions = tps * pgbenchRun.seconds;
+  return { tps, user: ((after.user - before.user) / transactions) * 1e6, system: ((after.system - before.system) / transactions) * 1e6 };
+}
+
+/** The byte-copying Node.js proxy (bench/tcp-pipe-proxy.ts) in a process of its own, in front of `targetPort`. */
+async function startPipeProxy(targetPort: number): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  const child = fork(join(__dirname, "tcp-pipe-proxy.js"), [String(port), String(targetPort)], { stdio: "ignore" });
+  await new Promise((resolve, reject) => child.once("message", resolve).once("exit", reject));
   return { port, child };
 }
 
@@ -69,6 +110,7 @@ function timeQuery(port: number, sql: string): Promise<{ seconds: number; rows: 
 async function main(): Promise<void> {
   const pg = await startPgbenchDatabase();
   let bouncer: ChildProcess | undefined;
+  let pipe: ChildProcess | undefined;
   let node: Awaited<ReturnType<typeof startBenchNode>>["node"] | undefined;
   try {
     pg.sql(
@@ -116,18 +158,35 @@ async function main(): Promise<void> {
     const script = selectScript(accounts);
     const check = await timeQuery(accountsExport, `SELECT aid, abalance FROM pgbench_accounts WHERE aid <= ${accounts}`);
     if (check.rows !== accounts) throw new Error(`expected every selected account through the export, got ${check.rows}`);
-    console.log(`pgbench select-only, 8 clients, 2 threads, -M prepared, ${seconds} s per run, aid in 1..${accounts} (every one a user allowed 'usage' for 'analytics')`);
-    const tps = { direct: [] as number[], pgbouncer: [] as number[], export: [] as number[] };
-    for (let round = 0; round < 2; round++) {
-      if (parts.has("direct")) tps.direct.push(await pgbench(pg.port, script, pgbenchRun));
-      if (parts.has("pgbouncer")) tps.pgbouncer.push(await pgbench(bouncing.port, script, pgbenchRun));
-      if (parts.has("export")) tps.export.push(await pgbench(accountsExport, script, pgbenchRun));
+    console.log(`pgbench select-only, 8 clients, 2 threads, -M prepared, ${warmUpSeconds} s warm-up then ${rounds} rounds of ${seconds} s per path, aid in 1..${accounts} (every one a user allowed 'usage' for 'analytics')`);
+    const piping = parts.has("pipe") ? await startPipeProxy(pg.port) : undefined;
+    pipe = piping?.child;
+    /** Each path pgbench runs through, with the processes whose CPU it costs (none counted for direct). */
+    const paths = [
+      { name: "direct", port: pg.port, pids: (): number[] => [] },
+      { name: "pgbouncer", port: bouncing.port, pids: () => [bouncing.child.pid!] },
+      { name: "pipe", port: piping?.port ?? 0, pids: () => [piping!.child.pid!] },
+      { name: "export", port: accountsExport, pids: exportPids },
+    ].filter((path) => parts.has(path.name));
+    const tps = new Map<string, number[]>(paths.map((path) => [path.name, []]));
+    const cpu = new Map<string, string[]>(paths.map((path) => [path.name, []]));
+    // Steady state is measured: the warm-up fills the export's verdict memory (each worker's too) and lets the JIT settle, for every path alike.
+    for (const path of paths) await pgbench(path.port, script, { ...pgbenchRun, seconds: warmUpSeconds });
+    for (let round = 0; round < rounds; round++) {
+      for (const path of paths) {
+        const run = await pgbenchWithCpu(path.port, script, path.pids());
+        tps.get(path.name)!.push(run.tps);
+        if (path.pids().length > 0) cpu.get(path.name)!.push(`${run.user.toFixed(1)} + ${run.system.toFixed(1)}`);
+      }
     }
-    const best = (values: number[]) => Math.max(...values);
-    console.log(`  direct    ${tps.direct.map((t) => t.toFixed(0)).join(" / ")} TPS`);
-    console.log(`  pgbouncer ${tps.pgbouncer.map((t) => t.toFixed(0)).join(" / ")} TPS`);
-    console.log(`  export    ${tps.export.map((t) => t.toFixed(0)).join(" / ")} TPS`);
-    console.log(`  export vs pgbouncer (best of each): ${(best(tps.export) / best(tps.pgbouncer)).toFixed(2)}x (target >= 0.70x); vs direct ${(best(tps.export) / best(tps.direct)).toFixed(2)}x`);
+    const exportProcesses = exportPids()[0] === process.pid ? "the node's loop" : `${exportPids().length} workers`;
+    for (const path of paths) {
+      const label = path.name === "pipe" ? "node pipe" : path.name === "export" ? `export (${exportProcesses})` : path.name;
+      const cpuNote = cpu.get(path.name)!.length > 0 ? `; CPU µs per transaction, user + system: ${cpu.get(path.name)!.join(" / ")}` : "";
+      console.log(`  ${label.padEnd(26)} ${tps.get(path.name)!.map((t) => t.toFixed(0)).join(" / ")} TPS, median ${median(tps.get(path.name)!).toFixed(0)}${cpuNote}`);
+    }
+    const ratio = (a: string, b: string) => (tps.get(a)?.length && tps.get(b)?.length ? `${(median(tps.get(a)!) / median(tps.get(b)!)).toFixed(2)}x` : "-");
+    console.log(`  export vs pgbouncer (medians): ${ratio("export", "pgbouncer")} (target >= 0.70x); vs direct ${ratio("export", "direct")}; node pipe vs pgbouncer ${ratio("pipe", "pgbouncer")}; export vs node pipe ${ratio("export", "pipe")}`);
 
     if (!parts.has("rows")) return;
     const sql = "SELECT uid, c1, c2, c3, c4, c5, c6, c7 FROM wide";
@@ -143,13 +202,13 @@ async function main(): Promise<void> {
       runs.export.push(through.seconds);
     }
     if (kept !== wideRows / 2) throw new Error(`expected half the rows through the export, got ${kept}`);
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     const rate = (s: number) => Math.round(wideRows / s);
     console.log(`  direct  ${runs.direct.map((s) => s.toFixed(2)).join(" / ")} s -> ${rate(median(runs.direct)).toLocaleString("en")} rows/s (median)`);
     console.log(`  export  ${runs.export.map((s) => s.toFixed(2)).join(" / ")} s -> ${rate(median(runs.export)).toLocaleString("en")} rows/s read from the backend, ${kept.toLocaleString("en")} sent (median)`);
     console.log(`  export vs direct: ${(median(runs.direct) / median(runs.export)).toFixed(2)}x (target >= 0.50x)`);
   } finally {
     bouncer?.kill("SIGINT");
+    pipe?.kill();
     await node?.stop();
     await pg.stop();
   }

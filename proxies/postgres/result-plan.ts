@@ -10,7 +10,15 @@ export interface ResultPlan {
   /** Per column: its category, or undefined when it maps to none (always NULL). */
   categories: Array<string | undefined>;
   /** Per verdict: which columns are kept, and how many become NULL. */
-  masks: Map<RowVerdict, { keep: boolean[]; nulled: number }>;
+  masks: Map<RowVerdict, RowMask>;
+  /** The verdict of the last row decided and its mask: rows in a run mostly share their verdict (interned). */
+  lastVerdict?: RowVerdict;
+  lastMask?: RowMask;
+}
+
+export interface RowMask {
+  keep: boolean[];
+  nulled: number;
 }
 
 /**
@@ -33,12 +41,15 @@ export function planResult(columns: readonly ColumnDescription[], columnMap: Col
 }
 
 /** The columns a verdict keeps in this result (computed once per distinct verdict). */
-export function maskFor(plan: ResultPlan, verdict: RowVerdict): { keep: boolean[]; nulled: number } {
+export function maskFor(plan: ResultPlan, verdict: RowVerdict): RowMask {
+  if (plan.lastVerdict === verdict) return plan.lastMask!;
   let mask = plan.masks.get(verdict);
   if (!mask) {
     const keep = plan.categories.map((category) => category !== undefined && verdict.categories.has(category));
     mask = { keep, nulled: keep.filter((k) => !k).length };
     plan.masks.set(verdict, mask);
   }
+  plan.lastVerdict = verdict;
+  plan.lastMask = mask;
   return mask;
 }

@@ -670,7 +670,7 @@ export class ProxySession {
         if (consumed < bytes.length) this.fromBackend.unshift(bytes.subarray(consumed));
         if (frames.count === 0) return;
         const out = new OutputBuffer(bytes.length);
-        this.chunkVerdicts.clear();
+        if (this.loadedVerdicts.size > 0) this.loadedVerdicts.clear();
         this.chunkUsers.length = 0;
         this.chunkRowVerdicts.length = 0;
         let scannedThrough = -1;
@@ -688,7 +688,7 @@ export class ProxySession {
               if (this.closed) return;
               for (const userId of missing) {
                 const verdict = this.deps.decider.verdict(userId);
-                if (verdict) this.chunkVerdicts.set(userId, verdict);
+                if (verdict) this.loadedVerdicts.set(userId, verdict);
               }
               if (!this.client.writableNeedDrain) this.backend?.resume();
             }
@@ -746,8 +746,8 @@ export class ProxySession {
 
   /**
    * Verdicts for the rows from `from` on, until the next message that is not a DataRow: those
-   * in memory go into `chunkVerdicts` (so they cannot expire before their rows are sent) and
-   * beside each row, the others into `missingUsers`, to be loaded. Returns the last row's index.
+   * in memory beside each row (so they cannot expire before their rows are sent), the users of
+   * the others into `missingUsers`, to be loaded. One look-up per row. Returns the last row's index.
    */
   private verdictsFor(bytes: Buffer, frames: FrameList, from: number): number {
     const plan = this.plan!;
@@ -759,13 +759,9 @@ export class ProxySession {
       const userId = this.userOf(bytes, frames.read(i, this.scanCursor), plan);
       this.chunkUsers[i] = userId ?? "";
       if (userId === undefined) continue;
-      let verdict = this.chunkVerdicts.get(userId);
-      if (!verdict && !missing.has(userId)) {
-        verdict = this.deps.decider.verdict(userId);
-        if (verdict) this.chunkVerdicts.set(userId, verdict);
-        else missing.add(userId);
-      }
+      const verdict = this.deps.decider.verdict(userId);
       this.chunkRowVerdicts[i] = verdict;
+      if (!verdict) missing.add(userId);
     }
     return i - 1;
   }
@@ -773,7 +769,8 @@ export class ProxySession {
   /** Users of the rows `verdictsFor` scanned last whose verdicts are not in memory. */
   private readonly missingUsers = new Set<string>();
 
-  private readonly chunkVerdicts = new Map<string, RowVerdict>();
+  /** Verdicts loaded for the chunk's `missingUsers`, kept until its rows are sent. */
+  private readonly loadedVerdicts = new Map<string, RowVerdict>();
   /** Per frame of the chunk being handled: the row's user as `verdictsFor` read it ("" for none). */
   private readonly chunkUsers: string[] = [];
   /** Per frame of the chunk being handled: the row's verdict when `verdictsFor` found it in memory. */
@@ -1095,7 +1092,7 @@ export class ProxySession {
     const plan = this.plan;
     const scanned = this.chunkUsers[this.frameIndex];
     const userId = scanned !== undefined ? scanned || undefined : plan ? this.userOf(bytes, frame, plan) : undefined;
-    const verdict = userId === undefined ? undefined : (this.chunkRowVerdicts[this.frameIndex] ?? this.chunkVerdicts.get(userId) ?? this.deps.decider.verdict(userId));
+    const verdict = userId === undefined ? undefined : (this.chunkRowVerdicts[this.frameIndex] ?? this.loadedVerdicts.get(userId) ?? this.deps.decider.verdict(userId));
     // A row whose shape is not the plan's is not decided by it.
     if (!plan || !verdict || !verdict.allowed || frame.end - frame.bodyStart < 2 || bytes.readInt16BE(frame.bodyStart) !== plan.columns.length) {
       this.counts.rowsDropped++;
