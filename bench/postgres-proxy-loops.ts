@@ -20,7 +20,7 @@ function allowEveryAccount(): RowDecider {
   const field = (recordField: string, resourceOrder: number): [string, MappedField] => [recordField, { recordField, category: "usage", resourceOrder }];
   const mapping = { key: "bench", fields: new Map([field("pgbench_accounts.aid", 0), field("pgbench_accounts.abalance", -1)]) };
   const allowed: RowVerdict = { allowed: true, reason: "BENCH", categories: new Set(["usage"]) };
-  return { mapping: () => mapping, verdict: () => allowed, load: () => Promise.resolve() };
+  return { mapping: () => mapping, verdict: () => allowed, expiresAt: () => Number.POSITIVE_INFINITY, load: () => Promise.resolve() };
 }
 
 /** A proxy process: `serve <port> <backend port>`; tells its parent when it listens. */

@@ -125,6 +125,12 @@ export class DecisionService implements DecisionPort, RedactPort {
     return () => this.users.off("change", listener);
   }
 
+  /** Calls `listener` when this node may have missed user changes (its watch of user states was lost and started again); returns the unsubscribe. */
+  onUsersReset(listener: () => void): () => void {
+    this.users.on("reset", listener);
+    return () => this.users.off("reset", listener);
+  }
+
   /** A user's committed state, from this node's cache (null: no such user). */
   async userState(userId: string): Promise<UserRecord | null> {
     return (await this.users.get(userId)).state;

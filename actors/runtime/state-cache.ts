@@ -12,7 +12,9 @@ import type { ActorDefinition, AnyHandler } from "./types";
  * A read-through cache of one actor type's committed state, kept near a caller on a hot path
  * (a proxy deciding about rows, the gateway redacting a record), so that it pays no network
  * round trip per row once warm. It watches the state bucket for that type and replaces or
- * drops entries as actors commit, and tells listeners ("change", id, revision).
+ * drops entries as actors commit, and tells listeners ("change", id, revision). When its watch
+ * is lost, changes may have been missed: it empties itself and tells listeners ("reset") to
+ * forget what they derived from it.
  *
  * Reads never go through the actor: they see committed state only, at least as new as the
  * last change this node has been told of.
@@ -63,6 +65,7 @@ export class StateCache<S> extends EventEmitter {
       this.live = false;
       this.watcher = undefined;
       this.entries.clear();
+      this.emit("reset");
       this.log.warn({ type: this.definition.type }, "state cache watch ended; cache emptied, watch started again");
       await sleep(250);
       try {

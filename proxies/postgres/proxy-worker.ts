@@ -147,6 +147,9 @@ function onMessage(message: ToWorker, handle: unknown): void {
     case "user-changed":
       for (const served of servedExports.values()) served.decider.forget(message.userId);
       return;
+    case "users-reset":
+      for (const served of servedExports.values()) served.decider.forgetAll();
+      return;
     case "close-export":
       closeExport(message.exportId, message.requestId);
       return;

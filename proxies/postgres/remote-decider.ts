@@ -1,4 +1,4 @@
-import { maxRememberedVerdicts, verdictTtlMs } from "../../actors/decision/verdict-lifetime";
+import { maxRememberedVerdicts } from "../../actors/decision/verdict-lifetime";
 import type { Verdict, VerdictInterner } from "../../actors/decision/verdicts";
 import type { MappingView, RowDecider, RowVerdict } from "./types";
 import type { DecideAnswer } from "./worker-messages";
@@ -7,17 +7,18 @@ interface Remembered {
   verdict: Verdict;
   /** The mapping (configuration revision) the verdict was made under: a newer one voids it. */
   mappingKey: string;
-  at: number;
+  /** The node's lifetime of the verdict. */
+  expiresAt: number;
 }
 
 /**
  * An export's decisions in a proxy worker process: verdicts the serving node made, kept with the
- * node's lifetime (the configuration revision, a minute) and forgotten when the node says a
- * user changed. A user with no verdict here is decided by the node (`load`); nothing is guessed.
+ * node's lifetime (the configuration revision, the node's expiry of each) and forgotten when
+ * the node says a user changed, or that it may have missed changes. A user with no verdict here is decided by the node (`load`); nothing is guessed.
  */
 export class RemoteDecider implements RowDecider {
   private readonly memo = new Map<string, Remembered>();
-  /** A clock read twice a second: verdicts are looked up per row, and their lifetime is a minute. */
+  /** A clock read twice a second: verdicts are looked up per row, and their lifetime is minutes. */
   private now = Date.now();
   private readonly clock = setInterval(() => (this.now = Date.now()), 500).unref();
 
@@ -39,15 +40,24 @@ export class RemoteDecider implements RowDecider {
   verdict(userId: string): RowVerdict | undefined {
     const remembered = this.memo.get(userId);
     if (!remembered) return undefined;
-    if (remembered.mappingKey !== this.view.key || this.now - remembered.at > verdictTtlMs) {
+    if (remembered.mappingKey !== this.view.key || this.now >= remembered.expiresAt) {
       this.memo.delete(userId);
       return undefined;
     }
     return remembered.verdict;
   }
 
+  expiresAt(userId: string): number | undefined {
+    return this.verdict(userId) ? this.memo.get(userId)!.expiresAt : undefined;
+  }
+
   forget(userId: string): void {
     this.memo.delete(userId);
+  }
+
+  /** Every verdict goes (the node may have missed user changes). */
+  forgetAll(): void {
+    this.memo.clear();
   }
 
   async load(userIds: readonly string[]): Promise<void> {
@@ -55,9 +65,8 @@ export class RemoteDecider implements RowDecider {
     // Verdicts are made with the node's newest mapping: it is at least as new as the one held here.
     this.view = answer.mapping;
     if (this.memo.size > maxRememberedVerdicts) this.memo.clear();
-    const at = Date.now();
-    for (const { userId, allowed, reason, categories } of answer.verdicts) {
-      this.memo.set(userId, { verdict: this.verdicts.intern(allowed, reason, categories), mappingKey: answer.mapping.key, at });
+    for (const { userId, allowed, reason, categories, expiresAt } of answer.verdicts) {
+      this.memo.set(userId, { verdict: this.verdicts.intern(allowed, reason, categories), mappingKey: answer.mapping.key, expiresAt });
     }
   }
 

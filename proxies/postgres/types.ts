@@ -25,6 +25,8 @@ export interface MappingView {
 export interface RowDecider {
   mapping(): MappingView;
   verdict(userId: string): RowVerdict | undefined;
+  /** Until when the user's verdict holds if nothing changes (epoch ms); undefined when none is in memory. */
+  expiresAt(userId: string): number | undefined;
   /** Decides these users (the answer, if any, is for callers that want the decisions themselves). */
   load(userIds: readonly string[]): Promise<unknown>;
 }

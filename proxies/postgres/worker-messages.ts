@@ -24,6 +24,8 @@ export interface VerdictWire {
   allowed: boolean;
   reason: string;
   categories: string[];
+  /** The node's lifetime of the verdict (epoch ms): the worker keeps it no longer. */
+  expiresAt: number;
 }
 
 export interface DecideAnswer {
@@ -44,6 +46,8 @@ export type ToWorker =
   /** Sent with the client's socket, which the node has not read from. */
   | { kind: "connection"; exportId: string; connectionId: string }
   | { kind: "user-changed"; userId: string }
+  /** The node may have missed user changes (its watch of user states was lost): every verdict goes. */
+  | { kind: "users-reset" }
   | { kind: "close-export"; exportId: string; requestId: number }
   | { kind: "cancel"; exportId: string; keys: BackendKeyData; connectionId: string }
   | { kind: "answer"; requestId: number; value?: DecideAnswer | VerifyAnswer; error?: string };

@@ -196,6 +196,11 @@ export class ProxyWorkerPool {
     for (const worker of this.workers) if (worker.ready) this.post(worker, { kind: "user-changed", userId });
   }
 
+  /** The node may have missed user changes: every worker forgets every verdict. */
+  usersReset(): void {
+    for (const worker of this.workers) if (worker.ready) this.post(worker, { kind: "users-reset" });
+  }
+
   /** The configuration may have changed: each worker gets every export's mapping that moved. */
   refreshMappings(): void {
     for (const [exportId, served] of this.exports) {
@@ -255,7 +260,8 @@ export class ProxyWorkerPool {
     for (const userId of userIds) {
       // None when the configuration moved on during the decision: the row is dropped, never guessed.
       const verdict = served.decider.verdict(userId);
-      if (verdict) verdicts.push({ userId, allowed: verdict.allowed, reason: verdict.reason, categories: [...verdict.categories] });
+      const expiresAt = served.decider.expiresAt(userId);
+      if (verdict && expiresAt !== undefined) verdicts.push({ userId, allowed: verdict.allowed, reason: verdict.reason, categories: [...verdict.categories], expiresAt });
     }
     return { mapping, verdicts };
   }

@@ -1,6 +1,6 @@
 import type { CompiledPolicy } from "../../actors/decision/compiled-policy";
 import { VerdictInterner } from "../../actors/decision/verdicts";
-import { maxRememberedVerdicts, verdictTtlMs } from "../../actors/decision/verdict-lifetime";
+import { maxRememberedVerdicts, verdictExpiry } from "../../actors/decision/verdict-lifetime";
 import { planRecords, type RecordPlan } from "../../actors/decision/record-redaction";
 import type { Decision, DecisionRequest } from "../../actors/decision/types";
 import type { EventLog } from "../../actors/runtime/event-log";
@@ -23,13 +23,14 @@ interface Remembered {
   /** The whole decision, for doors that answer with its summary (pipeline exports). */
   decision: Decision;
   revision: number;
-  at: number;
+  /** When it is decided again even if nothing changed (see `verdictExpiry`). */
+  expiresAt: number;
 }
 
 /**
  * The decisions of one export (one purpose, one mapping group) near its proxy. Each user is
  * decided once and the verdict reused for every row until the user's state or the
- * configuration changes (or a minute passes); each decision is traced once, with the export's
+ * configuration changes (or its lifetime ends, see `verdictExpiry`); each decision is traced once, with the export's
  * id. No configuration in memory, or no such mapping group: nothing is mapped, so every row is
  * dropped (fail closed).
  */
@@ -39,7 +40,7 @@ export class ExportDecider implements RowDecider {
   private view: View = { mapping: unavailable };
   private viewRevision = -1;
   private readonly unsubscribe: () => void;
-  /** A clock read twice a second: verdicts are looked up per row, and their lifetime is a minute. */
+  /** A clock read twice a second: verdicts are looked up per row, and their lifetime is minutes. */
   private now = Date.now();
   private readonly clock = setInterval(() => (this.now = Date.now()), 500).unref();
 
@@ -51,7 +52,13 @@ export class ExportDecider implements RowDecider {
     private readonly request: DecisionRequest,
     private readonly mappingGroup: string,
   ) {
-    this.unsubscribe = decisions.onUserChange((userId) => this.memo.delete(userId));
+    const unsubscribeUsers = decisions.onUserChange((userId) => this.memo.delete(userId));
+    // Changes may have been missed: no verdict can be trusted.
+    const unsubscribeReset = decisions.onUsersReset(() => this.memo.clear());
+    this.unsubscribe = () => {
+      unsubscribeUsers();
+      unsubscribeReset();
+    };
   }
 
   /** Reads the configuration once, so the first connection finds it in memory. */
@@ -94,6 +101,11 @@ export class ExportDecider implements RowDecider {
     return this.remembered(userId)?.verdict;
   }
 
+  /** Until when the user's remembered verdict holds (undefined: none remembered). */
+  expiresAt(userId: string): number | undefined {
+    return this.remembered(userId)?.expiresAt;
+  }
+
   /** The user's remembered decision; undefined until `load` decided it (or after it went stale). */
   decision(userId: string): Decision | undefined {
     return this.remembered(userId)?.decision;
@@ -102,7 +114,7 @@ export class ExportDecider implements RowDecider {
   private remembered(userId: string): Remembered | undefined {
     const remembered = this.memo.get(userId);
     if (!remembered) return undefined;
-    if (remembered.revision !== this.viewRevision || this.now - remembered.at > verdictTtlMs) {
+    if (remembered.revision !== this.viewRevision || this.now >= remembered.expiresAt) {
       this.memo.delete(userId);
       return undefined;
     }
@@ -119,7 +131,7 @@ export class ExportDecider implements RowDecider {
     await withUserStates(userIds, (userId) => this.decisions.userState(userId), (userId, state) => {
       const decision = this.decideFor(compiled, userId, state);
       made.set(userId, decision);
-      this.memo.set(userId, { verdict: this.verdicts.of(decision), decision, revision: compiled.revision, at: Date.now() });
+      this.memo.set(userId, { verdict: this.verdicts.of(decision), decision, revision: compiled.revision, expiresAt: verdictExpiry(Date.now()) });
     });
     return made;
   }

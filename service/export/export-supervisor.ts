@@ -93,7 +93,7 @@ export class ExportSupervisor {
     if (proxyWorkers > 0) {
       const workers = await ProxyWorkerPool.start({ workers: proxyWorkers, tls: tls && { cert: tls.cert, key: tls.key }, log });
       this.workers = workers;
-      this.unsubscribe.push(decisions.onUserChange((userId) => workers.userChanged(userId)), decisions.onPolicyChange(() => workers.refreshMappings()));
+      this.unsubscribe.push(decisions.onUserChange((userId) => workers.userChanged(userId)), decisions.onUsersReset(() => workers.usersReset()), decisions.onPolicyChange(() => workers.refreshMappings()));
     }
     await this.exports.start();
     await this.exports.ready;

@@ -51,6 +51,8 @@ function lateDecider(): RowDecider & { forget(): void } {
   return {
     mapping: () => mapping,
     verdict: (id) => known.get(id),
+    // Held until `forget`.
+    expiresAt: (id) => (known.has(id) ? Number.POSITIVE_INFINITY : undefined),
     load: (users) =>
       new Promise((resolve) =>
         setTimeout(() => {
