@@ -79,6 +79,7 @@ export class ExportSupervisor {
   private readonly failures = new Map<string, { error: string; retryAt: number }>();
   private subscription?: Subscription;
   private workers?: ProxyWorkerPool;
+  private workersStarting?: Promise<ProxyWorkerPool>;
   /** Unsubscribes the workers from user and configuration changes. */
   private readonly unsubscribe: (() => void)[] = [];
   private timer?: NodeJS.Timeout;
@@ -89,12 +90,6 @@ export class ExportSupervisor {
   }
 
   async start(): Promise<void> {
-    const { proxyWorkers, tls, log, decisions } = this.deps;
-    if (proxyWorkers > 0) {
-      const workers = await ProxyWorkerPool.start({ workers: proxyWorkers, tls: tls && { cert: tls.cert, key: tls.key }, log });
-      this.workers = workers;
-      this.unsubscribe.push(decisions.onUserChange((userId) => workers.userChanged(userId)), decisions.onUsersReset(() => workers.usersReset()), decisions.onPolicyChange(() => workers.refreshMappings()));
-    }
     await this.exports.start();
     await this.exports.ready;
     this.exports.on("change", () => this.scan());
@@ -176,10 +171,29 @@ export class ExportSupervisor {
       limits: this.deps.limits,
       tls: tls?.context,
       directVerification: directVerificationFor(record, this.deps.authenticator, audit),
-      workers: this.workers,
+      workers: await this.proxyWorkers(),
       onConnectionEnd: (connectionId, counts, identity) =>
         runtime.events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId: runtime.membership.nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
     });
+  }
+
+  /** The proxy worker processes (none with EXPORT_WORKERS=0), started when the first PostgreSQL export is served: a node that serves none runs none. */
+  private proxyWorkers(): Promise<ProxyWorkerPool | undefined> {
+    const { proxyWorkers, tls, log, decisions } = this.deps;
+    if (proxyWorkers === 0) return Promise.resolve(undefined);
+    this.workersStarting ??= ProxyWorkerPool.start({ workers: proxyWorkers, tls: tls && { cert: tls.cert, key: tls.key }, log }).then(
+      (workers) => {
+        this.workers = workers;
+        this.unsubscribe.push(decisions.onUserChange((userId) => workers.userChanged(userId)), decisions.onUsersReset(() => workers.usersReset()), decisions.onPolicyChange(() => workers.refreshMappings()));
+        return workers;
+      },
+      (error: unknown) => {
+        // Tried again with the next export served.
+        this.workersStarting = undefined;
+        throw error;
+      },
+    );
+    return this.workersStarting;
   }
 
   private open(record: ExportRecord): void {
@@ -239,6 +253,7 @@ export class ExportSupervisor {
     for (const [id, listener] of this.listeners) this.close(id, listener);
     await Promise.allSettled([...this.listeners.values()].map((l) => l.closing));
     for (const unsubscribe of this.unsubscribe) unsubscribe();
+    await this.workersStarting?.catch(() => undefined);
     await this.workers?.stop();
   }
 }

@@ -44,7 +44,8 @@ describe("PostgreSQL exports under load and abuse", () => {
     pg.sql(`CREATE TABLE big AS SELECT 'accepted'::text AS uid, repeat('x', 2000) AS payload FROM generate_series(1, ${bigRows})`, "app");
     pg.sql(`GRANT ALL ON ALL TABLES IN SCHEMA public TO ${roles.scram.user}, ${roles.trusted.user}`, "app");
     nats = await startNats();
-    node = await NodeProcess.start({ nodeId: "pg-robust-1", natsUrl: nats.url });
+    // Sessions on the node's own loop: the backpressure test measures the process that holds the rows (the workers suite measures a worker's).
+    node = await NodeProcess.start({ nodeId: "pg-robust-1", natsUrl: nats.url, env: { EXPORT_WORKERS: "0" } });
     const policy = realisticPolicy();
     policy.mappingGroups.push(
       { name: "accounts", fieldMappings: [{ recordField: "pgbench_accounts.aid", resourceContext: true }, { recordField: "pgbench_accounts.abalance", categoryId: "usage" }] },
