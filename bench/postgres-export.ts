@@ -174,12 +174,14 @@ async function main(): Promise<void> {
     for (const path of paths) await pgbench(path.port, script, { ...pgbenchRun, seconds: warmUpSeconds });
     for (let round = 0; round < rounds; round++) {
       for (const path of paths) {
-        const run = await pgbenchWithCpu(path.port, script, path.pids());
+        const pids = path.pids();
+        const run = await pgbenchWithCpu(path.port, script, pids);
         tps.get(path.name)!.push(run.tps);
-        if (path.pids().length > 0) cpu.get(path.name)!.push(`${run.user.toFixed(1)} + ${run.system.toFixed(1)}`);
+        if (pids.length > 0) cpu.get(path.name)!.push(`${run.user.toFixed(1)} + ${run.system.toFixed(1)}`);
       }
     }
-    const exportProcesses = exportPids()[0] === process.pid ? "the node's loop" : `${exportPids().length} workers`;
+    const sessionPids = exportPids();
+    const exportProcesses = sessionPids[0] === process.pid ? "the node's loop" : `${sessionPids.length} workers`;
     for (const path of paths) {
       const label = path.name === "pipe" ? "node pipe" : path.name === "export" ? `export (${exportProcesses})` : path.name;
       const cpuNote = cpu.get(path.name)!.length > 0 ? `; CPU µs per transaction, user + system: ${cpu.get(path.name)!.join(" / ")}` : "";

@@ -14,7 +14,8 @@ interface Remembered {
 /**
  * An export's decisions in a proxy worker process: verdicts the serving node made, kept with the
  * node's lifetime (the configuration revision, the node's expiry of each) and forgotten when
- * the node says a user changed, or that it may have missed changes. A user with no verdict here is decided by the node (`load`); nothing is guessed.
+ * the node says a user changed, or that it may have missed changes. A user with no verdict here
+ * is decided by the node (`load`); nothing is guessed.
  */
 export class RemoteDecider implements RowDecider {
   private readonly memo = new Map<string, Remembered>();
@@ -38,17 +39,22 @@ export class RemoteDecider implements RowDecider {
   }
 
   verdict(userId: string): RowVerdict | undefined {
+    return this.remembered(userId)?.verdict;
+  }
+
+  expiresAt(userId: string): number | undefined {
+    return this.remembered(userId)?.expiresAt;
+  }
+
+  /** The user's verdict while it holds (dropped once its mapping or lifetime is past). */
+  private remembered(userId: string): Remembered | undefined {
     const remembered = this.memo.get(userId);
     if (!remembered) return undefined;
     if (remembered.mappingKey !== this.view.key || this.now >= remembered.expiresAt) {
       this.memo.delete(userId);
       return undefined;
     }
-    return remembered.verdict;
-  }
-
-  expiresAt(userId: string): number | undefined {
-    return this.verdict(userId) ? this.memo.get(userId)!.expiresAt : undefined;
+    return remembered;
   }
 
   forget(userId: string): void {

@@ -78,7 +78,7 @@ export class ExportSupervisor {
   private readonly listeners = new Map<string, Listener>();
   private readonly failures = new Map<string, { error: string; retryAt: number }>();
   private subscription?: Subscription;
-  private workers?: ProxyWorkerPool;
+  /** The proxy worker processes, once the first PostgreSQL export asked for them. */
   private workersStarting?: Promise<ProxyWorkerPool>;
   /** Unsubscribes the workers from user and configuration changes. */
   private readonly unsubscribe: (() => void)[] = [];
@@ -183,7 +183,6 @@ export class ExportSupervisor {
     if (proxyWorkers === 0) return Promise.resolve(undefined);
     this.workersStarting ??= ProxyWorkerPool.start({ workers: proxyWorkers, tls: tls && { cert: tls.cert, key: tls.key }, log }).then(
       (workers) => {
-        this.workers = workers;
         this.unsubscribe.push(decisions.onUserChange((userId) => workers.userChanged(userId)), decisions.onUsersReset(() => workers.usersReset()), decisions.onPolicyChange(() => workers.refreshMappings()));
         return workers;
       },
@@ -253,8 +252,8 @@ export class ExportSupervisor {
     for (const [id, listener] of this.listeners) this.close(id, listener);
     await Promise.allSettled([...this.listeners.values()].map((l) => l.closing));
     for (const unsubscribe of this.unsubscribe) unsubscribe();
-    await this.workersStarting?.catch(() => undefined);
-    await this.workers?.stop();
+    const workers = await this.workersStarting?.catch(() => undefined);
+    await workers?.stop();
   }
 }
 
