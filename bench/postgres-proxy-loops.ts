@@ -25,7 +25,7 @@ function allowEveryAccount(): RowDecider {
 
 /** A proxy process: `serve <port> <backend port>`; tells its parent when it listens. */
 async function serve(port: number, backendPort: number): Promise<void> {
-  await PostgresExportServer.listen({ exportId: "bench", host: "127.0.0.1", port, backend: { host: "127.0.0.1", port: backendPort }, decider: allowEveryAccount(), audit: () => undefined, limits: defaultProxyLimits });
+  await PostgresExportServer.listen({ exportId: "bench", host: "127.0.0.1", port, backend: { host: "127.0.0.1", port: backendPort }, decider: allowEveryAccount(), audit: () => undefined, limits: defaultProxyLimits, policy: { allowWrites: false, strict: false } });
   process.send?.("listening");
 }
 

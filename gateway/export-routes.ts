@@ -30,6 +30,8 @@ const exportBody = {
       properties: { user: { type: "string", minLength: 1, maxLength: 63 }, password: { type: "string", minLength: 1, maxLength: 1024 } },
     },
     resourceServerId: { type: "string", minLength: 1, maxLength: 300, description: "OAuth audience of tokens given to this export (overrides the verifier's)" },
+    allowWrites: { type: "boolean", description: "postgres: let clients write (INSERT, UPDATE, DDL...); without it the export is read-only" },
+    strict: { type: "boolean", description: "postgres: refuse statements whose WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, window or DISTINCT ON use columns other than resource-context ones" },
     cloudSigning: {
       type: "object",
       additionalProperties: false,

@@ -164,6 +164,10 @@ export interface ExportBody {
   resourceServerId?: string;
   /** Cloud-signing id, key and region over the verifier profile's (pipeline exports). */
   cloudSigning?: CloudSigningProperties;
+  /** PostgreSQL exports: writes allowed (read-only without). */
+  allowWrites?: boolean;
+  /** PostgreSQL exports: predicates only on resource-context columns. */
+  strict?: boolean;
 }
 
 /** An export as GET /export shows it: its stored state and what its serving node reports. */

@@ -42,6 +42,10 @@ export interface ExportRecord {
    * time) over the verifier profile's. HTTP doors only. The key is never shown (ExportView).
    */
   cloudSigning?: CloudSigningProperties;
+  /** SQL exports: clients may write; absent or false: read-only (docs/postgres-export.md). */
+  allowWrites?: boolean;
+  /** SQL exports: statements may choose, group and order rows only by resource-context columns. */
+  strict?: boolean;
   createdAt: string;
   updatedAt: string;
 }

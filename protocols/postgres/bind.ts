@@ -1,5 +1,5 @@
 import { FrontendCode } from "./codes";
-import { BodyReader, MessageWriter } from "./wire";
+import { BodyReader, MessageWriter, ProtocolError } from "./wire";
 
 export interface Bind {
   portal: string;
@@ -39,4 +39,12 @@ export function encodeBind(message: Bind): Buffer {
   writer.int16(message.resultFormats.length);
   for (const format of message.resultFormats) writer.int16(format);
   return writer.finish(FrontendCode.Bind);
+}
+
+/** Where the portal and statement names of the Bind whose body is bytes[bodyStart, end) lie (no copy). */
+export function locateBind(bytes: Buffer, bodyStart: number, end: number): { portalEnd: number; statementStart: number; statementEnd: number } {
+  const portalEnd = bytes.indexOf(0, bodyStart);
+  const statementEnd = portalEnd < 0 ? -1 : bytes.indexOf(0, portalEnd + 1);
+  if (portalEnd < 0 || statementEnd < 0 || statementEnd >= end) throw new ProtocolError("Bind names are not terminated");
+  return { portalEnd, statementStart: portalEnd + 1, statementEnd };
 }

@@ -55,7 +55,7 @@ export function encodeDataRow(values: ReadonlyArray<Buffer | null>): Buffer {
 }
 
 /** The DataRow `message` (a whole message) with the values `keep` does not keep set to NULL, as a message of its own. */
-export function encodeMaskedDataRow(message: Buffer, keep: ArrayLike<boolean>): Buffer {
+export function encodeMaskedDataRow(message: Buffer, keep: ValueActions): Buffer {
   const out = Buffer.allocUnsafe(message.length);
   return out.subarray(0, writeMaskedRowFrom(out, 0, message, 5, message.length, keep));
 }
@@ -79,18 +79,24 @@ export function locateValue(bytes: Buffer, bodyStart: number, end: number, colum
 }
 
 /**
- * Writes at `offset` of `target` the DataRow in bytes[bodyStart, end) with the values where
- * `keep[i]` is false replaced by NULL, in one pass over the source, checking it as
- * `decodeDataRow` does; returns the offset after it. A kept value is the source's bytes (its
- * length and data), so each run of kept values is copied at once. Never longer than the source
- * row, so `target` needs room for that.
+ * What becomes of each value of a row: kept (true or 1), set to NULL (false or 0), or left
+ * out of the row altogether (-1: a column the client never asked for).
  */
-export function writeMaskedRowFrom(target: Buffer, offset: number, bytes: Buffer, bodyStart: number, end: number, keep: ArrayLike<boolean>): number {
+export type ValueActions = ArrayLike<boolean | number>;
+
+/**
+ * Writes at `offset` of `target` the DataRow in bytes[bodyStart, end) with the values where
+ * `keep[i]` is false replaced by NULL and those where it is -1 left out, in one pass over the
+ * source, checking it as `decodeDataRow` does; returns the offset after it. A kept value is
+ * the source's bytes (its length and data), so each run of kept values is copied at once.
+ * Never longer than the source row, so `target` needs room for that.
+ */
+export function writeMaskedRowFrom(target: Buffer, offset: number, bytes: Buffer, bodyStart: number, end: number, keep: ValueActions): number {
   if (end - bodyStart < 2) throw new ProtocolError("DataRow too short for its column count");
   const count = bytes.readInt16BE(bodyStart);
   if (count < 0) throw new ProtocolError("DataRow has a negative column count");
   target[offset] = BackendCode.DataRow;
-  target.writeInt16BE(count, offset + 5);
+  let written = 0;
   let from = bodyStart + 2;
   let at = offset + 7;
   /** Where the run of kept values not copied yet starts in the source. */
@@ -100,17 +106,25 @@ export function writeMaskedRowFrom(target: Buffer, offset: number, bytes: Buffer
     const length = bytes.readInt32BE(from);
     const next = from + 4 + (length > 0 ? length : 0);
     if (length < -1 || next > end) throw new ProtocolError("DataRow value overruns the message");
-    if (!keep[i]) {
+    const action = keep[i];
+    if (action === -1) {
       if (from > kept) at += bytes.copy(target, at, kept, from);
-      // NULL: a length of -1.
-      target[at] = target[at + 1] = target[at + 2] = target[at + 3] = 0xff;
-      at += 4;
       kept = next;
+    } else {
+      written++;
+      if (!action) {
+        if (from > kept) at += bytes.copy(target, at, kept, from);
+        // NULL: a length of -1.
+        target[at] = target[at + 1] = target[at + 2] = target[at + 3] = 0xff;
+        at += 4;
+        kept = next;
+      }
     }
     from = next;
   }
   if (from !== end) throw new ProtocolError("DataRow has bytes after its last value");
   if (from > kept) at += bytes.copy(target, at, kept, from);
+  target.writeInt16BE(written, offset + 5);
   target.writeInt32BE(at - offset - 1, offset + 1);
   return at;
 }

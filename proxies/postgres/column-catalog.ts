@@ -1,3 +1,4 @@
+import { schemaView, type RelationView, type SchemaView } from "./analysis/schema-view";
 import type { MappingView } from "./types";
 
 /** (table OID, attribute number) -> the record field it maps to. */
@@ -19,26 +20,26 @@ function columnNameOf(recordField: string): { schema?: string; table: string; co
 const hex = (text: string) => Buffer.from(text, "utf8").toString("hex");
 
 /**
- * The query that finds the catalog entries of the mapping's columns, run on the client's own
- * connection when it is idle. Names travel hex-encoded, so no client setting (such as
- * standard_conforming_strings) can change how they are read; the result is matched by name
- * again in `resolveColumns`, so an operator the client redefined cannot widen it.
- * Second statement: the newest relation OID, to notice relations created later.
+ * The query that finds every column of the relations named in the mapping, run on the client's
+ * own connection when it is idle: `*` over them expands to all of them. Names travel
+ * hex-encoded, so no client setting (such as standard_conforming_strings) can change how they
+ * are read; the result is matched by name again in `resolveColumns`, so an operator the client
+ * redefined cannot widen it. Second statement: the newest relation OID, to notice relations
+ * created later.
  */
 export function catalogQuery(mapping: MappingView): string {
-  const pairs = new Set<string>();
+  const tables = new Set<string>();
   for (const field of mapping.fields.keys()) {
     const name = columnNameOf(field);
-    if (name) pairs.add(`('${hex(name.table)}','${hex(name.column)}')`);
+    if (name) tables.add(`('${hex(name.table)}')`);
   }
   const newest = "SELECT pg_catalog.max(oid)::pg_catalog.int8 FROM pg_catalog.pg_class";
-  if (pairs.size === 0) return newest;
+  if (tables.size === 0) return newest;
   return (
     "SELECT c.oid::pg_catalog.int8, a.attnum::pg_catalog.int4, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, a.attname::pg_catalog.text " +
     "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace " +
-    "WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped AND (c.relname::pg_catalog.text, a.attname::pg_catalog.text) IN (" +
-    "SELECT pg_catalog.convert_from(pg_catalog.decode(t, 'hex'), 'UTF8'), pg_catalog.convert_from(pg_catalog.decode(k, 'hex'), 'UTF8') " +
-    `FROM (VALUES ${[...pairs].join(",")}) AS m(t, k)); ${newest}`
+    "WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped AND c.relkind::pg_catalog.text IN ('r', 'v', 'm', 'f', 'p') AND c.relname::pg_catalog.text IN (" +
+    `SELECT pg_catalog.convert_from(pg_catalog.decode(t, 'hex'), 'UTF8') FROM (VALUES ${[...tables].join(",")}) AS m(t)); ${newest}`
   );
 }
 
@@ -77,4 +78,40 @@ export function resolveColumns(rows: readonly CatalogRow[], mapping: MappingView
     if (field !== undefined) columns.set(columnKey(row.tableOid, row.attributeNumber), field);
   }
   return columns;
+}
+
+/** What a session knows of the catalog: mapped columns, every column of the relations the mapping names, and the schema view of them. */
+export interface Catalog {
+  /** (table OID, attribute number) -> the record field it maps to. */
+  columns: ColumnMap;
+  /** (table OID, attribute number) -> the catalog row, for every column of a relation the mapping names. */
+  rows: ReadonlyMap<string, CatalogRow>;
+  schema: SchemaView;
+}
+
+export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView): Catalog {
+  const columns = resolveColumns(rows, mapping);
+  const byRelation = new Map<number, CatalogRow[]>();
+  for (const row of rows) {
+    const list = byRelation.get(row.tableOid) ?? [];
+    list.push(row);
+    byRelation.set(row.tableOid, list);
+  }
+  const relations: RelationView[] = [];
+  for (const [oid, list] of byRelation) {
+    list.sort((a, b) => a.attributeNumber - b.attributeNumber);
+    const subjects: Array<{ column: string; order: number }> = [];
+    let mapped = false;
+    for (const row of list) {
+      const field = columns.get(columnKey(oid, row.attributeNumber));
+      if (field === undefined) continue;
+      mapped = true;
+      const order = mapping.fields.get(field)?.resourceOrder ?? -1;
+      if (order >= 0) subjects.push({ column: row.column, order });
+    }
+    subjects.sort((a, b) => a.order - b.order);
+    relations.push({ schema: list[0]!.schema, name: list[0]!.table, columns: list.map((r) => r.column), subjectColumns: subjects.map((s) => s.column), mapped });
+  }
+  relations.sort((a, b) => (a.schema + "." + a.name < b.schema + "." + b.name ? -1 : 1));
+  return { columns, rows: new Map(rows.map((row) => [columnKey(row.tableOid, row.attributeNumber), row])), schema: schemaView(relations) };
 }

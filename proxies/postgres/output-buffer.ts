@@ -1,4 +1,4 @@
-import { writeMaskedRowFrom } from "../../protocols/postgres/data-row";
+import { writeMaskedRowFrom, type ValueActions } from "../../protocols/postgres/data-row";
 import { PendingRange } from "./pending-range";
 
 const empty = Buffer.alloc(0);
@@ -53,8 +53,8 @@ export class OutputBuffer {
     this.run.restart(source, start, end);
   }
 
-  /** The DataRow source[start, end) with the values `keep` does not keep set to NULL. */
-  pushMaskedRow(source: Buffer, start: number, end: number, keep: ArrayLike<boolean>): void {
+  /** The DataRow source[start, end) with the values `keep` does not keep set to NULL (or left out, -1). */
+  pushMaskedRow(source: Buffer, start: number, end: number, keep: ValueActions): void {
     this.endRun();
     this.ensure(end - start);
     this.length = writeMaskedRowFrom(this.buffer, this.length, source, start + 5, end, keep);

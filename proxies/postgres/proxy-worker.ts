@@ -6,6 +6,8 @@ import { RemoteDecider } from "./remote-decider";
 import { addRowCounts, emptyRowCounts } from "./row-counts";
 import { fatalMessage, ProxySession } from "./session";
 import { UserIdMemo } from "./user-id-memo";
+import { loadSqlParser } from "./analysis/sql-parser";
+import { sharedAnalyses } from "./analysis/statement-analysis";
 import type { DirectVerification, ProxyAudit } from "./types";
 import type { DecideAnswer, FromWorker, LiveCounts, ToWorker, VerifyAnswer, WorkerExport } from "./worker-messages";
 
@@ -107,6 +109,8 @@ function accept(exportId: string, connectionId: string, socket: Socket | undefin
     tls,
     directVerification: directVerification(settings),
     userIds: served.userIds,
+    policy: settings.policy,
+    analyses: sharedAnalyses,
     onEnd: (counts, identity) => {
       served.sessions.delete(session);
       const live = liveCounts(served);
@@ -133,7 +137,8 @@ function onMessage(message: ToWorker, handle: unknown): void {
       slot = message.slot;
       slots = message.slots;
       tls = message.tls && createSecureContext({ cert: Buffer.from(message.tls.cert), key: Buffer.from(message.tls.key) });
-      send({ kind: "ready" });
+      // Ready once PostgreSQL's parser is loaded: every statement is parsed.
+      void loadSqlParser().then(() => send({ kind: "ready" }));
       return;
     case "export":
       serve(message);

@@ -1,55 +1,162 @@
 import type { ColumnDescription } from "../../protocols/postgres/row-description";
-import { columnKey, type ColumnMap } from "./column-catalog";
+import type { ResultShape } from "./analysis/statement-analysis";
+import { columnKey, type Catalog } from "./column-catalog";
 import type { MappingView, RowVerdict } from "./types";
 
-/** How the rows of one result are decided: which columns name the user, which category each column is in. */
+/**
+ * How the rows of one result are decided. Each value belongs to a group (one table instance of
+ * the statement) whose resource-context columns name its user; a value with no group, or whose
+ * column is not mapped, is always NULL; hidden columns (the resource-context values the export
+ * added) are left out of every row.
+ */
 export interface ResultPlan {
   columns: readonly ColumnDescription[];
-  /** Columns holding the user id, in the mapping's resource-context order. */
-  userColumns: number[];
-  /** Per column: its category, or undefined when it maps to none (always NULL). */
+  /** Per column: its category, or undefined when it is always NULL (unmapped, or its instance unknown). */
   categories: Array<string | undefined>;
-  /** Per verdict: which columns are kept, and how many become NULL. */
+  /** Per column: the group whose verdict decides it; -1 for none. */
+  groupOf: number[];
+  /** Per column: added by the export, never sent. */
+  hidden: boolean[];
+  /** Per group: the columns holding its user id, first non-empty wins. */
+  groups: number[][];
+  /** Every column that holds a user id (for reading rows ahead). */
+  userColumns: number[];
+  /** Columns the client sees. */
+  visibleCount: number;
+  /** One group: per verdict, which columns are kept (computed once per distinct verdict). */
   masks: Map<RowVerdict, RowMask>;
-  /** The verdict of the last row decided and its mask: rows in a run mostly share their verdict (interned). */
   lastVerdict?: RowVerdict;
   lastMask?: RowMask;
 }
 
 export interface RowMask {
-  keep: boolean[];
+  /** Per column: 1 kept, 0 NULL, -1 left out. */
+  keep: Int8Array;
+  /** Whether the row goes as it came (nothing NULLed, nothing left out). */
+  whole: boolean;
   nulled: number;
 }
 
 /**
- * Plans a result from its RowDescription: a column maps to a record field only through its
- * table OID and attribute number (never its label); OID 0 (expressions, functions, whole rows,
- * aggregates) maps to nothing.
+ * Plans a result from its RowDescription and the statement's shape. A value is decided only
+ * when the parse tree and the server agree on where it comes from: the shape's expected
+ * relation and column must be what the catalog says the column's table OID and attribute
+ * number are; never the label. Without a shape (a cursor opened by server-side code, say),
+ * nothing is attributed: every row is dropped.
  */
-export function planResult(columns: readonly ColumnDescription[], columnMap: ColumnMap, mapping: MappingView): ResultPlan {
-  const users: Array<{ column: number; order: number }> = [];
-  const categories = columns.map((column, index) => {
-    if (column.tableOid === 0 || column.attributeNumber <= 0) return undefined;
-    const recordField = columnMap.get(columnKey(column.tableOid, column.attributeNumber));
-    const field = recordField === undefined ? undefined : mapping.fields.get(recordField);
-    if (!field) return undefined;
-    if (field.resourceOrder >= 0) users.push({ column: index, order: field.resourceOrder });
-    return field.category;
-  });
-  users.sort((a, b) => a.order - b.order || a.column - b.column);
-  return { columns, userColumns: users.map((u) => u.column), categories, masks: new Map() };
+export function planResult(columns: readonly ColumnDescription[], shape: ResultShape | undefined, catalog: Catalog, mapping: MappingView): ResultPlan {
+  const count = columns.length;
+  const hidden = columns.map((column) => shape !== undefined && column.name.startsWith(shape.hiddenPrefix));
+  const categories: Array<string | undefined> = new Array(count).fill(undefined);
+  const groupOf: number[] = new Array(count).fill(-1);
+  const groups: number[][] = [];
+  const positions = shape ? alignShape(shape, count) : undefined;
+  if (shape && positions && hiddenInPlace(shape, positions, columns)) {
+    const from = (entry: number) => (entry >= 0 ? positions[entry] : undefined);
+    const matches = (position: number, relation: { name: string; schema: string }, column: string) => {
+      const description = columns[position]!;
+      const row = catalog.rows.get(columnKey(description.tableOid, description.attributeNumber));
+      return row !== undefined && row.table === relation.name && row.schema === relation.schema && row.column === column;
+    };
+    for (const group of shape.groups) {
+      const subjects = group.subjects.map(from);
+      // Each resource-context value must be that relation's resource-context column, as the server says.
+      const usable = subjects.every((position, i) => position !== undefined && matches(position, group.relation, group.relation.subjectColumns[i]!));
+      groups.push(usable ? (subjects as number[]) : []);
+    }
+    shape.entries.forEach((entry, index) => {
+      const position = positions[index];
+      if (entry.kind !== "column" || position === undefined || entry.column.hidden || !entry.column.expect) return;
+      const group = entry.column.group;
+      if (group < 0 || groups[group]!.length === 0) return;
+      const { relation, column } = entry.column.expect;
+      if (!matches(position, relation, column)) return;
+      const description = columns[position]!;
+      const field = mapping.fields.get(catalog.columns.get(columnKey(description.tableOid, description.attributeNumber)) ?? "");
+      if (!field) return;
+      categories[position] = field.category;
+      groupOf[position] = group;
+    });
+  }
+  // Groups with no value in this result need no verdict.
+  const used = groups.map((_, group) => groupOf.includes(group));
+  const decidingGroups = groups.map((subjects, group) => (used[group] ? subjects : []));
+  const live = decidingGroups.filter((subjects) => subjects.length > 0);
+  const renumber = new Map<number, number>();
+  decidingGroups.forEach((subjects, group) => subjects.length > 0 && renumber.set(group, renumber.size));
+  return {
+    columns,
+    categories,
+    groupOf: groupOf.map((group) => renumber.get(group) ?? -1),
+    hidden,
+    groups: live,
+    userColumns: [...new Set(live.flat())],
+    visibleCount: hidden.filter((h) => !h).length,
+    masks: new Map(),
+  };
 }
 
-/** The columns a verdict keeps in this result (computed once per distinct verdict). */
+/**
+ * Position of each shape entry in a result of `count` columns: entries before the first gap
+ * from the start, after the last gap from the end; between two gaps, unknown. Undefined when the
+ * count cannot fit the shape.
+ */
+export function alignShape(shape: ResultShape, count: number): Array<number | undefined> | undefined {
+  const entries = shape.entries;
+  const firstGap = entries.findIndex((e) => e.kind === "gap");
+  if (firstGap < 0) return entries.length === count ? entries.map((_, i) => i) : undefined;
+  const known = entries.filter((e) => e.kind === "column").length;
+  if (known > count) return undefined;
+  let lastGap = firstGap;
+  entries.forEach((e, i) => e.kind === "gap" && (lastGap = i));
+  return entries.map((entry, i) => {
+    if (entry.kind === "gap") return undefined;
+    if (i < firstGap) return i;
+    if (i > lastGap) return count - (entries.length - i);
+    return undefined;
+  });
+}
+
+/** The hidden columns the shape expects are where it expects them, by name: else the result is not the statement's. */
+function hiddenInPlace(shape: ResultShape, positions: Array<number | undefined>, columns: readonly ColumnDescription[]): boolean {
+  return shape.entries.every((entry, index) => {
+    if (entry.kind !== "column" || !entry.column.hidden) return true;
+    const position = positions[index];
+    return position === undefined || columns[position]!.name === entry.column.hidden;
+  });
+}
+
+/** The columns a verdict keeps in a result of one group (computed once per distinct verdict). */
 export function maskFor(plan: ResultPlan, verdict: RowVerdict): RowMask {
   if (plan.lastVerdict === verdict) return plan.lastMask!;
   let mask = plan.masks.get(verdict);
   if (!mask) {
-    const keep = plan.categories.map((category) => category !== undefined && verdict.categories.has(category));
-    mask = { keep, nulled: keep.filter((k) => !k).length };
+    mask = maskOf(plan, [verdict]);
     plan.masks.set(verdict, mask);
   }
   plan.lastVerdict = verdict;
   plan.lastMask = mask;
   return mask;
+}
+
+/** The columns kept for a row whose groups have these verdicts (undefined: the group names no one in this row). */
+export function maskOf(plan: ResultPlan, verdicts: ReadonlyArray<RowVerdict | undefined>): RowMask {
+  const count = plan.columns.length;
+  const keep = new Int8Array(count);
+  let nulled = 0;
+  let left = 0;
+  for (let i = 0; i < count; i++) {
+    if (plan.hidden[i]) {
+      keep[i] = -1;
+      left++;
+      continue;
+    }
+    const category = plan.categories[i];
+    const group = plan.groupOf[i]!;
+    const verdict = group >= 0 ? verdicts[group] : undefined;
+    const kept = category !== undefined && verdict !== undefined && verdict.allowed && verdict.categories.has(category);
+    keep[i] = kept ? 1 : 0;
+    if (!kept) nulled++;
+  }
+  return { keep, whole: nulled === 0 && left === 0, nulled };
 }

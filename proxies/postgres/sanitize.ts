@@ -13,7 +13,7 @@ const valueQuotingClasses = new Set(["22", "P0", "2F", "38", "39"]);
  * authentication, transaction state, concurrency, resources, cancellation, permissions,
  * constraint names (class 23's values are in the detail, which never crosses).
  */
-const messageSafeClasses = new Set(["08", "23", "25", "28", "40", "53", "54", "57"]);
+const messageSafeClasses = new Set(["08", "25", "28", "40", "53", "54", "57"]);
 const messageSafeCodes = new Set(["42501", "55P03", "55006", "0A000"]);
 
 /** SQLSTATEs an application may rely on, kept even when raised inside server-side code (others could spell data). */
@@ -40,17 +40,39 @@ function codeThatMayCross(fields: ErrorFields, code: string, fallback: string): 
 }
 
 /**
+ * Integrity errors name the constraint, table and column, and any of those names can be made
+ * of data (a constraint named by dynamic SQL): they cross with their SQLSTATE and a fixed text,
+ * and with the names the export knows (its catalog's) only.
+ */
+const integrityMessages: Record<string, string> = {
+  "23505": "duplicate key value violates a unique constraint",
+  "23503": "insert or update violates a foreign key constraint",
+  "23502": "null value violates a not-null constraint",
+  "23514": "new row violates a check constraint",
+  "23P01": "conflicting key value violates an exclusion constraint",
+  "23001": "operation violates a restrict constraint",
+};
+
+/** Whether an object name in an error is one the export knows (a relation or column of its catalog). */
+export type KnownName = (field: number, name: string) => boolean;
+
+/**
  * An error as the client may see it: never a value from the backend's data. Detail, hint,
  * context and internal query never cross; the message only when `messageMayCross`.
  */
-export function sanitizeError(fields: ErrorFields): ErrorFields {
+export function sanitizeError(fields: ErrorFields, known: KnownName = () => false): ErrorFields {
   const code = fields.get(ErrorField.Code) ?? "XX000";
-  const keepMessage = messageMayCross(fields, code);
+  const integrity = code.startsWith("23");
+  const keepMessage = !integrity && messageMayCross(fields, code);
   const out: ErrorFields = new Map();
   for (const [field, value] of fields) {
     if (alwaysKept.has(field) || (keepMessage && keptWithMessage.has(field))) out.set(field, value);
+    else if (integrity && keptWithMessage.has(field) && field !== ErrorField.Constraint && known(field, value)) out.set(field, value);
     else if (field === ErrorField.Code) out.set(field, codeThatMayCross(fields, code, "P0001"));
-    else if (field === ErrorField.Message) out.set(field, keepMessage ? value : `error ${codeThatMayCross(fields, code, "P0001")} (the server's message is withheld by the export: it can quote data values)`);
+    else if (field === ErrorField.Message) {
+      if (integrity) out.set(field, integrityMessages[code] ?? "integrity constraint violation");
+      else out.set(field, keepMessage ? value : `error ${codeThatMayCross(fields, code, "P0001")} (the server's message is withheld by the export: it can quote data values)`);
+    }
   }
   if (!out.has(ErrorField.Message)) out.set(ErrorField.Message, "error");
   return out;

@@ -8,6 +8,8 @@ import { UserIdMemo } from "./user-id-memo";
 import type { DirectVerification, ProxyAudit, ProxyLimits, RowDecider, SessionCounts } from "./types";
 import type { ProxyWorkerPool } from "./worker-pool";
 import type { ExportServing } from "../types";
+import { loadSqlParser } from "./analysis/sql-parser";
+import { sharedAnalyses, type StatementPolicy } from "./analysis/statement-analysis";
 
 export interface ExportServerOptions {
   exportId: string;
@@ -20,6 +22,8 @@ export interface ExportServerOptions {
   tls?: SecureContext;
   /** Present when the export's component enforces authentication. */
   directVerification?: DirectVerification;
+  /** Read-only unless writes are allowed; strict predicates. */
+  policy: StatementPolicy;
   /** Present when sessions run in the node's proxy worker processes rather than on its own event loop. */
   workers?: ProxyWorkerPool;
   /** Called when a connection ends, with what it counted (for the trace). */
@@ -46,6 +50,8 @@ export class PostgresExportServer {
 
   /** Opens the port; rejects (EADDRINUSE, EACCES...) when it cannot be opened. */
   static async listen(options: ExportServerOptions): Promise<PostgresExportServer> {
+    // Sessions parse every statement with PostgreSQL's parser, loaded once per process.
+    await loadSqlParser();
     // A connection handed to a worker must reach it unread.
     const server = createServer({ pauseOnConnect: options.workers !== undefined, noDelay: true });
     const endpoint = new PostgresExportServer(server, options);
@@ -56,6 +62,7 @@ export class PostgresExportServer {
       decider: options.decider,
       audit: options.audit,
       directVerification: options.directVerification,
+      policy: options.policy,
       ended: (connectionId, counts, identity) => endpoint.ended(connectionId, counts, identity),
     });
     try {
@@ -111,6 +118,8 @@ export class PostgresExportServer {
       tls: this.options.tls,
       directVerification: this.options.directVerification,
       userIds: this.userIds,
+      policy: this.options.policy,
+      analyses: sharedAnalyses,
       onEnd: (counts, identity) => {
         this.sessions.delete(session);
         this.ended(connectionId, counts, identity);

@@ -9,13 +9,14 @@ import { OutputBuffer } from "./output-buffer";
 import { encodeDescribeBytes, locateDescribe } from "../../protocols/postgres/describe";
 import { encodeExecuteBytes, locateExecute } from "../../protocols/postgres/execute";
 import { encodeFlush } from "../../protocols/postgres/sync";
-import { decodeErrorFields, encodeErrorResponse, encodeNoticeResponse, errorFields, ErrorField } from "../../protocols/postgres/error-response";
+import { decodeErrorFields, encodeErrorResponse, encodeNoticeResponse, errorFields, ErrorField, type ErrorFields } from "../../protocols/postgres/error-response";
 import { FrameList, startupPacketLength, type Frame } from "../../protocols/postgres/frames";
 import { decodeQuery, encodeQuery } from "../../protocols/postgres/query";
 import { decodeParameterStatus } from "../../protocols/postgres/parameter-status";
-import { decodeReadyForQuery } from "../../protocols/postgres/ready-for-query";
+import { decodeReadyForQuery, encodeReadyForQuery } from "../../protocols/postgres/ready-for-query";
 import { decodeRowDescription, encodeRowDescription, type ColumnDescription } from "../../protocols/postgres/row-description";
-import { decodeParse } from "../../protocols/postgres/parse";
+import { decodeParse, encodeParse } from "../../protocols/postgres/parse";
+import { decodeBind, encodeBind, locateBind } from "../../protocols/postgres/bind";
 import { decodeStartup, encodeStartup } from "../../protocols/postgres/startup";
 import { encodeNegotiateProtocolVersion } from "../../protocols/postgres/negotiate-protocol-version";
 import { equalBytes, ProtocolError } from "../../protocols/postgres/wire";
@@ -24,8 +25,10 @@ import { decodePasswordMessage } from "../../protocols/postgres/password";
 import { BackendLogin, BackendLoginError } from "./backend-login";
 import { ByteQueue } from "./byte-queue";
 import type { CancelKeys } from "./cancel-keys";
-import { catalogQuery, columnKey, resolveColumns, type CatalogRow, type ColumnMap } from "./column-catalog";
-import { maskFor, planResult, type ResultPlan } from "./result-plan";
+import { catalogFrom, catalogQuery, columnKey, type Catalog, type CatalogRow } from "./column-catalog";
+import { alignShape, maskFor, maskOf, planResult, type ResultPlan } from "./result-plan";
+import { emptySchemaView } from "./analysis/schema-view";
+import { originalPosition, type AnalysisCache, type QueryAnalysis, type ResultShape, type StatementEffect, type StatementPolicy } from "./analysis/statement-analysis";
 import { sanitizeError, sanitizeNotice } from "./sanitize";
 import type { DirectVerification, MappingView, ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts, TextDecoding } from "./types";
 import { userIdFromValue } from "./user-id";
@@ -54,8 +57,8 @@ const backendReadBytes = 65_536;
  */
 const maxDescribedResults = 256;
 const maxDescribedBytes = 256 * 1024;
-/** SQL text the client sent lately, kept to check result column labels against (see `visibleLabels`). */
-const keptClientTextChars = 65_536;
+/** Names the client wrote lately, kept to check result column labels against (see `visibleColumns`). */
+const keptClientNames = 4096;
 
 export interface SessionDeps {
   exportId: string;
@@ -73,6 +76,10 @@ export interface SessionDeps {
   directVerification?: DirectVerification;
   /** Reads the rows' user ids (shared by the export's connections). */
   userIds: TextDecoding;
+  /** Read-only unless writes are allowed; strict predicates. */
+  policy: StatementPolicy;
+  /** Statement analyses by text, shared by the export's connections in this process. */
+  analyses: AnalysisCache;
   onEnd(counts: SessionCounts, identity: { user?: string; database?: string }): void;
 }
 
@@ -93,6 +100,8 @@ interface DescribeExpectation {
   kind: "describe";
   forClient: boolean;
   decidesRows: boolean;
+  /** What the described statement or portal returns (its rows' shape). */
+  effect: StatementEffect | undefined;
 }
 
 /** An Execute's row limit: `rows` of `portal` (its name as sent); `finished` lets the client's next messages go. */
@@ -104,27 +113,28 @@ interface RowLimit {
 
 /** What the backend will answer, in order, for the messages forwarded so far (only what the proxy must tell apart). */
 type Expectation =
-  | { kind: "simple" }
+  /** A Query: its statements' effects, in order; `index` is the one being answered. */
+  | { kind: "simple"; analysis: QueryAnalysis; index: number }
   | DescribeExpectation
-  /** `limit`: the client asked for at most that many rows. */
-  | { kind: "execute"; limit?: RowLimit }
+  /** `limit`: the client asked for at most that many rows. `effect`: what the portal's statement does. */
+  | { kind: "execute"; limit?: RowLimit; effect: StatementEffect | undefined }
   | { kind: "sync" }
   /**
    * The client ended a COPY (CopyDone, CopyFail) before the proxy saw it start: the messages between
    * a COPY FROM STDIN and this reach the backend during COPY IN. Never at the head of the queue.
    */
   | { kind: "copyEnd" }
-  /** ParseComplete, BindComplete, CloseComplete: tracked so the queue mirrors the backend exactly. */
-  | { kind: "complete"; code: number }
+  /** ParseComplete, BindComplete, CloseComplete: tracked so the queue mirrors the backend exactly (a Parse's analysis maps error positions back). */
+  | { kind: "complete"; code: number; analysis?: QueryAnalysis }
+  /** A statement the export refused: its error goes to the client in turn, nothing went to the backend. */
+  | { kind: "refusal"; error: Buffer; readyForQuery: boolean }
   | { kind: "internal"; query: InternalQuery };
 
 /** Expectations with nothing of their own, one object each, shared and never changed: none made per message. */
 const stateless = {
-  simple: { kind: "simple" },
   parseComplete: { kind: "complete", code: BackendCode.ParseComplete },
   bindComplete: { kind: "complete", code: BackendCode.BindComplete },
   closeComplete: { kind: "complete", code: BackendCode.CloseComplete },
-  execute: { kind: "execute" },
   sync: { kind: "sync" },
   copyEnd: { kind: "copyEnd" },
 } as const satisfies Record<string, Expectation>;
@@ -134,8 +144,8 @@ interface DescribedResult {
   plan: ResultPlan;
   /** The largest table OID among its columns: one newer than the catalog lookup makes the catalog stale. */
   newestTable: number;
-  /** The RowDescription the client gets while its SQL text stays `clientTextVersion`: `rewritten`, or the backend's own bytes when undefined. */
-  forClient?: { clientTextVersion: number; rewritten: Buffer | undefined };
+  /** The RowDescription the client gets while its names stay `clientNamesVersion`: `rewritten`, or the backend's own bytes when undefined. */
+  forClient?: { clientNamesVersion: number; rewritten: Buffer | undefined };
 }
 
 /** startup packet -> (direct verification: the client's password checked by the proxy) -> backend authentication -> the proxy's catalog query (client held) -> ready -> closed. */
@@ -174,7 +184,7 @@ export class ProxySession {
   private copyingIn = false;
   private swallowingCopyOut = false;
   private transaction: TransactionStatus = TransactionStatus.Idle;
-  private columns: ColumnMap = new Map();
+  private catalog: Catalog = { columns: new Map(), rows: new Map(), schema: emptySchemaView };
   /** Changes whenever `columns` does (plans made from an older column map are dropped). */
   private catalogVersion = 0;
   private catalogMappingKey = "";
@@ -193,9 +203,23 @@ export class ProxySession {
   private backendSkipsToSync = false;
   private pendingInternal?: { timer: NodeJS.Timeout; fail(error: Error): void };
   private readonly authenticationTimer: NodeJS.Timeout;
-  private clientText = "";
-  /** Changes whenever `clientText` does (column labels are checked against it). */
-  private clientTextVersion = 0;
+  /** Names the client wrote in its recent statements (column labels are checked against them). */
+  private clientNames = new Set<string>();
+  /** Changes whenever `clientNames` does. */
+  private clientNamesVersion = 0;
+  /** Prepared statements (extended protocol) by name, with what they return. */
+  private readonly statements = new Map<string, StatementEffect>();
+  /** Portals by name, with what their statement returns. */
+  private readonly portals = new Map<string, StatementEffect>();
+  /** SQL-level prepared statements (PREPARE) and cursors (DECLARE), with what they return. */
+  private readonly sqlPrepared = new Map<string, ResultShape | undefined>();
+  private readonly cursors = new Map<string, ResultShape | undefined>();
+  /** After a refused extended-protocol message, the client's messages are dropped until its Sync, as the backend does after an error. */
+  private skipsToSync = false;
+  /** What the client asked application_name to be at startup. */
+  private clientApplicationName?: string;
+  /** The role the backend session logs in as. */
+  private loginUser?: string;
   private clientHolds = 0;
   /**
    * The client's last message when it was a Describe of a portal: an Execute of that portal right
@@ -348,36 +372,75 @@ export class ProxySession {
     }
     const described = this.portalDescribed;
     this.portalDescribed = undefined;
+    if (this.skipsToSync && frame.code !== FrontendCode.Sync && frame.code !== FrontendCode.Terminate) return true;
     // During COPY IN, and for messages the backend will skip (an error earlier in this extended-protocol batch): no answer expected.
     if (this.copyingIn || (this.backendSkipsToSync && frame.code !== FrontendCode.Sync && frame.code !== FrontendCode.Terminate && frame.code !== FrontendCode.FunctionCall)) {
       if (!this.copyingIn || this.copyInFrame(frame.code)) out.forward(bytes, frame.start, frame.end);
       return true;
     }
     switch (frame.code) {
-      case FrontendCode.Query:
-        this.rememberText(decodeQuery(bytes.subarray(frame.bodyStart, frame.end)));
-        this.expected.push(stateless.simple);
+      case FrontendCode.Query: {
+        const analysis = this.analyse(decodeQuery(bytes.subarray(frame.bodyStart, frame.end)));
+        if (analysis.refusal) {
+          this.refuseStatement(analysis, true);
+          return true;
+        }
+        this.expected.push({ kind: "simple", analysis, index: 0 });
+        if (analysis.text !== analysis.original) {
+          out.push(encodeQuery(analysis.text));
+          return true;
+        }
         break;
-      case FrontendCode.Parse:
-        this.rememberText(decodeParse(bytes.subarray(frame.bodyStart, frame.end)).sql);
+      }
+      case FrontendCode.Parse: {
         this.extendedOpen = true;
-        this.expected.push(stateless.parseComplete);
+        const parse = decodeParse(bytes.subarray(frame.bodyStart, frame.end));
+        const analysis = this.analyse(parse.sql);
+        if (analysis.refusal) {
+          this.refuseStatement(analysis, false);
+          this.skipsToSync = true;
+          return true;
+        }
+        // One statement per Parse (the backend refuses more): its effect is the prepared statement's.
+        this.statements.set(parse.statement, analysis.statements[0] ?? { kind: "other" });
+        this.expected.push(analysis.insertions.length > 0 ? { kind: "complete", code: BackendCode.ParseComplete, analysis } : stateless.parseComplete);
+        if (analysis.text !== parse.sql) {
+          out.push(encodeParse({ ...parse, sql: analysis.text }));
+          return true;
+        }
         break;
-      case FrontendCode.Bind:
+      }
+      case FrontendCode.Bind: {
         this.extendedOpen = true;
+        const { portalEnd, statementStart, statementEnd } = locateBind(bytes, frame.bodyStart, frame.end);
+        const effect = this.statements.get(bytes.toString("latin1", statementStart, statementEnd));
+        this.portals.set(bytes.toString("latin1", frame.bodyStart, portalEnd), effect ?? { kind: "other" });
         this.expected.push(stateless.bindComplete);
+        const rebound = effect ? withHiddenResultFormats(bytes.subarray(frame.bodyStart, frame.end), this.shapeOf(effect)) : undefined;
+        if (rebound) {
+          out.push(rebound);
+          return true;
+        }
         break;
-      case FrontendCode.Close:
+      }
+      case FrontendCode.Close: {
         this.extendedOpen = true;
+        const target = locateDescribe(bytes, frame.bodyStart, frame.end);
+        const name = bytes.toString("latin1", frame.bodyStart + 1, target.nameEnd);
+        if (target.kind === TargetKind.Portal) this.portals.delete(name);
+        else this.statements.delete(name);
         this.expected.push(stateless.closeComplete);
         break;
+      }
       case FrontendCode.Flush:
         this.extendedOpen = true;
         break;
       case FrontendCode.Describe: {
         this.extendedOpen = true;
         const target = locateDescribe(bytes, frame.bodyStart, frame.end);
-        const expectation: DescribeExpectation = { kind: "describe", forClient: true, decidesRows: false };
+        const name = bytes.toString("latin1", frame.bodyStart + 1, target.nameEnd);
+        const effect = target.kind === TargetKind.Portal ? this.portals.get(name) : this.statements.get(name);
+        const expectation: DescribeExpectation = { kind: "describe", forClient: true, decidesRows: false, effect };
         this.expected.push(expectation);
         if (target.kind === TargetKind.Portal) this.portalDescribed = { chunk: bytes, nameStart: frame.bodyStart + 1, nameEnd: target.nameEnd, expectation };
         break;
@@ -388,21 +451,22 @@ export class ProxySession {
         // the portal just before (still unanswered, so nothing came between), otherwise from the
         // proxy's own Describe, whose answer comes back just before the rows and is kept from the client.
         const { portalEnd, maxRows: limit } = locateExecute(bytes, frame.bodyStart, frame.end);
+        const effect = this.portals.get(bytes.toString("latin1", frame.bodyStart, portalEnd));
         // Still the last expectation: not answered yet (nor cleared by an error).
         if (described && this.expected[this.expected.length - 1] === described.expectation && equalBytes(described.chunk, described.nameStart, described.nameEnd, bytes, frame.bodyStart, portalEnd)) described.expectation.decidesRows = true;
         else {
           out.push(encodeDescribeBytes(TargetKind.Portal, bytes.subarray(frame.bodyStart, portalEnd)));
-          this.expected.push({ kind: "describe", forClient: false, decidesRows: true });
+          this.expected.push({ kind: "describe", forClient: false, decidesRows: true, effect });
         }
         if (limit <= 0) {
-          this.expected.push(stateless.execute);
+          this.expected.push({ kind: "execute", effect });
           break;
         }
         // A row limit counts the rows the client receives: dropped rows are made up for with more
         // Executes of the portal, so the client's next messages (its Sync) wait until this one is done.
         // The portal's name is copied: the top-ups name it.
         const portal = Buffer.from(bytes.subarray(frame.bodyStart, portalEnd));
-        this.limitedExecute = new Promise((resolve) => this.expected.push({ kind: "execute", limit: { portal, rows: limit, finished: resolve } }));
+        this.limitedExecute = new Promise((resolve) => this.expected.push({ kind: "execute", limit: { portal, rows: limit, finished: resolve }, effect }));
         out.forward(bytes, frame.start, frame.end);
         out.push(encodeFlush());
         return true;
@@ -410,6 +474,7 @@ export class ProxySession {
       case FrontendCode.Sync:
         this.extendedOpen = false;
         this.backendSkipsToSync = false;
+        this.skipsToSync = false;
         this.expected.push(stateless.sync);
         break;
       case FrontendCode.CopyData:
@@ -436,29 +501,75 @@ export class ProxySession {
     return true;
   }
 
-  private rememberText(sql: string): void {
-    this.clientText = (this.clientText + "\n" + sql.toLowerCase()).slice(-keptClientTextChars);
-    this.clientTextVersion++;
+  /** The analysis of a client text (cached by text); its names join those labels may use. */
+  private analyse(sql: string): QueryAnalysis & { original: string } {
+    const analysis = this.deps.analyses.get(sql, this.catalog.schema, this.deps.policy);
+    if (this.clientNames.size + analysis.identifiers.size > keptClientNames) this.clientNames = new Set();
+    let added = false;
+    for (const name of analysis.identifiers) {
+      if (this.clientNames.has(name)) continue;
+      this.clientNames.add(name);
+      added = true;
+    }
+    if (added) this.clientNamesVersion++;
+    return { ...analysis, original: sql };
   }
 
   /**
-   * Column labels as the client may see them. A label is the client's own alias, a column's
-   * name or a function's; but server-side code can prepare a statement whose alias is a data
-   * value (EXECUTE format('PREPARE p AS SELECT 1 AS %I', ...)). A label crosses when the client
-   * wrote it in its SQL or it is the name of a mapped column; otherwise it becomes ?column?.
+   * A statement the export does not run: its error reaches the client in the order of the
+   * answers (after everything sent before it), audited; nothing goes to the backend. A Query's
+   * refusal ends with ReadyForQuery as the backend's would; a Parse's waits for the client's Sync.
    */
-  private visibleColumns(columns: readonly ColumnDescription[]): ColumnDescription[] | undefined {
-    let changed: ColumnDescription[] | undefined;
-    columns.forEach((column, index) => {
-      const recordField = column.tableOid === 0 ? undefined : this.columns.get(columnKey(column.tableOid, column.attributeNumber));
-      const labelOk = column.name === "?column?" || this.clientText.includes(column.name.toLowerCase()) || (recordField !== undefined && recordField.slice(recordField.lastIndexOf(".") + 1) === column.name);
-      // A type modifier can be chosen too (varchar(n)); an unmapped column is always NULL, so it needs none.
-      const typeModifierOk = recordField !== undefined || column.typeModifier === -1;
-      if (labelOk && typeModifierOk) return;
-      changed ??= [...columns];
-      changed[index] = { ...column, name: labelOk ? column.name : "?column?", typeModifier: typeModifierOk ? column.typeModifier : -1 };
+  private refuseStatement(analysis: QueryAnalysis, readyForQuery: boolean): void {
+    const refusal = analysis.refusal!;
+    this.counts.refused++;
+    const fields = errorFields("ERROR", refusal.sqlState, refusal.message);
+    if (refusal.position) fields.set(ErrorField.Position, String(refusal.position));
+    this.deps.audit("warn", "statement.refused", `statement refused: ${refusal.message}`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, component: "postgres", identity: this.identity.user ?? null, sqlState: refusal.sqlState });
+    this.expected.push({ kind: "refusal", error: encodeErrorResponse(fields), readyForQuery });
+    if (this.expected.length === 1) {
+      const out = new OutputBuffer(256);
+      this.answerRefusals(out);
+      this.toClient(out);
+    }
+  }
+
+  /** Answers the refusals at the head of the queue (their turn has come). */
+  private answerRefusals(out: OutputBuffer): void {
+    for (let head = this.head(); head?.kind === "refusal"; head = this.head()) {
+      this.shiftExpectation();
+      out.push(head.error);
+      if (head.readyForQuery) out.push(encodeReadyForQuery(this.transaction));
+    }
+  }
+
+  /**
+   * The columns as the client may see them: hidden ones left out; a column whose values are
+   * always NULL (unmapped, or whose instance is not known) described as text with no table,
+   * attribute, size or modifier, so data cannot choose its metadata. A label crosses when the
+   * client wrote it (a whole name in its statements), it is the name of a mapped column, or
+   * `?column?`: server-side code can prepare a statement whose alias is a data value.
+   */
+  private visibleColumns(plan: ResultPlan): ColumnDescription[] | undefined {
+    let changed = false;
+    const visible: ColumnDescription[] = [];
+    plan.columns.forEach((column, index) => {
+      if (plan.hidden[index]) {
+        changed = true;
+        return;
+      }
+      const recordField = column.tableOid === 0 ? undefined : this.catalog.columns.get(columnKey(column.tableOid, column.attributeNumber));
+      const labelOk = column.name === "?column?" || this.clientNames.has(column.name) || (recordField !== undefined && recordField.slice(recordField.lastIndexOf(".") + 1) === column.name);
+      const name = labelOk ? column.name : "?column?";
+      const emptied = plan.categories[index] === undefined;
+      if (!emptied && labelOk) {
+        visible.push(column);
+        return;
+      }
+      changed = true;
+      visible.push(emptied ? { name, tableOid: 0, attributeNumber: 0, typeOid: textTypeOid, typeSize: -1, typeModifier: -1, format: column.format } : { ...column, name });
     });
-    return changed;
+    return changed ? visible : undefined;
   }
 
   /**
@@ -498,7 +609,7 @@ export class ProxySession {
 
   private applyCatalog(results: string[][][], mapping: MappingView): void {
     const rows: CatalogRow[] = (results.length > 1 ? results[0]! : []).map((r) => ({ tableOid: Number(r[0]), attributeNumber: Number(r[1]), schema: r[2]!, table: r[3]!, column: r[4]! }));
-    this.columns = resolveColumns(rows, mapping);
+    this.catalog = catalogFrom(rows, mapping);
     this.catalogVersion++;
     this.newestRelation = Number(results[results.length - 1]?.[0]?.[0] ?? 0);
     this.catalogMappingKey = mapping.key;
@@ -580,11 +691,18 @@ export class ProxySession {
       this.refuse("0A000", "replication connections are not allowed through this export", "replication.refused");
       return;
     }
+    this.clientApplicationName = parameters.get("application_name");
+    // Read-only unless the export allows writes: a second layer under the statement checks (the client cannot override it: this parameter comes last).
+    if (!this.deps.policy.allowWrites) {
+      parameters.delete("default_transaction_read_only");
+      parameters.set("default_transaction_read_only", "on");
+    }
     // Protocol options (_pq_.*) and minor versions above 0 are declined the way PostgreSQL does.
     const options = [...parameters.keys()].filter((name) => name.startsWith("_pq_."));
     for (const option of options) parameters.delete(option);
     if (minor > 0 || options.length > 0) this.client.write(encodeNegotiateProtocolVersion(0, options));
     this.identity = { user: parameters.get("user"), database: parameters.get("database") ?? parameters.get("user") };
+    this.loginUser = this.identity.user;
     if (this.deps.directVerification) {
       // A password in cleartext: only over TLS.
       if (!(this.client instanceof TLSSocket)) {
@@ -611,6 +729,7 @@ export class ProxySession {
       return;
     }
     const login = direct.backendIdentity ?? { user, password };
+    this.loginUser = login.user;
     this.backendLogin = new BackendLogin(login.user, login.password);
     const parameters = this.startupParameters!;
     this.startupParameters = undefined;
@@ -696,6 +815,7 @@ export class ProxySession {
           this.frameIndex = i;
           this.backendFrame(bytes, frames.read(i, this.backendCursor), out);
           if (this.closed) return;
+          if (this.expected[0]?.kind === "refusal") this.answerRefusals(out);
         }
         this.toClient(out);
       }
@@ -755,8 +875,16 @@ export class ProxySession {
     missing.clear();
     let i = from;
     for (; i < frames.count && frames.code(i) === BackendCode.DataRow; i++) {
-      if (plan.userColumns.length === 0) continue;
-      const userId = this.userOf(bytes, frames.read(i, this.scanCursor), plan);
+      if (plan.groups.length === 0) continue;
+      const row = frames.read(i, this.scanCursor);
+      if (plan.groups.length > 1) {
+        for (const group of plan.groups) {
+          const userId = this.userOf(bytes, row, plan, group);
+          if (userId !== undefined && !this.deps.decider.verdict(userId)) missing.add(userId);
+        }
+        continue;
+      }
+      const userId = this.userOf(bytes, row, plan, plan.groups[0]!);
       this.chunkUsers[i] = userId ?? "";
       if (userId === undefined) continue;
       const verdict = this.deps.decider.verdict(userId);
@@ -780,12 +908,12 @@ export class ProxySession {
   private readonly described = new Map<string, DescribedResult>();
   private describedBytes = 0;
   /** The last RowDescription's bytes: compared first, before a look-up that would read them into a string. */
-  private lastDescribed?: { bytes: Buffer; result: DescribedResult };
+  private lastDescribed?: { bytes: Buffer; shape: ResultShape | undefined; result: DescribedResult };
   /** The mapping and column map the described results were made with; either changing clears them. */
   private describedMappingKey = "";
   private describedCatalogVersion = -1;
 
-  private describedResult(bytes: Buffer, frame: Frame): DescribedResult {
+  private describedResult(bytes: Buffer, frame: Frame, shape: ResultShape | undefined): DescribedResult {
     const mapping = this.deps.decider.mapping();
     if (mapping.key !== this.describedMappingKey || this.catalogVersion !== this.describedCatalogVersion) {
       this.described.clear();
@@ -795,11 +923,11 @@ export class ProxySession {
       this.describedCatalogVersion = this.catalogVersion;
     }
     const last = this.lastDescribed;
-    if (last && equalBytes(last.bytes, 0, last.bytes.length, bytes, frame.bodyStart, frame.end)) return last.result;
-    const key = bytes.toString("latin1", frame.bodyStart, frame.end);
+    if (last && last.shape === shape && equalBytes(last.bytes, 0, last.bytes.length, bytes, frame.bodyStart, frame.end)) return last.result;
+    const key = shapeKey(shape) + bytes.toString("latin1", frame.bodyStart, frame.end);
     let result = this.described.get(key);
     if (!result) {
-      const plan = planResult(decodeRowDescription(bodyOf(bytes, frame)), this.columns, mapping);
+      const plan = planResult(decodeRowDescription(bodyOf(bytes, frame)), shape, this.catalog, mapping);
       result = { plan, newestTable: plan.columns.reduce((newest, column) => Math.max(newest, column.tableOid), 0) };
       if (this.described.size >= maxDescribedResults || this.describedBytes + key.length > maxDescribedBytes) {
         this.described.clear();
@@ -810,23 +938,24 @@ export class ProxySession {
         this.describedBytes += key.length;
       }
     }
-    this.lastDescribed = { bytes: Buffer.from(bodyOf(bytes, frame)), result };
+    this.lastDescribed = { bytes: Buffer.from(bodyOf(bytes, frame)), shape, result };
     return result;
   }
 
   /** The RowDescription as the client may see it (labels and type modifiers it may not see replaced), remembered until the client's SQL text changes. */
   private pushRowDescription(bytes: Buffer, frame: Frame, result: DescribedResult, out: OutputBuffer): void {
     let forClient = result.forClient;
-    if (forClient?.clientTextVersion !== this.clientTextVersion) {
-      const visible = this.visibleColumns(result.plan.columns);
-      forClient = result.forClient = { clientTextVersion: this.clientTextVersion, rewritten: visible ? encodeRowDescription(visible) : undefined };
+    if (forClient?.clientNamesVersion !== this.clientNamesVersion) {
+      const visible = this.visibleColumns(result.plan);
+      forClient = result.forClient = { clientNamesVersion: this.clientNamesVersion, rewritten: visible ? encodeRowDescription(visible) : undefined };
     }
     if (forClient.rewritten) out.push(forClient.rewritten);
     else out.pushRange(bytes, frame.start, frame.end);
   }
 
-  private userOf(bytes: Buffer, frame: Frame, plan: ResultPlan): string | undefined {
-    for (const column of plan.userColumns) {
+  /** The user a row names in one group's resource-context columns (first non-empty). */
+  private userOf(bytes: Buffer, frame: Frame, plan: ResultPlan, columns: readonly number[]): string | undefined {
+    for (const column of columns) {
       const value = locateValue(bytes, frame.bodyStart, frame.end, column);
       if (!value) continue;
       const description = plan.columns[column]!;
@@ -860,7 +989,8 @@ export class ProxySession {
         this.dataRow(bytes, frame, out);
         return;
       case BackendCode.RowDescription: {
-        const result = this.describedResult(bytes, frame);
+        const effect = head?.kind === "describe" ? head.effect : head?.kind === "simple" ? head.analysis.statements[head.index] : undefined;
+        const result = this.describedResult(bytes, frame, effect ? this.shapeOf(effect) : undefined);
         if (result.newestTable > this.newestRelation) this.catalogStale = true;
         // Only a Describe of the portal right before its Execute and a simple query's description decide rows.
         this.plan = (head?.kind === "describe" && head.decidesRows) || head?.kind === "simple" ? result.plan : undefined;
@@ -905,14 +1035,18 @@ export class ProxySession {
         }
         this.plan = undefined;
         this.copyingIn = false;
-        if (head?.kind === "execute") this.finishExecute();
+        if (head?.kind === "simple") this.applyEffect(head.analysis.statements[head.index++]);
+        if (head?.kind === "execute") {
+          this.applyEffect(head.effect);
+          this.finishExecute();
+        }
         return;
       }
       case BackendCode.PortalSuspended:
         if (head?.kind === "execute" && head.limit && this.resultRowsSent < head.limit.rows) {
           // Rows were dropped: ask the portal for as many more as the client is still owed (all the
           // rest when no row of this result can name a user: none will ever be sent).
-          const owed = this.plan && this.plan.userColumns.length > 0 ? head.limit.rows - this.resultRowsSent : 0;
+          const owed = this.plan && this.plan.groups.length > 0 ? head.limit.rows - this.resultRowsSent : 0;
           this.backend?.write(Buffer.concat([encodeExecuteBytes(head.limit.portal, owed), encodeFlush()]));
           return;
         }
@@ -934,7 +1068,7 @@ export class ProxySession {
           while (this.expected.length > 0 && this.head()!.kind !== "sync") this.finishExecute();
           if (this.expected.length === 0) this.backendSkipsToSync = true;
         }
-        out.push(encodeErrorResponse(sanitizeError(decodeErrorFields(bodyOf(bytes, frame)))));
+        out.push(encodeErrorResponse(this.clientError(decodeErrorFields(bodyOf(bytes, frame)), head)));
         return;
       case BackendCode.ReadyForQuery:
         if (head?.kind !== "sync" && head?.kind !== "simple") throw new ProtocolError("the export lost track of the protocol");
@@ -951,7 +1085,7 @@ export class ProxySession {
         // set_config() can make the backend report any value (application_name, TimeZone...): after startup only known values cross.
         const { name, value } = decodeParameterStatus(bodyOf(bytes, frame));
         if (!this.encodingSupported(name, value)) return;
-        if (reportedValueIsSafe(name, value)) out.pushRange(bytes, frame.start, frame.end);
+        if (this.reportMayCross(name, value)) out.pushRange(bytes, frame.start, frame.end);
         return;
       }
       case BackendCode.NotificationResponse:
@@ -979,12 +1113,83 @@ export class ProxySession {
         }
         out.pushRange(bytes, frame.start, frame.end);
         return;
-      case BackendCode.BackendKeyData:
-      case BackendCode.FunctionCallResponse:
-        throw new ProtocolError(`unexpected message '${String.fromCharCode(frame.code)}' from the backend`);
-      default:
+      case BackendCode.ParameterDescription:
         out.pushRange(bytes, frame.start, frame.end);
+        return;
+      default:
+        // Only messages the proxy knows cross: anything else could carry what it cannot check.
+        throw new ProtocolError(`unexpected message '${String.fromCharCode(frame.code)}' from the backend`);
     }
+  }
+
+  /** Whether an object name is in the catalog snapshot (a relation, schema or column the mapping names). */
+  private knowsName(field: number, name: string): boolean {
+    for (const row of this.catalog.rows.values()) {
+      if (field === ErrorField.Table && row.table === name) return true;
+      if (field === ErrorField.Schema && row.schema === name) return true;
+      if (field === ErrorField.Column && row.column === name) return true;
+    }
+    return false;
+  }
+
+  /** What a statement's or portal's rows look like: a cursor's or prepared statement's as declared. */
+  private shapeOf(effect: StatementEffect): ResultShape | undefined {
+    switch (effect.kind) {
+      case "rows":
+        return effect.shape;
+      case "fetch":
+        return this.cursors.get(effect.cursor);
+      case "execute":
+        return this.sqlPrepared.get(effect.name);
+      default:
+        return undefined;
+    }
+  }
+
+  /** A statement completed: cursors and SQL-level prepared statements it made or removed. */
+  private applyEffect(effect: StatementEffect | undefined): void {
+    switch (effect?.kind) {
+      case "declare":
+        this.cursors.set(effect.cursor, effect.shape);
+        return;
+      case "prepare":
+        this.sqlPrepared.set(effect.name, effect.shape);
+        return;
+      case "close":
+        if (effect.cursor === undefined) this.cursors.clear();
+        else this.cursors.delete(effect.cursor);
+        return;
+      case "deallocate":
+        if (effect.name === undefined) this.sqlPrepared.clear();
+        else this.sqlPrepared.delete(effect.name);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** An error as the client may see it: sanitized, its position mapped back to the client's own text, no hidden column's name. */
+  private clientError(fields: ErrorFields, head: Expectation | undefined): ErrorFields {
+    const analysis = head?.kind === "simple" ? head.analysis : head?.kind === "complete" ? head.analysis : undefined;
+    const clean = sanitizeError(fields, (field, name) => this.knowsName(field, name));
+    const position = clean.get(ErrorField.Position);
+    if (position !== undefined && analysis && analysis.insertions.length > 0) {
+      const mapped = originalPosition(analysis, Number(position));
+      if (mapped === undefined) clean.delete(ErrorField.Position);
+      else clean.set(ErrorField.Position, String(mapped));
+    }
+    for (const [field, value] of clean) if (value.includes("__warden")) clean.set(field, value.replace(/__warden_[0-9a-f]+_\d+/g, "(a column the export added)"));
+    return clean;
+  }
+
+  /**
+   * Whether a reported parameter crosses: values of a known form, and those only the client
+   * could have chosen (its own application_name, the user it logged in as).
+   */
+  private reportMayCross(name: string, value: string): boolean {
+    if (name === "application_name") return value === (this.clientApplicationName ?? "");
+    if (name === "session_authorization") return value === this.loginUser;
+    return reportedValueIsSafe(name, value);
   }
 
   /** User ids are read as UTF-8: a client encoding that converts text is refused. */
@@ -1017,8 +1222,9 @@ export class ProxySession {
         return;
       }
       case BackendCode.ParameterStatus: {
+        // The same allow-list as after login: a role's stored settings (ALTER ROLE ... SET) are reported here.
         const { name, value } = decodeParameterStatus(bodyOf(bytes, frame));
-        if (this.encodingSupported(name, value)) out.pushRange(bytes, frame.start, frame.end);
+        if (this.encodingSupported(name, value) && this.reportMayCross(name, value)) out.pushRange(bytes, frame.start, frame.end);
         return;
       }
       case BackendCode.BackendKeyData:
@@ -1090,23 +1296,56 @@ export class ProxySession {
   private dataRow(bytes: Buffer, frame: Frame, out: OutputBuffer): void {
     this.counts.rowsIn++;
     const plan = this.plan;
-    const scanned = this.chunkUsers[this.frameIndex];
-    const userId = scanned !== undefined ? scanned || undefined : plan ? this.userOf(bytes, frame, plan) : undefined;
-    const verdict = userId === undefined ? undefined : (this.chunkRowVerdicts[this.frameIndex] ?? this.loadedVerdicts.get(userId) ?? this.deps.decider.verdict(userId));
-    // A row whose shape is not the plan's is not decided by it.
-    if (!plan || !verdict || !verdict.allowed || frame.end - frame.bodyStart < 2 || bytes.readInt16BE(frame.bodyStart) !== plan.columns.length) {
+    // A row whose shape is not the plan's is not decided by it; a result no instance's user decides is not shown.
+    if (!plan || plan.groups.length === 0 || frame.end - frame.bodyStart < 2 || bytes.readInt16BE(frame.bodyStart) !== plan.columns.length) {
       this.counts.rowsDropped++;
       return;
     }
-    const mask = maskFor(plan, verdict);
+    const mask = plan.groups.length === 1 ? this.oneGroupMask(bytes, frame, plan) : this.groupsMask(bytes, frame, plan);
+    if (!mask) {
+      this.counts.rowsDropped++;
+      return;
+    }
     this.counts.rowsKept++;
     this.resultRowsSent++;
-    if (mask.nulled === 0) {
+    if (mask.whole) {
       out.pushRange(bytes, frame.start, frame.end);
       return;
     }
     this.counts.valuesNulled += mask.nulled;
     out.pushMaskedRow(bytes, frame.start, frame.end, mask.keep);
+  }
+
+  /** The verdict of a user this chunk needs: read ahead with its row, loaded for the chunk, or in memory. */
+  private verdictOf(userId: string): RowVerdict | undefined {
+    return this.loadedVerdicts.get(userId) ?? this.deps.decider.verdict(userId);
+  }
+
+  /** One instance decides every value: the row goes if its user may be used. */
+  private oneGroupMask(bytes: Buffer, frame: Frame, plan: ResultPlan) {
+    const scanned = this.chunkUsers[this.frameIndex];
+    const userId = scanned !== undefined ? scanned || undefined : this.userOf(bytes, frame, plan, plan.groups[0]!);
+    const verdict = userId === undefined ? undefined : (this.chunkRowVerdicts[this.frameIndex] ?? this.verdictOf(userId));
+    if (!verdict || !verdict.allowed) return undefined;
+    return maskFor(plan, verdict);
+  }
+
+  /**
+   * Several instances (a join): each value is decided by its own instance's user. The row goes
+   * only if every instance that names a user may use it, and at least one does; an instance that
+   * names no one (an outer join's missing side) has its values emptied.
+   */
+  private groupsMask(bytes: Buffer, frame: Frame, plan: ResultPlan) {
+    const verdicts: Array<RowVerdict | undefined> = [];
+    let allowed = false;
+    for (const group of plan.groups) {
+      const userId = this.userOf(bytes, frame, plan, group);
+      const verdict = userId === undefined ? undefined : this.verdictOf(userId);
+      if (userId !== undefined && (!verdict || !verdict.allowed)) return undefined;
+      if (verdict) allowed = true;
+      verdicts.push(verdict);
+    }
+    return allowed ? maskOf(plan, verdicts) : undefined;
   }
 
   // ---- ending -----------------------------------------------------------------------------
@@ -1202,6 +1441,43 @@ function changesRelations(tag: string): boolean {
   return /^(CREATE|ALTER|DROP|IMPORT)\b/.test(tag);
 }
 
+/** text: what a column whose values are always NULL is described as. */
+const textTypeOid = 25;
+
+/** A small number per shape, so a RowDescription's plan is remembered per statement shape as well as per bytes. */
+const shapeIds = new WeakMap<ResultShape, number>();
+let nextShapeId = 1;
+function shapeKey(shape: ResultShape | undefined): string {
+  if (!shape) return "-:";
+  let id = shapeIds.get(shape);
+  if (id === undefined) shapeIds.set(shape, (id = nextShapeId++));
+  return `${id}:`;
+}
+
+/**
+ * A Bind that names one result format per column must name the hidden columns' too (text):
+ * the Bind with those added at their places, or undefined when it needs no change (or the
+ * places cannot be told: the backend then refuses the count, and nothing is shown).
+ */
+function withHiddenResultFormats(body: Buffer, shape: ResultShape | undefined): Buffer | undefined {
+  const hidden = shape ? shape.entries.filter((e) => e.kind === "column" && e.column.hidden).length : 0;
+  if (!shape || hidden === 0) return undefined;
+  const bind = decodeBind(body);
+  if (bind.resultFormats.length <= 1) return undefined;
+  const total = bind.resultFormats.length + hidden;
+  const positions = alignShape(shape, total);
+  if (!positions) return undefined;
+  const hiddenAt = new Set<number>();
+  shape.entries.forEach((entry, index) => {
+    if (entry.kind === "column" && entry.column.hidden && positions[index] !== undefined) hiddenAt.add(positions[index]!);
+  });
+  if (hiddenAt.size !== hidden) return undefined;
+  const formats: number[] = [];
+  let next = 0;
+  for (let i = 0; i < total; i++) formats.push(hiddenAt.has(i) ? 0 : bind.resultFormats[next++]!);
+  return encodeBind({ ...bind, resultFormats: formats });
+}
+
 /** Client encodings whose text is the database's UTF-8 bytes (user ids are read as UTF-8). */
 const clientEncodings = new Set(["UTF8", "UTF-8", "UNICODE", "SQL_ASCII"]);
 
@@ -1215,6 +1491,9 @@ const reportedParameters: Record<string, RegExp> = {
   is_superuser: /^(on|off)$/,
   in_hot_standby: /^(on|off)$/,
   default_transaction_read_only: /^(on|off)$/,
+  // Fixed by the server binary and the database at creation: no session can choose them.
+  server_version: /^[0-9][0-9A-Za-z.+~()_ -]{0,80}$/,
+  server_encoding: /^[A-Za-z0-9_-]{1,20}$/,
 };
 
 function reportedValueIsSafe(name: string, value: string): boolean {

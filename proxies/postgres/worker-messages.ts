@@ -1,3 +1,4 @@
+import type { StatementPolicy } from "./analysis/statement-analysis";
 import type { BackendKeyData } from "../../protocols/postgres/backend-key-data";
 import type { MappingView, ProxyLimits, RowCounts, SessionCounts } from "./types";
 
@@ -16,6 +17,7 @@ export interface WorkerExport {
   /** Present when the export verifies clients itself (spec 5.1); the verification is the node's. */
   directVerification?: { backendIdentity?: { user: string; password: string } };
   mapping: MappingView;
+  policy: StatementPolicy;
 }
 
 /** One user's verdict as it crosses to a worker. */

@@ -1,3 +1,4 @@
+import type { StatementPolicy } from "./analysis/statement-analysis";
 import { fork, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import type { Socket } from "node:net";
@@ -21,6 +22,7 @@ export interface PooledExport {
   decider: RowDecider;
   audit: ProxyAudit;
   directVerification?: DirectVerification;
+  policy: StatementPolicy;
   /** A connection ended in a worker, with what it counted. */
   ended(connectionId: string, counts: SessionCounts, identity: { user?: string; database?: string }): void;
 }
@@ -122,7 +124,7 @@ export class ProxyWorkerPool {
     const mapping = served.decider.mapping();
     worker.mappingKeys.set(exportId, mapping.key);
     const direct = served.directVerification && { backendIdentity: served.directVerification.backendIdentity };
-    this.post(worker, { kind: "export", exportId, backend: served.backend, limits: served.limits, directVerification: direct, mapping });
+    this.post(worker, { kind: "export", exportId, backend: served.backend, limits: served.limits, directVerification: direct, mapping, policy: served.policy });
   }
 
   /** Serves an export through the workers (before any of its connections is handed over). */

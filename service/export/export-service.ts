@@ -53,6 +53,8 @@ export class ExportService implements ExportPort {
         ...(body.credentials ? { credentials: body.credentials } : {}),
         ...(body.resourceServerId ? { resourceServerId: body.resourceServerId } : {}),
         ...(body.cloudSigning ? { cloudSigning: body.cloudSigning } : {}),
+        ...(body.allowWrites ? { allowWrites: true } : {}),
+        ...(body.strict ? { strict: true } : {}),
       });
     } catch (error) {
       await this.deps.runtime.client.ref(exportPort, String(port)).release({ exportId: id }).catch(() => undefined);
@@ -69,6 +71,7 @@ export class ExportService implements ExportPort {
       // Records come in and go out through the export itself: nothing to connect to, nobody to log in as.
       if (body.endpoint !== undefined) throw new HandlerError("EXPORT_INVALID", "a pipeline export has no backing store: leave endpoint out", { details: [{ path: "endpoint", problem: "not taken by pipeline exports" }] });
       if (body.credentials) throw new HandlerError("EXPORT_INVALID", "a pipeline export has no back end to log in to: leave credentials out", { details: [{ path: "credentials", problem: "not taken by pipeline exports" }] });
+      for (const option of ["allowWrites", "strict"] as const) if (body[option] !== undefined) throw new HandlerError("EXPORT_INVALID", `a pipeline export runs no statements: leave ${option} out`, { details: [{ path: option, problem: "not taken by pipeline exports" }] });
     } else {
       if (body.cloudSigning) throw new HandlerError("EXPORT_INVALID", `a ${type} export's clients cannot sign requests: leave cloudSigning out`, { details: [{ path: "cloudSigning", problem: `not taken by ${type} exports` }] });
       if (body.endpoint === undefined) throw new HandlerError("EXPORT_INVALID", `a ${type} export needs the endpoint of its backing store`, { details: [{ path: "endpoint", problem: "required: host:port" }] });

@@ -171,6 +171,7 @@ export class ExportSupervisor {
       limits: this.deps.limits,
       tls: tls?.context,
       directVerification: directVerificationFor(record, this.deps.authenticator, audit),
+      policy: { allowWrites: record.allowWrites === true, strict: record.strict === true },
       workers: await this.proxyWorkers(),
       onConnectionEnd: (connectionId, counts, identity) =>
         runtime.events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId: runtime.membership.nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),

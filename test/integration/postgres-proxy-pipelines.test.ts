@@ -95,7 +95,7 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
       "app",
     );
     port = await freePort();
-    proxy = await PostgresExportServer.listen({ exportId: "fuzz", host: "127.0.0.1", port, backend: { host: "127.0.0.1", port: pg.port }, decider, audit: () => undefined, limits: defaultProxyLimits });
+    proxy = await PostgresExportServer.listen({ exportId: "fuzz", host: "127.0.0.1", port, backend: { host: "127.0.0.1", port: pg.port }, decider, audit: () => undefined, limits: defaultProxyLimits, policy: { allowWrites: true, strict: false } });
   });
 
   after(async () => {

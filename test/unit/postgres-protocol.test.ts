@@ -19,10 +19,12 @@ import { decodeRowDescription, encodeRowDescription, type ColumnDescription } fr
 import { decodeStartup, encodeSSLRequest, encodeStartup } from "../../protocols/postgres/startup";
 import { ProtocolError } from "../../protocols/postgres/wire";
 import { ByteQueue } from "../../proxies/postgres/byte-queue";
-import { catalogQuery, resolveColumns } from "../../proxies/postgres/column-catalog";
+import { catalogFrom, catalogQuery, resolveColumns } from "../../proxies/postgres/column-catalog";
 import { ForwardBuffer } from "../../proxies/postgres/forward-buffer";
 import { OutputBuffer } from "../../proxies/postgres/output-buffer";
 import { maskFor, planResult } from "../../proxies/postgres/result-plan";
+import { loadSqlParser } from "../../proxies/postgres/analysis/sql-parser";
+import { analyzeQuery, type ResultShape } from "../../proxies/postgres/analysis/statement-analysis";
 import { sanitizeError, sanitizeNotice } from "../../proxies/postgres/sanitize";
 import type { MappingView, RowVerdict } from "../../proxies/postgres/types";
 import { userIdFromValue } from "../../proxies/postgres/user-id";
@@ -280,15 +282,30 @@ describe("PostgreSQL proxy: planning and sanitising", () => {
     assert.deepEqual([...columns], [["10.1", "users.id"], ["10.2", "public.users.email"], ["14.1", "users.alt_id"]]);
   });
 
-  test("columns map by OID and attribute number only; users in mapping order; a verdict's mask is computed once", () => {
-    const columns = new Map([["10.1", "users.id"], ["10.2", "public.users.email"], ["10.3", "users.alt_id"]]);
-    const plan = planResult([column(10, 3), column(0, 0), column(10, 2), column(10, 1), column(99, 1)], columns, mapping);
-    assert.deepEqual(plan.userColumns, [3, 0], "users.id (order 0) before users.alt_id (order 1)");
+  test("a value is decided only where the parse tree and the catalog agree; users in mapping order; a verdict's mask is computed once", async () => {
+    await loadSqlParser();
+    const catalog = catalogFrom(
+      [
+        { tableOid: 10, attributeNumber: 1, schema: "public", table: "users", column: "id" },
+        { tableOid: 10, attributeNumber: 2, schema: "public", table: "users", column: "email" },
+        { tableOid: 10, attributeNumber: 3, schema: "public", table: "users", column: "alt_id" },
+      ],
+      mapping,
+    );
+    const { statements } = analyzeQuery("SELECT alt_id, 1, email, id, x.y FROM users, x", catalog.schema, { allowWrites: false, strict: false });
+    const shape = (statements[0] as { shape: ResultShape }).shape;
+    const plan = planResult([column(10, 3), column(0, 0), column(10, 2), column(10, 1), column(99, 1)], shape, catalog, mapping);
+    assert.deepEqual(plan.groups, [[3, 0]], "one instance: users.id (order 0) before users.alt_id (order 1)");
     assert.deepEqual(plan.categories, ["identity", undefined, "contact", undefined, undefined]);
     const verdict: RowVerdict = { allowed: true, reason: "ALLOWED", categories: new Set(["contact"]) };
     const mask = maskFor(plan, verdict);
-    assert.deepEqual(mask, { keep: [false, false, true, false, false], nulled: 4 });
+    assert.deepEqual(mask, { keep: Int8Array.from([0, 0, 1, 0, 0]), whole: false, nulled: 4 });
     assert.equal(maskFor(plan, verdict), mask);
+    // The server says the third column is users.id, the parse tree says email: not decided (NULL).
+    const disagreeing = planResult([column(10, 3), column(0, 0), column(10, 1), column(10, 1), column(99, 1)], shape, catalog, mapping);
+    assert.equal(disagreeing.categories[2], undefined);
+    // Without a shape (a cursor opened by server-side code) nothing is attributed.
+    assert.deepEqual(planResult([column(10, 2), column(10, 1)], undefined, catalog, mapping).groups, []);
   });
 
   test("user ids from text and binary values; unknown binary types name no one", () => {
@@ -320,8 +337,12 @@ describe("PostgreSQL proxy: planning and sanitising", () => {
     assert.equal(cast.get(ErrorField.Position), "8");
     assert.ok(!cast.get(ErrorField.Message)!.includes("secret"));
     const unique = sanitizeError(new Map([[ErrorField.Code, "23505"], [ErrorField.Message, 'duplicate key value violates unique constraint "users_pkey"'], [ErrorField.Detail, "Key (id)=(secret-1) already exists."], [ErrorField.Constraint, "users_pkey"]]));
-    assert.equal(unique.get(ErrorField.Message), 'duplicate key value violates unique constraint "users_pkey"');
+    // Constraint names can be made of data (dynamic SQL): integrity errors cross with their code and a fixed text.
+    assert.equal(unique.get(ErrorField.Message), "duplicate key value violates a unique constraint");
     assert.equal(unique.has(ErrorField.Detail), false);
+    assert.equal(unique.has(ErrorField.Constraint), false);
+    const check = sanitizeError(new Map([[ErrorField.Code, "23514"], [ErrorField.Message, 'new row for relation "t" violates check constraint "adult@example.com"'], [ErrorField.Constraint, "adult@example.com"], [ErrorField.Table, "users"]]), (field, name) => field === ErrorField.Table && name === "users");
+    assert.deepEqual([check.get(ErrorField.Message), check.get(ErrorField.Table), check.has(ErrorField.Constraint)], ["new row violates a check constraint", "users", false], "a known table name crosses, the constraint name never");
     const inFunction = sanitizeError(new Map([[ErrorField.Code, "42601"], [ErrorField.Message, 'syntax error at or near "secret"'], [ErrorField.Where, "PL/pgSQL function inline_code_block line 1 at EXECUTE"]]));
     assert.ok(!inFunction.get(ErrorField.Message)!.includes("secret"), "raised inside server-side code");
     assert.equal(sanitizeError(new Map([[ErrorField.Code, "42P01"], [ErrorField.Message, 'relation "secret" does not exist']])).get(ErrorField.Message)!.includes("secret"), false);

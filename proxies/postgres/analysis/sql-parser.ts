@@ -1,0 +1,98 @@
+import { loadModule, parseSync, type ParseResult } from "libpg-query";
+
+/**
+ * PostgreSQL's own parser (libpg-query: the server's grammar compiled to WebAssembly), so the
+ * export reads a statement exactly as the server will. Its synchronous API needs the module
+ * loaded once per process before the first statement: `loadSqlParser()` at startup.
+ */
+let loaded: Promise<void> | undefined;
+let ready = false;
+
+export function loadSqlParser(): Promise<void> {
+  loaded ??= loadModule().then(() => {
+    ready = true;
+  });
+  return loaded;
+}
+
+/** A plain JSON parse tree node: `{ NodeType: { ...fields } }`. */
+export type Node = Record<string, unknown>;
+
+export interface ParsedStatement {
+  /** The statement's node, `{ SelectStmt: {...} }` and so on. */
+  node: Node;
+  /** Byte range of the statement in the UTF-8 text. */
+  start: number;
+  end: number;
+}
+
+export class SqlSyntaxError extends Error {
+  constructor(
+    message: string,
+    /** 1-based character position in the text, as PostgreSQL reports it; 0 when unknown. */
+    readonly position: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The statements of `sql`; throws SqlSyntaxError where PostgreSQL would answer 42601. */
+export function parseStatements(sql: string): ParsedStatement[] {
+  if (!ready) throw new Error("the SQL parser is not loaded (loadSqlParser() first)");
+  let result: ParseResult;
+  try {
+    result = parseSync(sql);
+  } catch (error) {
+    const details = (error as { sqlDetails?: { message?: string; cursorPosition?: number } }).sqlDetails;
+    throw new SqlSyntaxError(details?.message ?? String((error as Error).message), details?.cursorPosition ?? 0);
+  }
+  const byteLength = Buffer.byteLength(sql);
+  return (result.stmts ?? []).map((raw) => {
+    const start = raw.stmt_location ?? 0;
+    return { node: raw.stmt as unknown as Node, start, end: raw.stmt_len ? start + raw.stmt_len : byteLength };
+  });
+}
+
+/** Parses `sql` into plain trees without locations, for comparing two texts' meaning. */
+export function parseWithoutLocations(sql: string): unknown[] {
+  return parseStatements(sql).map((statement) => stripLocations(statement.node));
+}
+
+/** A copy of a tree without its `location` fields. */
+export function stripLocations(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(stripLocations);
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value)) if (key !== "location") out[key] = stripLocations(child);
+  return out;
+}
+
+/** The only key of a node (its type) and its fields. */
+export function nodeType(node: unknown): [string, Node] | undefined {
+  if (node === null || typeof node !== "object" || Array.isArray(node)) return undefined;
+  const keys = Object.keys(node);
+  if (keys.length !== 1) return undefined;
+  return [keys[0]!, (node as Node)[keys[0]!] as Node];
+}
+
+/** The string value of a `{String: {sval}}` node. */
+export function stringValue(node: unknown): string | undefined {
+  const typed = nodeType(node);
+  return typed?.[0] === "String" ? ((typed[1].sval as string | undefined) ?? "") : undefined;
+}
+
+/** Calls `visit` for every node below `value` (type and fields), depth first. */
+export function walkNodes(value: unknown, visit: (type: string, fields: Node) => void): void {
+  if (Array.isArray(value)) {
+    for (const child of value) walkNodes(child, visit);
+    return;
+  }
+  if (value === null || typeof value !== "object") return;
+  const typed = nodeType(value);
+  if (typed && typeof typed[1] === "object" && typed[1] !== null && !Array.isArray(typed[1]) && /^[A-Z]/.test(typed[0])) {
+    visit(typed[0], typed[1]);
+    for (const child of Object.values(typed[1])) walkNodes(child, visit);
+    return;
+  }
+  for (const child of Object.values(value)) walkNodes(child, visit);
+}

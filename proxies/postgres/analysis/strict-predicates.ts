@@ -1,0 +1,74 @@
+import type { Refusal } from "./read-only";
+import type { SchemaView } from "./schema-view";
+import { nodeType, stringValue, walkNodes, type Node } from "./sql-parser";
+
+/** Clauses through which rows are chosen, grouped or ordered: what a value there does can be seen without the value. */
+const predicateClauses: Record<string, readonly string[]> = {
+  SelectStmt: ["whereClause", "groupClause", "havingClause", "sortClause", "windowClause", "distinctClause"],
+  UpdateStmt: ["whereClause"],
+  DeleteStmt: ["whereClause"],
+  JoinExpr: ["quals"],
+  WindowDef: ["partitionClause", "orderClause"],
+};
+
+/**
+ * Strict mode: a statement may choose, group and order rows only by resource-context columns.
+ * Predicates on any other column (WHERE email LIKE 'a%') let a client learn about values the
+ * purpose does not release from which rows come back, even when those values are emptied.
+ * Any other column reference, `*`, or an ordinal naming another output column is refused.
+ */
+export function strictRefusal(statement: Node, schema: SchemaView): Refusal | undefined {
+  let refusal: Refusal | undefined;
+  walkNodes(statement, (type, fields) => {
+    if (refusal) return;
+    for (const clause of predicateClauses[type] ?? []) {
+      const value = fields[clause];
+      if (value === undefined) continue;
+      const offending = offendingReference(value, type === "SelectStmt" ? fields : undefined, schema);
+      if (offending !== undefined) {
+        refusal = { sqlState: "42501", message: `this export is strict: ${clauseName(clause)} may use only resource-context columns (${[...schema.subjectColumnNames].join(", ") || "none mapped"}), not ${offending}` };
+        return;
+      }
+    }
+  });
+  return refusal;
+}
+
+function offendingReference(clause: unknown, select: Node | undefined, schema: SchemaView): string | undefined {
+  let offending: string | undefined;
+  const allowed = (fields: Node[]) => {
+    const last = fields[fields.length - 1];
+    const name = stringValue(last);
+    return name !== undefined && schema.subjectColumnNames.has(name);
+  };
+  // Ordinals (ORDER BY 2, GROUP BY 1) name an output column: it must itself be a resource-context column.
+  for (const entry of Array.isArray(clause) ? clause : []) {
+    const sortBy = nodeType(entry)?.[0] === "SortBy" ? nodeType(entry)![1].node : entry;
+    const ordinal = (nodeType(sortBy)?.[1].ival as Node | undefined)?.ival;
+    if (nodeType(sortBy)?.[0] !== "A_Const" || typeof ordinal !== "number" || !select) continue;
+    const target = nodeType(((select.targetList as Node[] | undefined) ?? [])[ordinal - 1])?.[1];
+    const reference = nodeType(target?.val);
+    if (reference?.[0] !== "ColumnRef" || !allowed((reference[1].fields as Node[]) ?? [])) return `output column ${ordinal}`;
+  }
+  walkNodes(clause, (type, fields) => {
+    if (offending !== undefined || type !== "ColumnRef") return;
+    const parts = (fields.fields as Node[] | undefined) ?? [];
+    if (!allowed(parts)) offending = parts.map((part) => stringValue(part) ?? "*").join(".");
+  });
+  return offending;
+}
+
+function clauseName(clause: string): string {
+  const names: Record<string, string> = {
+    whereClause: "WHERE",
+    groupClause: "GROUP BY",
+    havingClause: "HAVING",
+    sortClause: "ORDER BY",
+    windowClause: "WINDOW",
+    distinctClause: "DISTINCT ON",
+    quals: "JOIN ON",
+    partitionClause: "PARTITION BY",
+    orderClause: "ORDER BY",
+  };
+  return names[clause] ?? clause;
+}
