@@ -207,12 +207,11 @@ export class ProxySession {
   private clientNames = new Set<string>();
   /** Changes whenever `clientNames` does. */
   private clientNamesVersion = 0;
-  /** Prepared statements (extended protocol) by name, with what they return. */
+  /** Prepared statements by name (Parse and PREPARE share one namespace), with what they return. */
   private readonly statements = new Map<string, StatementEffect>();
   /** Portals by name, with what their statement returns. */
   private readonly portals = new Map<string, StatementEffect>();
-  /** SQL-level prepared statements (PREPARE) and cursors (DECLARE), with what they return. */
-  private readonly sqlPrepared = new Map<string, ResultShape | undefined>();
+  /** Cursors (DECLARE) by name, with what they return. */
   private readonly cursors = new Map<string, ResultShape | undefined>();
   /** After a refused extended-protocol message, the client's messages are dropped until its Sync, as the backend does after an error. */
   private skipsToSync = false;
@@ -1139,8 +1138,10 @@ export class ProxySession {
         return effect.shape;
       case "fetch":
         return this.cursors.get(effect.cursor);
-      case "execute":
-        return this.sqlPrepared.get(effect.name);
+      case "execute": {
+        const prepared = this.statements.get(effect.name);
+        return prepared?.kind === "rows" ? prepared.shape : undefined;
+      }
       default:
         return undefined;
     }
@@ -1153,15 +1154,19 @@ export class ProxySession {
         this.cursors.set(effect.cursor, effect.shape);
         return;
       case "prepare":
-        this.sqlPrepared.set(effect.name, effect.shape);
+        this.statements.set(effect.name, { kind: "rows", shape: effect.shape });
         return;
       case "close":
         if (effect.cursor === undefined) this.cursors.clear();
         else this.cursors.delete(effect.cursor);
         return;
       case "deallocate":
-        if (effect.name === undefined) this.sqlPrepared.clear();
-        else this.sqlPrepared.delete(effect.name);
+        if (effect.name === undefined) this.statements.clear();
+        else this.statements.delete(effect.name);
+        return;
+      case "discard":
+        this.statements.clear();
+        this.cursors.clear();
         return;
       default:
         return;

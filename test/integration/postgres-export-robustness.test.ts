@@ -54,7 +54,8 @@ describe("PostgreSQL exports under load and abuse", () => {
     assert.equal((await call("PUT", "/config", policy)).status, 200);
     await createPopulation(call);
     exportPort = await freePort();
-    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "accounts", metadata: { type: "platformUse", purposeId: "service" }, port: exportPort });
+    // Writes allowed: the TPC-B-like pgbench script updates through the export.
+    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "accounts", metadata: { type: "platformUse", purposeId: "service" }, port: exportPort, allowWrites: true });
     assert.equal(created.status, 200);
     const deadline = Date.now() + 15_000;
     while (!(await works())) {

@@ -37,6 +37,8 @@ for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `P
   let node: NodeProcess;
   let pg: PostgresServer;
   let exportPort: number;
+  /** An export of the same purpose created with allowWrites: for the tests that change the schema through the export. */
+  let writablePort: number;
   let compiled: ReturnType<typeof compilePolicy>;
   const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
 
@@ -94,9 +96,10 @@ for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `P
   };
   const direct = <T>(work: (c: Client) => Promise<T>) => withClient(pg.port, work);
   const exported = <T>(work: (c: Client) => Promise<T>) => withClient(exportPort, work);
+  const exportedWritable = <T>(work: (c: Client) => Promise<T>) => withClient(writablePort, work);
 
-  const createExport = async (purposeId: string, port?: number) => {
-    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId }, ...(port ? { port } : {}) });
+  const createExport = async (purposeId: string, port?: number, options: { allowWrites?: boolean } = {}) => {
+    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId }, ...(port ? { port } : {}), ...options });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     return created.body;
   };
@@ -128,7 +131,10 @@ for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `P
     compiled = compilePolicy(realisticPolicy(), revision);
     exportPort = await freePort();
     await createExport("service", exportPort);
+    writablePort = await freePort();
+    await createExport("service", writablePort, { allowWrites: true });
     await untilPort(exportPort, true);
+    await untilPort(writablePort, true);
   });
 
   after(async () => {
@@ -227,8 +233,8 @@ for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `P
       const second = await wire.until((m) => m.code === "Z");
       const login = allowed.get("accepted")?.has("credentials") ? "login-accepted" : null;
       assert.deepEqual(rowsOf(second), [[null, login]], "binary result format, one parameter");
-      // No column names a user: no row can ever be sent, so a row-limited Execute ends the result at once.
-      wire.send(encodeParse({ statement: "", sql: "SELECT email FROM users", parameterTypes: [] }), encodeBind({ portal: "", statement: "", parameterFormats: [], parameters: [], resultFormats: [] }), encodeExecute({ portal: "", maxRows: 1 }), encodeSync());
+      // No value comes from a table instance (an expression): no row can ever be sent, so a row-limited Execute ends the result at once.
+      wire.send(encodeParse({ statement: "", sql: "SELECT upper(email) FROM users", parameterTypes: [] }), encodeBind({ portal: "", statement: "", parameterFormats: [], parameters: [], resultFormats: [] }), encodeExecute({ portal: "", maxRows: 1 }), encodeSync());
       const third = await wire.until((m) => m.code === "Z");
       assert.deepEqual(third.map((m) => m.code), ["1", "2", "C", "Z"]);
     } finally {
@@ -307,12 +313,20 @@ for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `P
       const reported = await wire.until((m) => m.code === "Z");
       assert.ok(!reported.some((m) => m.code === "S"), "set_config() reports no parameter value after startup");
       wire.send(encodeQuery("DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = 'XY123'; END $$"));
-      assert.deepEqual(errorsOf(await wire.until((m) => m.code === "Z")).map((e) => e.code), ["P0001"], "a SQLSTATE chosen inside server-side code does not cross");
+      assert.deepEqual(errorsOf(await wire.until((m) => m.code === "Z")).map((e) => e.code), ["25006"], "server-side code does not run through a read-only export");
       wire.send(encodeQuery("SELECT pg_notify('leak', secret) FROM public.users"));
       const notified = await wire.until((m) => m.code === "Z");
       assert.ok(!notified.some((m) => m.code === "A"), "notifications do not cross the export");
     } finally {
       wire.close();
+    }
+    // Through an export that allows writes, server-side code runs, but a SQLSTATE it chooses does not cross.
+    const writable = await WireClient.connect(writablePort, roles.trusted.user, "app");
+    try {
+      writable.send(encodeQuery("DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = 'XY123'; END $$"));
+      assert.deepEqual(errorsOf(await writable.until((m) => m.code === "Z")).map((e) => e.code), ["P0001"], "a SQLSTATE chosen inside server-side code does not cross");
+    } finally {
+      writable.close();
     }
     const copy = seen.filter((line) => line.startsWith("COPY"));
     for (const line of copy) assert.match(line, /-> EZ$/, "COPY TO STDOUT answers an error and no data");
@@ -377,7 +391,7 @@ for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `P
   test("the catalog is looked up again when tables and the mapping change, on the same connection", async () => {
     const allowed = await verdicts("service");
     const group = realisticPolicy().mappingGroups.find((g) => g.name === "users-table")!;
-    await exported(async (c) => {
+    await exportedWritable(async (c) => {
       await c.query("CREATE TABLE later_users (id text, email text, note text)");
       await c.query("INSERT INTO later_users SELECT id, email, secret FROM users");
       assert.equal((await c.query("SELECT id, email FROM later_users")).rowCount, 0, "not in the mapping: no user, no row");
@@ -506,7 +520,7 @@ for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `P
   test("the extended protocol's bookkeeping stays in step through errors, COPY and row limits: no hang, no row decided with another statement's columns", async () => {
     const allowed = await verdicts("service");
     const forbidden = forbiddenValues(allowed);
-    const wire = await WireClient.connect(exportPort, roles.trusted.user, "app");
+    const wire = await WireClient.connect(writablePort, roles.trusted.user, "app");
     const z = () => wire.until((m) => m.code === "Z", 1, 5000);
     const parse = (statement: string, sql: string) => encodeParse({ statement, sql, parameterTypes: [] });
     const bind = (statement: string) => encodeBind({ portal: "", statement, parameterFormats: [], parameters: [], resultFormats: [] });

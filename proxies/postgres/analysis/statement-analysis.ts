@@ -42,6 +42,8 @@ export type StatementEffect =
   | { kind: "execute"; name: string }
   | { kind: "close"; cursor: string | undefined }
   | { kind: "deallocate"; name: string | undefined }
+  /** DISCARD ALL: every prepared statement and cursor is gone. */
+  | { kind: "discard" }
   | { kind: "other" };
 
 export interface QueryAnalysis {
@@ -144,6 +146,8 @@ function effectOf(node: Node, shapeOf: (select: Node | undefined) => () => Resul
       return () => ({ kind: "close", cursor: fields.portalname as string | undefined });
     case "DeallocateStmt":
       return () => ({ kind: "deallocate", name: fields.isall ? undefined : (fields.name as string | undefined) });
+    case "DiscardStmt":
+      return () => (fields.target === "DISCARD_ALL" ? { kind: "discard" } : { kind: "other" });
     default:
       return () => ({ kind: "other" });
   }
