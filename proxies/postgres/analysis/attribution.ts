@@ -254,10 +254,19 @@ export class Attribution {
 
   /** What `*` or `t.*` expands to: the columns of each item (undefined: an item whose columns are unknown). */
   private starColumns(level: Level, parts: Node[]): Array<OutputColumn[] | undefined> {
-    if (parts.length === 1) return level.items.map((item) => this.columnsOf(item));
+    if (parts.length === 1) return level.items.flatMap((item) => this.segmentsOf(item));
     if (parts.length !== 2) return [undefined];
     const found = this.itemsNamed(level, stringValue(parts[0]) ?? "");
     return found.length === 1 && found[0] ? [this.columnsOf(found[0])] : [undefined];
+  }
+
+  /**
+   * An item's columns in runs: a join without USING, NATURAL or an alias list is its sides one
+   * after the other, so a side whose columns are unknown leaves the other side's known.
+   */
+  private segmentsOf(item: Item): Array<OutputColumn[] | undefined> {
+    if (item.kind === "join" && item.merged === undefined && item.aliases.length === 0) return [...this.segmentsOf(item.left), ...this.segmentsOf(item.right)];
+    return [this.columnsOf(item)];
   }
 
   /** FROM items of this level answering to `name` (inside joins without an alias too); `undefined` marks one hidden inside an aliased join. */
@@ -296,8 +305,7 @@ export class Attribution {
     for (let at: Level | undefined = level; at; at = at.parent) {
       let unknown = false;
       const matches: OutputColumn[] = [];
-      for (const item of at.items) {
-        const columns = this.columnsOf(item);
+      for (const columns of at.items.flatMap((item) => this.segmentsOf(item))) {
         if (!columns) unknown = true;
         else matches.push(...columns.filter((c) => c.name === name));
       }

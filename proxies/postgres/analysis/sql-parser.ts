@@ -44,7 +44,8 @@ export function parseStatements(sql: string): ParsedStatement[] {
     result = parseSync(sql);
   } catch (error) {
     const details = (error as { sqlDetails?: { message?: string; cursorPosition?: number } }).sqlDetails;
-    throw new SqlSyntaxError(details?.message ?? String((error as Error).message), details?.cursorPosition ?? 0);
+    // libpg-query counts from 0; PostgreSQL reports positions from 1.
+    throw new SqlSyntaxError(details?.message ?? String((error as Error).message), details?.cursorPosition === undefined ? 0 : details.cursorPosition + 1);
   }
   const byteLength = Buffer.byteLength(sql);
   return (result.stmts ?? []).map((raw) => {

@@ -21,8 +21,9 @@ export function strictRefusal(statement: Node, schema: SchemaView): Refusal | un
   let refusal: Refusal | undefined;
   walkNodes(statement, (type, fields) => {
     if (refusal) return;
-    for (const clause of predicateClauses[type] ?? []) {
-      const value = fields[clause];
+    // A window written in a call (OVER (...)) is a WindowDef without its type name.
+    const clauses = type === "FuncCall" && fields.over ? predicateClauses.WindowDef!.map((clause) => [clause, (fields.over as Node)[clause]] as const) : (predicateClauses[type] ?? []).map((clause) => [clause, fields[clause]] as const);
+    for (const [clause, value] of clauses) {
       if (value === undefined) continue;
       const offending = offendingReference(value, type === "SelectStmt" ? fields : undefined, schema);
       if (offending !== undefined) {
