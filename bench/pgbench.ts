@@ -26,10 +26,10 @@ export function selectScript(accounts: number): string {
   return script;
 }
 
-/** TPS of pgbench -M prepared with `script`, in its own process (asynchronously: what it measures may run in this one). */
-export function pgbench(port: number, script: string, run: { seconds: number; clients: number; threads: number }): Promise<number> {
+/** TPS of pgbench with `script` (-M prepared unless `run.mode` says otherwise), in its own process (asynchronously: what it measures may run in this one). */
+export function pgbench(port: number, script: string, run: { seconds: number; clients: number; threads: number; mode?: "prepared" | "simple" }): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn("pgbench", ["-n", "-h", "127.0.0.1", "-p", String(port), "-U", benchRole, "-f", script, "-M", "prepared", "-c", String(run.clients), "-j", String(run.threads), "-T", String(run.seconds), "app"], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("pgbench", ["-n", "-h", "127.0.0.1", "-p", String(port), "-U", benchRole, "-f", script, "-M", run.mode ?? "prepared", "-c", String(run.clients), "-j", String(run.threads), "-T", String(run.seconds), "app"], { stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

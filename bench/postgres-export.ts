@@ -1,7 +1,9 @@
 // Benchmarks of a PostgreSQL export (issue 6), against baselines in the same run:
-// 1. pgbench select-only custom script, 8 clients: directly, through PgBouncer (session mode), through
-//    a Node.js proxy that only copies bytes (the floor for any proxy on Node's loop), through the export.
+// 1. pgbench select-only custom script, 8 clients, -M prepared and -M simple (every statement a new
+//    text to parse): directly, through PgBouncer (session mode), through a Node.js proxy that only
+//    copies bytes (the floor for any proxy on Node's loop), through the export.
 // 2. Rows per second of a 1M-row, 8-column SELECT (half the rows dropped, 3 columns nulled) vs the same SELECT directly.
+// 3. What parsing costs: one statement analysed with PostgreSQL's parser, and the export's analysis cache hit rate per mode.
 import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
@@ -14,6 +16,9 @@ import { freePort } from "../test/helpers/ports";
 import { postgresSystemUser } from "../test/helpers/postgres";
 import { tempDir } from "../test/helpers/temp";
 import { startBenchNode } from "./http-load";
+import { loadSqlParser } from "../proxies/postgres/analysis/sql-parser";
+import { analyzeQuery, AnalysisCache } from "../proxies/postgres/analysis/statement-analysis";
+import { schemaView } from "../proxies/postgres/analysis/schema-view";
 import { benchRole, pgbench, selectScript, startPgbenchDatabase } from "./pgbench";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
@@ -23,6 +28,8 @@ const wideUsers = 1000;
 /** Which measurements to run (all by default); e.g. BENCH_PARTS=export to profile the proxy under pgbench alone. */
 const parts = new Set((process.env.BENCH_PARTS ?? "direct,pgbouncer,pipe,export,rows").split(","));
 const pgbenchRun = { seconds, clients: 8, threads: 2 };
+/** pgbench's query modes: prepared (each statement parsed once per connection) and simple (each a new text). */
+const modes = (process.env.BENCH_MODES ?? "prepared,simple").split(",") as Array<"prepared" | "simple">;
 /** Measured rounds (each path once per round, interleaved), after one unmeasured warm-up run per path. */
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const warmUpSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
@@ -62,9 +69,9 @@ function exportPids(): number[] {
 }
 
 /** pgbench's TPS, and the CPU `pids` used per transaction meanwhile (microseconds; 0 with no pids). */
-async function pgbenchWithCpu(port: number, script: string, pids: readonly number[]): Promise<{ tps: number; user: number; system: number }> {
+async function pgbenchWithCpu(port: number, script: string, pids: readonly number[], run: Parameters<typeof pgbench>[2]): Promise<{ tps: number; user: number; system: number }> {
   const before = cpuSeconds(pids);
-  const tps = await pgbench(port, script, pgbenchRun);
+  const tps = await pgbench(port, script, run);
   const after = cpuSeconds(pids);
   const transactions = tps * pgbenchRun.seconds;
   return { tps, user: ((after.user - before.user) / transactions) * 1e6, system: ((after.system - before.system) / transactions) * 1e6 };
@@ -107,7 +114,29 @@ function timeQuery(port: number, sql: string): Promise<{ seconds: number; rows: 
   });
 }
 
+/**
+ * What one statement's analysis costs in this process: pgbench's statement with a new constant
+ * each time (parsed, attributed), and found in the cache; 20,000 of each after a warm-up.
+ */
+function parseCost(): void {
+  const schema = schemaView([{ schema: "public", name: "pgbench_accounts", columns: ["aid", "bid", "abalance", "filler"], subjectColumns: ["aid"], mapped: true }]);
+  const policy = { allowWrites: false, strict: false };
+  const count = 20_000;
+  const time = (work: (i: number) => void) => {
+    for (let i = 0; i < 2000; i++) work(i);
+    const started = process.hrtime.bigint();
+    for (let i = 0; i < count; i++) work(i);
+    return Number(process.hrtime.bigint() - started) / count / 1000;
+  };
+  const fresh = time((i) => analyzeQuery(`SELECT aid, abalance FROM pgbench_accounts WHERE aid = ${i + 1};`, schema, policy));
+  const hidden = time((i) => analyzeQuery(`SELECT abalance FROM pgbench_accounts WHERE aid = ${i + 1};`, schema, policy));
+  const cache = new AnalysisCache();
+  const cached = time(() => cache.get("SELECT aid, abalance FROM pgbench_accounts WHERE aid = $1", schema, policy));
+  console.log(`\nstatement analysis in this process (libpg-query parse + read-only check + attribution), µs per statement: ${fresh.toFixed(1)} parsed; ${hidden.toFixed(1)} parsed with a hidden resource-context column spliced in and checked by a second parse; ${cached.toFixed(2)} from the cache`);
+}
+
 async function main(): Promise<void> {
+  await loadSqlParser();
   const pg = await startPgbenchDatabase();
   let bouncer: ChildProcess | undefined;
   let pipe: ChildProcess | undefined;
@@ -158,7 +187,6 @@ async function main(): Promise<void> {
     const script = selectScript(accounts);
     const check = await timeQuery(accountsExport, `SELECT aid, abalance FROM pgbench_accounts WHERE aid <= ${accounts}`);
     if (check.rows !== accounts) throw new Error(`expected every selected account through the export, got ${check.rows}`);
-    console.log(`pgbench select-only, 8 clients, 2 threads, -M prepared, ${warmUpSeconds} s warm-up then ${rounds} rounds of ${seconds} s per path, aid in 1..${accounts} (every one a user allowed 'usage' for 'analytics')`);
     const piping = parts.has("pipe") ? await startPipeProxy(pg.port) : undefined;
     pipe = piping?.child;
     /** Each path pgbench runs through, with the processes whose CPU it costs (none counted for direct). */
@@ -168,27 +196,46 @@ async function main(): Promise<void> {
       { name: "pipe", port: piping?.port ?? 0, pids: () => [piping!.child.pid!] },
       { name: "export", port: accountsExport, pids: exportPids },
     ].filter((path) => parts.has(path.name));
-    const tps = new Map<string, number[]>(paths.map((path) => [path.name, []]));
-    const cpu = new Map<string, string[]>(paths.map((path) => [path.name, []]));
-    // Steady state is measured: the warm-up fills the export's verdict memory (each worker's too) and lets the JIT settle, for every path alike.
-    for (const path of paths) await pgbench(path.port, script, { ...pgbenchRun, seconds: warmUpSeconds });
-    for (let round = 0; round < rounds; round++) {
-      for (const path of paths) {
-        const pids = path.pids();
-        const run = await pgbenchWithCpu(path.port, script, pids);
-        tps.get(path.name)!.push(run.tps);
-        if (pids.length > 0) cpu.get(path.name)!.push(`${run.user.toFixed(1)} + ${run.system.toFixed(1)}`);
+    /** The export's statement counts (GET /export: analysed, and parsed rather than found in the analysis cache). */
+    const statementCounts = async () => {
+      const listed = (await (await fetch(`${base}/export`)).json()) as { exports: Array<{ listen: { port: number }; serving?: { statements?: { analysed: number; parsed: number } } }> };
+      return listed.exports.find((e) => e.listen.port === accountsExport)?.serving?.statements ?? { analysed: 0, parsed: 0 };
+    };
+    for (const mode of modes) {
+      const run = { ...pgbenchRun, mode };
+      console.log(`pgbench select-only, 8 clients, 2 threads, -M ${mode}, ${warmUpSeconds} s warm-up then ${rounds} rounds of ${seconds} s per path, aid in 1..${accounts} (every one a user allowed 'usage' for 'analytics')`);
+      const tps = new Map<string, number[]>(paths.map((path) => [path.name, []]));
+      const cpu = new Map<string, string[]>(paths.map((path) => [path.name, []]));
+      // Steady state is measured: the warm-up fills the export's verdict memory (each worker's too) and lets the JIT settle, for every path alike.
+      for (const path of paths) await pgbench(path.port, script, { ...run, seconds: warmUpSeconds });
+      // GET /export lags the workers by up to a second.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const before = await statementCounts();
+      for (let round = 0; round < rounds; round++) {
+        for (const path of paths) {
+          const pids = path.pids();
+          const measured = await pgbenchWithCpu(path.port, script, pids, run);
+          tps.get(path.name)!.push(measured.tps);
+          if (pids.length > 0) cpu.get(path.name)!.push(`${measured.user.toFixed(1)} + ${measured.system.toFixed(1)}`);
+        }
       }
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const after = await statementCounts();
+      const sessionPids = exportPids();
+      const exportProcesses = sessionPids[0] === process.pid ? "the node's loop" : `${sessionPids.length} workers`;
+      for (const path of paths) {
+        const label = path.name === "pipe" ? "node pipe" : path.name === "export" ? `export (${exportProcesses})` : path.name;
+        const cpuNote = cpu.get(path.name)!.length > 0 ? `; CPU µs per transaction, user + system: ${cpu.get(path.name)!.join(" / ")}` : "";
+        console.log(`  ${label.padEnd(26)} ${tps.get(path.name)!.map((t) => t.toFixed(0)).join(" / ")} TPS, median ${median(tps.get(path.name)!).toFixed(0)}${cpuNote}`);
+      }
+      const ratio = (a: string, b: string) => (tps.get(a)?.length && tps.get(b)?.length ? `${(median(tps.get(a)!) / median(tps.get(b)!)).toFixed(2)}x` : "-");
+      const target = mode === "prepared" ? "0.70x" : "0.60x";
+      console.log(`  export vs pgbouncer (medians): ${ratio("export", "pgbouncer")} (target >= ${target}); vs direct ${ratio("export", "direct")}; node pipe vs pgbouncer ${ratio("pipe", "pgbouncer")}; export vs node pipe ${ratio("export", "pipe")}`);
+      const analysed = after.analysed - before.analysed;
+      const parsed = after.parsed - before.parsed;
+      if (analysed > 0) console.log(`  statements through the export in the measured rounds: ${analysed.toLocaleString("en")} analysed, ${parsed.toLocaleString("en")} parsed: analysis cache hit rate ${(((analysed - parsed) / analysed) * 100).toFixed(1)}%`);
     }
-    const sessionPids = exportPids();
-    const exportProcesses = sessionPids[0] === process.pid ? "the node's loop" : `${sessionPids.length} workers`;
-    for (const path of paths) {
-      const label = path.name === "pipe" ? "node pipe" : path.name === "export" ? `export (${exportProcesses})` : path.name;
-      const cpuNote = cpu.get(path.name)!.length > 0 ? `; CPU µs per transaction, user + system: ${cpu.get(path.name)!.join(" / ")}` : "";
-      console.log(`  ${label.padEnd(26)} ${tps.get(path.name)!.map((t) => t.toFixed(0)).join(" / ")} TPS, median ${median(tps.get(path.name)!).toFixed(0)}${cpuNote}`);
-    }
-    const ratio = (a: string, b: string) => (tps.get(a)?.length && tps.get(b)?.length ? `${(median(tps.get(a)!) / median(tps.get(b)!)).toFixed(2)}x` : "-");
-    console.log(`  export vs pgbouncer (medians): ${ratio("export", "pgbouncer")} (target >= 0.70x); vs direct ${ratio("export", "direct")}; node pipe vs pgbouncer ${ratio("pipe", "pgbouncer")}; export vs node pipe ${ratio("export", "pipe")}`);
+    parseCost();
 
     if (!parts.has("rows")) return;
     const sql = "SELECT uid, c1, c2, c3, c4, c5, c6, c7 FROM wide";

@@ -6,6 +6,8 @@ export interface ExportServing {
   connections: { open: number; total: number; refused: number };
   /** Rows (PostgreSQL) or records (pipeline) seen, kept whole or with fields emptied, dropped; and values emptied. */
   rows: { in: number; kept: number; dropped: number; valuesNulled: number };
+  /** SQL exports: statement texts analysed, and those parsed (the rest came from the analysis cache). */
+  statements?: { analysed: number; parsed: number };
   /** Pipeline exports: the streaming mode's progress through the input subject. */
   stream?: { processed: number; lastInputSeq: number };
 }

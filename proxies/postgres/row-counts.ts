@@ -1,7 +1,7 @@
 import type { RowCounts } from "./types";
 
 export function emptyRowCounts(): RowCounts {
-  return { rowsIn: 0, rowsKept: 0, rowsDropped: 0, valuesNulled: 0 };
+  return { rowsIn: 0, rowsKept: 0, rowsDropped: 0, valuesNulled: 0, statements: 0, statementsParsed: 0 };
 }
 
 /** Adds `more`'s row counts to `sum` (sessions', workers', ended connections'). */
@@ -10,5 +10,7 @@ export function addRowCounts(sum: RowCounts, more: RowCounts): RowCounts {
   sum.rowsKept += more.rowsKept;
   sum.rowsDropped += more.rowsDropped;
   sum.valuesNulled += more.valuesNulled;
+  sum.statements += more.statements;
+  sum.statementsParsed += more.statementsParsed;
   return sum;
 }

@@ -144,6 +144,7 @@ export class PostgresExportServer {
       since: this.since,
       connections: { open: this.open(), total: this.totals.total, refused: this.totals.refused },
       rows: { in: rows.rowsIn, kept: rows.rowsKept, dropped: rows.rowsDropped, valuesNulled: rows.valuesNulled },
+      statements: { analysed: rows.statements, parsed: rows.statementsParsed },
     };
   }
 

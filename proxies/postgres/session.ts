@@ -231,7 +231,7 @@ export class ProxySession {
   /** Resolves once the session is ready for queries (catalog known), or closed. */
   private readonly sessionReady: Promise<void>;
   private markReady!: () => void;
-  readonly counts: SessionCounts = { rowsIn: 0, rowsKept: 0, rowsDropped: 0, valuesNulled: 0, notificationsDropped: 0, refused: 0 };
+  readonly counts: SessionCounts = { rowsIn: 0, rowsKept: 0, rowsDropped: 0, valuesNulled: 0, statements: 0, statementsParsed: 0, notificationsDropped: 0, refused: 0 };
 
   constructor(
     socket: Socket,
@@ -502,7 +502,10 @@ export class ProxySession {
 
   /** The analysis of a client text (cached by text); its names join those labels may use. */
   private analyse(sql: string): QueryAnalysis & { original: string } {
+    const parsedBefore = this.deps.analyses.misses;
     const analysis = this.deps.analyses.get(sql, this.catalog.schema, this.deps.policy);
+    this.counts.statements++;
+    this.counts.statementsParsed += this.deps.analyses.misses - parsedBefore;
     if (this.clientNames.size + analysis.identifiers.size > keptClientNames) this.clientNames = new Set();
     let added = false;
     for (const name of analysis.identifiers) {

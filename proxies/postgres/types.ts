@@ -56,6 +56,9 @@ export interface RowCounts {
   rowsKept: number;
   rowsDropped: number;
   valuesNulled: number;
+  /** Statement texts analysed, and of those the ones parsed (not found in the analysis cache). */
+  statements: number;
+  statementsParsed: number;
 }
 
 /** What one connection counted, for the connection's trace record and the export's totals. */
