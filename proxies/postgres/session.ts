@@ -57,8 +57,8 @@ const backendReadBytes = 65_536;
  */
 const maxDescribedResults = 256;
 const maxDescribedBytes = 256 * 1024;
-/** Names the client wrote lately, kept to check result column labels against (see `visibleColumns`). */
-const keptClientNames = 4096;
+/** Statements of the client whose names result column labels are checked against (see `visibleColumns`). */
+const keptRecentStatements = 16;
 
 export interface SessionDeps {
   exportId: string;
@@ -203,9 +203,9 @@ export class ProxySession {
   private backendSkipsToSync = false;
   private pendingInternal?: { timer: NodeJS.Timeout; fail(error: Error): void };
   private readonly authenticationTimer: NodeJS.Timeout;
-  /** Names the client wrote in its recent statements (column labels are checked against them). */
-  private clientNames = new Set<string>();
-  /** Changes whenever `clientNames` does. */
+  /** The client's recent statements: a column label it wrote in one of them may cross. */
+  private readonly recentStatements: QueryAnalysis[] = [];
+  /** Changes whenever `recentStatements` does. */
   private clientNamesVersion = 0;
   /** Prepared statements by name (Parse and PREPARE share one namespace), with what they return. */
   private readonly statements = new Map<string, StatementEffect>();
@@ -379,13 +379,14 @@ export class ProxySession {
     }
     switch (frame.code) {
       case FrontendCode.Query: {
-        const analysis = this.analyse(decodeQuery(bytes.subarray(frame.bodyStart, frame.end)));
+        const sql = decodeQuery(bytes.subarray(frame.bodyStart, frame.end));
+        const analysis = this.analyse(sql);
         if (analysis.refusal) {
           this.refuseStatement(analysis, true);
           return true;
         }
         this.expected.push({ kind: "simple", analysis, index: 0 });
-        if (analysis.text !== analysis.original) {
+        if (analysis.text !== sql) {
           out.push(encodeQuery(analysis.text));
           return true;
         }
@@ -501,20 +502,22 @@ export class ProxySession {
   }
 
   /** The analysis of a client text (cached by text); its names join those labels may use. */
-  private analyse(sql: string): QueryAnalysis & { original: string } {
+  private analyse(sql: string): QueryAnalysis {
     const parsedBefore = this.deps.analyses.misses;
     const analysis = this.deps.analyses.get(sql, this.catalog.schema, this.deps.policy);
     this.counts.statements++;
     this.counts.statementsParsed += this.deps.analyses.misses - parsedBefore;
-    if (this.clientNames.size + analysis.identifiers.size > keptClientNames) this.clientNames = new Set();
-    let added = false;
-    for (const name of analysis.identifiers) {
-      if (this.clientNames.has(name)) continue;
-      this.clientNames.add(name);
-      added = true;
+    if (!this.recentStatements.includes(analysis)) {
+      if (this.recentStatements.length >= keptRecentStatements) this.recentStatements.shift();
+      this.recentStatements.push(analysis);
+      this.clientNamesVersion++;
     }
-    if (added) this.clientNamesVersion++;
-    return { ...analysis, original: sql };
+    return analysis;
+  }
+
+  /** Whether the client wrote `name` in one of its recent statements. */
+  private clientWrote(name: string): boolean {
+    return this.recentStatements.some((analysis) => analysis.identifiers().has(name));
   }
 
   /**
@@ -552,8 +555,9 @@ export class ProxySession {
    * client wrote it (a whole name in its statements), it is the name of a mapped column, or
    * `?column?`: server-side code can prepare a statement whose alias is a data value.
    */
-  private visibleColumns(plan: ResultPlan): ColumnDescription[] | undefined {
+  private visibleColumns(plan: ResultPlan): { columns: ColumnDescription[] | undefined; askedClient: boolean } {
     let changed = false;
+    let askedClient = false;
     const visible: ColumnDescription[] = [];
     plan.columns.forEach((column, index) => {
       if (plan.hidden[index]) {
@@ -561,7 +565,9 @@ export class ProxySession {
         return;
       }
       const recordField = column.tableOid === 0 ? undefined : this.catalog.columns.get(columnKey(column.tableOid, column.attributeNumber));
-      const labelOk = column.name === "?column?" || this.clientNames.has(column.name) || (recordField !== undefined && recordField.slice(recordField.lastIndexOf(".") + 1) === column.name);
+      const mappedName = recordField !== undefined && recordField.slice(recordField.lastIndexOf(".") + 1) === column.name;
+      if (!mappedName && column.name !== "?column?") askedClient = true;
+      const labelOk = mappedName || column.name === "?column?" || this.clientWrote(column.name);
       const name = labelOk ? column.name : "?column?";
       const emptied = plan.categories[index] === undefined;
       if (!emptied && labelOk) {
@@ -571,7 +577,7 @@ export class ProxySession {
       changed = true;
       visible.push(emptied ? { name, tableOid: 0, attributeNumber: 0, typeOid: textTypeOid, typeSize: -1, typeModifier: -1, format: column.format } : { ...column, name });
     });
-    return changed ? visible : undefined;
+    return { columns: changed ? visible : undefined, askedClient };
   }
 
   /**
@@ -925,7 +931,7 @@ export class ProxySession {
       this.describedCatalogVersion = this.catalogVersion;
     }
     const last = this.lastDescribed;
-    if (last && last.shape === shape && equalBytes(last.bytes, 0, last.bytes.length, bytes, frame.bodyStart, frame.end)) return last.result;
+    if (last && (last.shape === shape || (last.shape !== undefined && shape !== undefined && last.shape.key === shape.key)) && equalBytes(last.bytes, 0, last.bytes.length, bytes, frame.bodyStart, frame.end)) return last.result;
     const key = shapeKey(shape) + bytes.toString("latin1", frame.bodyStart, frame.end);
     let result = this.described.get(key);
     if (!result) {
@@ -947,9 +953,10 @@ export class ProxySession {
   /** The RowDescription as the client may see it (labels and type modifiers it may not see replaced), remembered until the client's SQL text changes. */
   private pushRowDescription(bytes: Buffer, frame: Frame, result: DescribedResult, out: OutputBuffer): void {
     let forClient = result.forClient;
-    if (forClient?.clientNamesVersion !== this.clientNamesVersion) {
+    if (forClient === undefined || (forClient.clientNamesVersion !== this.clientNamesVersion && forClient.clientNamesVersion !== -1)) {
       const visible = this.visibleColumns(result.plan);
-      forClient = result.forClient = { clientNamesVersion: this.clientNamesVersion, rewritten: visible ? encodeRowDescription(visible) : undefined };
+      // Labels that are mapped column names or ?column? do not depend on what the client wrote: kept for good (-1).
+      forClient = result.forClient = { clientNamesVersion: visible.askedClient ? this.clientNamesVersion : -1, rewritten: visible.columns ? encodeRowDescription(visible.columns) : undefined };
     }
     if (forClient.rewritten) out.push(forClient.rewritten);
     else out.pushRange(bytes, frame.start, frame.end);
@@ -1340,20 +1347,32 @@ export class ProxySession {
 
   /**
    * Several instances (a join): each value is decided by its own instance's user. The row goes
-   * only if every instance that names a user may use it, and at least one does; an instance that
-   * names no one (an outer join's missing side) has its values emptied.
+   * only if every instance that names a user may use it, and at least one does. An instance that
+   * names no one is the missing side of an outer join when all its values are NULL (they stay
+   * NULL); otherwise it is a row without a user, and the row is dropped (policy-semantics 4).
    */
   private groupsMask(bytes: Buffer, frame: Frame, plan: ResultPlan) {
     const verdicts: Array<RowVerdict | undefined> = [];
     let allowed = false;
-    for (const group of plan.groups) {
-      const userId = this.userOf(bytes, frame, plan, group);
+    for (let group = 0; group < plan.groups.length; group++) {
+      const userId = this.userOf(bytes, frame, plan, plan.groups[group]!);
       const verdict = userId === undefined ? undefined : this.verdictOf(userId);
       if (userId !== undefined && (!verdict || !verdict.allowed)) return undefined;
+      if (userId === undefined && !this.groupAllNull(bytes, frame, plan, group)) return undefined;
       if (verdict) allowed = true;
       verdicts.push(verdict);
     }
     return allowed ? maskOf(plan, verdicts) : undefined;
+  }
+
+  /** Whether every value of one instance in this row is NULL. */
+  private groupAllNull(bytes: Buffer, frame: Frame, plan: ResultPlan, group: number): boolean {
+    for (let column = 0; column < plan.groupOf.length; column++) {
+      if (plan.groupOf[column] !== group) continue;
+      const value = locateValue(bytes, frame.bodyStart, frame.end, column);
+      if (!value || value.length !== -1) return false;
+    }
+    return true;
   }
 
   // ---- ending -----------------------------------------------------------------------------
@@ -1452,14 +1471,9 @@ function changesRelations(tag: string): boolean {
 /** text: what a column whose values are always NULL is described as. */
 const textTypeOid = 25;
 
-/** A small number per shape, so a RowDescription's plan is remembered per statement shape as well as per bytes. */
-const shapeIds = new WeakMap<ResultShape, number>();
-let nextShapeId = 1;
+/** A RowDescription's plan is remembered per statement shape as well as per bytes. */
 function shapeKey(shape: ResultShape | undefined): string {
-  if (!shape) return "-:";
-  let id = shapeIds.get(shape);
-  if (id === undefined) shapeIds.set(shape, (id = nextShapeId++));
-  return `${id}:`;
+  return shape ? shape.key + "\u0000" : "-\u0000";
 }
 
 /**

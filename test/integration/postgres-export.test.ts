@@ -452,6 +452,29 @@ for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `P
     assert.deepEqual(run.stdout.trim().split("\n"), [...lines("statement"), ...lines("prepared1"), ...lines("prepared6"), ...lines("fetch")]);
   });
 
+  test("JDBC, a hostile client: a self-join shows each email under its own user's decision, in text and in binary; a write is refused", async () => {
+    const allowed = await verdicts("service");
+    const forbidden = forbiddenValues(allowed);
+    const dir = tempDir("jdbc-self-join");
+    const source = join(__dirname, "..", "..", "..", "test", "fixtures", "jdbc", "SelfJoinClient.java");
+    const compiled = spawnSync("javac", ["-cp", jdbcJar, "-d", dir, source], { encoding: "utf8" });
+    assert.equal(compiled.status, 0, compiled.stderr);
+    const run = (port: number) => spawnSync("java", ["-cp", `${dir}:${jdbcJar}`, "SelfJoinClient", `jdbc:postgresql://127.0.0.1:${port}/app`, roles.scram.user, roles.scram.password, "accepted"], { encoding: "utf8", timeout: 60_000 });
+    const straight = run(pg.port);
+    assert.equal(straight.status, 0, straight.stderr);
+    assert.ok(forbidden.some((value) => straight.stdout.includes(value)), "the check can fail: directly, the self-join pairs the allowed id with every email");
+    const through = run(exportPort);
+    assert.equal(through.status, 0, through.stderr);
+    for (const value of forbidden) assert.ok(!through.stdout.includes(value), `${value} reached the JDBC client`);
+    // a.id is the resource context without a category (NULL); b.email is b's, kept when b's decision allows 'contact'.
+    const emails = usersRows()
+      .filter((r) => r.id !== null && r.id !== "" && allowed.get(r.id) !== undefined)
+      .sort((x, y) => (x.email < y.email ? -1 : 1))
+      .map((r) => `null|${allowed.get(r.id!)!.has("contact") ? r.email : "null"}`);
+    assert.ok(emails.some((line) => line !== "null|null"), "the check can fail: some email crosses");
+    assert.deepEqual(through.stdout.trim().split("\n"), [...emails.map((e) => `statement|${e}`), "statement|end", ...emails.map((e) => `prepared6|${e}`), "prepared6|end", "write|25006"]);
+  });
+
   test("an Execute's rows are decided with its portal's columns of now: from the client's Describe just before it, or the proxy's own (re-Parse, DEALLOCATE, DISCARD ALL, a schema change)", async () => {
     const allowed = await verdicts("service");
     const forbidden = forbiddenValues(allowed);

@@ -91,6 +91,7 @@ export class Level {
 export class Attribution {
   private nextId = 0;
   private nextHidden = 0;
+  /** Hidden names are `${hiddenPrefix}${n}`, numbered per statement. */
 
   constructor(
     private readonly schema: SchemaView,
@@ -342,7 +343,7 @@ export class Attribution {
   hiddenColumn(level: Level, expression: string): string {
     const existing = level.hidden.find((h) => h.expression === expression);
     if (existing) return existing.name;
-    const name = `${this.hiddenPrefix}${this.nextHidden++}`;
+    const name = this.hiddenPrefix + String(this.nextHidden++);
     level.hidden.push({ expression, name });
     return name;
   }

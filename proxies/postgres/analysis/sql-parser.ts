@@ -82,18 +82,23 @@ export function stringValue(node: unknown): string | undefined {
   return typed?.[0] === "String" ? ((typed[1].sval as string | undefined) ?? "") : undefined;
 }
 
-/** Calls `visit` for every node below `value` (type and fields), depth first. */
+/**
+ * Calls `visit` for every node below `value` (type and fields), depth first. A node is a key
+ * that starts with a capital letter (`SelectStmt`, `String`) holding an object; field names
+ * start with a small letter. Runs once or twice per statement parsed: no allocation per node.
+ */
 export function walkNodes(value: unknown, visit: (type: string, fields: Node) => void): void {
+  if (value === null || typeof value !== "object") return;
   if (Array.isArray(value)) {
     for (const child of value) walkNodes(child, visit);
     return;
   }
-  if (value === null || typeof value !== "object") return;
-  const typed = nodeType(value);
-  if (typed && typeof typed[1] === "object" && typed[1] !== null && !Array.isArray(typed[1]) && /^[A-Z]/.test(typed[0])) {
-    visit(typed[0], typed[1]);
-    for (const child of Object.values(typed[1])) walkNodes(child, visit);
-    return;
+  const object = value as Node;
+  for (const key in object) {
+    const child = object[key];
+    if (child === null || typeof child !== "object") continue;
+    const first = key.charCodeAt(0);
+    if (first >= 65 && first <= 90 && !Array.isArray(child)) visit(key, child as Node);
+    walkNodes(child, visit);
   }
-  for (const child of Object.values(value)) walkNodes(child, visit);
 }

@@ -26,6 +26,8 @@ export interface ShapeColumn {
 
 /** The rows a statement returns: its columns position by position (gaps: runs of unknown length), and its instance groups. */
 export interface ResultShape {
+  /** The same for shapes alike (statements that differ only in constants): plans are remembered under it. */
+  key: string;
   entries: Array<{ kind: "gap" } | { kind: "column"; column: ShapeColumn }>;
   /** Per group: the entries that hold its resource-context values, in mapping order. */
   groups: Array<{ relation: RelationView; subjects: number[] }>;
@@ -54,13 +56,19 @@ export interface QueryAnalysis {
   statements: StatementEffect[];
   /** Where text was inserted (character positions in `text`), to map error positions back to the client's text. */
   insertions: Array<{ at: number; length: number }>;
-  /** Identifiers and names the client wrote: labels made of these may cross. */
-  identifiers: ReadonlySet<string>;
+  /** Identifiers and names the client wrote: labels made of these may cross (found when first asked). */
+  identifiers(): ReadonlySet<string>;
   /** Hidden column names of this text start with this (also withheld from error messages). */
   hiddenPrefix: string;
 }
 
 const reservedPrefix = "__warden";
+/**
+ * Hidden column names: a random prefix per process, never shown to clients (removed from
+ * RowDescriptions and error texts), so no relation or function can carry one by chance or
+ * design; then a number per statement, so statements alike get the same names (and plans).
+ */
+const hiddenPrefix = `${reservedPrefix}_${randomBytes(6).toString("hex")}_`;
 
 /** Labels PostgreSQL gives expressions from keywords (FigureColname), which no identifier node spells. */
 const keywordLabels = ["?column?", "case", "row", "array", "exists", "coalesce", "greatest", "least", "nullif", "xmlconcat", "xmlelement", "xmlexists", "xmlforest", "xmlparse", "xmlpi", "xmlroot", "xmlserialize", "xmltable", "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp", "current_role", "current_user", "user", "session_user", "current_catalog", "current_schema", "system_user", "grouping", "json_object", "json_array", "json_objectagg", "json_arrayagg", "json", "json_scalar", "json_serialize", "json_query", "json_value", "json_exists", "merge_action", "position", "substring", "overlay", "trim", "extract", "collation for", "normalize", "interval", "bool", "int4", "numeric", "text", "varchar", "bpchar", "float4", "float8", "int2", "int8", "timestamp", "timestamptz", "time", "timetz", "date", "bit", "varbit"];
@@ -72,8 +80,7 @@ const keywordLabels = ["?column?", "case", "row", "array", "exists", "coalesce",
  * schema and policy give the same analysis (the hidden prefix aside), so results are cached.
  */
 export function analyzeQuery(sql: string, schema: SchemaView, policy: StatementPolicy): QueryAnalysis {
-  const hiddenPrefix = `${reservedPrefix}_${randomBytes(6).toString("hex")}_`;
-  const base = { text: sql, statements: [], insertions: [], identifiers: new Set<string>(), hiddenPrefix };
+  const base = { text: sql, statements: [], insertions: [], identifiers: () => keywordLabelSet, hiddenPrefix };
   let parsed: ParsedStatement[];
   try {
     parsed = parseStatements(sql);
@@ -81,9 +88,15 @@ export function analyzeQuery(sql: string, schema: SchemaView, policy: StatementP
     if (!(error instanceof SqlSyntaxError)) throw error;
     return { ...base, refusal: { sqlState: "42601", message: error.message, position: error.position || undefined } };
   }
-  const identifiers = identifiersOf(parsed);
-  for (const name of identifiers) {
-    if (name.toLowerCase().startsWith(reservedPrefix)) return { ...base, identifiers, refusal: { sqlState: "42501", message: `names starting with ${reservedPrefix} are reserved by the export` } };
+  let names: Set<string> | undefined;
+  // Found when first asked, from the text (a cached analysis keeps no parse tree).
+  const identifiers = () => (names ??= namesWritten(sql));
+  // A name is in the text as written (unquoted ones folded to lower case), or spelled with U& escapes.
+  const lower = sql.toLowerCase();
+  if (lower.includes(reservedPrefix) || lower.includes("u&")) {
+    for (const name of identifiersOf(parsed)) {
+      if (name.toLowerCase().startsWith(reservedPrefix)) return { ...base, identifiers, refusal: { sqlState: "42501", message: `names starting with ${reservedPrefix} are reserved by the export` } };
+    }
   }
   for (const statement of parsed) {
     const refusal = (policy.allowWrites ? undefined : readOnlyRefusal(statement.node)) ?? (policy.strict ? strictRefusal(statement.node, schema) : undefined);
@@ -198,7 +211,8 @@ function finishShape(attribution: Attribution, level: Level, plan: GroupPlan, hi
       return bases.findIndex((base) => base?.key === group.key && base.column === subject);
     }),
   }));
-  return { entries, groups, hiddenPrefix };
+  const key = JSON.stringify([entries.map((e) => (e.kind === "gap" ? 0 : [e.column.hidden ?? "", e.column.group, e.column.expect ? [e.column.expect.relation.schema, e.column.expect.relation.name, e.column.expect.column] : 0])), groups.map((g) => [g.relation.schema, g.relation.name, g.subjects])]);
+  return { key, entries, groups, hiddenPrefix };
 }
 
 function collectLevels(roots: Level[]): Level[] {
@@ -340,9 +354,26 @@ function characters(bytes: Buffer): number {
   return [...bytes.toString("utf8")].length;
 }
 
-/** Names the client wrote (identifiers, aliases, function and type names), for the label check. */
-function identifiersOf(statements: ParsedStatement[]): Set<string> {
+const keywordLabelSet: ReadonlySet<string> = new Set(keywordLabels);
+
+/**
+ * Names the client wrote, as PostgreSQL's scanner reads them: identifiers (unquoted ones folded
+ * to lower case, quoted ones as written) and keywords, besides the labels PostgreSQL makes from
+ * keywords. What U& escapes spell is not included: such a label becomes ?column?.
+ */
+function namesWritten(sql: string): Set<string> {
   const names = new Set<string>(keywordLabels);
+  for (const token of scanSync(sql).tokens) {
+    const text = token.text;
+    if (text.startsWith('"')) names.add(text.slice(1, -1).replace(/""/g, '"'));
+    else if (token.tokenName === "IDENT" || token.keywordKind !== 0) names.add(text.toLowerCase());
+  }
+  return names;
+}
+
+/** Every name in the parse trees (identifiers, aliases, relation, CTE and cursor names), for the reserved-prefix check. */
+function identifiersOf(statements: ParsedStatement[]): Set<string> {
+  const names = new Set<string>();
   const nameKeys = ["name", "aliasname", "relname", "ctename", "portalname", "colname", "schemaname"];
   for (const statement of statements) {
     walkNodes(statement.node, (type, fields) => {
@@ -368,28 +399,46 @@ export function originalPosition(analysis: QueryAnalysis, position: number): num
 
 /** Analyses, by text, for an export's sessions: a prepared workload parses each statement once. */
 export class AnalysisCache {
-  private readonly entries = new Map<string, QueryAnalysis>();
+  /** By schema and policy, then by text (most recently used last); no key is built per look-up. */
+  private readonly entries = new Map<string, Map<string, QueryAnalysis>>();
+  private size = 0;
   hits = 0;
   misses = 0;
 
   constructor(private readonly capacity = 2048) {}
 
   get(sql: string, schema: SchemaView, policy: StatementPolicy): QueryAnalysis {
-    const key = `${policy.allowWrites ? "w" : "r"}${policy.strict ? "s" : "-"}${schema.key}\u0000${sql}`;
-    const found = this.entries.get(key);
+    const outerKey = (policy.allowWrites ? "w" : "r") + (policy.strict ? "s" : "-") + schema.key;
+    let texts = this.entries.get(outerKey);
+    const found = texts?.get(sql);
     if (found) {
       this.hits++;
-      // Most recently used last.
-      this.entries.delete(key);
-      this.entries.set(key, found);
+      texts!.delete(sql);
+      texts!.set(sql, found);
       return found;
     }
     this.misses++;
     const analysis = analyzeQuery(sql, schema, policy);
-    if (this.entries.size >= this.capacity) this.entries.delete(this.entries.keys().next().value!);
     // Very long texts are analysed each time rather than kept.
-    if (sql.length <= 16_384) this.entries.set(key, analysis);
+    if (sql.length > 16_384) return analysis;
+    if (this.size >= this.capacity) this.evict();
+    if (!texts) this.entries.set(outerKey, (texts = new Map()));
+    texts.set(sql, analysis);
+    this.size++;
     return analysis;
+  }
+
+  /** Drops the least recently used text of the oldest schema (schemas change rarely). */
+  private evict(): void {
+    for (const [key, texts] of this.entries) {
+      const oldest = texts.keys().next();
+      if (!oldest.done) {
+        texts.delete(oldest.value);
+        this.size--;
+      }
+      if (texts.size === 0) this.entries.delete(key);
+      return;
+    }
   }
 }
 
