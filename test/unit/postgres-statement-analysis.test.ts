@@ -191,6 +191,12 @@ describe("PostgreSQL statement analysis: read-only exports", () => {
     ["DECLARE c CURSOR FOR SELECT * FROM users FOR SHARE", "25006"],
     ["PREPARE TRANSACTION 'x'", "25006"],
     ["SELECT 1; DELETE FROM users", "25006"],
+    ["SELECT lo_create(0)", "25006"],
+    ["SELECT lo_from_bytea(0, convert_to(email, 'UTF8')) FROM users", "25006"],
+    ["SELECT pg_catalog.pg_notify('c', email) FROM users", "25006"],
+    ["SELECT nextval('s')", "25006"],
+    ["SELECT pg_logical_emit_message(true, 'p', email) FROM users", "25006"],
+    ["SELECT dblink_exec('host=x', 'SELECT 1')", "25006"],
   ];
 
   test("reads pass", () => {

@@ -75,10 +75,20 @@ function selectRefusal(select: Node): Refusal | undefined {
   return refusal;
 }
 
-/** set_config() can turn the read-only guard off for the session's next transactions. */
+/**
+ * Built-in functions that change something even in a read-only transaction: large objects
+ * (PostgreSQL lets lo_create and lo_from_bytea write with transaction_read_only on),
+ * notifications, WAL messages, replication slots and origins, other sessions, the server's
+ * configuration, logs and statistics, sequences, and extensions that reach other servers or files.
+ */
+const writingFunctions = /^(lo_(creat|create|from_bytea|import|export|unlink|put|truncate|truncate64|open)|lowrite|pg_notify|pg_logical_emit_message|pg_(create|drop|copy)_\w*replication_slot|pg_replication_(origin|slot)_\w+|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile|pg_switch_wal|pg_create_restore_point|pg_stat_reset\w*|pg_backup_(start|stop)|pg_promote|pg_wal_replay_(pause|resume)|pg_import_system_collations|pg_log_backend_memory_contexts|setval|nextval|dblink\w*|pg_file_\w+|pg_logdir_ls)$/;
+
+/** set_config() can turn the read-only guard off for the session's next transactions; some built-ins write regardless. */
 function functionRefusal(call: Node): Refusal | undefined {
   const name = ((call.funcname as Node[] | undefined) ?? []).map(stringValue);
-  if (name[name.length - 1] !== "set_config") return undefined;
+  const last = name[name.length - 1] ?? "";
+  if (writingFunctions.test(last)) return refused(`${last}() (it changes something even in a read-only transaction)`);
+  if (last !== "set_config") return undefined;
   const setting = constantString((call.args as Node[] | undefined)?.[0]);
   if (setting === undefined) return refused("set_config() with a setting name that is not a constant");
   if (guardedSettings.has(setting.toLowerCase())) return refused(`set_config('${setting}', ...)`);
