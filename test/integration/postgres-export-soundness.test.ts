@@ -22,7 +22,11 @@ import { compilePolicy } from "../../actors/decision/compiled-policy";
 import type { PolicyConfig } from "../../actors/policy/model";
 import { decodeCommandComplete } from "../../protocols/postgres/command-complete";
 import { decodeParameterStatus } from "../../protocols/postgres/parameter-status";
+import { encodeBind } from "../../protocols/postgres/bind";
+import { encodeExecute } from "../../protocols/postgres/execute";
+import { encodeParse } from "../../protocols/postgres/parse";
 import { encodeQuery } from "../../protocols/postgres/query";
+import { encodeSync } from "../../protocols/postgres/sync";
 import { decodeRowDescription, type ColumnDescription } from "../../protocols/postgres/row-description";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
@@ -392,6 +396,70 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     });
   });
 
+  describe("extended protocol, unnamed statement, Execute with a row limit over the self-join (portal suspended and resumed)", () => {
+    const batch = () => [
+      encodeParse({ statement: "", sql: selfJoinSql, parameterTypes: [] }),
+      encodeBind({ portal: "p", statement: "", parameterFormats: [], parameters: [], resultFormats: [] }),
+      encodeExecute({ portal: "p", maxRows: 2 }),
+      encodeExecute({ portal: "p", maxRows: 2 }),
+      encodeExecute({ portal: "p", maxRows: 0 }),
+      encodeSync(),
+    ];
+    const through = (port: number) => withWire(port, async (wire) => {
+      wire.send(...batch());
+      return answerOf(await wire.until((m) => m.code === "Z", 1, 15_000));
+    });
+    test("leaks on a direct connection", async () => {
+      assert.ok(leaksIn((await through(pg.port)).text).includes(droppedEmail));
+    });
+    test("does not leak through the export, and still shows the allowed values", async () => {
+      const answer = await through(readOnlyPort);
+      assert.deepEqual(answer.errors, []);
+      assertClean([answer], "row-limited self-join");
+      assertShows(answer.rows, [1], selfJoin(), "row-limited self-join");
+    });
+  });
+
+  describe("TimeZone chosen from another user's email (not in the issue: a reported parameter that takes free text)", () => {
+    // A POSIX zone's abbreviation between <> takes letters: the dropped user's email without its punctuation.
+    const word = droppedEmail.split("@")[0]!.replace(/[^a-z]/g, "");
+    const zone = `'<' || upper(translate(split_part(email, '@', 1), '-', '')) || '>5'`;
+    const statements = [`SELECT id, email, set_config('TimeZone', ${zone}, false) FROM users b WHERE b.id = '${DROPPED}'`, "SHOW TimeZone", `SELECT id, email FROM users WHERE id = '${ALLOWED}'`];
+    const carries = (text: string) => text.toLowerCase().includes(word);
+    const alterRole = `DO $$ BEGIN EXECUTE format('ALTER ROLE CURRENT_USER SET TimeZone = %L', (SELECT ${zone} FROM users b WHERE b.id = '${DROPPED}')); END $$`;
+    const reset = () => pg.sql(`ALTER ROLE ${roles.trusted.user} RESET TimeZone`, "app");
+    test("leaks on a direct connection: ParameterStatus after set_config(), SHOW, and at the next login after ALTER ROLE", async () => {
+      const answers = await run(pg.port, statements);
+      assert.ok(carries(answers[0]!.messages.filter((m) => m.code === "S").map((m) => m.body.toString("latin1")).join()), "ParameterStatus TimeZone carries it");
+      assert.ok(carries(answers[1]!.text), "SHOW carries it");
+      try {
+        await run(pg.port, [alterRole]);
+        const login = await withWire(pg.port, async (wire) => wire.startup);
+        assert.ok(carries(parameterStatus(login).get("TimeZone") ?? ""));
+      } finally {
+        reset();
+      }
+    });
+    test("through a read-only export: no ParameterStatus, SHOW or row carries it", async () => {
+      const answers = await run(readOnlyPort, statements);
+      for (const answer of answers) assert.ok(!carries(answer.text), `${word} reached the client`);
+      assertClean(answers, "TimeZone");
+      assert.deepEqual(answers[2]!.rows, [[null, email(ALLOWED)]]);
+    });
+    test("through an allowWrites export: the next login's ParameterStatus does not carry it", async () => {
+      const port = await writablePort();
+      try {
+        const [answer] = await run(port, [alterRole]);
+        assert.deepEqual(answer!.errors, [], "writes are allowed");
+        assert.ok(pg.sql(`SELECT array_to_string(setconfig, ',') FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = '${roles.trusted.user}'`, "app").toLowerCase().includes(word), "the check can fail: the role's default holds it");
+        const login = await withWire(port, async (wire) => wire.startup);
+        assert.ok(!carries(login.map((m) => m.body.toString("latin1")).join()), `${word} crossed at login`);
+      } finally {
+        reset();
+      }
+    });
+  });
+
   // A small seeded fuzzer over the same attack: another instance of users reached through a random
   // construct, projected and wrapped at random. The seed is in the test name: a failure repeats.
   describe("fuzzed self-joins (seed 1818)", () => {
@@ -561,6 +629,36 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       });
     });
   }
+
+  describe("refused in the extended protocol: a write sent as Parse/Bind/Execute by node-postgres (unnamed and named)", () => {
+    const writes = [{ text: "INSERT INTO audit_notes (note) VALUES ($1)", values: ["extended"] }, { name: "write-prepared", text: "UPDATE audit_notes SET note = $1 WHERE false", values: ["extended"] }];
+    const attempt = async (port: number) => {
+      const c = new Client({ host: "127.0.0.1", port, user: roles.scram.user, password: roles.scram.password, database: "app" });
+      await c.connect();
+      try {
+        const outcomes: Array<{ command?: string; code?: string; message?: string }> = [];
+        for (const query of writes) {
+          outcomes.push(await c.query(query).then((r) => ({ command: r.command }), (error: Error & { code?: string }) => ({ code: error.code, message: error.message })));
+          const after = await c.query(`SELECT id, email FROM users WHERE id = '${ALLOWED}'`);
+          assert.deepEqual(after.rows.map((r: Record<string, unknown>) => r.email), [email(ALLOWED)], "the connection still works");
+        }
+        return outcomes;
+      } finally {
+        await c.end().catch(() => undefined);
+      }
+    };
+    test("runs on a direct connection", async () => {
+      assert.deepEqual(await attempt(pg.port), [{ command: "INSERT" }, { command: "UPDATE" }]);
+    });
+    test("refused through a read-only export; the connection still works", async () => {
+      for (const [index, outcome] of (await attempt(readOnlyPort)).entries()) {
+        assert.ok("code" in outcome, `${writes[index]!.text}: refused, got ${JSON.stringify(outcome)}`);
+        assert.match(outcome.code ?? "", /^(25006|42501)$/);
+        assert.match(outcome.message ?? "", index === 0 ? /INSERT/i : /UPDATE/i);
+        assert.match(outcome.message ?? "", /allowWrites/);
+      }
+    });
+  });
 
   describe("refused: SET SESSION AUTHORIZATION (as a superuser, whom PostgreSQL lets do it)", () => {
     const superuser = { user: "postgres", password: "postgres" };
