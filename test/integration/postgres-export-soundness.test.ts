@@ -226,8 +226,8 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       "app",
     );
     nats = await startNats();
-    // Sessions on the node's loop: the attacks are about what crosses, the same code runs in workers (postgres-export.test.ts covers both).
-    node = await NodeProcess.start({ nodeId: "pg-soundness-1", natsUrl: nats.url, env: { EXPORT_WORKERS: "0" } });
+    // The node's defaults (sessions in proxy worker processes): what a hostile client faces.
+    node = await NodeProcess.start({ nodeId: "pg-soundness-1", natsUrl: nats.url });
     const policy = policyWithOrders();
     assert.equal((await call("PUT", "/config", policy)).status, 200);
     await createPopulation(call);
@@ -287,6 +287,18 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       columns: [1],
       shows: onlyAllowed,
     },
+    { name: "INTERSECT over a self-join", sql: `SELECT a.id, b.email FROM users a, users b WHERE a.id = '${ALLOWED}' INTERSECT SELECT '${ALLOWED}', email FROM users`, columns: [1], shows: selfJoin },
+    { name: "CTE MATERIALIZED referenced twice", sql: `WITH x AS MATERIALIZED (SELECT * FROM users) SELECT a.id, b.email FROM x a, x b WHERE a.id = '${ALLOWED}'`, columns: [1], shows: selfJoin },
+    { name: "SQL-level PREPARE and EXECUTE of the self-join", sql: `PREPARE sj AS ${selfJoinSql}; EXECUTE sj`, columns: [1], shows: selfJoin },
+    { name: "VALUES beside users: a literal where the id would be", sql: `SELECT v.x, b.email FROM (VALUES ('${ALLOWED}')) v(x), users b`, columns: [1], shows: selfJoin },
+    {
+      name: "FULL JOIN USING: merged columns come from either side",
+      sql: `SELECT id, email FROM (SELECT id, email FROM users WHERE id = '${ALLOWED}') a FULL JOIN (SELECT id, email FROM users WHERE id = '${DROPPED}') b USING (id, email)`,
+      columns: [1],
+      shows: onlyAllowed,
+    },
+    { name: "window function reading the next row of the same instance (lead)", sql: "SELECT id, email, lead(email) OVER (ORDER BY clicks) AS next FROM users", columns: [1], shows: () => contactIds.map((id) => [email(id)]) },
+    { name: "window aggregate over every row of the instance", sql: "SELECT id, email, string_agg(email, ',') OVER () AS everyone FROM users", columns: [1], shows: () => contactIds.map((id) => [email(id)]) },
     { name: "ORDER BY another instance", sql: `${selfJoinSql} ORDER BY b.login DESC`, columns: [1], shows: selfJoin },
     { name: "GROUP BY over a self-join", sql: `SELECT a.id, b.email, count(*) FROM users a, users b WHERE a.id = '${ALLOWED}' GROUP BY a.id, b.email`, columns: [1], shows: selfJoin },
     { name: "DISTINCT over a self-join", sql: `SELECT DISTINCT a.id, b.email FROM users a, users b WHERE a.id = '${ALLOWED}'`, columns: [1], shows: selfJoin },
@@ -472,7 +484,7 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       "(SELECT id, email, login, name, clicks, secret FROM users UNION ALL SELECT id, email, login, name, clicks, secret FROM users WHERE false) b",
       "users_view b",
     ];
-    const projections = ["b.email", "b.email AS id", "lower(b.email)", "b.email || ''", "(b.email)::text", "coalesce(b.email, a.email)", "CASE WHEN true THEN b.email END", "concat_ws(',', b.id, b.email)"];
+    const projections = ["b.email", "b.email AS id", "lower(b.email)", "b.email || ''", "(b.email)::text", "coalesce(b.email, a.email)", "CASE WHEN true THEN b.email END", "concat_ws(',', b.id, b.email)", "(b).email", 'b.email COLLATE "C"', "ARRAY[b.email]::text"];
     const wrappers = [(q: string) => q, (q: string) => `SELECT * FROM (${q}) w`, (q: string) => `WITH w AS (${q}) SELECT * FROM w`, (q: string) => `${q} ORDER BY 3`, (q: string) => `SELECT DISTINCT * FROM (${q}) w`];
     const fuzzed = Array.from({ length: 16 }, () => pick(wrappers)(`SELECT a.id, a.email AS mine, ${pick(projections)} FROM users a, ${pick(sources)} WHERE a.id = '${ALLOWED}'`));
     test("each leaks on a direct connection", async () => {
@@ -818,23 +830,41 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
   // strict: predicates on other columns (inference) are refused; resource-context joins are not.
   // ---------------------------------------------------------------------------------------------
 
-  describe("strict export: a predicate on another instance's email answers a yes/no question about it", () => {
+  describe("strict export: predicates, grouping and ordering on other columns answer questions about values", () => {
     const probe = (prefix: string) => `SELECT a.id FROM users a, users b WHERE a.id = '${ALLOWED}' AND b.id = '${DROPPED}' AND b.email LIKE '${prefix}%'`;
-    test("on a direct connection the answer depends on the dropped user's email", async () => {
-      const answers = await run(pg.port, [probe("n"), probe("x")]);
-      assert.deepEqual(answers.map((a) => a.rows.length), [1, 0]);
+    /** Each references a column other than a resource context where strict forbids it (issue 18, item 5). */
+    const probes = [
+      { where: "WHERE", sql: probe("n") },
+      { where: "JOIN ON", sql: `SELECT a.email FROM users a JOIN users b ON b.email LIKE 'n%' AND b.id = '${DROPPED}' WHERE a.id = '${ALLOWED}'` },
+      { where: "GROUP BY", sql: "SELECT count(*), min(id) FROM users GROUP BY left(secret, 8)" },
+      { where: "HAVING", sql: `SELECT id FROM users GROUP BY id HAVING max(secret) LIKE 'secret-n%'` },
+      { where: "ORDER BY", sql: "SELECT email FROM users ORDER BY secret" },
+      { where: "a window", sql: "SELECT email, row_number() OVER (ORDER BY secret) FROM users" },
+      { where: "DISTINCT ON", sql: "SELECT DISTINCT ON (left(secret, 8)) email FROM users" },
+    ];
+    test("on a direct connection the answer depends on the dropped user's email, and every probe runs", async () => {
+      const answers = await run(pg.port, [probe("n"), probe("x"), ...probes.map((p) => p.sql)]);
+      assert.deepEqual(answers.slice(0, 2).map((a) => a.rows.length), [1, 0]);
+      for (const [index, answer] of answers.slice(2).entries()) assert.deepEqual(answer.errors, [], probes[index]!.sql);
     });
-    test("a strict export refuses it and still answers an honest join on resource-context columns", async () => {
+    test("a strict export refuses each probe and still answers joins and filters on resource-context columns", async () => {
       const port = await strictPort();
       await withWire(port, async (wire) => {
-        const answer = await ask(wire, probe("n"));
-        assertRefused(answer, "strict", /strict|email|WHERE|predicate|column/i, false);
-        await assertStillWorks(wire, answer, "strict");
-        const honest = await ask(wire, "SELECT u.id, u.email, o.item FROM orders o JOIN users u ON u.id = o.user_id");
+        for (const p of probes) {
+          const answer = await ask(wire, p.sql);
+          assertRefused(answer, `strict, ${p.where}`, /strict|WHERE|JOIN|GROUP|HAVING|ORDER|window|DISTINCT|predicate|column/i, false);
+          await assertStillWorks(wire, answer, `strict, ${p.where}`);
+        }
+        const honest = await ask(wire, "SELECT u.id, u.email, o.item FROM orders o JOIN users u ON u.id = o.user_id ORDER BY u.id");
         assert.deepEqual(honest.errors, []);
         assertClean([honest], "strict honest join");
         assertShows(honest.rows, [1, 2], [[email(ALLOWED), item(ALLOWED)]], "strict honest join");
       });
+    });
+    test("the same probes are answered by a default (not strict) export: what strict closes is real there", async () => {
+      const answers = await run(readOnlyPort, [probe("n"), probe("x")]);
+      assert.deepEqual(answers.map((a) => a.errors), [[], []]);
+      assertClean(answers, "non-strict probes");
     });
   });
 });
