@@ -32,7 +32,7 @@ import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
 import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles, usersRows } from "../fixtures/postgres-population";
-import { categoryOf, forbiddenValues, verdictsOf, type Verdicts } from "../fixtures/postgres-verdicts";
+import { forbiddenValues, verdictsOf, type Verdicts } from "../fixtures/postgres-verdicts";
 import { call as request } from "../helpers/http";
 import { startNats } from "../helpers/nats";
 import { NodeProcess } from "../helpers/node-process";
@@ -54,11 +54,14 @@ const droppedClicks = usersRows().find((r) => r.id === DROPPED)!.clicks;
 /** orders: one order per user with an id; the item says whose it is (item-<id>, distinct, none inside another). */
 const ordersRows = () => usersRows().filter((r) => r.id !== null && r.id !== "").map((r) => ({ userId: r.id!, item: `item-${r.id}` }));
 
+/** Category of orders.item (service allows it for the allowed user). */
+const itemCategory = "usage";
+
 /** The realistic policy with orders mapped in the export's group: user_id decides, item is usage; orders.id is not mapped. */
 function policyWithOrders(): PolicyConfig {
   const policy = realisticPolicy();
   const group = policy.mappingGroups.find((g) => g.name === "users-table")!;
-  group.fieldMappings.push({ recordField: "orders.user_id", resourceContext: true }, { recordField: "orders.item", categoryId: "usage" });
+  group.fieldMappings.push({ recordField: "orders.user_id", resourceContext: true }, { recordField: "orders.item", categoryId: itemCategory });
   return policy;
 }
 
@@ -205,6 +208,7 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     assert.match(error!.message, names, `${what}: the message says what is refused`);
     if (howToAllow) assert.match(error!.message, /allowWrites/, `${what}: the message says how to allow writes`);
     assert.ok(!answer.messages.some((m) => m.code === "G" || m.code === "D"), `${what}: nothing ran (no COPY, no rows)`);
+    assert.deepEqual(answer.tags, [], `${what}: nothing ran (no command tag)`);
     assertClean([answer], what);
   };
 
@@ -233,14 +237,14 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     await createPopulation(call);
     const revision = Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));
     allowed = await verdictsOf(call, compilePolicy(policy, revision), "service");
-    assert.ok(allowed.get(ALLOWED)?.has("contact") && allowed.get(ALLOWED)?.has("usage"), "the allowed user's email and items may cross");
+    assert.ok(allowed.get(ALLOWED)?.has("contact") && allowed.get(ALLOWED)?.has(itemCategory), "the allowed user's email and items may cross");
     assert.equal(allowed.get(DROPPED), undefined, "the dropped user's rows are dropped");
-    forbidden = [...forbiddenValues(allowed), ...ordersRows().filter((o) => !allowed.get(o.userId)?.has(categoryOf.clicks!)).map((o) => o.item)];
+    forbidden = [...forbiddenValues(allowed), ...ordersRows().filter((o) => !allowed.get(o.userId)?.has(itemCategory)).map((o) => o.item)];
     assert.ok(forbidden.includes(droppedEmail) && forbidden.includes(droppedItem));
     droppedIds = [...allowed].filter(([, categories]) => categories === undefined).map(([id]) => id);
     allowedIds = [...allowed].filter(([, categories]) => categories !== undefined).map(([id]) => id);
     contactIds = allowedIds.filter((id) => allowed.get(id)!.has("contact"));
-    usageIds = allowedIds.filter((id) => allowed.get(id)!.has("usage"));
+    usageIds = allowedIds.filter((id) => allowed.get(id)!.has(itemCategory));
     readOnlyPort = await createExport();
   });
 
@@ -328,7 +332,7 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       name: "honest join orders JOIN users ON u.id = o.user_id: each instance decided by its own user",
       sql: "SELECT u.id, u.email, o.item FROM orders o JOIN users u ON u.id = o.user_id",
       columns: [1, 2],
-      shows: () => allowedIds.map((id) => [allowed.get(id)!.has("contact") ? email(id) : null, allowed.get(id)!.has("usage") ? item(id) : null]),
+      shows: () => allowedIds.map((id) => [allowed.get(id)!.has("contact") ? email(id) : null, allowed.get(id)!.has(itemCategory) ? item(id) : null]),
     },
   ];
 
@@ -777,26 +781,50 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     });
   }
 
-  describe("column label chosen by server-side code, matching a client-written word only as a substring", () => {
-    // The label is the first word of the dropped user's email ("not"); the client writes "nothing"
-    // and never "not" as a word (the dropped user is named by clicks, not by id).
+  describe("column labels chosen by server-side code, matching client-written words only in part", () => {
+    // Two labels made from the dropped user's email: its first word "not", which the client writes
+    // only inside "nothing" (a substring match lets it cross); and the whole email, each of whose
+    // words but "not" the client writes ("accepted", "example", "com": a label matched word by word,
+    // any word sufficing, lets it cross). The client never writes "not" as a word: the dropped user
+    // is named by clicks, not by id.
     const label = droppedEmail.split("-")[0]!;
-    const statements = [
-      `DO $$ BEGIN EXECUTE format('PREPARE leak AS SELECT 1 AS %I', (SELECT split_part(email, '-', 1) FROM users WHERE clicks = ${droppedClicks})); END $$`,
-      "SELECT 1 AS nothing",
-      "EXECUTE leak",
-    ];
+    const prepare = (name: string, expression: string) => `DO $$ BEGIN EXECUTE format('PREPARE ${name} AS SELECT 1 AS %I', (SELECT ${expression} FROM users WHERE clicks = ${droppedClicks})); END $$`;
+    const statements = [prepare("leak", "split_part(email, '-', 1)"), prepare("leak2", "email"), "SELECT 1 AS nothing, 2 AS accepted, 3 AS example, 4 AS com", "EXECUTE leak", "EXECUTE leak2"];
     test("leaks on a direct connection", async () => {
       const answers = await run(pg.port, statements);
-      assert.equal(answers[2]!.descriptions[0]?.[0]?.name, label);
+      assert.equal(answers[3]!.descriptions[0]?.[0]?.name, label);
+      assert.equal(answers[4]!.descriptions[0]?.[0]?.name, droppedEmail);
     });
-    test("through an allowWrites export the label does not cross", async () => {
+    test("through an allowWrites export the labels do not cross: whole labels matched against whole client-written tokens", async () => {
       const answers = await run(await writablePort(), statements);
-      assert.deepEqual(answers[0]!.errors, [], "writes (DO) are allowed");
+      assert.deepEqual(answers.slice(0, 2).flatMap((a) => a.errors), [], "writes (DO) are allowed");
       for (const answer of answers) assertClean([answer], "label");
       const labels = answers.flatMap((a) => a.descriptions.flat().map((c) => c.name));
-      assert.ok(labels.includes("nothing"), "the client's own alias crosses");
-      assert.ok(!labels.includes(label), `the label ${label} crossed: whole tokens only`);
+      assert.deepEqual(answers[2]!.descriptions[0]?.map((c) => c.name), ["nothing", "accepted", "example", "com"], "the client's own aliases cross");
+      assert.ok(!labels.includes(label), `the label ${label} crossed`);
+    });
+  });
+
+  // Not in the issue, and not closed by anything it asks for: with writes allowed, the client's own
+  // UPDATE or INSERT can copy a dropped user's value into a row of the allowed user, where per-instance
+  // attribution then releases it. Marked todo: it documents the gap (allowWrites is not a read
+  // boundary) without deciding the remedy; each attempt is rolled back.
+  describe("allowWrites: a value laundered into the allowed user's row by the client's own write", () => {
+    const launder = [
+      "BEGIN",
+      `UPDATE users SET email = (SELECT b.email FROM users b WHERE b.id = '${DROPPED}') WHERE id = '${ALLOWED}'`,
+      `INSERT INTO orders (user_id, item) SELECT '${ALLOWED}', b.item FROM orders b WHERE b.user_id = '${DROPPED}'`,
+      `SELECT id, email FROM users WHERE id = '${ALLOWED}'`,
+      `SELECT user_id, item FROM orders WHERE user_id = '${ALLOWED}'`,
+      "ROLLBACK",
+    ];
+    test("leaks on a direct connection", async () => {
+      const answers = await run(pg.port, launder);
+      assert.ok(leaksIn(answers[3]!.text).includes(droppedEmail) && leaksIn(answers[4]!.text).includes(droppedItem));
+    });
+    test("through an allowWrites export", { todo: "allowWrites lets a client move values between users; the issue does not say what the export should do" }, async () => {
+      const answers = await run(await writablePort(), launder);
+      assertClean(answers, "laundering");
     });
   });
 
