@@ -4,7 +4,13 @@
 // straight against PostgreSQL, where it must expose a forbidden value (so the attack is real and
 // the check can fail), and through an export, where no forbidden value may reach the client while
 // the allowed user's allowed values still appear where the query shows them (so the check is not
-// vacuous: an export that answers nothing would fail it).
+// vacuous: an export that answers nothing would fail it). Where both apply they are separate tests,
+// so a failure says whether the export leaked or hid what it may show. Through an export a
+// resource-context column without a category (users.id, orders.user_id) is always NULL, so the
+// "still shows" checks look at the value columns. Refusals (read-only by default) are checked by
+// SQLSTATE (25006 or 42501), by a message naming what is refused, and by a read on the same
+// connection afterwards. Exports with `allowWrites` or `strict` are created when a test first needs
+// them. Leaks are searched in every byte the client receives, as written, in any case, or hex.
 //
 // The world is the one of postgres-export.test.ts (test/fixtures/postgres-population.ts, the
 // realistic policy, the mixed population), purpose "service", plus a second mapped table
