@@ -22,6 +22,8 @@ export class WireClient {
   private waiters: Array<() => void> = [];
   closed = false;
   keys?: BackendKeyData;
+  /** What the server sent from the startup packet to the first ReadyForQuery (ParameterStatus among it). */
+  startup: WireMessage[] = [];
 
   private constructor(readonly socket: Socket) {
     socket.on("data", (chunk: Buffer) => {
@@ -51,7 +53,7 @@ export class WireClient {
     await new Promise((resolve, reject) => socket.once("connect", resolve).once("error", reject));
     const client = new WireClient(socket);
     socket.write(encodeStartup(parameters));
-    const startup = await client.until((m) => m.code === "Z" || m.code === "E");
+    const startup = (client.startup = await client.until((m) => m.code === "Z" || m.code === "E"));
     const keys = startup.find((m) => m.code === "K");
     if (keys) client.keys = decodeBackendKeyData(keys.body);
     const error = startup.find((m) => m.code === "E");

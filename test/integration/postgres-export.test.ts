@@ -3,11 +3,11 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { Client } from "pg";
 import { compilePolicy } from "../../actors/decision/compiled-policy";
-import { decide } from "../../actors/decision/engine";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
 import { createPopulation } from "../fixtures/population";
-import { createAppDatabase, populationHba, roles, usersRows } from "../fixtures/postgres-population";
+import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
+import { categoryOf, expectedUsers as expectedUsersOf, filtered, forbiddenValues, verdictsOf } from "../fixtures/postgres-verdicts";
 import { call as request } from "../helpers/http";
 import { startNats } from "../helpers/nats";
 import { NodeProcess } from "../helpers/node-process";
@@ -28,9 +28,6 @@ import { encodeDescribe } from "../../protocols/postgres/describe";
 
 type Row = Record<string, unknown>;
 
-/** Category of each mapped users column in the realistic policy's `users-table` group (id: resource context, no category). */
-const categoryOf: Record<string, string | undefined> = { email: "contact", login: "credentials", name: "identity", clicks: "usage" };
-
 // The whole suite runs twice: sessions on the node's own event loop, and in proxy worker processes (EXPORT_WORKERS).
 for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `PostgreSQL exports, sessions in ${workers} proxy worker processes`, () => {
   let nats: NatsServerProcess;
@@ -44,46 +41,8 @@ for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `P
 
   const client = (port = exportPort, role: { user: string; password: string } = roles.scram) => new Client({ host: "127.0.0.1", port, user: role.user, password: role.password, database: "app" });
 
-  /** The users rows a purpose may see, as the decision engine says, with disallowed values NULL. */
-  const expectedUsers = async (purposeId: string, columns: readonly string[]): Promise<Row[]> => {
-    const rows: Row[] = [];
-    for (const row of usersRows()) {
-      if (row.id === null || row.id === "") continue;
-      const stored = await call("GET", `/user/${row.id}`);
-      const decision = decide(compiled, stored.status === 200 ? stored.body : undefined, { type: "platformUse", purposeId }, new Date());
-      if (!decision.allowed) continue;
-      rows.push(Object.fromEntries(columns.map((c) => [c, categoryOf[c] && decision.categoryIds.includes(categoryOf[c]!) ? (row as Row)[c] : null])));
-    }
-    return rows;
-  };
-
-  /** Allowed categories per user id for a purpose (undefined: the user's rows are dropped). */
-  const verdicts = async (purposeId: string): Promise<Map<string, Set<string> | undefined>> => {
-    const result = new Map<string, Set<string> | undefined>();
-    for (const row of usersRows()) {
-      if (row.id === null || row.id === "") continue;
-      const stored = await call("GET", `/user/${row.id}`);
-      const decision = decide(compiled, stored.status === 200 ? stored.body : undefined, { type: "platformUse", purposeId }, new Date());
-      result.set(row.id, decision.allowed ? new Set(decision.categoryIds) : undefined);
-    }
-    return result;
-  };
-
-  /** What the export must return for rows read directly from the backing store: rows of users not allowed dropped, disallowed columns NULL. */
-  const filtered = (rows: Row[], allowed: Map<string, Set<string> | undefined>, columns: Record<string, string | undefined>, idColumn = "id"): Row[] =>
-    rows
-      .filter((r) => r[idColumn] !== null && r[idColumn] !== "" && allowed.get(String(r[idColumn])) !== undefined)
-      .map((r) => Object.fromEntries(Object.keys(r).map((k) => [k, columns[k] !== undefined && allowed.get(String(r[idColumn]))!.has(columns[k]!) ? r[k] : null])));
-
-  /** Values the purpose must never release: every value of a dropped user, every value of a column whose category is not allowed, every secret. */
-  const forbiddenValues = (allowed: Map<string, Set<string> | undefined>): string[] => {
-    const values: string[] = [];
-    for (const row of usersRows()) {
-      const categories = row.id ? allowed.get(row.id) : undefined;
-      for (const column of ["email", "login", "name", "secret"] as const) if (!categories || !categoryOf[column] || !categories.has(categoryOf[column]!)) values.push(row[column]);
-    }
-    return values;
-  };
+  const expectedUsers = (purposeId: string, columns: readonly string[]) => expectedUsersOf(call, compiled, purposeId, columns);
+  const verdicts = (purposeId: string) => verdictsOf(call, compiled, purposeId);
 
   const withClient = async <T>(port: number, work: (c: Client) => Promise<T>, role: { user: string; password: string } = roles.scram): Promise<T> => {
     const c = client(port, role);
