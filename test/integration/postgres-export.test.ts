@@ -6,7 +6,7 @@ import { compilePolicy } from "../../actors/decision/compiled-policy";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
 import { createPopulation } from "../fixtures/population";
-import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
+import { createAppDatabase, populationHba, roles, usersRows } from "../fixtures/postgres-population";
 import { categoryOf, expectedUsers as expectedUsersOf, filtered, forbiddenValues, verdictsOf } from "../fixtures/postgres-verdicts";
 import { call as request } from "../helpers/http";
 import { startNats } from "../helpers/nats";
