@@ -90,3 +90,22 @@ test("a missing or broken prerequisite is one clear line, never a stack trace", 
     busy.close();
   }
 });
+
+test("Ctrl-C at a terminal (SIGINT to the whole process group) drains the node and stops its nats-server last", async () => {
+  const natsPort = await freePort();
+  const dataDir = tempDir("ctrl-c");
+  const node = await NodeProcess.start({ nodeId: "terminal", dataDir, ownProcessGroup: true, env: { NATS_PORT: String(natsPort) } });
+  started.push(node);
+  const natsPid = Number(readFileSync(join(dataDir, "nats", "nats-server.pid"), "utf8"));
+  // Some state to write, so the drain has partitions and a live actor to hand over.
+  const response = await fetch(`${node.url}/user`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ userId: "ctrl-c-user" }) });
+  assert.equal(response.status, 200, "user created");
+
+  node.signalGroup("SIGINT");
+  assert.equal(await node.exited(), 0, "exits 0 after SIGINT");
+  const log = node.lines.join("\n");
+  assert.match(log, /"signal":"SIGINT".*stopping: draining/);
+  assert.match(log, /node stopped/);
+  assert.doesNotMatch(log, /FatalError|JetStream did not confirm|clean stop failed|second signal/);
+  assert.ok(!isRunning(natsPid), "the embedded nats-server stopped with the node");
+});
