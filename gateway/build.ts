@@ -15,6 +15,7 @@ import { redactRoutes } from "./redact-routes";
 import { userRoutes } from "./user-routes";
 import { uiRoutes } from "./ui-routes";
 import { rootPaths, type GatewayDeps, type RootPath } from "./types";
+import { version } from "../service/version";
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 const defaultBodyLimit = 1024 * 1024;
@@ -48,7 +49,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
   if (deps.auth) void app.register(authentication, { auth: deps.auth });
   void app.register(swagger, {
     openapi: {
-      info: { title: "warden", description: "Data-use policy enforcement service: REST APIs by root path", version: "0.1.0" },
+      info: { title: "warden", description: "Data-use policy enforcement service: REST APIs by root path", version },
       tags: rootPaths.map((name) => ({ name })),
     },
   });

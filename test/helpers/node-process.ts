@@ -157,6 +157,16 @@ export class NodeProcess {
     process.kill(-this.child.pid!, signal);
   }
 
+  /** Resolves once a log line matches (false if the node exited or timeoutMs passed first). /readyz answers before the start's last audits and its signal handlers: wait for "node ready to serve" before signalling. */
+  async waitLogged(pattern: RegExp, timeoutMs = 10_000): Promise<boolean> {
+    const until = Date.now() + timeoutMs;
+    while (!this.logged(pattern)) {
+      if (this.child.exitCode !== null || Date.now() > until) return false;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return true;
+  }
+
   logged(pattern: RegExp): boolean {
     return this.lines.some((line) => pattern.test(line));
   }
