@@ -29,6 +29,9 @@ test("the embedded default: own nats-server, audited start, real HTTP, clean sto
   assert.equal(response.status, 400);
   assert.equal(((await response.json()) as { error: { code: string } }).error.code, "ERR_REQUEST_INVALID");
   assert.match(response.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);
+  const wrongMethod = await fetch(`${node.url}/user/someone`, { method: "POST" });
+  assert.equal(wrongMethod.status, 405, "a known path with a wrong method");
+  assert.equal(wrongMethod.headers.get("allow"), "DELETE, GET, HEAD");
 
   const nc = await connectTo(`nats://127.0.0.1:${natsPort}`);
   const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT")).map(({ subject, data }) => ({ subject, record: data }));
