@@ -8,7 +8,7 @@ import { decisionRoutes } from "./decision-routes";
 import { installErrorHandling } from "./error-handler";
 import { healthRoutes } from "./health";
 import { mappingRoutes } from "./mapping-routes";
-import { metricsRoutes } from "./metrics";
+import { metricsRoutes, refusalCounter } from "./metrics";
 import { notImplemented } from "./not-implemented";
 import { exportRoutes } from "./export-routes";
 import { redactRoutes } from "./redact-routes";
@@ -45,7 +45,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
   app.addHook("onRequest", async (request, reply) => {
     void reply.header("x-request-id", request.id);
   });
-  installErrorHandling(app);
+  installErrorHandling(app, refusalCounter(deps.metrics));
   if (deps.auth) void app.register(authentication, { auth: deps.auth });
   void app.register(swagger, {
     openapi: {

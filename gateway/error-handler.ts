@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance } from "fastify";
 import { problemFromSchemaError } from "../actors/policy/check";
 import { DeadlineExceededError, RuntimeError } from "../actors/runtime/errors";
-import { GatewayError } from "./errors";
+import { GatewayError, type GatewayErrorCode } from "./errors";
 
 /** Codes of errors raised by actors, translated into the registry (details travel along). */
 const actorCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> = {
@@ -87,8 +87,8 @@ function knownMethods(app: FastifyInstance): (path: string) => string[] {
 /** Seconds a client should wait before retrying a 503 or 429 that names no better figure (every such answer says one). */
 const defaultRetryAfterSeconds = 1;
 
-/** Every failure leaves as a registered code; internal error text never reaches the client. */
-export function installErrorHandling(app: FastifyInstance): void {
+/** Every failure leaves as a registered code; internal error text never reaches the client. `refused` hears each code sent (the refusal metrics). */
+export function installErrorHandling(app: FastifyInstance, refused?: (code: GatewayErrorCode) => void): void {
   const methodsOf = knownMethods(app);
   app.addHook("onSend", async (_request, reply) => {
     if ((reply.statusCode === 503 || reply.statusCode === 429) && !reply.hasHeader("retry-after")) void reply.header("retry-after", String(defaultRetryAfterSeconds));
@@ -99,6 +99,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (failure.code === "ERR_INTERNAL") request.log.error({ err: error, code: failure.code }, "request failed");
     else request.log.info({ code: failure.code }, failure.message);
     if (failure.retryAfterSeconds !== undefined) void reply.header("retry-after", String(failure.retryAfterSeconds));
+    refused?.(failure.code);
     void reply.status(failure.statusCode).send(failure.toBody());
   });
   app.setNotFoundHandler((request, reply) => {
@@ -107,10 +108,12 @@ export function installErrorHandling(app: FastifyInstance): void {
     const allowed = methodsOf(path);
     if (allowed.length > 0) {
       const failure = new GatewayError("ERR_REQUEST_METHOD", `${request.method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`);
+      refused?.(failure.code);
       void reply.status(failure.statusCode).header("allow", allowed.join(", ")).send(failure.toBody());
       return;
     }
     const failure = new GatewayError("ERR_REQUEST_NOT_FOUND", `no such path: ${request.method} ${path}`);
+    refused?.(failure.code);
     void reply.status(failure.statusCode).send(failure.toBody());
   });
 }
