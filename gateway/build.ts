@@ -6,6 +6,7 @@ import { authentication } from "./authentication";
 import { configRoutes } from "./config-routes";
 import { decisionRoutes } from "./decision-routes";
 import { installErrorHandling } from "./error-handler";
+import { documentResponses, security, securitySchemes } from "./openapi";
 import { healthRoutes } from "./health";
 import { mappingRoutes } from "./mapping-routes";
 import { metricsRoutes, refusalCounter } from "./metrics";
@@ -47,11 +48,16 @@ export function build(deps: GatewayDeps): FastifyInstance {
   });
   installErrorHandling(app, refusalCounter(deps.metrics));
   if (deps.auth) void app.register(authentication, { auth: deps.auth });
+  documentResponses(app);
   void app.register(swagger, {
     openapi: {
-      info: { title: "warden", description: "Data-use policy enforcement service: REST APIs by root path", version },
-      tags: rootPaths.map((name) => ({ name })),
+      info: { title: "warden", description: "Data-use policy enforcement service: REST APIs by root path", version, license: { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" } },
+      tags: [...rootPaths, "health"].map((name) => ({ name })),
+      components: { securitySchemes },
+      security,
     },
+    // Shared schemas keep their $id as their component name (ErrorBody), not def-0.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
   void app.register(swaggerUi, { routePrefix: "/docs" });
   void app.register(metricsRoutes, { metrics: deps.metrics });

@@ -18,7 +18,7 @@ const metricsPlugin: FastifyPluginAsync<{ metrics: Registry }> = async (app, { m
   app.addHook("onResponse", async (request, reply) => {
     duration.observe({ method: request.method, route: request.routeOptions.url ?? "unmatched", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
-  app.get("/metrics", async (_request, reply) => reply.type(metrics.contentType).send(await metrics.metrics()));
+  app.get("/metrics", { schema: { tags: ["health"], summary: "Prometheus metrics (text exposition format; docs/metrics.md)", response: { 200: { description: "Prometheus text", content: { "text/plain": { schema: { type: "string" } } } } } } }, async (_request, reply) => reply.type(metrics.contentType).send(await metrics.metrics()));
 };
 
 export const metricsRoutes = fastifyPlugin(metricsPlugin, { name: "warden-metrics" });
