@@ -18,8 +18,12 @@ export const errorBodySchema = {
 
 const errorRef = { $ref: "ErrorBody#" } as const;
 
-/** A JSON answer whose shape the route's summary and docs/ describe (no field is dropped or coerced: extra properties pass). */
-const jsonAnswer = { type: "object", description: "The answer (JSON object); see the summary and docs/", additionalProperties: true } as const;
+/**
+ * A JSON answer whose shape the route's summary and docs/ describe. No type: the serializer
+ * then writes the value as it is (an object or, as guardian options are, an array), dropping
+ * and coercing nothing.
+ */
+const jsonAnswer = { description: "The answer (JSON); see the summary and docs/" } as const;
 
 /**
  * The credentials the gateway takes (docs/authentication.md). Which components require them is
