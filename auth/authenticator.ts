@@ -1,5 +1,6 @@
 import { componentTypes, servedComponents } from "./components";
 import { choicesFor, isEnforced, openSecurityConfig, type SecurityConfig, type VerifierFactories } from "./security-config";
+import { CountTree } from "../service/metrics";
 import { CredentialRejected, SecurityConfigError, VerifierUnavailable } from "./types";
 import type { Component, ComponentName, Credential, CredentialType, Verifier, VerifierDependencies, OverridesByVerifier, VerifierType, VerifiedIdentity } from "./types";
 
@@ -27,6 +28,9 @@ const verifierKey = (type: VerifierType, profile: string) => `${type}/${profile}
  * endpoints answered.
  */
 export class Authenticator {
+  /** Outcomes of verify() since start, by component, verifier and outcome (read by the node's metrics). */
+  readonly outcomes = new CountTree();
+
   private constructor(
     readonly config: SecurityConfig,
     private readonly verifiers: ReadonlyMap<string, Verifier>,
@@ -99,6 +103,12 @@ export class Authenticator {
   }
 
   async verify(component: Component, credential: Credential, overrides?: OverridesByVerifier): Promise<AccessOutcome> {
+    const outcome = await this.verifyOnce(component, credential, overrides);
+    this.outcomes.child(component.name).child("by" in outcome ? outcome.by.verifier : "none").child(outcome.kind).value++;
+    return outcome;
+  }
+
+  private async verifyOnce(component: Component, credential: Credential, overrides?: OverridesByVerifier): Promise<AccessOutcome> {
     const choice = choicesFor(this.config, component).get(credential.type);
     if (!choice) return { kind: "unsupported", credentialType: credential.type, reason: `no verifier takes '${credential.type}' credentials for component '${component.name}'` };
     const by: VerifierRef = { credentialType: credential.type, verifier: choice.verifier, profile: choice.profile };

@@ -6,15 +6,17 @@ import { authentication } from "./authentication";
 import { configRoutes } from "./config-routes";
 import { decisionRoutes } from "./decision-routes";
 import { installErrorHandling } from "./error-handler";
+import { documentResponses, security, securitySchemes } from "./openapi";
 import { healthRoutes } from "./health";
 import { mappingRoutes } from "./mapping-routes";
-import { metricsRoutes } from "./metrics";
+import { metricsRoutes, refusalCounter } from "./metrics";
 import { notImplemented } from "./not-implemented";
 import { exportRoutes } from "./export-routes";
 import { redactRoutes } from "./redact-routes";
 import { userRoutes } from "./user-routes";
 import { uiRoutes } from "./ui-routes";
 import { rootPaths, type GatewayDeps, type RootPath } from "./types";
+import { version } from "../service/version";
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 const defaultBodyLimit = 1024 * 1024;
@@ -44,13 +46,18 @@ export function build(deps: GatewayDeps): FastifyInstance {
   app.addHook("onRequest", async (request, reply) => {
     void reply.header("x-request-id", request.id);
   });
-  installErrorHandling(app);
+  installErrorHandling(app, refusalCounter(deps.metrics));
   if (deps.auth) void app.register(authentication, { auth: deps.auth });
+  documentResponses(app);
   void app.register(swagger, {
     openapi: {
-      info: { title: "warden", description: "Data-use policy enforcement service: REST APIs by root path", version: "0.1.0" },
-      tags: rootPaths.map((name) => ({ name })),
+      info: { title: "warden", description: "Data-use policy enforcement service: REST APIs by root path", version, license: { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" } },
+      tags: [...rootPaths, "health"].map((name) => ({ name })),
+      components: { securitySchemes },
+      security,
     },
+    // Shared schemas keep their $id as their component name (ErrorBody), not def-0.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
   void app.register(swaggerUi, { routePrefix: "/docs" });
   void app.register(metricsRoutes, { metrics: deps.metrics });

@@ -104,7 +104,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
       progressOf(await documents.job((request.query as { jobName: string }).jobName)),
     );
 
-    app.get("/redact/document", { schema: { tags, summary: "The redacted document of a complete job, in the uploaded format, rows in their original order", querystring: jobQuery } }, async (request, reply) => {
+    app.get("/redact/document", { schema: { tags, summary: "The redacted document of a complete job, in the uploaded format, rows in their original order", querystring: jobQuery, response: { 200: { description: "the redacted document, in the uploaded format", content: Object.fromEntries(Object.values(documentFormats).map((type) => [type, { schema: { type: "string" } }])) } } } }, async (request, reply) => {
       const { job, chunks } = await documents.download((request.query as { jobName: string }).jobName);
       void reply
         .type(documentFormats[job.format])

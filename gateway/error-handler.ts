@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance } from "fastify";
 import { problemFromSchemaError } from "../actors/policy/check";
 import { DeadlineExceededError, RuntimeError } from "../actors/runtime/errors";
-import { GatewayError } from "./errors";
+import { GatewayError, type GatewayErrorCode } from "./errors";
 
 /** Codes of errors raised by actors, translated into the registry (details travel along). */
 const actorCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> = {
@@ -66,17 +66,54 @@ function toGatewayError(error: FastifyError | Error, method: string): GatewayErr
   return new GatewayError("ERR_INTERNAL", undefined, undefined, { cause: error });
 }
 
-/** Every failure leaves as a registered code; internal error text never reaches the client. */
-export function installErrorHandling(app: FastifyInstance): void {
+/** A route's URL pattern as a RegExp over paths: `:param` is one segment, `*` the rest. */
+function patternOf(url: string): RegExp {
+  const source = url
+    .split(/(:[A-Za-z0-9_]+|\*)/)
+    .map((part) => (part === "*" ? ".*" : part.startsWith(":") ? "[^/]+" : part.replace(/[.+?^${}()|[\]\\]/g, "\\$&")))
+    .join("");
+  return new RegExp(`^${source}$`);
+}
+
+/** The methods some route answers on a path, from every route registered (including those of plugins). */
+function knownMethods(app: FastifyInstance): (path: string) => string[] {
+  const routes: Array<{ pattern: RegExp; methods: string[] }> = [];
+  app.addHook("onRoute", (route) => {
+    routes.push({ pattern: patternOf(route.url), methods: ([] as string[]).concat(route.method) });
+  });
+  return (path) => [...new Set(routes.filter((route) => route.pattern.test(path)).flatMap((route) => route.methods))].sort();
+}
+
+/** Seconds a client should wait before retrying a 503 or 429 that names no better figure (every such answer says one). */
+const defaultRetryAfterSeconds = 1;
+
+/** Every failure leaves as a registered code; internal error text never reaches the client. `refused` hears each code sent (the refusal metrics). */
+export function installErrorHandling(app: FastifyInstance, refused?: (code: GatewayErrorCode) => void): void {
+  const methodsOf = knownMethods(app);
+  app.addHook("onSend", async (_request, reply) => {
+    if ((reply.statusCode === 503 || reply.statusCode === 429) && !reply.hasHeader("retry-after")) void reply.header("retry-after", String(defaultRetryAfterSeconds));
+  });
   app.setErrorHandler((error, request, reply) => {
     const failure = toGatewayError(error as FastifyError, request.method);
     // Only failures nobody anticipated deserve a stack in the log; the rest are ordinary answers.
     if (failure.code === "ERR_INTERNAL") request.log.error({ err: error, code: failure.code }, "request failed");
     else request.log.info({ code: failure.code }, failure.message);
+    if (failure.retryAfterSeconds !== undefined) void reply.header("retry-after", String(failure.retryAfterSeconds));
+    refused?.(failure.code);
     void reply.status(failure.statusCode).send(failure.toBody());
   });
   app.setNotFoundHandler((request, reply) => {
-    const failure = new GatewayError("ERR_REQUEST_NOT_FOUND", `no such path: ${request.method} ${request.url.split("?")[0]}`);
+    const path = request.url.split("?")[0]!;
+    // A known path asked with a method it does not take: 405 and the methods it does (RFC 9110 15.5.6).
+    const allowed = methodsOf(path);
+    if (allowed.length > 0) {
+      const failure = new GatewayError("ERR_REQUEST_METHOD", `${request.method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`);
+      refused?.(failure.code);
+      void reply.status(failure.statusCode).header("allow", allowed.join(", ")).send(failure.toBody());
+      return;
+    }
+    const failure = new GatewayError("ERR_REQUEST_NOT_FOUND", `no such path: ${request.method} ${path}`);
+    refused?.(failure.code);
     void reply.status(failure.statusCode).send(failure.toBody());
   });
 }

@@ -1,6 +1,7 @@
 /**
- * The one registry of gateway errors: code -> HTTP status and default message. Every error
- * body is `{error: {code, message, details?}}` with one of these codes.
+ * The one registry of gateway errors: code -> HTTP status, default message and, for a 503 worth
+ * waiting longer than a second for, the Retry-After seconds. Every error body is
+ * `{error: {code, message, details?}}` with one of these codes.
  */
 export const gatewayErrors = {
   ERR_REQUEST_INVALID: { status: 400, message: "the request is not valid" },
@@ -23,7 +24,7 @@ export const gatewayErrors = {
   ERR_EXPORT_INVALID: { status: 400, message: "the export is not valid; nothing was created" },
   ERR_EXPORT_NOT_FOUND: { status: 404, message: "no such export" },
   ERR_EXPORT_PORT_TAKEN: { status: 409, message: "the port is used by another export" },
-  ERR_EXPORT_NO_PORT: { status: 503, message: "no free port is left in the export port range" },
+  ERR_EXPORT_NO_PORT: { status: 503, message: "no free port is left in the export port range", retryAfterSeconds: 60 },
   ERR_PIPELINE_RECORD_INVALID: { status: 400, message: "a pipeline record is one JSON object" },
   ERR_PIPELINE_UNAVAILABLE: { status: 503, message: "the pipeline export cannot redact now; try again" },
   ERR_CONFIG_REVISION_MISMATCH: { status: 412, message: "the configuration changed since the revision named in If-Match; nothing was changed" },
@@ -40,7 +41,7 @@ export const gatewayErrors = {
   ERR_ACTOR_UNAVAILABLE: { status: 503, message: "the service is temporarily unavailable; try again" },
   ERR_ACTOR_OUTCOME_UNKNOWN: { status: 504, message: "the service could not confirm whether the change was stored; read the current state before trying again" },
   ERR_INTERNAL: { status: 500, message: "internal error" },
-} as const satisfies Record<string, { status: number; message: string }>;
+} as const satisfies Record<string, { status: number; message: string; retryAfterSeconds?: number }>;
 
 export type GatewayErrorCode = keyof typeof gatewayErrors;
 
@@ -51,6 +52,8 @@ export interface ErrorBody {
 /** An error with a registered code; thrown by routes, rendered by the gateway's error handler. */
 export class GatewayError extends Error {
   readonly statusCode: number;
+  /** Retry-After of this code, when the registry names one (other 503s and 429s get the gateway's default). */
+  readonly retryAfterSeconds: number | undefined;
   constructor(
     readonly code: GatewayErrorCode,
     message?: string,
@@ -60,6 +63,8 @@ export class GatewayError extends Error {
     super(message ?? gatewayErrors[code].message, options);
     this.name = "GatewayError";
     this.statusCode = gatewayErrors[code].status;
+    const entry = gatewayErrors[code];
+    this.retryAfterSeconds = "retryAfterSeconds" in entry ? entry.retryAfterSeconds : undefined;
   }
 
   toBody(): ErrorBody {

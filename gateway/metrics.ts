@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import fastifyPlugin from "fastify-plugin";
-import { Histogram, type Registry } from "prom-client";
+import { Counter, Histogram, type Registry } from "prom-client";
+import type { GatewayErrorCode } from "./errors";
 
 /**
  * Prometheus metrics at /metrics, and the duration of every HTTP request by route and status.
@@ -17,7 +18,18 @@ const metricsPlugin: FastifyPluginAsync<{ metrics: Registry }> = async (app, { m
   app.addHook("onResponse", async (request, reply) => {
     duration.observe({ method: request.method, route: request.routeOptions.url ?? "unmatched", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
-  app.get("/metrics", async (_request, reply) => reply.type(metrics.contentType).send(await metrics.metrics()));
+  app.get("/metrics", { schema: { tags: ["health"], summary: "Prometheus metrics (text exposition format; docs/metrics.md)", response: { 200: { description: "Prometheus text", content: { "text/plain": { schema: { type: "string" } } } } } } }, async (_request, reply) => reply.type(metrics.contentType).send(await metrics.metrics()));
 };
 
 export const metricsRoutes = fastifyPlugin(metricsPlugin, { name: "warden-metrics" });
+
+/** Counts the gateway's refusals by error code (its kind), a child bound per code. */
+export function refusalCounter(metrics: Registry): (code: GatewayErrorCode) => void {
+  const refusals = new Counter({ name: "warden_refusals_total", help: "Requests the gateway refused, by error code (the registry in gateway/errors.ts)", labelNames: ["kind"], registers: [metrics] });
+  const byCode = new Map<GatewayErrorCode, Counter.Internal>();
+  return (code) => {
+    let child = byCode.get(code);
+    if (!child) byCode.set(code, (child = refusals.labels({ kind: code })));
+    child.inc();
+  };
+}

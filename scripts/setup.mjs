@@ -4,9 +4,10 @@
 // Idempotent and quiet when nothing is missing. Any failure prints one line
 // saying what is wrong and how to fix it, never a stack trace.
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, statSync, writeFileSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { buildState, stampFile } from "./build-inputs.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const forTests = process.argv.includes("--tests");
@@ -40,21 +41,6 @@ function lastLine(text) {
 function checkNode() {
   const major = Number(process.versions.node.split(".")[0]);
   if (major < 20) fail(`Node.js ${process.versions.node} is too old: install Node.js 20 or newer`);
-}
-
-/** Newest modification time of the TypeScript sources under `path` (or of `path` itself, for a file). */
-function newestMtime(path) {
-  if (!existsSync(path)) return 0;
-  const info = statSync(path);
-  if (!info.isDirectory()) return info.mtimeMs;
-  let newest = 0;
-  for (const entry of readdirSync(path)) {
-    if (entry === "node_modules" || entry.startsWith(".")) continue;
-    const child = join(path, entry);
-    if (statSync(child).isDirectory()) newest = Math.max(newest, newestMtime(child));
-    else if (entry.endsWith(".ts")) newest = Math.max(newest, statSync(child).mtimeMs);
-  }
-  return newest;
 }
 
 function ensureNpmDependencies() {
@@ -142,17 +128,21 @@ function ensureTestPrerequisites() {
 }
 
 function ensureBuild() {
-  const stamp = join(root, "dist", ".build-stamp");
-  const sources = ["actors", "gateway", "proxies", "protocols", "service", "test", "bench", "tsconfig.json", "package-lock.json"];
-  const newestSource = Math.max(...sources.map((s) => newestMtime(join(root, s))));
-  if (existsSync(stamp) && Number(readFileSync(stamp, "utf8")) >= newestSource) return;
+  let state;
+  try {
+    state = buildState(root);
+  } catch (error) {
+    fail(`cannot tell which folders to build (${error.message}): check tsconfig.json`);
+  }
+  const { newestSource, stale } = state;
+  if (!stale) return;
   say("building (tsc)");
   const result = run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"]);
   if (!result.ok) {
     process.stderr.write(result.output);
     fail("the TypeScript build failed (errors above)");
   }
-  writeFileSync(stamp, String(newestSource));
+  writeFileSync(stampFile(root), String(newestSource));
 }
 
 try {

@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { StartupError } from "./startup-error";
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+export type LogFormat = "json" | "pretty";
 
 export interface NodeConfig {
   /** Gateway port (all REST APIs and web UIs). */
@@ -17,6 +18,8 @@ export interface NodeConfig {
   natsPort: number;
   nodeId: string;
   logLevel: LogLevel;
+  /** JSON lines (for collectors) or pino-pretty's coloured lines (for people at a terminal). */
+  logFormat: LogFormat;
   /** JetStream replicas for buckets and streams (3 on a NATS cluster). */
   jsReplicas: number;
   /** Partition count at the cluster's first start. */
@@ -59,6 +62,7 @@ export const settings = {
   natsPort: { env: "NATS_PORT", flag: "--nats-port", describe: "client port of the embedded nats-server (default 4222)" },
   nodeId: { env: "NODE_ID", flag: "--node-id", describe: "unique node id in the cluster (default <hostname>-<port>)" },
   logLevel: { env: "LOG_LEVEL", flag: "--log-level", describe: "trace, debug, info, warn, error, fatal or silent (default info)" },
+  logFormat: { env: "LOG_FORMAT", flag: "--log-format", describe: "json (default: one JSON object a line, for log collectors) or pretty (readable lines for a terminal)" },
   jsReplicas: { env: "JS_REPLICAS", flag: "--js-replicas", describe: "JetStream replicas of buckets and streams (default 1; 3 on a NATS cluster)" },
   partitions: { env: "PARTITIONS", flag: "--partitions", describe: "actor partitions, fixed at the cluster's first start (default 64)" },
   heartbeatMs: { env: "HEARTBEAT_MS", flag: "--heartbeat-ms", describe: "lease renewal interval (default 1000)" },
@@ -78,6 +82,32 @@ export const settings = {
 } satisfies Record<keyof NodeConfig | "exportTlsKey" | "tlsKey", Setting>;
 
 const logLevels: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
+const logFormats: readonly LogFormat[] = ["json", "pretty"];
+
+/** `--help`: every setting with its flag, variable and description, from the list above. */
+export function usage(): string {
+  const rows = Object.values(settings).map((s: Setting) => [`  ${s.flag} <value>`, s.env, s.describe]);
+  const width = Math.max(...rows.map((r) => r[0].length));
+  const envWidth = Math.max(...rows.map((r) => r[1].length));
+  return [
+    "Usage: warden [options]   (node dist/service/main.js)",
+    "",
+    "Starts one warden node. Every option is also an environment variable; options win.",
+    "",
+    ...rows.map(([flag, env, describe]) => `${flag.padEnd(width)}  ${env.padEnd(envWidth)}  ${describe}`),
+    `${"  --help".padEnd(width)}  ${"".padEnd(envWidth)}  print this and exit`,
+    `${"  --version".padEnd(width)}  ${"".padEnd(envWidth)}  print the version and exit`,
+    `${"".padEnd(width)}  ${"NATS_SERVER_BIN".padEnd(envWidth)}  path of the nats-server binary, when not on PATH`,
+    "",
+  ].join("\n");
+}
+
+/** What the command line asks before any setting is read: `--help` and `--version` answer and exit, whatever else is given. */
+export function commandOf(argv: readonly string[]): "help" | "version" | "run" {
+  if (argv.includes("--help") || argv.includes("-h")) return "help";
+  if (argv.includes("--version")) return "version";
+  return "run";
+}
 
 function parseFlags(argv: readonly string[]): Map<string, string> {
   const known = new Set(Object.values(settings).map((s) => s.flag));
@@ -85,7 +115,7 @@ function parseFlags(argv: readonly string[]): Map<string, string> {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
-    if (!known.has(flag)) throw new StartupError(`unknown option '${arg}' (options: ${[...known].join(", ")})`);
+    if (!known.has(flag)) throw new StartupError(`unknown option '${arg}' (options: ${[...known].join(", ")}; --help describes them)`);
     const value = inline ?? argv[++i];
     if (value === undefined) throw new StartupError(`option ${flag} needs a value`);
     values.set(flag, value);
@@ -134,6 +164,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(nodeId)) throw new StartupError(`NODE_ID '${nodeId}' must be 1-64 letters, digits, '-' or '_'`);
   const logLevel = (raw("logLevel") ?? "info") as LogLevel;
   if (!logLevels.includes(logLevel)) throw new StartupError(`LOG_LEVEL must be one of ${logLevels.join(", ")}, got '${logLevel}'`);
+  const logFormat = (raw("logFormat") ?? "json") as LogFormat;
+  if (!logFormats.includes(logFormat)) throw new StartupError(`LOG_FORMAT must be one of ${logFormats.join(", ")}, got '${logFormat}'`);
   const natsUrls = (raw("natsUrls") ?? "").split(",").map((u) => u.trim()).filter(Boolean);
   const heartbeatMs = integer(settings.heartbeatMs, raw("heartbeatMs") ?? "1000", 50, 60_000);
   const leaseTtlMs = integer(settings.leaseTtlMs, raw("leaseTtlMs") ?? "4000", 200, 600_000);
@@ -147,6 +179,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     natsPort: integer(settings.natsPort, raw("natsPort") ?? "4222", 1, 65535),
     nodeId,
     logLevel,
+    logFormat,
     jsReplicas: integer(settings.jsReplicas, raw("jsReplicas") ?? "1", 1, 5),
     partitions: integer(settings.partitions, raw("partitions") ?? "64", 1, 4096),
     heartbeatMs,

@@ -11,6 +11,7 @@ import type { ActorRuntime } from "../actors/runtime/runtime";
 import type { StateCache } from "../actors/runtime/state-cache";
 import { HandlerError } from "../actors/runtime/errors";
 import { user, type UserRecord } from "../actors/user/user-actor";
+import { countDecision, countedDecision } from "./metrics";
 import type { Caller, DecisionAnswer, DecisionPort, DecisionQuery, RecordRedaction, RedactPort, RedactRequest } from "../gateway/types";
 
 /** Which record fields of a mapping group a decision lets through (policy-semantics 4). */
@@ -52,6 +53,7 @@ export class DecisionService implements DecisionPort, RedactPort {
     const { compiled, group, plan } = await this.redactionPlan(request);
     const userId = userIdOf(record, plan);
     if (userId === undefined) {
+      countDecision("redact", flowOf(request.type), false, "UNKNOWN_USER");
       const reasons: Reason[] = [{ code: "UNKNOWN_USER", text: "the record has no user id in its resource-context fields" }];
       const summary = noUserSummary(group.name);
       const traceId = randomUUID();
@@ -167,12 +169,13 @@ export class DecisionService implements DecisionPort, RedactPort {
   }
 }
 
-/** The trace record of one decision (spec 6): who, for what, the outcome and why; never record values. */
+/** The trace record of one decision (spec 6): who, for what, the outcome and why; never record values. Every traced decision is made once, so it is counted here. */
 export function decisionTrace(
   at: { traceId: string; time: string; door: string; nodeId: string; userId: string },
   request: DecisionRequest,
   decision: Decision,
 ): Record<string, unknown> {
+  countedDecision(at.door, decision);
   return {
     ...at,
     type: request.type,

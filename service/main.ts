@@ -1,12 +1,19 @@
 import "reflect-metadata"; // before tsyringe is loaded: it refuses to load without the polyfill
-import { loadConfig } from "./config";
+import { commandOf, loadConfig, usage } from "./config";
 import { createLogger } from "./logger";
 import { startServiceNode } from "./node";
 import { StartupError } from "./startup-error";
+import { version } from "./version";
 
 async function main(): Promise<void> {
-  const config = loadConfig(process.argv.slice(2), process.env);
-  const logger = createLogger(config.nodeId, config.logLevel);
+  const argv = process.argv.slice(2);
+  const command = commandOf(argv);
+  if (command !== "run") {
+    process.stdout.write(command === "help" ? usage() : `warden ${version}\n`);
+    return;
+  }
+  const config = loadConfig(argv, process.env);
+  const logger = createLogger(config.nodeId, config.logLevel, config.logFormat);
   const node = await startServiceNode(config, logger);
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals) => {

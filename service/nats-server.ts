@@ -113,7 +113,9 @@ export class NatsServerProcess {
     }
     const configFile = join(options.dir, "nats-server.conf");
     writeFileSync(configFile, configText(options, join(options.dir, "jetstream")));
-    const child = spawn(binary, ["-c", configFile], { stdio: ["ignore", "pipe", "pipe"] });
+    // Its own process group: Ctrl-C at a terminal signals the whole foreground group, and the
+    // server must outlive the node's drain (the node stops it last), not die beside it.
+    const child = spawn(binary, ["-c", configFile], { stdio: ["ignore", "pipe", "pipe"], detached: true });
     const server = new NatsServerProcess(child, options, pidFile);
     const remember = (chunk: Buffer) => {
       for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) {

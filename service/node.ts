@@ -21,6 +21,7 @@ import { defaultProxyLimits } from "../proxies/postgres/types";
 import { policyPort } from "./policy-port";
 import { userPort } from "./user-port";
 import { StartupError } from "./startup-error";
+import { registerNodeMetrics, type NatsTally } from "./node-metrics";
 import { Authenticator } from "../auth/authenticator";
 import { component, componentTypes } from "../auth/components";
 import { KvReplayGuard } from "../auth/replay-guard";
@@ -146,12 +147,18 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     await natsServer?.stop();
     throw error;
   });
-  let natsConnected = true;
+  const nats: NatsTally = { connected: true, disconnects: 0, reconnects: 0 };
   void (async () => {
     for await (const status of nc.status()) {
       if (status.type === "ping") continue;
-      if (status.type === "disconnect") natsConnected = false;
-      if (status.type === "reconnect") natsConnected = true;
+      if (status.type === "disconnect") {
+        nats.connected = false;
+        nats.disconnects++;
+      }
+      if (status.type === "reconnect") {
+        nats.connected = true;
+        nats.reconnects++;
+      }
       logger.info({ nats: status.type }, "NATS connection status");
     }
   })();
@@ -179,7 +186,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   }
 
   const health = (): HealthReport => {
-    const status = runtime.status(natsConnected && !nc.isClosed());
+    const status = runtime.status(nats.connected && !nc.isClosed());
     const checks = {
       nats: { ok: status.natsConnected },
       lease: { ok: status.leaseValid, detail: { incarnation: status.incarnation } },
@@ -191,6 +198,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours, threads: config.redactionThreads });
   const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits, tls: exportTls, authenticator, jsReplicas: config.jsReplicas, proxyWorkers: config.exportWorkers });
   await exportSupervisor.start();
+  registerNodeMetrics(metrics, { runtime, nats, exports: exportSupervisor, documents, authenticator });
   const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts, authenticator });
   const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });
   try {

@@ -34,6 +34,8 @@ export class Membership extends EventEmitter {
   private leaseValidUntil = 0;
   private timer?: NodeJS.Timeout;
   private renewing = false;
+  /** Lease renewals since start, by outcome (read by the node's metrics): written, failed (retried), lapsed (re-registered). */
+  readonly renewals = { ok: 0, failed: 0, lapsed: 0 };
   private ownEntryWrites: Promise<unknown> = Promise.resolve();
   private lastRenewalAt = 0;
   private lastWrittenRevision = 0;
@@ -105,6 +107,7 @@ export class Membership extends EventEmitter {
       await this.exclusively(() => (this.isLeaseValid() ? this.renew() : this.reincarnate()));
       await this.removeLongDeadPeers();
     } catch (error) {
+      this.renewals.failed++;
       this.log.warn({ err: error }, "lease renewal failed; will retry");
     } finally {
       this.renewing = false;
@@ -155,6 +158,7 @@ export class Membership extends EventEmitter {
       throw error;
     }
     this.record = next;
+    this.renewals.ok++;
     this.peers.applyOwnWrite(this.nodeId, this.record, this.revision);
     this.noteOwnWrite();
     // A renewal that completes after the lease lapsed (peers may already have taken over) must not revive it.
@@ -164,6 +168,7 @@ export class Membership extends EventEmitter {
 
   private async reincarnate(): Promise<void> {
     const previous = this.registered.incarnation;
+    this.renewals.lapsed++;
     this.log.warn({ previous }, "lease lapsed (node paused or cut off); stepping down everywhere and re-registering");
     this.emit("lapsed");
     this.lastRenewalAt = performance.now();

@@ -22,6 +22,8 @@ import { ExportDecider } from "./export-decider";
 import type { Authenticator } from "../../auth/authenticator";
 
 const scanEveryMs = 1000;
+/** The line ProxyWorkerPool logs (at error) each time it starts an exited worker again. */
+const workerRestartLine = "proxy worker exited; starting it again";
 /** Wait before trying again to open a port that could not be opened. */
 const retryListenAfterMs = 5000;
 
@@ -84,6 +86,10 @@ export class ExportSupervisor {
   private readonly unsubscribe: (() => void)[] = [];
   private timer?: NodeJS.Timeout;
   private stopping = false;
+  /** The running pool, once started (for its worker count). */
+  private pool?: ProxyWorkerPool;
+  /** Proxy workers started again after exiting, counted from the pool's log line (the pool keeps no count). */
+  workerRestarts = 0;
 
   constructor(private readonly deps: ExportSupervisorDeps) {
     this.exports = new WatchedBucket<ExportRecord>("exports", deps.runtime.host.store.kv, deps.log, `${exportActor.type}.>`);
@@ -108,6 +114,32 @@ export class ExportSupervisor {
   /** Every export this node knows of (the replica: a change made elsewhere shows up within moments). */
   list(): ExportRecord[] {
     return [...this.exports.all()].map(([, entry]) => entry.value);
+  }
+
+  /** What each export this node serves counted since its port opened here (the metrics read it at scrape time). */
+  servingCounts(): Array<{ exportId: string; type: string; serving: ExportServing }> {
+    const counts: Array<{ exportId: string; type: string; serving: ExportServing }> = [];
+    for (const [exportId, listener] of this.listeners) {
+      const serving = listener.server?.serving();
+      if (serving) counts.push({ exportId, type: listener.record.type, serving });
+    }
+    return counts;
+  }
+
+  /** Proxy worker processes running now (0 before the first PostgreSQL export, or with EXPORT_WORKERS=0). */
+  runningWorkers(): number {
+    // The pool exposes no count; its workers list is read as is (a rename there fails this build, not silently).
+    return this.pool ? this.pool["workers"].filter((worker) => worker.ready).length : 0;
+  }
+
+  /** The pool's logger, counting the restarts it logs. */
+  private countingRestarts(log: Logger): Logger {
+    const counting = Object.create(log) as Logger;
+    counting.error = ((obj: unknown, message?: string, ...rest: unknown[]) => {
+      if (message === workerRestartLine) this.workerRestarts++;
+      (log.error as (...args: unknown[]) => void)(obj, message, ...rest);
+    }) as Logger["error"];
+    return counting;
   }
 
   /** This node's report on an export it serves or should serve; undefined when it is not the owner. */
@@ -182,8 +214,9 @@ export class ExportSupervisor {
   private proxyWorkers(): Promise<ProxyWorkerPool | undefined> {
     const { proxyWorkers, tls, log, decisions } = this.deps;
     if (proxyWorkers === 0) return Promise.resolve(undefined);
-    this.workersStarting ??= ProxyWorkerPool.start({ workers: proxyWorkers, tls: tls && { cert: tls.cert, key: tls.key }, log }).then(
+    this.workersStarting ??= ProxyWorkerPool.start({ workers: proxyWorkers, tls: tls && { cert: tls.cert, key: tls.key }, log: this.countingRestarts(log) }).then(
       (workers) => {
+        this.pool = workers;
         this.unsubscribe.push(decisions.onUserChange((userId) => workers.userChanged(userId)), decisions.onUsersReset(() => workers.usersReset()), decisions.onPolicyChange(() => workers.refreshMappings()));
         return workers;
       },

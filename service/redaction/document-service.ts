@@ -18,6 +18,9 @@ import { JobSupervisor, removeJob } from "./job-supervisor";
  * redaction-job actor, and this node's supervisor runs the jobs whose actors it hosts.
  */
 export class DocumentService implements DocumentPort {
+  /** Document bytes uploaded to and downloaded from this node since start (read by the metrics). */
+  readonly bytes = { in: 0, out: 0 };
+
   private constructor(
     private readonly runtime: ActorRuntime,
     private readonly decisions: DecisionService,
@@ -43,6 +46,7 @@ export class DocumentService implements DocumentPort {
     try {
       for await (const chunk of body) await writer.write(chunk);
       input = await writer.close();
+      this.bytes.in += input.bytes;
     } catch (error) {
       await writer.settle();
       await purgeDocuments(this.jsm, Subjects.redactJob(jobName)).catch(() => undefined);
@@ -77,7 +81,19 @@ export class DocumentService implements DocumentPort {
     const job = await this.job(jobName);
     if (job.status === "running") throw new HandlerError("JOB_RUNNING", `redaction job '${jobName}' is still running`);
     if (job.status === "failed" || !job.output) throw new HandlerError("JOB_FAILED", `redaction job '${jobName}' failed: ${job.error?.message ?? "no output"}`, { details: job.error });
-    return { job, chunks: readChunks(this.js, this.jsm, Subjects.redactOutput(jobName, job.output.attempt), job.output) };
+    return { job, chunks: this.countedOut(readChunks(this.js, this.jsm, Subjects.redactOutput(jobName, job.output.attempt), job.output)) };
+  }
+
+  /** Jobs this node hosts, by status. */
+  jobsByStatus(): Record<string, number> {
+    return this.supervisor.ownedByStatus();
+  }
+
+  private async *countedOut(chunks: AsyncIterable<Buffer>): AsyncIterable<Buffer> {
+    for await (const chunk of chunks) {
+      this.bytes.out += chunk.length;
+      yield chunk;
+    }
   }
 
   list(): JobRecord[] {

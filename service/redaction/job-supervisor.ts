@@ -41,6 +41,13 @@ export class JobSupervisor {
     return [...this.jobs.all()].map(([, entry]) => entry.value);
   }
 
+  /** The jobs whose actors this node hosts, by status: summed over the nodes, the cluster's jobs. */
+  ownedByStatus(): Record<string, number> {
+    const counts: Record<string, number> = { running: 0, complete: 0, failed: 0 };
+    for (const [, { value: job }] of this.jobs.all()) if (this.owns(job.jobName)()) counts[job.status] = (counts[job.status] ?? 0) + 1;
+    return counts;
+  }
+
   private owns(jobName: string): () => boolean {
     const partition = partitionOf(redactionJob.type, jobName, this.deps.runtime.placement.partitionCount);
     return () => !this.stopping && this.deps.runtime.host.serves(partition) && this.deps.runtime.membership.isLeaseValid();

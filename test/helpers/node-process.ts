@@ -18,6 +18,8 @@ export interface NodeProcessOptions {
   dataDir?: string;
   /** The gateway serves HTTPS (TLS_CERT_FILE in env) with a certificate this CA file verifies. */
   caFile?: string;
+  /** Its own process group, as a shell gives a foreground job: signalGroup() then reaches it and everything it did not move out. */
+  ownProcessGroup?: boolean;
 }
 
 /**
@@ -54,6 +56,7 @@ export class NodeProcess {
         ...options.env,
       },
       stdio: ["ignore", "pipe", "pipe"],
+      detached: options.ownProcessGroup ?? false,
     });
     const node = new NodeProcess(options, port, child);
     const artifact = createWriteStream(join(artifactsDir, `${options.nodeId}-${Date.now()}.log`));
@@ -129,6 +132,16 @@ export class NodeProcess {
     }
   }
 
+  /** The exit code once the node exits by itself (after a signal sent otherwise); killed (null) if it has not within timeoutMs. */
+  async exited(timeoutMs = 15_000): Promise<number | null> {
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), timeoutMs);
+    try {
+      return await this.exitPromise;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   async kill(): Promise<void> {
     this.child.kill("SIGKILL");
     await this.exitPromise;
@@ -136,6 +149,22 @@ export class NodeProcess {
 
   signal(signal: NodeJS.Signals): void {
     this.child.kill(signal);
+  }
+
+  /** Signals the node's whole process group, as Ctrl-C at a terminal does (needs ownProcessGroup). */
+  signalGroup(signal: NodeJS.Signals): void {
+    if (!this.options.ownProcessGroup) throw new Error("signalGroup needs ownProcessGroup");
+    process.kill(-this.child.pid!, signal);
+  }
+
+  /** Resolves once a log line matches (false if the node exited or timeoutMs passed first). /readyz answers before the start's last audits and its signal handlers: wait for "node ready to serve" before signalling. */
+  async waitLogged(pattern: RegExp, timeoutMs = 10_000): Promise<boolean> {
+    const until = Date.now() + timeoutMs;
+    while (!this.logged(pattern)) {
+      if (this.child.exitCode !== null || Date.now() > until) return false;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return true;
   }
 
   logged(pattern: RegExp): boolean {

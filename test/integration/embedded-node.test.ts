@@ -29,6 +29,9 @@ test("the embedded default: own nats-server, audited start, real HTTP, clean sto
   assert.equal(response.status, 400);
   assert.equal(((await response.json()) as { error: { code: string } }).error.code, "ERR_REQUEST_INVALID");
   assert.match(response.headers.get("x-request-id") ?? "", /^[0-9a-f-]{36}$/);
+  const wrongMethod = await fetch(`${node.url}/user/someone`, { method: "POST" });
+  assert.equal(wrongMethod.status, 405, "a known path with a wrong method");
+  assert.equal(wrongMethod.headers.get("allow"), "DELETE, GET, HEAD");
 
   const nc = await connectTo(`nats://127.0.0.1:${natsPort}`);
   const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT")).map(({ subject, data }) => ({ subject, record: data }));
@@ -89,4 +92,48 @@ test("a missing or broken prerequisite is one clear line, never a stack trace", 
   } finally {
     busy.close();
   }
+});
+
+test("Ctrl-C at a terminal (SIGINT to the whole process group) drains the node and stops its nats-server last", async () => {
+  const natsPort = await freePort();
+  const dataDir = tempDir("ctrl-c");
+  const node = await NodeProcess.start({ nodeId: "terminal", dataDir, ownProcessGroup: true, env: { NATS_PORT: String(natsPort) } });
+  started.push(node);
+  const natsPid = Number(readFileSync(join(dataDir, "nats", "nats-server.pid"), "utf8"));
+  // Some state to write, so the drain has partitions and a live actor to hand over.
+  const response = await fetch(`${node.url}/user`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ userId: "ctrl-c-user" }) });
+  assert.equal(response.status, 200, "user created");
+  assert.ok(await node.waitLogged(/node ready to serve/));
+
+  node.signalGroup("SIGINT");
+  assert.equal(await node.exited(), 0, "exits 0 after SIGINT");
+  const log = node.lines.join("\n");
+  assert.match(log, /"signal":"SIGINT".*stopping: draining/);
+  assert.match(log, /node stopped/);
+  assert.doesNotMatch(log, /FatalError|JetStream did not confirm|clean stop failed|second signal/);
+  assert.ok(!isRunning(natsPid), "the embedded nats-server stopped with the node");
+});
+
+test("--help and --version answer and exit 0 without starting anything", () => {
+  const { NATS_URL: _ignored, ...env } = process.env;
+  const help = spawnSync(process.execPath, [mainScript, "--port", "not-a-port", "--help"], { env, encoding: "utf8", timeout: 10_000 });
+  assert.equal(help.status, 0, help.stderr);
+  assert.match(help.stdout, /^Usage: warden/);
+  assert.match(help.stdout, /--nats-url <value>\s+NATS_URL\s+NATS servers/);
+  const version = spawnSync(process.execPath, [mainScript, "--version"], { env, encoding: "utf8", timeout: 10_000 });
+  assert.equal(version.status, 0, version.stderr);
+  const expected = (JSON.parse(readFileSync(join(__dirname, "..", "..", "..", "package.json"), "utf8")) as { version: string }).version;
+  assert.equal(version.stdout, `warden ${expected}\n`);
+});
+
+test("LOG_FORMAT=pretty writes readable lines through pino-pretty instead of JSON", async () => {
+  const node = await NodeProcess.start({ nodeId: "pretty", env: { NATS_PORT: String(await freePort()), LOG_FORMAT: "pretty" } });
+  started.push(node);
+  assert.ok(await node.waitLogged(/node ready to serve/));
+  assert.equal(await node.stop(), 0);
+  const ready = node.lines.find((line) => line.includes("node ready to serve"));
+  assert.ok(ready, "the ready line is there");
+  assert.match(ready, /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: node ready to serve$/);
+  assert.match(node.lines[node.lines.indexOf(ready) + 1], /^ +port: \d+$/, "fields on the lines below");
+  assert.ok(node.lines.every((line) => !line.startsWith("{\"level\"")), "no JSON lines");
 });

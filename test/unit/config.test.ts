@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
-import { loadConfig } from "../../service/config";
+import { commandOf, loadConfig, settings, usage } from "../../service/config";
 import { StartupError } from "../../service/startup-error";
 
 test("defaults: port 8890 on loopback, embedded NATS, info logs", () => {
@@ -52,4 +52,25 @@ test("a bad setting is one clear StartupError naming the variable and its flag",
   for (const [argv, env, message] of cases) {
     assert.throws(() => loadConfig(argv, env), (error: Error) => error instanceof StartupError && message.test(error.message) && !error.message.includes("\n"));
   }
+});
+
+test("--help lists every setting's flag, variable and description; --help and --version win over other options", () => {
+  const text = usage();
+  for (const setting of Object.values(settings)) {
+    const line = text.split("\n").find((l) => l.includes(`${setting.flag} `));
+    assert.ok(line, `${setting.flag} listed`);
+    assert.ok(line.includes(setting.env) && line.includes(setting.describe), `${setting.flag} has its variable and description`);
+  }
+  assert.match(text, /LOG_FORMAT\s+json \(default/);
+  assert.equal(commandOf(["--port", "1", "--help"]), "help");
+  assert.equal(commandOf(["-h"]), "help");
+  assert.equal(commandOf(["--version"]), "version");
+  assert.equal(commandOf(["--port", "1"]), "run");
+});
+
+test("LOG_FORMAT: json by default, pretty on request, anything else refused", () => {
+  assert.equal(loadConfig([], {}).logFormat, "json");
+  assert.equal(loadConfig([], { LOG_FORMAT: "pretty" }).logFormat, "pretty");
+  assert.equal(loadConfig(["--log-format", "json"], { LOG_FORMAT: "pretty" }).logFormat, "json");
+  assert.throws(() => loadConfig([], { LOG_FORMAT: "xml" }), /^StartupError: LOG_FORMAT must be one of json, pretty, got 'xml'$/);
 });

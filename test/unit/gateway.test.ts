@@ -4,7 +4,7 @@ import type { InjectOptions } from "fastify";
 import { Registry } from "prom-client";
 import { DeadlineExceededError, FatalError, RetryableError } from "../../actors/runtime/errors";
 import { build } from "../../gateway/build";
-import { gatewayErrors } from "../../gateway/errors";
+import { GatewayError, gatewayErrors } from "../../gateway/errors";
 import { rootPaths, type HealthReport } from "../../gateway/types";
 import { silentLogger } from "../helpers/nats";
 
@@ -100,4 +100,48 @@ test("runtime errors map to registered codes, and no internal error text reaches
     assert.equal(response.json().error.code, code, url);
     assert.doesNotMatch(response.body, /secret detail/, `${url} leaks nothing`);
   }
+});
+
+test("a known path asked with a wrong method is 405 with an Allow header; an unknown path stays 404", async () => {
+  const app = gateway();
+  app.get("/t/item/:id", async () => ({}));
+  app.delete("/t/item/:id", async () => ({}));
+  const cases: Array<[InjectOptions, string]> = [
+    [{ method: "POST", url: "/healthz" }, "GET, HEAD"],
+    [{ method: "DELETE", url: "/metrics?x=1" }, "GET, HEAD"],
+    [{ method: "PUT", url: "/t/item/42" }, "DELETE, GET, HEAD"],
+  ];
+  for (const [request, allow] of cases) {
+    const response = await app.inject(request);
+    assert.equal(response.statusCode, 405, request.url as string);
+    assert.equal(response.headers.allow, allow);
+    assert.equal(response.json().error.code, "ERR_REQUEST_METHOD");
+    assert.equal(gatewayErrors.ERR_REQUEST_METHOD.status, 405);
+  }
+  for (const url of ["/t/item", "/t/item/42/more", "/healthzz"]) {
+    const response = await app.inject({ method: "POST", url });
+    assert.equal(response.statusCode, 404, url);
+    assert.equal(response.headers.allow, undefined);
+  }
+});
+
+test("every 503 (and 429) says when to retry: Retry-After from the registry, else one second", async () => {
+  const notReady = await gateway({ ready: false, checks: { nats: { ok: false } } }).inject("/readyz");
+  assert.equal(notReady.statusCode, 503);
+  assert.equal(notReady.headers["retry-after"], "1");
+  const app = gateway();
+  app.get("/t/unavailable", async () => {
+    throw new RetryableError("STATE_UNAVAILABLE", "no leader");
+  });
+  app.get("/t/no-port", async () => {
+    throw new GatewayError("ERR_EXPORT_NO_PORT");
+  });
+  app.get("/t/busy", async (_request, reply) => reply.status(429).send({}));
+  app.get("/t/fine", async () => ({}));
+  assert.equal((await app.inject("/t/unavailable")).headers["retry-after"], "1");
+  const noPort = await app.inject("/t/no-port");
+  assert.equal(noPort.statusCode, 503);
+  assert.equal(noPort.headers["retry-after"], String(gatewayErrors.ERR_EXPORT_NO_PORT.retryAfterSeconds));
+  assert.equal((await app.inject("/t/busy")).headers["retry-after"], "1");
+  assert.equal((await app.inject("/t/fine")).headers["retry-after"], undefined, "only 503 and 429");
 });
