@@ -411,6 +411,29 @@ for (const workers of [0, 2]) describe(workers === 0 ? "PostgreSQL exports" : `P
     assert.deepEqual(run.stdout.trim().split("\n"), [...lines("statement"), ...lines("prepared1"), ...lines("prepared6"), ...lines("fetch")]);
   });
 
+  test("psql, a hostile client: the self-join, the cross-table join, the DO block and the counting INSERT of issue 18 leak directly and not through the export", async () => {
+    const allowed = await verdicts("service");
+    const forbidden = forbiddenValues(allowed);
+    const attacks = [
+      "SELECT a.id, b.email FROM users a, users b WHERE a.id = 'accepted'",
+      "SELECT a.id, b.email, b.login, b.name FROM users a JOIN users b ON true WHERE a.id = 'accepted'",
+      "SELECT n.user_id, u.email FROM audit_notes n RIGHT JOIN users u ON u.id <> n.user_id",
+      "DO $$ BEGIN EXECUTE format('CREATE TEMP TABLE t(x int CONSTRAINT %I CHECK (x > 0))', (SELECT string_agg(email, '/') FROM users)); END $$; INSERT INTO t VALUES (0)",
+      "CREATE TEMP TABLE tmp (n int); INSERT INTO tmp SELECT generate_series(1, ascii(substr((SELECT email FROM users WHERE id = 'not-accepted'), 1, 1)))",
+    ];
+    const psql = (port: number) => spawnSync("psql", ["-h", "127.0.0.1", "-p", String(port), "-U", roles.scram.user, "-d", "app", "-X", "-A", "--echo-errors", ...attacks.flatMap((sql) => ["-c", sql])], { encoding: "utf8", env: { ...process.env, PGPASSWORD: roles.scram.password } });
+    const straight = psql(pg.port);
+    const leaked = `${straight.stdout}${straight.stderr}`;
+    assert.ok(forbidden.filter((value) => leaked.includes(value)).length >= 3, "the check can fail: directly, psql shows other users' values");
+    assert.ok(leaked.includes("INSERT 0 110"), "the check can fail: directly, the command tag counts a value ('n' is 110)");
+    const through = psql(exportPort);
+    const shown = `${through.stdout}${through.stderr}`;
+    for (const value of forbidden) assert.ok(!shown.includes(value), `${value} reached psql`);
+    assert.ok(!shown.includes("INSERT 0 110"));
+    assert.ok(shown.includes("accepted@example.com"), "each instance's own allowed values still show");
+    assert.equal((shown.match(/is not allowed: this export is read-only/g) ?? []).length, 2, "the DO block and the CREATE are refused");
+  });
+
   test("JDBC, a hostile client: a self-join shows each email under its own user's decision, in text and in binary; a write is refused", async () => {
     const allowed = await verdicts("service");
     const forbidden = forbiddenValues(allowed);
