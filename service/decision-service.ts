@@ -27,7 +27,8 @@ export function allowedFields(group: MappingGroup, decision: Decision, fieldCate
 /**
  * The decision door near the caller: compiled policy and user state come from caches kept
  * current by JetStream watches, so a warm door makes no network call per decision. Every
- * decision is written to the trace (`warden.trace.<door>.<flow>`), without record values.
+ * decision is written to the trace (`warden.trace.<door>.<flow>`), without record values, and
+ * answered only once JetStream has stored that record.
  */
 export class DecisionService implements DecisionPort, RedactPort {
   private readonly plans = new Map<string, RecordPlan>();
@@ -55,7 +56,7 @@ export class DecisionService implements DecisionPort, RedactPort {
       const reasons: Reason[] = [{ code: "UNKNOWN_USER", text: "the record has no user id in its resource-context fields" }];
       const summary = noUserSummary(group.name);
       const traceId = randomUUID();
-      this.runtime.events.trace("redact", flowOf(request.type), {
+      await this.runtime.events.trace("redact", flowOf(request.type), {
         traceId, time: new Date().toISOString(), door: "redact", nodeId: this.runtime.membership.nodeId, userId: null, type: request.type, purposeId: request.purposeId, allowed: false, reasons: ["UNKNOWN_USER"], summary, revision: compiled.revision, ...(caller ? { caller } : {}),
       });
       return { dropped: true, traceId, reasons, advice: [advice(summary)], revision: compiled.revision };
@@ -162,7 +163,8 @@ export class DecisionService implements DecisionPort, RedactPort {
       decidedAt: now.toISOString(),
       ...(group ? { fields: allowedFields(group, decision, (fieldId) => compiled.fieldCategory.get(fieldId)) } : {}),
     };
-    this.runtime.events.trace(door, decision.flow, { ...decisionTrace({ traceId, time: answer.decidedAt, door, nodeId: this.runtime.membership.nodeId, userId: query.userId }, query, decision), ...(caller ? { caller } : {}) });
+    // Rule 8: the answer leaves only once its trace record is stored (TRACE_UNAVAILABLE otherwise).
+    await this.runtime.events.trace(door, decision.flow, { ...decisionTrace({ traceId, time: answer.decidedAt, door, nodeId: this.runtime.membership.nodeId, userId: query.userId }, query, decision), ...(caller ? { caller } : {}) });
     return answer;
   }
 }
