@@ -54,6 +54,19 @@ async function decisionsUnderFailure(node: NodeProcess, total: number, inFlight:
   return { outcomes, failureAt, recoveredAt };
 }
 
+/** A cluster that just lost a server may time out a consumer's creation while it settles: the read is tried again for up to a minute. */
+async function readWhileElecting<T>(read: () => Promise<T>): Promise<T> {
+  const until = Date.now() + 60_000;
+  for (;;) {
+    try {
+      return await read();
+    } catch (error) {
+      if (Date.now() > until) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
 async function prepare(node: NodeProcess): Promise<void> {
   assert.equal((await call(node, "PUT", "/config", realisticPolicy())).status, 200);
   assert.equal((await call(node, "PUT", "/user", { userId: "durable-user", attributes: { dob: "1990-01-01", location: "US" } })).status, 200);
@@ -70,7 +83,7 @@ async function checkTraced(natsUrl: string, outcomes: Outcome[], recoveredAt: nu
   const nc = await connectTo(natsUrl);
   try {
     const stored = new Map<string, number>();
-    for (const { record } of await storedTraceRecords<{ traceId: string }>(nc, "warden.trace.decision.>")) stored.set(record.traceId, (stored.get(record.traceId) ?? 0) + 1);
+    for (const { record } of await readWhileElecting(() => storedTraceRecords<{ traceId: string }>(nc, "warden.trace.decision.>"))) stored.set(record.traceId, (stored.get(record.traceId) ?? 0) + 1);
     const missing = answered.filter((o) => !stored.has(o.traceId!));
     assert.equal(missing.length, 0, `every answered decision is traced (${missing.length} of ${answered.length} answered are missing from WARDEN_TRACE)`);
     const twice = [...stored.values()].filter((count) => count > 1).length;
@@ -112,4 +125,37 @@ test("the same on a 3-server NATS cluster (replicas 3) losing the trace stream's
   });
   // Read through the survivors: the killed leader's URL is first in no list.
   await checkTraced(cluster.filter((server) => server !== leader).map((server) => server.url).join(","), outcomes, recoveredAt);
+});
+
+test("while JetStream does not acknowledge trace records, /decision, /decision/batch and /redact/record fail closed with 503 ERR_TRACE_UNAVAILABLE, counted in the metrics", async () => {
+  const server = await startNats();
+  servers.push(server);
+  const node = await NodeProcess.start({ nodeId: "durable-f", natsUrl: server.url, env: { CALL_TIMEOUT_MS: "1500" } });
+  nodes.push(node);
+  await prepare(node);
+  const record = { "users.id": "durable-user", "users.name": "n" };
+  assert.equal((await call(node, "PUT", "/decision", JSON.parse(question))).status, 200, "answered while JetStream acknowledges");
+  // Without its stream JetStream acknowledges no trace record, while everything else (state, leases) goes on.
+  const nc = await connectTo(server);
+  const jsm = await jetstreamManager(nc);
+  const { config } = await jsm.streams.info("WARDEN_TRACE");
+  await jsm.streams.delete("WARDEN_TRACE");
+  try {
+    const [single, batch, redacted] = await Promise.all([
+      call(node, "PUT", "/decision", JSON.parse(question)),
+      call(node, "PUT", "/decision/batch", { queries: [JSON.parse(question), JSON.parse(question)] }),
+      call(node, "PUT", "/redact/record?type=platformUse&purposeId=service&mappingGroup=users-table", record),
+    ]);
+    for (const [name, answer] of [["/decision", single], ["/decision/batch", batch], ["/redact/record", redacted]] as const) {
+      assert.equal(answer.status, 503, `${name}: ${JSON.stringify(answer.body)}`);
+      assert.equal(answer.body.error.code, "ERR_TRACE_UNAVAILABLE", name);
+    }
+  } finally {
+    await jsm.streams.add(config);
+    await nc.close();
+  }
+  const metrics = await fetch(`${node.url}/metrics`).then((response) => response.text());
+  const failed = Number(/^warden_trace_records_failed_total (\d+)/m.exec(metrics)?.[1]);
+  assert.ok(failed >= 4, `failed trace records are counted (${failed})`);
+  assert.equal((await call(node, "PUT", "/decision", JSON.parse(question))).status, 200, "answered again once JetStream is back");
 });
