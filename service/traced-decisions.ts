@@ -27,7 +27,7 @@ export async function withUserStates(userIds: readonly string[], userState: (use
 export function decideTraced(events: EventLog, at: { door: string; nodeId: string }, compiled: CompiledPolicy, userId: string, state: UserRecord | null, request: DecisionRequest, details: Record<string, unknown>): { decision: Decision; stored: Promise<void> } {
   const now = new Date();
   const decision = decide(compiled, state ?? undefined, request, now);
-  const stored = events.trace(at.door, decision.flow, { ...decisionTrace({ traceId: randomUUID(), time: now.toISOString(), door: at.door, nodeId: at.nodeId, userId }, request, decision), ...details });
+  const stored = events.trace(at.door, decision.flow, decisionTrace({ traceId: randomUUID(), time: now.toISOString(), door: at.door, nodeId: at.nodeId, userId }, request, decision, details));
   return { decision, stored };
 }
 
