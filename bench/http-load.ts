@@ -9,6 +9,7 @@ import { startServiceNode, type RunningNode } from "../service/node";
 import { realisticPolicy } from "../test/fixtures/policy";
 import { freePort } from "../test/helpers/ports";
 import { tempDir } from "../test/helpers/temp";
+import { reportFigure, reqPerSecond } from "./report";
 
 export const benchSeconds = Number(process.env.BENCH_SECONDS ?? 10);
 const autocannon = join(__dirname, "..", "..", "node_modules", "autocannon", "autocannon.js");
@@ -59,6 +60,7 @@ export async function startNoopGateway(): Promise<{ gateway: FastifyInstance; ur
 }
 
 export const benchRounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const p99TargetMs = 10;
 
 export interface Comparison {
   name: string;
@@ -102,6 +104,9 @@ export async function compareWithNoop(name: string, url: string, body: string, t
     failures: measures.reduce((n, r) => n + r.errors + r.non2xx, 0),
   };
   result.ratio = result.measured.requests / result.baseline.requests;
+  const clean = result.failures === 0;
+  reportFigure({ figure: `${name} throughput vs no-op route (50 connections, durable traces)`, measured: reqPerSecond(result.measured.requests), baseline: reqPerSecond(result.baseline.requests), ratio: result.ratio, target: `>= ${target}x`, met: clean && result.ratio >= target });
+  reportFigure({ figure: `${name} p99 latency (50 connections)`, measured: `${result.measured.p99} ms`, baseline: `no-op ${result.baseline.p99} ms`, ratio: result.measured.p99 / p99TargetMs, target: `< ${p99TargetMs} ms`, met: clean && result.measured.p99 < p99TargetMs });
   process.stdout.write(
     [
       `median no-op route (same build()): ${Math.round(result.baseline.requests)} req/s, p99 ${result.baseline.p99} ms`,

@@ -2,6 +2,7 @@
 // 1. pgbench select-only custom script, 8 clients: directly, through PgBouncer (session mode), through
 //    a Node.js proxy that only copies bytes (the floor for any proxy on Node's loop), through the export.
 // 2. Rows per second of a 1M-row, 8-column SELECT (half the rows dropped, 3 columns nulled) vs the same SELECT directly.
+import { reportFigure } from "./report";
 import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
@@ -188,6 +189,9 @@ async function main(): Promise<void> {
       console.log(`  ${label.padEnd(26)} ${tps.get(path.name)!.map((t) => t.toFixed(0)).join(" / ")} TPS, median ${median(tps.get(path.name)!).toFixed(0)}${cpuNote}`);
     }
     const ratio = (a: string, b: string) => (tps.get(a)?.length && tps.get(b)?.length ? `${(median(tps.get(a)!) / median(tps.get(b)!)).toFixed(2)}x` : "-");
+    const median2 = (name: string) => (tps.get(name)?.length ? median(tps.get(name)!) : undefined);
+    const [exportTps, bouncerTps] = [median2("export"), median2("pgbouncer")];
+    if (exportTps !== undefined && bouncerTps !== undefined) reportFigure({ figure: `pgbench select-only through a PostgreSQL export vs PgBouncer (${exportProcesses})`, measured: `${exportTps.toFixed(0)} TPS`, baseline: `${bouncerTps.toFixed(0)} TPS`, ratio: exportTps / bouncerTps, target: ">= 0.7x", met: exportTps / bouncerTps >= 0.7 });
     console.log(`  export vs pgbouncer (medians): ${ratio("export", "pgbouncer")} (target >= 0.70x); vs direct ${ratio("export", "direct")}; node pipe vs pgbouncer ${ratio("pipe", "pgbouncer")}; export vs node pipe ${ratio("export", "pipe")}`);
 
     if (!parts.has("rows")) return;
@@ -208,6 +212,8 @@ async function main(): Promise<void> {
     console.log(`  direct  ${runs.direct.map((s) => s.toFixed(2)).join(" / ")} s -> ${rate(median(runs.direct)).toLocaleString("en")} rows/s (median)`);
     console.log(`  export  ${runs.export.map((s) => s.toFixed(2)).join(" / ")} s -> ${rate(median(runs.export)).toLocaleString("en")} rows/s read from the backend, ${kept.toLocaleString("en")} sent (median)`);
     console.log(`  export vs direct: ${(median(runs.direct) / median(runs.export)).toFixed(2)}x (target >= 0.50x)`);
+    const rowsRatio = median(runs.direct) / median(runs.export);
+    reportFigure({ figure: `${wideRows.toLocaleString("en")}-row SELECT through an export vs directly`, measured: `${rate(median(runs.export)).toLocaleString("en")} rows/s`, baseline: `${rate(median(runs.direct)).toLocaleString("en")} rows/s`, ratio: rowsRatio, target: ">= 0.5x", met: rowsRatio >= 0.5 });
   } finally {
     bouncer?.kill("SIGINT");
     pipe?.kill();
