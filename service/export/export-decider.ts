@@ -27,6 +27,8 @@ interface Remembered {
   expiresAt: number;
   /** JetStream has stored the decision's trace record; before that the verdict is not handed out. */
   stored: boolean;
+  /** Settles when the trace record is stored (or not). */
+  traced: Promise<void>;
 }
 
 /**
@@ -137,11 +139,20 @@ export class ExportDecider implements RowDecider {
     const made = new Map<string, Decision>();
     const entries: Array<[string, Remembered]> = [];
     const stored: Array<Promise<void>> = [];
-    await withUserStates(userIds, (userId) => this.decisions.userState(userId), (userId, state) => {
+    const undecided: string[] = [];
+    for (const userId of userIds) {
+      // Decided by another load whose record is on its way to JetStream: wait for it rather than decide (and trace) the user again.
+      const inFlight = this.memo.get(userId);
+      if (inFlight && !inFlight.stored && inFlight.revision === compiled.revision) {
+        made.set(userId, inFlight.decision);
+        stored.push(inFlight.traced);
+      } else undecided.push(userId);
+    }
+    await withUserStates(undecided, (userId) => this.decisions.userState(userId), (userId, state) => {
       const { decision, stored: traced } = this.decideFor(compiled, userId, state);
       made.set(userId, decision);
       // Remembered now, so a change to the user meanwhile still voids it; handed out only once stored.
-      const entry: Remembered = { verdict: this.verdicts.of(decision), decision, revision: compiled.revision, expiresAt: verdictExpiry(Date.now()), stored: false };
+      const entry: Remembered = { verdict: this.verdicts.of(decision), decision, revision: compiled.revision, expiresAt: verdictExpiry(Date.now()), stored: false, traced };
       this.memo.set(userId, entry);
       entries.push([userId, entry]);
       stored.push(traced);
