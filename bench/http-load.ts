@@ -19,10 +19,13 @@ export interface LoadResult {
   p99: number;
   errors: number;
   non2xx: number;
+  /** CPU time of this process (node, both gateways; not autocannon, not nats-server) per request answered: less noisy than req/s on a shared machine. */
+  cpuMicrosPerRequest: number;
 }
 
 /** Runs autocannon (50 connections, PUT with a JSON body) in a separate process: the servers under test keep this one. */
 export function load(url: string, body: string): Promise<LoadResult> {
+  const cpuBefore = process.cpuUsage();
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [autocannon, "-c", "50", "-d", String(benchSeconds), "-m", "PUT", "-H", "content-type=application/json", "-b", body, "-j", url], { stdio: ["ignore", "pipe", "ignore"] });
     let output = "";
@@ -30,7 +33,8 @@ export function load(url: string, body: string): Promise<LoadResult> {
     child.once("error", reject);
     child.once("exit", () => {
       const result = JSON.parse(output) as { requests: { average: number }; latency: { p99: number }; errors: number; non2xx: number };
-      resolve({ requests: result.requests.average, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx });
+      const cpu = process.cpuUsage(cpuBefore);
+      resolve({ requests: result.requests.average, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx, cpuMicrosPerRequest: (cpu.user + cpu.system) / (result.requests.average * benchSeconds) });
     });
   });
 }
@@ -93,7 +97,7 @@ export async function compareWithNoop(name: string, url: string, body: string, t
     const order = round % 2 ? ["noop", "measured"] : ["measured", "noop"];
     for (const which of order) (which === "noop" ? baselines : measures).push(await load(which === "noop" ? noop.url : url, body));
     const [b, m] = [baselines.at(-1)!, measures.at(-1)!];
-    process.stdout.write(`round ${round}: no-op ${Math.round(b.requests)} req/s p99 ${b.p99} ms; ${name} ${Math.round(m.requests)} req/s p99 ${m.p99} ms (errors ${m.errors}, non-2xx ${m.non2xx}); ratio ${(m.requests / b.requests).toFixed(2)}x\n`);
+    process.stdout.write(`round ${round}: no-op ${Math.round(b.requests)} req/s p99 ${b.p99} ms ${b.cpuMicrosPerRequest.toFixed(1)} us CPU/req; ${name} ${Math.round(m.requests)} req/s p99 ${m.p99} ms ${m.cpuMicrosPerRequest.toFixed(1)} us CPU/req (errors ${m.errors}, non-2xx ${m.non2xx}); ratio ${(m.requests / b.requests).toFixed(2)}x\n`);
   }
   await noop.gateway.close();
   const result: Comparison = {
@@ -112,6 +116,7 @@ export async function compareWithNoop(name: string, url: string, body: string, t
       `median no-op route (same build()): ${Math.round(result.baseline.requests)} req/s, p99 ${result.baseline.p99} ms`,
       `median ${name}: ${Math.round(result.measured.requests)} req/s, p99 ${result.measured.p99} ms (failures ${result.failures})`,
       `ratio ${name} / no-op: ${result.ratio.toFixed(2)}x (target >= ${target}x; p99 target < 10 ms)`,
+      `median CPU of this process per request: no-op ${median(baselines.map((r) => r.cpuMicrosPerRequest)).toFixed(1)} us, ${name} ${median(measures.map((r) => r.cpuMicrosPerRequest)).toFixed(1)} us`,
     ].join("\n") + "\n",
   );
   return result;
