@@ -52,7 +52,8 @@ function run(name: string, env: Record<string, string>): Promise<{ figures: Figu
 
 function commitId(): string {
   const head = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).stdout.trim() || "unknown";
-  const dirty = spawnSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: root, encoding: "utf8" }).stdout.trim() !== "";
+  // RESULTS.md itself does not count: an earlier run's section not yet committed changes no code measured.
+  const dirty = spawnSync("git", ["status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/RESULTS.md"], { cwd: root, encoding: "utf8" }).stdout.trim() !== "";
   return dirty ? `${head} + uncommitted changes` : head;
 }
 
