@@ -6,6 +6,7 @@ import { realisticPolicy } from "../fixtures/policy";
 import { call } from "../helpers/http";
 import { connectTo, startNats, startNatsCluster, storedTraceRecords } from "../helpers/nats";
 import { NodeProcess } from "../helpers/node-process";
+import { freePort } from "../helpers/ports";
 
 const servers: NatsServerProcess[] = [];
 const nodes: NodeProcess[] = [];
@@ -127,7 +128,7 @@ test("the same on a 3-server NATS cluster (replicas 3) losing the trace stream's
   await checkTraced(cluster.filter((server) => server !== leader).map((server) => server.url).join(","), outcomes, recoveredAt);
 });
 
-test("while JetStream does not acknowledge trace records, /decision, /decision/batch and /redact/record fail closed with 503 ERR_TRACE_UNAVAILABLE, counted in the metrics", async () => {
+test("while JetStream does not acknowledge trace records, /decision, /decision/batch and /redact/record fail closed with 503 ERR_TRACE_UNAVAILABLE, a pipeline export with ERR_PIPELINE_UNAVAILABLE, counted in the metrics", async () => {
   const server = await startNats();
   servers.push(server);
   const node = await NodeProcess.start({ nodeId: "durable-f", natsUrl: server.url, env: { CALL_TIMEOUT_MS: "1500" } });
@@ -135,6 +136,18 @@ test("while JetStream does not acknowledge trace records, /decision, /decision/b
   await prepare(node);
   const record = { "users.id": "durable-user", "users.name": "n" };
   assert.equal((await call(node, "PUT", "/decision", JSON.parse(question))).status, 200, "answered while JetStream acknowledges");
+  const pipelinePort = await freePort();
+  const created = await call(node, "PUT", "/export", { type: "pipeline", resolverGroup: "users-table", port: pipelinePort, metadata: { type: "platformUse", purposeId: "service" } });
+  assert.equal(created.status, 200, JSON.stringify(created.body));
+  const pipeline = () => fetch(`http://127.0.0.1:${pipelinePort}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(record) });
+  const until = Date.now() + 20_000;
+  while (!(await pipeline().then(() => true, () => false))) {
+    if (Date.now() > until) throw new Error("the pipeline export's port did not open");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  // The export decided the user above: a second user is one it has not decided yet.
+  assert.equal((await call(node, "PUT", "/user", { userId: "durable-second", attributes: { dob: "1990-01-01", location: "US" } })).status, 200);
+  const secondRecord = { "users.id": "durable-second", "users.name": "n" };
   // Without its stream JetStream acknowledges no trace record, while everything else (state, leases) goes on.
   const nc = await connectTo(server);
   const jsm = await jetstreamManager(nc);
@@ -150,6 +163,11 @@ test("while JetStream does not acknowledge trace records, /decision, /decision/b
       assert.equal(answer.status, 503, `${name}: ${JSON.stringify(answer.body)}`);
       assert.equal(answer.body.error.code, "ERR_TRACE_UNAVAILABLE", name);
     }
+    // A pipeline export hands out no verdict whose record is not stored: its door answers unavailable.
+    const exported = await fetch(`http://127.0.0.1:${pipelinePort}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(secondRecord) });
+    const exportedBody = (await exported.json()) as { error?: { code: string } };
+    assert.equal(exported.status, 503, JSON.stringify(exportedBody));
+    assert.equal(exportedBody.error?.code, "ERR_PIPELINE_UNAVAILABLE");
   } finally {
     await jsm.streams.add(config);
     await nc.close();
@@ -158,4 +176,6 @@ test("while JetStream does not acknowledge trace records, /decision, /decision/b
   const failed = Number(/^warden_trace_records_failed_total (\d+)/m.exec(metrics)?.[1]);
   assert.ok(failed >= 4, `failed trace records are counted (${failed})`);
   assert.equal((await call(node, "PUT", "/decision", JSON.parse(question))).status, 200, "answered again once JetStream is back");
+  const again = await fetch(`http://127.0.0.1:${pipelinePort}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(secondRecord) });
+  assert.equal(again.status, 200, "the pipeline export answers again once JetStream is back");
 });
