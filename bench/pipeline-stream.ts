@@ -1,4 +1,5 @@
 import "reflect-metadata";
+import { reportFigure } from "./report";
 import { DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from "@nats-io/jetstream";
 import { realisticPolicy } from "../test/fixtures/policy";
 import { call } from "../test/helpers/http";
@@ -65,6 +66,8 @@ async function main(): Promise<void> {
     const measured = [await pipeline(), await pipeline()];
     const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
     process.stdout.write(`ratio pipeline / bare JetStream: ${(mean(measured) / mean(baseline)).toFixed(2)}x (target >= 0.5x)\n`);
+    const ratio = mean(measured) / mean(baseline);
+    reportFigure({ figure: "pipeline export stream vs bare JetStream publish-consume", measured: `${Math.round(mean(measured))} records/s`, baseline: `${Math.round(mean(baseline))} records/s`, ratio, target: ">= 0.5x", met: ratio >= 0.5 });
     await nc.close();
   } finally {
     await node.stop();

@@ -4,6 +4,7 @@
 //    copies bytes (the floor for any proxy on Node's loop), through the export.
 // 2. Rows per second of a 1M-row, 8-column SELECT (half the rows dropped, 3 columns nulled) vs the same SELECT directly.
 // 3. What parsing costs: one statement analysed with PostgreSQL's parser, and the export's analysis cache hit rate per mode.
+import { reportFigure } from "./report";
 import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
@@ -229,8 +230,10 @@ async function main(): Promise<void> {
         console.log(`  ${label.padEnd(26)} ${tps.get(path.name)!.map((t) => t.toFixed(0)).join(" / ")} TPS, median ${median(tps.get(path.name)!).toFixed(0)}${cpuNote}`);
       }
       const ratio = (a: string, b: string) => (tps.get(a)?.length && tps.get(b)?.length ? `${(median(tps.get(a)!) / median(tps.get(b)!)).toFixed(2)}x` : "-");
-      const target = mode === "prepared" ? "0.70x" : "0.60x";
-      console.log(`  export vs pgbouncer (medians): ${ratio("export", "pgbouncer")} (target >= ${target}); vs direct ${ratio("export", "direct")}; node pipe vs pgbouncer ${ratio("pipe", "pgbouncer")}; export vs node pipe ${ratio("export", "pipe")}`);
+      const target = mode === "prepared" ? 0.7 : 0.6;
+      const [exportTps, bouncerTps] = ["export", "pgbouncer"].map((name) => (tps.get(name)?.length ? median(tps.get(name)!) : undefined));
+      if (exportTps !== undefined && bouncerTps !== undefined) reportFigure({ figure: `pgbench -M ${mode} select-only through a PostgreSQL export vs PgBouncer (${exportProcesses})`, measured: `${exportTps.toFixed(0)} TPS`, baseline: `${bouncerTps.toFixed(0)} TPS`, ratio: exportTps / bouncerTps, target: `>= ${target}x`, met: exportTps / bouncerTps >= target });
+      console.log(`  export vs pgbouncer (medians): ${ratio("export", "pgbouncer")} (target >= ${target.toFixed(2)}x); vs direct ${ratio("export", "direct")}; node pipe vs pgbouncer ${ratio("pipe", "pgbouncer")}; export vs node pipe ${ratio("export", "pipe")}`);
       const analysed = after.analysed - before.analysed;
       const parsed = after.parsed - before.parsed;
       if (analysed > 0) console.log(`  statements through the export in the measured rounds: ${analysed.toLocaleString("en")} analysed, ${parsed.toLocaleString("en")} parsed: analysis cache hit rate ${(((analysed - parsed) / analysed) * 100).toFixed(1)}%`);
@@ -255,6 +258,8 @@ async function main(): Promise<void> {
     console.log(`  direct  ${runs.direct.map((s) => s.toFixed(2)).join(" / ")} s -> ${rate(median(runs.direct)).toLocaleString("en")} rows/s (median)`);
     console.log(`  export  ${runs.export.map((s) => s.toFixed(2)).join(" / ")} s -> ${rate(median(runs.export)).toLocaleString("en")} rows/s read from the backend, ${kept.toLocaleString("en")} sent (median)`);
     console.log(`  export vs direct: ${(median(runs.direct) / median(runs.export)).toFixed(2)}x (target >= 0.50x)`);
+    const rowsRatio = median(runs.direct) / median(runs.export);
+    reportFigure({ figure: `${wideRows.toLocaleString("en")}-row SELECT through an export vs directly`, measured: `${rate(median(runs.export)).toLocaleString("en")} rows/s`, baseline: `${rate(median(runs.direct)).toLocaleString("en")} rows/s`, ratio: rowsRatio, target: ">= 0.5x", met: rowsRatio >= 0.5 });
   } finally {
     bouncer?.kill("SIGINT");
     pipe?.kill();

@@ -4,6 +4,7 @@
 // with a decider that allows every account (no node, no NATS): only the proxy's event loop
 // differs between the two. Prints TPS and the proxy processes' CPU per transaction.
 // BENCH_SECONDS (default 10) per run, BENCH_ROUNDS (default 3).
+import { reportFigure } from "./report";
 import { fork, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { PostgresExportServer } from "../proxies/postgres/server";
@@ -65,6 +66,8 @@ async function main(): Promise<void> {
       const total = split.tps.reduce((a, b) => a + b, 0);
       console.log(`  one loop, 8 clients:         ${single.tps[0]!.toFixed(0)} TPS, proxy ${single.cpuPerTransaction.toFixed(1)} us CPU per transaction`);
       console.log(`  two loops, 4 clients each:   ${split.tps.map((t) => t.toFixed(0)).join(" + ")} = ${total.toFixed(0)} TPS, proxies ${split.cpuPerTransaction.toFixed(1)} us CPU per transaction (${(total / single.tps[0]!).toFixed(2)}x)`);
+      // Recorded, no target: how much a second event loop gives the export proxy on this machine.
+      if (round === rounds - 1) reportFigure({ figure: "export proxy: two event loops vs one (pgbench, 8 clients)", measured: `${total.toFixed(0)} TPS`, baseline: `${single.tps[0]!.toFixed(0)} TPS`, ratio: total / single.tps[0]!, target: "-" });
     }
   } finally {
     for (const proxy of proxies) proxy.kill();

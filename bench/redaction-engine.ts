@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { reportFigure } from "./report";
 import { once } from "node:events";
 import { createReadStream, createWriteStream, statSync, writeFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
@@ -116,6 +117,7 @@ async function main(): Promise<void> {
   const bare = await csvParsePipeline();
   process.stdout.write(`csv-parse -> csv-stringify:   ${rate(bytes, bare).toFixed(1)} MiB/s (${(bare / 1000).toFixed(1)} s)\n`);
   process.stdout.write(`ratio engine / DuckDB: ${(duck.ms / engine.ms).toFixed(2)}x (target >= 0.5x; one thread ${(duck.ms / single.ms).toFixed(2)}x); engine / csv-parse: ${(bare / engine.ms).toFixed(2)}x\n`);
+  reportFigure({ figure: `CSV redaction engine vs DuckDB, file to file (${megabytes} MiB, ${threading.threads} threads)`, measured: `${rate(bytes, engine.ms).toFixed(1)} MiB/s`, baseline: `${rate(bytes, duck.ms).toFixed(1)} MiB/s`, ratio: duck.ms / engine.ms, target: ">= 0.5x", met: duck.ms / engine.ms >= 0.5 });
 }
 
 main().catch((error: unknown) => {

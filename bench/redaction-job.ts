@@ -1,4 +1,5 @@
 import { createReadStream, statSync } from "node:fs";
+import { reportFigure } from "./report";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { performance } from "node:perf_hooks";
@@ -90,6 +91,8 @@ async function main(): Promise<void> {
         `node peak RSS: ${(rss / 2 ** 20).toFixed(0)} MiB (target < 300 MiB)`,
       ].join("\n") + "\n",
     );
+    reportFigure({ figure: `document job end to end vs Object Store put + get (${megabytes} MiB CSV)`, measured: `${(totalMs / 1000).toFixed(1)} s`, baseline: `${(baselineMs / 1000).toFixed(1)} s`, ratio: baselineMs / totalMs, target: ">= 0.7x", met: baselineMs / totalMs >= 0.7 });
+    reportFigure({ figure: "document job: node peak RSS", measured: `${(rss / 2 ** 20).toFixed(0)} MiB`, baseline: "-", ratio: rss / (300 * 2 ** 20), target: "< 300 MiB", met: rss < 300 * 2 ** 20 });
   } finally {
     await node.stop();
     await nats.stop();

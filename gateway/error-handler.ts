@@ -27,6 +27,7 @@ const actorCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> 
   EXPORT_NOT_FOUND: "ERR_EXPORT_NOT_FOUND",
   EXPORT_PORT_TAKEN: "ERR_EXPORT_PORT_TAKEN",
   EXPORT_NO_PORT: "ERR_EXPORT_NO_PORT",
+  TRACE_UNAVAILABLE: "ERR_TRACE_UNAVAILABLE",
 };
 
 /** Actor errors whose message and details are written for clients; others get the registry's message. */

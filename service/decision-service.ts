@@ -28,7 +28,8 @@ export function allowedFields(group: MappingGroup, decision: Decision, fieldCate
 /**
  * The decision door near the caller: compiled policy and user state come from caches kept
  * current by JetStream watches, so a warm door makes no network call per decision. Every
- * decision is written to the trace (`warden.trace.<door>.<flow>`), without record values.
+ * decision is written to the trace (`warden.trace.<door>.<flow>`), without record values, and
+ * answered only once JetStream has stored that record.
  */
 export class DecisionService implements DecisionPort, RedactPort {
   private readonly plans = new Map<string, RecordPlan>();
@@ -50,14 +51,15 @@ export class DecisionService implements DecisionPort, RedactPort {
    * purpose or mapping group is unknown.
    */
   async redactRecord(request: RedactRequest, record: Record<string, unknown>, caller?: Caller): Promise<RecordRedaction> {
-    const { compiled, group, plan } = await this.redactionPlan(request);
+    const current = this.currentPolicy();
+    const { compiled, group, plan } = current ? this.planOf(current, request) : await this.redactionPlan(request);
     const userId = userIdOf(record, plan);
     if (userId === undefined) {
       countDecision("redact", flowOf(request.type), false, "UNKNOWN_USER");
       const reasons: Reason[] = [{ code: "UNKNOWN_USER", text: "the record has no user id in its resource-context fields" }];
       const summary = noUserSummary(group.name);
       const traceId = randomUUID();
-      this.runtime.events.trace("redact", flowOf(request.type), {
+      await this.runtime.events.trace("redact", flowOf(request.type), {
         traceId, time: new Date().toISOString(), door: "redact", nodeId: this.runtime.membership.nodeId, userId: null, type: request.type, purposeId: request.purposeId, allowed: false, reasons: ["UNKNOWN_USER"], summary, revision: compiled.revision, ...(caller ? { caller } : {}),
       });
       return { dropped: true, traceId, reasons, advice: [advice(summary)], revision: compiled.revision };
@@ -80,15 +82,14 @@ export class DecisionService implements DecisionPort, RedactPort {
    * when the purpose or the mapping group is unknown, before any work.
    */
   async redactionPlan(request: RedactRequest, revision?: number): Promise<{ compiled: CompiledPolicy; group: MappingGroup; plan: RecordPlan }> {
-    const { state: current } = await this.policies.get("default");
-    let compiled: CompiledPolicy;
-    if (revision === undefined || revision === current.revision) {
-      compiled = compiledFor(current.config, current.revision);
-    } else {
-      const recorded = await this.runtime.client.ref(policyRevision, `default.${revision}`).get();
-      if (!recorded) throw new HandlerError("REDACT_INVALID", `configuration revision ${revision} is not recorded`);
-      compiled = compiledFor(recorded.config, recorded.revision);
-    }
+    const current = this.currentPolicy() ?? (await this.policy());
+    if (revision === undefined || revision === current.revision) return this.planOf(current, request);
+    const recorded = await this.runtime.client.ref(policyRevision, `default.${revision}`).get();
+    if (!recorded) throw new HandlerError("REDACT_INVALID", `configuration revision ${revision} is not recorded`);
+    return this.planOf(compiledFor(recorded.config, recorded.revision), request);
+  }
+
+  private planOf(compiled: CompiledPolicy, request: RedactRequest): { compiled: CompiledPolicy; group: MappingGroup; plan: RecordPlan } {
     const group = compiled.config.mappingGroups.find((g) => g.name === request.mappingGroup);
     if (!group) throw new HandlerError("REDACT_INVALID", `no mapping group '${request.mappingGroup}'`);
     if (purposeName(compiled, request) === undefined) throw new HandlerError("REDACT_INVALID", `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""}`);
@@ -144,10 +145,12 @@ export class DecisionService implements DecisionPort, RedactPort {
   }
 
   async decide(query: DecisionQuery, door: string, caller?: Caller): Promise<DecisionAnswer> {
-    const compiled = await this.policy();
+    // From memory without awaiting when cached (the warm path): each await is a turn of the microtask queue per request.
+    const compiled = this.currentPolicy() ?? (await this.policy());
     const group = query.mappingGroup === undefined ? undefined : compiled.config.mappingGroups.find((g) => g.name === query.mappingGroup);
     if (query.mappingGroup !== undefined && !group) throw new HandlerError("NOT_FOUND", `no mapping group '${query.mappingGroup}'`);
-    const stored = await this.userState(query.userId);
+    const cachedUser = this.users.peek(query.userId);
+    const stored = cachedUser ? cachedUser.state : await this.userState(query.userId);
     const now = new Date();
     const decision = decide(compiled, stored ?? undefined, { type: query.type, purposeId: query.purposeId, thirdPartyId: query.thirdPartyId, termsId: query.termsId }, now);
     const traceId = randomUUID();
@@ -164,29 +167,34 @@ export class DecisionService implements DecisionPort, RedactPort {
       decidedAt: now.toISOString(),
       ...(group ? { fields: allowedFields(group, decision, (fieldId) => compiled.fieldCategory.get(fieldId)) } : {}),
     };
-    this.runtime.events.trace(door, decision.flow, { ...decisionTrace({ traceId, time: answer.decidedAt, door, nodeId: this.runtime.membership.nodeId, userId: query.userId }, query, decision), ...(caller ? { caller } : {}) });
+    // Rule 8: the answer leaves only once its trace record is stored (TRACE_UNAVAILABLE otherwise).
+    await this.runtime.events.trace(door, decision.flow, decisionTrace({ traceId, time: answer.decidedAt, door, nodeId: this.runtime.membership.nodeId, userId: query.userId }, query, decision, caller && { caller }));
     return answer;
   }
 }
 
-/** The trace record of one decision (spec 6): who, for what, the outcome and why; never record values. Every traced decision is made once, so it is counted here. */
+/**
+ * The trace record of one decision (spec 6): who, for what, the outcome and why; never record
+ * values. `extra` (the caller, the job, the export) is added last. Built field by field, not by
+ * spreading: it is made for every decision. Every traced decision is made once, so it is counted here.
+ */
 export function decisionTrace(
   at: { traceId: string; time: string; door: string; nodeId: string; userId: string },
   request: DecisionRequest,
   decision: Decision,
+  extra?: Record<string, unknown>,
 ): Record<string, unknown> {
   countedDecision(at.door, decision);
-  return {
-    ...at,
-    type: request.type,
-    purposeId: request.purposeId,
-    ...(request.thirdPartyId ? { thirdPartyId: request.thirdPartyId } : {}),
-    ...(request.termsId ? { termsId: request.termsId } : {}),
-    flow: decision.flow,
-    allowed: decision.allowed,
-    categoryIds: decision.categoryIds,
-    reasons: decision.reasons.map((r) => r.code),
-    summary: decision.summary,
-    revision: decision.revision,
-  };
+  const record: Record<string, unknown> = { traceId: at.traceId, time: at.time, door: at.door, nodeId: at.nodeId, userId: at.userId, type: request.type, purposeId: request.purposeId };
+  if (request.thirdPartyId) record.thirdPartyId = request.thirdPartyId;
+  if (request.termsId) record.termsId = request.termsId;
+  record.flow = decision.flow;
+  record.allowed = decision.allowed;
+  record.categoryIds = decision.categoryIds;
+  const reasons = decision.reasons;
+  record.reasons = reasons.length === 1 ? [reasons[0]!.code] : reasons.map((r) => r.code);
+  record.summary = decision.summary;
+  record.revision = decision.revision;
+  if (extra) Object.assign(record, extra);
+  return record;
 }

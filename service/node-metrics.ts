@@ -80,12 +80,7 @@ export function registerNodeMetrics(registry: Registry, sources: NodeMetricSourc
   registerTraceMetrics(registry, runtime.events);
 }
 
-/** Trace batches waiting to be published, and trace records that could not be. */
+/** Trace batches waiting to be published (the event log counts the records stored and failed itself, on the same registry). */
 export function registerTraceMetrics(registry: Registry, events: EventLog): void {
-  // Read as is: the event log keeps its queue private and is being reworked (acknowledged publishing); this reads without changing it.
-  collectedGauge(registry, "warden_trace_batches_pending", "Trace batches waiting for the end of the event loop's turn to be published", [] as const, (set) => set({}, events["pendingTraces"].size));
-  // The event log may register this counter itself (traces acknowledged by JetStream): then its own is the one.
-  if (!registry.getSingleMetric("warden_trace_records_failed_total")) {
-    collectedCounter(registry, "warden_trace_records_failed_total", "Trace records that could not be published", [] as const, (set) => set({}, events.lostTraceRecords));
-  }
+  collectedGauge(registry, "warden_trace_batches_pending", "Trace batches waiting for the end of the event loop's turn to be published", [] as const, (set) => set({}, events.pendingBatches));
 }

@@ -21,11 +21,17 @@ export async function withUserStates(userIds: readonly string[], userState: (use
 /**
  * One user's decision for a door that decides many users at once (document jobs, exports),
  * traced on `warden.trace.<door>.<flow>` with `details` (the job, the export) added; never
- * record values.
+ * record values. `stored` settles once JetStream has the record: the decision may not be
+ * used before (see `EventLog.trace`).
  */
-export function decideTraced(events: EventLog, at: { door: string; nodeId: string }, compiled: CompiledPolicy, userId: string, state: UserRecord | null, request: DecisionRequest, details: Record<string, unknown>): Decision {
+export function decideTraced(events: EventLog, at: { door: string; nodeId: string }, compiled: CompiledPolicy, userId: string, state: UserRecord | null, request: DecisionRequest, details: Record<string, unknown>): { decision: Decision; stored: Promise<void> } {
   const now = new Date();
   const decision = decide(compiled, state ?? undefined, request, now);
-  events.trace(at.door, decision.flow, { ...decisionTrace({ traceId: randomUUID(), time: now.toISOString(), door: at.door, nodeId: at.nodeId, userId }, request, decision), ...details });
-  return decision;
+  const stored = events.trace(at.door, decision.flow, decisionTrace({ traceId: randomUUID(), time: now.toISOString(), door: at.door, nodeId: at.nodeId, userId }, request, decision, details));
+  return { decision, stored };
+}
+
+/** Waits until every one of these trace records is stored (records of one batch share one promise). */
+export async function allStored(stored: Iterable<Promise<void>>): Promise<void> {
+  await Promise.all(new Set(stored));
 }

@@ -102,9 +102,10 @@ export function walksInto(plan: RecordPlan, path: string, isNonEmptyObject: bool
   return isNonEmptyObject && !plan.categoryOf.has(path) && plan.walkable.has(path);
 }
 
-/** Sets a key as an own data property: a key named `__proto__` stays a key. */
+/** Sets a key as an own data property: a key named `__proto__` stays a key (the only inherited setter of a plain object; defineProperty for every key showed in profiles). */
 function setOwn(target: { [key: string]: Json }, key: string, value: Json): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === "__proto__") Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+  else target[key] = value;
 }
 
 /**
@@ -155,9 +156,17 @@ const namedInSummary = 8;
  * emptied, which and why. Field names only, never values.
  */
 export function keptSummary(decisionSummary: string, fields: Record<string, FieldOutcome>): string {
-  const emptied = Object.entries(fields).filter(([, outcome]) => !outcome.kept);
-  if (emptied.length === 0) return decisionSummary;
-  const named = emptied.slice(0, namedInSummary).map(([path, outcome]) => `${path} (${outcome.why})`);
-  const more = emptied.length > namedInSummary ? ` and ${emptied.length - namedInSummary} more` : "";
-  return `${decisionSummary.replace(/\.$/, "")}; emptied ${named.join(", ")}${more}.`;
+  // One pass, no entry arrays: this runs for every kept record.
+  let named = "";
+  let emptied = 0;
+  for (const path of Object.keys(fields)) {
+    const outcome = fields[path]!;
+    if (outcome.kept) continue;
+    if (emptied < namedInSummary) named += `${emptied === 0 ? "" : ", "}${path} (${outcome.why})`;
+    emptied++;
+  }
+  if (emptied === 0) return decisionSummary;
+  const more = emptied > namedInSummary ? ` and ${emptied - namedInSummary} more` : "";
+  const sentence = decisionSummary.endsWith(".") ? decisionSummary.slice(0, -1) : decisionSummary;
+  return `${sentence}; emptied ${named}${more}.`;
 }

@@ -59,6 +59,13 @@ export class StaleRevisionError extends RetryableError {
   }
 }
 
+/** JetStream did not store a trace record within its deadline: the answer it accounts for must not leave (fail closed). */
+export class TraceUnavailableError extends RetryableError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("TRACE_UNAVAILABLE", message, options);
+  }
+}
+
 /** An error raised by a handler and passed on to the caller with its code. */
 export class HandlerError extends FatalError {}
 

@@ -130,7 +130,7 @@ export class ActorRuntime {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    this.events.flushTraces();
+    await this.events.flushTraces();
     await this.placement.leave();
     await this.host.stop();
     await this.membership.stop();

@@ -7,7 +7,7 @@ import type { EventLog } from "../../actors/runtime/event-log";
 import type { MappedField, MappingView, RowDecider, RowVerdict } from "../../proxies/postgres/types";
 import type { UserRecord } from "../../actors/user/user-actor";
 import type { DecisionService } from "../decision-service";
-import { decideTraced, withUserStates } from "../traced-decisions";
+import { allStored, decideTraced, withUserStates } from "../traced-decisions";
 
 
 const unavailable: MappingView = { key: "unavailable", fields: new Map() };
@@ -25,6 +25,10 @@ interface Remembered {
   revision: number;
   /** When it is decided again even if nothing changed (see `verdictExpiry`). */
   expiresAt: number;
+  /** JetStream has stored the decision's trace record; before that the verdict is not handed out. */
+  stored: boolean;
+  /** Settles when the trace record is stored (or not). */
+  traced: Promise<void>;
 }
 
 /**
@@ -113,7 +117,8 @@ export class ExportDecider implements RowDecider {
 
   private remembered(userId: string): Remembered | undefined {
     const remembered = this.memo.get(userId);
-    if (!remembered) return undefined;
+    // Not before its trace is stored (rule 8): until then the user counts as undecided.
+    if (!remembered?.stored) return undefined;
     if (remembered.revision !== this.viewRevision || this.now >= remembered.expiresAt) {
       this.memo.delete(userId);
       return undefined;
@@ -121,18 +126,44 @@ export class ExportDecider implements RowDecider {
     return remembered;
   }
 
-  /** Decides these users now (remembered for the next rows); returns the decisions made. */
+  /**
+   * Decides these users now (remembered for the next rows); returns the decisions made, once
+   * their trace records are stored. Throws TraceUnavailableError when they are not: nothing
+   * decided then is handed out (the caller fails closed).
+   */
   async load(userIds: readonly string[]): Promise<Map<string, Decision>> {
     const compiled = await this.decisions.policy();
     // Brings the view's revision up to the one these verdicts are made with (`verdict` compares them).
     this.mapping();
     if (this.memo.size > maxRememberedVerdicts) this.memo.clear();
     const made = new Map<string, Decision>();
-    await withUserStates(userIds, (userId) => this.decisions.userState(userId), (userId, state) => {
-      const decision = this.decideFor(compiled, userId, state);
+    const entries: Array<[string, Remembered]> = [];
+    const stored: Array<Promise<void>> = [];
+    const undecided: string[] = [];
+    for (const userId of userIds) {
+      // Decided by another load whose record is on its way to JetStream: wait for it rather than decide (and trace) the user again.
+      const inFlight = this.memo.get(userId);
+      if (inFlight && !inFlight.stored && inFlight.revision === compiled.revision) {
+        made.set(userId, inFlight.decision);
+        stored.push(inFlight.traced);
+      } else undecided.push(userId);
+    }
+    await withUserStates(undecided, (userId) => this.decisions.userState(userId), (userId, state) => {
+      const { decision, stored: traced } = this.decideFor(compiled, userId, state);
       made.set(userId, decision);
-      this.memo.set(userId, { verdict: this.verdicts.of(decision), decision, revision: compiled.revision, expiresAt: verdictExpiry(Date.now()) });
+      // Remembered now, so a change to the user meanwhile still voids it; handed out only once stored.
+      const entry: Remembered = { verdict: this.verdicts.of(decision), decision, revision: compiled.revision, expiresAt: verdictExpiry(Date.now()), stored: false, traced };
+      this.memo.set(userId, entry);
+      entries.push([userId, entry]);
+      stored.push(traced);
     });
+    try {
+      await allStored(stored);
+    } catch (error) {
+      for (const [userId, entry] of entries) if (this.memo.get(userId) === entry) this.memo.delete(userId);
+      throw error;
+    }
+    for (const [, entry] of entries) entry.stored = true;
     return made;
   }
 
@@ -141,7 +172,7 @@ export class ExportDecider implements RowDecider {
     return this.decisions.currentPolicy() !== undefined;
   }
 
-  private decideFor(compiled: CompiledPolicy, userId: string, state: UserRecord | null): Decision {
+  private decideFor(compiled: CompiledPolicy, userId: string, state: UserRecord | null): { decision: Decision; stored: Promise<void> } {
     const details = { kind: "export.user", exportId: this.exportId, mappingGroup: this.mappingGroup };
     return decideTraced(this.events, { door: "export", nodeId: this.nodeId }, compiled, userId, state, this.request, details);
   }

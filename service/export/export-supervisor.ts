@@ -206,7 +206,8 @@ export class ExportSupervisor {
       policy: { allowWrites: record.allowWrites === true, strict: record.strict === true },
       workers: await this.proxyWorkers(),
       onConnectionEnd: (connectionId, counts, identity) =>
-        runtime.events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId: runtime.membership.nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
+        // A closing connection's summary answers nobody: a failure to store it is logged and counted by the event log.
+        void runtime.events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId: runtime.membership.nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
     });
   }
 

@@ -3,7 +3,7 @@ import { VerdictInterner } from "../../actors/decision/verdicts";
 import { documentLimits, type DecisionSource, type RedactionRequest, type RowDecision } from "../../actors/redaction/types";
 import type { EventLog } from "../../actors/runtime/event-log";
 import type { UserRecord } from "../../actors/user/user-actor";
-import { decideTraced, withUserStates } from "../traced-decisions";
+import { allStored, decideTraced, withUserStates } from "../traced-decisions";
 
 export interface JobDecisionContext {
   jobName: string;
@@ -18,7 +18,7 @@ export interface JobDecisionContext {
 /**
  * The decisions of one job: each distinct user is decided once (with the job's configuration
  * revision and the user's committed state) and traced once, with the job's name; rows then
- * reuse the decision. Users with the same outcome share one RowDecision object, which the
+ * reuse the decision, once its trace record is stored. Users with the same outcome share one RowDecision object, which the
  * redactors use as a key.
  */
 export class JobDecisions implements DecisionSource {
@@ -32,7 +32,16 @@ export class JobDecisions implements DecisionSource {
     // Past the limit the memo starts over: users are decided, and traced, again.
     if (this.memo.size > documentLimits.maxRememberedUsers) this.memo.clear();
     const missing = [...new Set(userIds)].filter((id) => !this.memo.has(id));
-    await withUserStates(missing, this.context.userState, (id, state) => this.memo.set(id, this.decideFor(id, state)));
+    const decided: Array<[string, RowDecision]> = [];
+    const stored: Array<Promise<void>> = [];
+    await withUserStates(missing, this.context.userState, (id, state) => {
+      const { decision, stored: traced } = this.decideFor(id, state);
+      decided.push([id, decision]);
+      stored.push(traced);
+    });
+    // No row is redacted by a decision before its trace is stored; a failure ends the attempt (it is run again).
+    await allStored(stored);
+    for (const [id, decision] of decided) this.memo.set(id, decision);
   }
 
   of(userId: string): RowDecision {
@@ -41,12 +50,12 @@ export class JobDecisions implements DecisionSource {
     return decision;
   }
 
-  private decideFor(userId: string, state: UserRecord | null): RowDecision {
+  private decideFor(userId: string, state: UserRecord | null): { decision: RowDecision; stored: Promise<void> } {
     const { compiled, request, events, jobName, nodeId, attempt } = this.context;
-    const decision = decideTraced(events, { door: "redact", nodeId }, compiled, userId, state, request, { kind: "document.user", jobName, attempt });
+    const { decision, stored } = decideTraced(events, { door: "redact", nodeId }, compiled, userId, state, request, { kind: "document.user", jobName, attempt });
     this.users.seen++;
     if (decision.allowed) this.users.allowed++;
     else this.users.denied++;
-    return this.verdicts.of(decision);
+    return { decision: this.verdicts.of(decision), stored };
   }
 }

@@ -81,8 +81,9 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
     await writer.write(await redactor.end());
     const output = await writer.close();
     const final = stats();
+    // The job reports complete only once its record is stored; a failure ends the attempt (the supervisor runs it again).
+    await traceJob(deps, job, attempt, "complete", final);
     await report(() => ref.complete({ attempt, stats: final, output }));
-    traceJob(deps, job, attempt, "complete", final);
     log.info({ jobName: job.jobName, attempt, rowsIn: final.rowsIn, rowsKept: final.rowsKept, ms: final.timings.runMs }, "redaction job complete");
   } catch (error) {
     if (error instanceof AttemptStopped) {
@@ -103,7 +104,8 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
       if (reportError instanceof AttemptStopped) return;
       throw reportError;
     }
-    traceJob(deps, job, attempt, "failed", final, failure);
+    // The failure is already reported; a record JetStream does not store is logged and counted by the event log.
+    void traceJob(deps, job, attempt, "failed", final, failure);
     log.warn({ jobName: job.jobName, attempt, error: failure }, "redaction job failed");
   } finally {
     // A stopped or failed attempt leaves worker threads behind otherwise.
@@ -134,8 +136,8 @@ function emptyTally(): RedactionTally {
 }
 
 /** One trace record per job, beside the per-user ones: what the job did, without any values. */
-function traceJob(deps: RunnerDeps, job: JobRecord, attempt: number, status: string, stats: JobStats, error?: JobError): void {
-  deps.runtime.events.trace("redact", flowOf(job.request.type), {
+function traceJob(deps: RunnerDeps, job: JobRecord, attempt: number, status: string, stats: JobStats, error?: JobError): Promise<void> {
+  return deps.runtime.events.trace("redact", flowOf(job.request.type), {
     traceId: job.jobName,
     time: new Date().toISOString(),
     door: "redact",

@@ -41,16 +41,26 @@ export const silentLogger = pino({ level: "silent" });
  * Stops on the message the server says is the last pending one, so a slow delivery is waited for, never cut short.
  */
 export async function storedMessages<T>(nc: NatsConnection, stream: string, filter?: string): Promise<Array<{ subject: string; data: T }>> {
+  return (await storedPayloads(nc, stream, filter)).map(({ subject, payload }) => ({ subject, data: JSON.parse(payload) as T }));
+}
+
+/** Every trace record WARDEN_TRACE holds under `filter` (a message carries one or more, one JSON object a line). */
+export async function storedTraceRecords<T>(nc: NatsConnection, filter = "warden.trace.>"): Promise<Array<{ subject: string; record: T }>> {
+  return (await storedPayloads(nc, "WARDEN_TRACE", filter)).flatMap(({ subject, payload }) => payload.split("\n").map((line) => ({ subject, record: JSON.parse(line) as T })));
+}
+
+/** The payloads of every message a stream holds when called, as text, in order. */
+export async function storedPayloads(nc: NatsConnection, stream: string, filter?: string): Promise<Array<{ subject: string; payload: string }>> {
   const js = jetstream(nc);
   const info = await (await jetstreamManager(nc)).streams.info(stream, filter === undefined ? undefined : { subjects_filter: filter });
   const expected = filter === undefined ? info.state.messages : Object.values(info.state.subjects ?? {}).reduce((sum, count) => sum + count, 0);
-  const messages: Array<{ subject: string; data: T }> = [];
+  const messages: Array<{ subject: string; payload: string }> = [];
   if (expected === 0) return messages;
   const consumer = await js.consumers.get(stream, filter === undefined ? {} : { filter_subjects: filter });
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
     for await (const msg of await consumer.fetch({ max_messages: 1000, expires: 2000 })) {
-      messages.push({ subject: msg.subject, data: msg.json<T>() });
+      messages.push({ subject: msg.subject, payload: msg.string() });
       if (msg.info.pending === 0 && messages.length >= expected) return messages;
     }
   }

@@ -213,22 +213,23 @@ test("trace batches pending and failed, read from a real event log on a real nat
   const nats = await startNats();
   try {
     const nc = await connectTo(nats);
-    const events = new EventLog(nc, { ...defaultRuntimeOptions, nodeId: "t" }, silentLogger);
     const registry = new Registry();
+    // A short deadline: a batch JetStream does not acknowledge fails after it.
+    const events = new EventLog(nc, { ...defaultRuntimeOptions, nodeId: "t", callTimeoutMs: 500 }, silentLogger, registry);
     registerTraceMetrics(registry, events);
-    events.trace("decision", "platform", { n: 1 });
-    events.trace("export", "platform", { n: 2 });
+    const stored = [events.trace("decision", "platform", { n: 1 }), events.trace("export", "platform", { n: 2 })];
     let text = await registry.metrics();
     assert.equal(sample(text, "warden_trace_batches_pending"), 2, "two subjects, one batch each, until the turn ends");
-    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all(stored);
     text = await registry.metrics();
     assert.equal(sample(text, "warden_trace_batches_pending"), 0);
+    assert.equal(sample(text, "warden_trace_records_stored_total"), 2);
     assert.equal(sample(text, "warden_trace_records_failed_total"), 0);
     await nc.close();
-    events.trace("decision", "platform", { n: 3 });
-    events.trace("decision", "platform", { n: 4 });
-    events.flushTraces();
-    assert.equal(sample(await registry.metrics(), "warden_trace_records_failed_total"), 2, "a closed connection publishes nothing");
+    const failing = [events.trace("decision", "platform", { n: 3 }), events.trace("decision", "platform", { n: 4 })];
+    await events.flushTraces();
+    assert.deepEqual((await Promise.allSettled(failing)).map((r) => r.status), ["rejected", "rejected"], "fail closed");
+    assert.equal(sample(await registry.metrics(), "warden_trace_records_failed_total"), 2, "a closed connection stores nothing");
   } finally {
     await nats.stop();
   }
