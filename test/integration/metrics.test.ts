@@ -8,6 +8,7 @@ import { promisify } from "node:util";
 import { Registry } from "prom-client";
 import { EventLog } from "../../actors/runtime/event-log";
 import { defaultRuntimeOptions } from "../../actors/runtime/runtime";
+import { defaultRetention, provision } from "../../actors/runtime/provision";
 import { registerTraceMetrics } from "../../service/node-metrics";
 import { NatsServerProcess } from "../../service/nats-server";
 import { connectTo, silentLogger, startNats } from "../helpers/nats";
@@ -213,6 +214,7 @@ test("trace batches pending and failed, read from a real event log on a real nat
   const nats = await startNats();
   try {
     const nc = await connectTo(nats);
+    await provision(nc, { replicas: 1, partitions: 4, auditRetention: defaultRetention.audit, traceRetention: defaultRetention.trace, documentRetentionHours: 1 });
     const registry = new Registry();
     // A short deadline: a batch JetStream does not acknowledge fails after it.
     const events = new EventLog(nc, { ...defaultRuntimeOptions, nodeId: "t", callTimeoutMs: 500 }, silentLogger, registry);
