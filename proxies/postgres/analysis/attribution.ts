@@ -364,12 +364,6 @@ export function quoteIdentifier(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
-/** Same value source: the same instance and column, through the same subqueries. */
-export function sameOrigin(a: Origin | undefined, b: Origin | undefined): boolean {
-  if (!a || !b || a.kind !== b.kind || a.item !== b.item || a.index !== b.index) return false;
-  return true;
-}
-
 /** The base instance and column behind an origin (through subqueries and CTEs), for checking against the catalog. */
 export function baseOf(attribution: Attribution, origin: Origin): { relation: RelationView; column: string; key: string } | undefined {
   let at: Origin | undefined = origin;
