@@ -19,10 +19,6 @@ export interface ResultPlan {
   hidden: boolean[];
   /** Per group: the columns holding its user id, first non-empty wins. */
   groups: number[][];
-  /** Every column that holds a user id (for reading rows ahead). */
-  userColumns: number[];
-  /** Columns the client sees. */
-  visibleCount: number;
   /** One group: per verdict, which columns are kept (computed once per distinct verdict). */
   masks: Map<RowVerdict, RowMask>;
   lastVerdict?: RowVerdict;
@@ -78,22 +74,15 @@ export function planResult(columns: readonly ColumnDescription[], shape: ResultS
       groupOf[position] = group;
     });
   }
-  // Groups with no value in this result need no verdict.
-  const used = groups.map((_, group) => groupOf.includes(group));
-  const decidingGroups = groups.map((subjects, group) => (used[group] ? subjects : []));
-  const live = decidingGroups.filter((subjects) => subjects.length > 0);
+  // Only groups that decide a value of this result need a verdict (a group decides values only when its user columns are known).
+  const deciding: number[][] = [];
   const renumber = new Map<number, number>();
-  decidingGroups.forEach((subjects, group) => subjects.length > 0 && renumber.set(group, renumber.size));
-  return {
-    columns,
-    categories,
-    groupOf: groupOf.map((group) => renumber.get(group) ?? -1),
-    hidden,
-    groups: live,
-    userColumns: [...new Set(live.flat())],
-    visibleCount: hidden.filter((h) => !h).length,
-    masks: new Map(),
-  };
+  groups.forEach((subjects, group) => {
+    if (!groupOf.includes(group)) return;
+    renumber.set(group, deciding.length);
+    deciding.push(subjects);
+  });
+  return { columns, categories, groupOf: groupOf.map((group) => renumber.get(group) ?? -1), hidden, groups: deciding, masks: new Map() };
 }
 
 /**

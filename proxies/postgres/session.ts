@@ -28,7 +28,7 @@ import type { CancelKeys } from "./cancel-keys";
 import { catalogFrom, catalogQuery, columnKey, type Catalog, type CatalogRow } from "./column-catalog";
 import { alignShape, maskFor, maskOf, planResult, type ResultPlan } from "./result-plan";
 import { emptySchemaView } from "./analysis/schema-view";
-import { originalPosition, type AnalysisCache, type QueryAnalysis, type ResultShape, type StatementEffect, type StatementPolicy } from "./analysis/statement-analysis";
+import { originalPosition, withoutHiddenNames, type AnalysisCache, type QueryAnalysis, type ResultShape, type StatementEffect, type StatementPolicy } from "./analysis/statement-analysis";
 import { sanitizeError, sanitizeNotice } from "./sanitize";
 import type { DirectVerification, MappingView, ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts, TextDecoding } from "./types";
 import { userIdFromValue } from "./user-id";
@@ -185,7 +185,7 @@ export class ProxySession {
   private swallowingCopyOut = false;
   private transaction: TransactionStatus = TransactionStatus.Idle;
   private catalog: Catalog = { columns: new Map(), rows: new Map(), schema: emptySchemaView };
-  /** Changes whenever `columns` does (plans made from an older column map are dropped). */
+  /** Changes whenever `catalog` does (plans made from an older catalog are dropped). */
   private catalogVersion = 0;
   private catalogMappingKey = "";
   private newestRelation = 0;
@@ -950,7 +950,7 @@ export class ProxySession {
     return result;
   }
 
-  /** The RowDescription as the client may see it (labels and type modifiers it may not see replaced), remembered until the client's SQL text changes. */
+  /** The RowDescription as the client may see it (hidden columns left out, labels and metadata it may not see replaced), remembered until the client's recent statements change (for good when no label depends on them). */
   private pushRowDescription(bytes: Buffer, frame: Frame, result: DescribedResult, out: OutputBuffer): void {
     let forClient = result.forClient;
     if (forClient === undefined || (forClient.clientNamesVersion !== this.clientNamesVersion && forClient.clientNamesVersion !== -1)) {
@@ -1193,7 +1193,7 @@ export class ProxySession {
       if (mapped === undefined) clean.delete(ErrorField.Position);
       else clean.set(ErrorField.Position, String(mapped));
     }
-    for (const [field, value] of clean) if (value.includes("__warden")) clean.set(field, value.replace(/__warden_[0-9a-f]+_\d+/g, "(a column the export added)"));
+    for (const [field, value] of clean) clean.set(field, withoutHiddenNames(value));
     return clean;
   }
 
@@ -1482,7 +1482,7 @@ function shapeKey(shape: ResultShape | undefined): string {
  * places cannot be told: the backend then refuses the count, and nothing is shown).
  */
 function withHiddenResultFormats(body: Buffer, shape: ResultShape | undefined): Buffer | undefined {
-  const hidden = shape ? shape.entries.filter((e) => e.kind === "column" && e.column.hidden).length : 0;
+  const hidden = shape?.hiddenCount ?? 0;
   if (!shape || hidden === 0) return undefined;
   const bind = decodeBind(body);
   if (bind.resultFormats.length <= 1) return undefined;

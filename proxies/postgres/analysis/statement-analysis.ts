@@ -31,6 +31,8 @@ export interface ResultShape {
   entries: Array<{ kind: "gap" } | { kind: "column"; column: ShapeColumn }>;
   /** Per group: the entries that hold its resource-context values, in mapping order. */
   groups: Array<{ relation: RelationView; subjects: number[] }>;
+  /** How many entries are hidden columns. */
+  hiddenCount: number;
   /** Hidden column names start with this (random per analysis). */
   hiddenPrefix: string;
 }
@@ -212,7 +214,8 @@ function finishShape(attribution: Attribution, level: Level, plan: GroupPlan, hi
     }),
   }));
   const key = JSON.stringify([entries.map((e) => (e.kind === "gap" ? 0 : [e.column.hidden ?? "", e.column.group, e.column.expect ? [e.column.expect.relation.schema, e.column.expect.relation.name, e.column.expect.column] : 0])), groups.map((g) => [g.relation.schema, g.relation.name, g.subjects])]);
-  return { key, entries, groups, hiddenPrefix };
+  const hiddenCount = entries.filter((e) => e.kind === "column" && e.column.hidden).length;
+  return { key, entries, groups, hiddenCount, hiddenPrefix };
 }
 
 function collectLevels(roots: Level[]): Level[] {
@@ -384,6 +387,11 @@ function identifiersOf(statements: ParsedStatement[]): Set<string> {
     });
   }
   return names;
+}
+
+/** `text` (a message from the backend) with the names of hidden columns replaced: they are never shown. */
+export function withoutHiddenNames(text: string): string {
+  return text.includes(hiddenPrefix) ? text.replaceAll(new RegExp(`${hiddenPrefix}\\d+`, "g"), "(a column the export added)") : text;
 }
 
 /** Maps a 1-based character position in an analysed text back to the client's text; undefined inside inserted text. */
