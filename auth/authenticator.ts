@@ -1,6 +1,6 @@
 import { componentTypes, servedComponents } from "./components";
 import { choicesFor, isEnforced, openSecurityConfig, type SecurityConfig, type VerifierFactories } from "./security-config";
-import { CountTree } from "../service/metrics";
+import { CountTree } from "../metrics/count-tree";
 import { CredentialRejected, SecurityConfigError, VerifierUnavailable } from "./types";
 import type { Component, ComponentName, Credential, CredentialType, Verifier, VerifierDependencies, OverridesByVerifier, VerifierType, VerifiedIdentity } from "./types";
 

@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
-import type { Decision } from "../actors/decision/types";
-import { countedDecision } from "../service/metrics";
+import type { Decision } from "../decision/types";
+import { countedDecision } from "../metrics/decision-counts";
 
 /**
  * What counting a decision (warden_decisions_total) costs the decision path: countedDecision

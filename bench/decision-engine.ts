@@ -1,10 +1,10 @@
 import { performance } from "node:perf_hooks";
 import { reportFigure } from "./report";
-import { compilePolicy } from "../actors/decision/compiled-policy";
-import { decide } from "../actors/decision/engine";
-import { personalizedTerms } from "../actors/decision/terms";
-import type { DecisionRequest, UserPolicyState } from "../actors/decision/types";
-import type { PolicyConfig } from "../actors/policy/model";
+import { compilePolicy } from "../decision/compiled-policy";
+import { decide } from "../decision/engine";
+import { personalizedTerms } from "../decision/terms";
+import type { DecisionRequest, UserPolicyState } from "../decision/types";
+import type { PolicyConfig } from "../policy/model";
 
 /**
  * Engine decisions per second, in process, one core, warm (compiled policy and user states in

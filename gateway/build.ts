@@ -1,11 +1,12 @@
+import { componentOfRequest } from "./route-components";
 import { randomUUID } from "node:crypto";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import { authentication } from "./authentication";
+import { authentication } from "../http/authentication";
 import { configRoutes } from "./config-routes";
 import { decisionRoutes } from "./decision-routes";
-import { installErrorHandling } from "./error-handler";
+import { installErrorHandling } from "../http/error-handler";
 import { documentResponses, security, securitySchemes } from "./openapi";
 import { healthRoutes } from "./health";
 import { mappingRoutes } from "./mapping-routes";
@@ -16,7 +17,7 @@ import { redactRoutes } from "./redact-routes";
 import { userRoutes } from "./user-routes";
 import { uiRoutes } from "./ui-routes";
 import { rootPaths, type GatewayDeps, type RootPath } from "./types";
-import { version } from "../service/version";
+import { version } from "./version";
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 const defaultBodyLimit = 1024 * 1024;
@@ -47,7 +48,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
     void reply.header("x-request-id", request.id);
   });
   installErrorHandling(app, refusalCounter(deps.metrics));
-  if (deps.auth) void app.register(authentication, { auth: deps.auth });
+  if (deps.auth) void app.register(authentication, { auth: deps.auth, componentOf: componentOfRequest });
   documentResponses(app);
   void app.register(swagger, {
     openapi: {

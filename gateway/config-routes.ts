@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
-import type { PolicyConfig } from "../actors/policy/model";
+import type { PolicyConfig } from "../policy/model";
 import {
   consentedPurposeSchema,
   contractualPurposeSchema,
@@ -11,11 +11,11 @@ import {
   policyConfigSchema,
   stableIdPattern,
   userAccessSchema,
-} from "../actors/policy/schema";
-import { findItem, type ItemKind, type SectionWrite } from "../actors/policy/sections";
-import { GatewayError } from "./errors";
+} from "../policy/schema";
+import { findItem, type ItemKind, type SectionWrite } from "../policy/sections";
+import { HttpError } from "../http/errors";
 import { requester } from "./requester";
-import type { ConfigWriteResult, PolicyPort } from "./types";
+import type { ConfigWriteResult, PolicyPort } from "../api/types";
 
 /** A list section of the configuration: its path, the key of its body, its item schema, how to read and write it. */
 interface ListSection {
@@ -59,7 +59,7 @@ export function expectedRevisionOf(request: FastifyRequest): number | undefined 
   const header = request.headers["if-match"];
   if (header === undefined || header.trim() === "*") return undefined;
   const match = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(header);
-  if (!match) throw new GatewayError("ERR_REQUEST_INVALID", `If-Match must name a configuration revision, like "5" (got ${JSON.stringify(header)})`);
+  if (!match) throw new HttpError("ERR_REQUEST_INVALID", `If-Match must name a configuration revision, like "5" (got ${JSON.stringify(header)})`);
   return Number(match[1]);
 }
 
@@ -101,7 +101,7 @@ function registerListSection(app: FastifyInstance, port: PolicyPort, section: Li
     const { id } = request.params as { id: string };
     const { revision, config } = await port.read();
     const item = findItem(config, section.kind, id);
-    if (item === undefined) throw new GatewayError("ERR_RESOURCE_NOT_FOUND", `no ${section.kind} '${id}'`);
+    if (item === undefined) throw new HttpError("ERR_RESOURCE_NOT_FOUND", `no ${section.kind} '${id}'`);
     return withRevision(reply, revision).send(item);
   });
   app.delete(
@@ -155,7 +155,7 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
     );
     app.get("/config/user-access/guardian", { schema: { tags, summary: "Read guardian rights (404 until configured)" } }, async (_request, reply) => {
       const { revision, config } = await port.read();
-      if (!config.guardian) throw new GatewayError("ERR_RESOURCE_NOT_FOUND", "guardian rights are not configured");
+      if (!config.guardian) throw new HttpError("ERR_RESOURCE_NOT_FOUND", "guardian rights are not configured");
       return withRevision(reply, revision).send(config.guardian);
     });
 
@@ -187,7 +187,7 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
         const wanted = Number((request.params as { revision: string }).revision);
         // A record above the current revision is left over from a write that failed to commit.
         const record = wanted <= (await port.read()).revision ? await port.revision(wanted) : null;
-        if (!record) throw new GatewayError("ERR_RESOURCE_NOT_FOUND", "no such revision");
+        if (!record) throw new HttpError("ERR_RESOURCE_NOT_FOUND", "no such revision");
         return record;
       },
     );

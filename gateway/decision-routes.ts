@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from "fastify";
-import { purposeTypes } from "../actors/decision/types";
-import type { DecisionPort, DecisionQuery } from "./types";
+import { purposeTypes } from "../decision/types";
+import type { DecisionPort, DecisionQuery } from "../api/types";
 import { idSchema as id } from "./schemas";
 
 const query = {

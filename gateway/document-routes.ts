@@ -1,11 +1,11 @@
 import { Readable } from "node:stream";
 import type { FastifyPluginAsync } from "fastify";
-import { purposeTypes } from "../actors/decision/types";
+import { purposeTypes } from "../decision/types";
 import type { JobRecord } from "../actors/redaction/job-actor";
-import { documentFormats, type DocumentFormat } from "../actors/redaction/types";
-import { GatewayError } from "./errors";
+import { documentFormats, type DocumentFormat } from "../redaction/types";
+import { HttpError } from "../http/errors";
 import { idSchema as id } from "./schemas";
-import type { DocumentPort, RedactRequest } from "./types";
+import type { DocumentPort, RedactRequest } from "../api/types";
 
 const tags = ["redact"];
 const jobQuery = { type: "object", additionalProperties: false, properties: { jobName: id }, required: ["jobName"] } as const;
@@ -88,7 +88,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
       async (request) => {
         const mediaType = (request.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
         const format = formatOfMediaType.get(mediaType);
-        if (!format) throw new GatewayError("ERR_REQUEST_CONTENT_TYPE", `send the document as ${Object.values(documentFormats).join(", ")}`);
+        if (!format) throw new HttpError("ERR_REQUEST_CONTENT_TYPE", `send the document as ${Object.values(documentFormats).join(", ")}`);
         const job = await documents.submit(request.query as RedactRequest, format, request.body as Readable);
         return summaryOf(job);
       },
@@ -96,7 +96,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
 
     app.get("/redact/stats", { schema: { tags, summary: "What a finished job did (404 while it runs; status 'failed' with the error and where)", querystring: jobQuery } }, async (request) => {
       const job = await documents.job((request.query as { jobName: string }).jobName);
-      if (job.status === "running") throw new GatewayError("ERR_REDACT_JOB_RUNNING", undefined, { progress: links(job.jobName).progress });
+      if (job.status === "running") throw new HttpError("ERR_REDACT_JOB_RUNNING", undefined, { progress: links(job.jobName).progress });
       return statsOf(job);
     });
 

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
-import { purposeTypes } from "../actors/decision/types";
-import { GatewayError } from "./errors";
+import { purposeTypes } from "../decision/types";
+import { HttpError } from "../http/errors";
 import { requester as requesterOf } from "./requester";
 import { idSchema as id } from "./schemas";
-import type { ExportBody, ExportPort } from "./types";
+import type { ExportBody, ExportPort } from "../api/types";
 
 const tags = ["export"];
 
@@ -49,9 +49,9 @@ const idBody = { type: ["object", "null"], additionalProperties: false, properti
 function exportIdOf(request: FastifyRequest): string {
   const fromQuery = (request.query as { id?: string } | undefined)?.id;
   const fromBody = (request.body as { id?: string } | null | undefined)?.id;
-  if (fromQuery !== undefined && fromBody !== undefined && fromQuery !== fromBody) throw new GatewayError("ERR_REQUEST_INVALID", "the id in the query and the id in the body differ");
+  if (fromQuery !== undefined && fromBody !== undefined && fromQuery !== fromBody) throw new HttpError("ERR_REQUEST_INVALID", "the id in the query and the id in the body differ");
   const exportId = fromQuery ?? fromBody;
-  if (exportId === undefined) throw new GatewayError("ERR_REQUEST_INVALID", "name the export: ?id=<id> or a JSON body {\"id\": \"<id>\"}");
+  if (exportId === undefined) throw new HttpError("ERR_REQUEST_INVALID", "name the export: ?id=<id> or a JSON body {\"id\": \"<id>\"}");
   return exportId;
 }
 
@@ -61,7 +61,7 @@ export function exportRoutes(exports: ExportPort): FastifyPluginAsync {
     // DELETE and PUT /export/stop|start may come without a body or content type.
     app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
       if (body === "") done(null, undefined);
-      else done(new GatewayError("ERR_REQUEST_CONTENT_TYPE", "send the id as ?id= or as a JSON body"), undefined);
+      else done(new HttpError("ERR_REQUEST_CONTENT_TYPE", "send the id as ?id= or as a JSON body"), undefined);
     });
 
     app.put("/export", { schema: { tags, summary: "Create an export: a new endpoint in front of a backing store that applies one purpose (active at once)", body: exportBody } }, async (request) =>

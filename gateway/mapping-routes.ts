@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchema } from "fastify";
-import { mappingGroupSchema } from "../actors/policy/schema";
-import { findItem, type SectionWrite } from "../actors/policy/sections";
+import { mappingGroupSchema } from "../policy/schema";
+import { findItem, type SectionWrite } from "../policy/sections";
 import { answerWrite, expectedRevisionOf, withRevision } from "./config-routes";
-import { GatewayError } from "./errors";
+import { HttpError } from "../http/errors";
 import { requester } from "./requester";
-import type { PolicyPort } from "./types";
+import type { PolicyPort } from "../api/types";
 
 const nameParams = { type: "object", properties: { name: { type: "string", minLength: 1, maxLength: 200 } }, required: ["name"] } as const;
 
@@ -27,7 +27,7 @@ export function mappingRoutes(port: PolicyPort): FastifyPluginAsync {
       const { name } = request.params as { name: string };
       const { revision, config } = await port.read();
       const group = findItem(config, "mappingGroup", name);
-      if (!group) throw new GatewayError("ERR_RESOURCE_NOT_FOUND", `no mapping group '${name}'`);
+      if (!group) throw new HttpError("ERR_RESOURCE_NOT_FOUND", `no mapping group '${name}'`);
       return withRevision(reply, revision).send(group);
     });
     app.delete("/mapping/groups/:name", { schema: { tags, summary: "Delete a mapping group", params: nameParams } }, async (request, reply) => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import fastifyPlugin from "fastify-plugin";
 import { Counter, Histogram, type Registry } from "prom-client";
-import type { GatewayErrorCode } from "./errors";
+import type { HttpErrorCode } from "../http/errors";
 
 /**
  * Prometheus metrics at /metrics, and the duration of every HTTP request by route and status.
@@ -24,9 +24,9 @@ const metricsPlugin: FastifyPluginAsync<{ metrics: Registry }> = async (app, { m
 export const metricsRoutes = fastifyPlugin(metricsPlugin, { name: "warden-metrics" });
 
 /** Counts the gateway's refusals by error code (its kind), a child bound per code. */
-export function refusalCounter(metrics: Registry): (code: GatewayErrorCode) => void {
+export function refusalCounter(metrics: Registry): (code: HttpErrorCode) => void {
   const refusals = new Counter({ name: "warden_refusals_total", help: "Requests the gateway refused, by error code (the registry in gateway/errors.ts)", labelNames: ["kind"], registers: [metrics] });
-  const byCode = new Map<GatewayErrorCode, Counter.Internal>();
+  const byCode = new Map<HttpErrorCode, Counter.Internal>();
   return (code) => {
     let child = byCode.get(code);
     if (!child) byCode.set(code, (child = refusals.labels({ kind: code })));

@@ -1,5 +1,5 @@
 import type { FastifyInstance, RouteOptions } from "fastify";
-import { gatewayErrors } from "./errors";
+import { httpErrors } from "../http/errors";
 
 /** The body of every error answer (gateway/errors.ts), as one OpenAPI component. */
 export const errorBodySchema = {
@@ -9,7 +9,7 @@ export const errorBodySchema = {
   properties: {
     error: {
       type: "object",
-      properties: { code: { type: "string", enum: Object.keys(gatewayErrors) }, message: { type: "string" }, details: {} },
+      properties: { code: { type: "string", enum: Object.keys(httpErrors) }, message: { type: "string" }, details: {} },
       required: ["code", "message"],
     },
   },

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
-import { purposeTypes } from "../actors/decision/types";
-import { GatewayError } from "./errors";
+import { purposeTypes } from "../decision/types";
+import { HttpError } from "../http/errors";
 import { documentRoutes } from "./document-routes";
-import type { DocumentPort, RedactPort, RedactRequest } from "./types";
+import type { DocumentPort, RedactPort, RedactRequest } from "../api/types";
 import { idSchema as id } from "./schemas";
 
 const tags = ["redact"];
@@ -27,7 +27,7 @@ export function redactRoutes(redact: RedactPort, documents: DocumentPort | undef
       await app.register(documentRoutes(documents));
     } else {
       app.all("/redact/*", async () => {
-        throw new GatewayError("ERR_SERVICE_NOT_IMPLEMENTED", "document redaction is not available on this gateway");
+        throw new HttpError("ERR_SERVICE_NOT_IMPLEMENTED", "document redaction is not available on this gateway");
       });
     }
   };

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join, relative, sep } from "node:path";
 import type { FastifyPluginAsync } from "fastify";
-import { policyConfigSchema } from "../actors/policy/schema";
+import { policyConfigSchema } from "../policy/schema";
 
 /** The roots that have a web UI (spec 1): each serves its page at `/<root>/` and its files under `/<root>/ui/`. */
 export const uiRoots = ["config", "mapping", "redact"] as const;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ConsentEntry } from "../actors/user/user-actor";
 import { requester } from "./requester";
-import type { UserPort } from "./types";
+import type { UserPort } from "../api/types";
 import { idSchema as id } from "./schemas";
 
 const attributes = { type: "object", maxProperties: 50, additionalProperties: { type: "string", maxLength: 500 } } as const;

@@ -3,7 +3,7 @@ import { commandOf, loadConfig, usage } from "./config";
 import { createLogger } from "./logger";
 import { startServiceNode } from "./node";
 import { StartupError } from "./startup-error";
-import { version } from "./version";
+import { version } from "../gateway/version";
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);

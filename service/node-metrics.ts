@@ -2,11 +2,12 @@ import { Gauge, type Registry } from "prom-client";
 import type { EventLog } from "../actors/runtime/event-log";
 import type { ActorRuntime } from "../actors/runtime/runtime";
 import type { Authenticator } from "../auth/authenticator";
-import type { ExportServing } from "../proxies/types";
-import type { ExportSupervisor } from "./export/export-supervisor";
-import { collectedCounter, collectedGauge, decisionCounts } from "./metrics";
-import type { DocumentService } from "./redaction/document-service";
-import { version } from "./version";
+import type { ExportServing } from "../api/types";
+import type { ExportSupervisor } from "../exports/export-supervisor";
+import { collectedCounter, collectedGauge } from "../metrics/collected";
+import { decisionCounts } from "../metrics/decision-counts";
+import type { DocumentService } from "../redaction/jobs/document-service";
+import { version } from "../gateway/version";
 
 /** The NATS connection's state, kept by the node's status loop. */
 export interface NatsTally {

@@ -1,4 +1,4 @@
-import type { DecisionRequest } from "../decision/types";
+import type { DecisionRequest } from "../../decision/types";
 import { actor, exclusive, shared } from "../runtime/define";
 import { HandlerError } from "../runtime/errors";
 import type { ExclusiveContext, SharedContext } from "../runtime/types";

@@ -2,11 +2,11 @@ import { isDeepStrictEqual } from "node:util";
 import { actor, exclusive, shared } from "../runtime/define";
 import { HandlerError } from "../runtime/errors";
 import type { ExclusiveContext, SharedContext } from "../runtime/types";
-import { checkPolicyConfig } from "./check";
-import { emptyPolicyConfig, type PolicyConfig } from "./model";
+import { checkPolicyConfig } from "../../policy/check";
+import { emptyPolicyConfig, type PolicyConfig } from "../../policy/model";
 import { policyRevision } from "./revision-actor";
-import { applySectionWrite, duplicatesInWrite, removeItem, type ItemKind, type SectionWrite } from "./sections";
-import { validatePolicy } from "./validate";
+import { applySectionWrite, duplicatesInWrite, removeItem, type ItemKind, type SectionWrite } from "../../policy/sections";
+import { validatePolicy } from "../../policy/validate";
 
 export interface PolicyState {
   /** 0 before the first write; every write that changes something adds one. */

@@ -1,6 +1,6 @@
 import { actor, exclusive, shared } from "../runtime/define";
 import type { ExclusiveContext, SharedContext } from "../runtime/types";
-import type { PolicyConfig } from "./model";
+import type { PolicyConfig } from "../../policy/model";
 
 /** One configuration revision as it was written: what, when, by whom, and the whole configuration. */
 export interface PolicyRevisionRecord {

@@ -1,7 +1,7 @@
 import { actor, exclusive, shared } from "../runtime/define";
 import { HandlerError } from "../runtime/errors";
 import type { ExclusiveContext, SharedContext } from "../runtime/types";
-import type { DocumentFormat, RedactionRequest, RedactionTally } from "./types";
+import type { DocumentFormat, RedactionRequest, RedactionTally } from "../../redaction/types";
 
 export type JobStatus = "running" | "complete" | "failed";
 

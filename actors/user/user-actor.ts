@@ -1,8 +1,8 @@
-import { compiledFor } from "../decision/compile-cache";
-import { termsKey, type CompiledPolicy } from "../decision/compiled-policy";
-import { ageOn } from "../decision/overrides";
-import { grantsExceed, personalizedTerms, type PersonalizedTerms } from "../decision/terms";
-import { own, type UserPolicyState } from "../decision/types";
+import { compiledFor } from "../../decision/compile-cache";
+import { termsKey, type CompiledPolicy } from "../../decision/compiled-policy";
+import { ageOn } from "../../decision/overrides";
+import { grantsExceed, personalizedTerms, type PersonalizedTerms } from "../../decision/terms";
+import { own, type UserPolicyState } from "../../decision/types";
 import { policy } from "../policy/policy-actor";
 import { actor, exclusive, shared } from "../runtime/define";
 import { HandlerError } from "../runtime/errors";

@@ -2,14 +2,15 @@ import type { Socket } from "node:net";
 import { Readable } from "node:stream";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
-import { JsonDepthError, skipWhitespace, valueEnd } from "../../actors/redaction/json-scan";
+import { JsonDepthError, skipWhitespace, valueEnd } from "../../redaction/json-scan";
 import { component } from "../../auth/components";
 import type { OverridesByVerifier } from "../../auth/types";
-import { authentication, domainOf } from "../../gateway/authentication";
-import { installErrorHandling } from "../../gateway/error-handler";
-import { GatewayError } from "../../gateway/errors";
-import type { GatewayAuthentication } from "../../gateway/types";
-import type { ExportAudit, ExportServing } from "../types";
+import { authentication, domainOf } from "../../http/authentication";
+import { installErrorHandling } from "../../http/error-handler";
+import { HttpError } from "../../http/errors";
+import type { HttpAuthentication } from "../../http/authentication";
+import type { ExportAudit } from "../../exports/door";
+import type { ExportServing } from "../../api/types";
 import { ndjsonBatches } from "./ndjson-lines";
 import type { PipelineAnswer, RecordCounts, RecordRedactor } from "./types";
 import { refusedAnswer } from "./refused";
@@ -29,7 +30,7 @@ export interface PipelineHttpOptions {
   port: number;
   redactor: RecordRedactor;
   counts: RecordCounts;
-  auth: GatewayAuthentication;
+  auth: HttpAuthentication;
   audit: ExportAudit;
   logger: Logger;
   tls?: { cert: Buffer; key: Buffer };
@@ -76,15 +77,15 @@ export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance 
       const mediaType = (request.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
       if (mediaType === "application/json") {
         const [answer] = await options.redactor.redactAll([request.body]).catch((error: unknown) => {
-          throw new GatewayError("ERR_PIPELINE_UNAVAILABLE", undefined, undefined, { cause: error });
+          throw new HttpError("ERR_PIPELINE_UNAVAILABLE", undefined, undefined, { cause: error });
         });
-        if ("error" in answer!) throw new GatewayError(answer.error.code === "ERR_PIPELINE_RECORD_INVALID" ? "ERR_PIPELINE_RECORD_INVALID" : "ERR_PIPELINE_UNAVAILABLE", answer.error.message);
+        if ("error" in answer!) throw new HttpError(answer.error.code === "ERR_PIPELINE_RECORD_INVALID" ? "ERR_PIPELINE_RECORD_INVALID" : "ERR_PIPELINE_UNAVAILABLE", answer.error.message);
         return answer;
       }
-      if (mediaType !== ndjson) throw new GatewayError("ERR_REQUEST_CONTENT_TYPE", `send one record as application/json or a stream as ${ndjson}`);
+      if (mediaType !== ndjson) throw new HttpError("ERR_REQUEST_CONTENT_TYPE", `send one record as application/json or a stream as ${ndjson}`);
       // A signed body is checked when its last byte arrives: too late for answers already streamed back.
       if (/^aws4-hmac-sha256 /i.test(request.headers.authorization ?? "") || /[?&]X-Amz-Algorithm=/i.test(request.url)) {
-        throw new GatewayError("ERR_AUTH_UNSUPPORTED", "cloud-signed requests may send one record (application/json), not a stream");
+        throw new HttpError("ERR_AUTH_UNSUPPORTED", "cloud-signed requests may send one record (application/json), not a stream");
       }
       const redactor = options.redactor;
       async function* answers(): AsyncGenerator<string> {

@@ -1,7 +1,7 @@
 /** One NDJSON line as received: its bytes, or only its number when it was longer than allowed. */
 export type NdjsonLine = { number: number; bytes: Buffer } | { number: number; overlong: true };
 
-import { skipWhitespace } from "../../actors/redaction/json-scan";
+import { skipWhitespace } from "../../redaction/json-scan";
 
 const newline = 0x0a;
 

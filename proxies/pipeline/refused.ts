@@ -1,4 +1,4 @@
-import { summaryAdvice } from "../../actors/decision/record-redaction";
+import { summaryAdvice } from "../../decision/record-redaction";
 import type { PipelineAnswer, PipelineRecordError } from "./types";
 
 /** A record refused before any decision: an error and the advice, none of its values. */

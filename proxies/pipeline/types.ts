@@ -1,4 +1,4 @@
-import type { SummaryAdvice } from "../../actors/decision/record-redaction";
+import type { SummaryAdvice } from "../../decision/record-redaction";
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonRecord = { [key: string]: Json };

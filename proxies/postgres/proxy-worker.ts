@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { createSecureContext, type SecureContext } from "node:tls";
-import { VerdictInterner } from "../../actors/decision/verdicts";
+import { VerdictInterner } from "../../decision/verdicts";
 import { CancelKeys, honourCancel, type CancelTarget } from "./cancel-keys";
 import { RemoteDecider } from "./remote-decider";
 import { addRowCounts, emptyRowCounts } from "./row-counts";

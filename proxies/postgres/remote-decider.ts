@@ -1,5 +1,5 @@
-import { maxRememberedVerdicts } from "../../actors/decision/verdict-lifetime";
-import type { Verdict, VerdictInterner } from "../../actors/decision/verdicts";
+import { maxRememberedVerdicts } from "../../decision/verdict-lifetime";
+import type { Verdict, VerdictInterner } from "../../decision/verdicts";
 import type { MappingView, RowDecider, RowVerdict } from "./types";
 import type { DecideAnswer } from "./worker-messages";
 

@@ -7,7 +7,7 @@ import { addRowCounts, emptyRowCounts } from "./row-counts";
 import { UserIdMemo } from "./user-id-memo";
 import type { DirectVerification, ProxyAudit, ProxyLimits, RowDecider, SessionCounts } from "./types";
 import type { ProxyWorkerPool } from "./worker-pool";
-import type { ExportServing } from "../types";
+import type { ExportServing } from "../../api/types";
 import { loadSqlParser } from "./analysis/sql-parser";
 import { sharedAnalyses, type StatementPolicy } from "./analysis/statement-analysis";
 

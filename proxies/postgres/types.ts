@@ -1,4 +1,4 @@
-import type { Verdict } from "../../actors/decision/verdicts";
+import type { Verdict } from "../../decision/verdicts";
 
 /** What one user's decision lets through a row: shared by every user with the same outcome (used as a key). */
 export type RowVerdict = Verdict;
@@ -37,7 +37,7 @@ export interface TextDecoding {
 }
 
 /** Where an audit record of the proxy goes (category `postgres`). */
-export type { ExportAudit as ProxyAudit } from "../types";
+export type { ExportAudit as ProxyAudit } from "../../exports/door";
 
 export interface ProxyLimits {
   /** Largest message accepted from a client or a backend, in bytes. */

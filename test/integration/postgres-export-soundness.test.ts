@@ -24,8 +24,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "pg";
-import { compilePolicy } from "../../actors/decision/compiled-policy";
-import type { PolicyConfig } from "../../actors/policy/model";
+import { compilePolicy } from "../../decision/compiled-policy";
+import type { PolicyConfig } from "../../policy/model";
 import { decodeCommandComplete } from "../../protocols/postgres/command-complete";
 import { decodeParameterStatus } from "../../protocols/postgres/parameter-status";
 import { encodeBind } from "../../protocols/postgres/bind";

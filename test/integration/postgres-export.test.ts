@@ -2,7 +2,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { Client } from "pg";
-import { compilePolicy } from "../../actors/decision/compiled-policy";
+import { compilePolicy } from "../../decision/compiled-policy";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
 import { createPopulation } from "../fixtures/population";

@@ -1,7 +1,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { compilePolicy } from "../../actors/decision/compiled-policy";
-import { decide } from "../../actors/decision/engine";
+import { compilePolicy } from "../../decision/compiled-policy";
+import { decide } from "../../decision/engine";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";
 import { createPopulation, populationIds } from "../fixtures/population";

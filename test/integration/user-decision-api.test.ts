@@ -1,9 +1,9 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { compilePolicy } from "../../actors/decision/compiled-policy";
-import { decide } from "../../actors/decision/engine";
-import type { DecisionRequest } from "../../actors/decision/types";
+import { compilePolicy } from "../../decision/compiled-policy";
+import { decide } from "../../decision/engine";
+import type { DecisionRequest } from "../../decision/types";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../fixtures/policy";

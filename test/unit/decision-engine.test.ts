@@ -1,11 +1,11 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { compilePolicy, type CompiledPolicy } from "../../actors/decision/compiled-policy";
-import { decide } from "../../actors/decision/engine";
-import { ageOn } from "../../actors/decision/overrides";
-import { grantsExceed, personalizedTerms } from "../../actors/decision/terms";
-import type { DecisionRequest, ReasonCode, UserPolicyState } from "../../actors/decision/types";
-import type { PolicyConfig } from "../../actors/policy/model";
+import { compilePolicy, type CompiledPolicy } from "../../decision/compiled-policy";
+import { decide } from "../../decision/engine";
+import { ageOn } from "../../decision/overrides";
+import { grantsExceed, personalizedTerms } from "../../decision/terms";
+import type { DecisionRequest, ReasonCode, UserPolicyState } from "../../decision/types";
+import type { PolicyConfig } from "../../policy/model";
 import { realisticPolicy } from "../fixtures/policy";
 
 const now = new Date("2026-11-21T12:00:00Z");

@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { CsvRedactor } from "../../actors/redaction/csv-redactor";
-import { csvRedactor, csvThreading, ThreadedCsvRedactor } from "../../actors/redaction/threaded-csv-redactor";
-import { DocumentError, documentLimits, type DocumentRedactor } from "../../actors/redaction/types";
+import { CsvRedactor } from "../../redaction/csv-redactor";
+import { csvRedactor, csvThreading, ThreadedCsvRedactor } from "../../redaction/threaded-csv-redactor";
+import { DocumentError, documentLimits, type DocumentRedactor } from "../../redaction/types";
 import { brokenCsvInputs, csvInputs, csvPlan, FakeDecisions, randomCsv, randomSplits, run, seeded, whole } from "../fixtures/csv-documents";
 
 /** Everything a redaction reports: output (or error), tally, and which users it asked about. */

@@ -2,11 +2,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parse } from "csv-parse/sync";
 import { stringify } from "csv-stringify/sync";
-import { planRecords, redactRecord, userIdOf, type RecordPlan } from "../../actors/decision/record-redaction";
-import type { Decision } from "../../actors/decision/types";
-import { CsvRedactor } from "../../actors/redaction/csv-redactor";
-import { JsonRedactor } from "../../actors/redaction/json-redactor";
-import { DocumentError, documentLimits, type RowDecision } from "../../actors/redaction/types";
+import { planRecords, redactRecord, userIdOf, type RecordPlan } from "../../decision/record-redaction";
+import type { Decision } from "../../decision/types";
+import { CsvRedactor } from "../../redaction/csv-redactor";
+import { JsonRedactor } from "../../redaction/json-redactor";
+import { DocumentError, documentLimits, type RowDecision } from "../../redaction/types";
 import { brokenCsvInputs, bytewise, csvInputs, csvPlan, FakeDecisions, outcomes, policy, randomCsv, randomSplits, run, seeded, splits, whole } from "../fixtures/csv-documents";
 
 /** The reference: csv-parse and csv-stringify, redacting by the same rules. */

@@ -4,7 +4,7 @@ import type { InjectOptions } from "fastify";
 import { Registry } from "prom-client";
 import { DeadlineExceededError, FatalError, RetryableError } from "../../actors/runtime/errors";
 import { build } from "../../gateway/build";
-import { GatewayError, gatewayErrors } from "../../gateway/errors";
+import { HttpError, httpErrors } from "../../http/errors";
 import { rootPaths, type HealthReport } from "../../gateway/types";
 import { silentLogger } from "../helpers/nats";
 
@@ -52,7 +52,7 @@ test("unknown paths, malformed JSON, oversized bodies, wrong content types and _
     const body = response.json();
     assert.equal(body.error.code, code);
     assert.equal(typeof body.error.message, "string");
-    assert.equal(gatewayErrors[code as keyof typeof gatewayErrors].status, status, "the registry agrees");
+    assert.equal(httpErrors[code as keyof typeof httpErrors].status, status, "the registry agrees");
   }
   assert.equal(({} as Record<string, unknown>).polluted, undefined, "no prototype was touched");
   assert.equal((await app.inject("/healthz")).statusCode, 200, "the service is unharmed");
@@ -116,7 +116,7 @@ test("a known path asked with a wrong method is 405 with an Allow header; an unk
     assert.equal(response.statusCode, 405, request.url as string);
     assert.equal(response.headers.allow, allow);
     assert.equal(response.json().error.code, "ERR_REQUEST_METHOD");
-    assert.equal(gatewayErrors.ERR_REQUEST_METHOD.status, 405);
+    assert.equal(httpErrors.ERR_REQUEST_METHOD.status, 405);
   }
   for (const url of ["/t/item", "/t/item/42/more", "/healthzz"]) {
     const response = await app.inject({ method: "POST", url });
@@ -134,14 +134,14 @@ test("every 503 (and 429) says when to retry: Retry-After from the registry, els
     throw new RetryableError("STATE_UNAVAILABLE", "no leader");
   });
   app.get("/t/no-port", async () => {
-    throw new GatewayError("ERR_EXPORT_NO_PORT");
+    throw new HttpError("ERR_EXPORT_NO_PORT");
   });
   app.get("/t/busy", async (_request, reply) => reply.status(429).send({}));
   app.get("/t/fine", async () => ({}));
   assert.equal((await app.inject("/t/unavailable")).headers["retry-after"], "1");
   const noPort = await app.inject("/t/no-port");
   assert.equal(noPort.statusCode, 503);
-  assert.equal(noPort.headers["retry-after"], String(gatewayErrors.ERR_EXPORT_NO_PORT.retryAfterSeconds));
+  assert.equal(noPort.headers["retry-after"], String(httpErrors.ERR_EXPORT_NO_PORT.retryAfterSeconds));
   assert.equal((await app.inject("/t/busy")).headers["retry-after"], "1");
   assert.equal((await app.inject("/t/fine")).headers["retry-after"], undefined, "only 503 and 429");
 });

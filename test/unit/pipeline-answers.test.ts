@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { nestsDeeperThan, planRecords, userIdOf } from "../../actors/decision/record-redaction";
-import { compilePolicy } from "../../actors/decision/compiled-policy";
-import { encodedAnswer } from "../../service/pipeline/nats-answer";
+import { nestsDeeperThan, planRecords, userIdOf } from "../../decision/record-redaction";
+import { compilePolicy } from "../../decision/compiled-policy";
+import { encodedAnswer } from "../../proxies/pipeline/nats-answer";
 import { realisticPolicy } from "../fixtures/policy";
 
 test("an answer that would not fit in a NATS message becomes a refusal that carries none of the record's values", () => {

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { checkPolicyConfig } from "../../actors/policy/check";
-import { emptyPolicyConfig, type PolicyConfig, type Problem } from "../../actors/policy/model";
+import { checkPolicyConfig } from "../../policy/check";
+import { emptyPolicyConfig, type PolicyConfig, type Problem } from "../../policy/model";
 import { realisticPolicy } from "../fixtures/policy";
 
 function problemsOf(change: (config: PolicyConfig) => void): Problem[] {

@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { compilePolicy } from "../../actors/decision/compiled-policy";
-import { planRecords, RecordShapeError, redactRecord, userIdOf } from "../../actors/decision/record-redaction";
-import type { Decision } from "../../actors/decision/types";
+import { compilePolicy } from "../../decision/compiled-policy";
+import { planRecords, RecordShapeError, redactRecord, userIdOf } from "../../decision/record-redaction";
+import type { Decision } from "../../decision/types";
 import { realisticPolicy } from "../fixtures/policy";
 
 const policy = compilePolicy(realisticPolicy(), 1);

@@ -1,9 +1,9 @@
-import { isObject, keptSummary, nestsDeeperThan, noUserSummary, recordLimits, RecordShapeError, redactRecord, summaryAdvice, userIdOf } from "../../actors/decision/record-redaction";
-import { refusedAnswer } from "../../proxies/pipeline/refused";
-import type { PipelineAnswer, RecordCounts, RecordRedactor } from "../../proxies/pipeline/types";
-import type { RecordPlan } from "../../actors/decision/record-redaction";
-import type { Decision } from "../../actors/decision/types";
-import type { ExportDecider } from "../export/export-decider";
+import { isObject, keptSummary, nestsDeeperThan, noUserSummary, recordLimits, RecordShapeError, redactRecord, summaryAdvice, userIdOf } from "../../decision/record-redaction";
+import { refusedAnswer } from "./refused";
+import type { PipelineAnswer, RecordCounts, RecordRedactor } from "./types";
+import type { RecordPlan } from "../../decision/record-redaction";
+import type { Decision } from "../../decision/types";
+import type { ExportDecider } from "../../exports/export-decider";
 
 const dropped = (summary: string): PipelineAnswer => ({ dropped: true, advice: [summaryAdvice(summary)] });
 

@@ -1,5 +1,5 @@
-import type { OverridesByVerifier } from "../../auth/types";
-import type { ExportRecord } from "../../actors/export/export-actor";
+import type { OverridesByVerifier } from "../auth/types";
+import type { ExportRecord } from "../actors/export/export-actor";
 
 /** The verifier properties an export sets over the profiles' (spec 5.5), by verifier type; undefined when it sets none. */
 export function exportOverrides(record: ExportRecord): OverridesByVerifier | undefined {

@@ -4,13 +4,14 @@ import { pipeline, Transform } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { AccessOutcome } from "../auth/authenticator";
-import { component as componentOf } from "../auth/components";
 import { emptySha256, sha256Hex } from "../auth/cloud-signature";
 import { challenges, offeredCredential } from "../auth/http-credentials";
 import { signedRequestFrom } from "../auth/signed-request";
 import type { Component, Credential, OverridesByVerifier } from "../auth/types";
-import { GatewayError } from "./errors";
-import { rootPaths, type Caller, type GatewayAuthentication, type RootPath } from "./types";
+import { HttpError } from "./errors";
+import type { Caller } from "../api/types";
+import type { Authenticator } from "../auth/authenticator";
+import type { AuditRecord } from "../actors/runtime/event-log";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -30,27 +31,11 @@ interface ConnectionState {
 const passwordReuseMs = 60_000;
 const realm = "warden";
 
-/**
- * The component of the route the router matched (not of the raw target: the router decodes
- * `/%63onfig` and absolute-form targets to `/config`). Unmatched requests have none: they 404.
- */
-function componentOfRequest(request: FastifyRequest): Component | undefined {
-  const route = request.routeOptions.url ?? "";
-  const host = request.headers.host ?? "";
-  const key = `${route} ${host}`;
-  let known = knownComponents.get(key);
-  if (known === undefined) {
-    const first = route.split("/", 2)[1] ?? "";
-    known = (rootPaths as readonly string[]).includes(first) ? componentOf(first as RootPath, domainOf(request)) : null;
-    // Bounded: Host is the client's to choose.
-    if (knownComponents.size >= 1024) knownComponents.clear();
-    knownComponents.set(key, known);
-  }
-  return known ?? undefined;
+/** Authentication of an HTTP door (the gateway, an HTTP export): absent, nothing is enforced and nothing is audited per connection. */
+export interface HttpAuthentication {
+  authenticator: Authenticator;
+  audit(entry: Omit<AuditRecord, "id" | "time" | "nodeId">): Promise<unknown>;
 }
-
-/** Components by matched route and Host header: working them out (a split, three replaces) for every request showed in profiles. */
-const knownComponents = new Map<string, Component | null>();
 
 /** The domain name a request was sent to (the Host header without port, brackets or final dot): what domain selectors match. */
 export function domainOf(request: FastifyRequest): string | undefined {
@@ -89,7 +74,7 @@ function isUiAsset(request: FastifyRequest): boolean {
  * WWW-Authenticate. Audit (spec 6): denials at warn on every request; a connection's first
  * success at info, its first unauthenticated use at debug.
  */
-export const authentication = fp<{ auth: GatewayAuthentication; componentOf?: (request: FastifyRequest) => Component | undefined; overrides?: OverridesByVerifier }>(async (app: FastifyInstance, { auth, componentOf = componentOfRequest, overrides }) => {
+export const authentication = fp<{ auth: HttpAuthentication; componentOf: (request: FastifyRequest) => Component | undefined; overrides?: OverridesByVerifier }>(async (app: FastifyInstance, { auth, componentOf, overrides }) => {
   const connections = new WeakMap<Socket, ConnectionState>();
   const connectionOf = (request: FastifyRequest): ConnectionState => {
     const socket = request.raw.socket;
@@ -104,7 +89,7 @@ export const authentication = fp<{ auth: GatewayAuthentication; componentOf?: (r
     await write();
   };
 
-  const deny = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState, outcome: Exclude<AccessOutcome, { kind: "verified" }> | { kind: "missing" | "malformed"; reason: string }): Promise<GatewayError> => {
+  const deny = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState, outcome: Exclude<AccessOutcome, { kind: "verified" }> | { kind: "missing" | "malformed"; reason: string }): Promise<HttpError> => {
     const unsupported = outcome.kind === "unsupported";
     await auth.audit({
       category: component.name,
@@ -116,10 +101,10 @@ export const authentication = fp<{ auth: GatewayAuthentication; componentOf?: (r
     });
     const types = auth.authenticator.credentialTypesFor(component);
     void reply.header("www-authenticate", challenges(types, realm));
-    if (outcome.kind === "unavailable") return new GatewayError("ERR_AUTH_UNAVAILABLE");
-    if (outcome.kind === "missing") return new GatewayError("ERR_AUTH_REQUIRED");
-    if (unsupported) return new GatewayError("ERR_AUTH_UNSUPPORTED", `this path takes ${types.join(", ")} credentials`);
-    return new GatewayError("ERR_AUTH_INVALID");
+    if (outcome.kind === "unavailable") return new HttpError("ERR_AUTH_UNAVAILABLE");
+    if (outcome.kind === "missing") return new HttpError("ERR_AUTH_REQUIRED");
+    if (unsupported) return new HttpError("ERR_AUTH_UNSUPPORTED", `this path takes ${types.join(", ")} credentials`);
+    return new HttpError("ERR_AUTH_INVALID");
   };
 
   const admit = async (request: FastifyRequest, component: Component, state: ConnectionState, outcome: Extract<AccessOutcome, { kind: "verified" }>) => {
@@ -236,7 +221,7 @@ export const authentication = fp<{ auth: GatewayAuthentication; componentOf?: (r
   // body's request runs only once its check passed (a route that never read its body included).
   app.addHook("preHandler", async (request) => {
     const check = bodyChecks.get(request);
-    if (check && (check.failed || request.access?.subject === null)) throw new GatewayError("ERR_AUTH_INVALID");
+    if (check && (check.failed || request.access?.subject === null)) throw new HttpError("ERR_AUTH_INVALID");
   });
 });
 

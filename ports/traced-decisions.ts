@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import type { CompiledPolicy } from "../actors/decision/compiled-policy";
-import { decide } from "../actors/decision/engine";
-import type { Decision, DecisionRequest } from "../actors/decision/types";
+import type { CompiledPolicy } from "../decision/compiled-policy";
+import { decide } from "../decision/engine";
+import type { Decision, DecisionRequest } from "../decision/types";
 import type { EventLog } from "../actors/runtime/event-log";
 import type { UserRecord } from "../actors/user/user-actor";
 import { decisionTrace } from "./decision-service";

@@ -1,9 +1,9 @@
-import { compiledFor } from "../actors/decision/compile-cache";
-import { personalizedTerms } from "../actors/decision/terms";
+import { compiledFor } from "../decision/compile-cache";
+import { personalizedTerms } from "../decision/terms";
 import { policy } from "../actors/policy/policy-actor";
 import type { ActorRuntime } from "../actors/runtime/runtime";
 import { user } from "../actors/user/user-actor";
-import type { UserPort } from "../gateway/types";
+import type { UserPort } from "../api/types";
 
 /**
  * The gateway's view of users: calls to user actors. After every write the node's cached copy

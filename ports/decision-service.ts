@@ -1,18 +1,18 @@
 import { randomUUID } from "node:crypto";
-import { compiledFor } from "../actors/decision/compile-cache";
-import { decide, flowOf, purposeName } from "../actors/decision/engine";
-import { keptSummary, noUserSummary, planRecords, RecordShapeError, redactRecord, summaryAdvice as advice, userIdOf, type RecordPlan } from "../actors/decision/record-redaction";
-import type { Decision, DecisionRequest, Reason } from "../actors/decision/types";
-import type { MappingGroup } from "../actors/policy/model";
+import { compiledFor } from "../decision/compile-cache";
+import { decide, flowOf, purposeName } from "../decision/engine";
+import { keptSummary, noUserSummary, planRecords, RecordShapeError, redactRecord, summaryAdvice as advice, userIdOf, type RecordPlan } from "../decision/record-redaction";
+import type { Decision, DecisionRequest, Reason } from "../decision/types";
+import type { MappingGroup } from "../policy/model";
 import { policy, type PolicyState } from "../actors/policy/policy-actor";
 import { policyRevision } from "../actors/policy/revision-actor";
-import type { CompiledPolicy } from "../actors/decision/compiled-policy";
+import type { CompiledPolicy } from "../decision/compiled-policy";
 import type { ActorRuntime } from "../actors/runtime/runtime";
 import type { StateCache } from "../actors/runtime/state-cache";
 import { HandlerError } from "../actors/runtime/errors";
 import { user, type UserRecord } from "../actors/user/user-actor";
-import { countDecision, countedDecision } from "./metrics";
-import type { Caller, DecisionAnswer, DecisionPort, DecisionQuery, RecordRedaction, RedactPort, RedactRequest } from "../gateway/types";
+import { countDecision, countedDecision } from "../metrics/decision-counts";
+import type { Caller, DecisionAnswer, DecisionPort, DecisionQuery, RecordRedaction, RedactPort, RedactRequest } from "../api/types";
 
 /** Which record fields of a mapping group a decision lets through (policy-semantics 4). */
 export function allowedFields(group: MappingGroup, decision: Decision, fieldCategory: (fieldId: string) => string | undefined): Record<string, boolean> {

@@ -3,13 +3,13 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { redactionJob, type JobRecord } from "../../actors/redaction/job-actor";
-import { csvThreading } from "../../actors/redaction/threaded-csv-redactor";
-import type { DocumentFormat } from "../../actors/redaction/types";
+import { csvThreading } from "../threaded-csv-redactor";
+import type { DocumentFormat } from "../types";
 import { Subjects } from "../../actors/runtime/addressing";
 import { HandlerError, RetryableError } from "../../actors/runtime/errors";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
-import type { DocumentPort, RedactRequest } from "../../gateway/types";
-import type { DecisionService } from "../decision-service";
+import type { DocumentPort, RedactRequest } from "../../api/types";
+import type { DecisionService } from "../../ports/decision-service";
 import { ChunkWriter, purgeDocuments, readChunks } from "./chunk-store";
 import { JobSupervisor, removeJob } from "./job-supervisor";
 

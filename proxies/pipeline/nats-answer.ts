@@ -1,6 +1,6 @@
 import type { Msg } from "@nats-io/transport-node";
-import { refusedAnswer } from "../../proxies/pipeline/refused";
-import type { PipelineAnswer, RecordRedactor } from "../../proxies/pipeline/types";
+import { refusedAnswer } from "./refused";
+import type { PipelineAnswer, RecordRedactor } from "./types";
 import type { NatsCredentialCheck } from "./nats-credentials";
 
 /** Room kept under the server's max_payload for the headers of an answer. */

@@ -1,13 +1,13 @@
-import type { CompiledPolicy } from "../../actors/decision/compiled-policy";
-import { VerdictInterner } from "../../actors/decision/verdicts";
-import { maxRememberedVerdicts, verdictExpiry } from "../../actors/decision/verdict-lifetime";
-import { planRecords, type RecordPlan } from "../../actors/decision/record-redaction";
-import type { Decision, DecisionRequest } from "../../actors/decision/types";
-import type { EventLog } from "../../actors/runtime/event-log";
-import type { MappedField, MappingView, RowDecider, RowVerdict } from "../../proxies/postgres/types";
-import type { UserRecord } from "../../actors/user/user-actor";
-import type { DecisionService } from "../decision-service";
-import { allStored, decideTraced, withUserStates } from "../traced-decisions";
+import type { CompiledPolicy } from "../decision/compiled-policy";
+import { VerdictInterner } from "../decision/verdicts";
+import { maxRememberedVerdicts, verdictExpiry } from "../decision/verdict-lifetime";
+import { planRecords, type RecordPlan } from "../decision/record-redaction";
+import type { Decision, DecisionRequest } from "../decision/types";
+import type { EventLog } from "../actors/runtime/event-log";
+import type { MappedField, MappingView, RowDecider, RowVerdict } from "../proxies/postgres/types";
+import type { UserRecord } from "../actors/user/user-actor";
+import type { DecisionService } from "../ports/decision-service";
+import { allStored, decideTraced, withUserStates } from "../ports/traced-decisions";
 
 
 const unavailable: MappingView = { key: "unavailable", fields: new Map() };

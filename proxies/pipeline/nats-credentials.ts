@@ -3,8 +3,8 @@ import type { Authenticator } from "../../auth/authenticator";
 import { sha256Hex } from "../../auth/cloud-signature";
 import { offeredCredential } from "../../auth/http-credentials";
 import type { Component, OverridesByVerifier } from "../../auth/types";
-import type { ExportAudit } from "../../proxies/types";
-import type { PipelineRecordError } from "../../proxies/pipeline/types";
+import type { ExportAudit } from "../../exports/door";
+import type { PipelineRecordError } from "./types";
 
 /** A verified credential is taken again without asking its verifier for this long (as the gateway does per connection). */
 const reuseMs = 60_000;

@@ -1,10 +1,10 @@
 import type { FastifyError, FastifyInstance } from "fastify";
-import { problemFromSchemaError } from "../actors/policy/check";
+import { problemFromSchemaError } from "../policy/check";
 import { DeadlineExceededError, RuntimeError } from "../actors/runtime/errors";
-import { GatewayError, type GatewayErrorCode } from "./errors";
+import { HttpError, type HttpErrorCode } from "./errors";
 
 /** Codes of errors raised by actors, translated into the registry (details travel along). */
-const actorCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> = {
+const actorCodes: Record<string, ConstructorParameters<typeof HttpError>[0]> = {
   CONFIG_INVALID: "ERR_CONFIG_INVALID",
   CONFIG_REFERENCED: "ERR_CONFIG_REFERENCED",
   REVISION_MISMATCH: "ERR_CONFIG_REVISION_MISMATCH",
@@ -34,7 +34,7 @@ const actorCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> 
 const clientFacingMessages = new Set(["CONFIG_INVALID", "CONFIG_REFERENCED", "REVISION_MISMATCH", "NOT_FOUND", "USER_EXISTS", "USER_INVALID", "GUARDIAN_REQUIRED", "GUARDIAN_INVALID", "NOT_A_GUARDIAN", "CONSENT_INVALID", "FLOW_NOT_DISABLEABLE", "REDACT_INVALID", "REDACT_RECORD_INVALID", "BAD_ACTOR_ID", "JOB_NOT_FOUND", "JOB_RUNNING", "JOB_FAILED", "EXPORT_INVALID", "EXPORT_NOT_FOUND", "EXPORT_PORT_TAKEN", "EXPORT_NO_PORT"]);
 
 /** Fastify's own error codes, translated into the registry. */
-const fastifyCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]> = {
+const fastifyCodes: Record<string, ConstructorParameters<typeof HttpError>[0]> = {
   FST_ERR_CTP_BODY_TOO_LARGE: "ERR_REQUEST_BODY_TOO_LARGE",
   FST_ERR_CTP_INVALID_MEDIA_TYPE: "ERR_REQUEST_CONTENT_TYPE",
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: "ERR_REQUEST_INVALID",
@@ -42,29 +42,29 @@ const fastifyCodes: Record<string, ConstructorParameters<typeof GatewayError>[0]
   FST_ERR_CTP_INVALID_JSON_BODY: "ERR_REQUEST_BODY_MALFORMED",
 };
 
-function toGatewayError(error: FastifyError | Error, method: string): GatewayError {
-  if (error instanceof GatewayError) return error;
+function toGatewayError(error: FastifyError | Error, method: string): HttpError {
+  if (error instanceof HttpError) return error;
   // A stream that failed for a gateway reason (a body whose signature did not verify) says so through its cause.
   let cause = (error as Error).cause;
   for (let depth = 0; depth < 8 && cause instanceof Error; depth++, cause = cause.cause) {
-    if (cause instanceof GatewayError) return cause;
+    if (cause instanceof HttpError) return cause;
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
     const details = fastifyError.validation.map(problemFromSchemaError);
-    return new GatewayError("ERR_REQUEST_INVALID", `the request is not valid: ${details.map((d) => `${d.path} ${d.problem}`).join("; ")}`, details);
+    return new HttpError("ERR_REQUEST_INVALID", `the request is not valid: ${details.map((d) => `${d.path} ${d.problem}`).join("; ")}`, details);
   }
-  if (fastifyError.code && fastifyCodes[fastifyError.code]) return new GatewayError(fastifyCodes[fastifyError.code], undefined, undefined, { cause: error });
-  if (error instanceof SyntaxError && fastifyError.statusCode === 400) return new GatewayError("ERR_REQUEST_BODY_MALFORMED", undefined, undefined, { cause: error });
-  if (fastifyError.code?.startsWith("FST_") && fastifyError.statusCode && fastifyError.statusCode < 500) return new GatewayError("ERR_REQUEST_INVALID", undefined, undefined, { cause: error });
+  if (fastifyError.code && fastifyCodes[fastifyError.code]) return new HttpError(fastifyCodes[fastifyError.code], undefined, undefined, { cause: error });
+  if (error instanceof SyntaxError && fastifyError.statusCode === 400) return new HttpError("ERR_REQUEST_BODY_MALFORMED", undefined, undefined, { cause: error });
+  if (fastifyError.code?.startsWith("FST_") && fastifyError.statusCode && fastifyError.statusCode < 500) return new HttpError("ERR_REQUEST_INVALID", undefined, undefined, { cause: error });
   // A write that ran out of time may still have been stored: say so rather than "did not answer".
-  if (error instanceof DeadlineExceededError) return new GatewayError(method === "GET" ? "ERR_ACTOR_TIMEOUT" : "ERR_ACTOR_OUTCOME_UNKNOWN", undefined, undefined, { cause: error });
+  if (error instanceof DeadlineExceededError) return new HttpError(method === "GET" ? "ERR_ACTOR_TIMEOUT" : "ERR_ACTOR_OUTCOME_UNKNOWN", undefined, undefined, { cause: error });
   if (error instanceof RuntimeError && actorCodes[error.code]) {
     const message = clientFacingMessages.has(error.code) ? error.message : undefined;
-    return new GatewayError(actorCodes[error.code], message, clientFacingMessages.has(error.code) ? error.details : undefined, { cause: error });
+    return new HttpError(actorCodes[error.code], message, clientFacingMessages.has(error.code) ? error.details : undefined, { cause: error });
   }
-  if (error instanceof RuntimeError && error.retryable) return new GatewayError("ERR_ACTOR_UNAVAILABLE", undefined, undefined, { cause: error });
-  return new GatewayError("ERR_INTERNAL", undefined, undefined, { cause: error });
+  if (error instanceof RuntimeError && error.retryable) return new HttpError("ERR_ACTOR_UNAVAILABLE", undefined, undefined, { cause: error });
+  return new HttpError("ERR_INTERNAL", undefined, undefined, { cause: error });
 }
 
 /** A route's URL pattern as a RegExp over paths: `:param` is one segment, `*` the rest. */
@@ -89,7 +89,7 @@ function knownMethods(app: FastifyInstance): (path: string) => string[] {
 const defaultRetryAfterSeconds = 1;
 
 /** Every failure leaves as a registered code; internal error text never reaches the client. `refused` hears each code sent (the refusal metrics). */
-export function installErrorHandling(app: FastifyInstance, refused?: (code: GatewayErrorCode) => void): void {
+export function installErrorHandling(app: FastifyInstance, refused?: (code: HttpErrorCode) => void): void {
   const methodsOf = knownMethods(app);
   app.addHook("onSend", async (_request, reply) => {
     if ((reply.statusCode === 503 || reply.statusCode === 429) && !reply.hasHeader("retry-after")) void reply.header("retry-after", String(defaultRetryAfterSeconds));
@@ -108,12 +108,12 @@ export function installErrorHandling(app: FastifyInstance, refused?: (code: Gate
     // A known path asked with a method it does not take: 405 and the methods it does (RFC 9110 15.5.6).
     const allowed = methodsOf(path);
     if (allowed.length > 0) {
-      const failure = new GatewayError("ERR_REQUEST_METHOD", `${request.method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`);
+      const failure = new HttpError("ERR_REQUEST_METHOD", `${request.method} is not allowed on ${path}; allowed: ${allowed.join(", ")}`);
       refused?.(failure.code);
       void reply.status(failure.statusCode).header("allow", allowed.join(", ")).send(failure.toBody());
       return;
     }
-    const failure = new GatewayError("ERR_REQUEST_NOT_FOUND", `no such path: ${request.method} ${path}`);
+    const failure = new HttpError("ERR_REQUEST_NOT_FOUND", `no such path: ${request.method} ${path}`);
     refused?.(failure.code);
     void reply.status(failure.statusCode).send(failure.toBody());
   });

@@ -1,7 +1,7 @@
 import { policy } from "../actors/policy/policy-actor";
 import { policyRevision } from "../actors/policy/revision-actor";
 import type { ActorRuntime } from "../actors/runtime/runtime";
-import type { ConfigWriteResult, PolicyPort } from "../gateway/types";
+import type { ConfigWriteResult, PolicyPort } from "../api/types";
 
 const policyId = "default";
 

@@ -1,9 +1,9 @@
-import type { CompiledPolicy } from "../../actors/decision/compiled-policy";
-import { VerdictInterner } from "../../actors/decision/verdicts";
-import { documentLimits, type DecisionSource, type RedactionRequest, type RowDecision } from "../../actors/redaction/types";
+import type { CompiledPolicy } from "../../decision/compiled-policy";
+import { VerdictInterner } from "../../decision/verdicts";
+import { documentLimits, type DecisionSource, type RedactionRequest, type RowDecision } from "../types";
 import type { EventLog } from "../../actors/runtime/event-log";
 import type { UserRecord } from "../../actors/user/user-actor";
-import { allStored, decideTraced, withUserStates } from "../traced-decisions";
+import { allStored, decideTraced, withUserStates } from "../../ports/traced-decisions";
 
 export interface JobDecisionContext {
   jobName: string;

@@ -3,7 +3,7 @@
  * waiting longer than a second for, the Retry-After seconds. Every error body is
  * `{error: {code, message, details?}}` with one of these codes.
  */
-export const gatewayErrors = {
+export const httpErrors = {
   ERR_REQUEST_INVALID: { status: 400, message: "the request is not valid" },
   ERR_REQUEST_BODY_MALFORMED: { status: 400, message: "the request body is not well-formed" },
   ERR_REQUEST_NOT_FOUND: { status: 404, message: "no such path" },
@@ -44,27 +44,27 @@ export const gatewayErrors = {
   ERR_INTERNAL: { status: 500, message: "internal error" },
 } as const satisfies Record<string, { status: number; message: string; retryAfterSeconds?: number }>;
 
-export type GatewayErrorCode = keyof typeof gatewayErrors;
+export type HttpErrorCode = keyof typeof httpErrors;
 
 export interface ErrorBody {
-  error: { code: GatewayErrorCode; message: string; details?: unknown };
+  error: { code: HttpErrorCode; message: string; details?: unknown };
 }
 
 /** An error with a registered code; thrown by routes, rendered by the gateway's error handler. */
-export class GatewayError extends Error {
+export class HttpError extends Error {
   readonly statusCode: number;
   /** Retry-After of this code, when the registry names one (other 503s and 429s get the gateway's default). */
   readonly retryAfterSeconds: number | undefined;
   constructor(
-    readonly code: GatewayErrorCode,
+    readonly code: HttpErrorCode,
     message?: string,
     readonly details?: unknown,
     options?: { cause?: unknown },
   ) {
-    super(message ?? gatewayErrors[code].message, options);
-    this.name = "GatewayError";
-    this.statusCode = gatewayErrors[code].status;
-    const entry = gatewayErrors[code];
+    super(message ?? httpErrors[code].message, options);
+    this.name = "HttpError";
+    this.statusCode = httpErrors[code].status;
+    const entry = httpErrors[code];
     this.retryAfterSeconds = "retryAfterSeconds" in entry ? entry.retryAfterSeconds : undefined;
   }
 

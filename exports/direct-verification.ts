@@ -1,9 +1,9 @@
-import type { Authenticator } from "../../auth/authenticator";
-import { component } from "../../auth/components";
-import type { Credential } from "../../auth/types";
-import { jwtShape } from "../../auth/verifiers/oauth-verifier";
-import type { ExportRecord } from "../../actors/export/export-actor";
-import type { DirectVerification, ProxyAudit } from "../../proxies/postgres/types";
+import type { Authenticator } from "../auth/authenticator";
+import { component } from "../auth/components";
+import type { Credential } from "../auth/types";
+import { jwtShape } from "../auth/verifiers/oauth-verifier";
+import type { ExportRecord } from "../actors/export/export-actor";
+import type { DirectVerification, ProxyAudit } from "../proxies/postgres/types";
 import { exportOverrides } from "./export-overrides";
 
 

@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import { Streams, Subjects } from "../../actors/runtime/addressing";
 import { StaleRevisionError } from "../../actors/runtime/errors";
 import type { RevisionedKv } from "../../actors/runtime/revisioned-kv";
-import type { RecordRedactor } from "../../proxies/pipeline/types";
+import type { RecordRedactor } from "./types";
 import { answerMessage, encodedAnswer } from "./nats-answer";
 import type { NatsCredentialCheck } from "./nats-credentials";
 

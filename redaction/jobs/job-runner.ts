@@ -1,14 +1,14 @@
 import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { Logger } from "pino";
-import { flowOf } from "../../actors/decision/engine";
+import { flowOf } from "../../decision/engine";
 import { redactionJob, type JobError, type JobRecord, type JobStats } from "../../actors/redaction/job-actor";
-import { JsonRedactor } from "../../actors/redaction/json-redactor";
-import { csvRedactor } from "../../actors/redaction/threaded-csv-redactor";
-import { DocumentError, type CsvThreading, type DocumentRedactor, type RedactionTally } from "../../actors/redaction/types";
+import { JsonRedactor } from "../json-redactor";
+import { csvRedactor } from "../threaded-csv-redactor";
+import { DocumentError, type CsvThreading, type DocumentRedactor, type RedactionTally } from "../types";
 import { Subjects } from "../../actors/runtime/addressing";
 import { RuntimeError } from "../../actors/runtime/errors";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
-import type { DecisionService } from "../decision-service";
+import type { DecisionService } from "../../ports/decision-service";
 import { ChunkWriter, purgeDocuments, readChunks } from "./chunk-store";
 import { JobDecisions } from "./job-decisions";
 

@@ -1,13 +1,13 @@
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { Authenticator } from "../../auth/authenticator";
-import { component } from "../../auth/components";
-import { cloudPropertyProblem, type CloudProperty } from "../../auth/verifiers/cloud-verifier";
-import { exportActor, exportPort, exportTypes, type ExportRecord, type ExportType } from "../../actors/export/export-actor";
-import { Subjects } from "../../actors/runtime/addressing";
-import { HandlerError, RuntimeError } from "../../actors/runtime/errors";
-import type { ActorRuntime } from "../../actors/runtime/runtime";
-import type { ExportBody, ExportPort, ExportView, Requester } from "../../gateway/types";
-import type { DecisionService } from "../decision-service";
+import type { Authenticator } from "../auth/authenticator";
+import { component } from "../auth/components";
+import { cloudPropertyProblem, type CloudProperty } from "../auth/verifiers/cloud-verifier";
+import { exportActor, exportPort, exportTypes, type ExportRecord, type ExportType } from "../actors/export/export-actor";
+import { Subjects } from "../actors/runtime/addressing";
+import { HandlerError, RuntimeError } from "../actors/runtime/errors";
+import type { ActorRuntime } from "../actors/runtime/runtime";
+import type { ExportBody, ExportPort, ExportView, Requester } from "../api/types";
+import type { DecisionService } from "../ports/decision-service";
 import type { ExportSupervisor, ServingReport } from "./export-supervisor";
 import { splitEndpoint } from "./export-supervisor";
 
