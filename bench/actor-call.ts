@@ -2,8 +2,8 @@ import "reflect-metadata";
 import { reportFigure } from "./report";
 import { performance } from "node:perf_hooks";
 import { startNode } from "../actors/runtime/runtime";
-import { counter } from "../test/fixtures/counter-actor";
-import { connectTo, silentLogger, startNats } from "../test/helpers/nats";
+import { counter } from "../testkit/counter-actor";
+import { connectTo, silentLogger, startNats } from "../testkit/nats";
 
 /**
  * Actor call round trip against a warm actor vs a raw NATS request/reply to a responder in

@@ -6,9 +6,9 @@ import type { FastifyInstance } from "fastify";
 import { build } from "../gateway/build";
 import { loadConfig } from "../service/config";
 import { startServiceNode, type RunningNode } from "../service/node";
-import { realisticPolicy } from "../test/fixtures/policy";
-import { freePort } from "../test/helpers/ports";
-import { tempDir } from "../test/helpers/temp";
+import { realisticPolicy } from "../testkit/policy";
+import { freePort } from "../testkit/ports";
+import { tempDir } from "../testkit/temp";
 import { reportFigure, reqPerSecond } from "./report";
 
 export const benchSeconds = Number(process.env.BENCH_SECONDS ?? 10);

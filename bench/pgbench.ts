@@ -2,8 +2,8 @@
 import { spawn, spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { PostgresServer } from "../test/helpers/postgres";
-import { tempDir } from "../test/helpers/temp";
+import { PostgresServer } from "../testkit/postgres";
+import { tempDir } from "../testkit/temp";
 
 /** The role every benchmark path logs in as (trusted: authentication is not measured). */
 export const benchRole = "benchuser";

@@ -1,10 +1,10 @@
 import "reflect-metadata";
 import { reportFigure } from "./report";
 import { DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from "@nats-io/jetstream";
-import { realisticPolicy } from "../test/fixtures/policy";
-import { call } from "../test/helpers/http";
-import { connectTo, startNats } from "../test/helpers/nats";
-import { NodeProcess } from "../test/helpers/node-process";
+import { realisticPolicy } from "../testkit/policy";
+import { call } from "../testkit/http";
+import { connectTo, startNats } from "../testkit/nats";
+import { NodeProcess } from "../testkit/node-process";
 
 /**
  * Records per second through a pipeline export's streaming mode (published on its input

@@ -9,7 +9,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { PostgresExportServer } from "../proxies/postgres/server";
 import { defaultProxyLimits, type MappedField, type RowDecider, type RowVerdict } from "../proxies/postgres/types";
-import { freePort } from "../test/helpers/ports";
+import { freePort } from "../testkit/ports";
 import { pgbench, selectScript, startPgbenchDatabase } from "./pgbench";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);

@@ -15,8 +15,8 @@ import { CsvRedactor } from "../redaction/csv-redactor";
 import { csvRedactor, csvThreading } from "../redaction/threaded-csv-redactor";
 import type { DecisionSource, DocumentRedactor, RedactionTally, RowDecision } from "../redaction/types";
 import { loadConfig } from "../service/config";
-import { realisticPolicy } from "../test/fixtures/policy";
-import { tempDir } from "../test/helpers/temp";
+import { realisticPolicy } from "../testkit/policy";
+import { tempDir } from "../testkit/temp";
 
 /**
  * The redaction engine file to file, against (a) a bare csv-parse -> csv-stringify pipeline over

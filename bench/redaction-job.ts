@@ -5,11 +5,11 @@ import { Readable } from "node:stream";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Objm } from "@nats-io/obj";
-import { realisticPolicy } from "../test/fixtures/policy";
-import { connectTo, startNats } from "../test/helpers/nats";
-import { peakRss } from "../test/helpers/memory";
-import { NodeProcess } from "../test/helpers/node-process";
-import { tempDir } from "../test/helpers/temp";
+import { realisticPolicy } from "../testkit/policy";
+import { connectTo, startNats } from "../testkit/nats";
+import { peakRss } from "../testkit/memory";
+import { NodeProcess } from "../testkit/node-process";
+import { tempDir } from "../testkit/temp";
 import { benchGroup, benchUserAllowed, benchUserId, writeBenchCsv } from "./csv-fixture";
 
 /**

@@ -2,7 +2,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { connectClient } from "../../actors/runtime/runtime";
 import type { ActorClient } from "../../actors/runtime/client";
 import type { PartitionTable } from "../../actors/runtime/partition-table";
-import { connectTo, silentLogger } from "./nats";
+import { connectTo, silentLogger } from "../../testkit/nats";
 
 export interface TestClient {
   nc: NatsConnection;

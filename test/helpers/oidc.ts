@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import type { JWK, JWTPayload, JWTHeaderParameters } from "jose" with { "resolution-mode": "import" };
-import { freePort } from "./ports";
+import { freePort } from "../../testkit/ports";
 
 const fixture = join(__dirname, "..", "..", "..", "test", "fixtures", "oidc", "provider.mjs");
 const startTimeoutMs = 20_000;

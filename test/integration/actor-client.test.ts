@@ -7,7 +7,7 @@ import { Buckets, partitionKey, partitionOf, Subjects } from "../../actors/runti
 import { connectClient, defaultRuntimeOptions } from "../../actors/runtime/runtime";
 import type { PartitionRecord } from "../../actors/runtime/types";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { connectTo, silentLogger, startNats } from "../helpers/nats";
+import { connectTo, silentLogger, startNats } from "../../testkit/nats";
 
 let nats: NatsServerProcess;
 let nc: NatsConnection;

@@ -6,19 +6,19 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
 import { selfSignedCertificate } from "../helpers/certificates";
-import { httpsRequest, type HttpsAnswer } from "../helpers/https";
+import { httpsRequest, type HttpsAnswer } from "../../testkit/https";
 import { headers } from "@nats-io/transport-node";
-import { connectTo, startNats, storedMessages } from "../helpers/nats";
-import { NodeProcess } from "../helpers/node-process";
+import { connectTo, startNats, storedMessages } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
 import { OidcProvider } from "../helpers/oidc";
-import { freePort } from "../helpers/ports";
-import { PostgresServer } from "../helpers/postgres";
+import { freePort } from "../../testkit/ports";
+import { PostgresServer } from "../../testkit/postgres";
 import { SlapdServer } from "../helpers/slapd";
-import { tempDir } from "../helpers/temp";
+import { tempDir } from "../../testkit/temp";
 
 const cloud = { id: "AKIDWARDEN", key: "cloud-secret-key", region: "eu-west-1" };
 /** A pipeline export's own signing identity (spec 5.5: set at export time over a profile that names only the region). */

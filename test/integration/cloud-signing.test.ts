@@ -13,7 +13,7 @@ import { signedRequestFrom } from "../../auth/signed-request";
 import { CredentialRejected, type Verifier } from "../../auth/types";
 import { cloudVerifierFactory } from "../../auth/verifiers/cloud-verifier";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { connectTo, startNats } from "../helpers/nats";
+import { connectTo, startNats } from "../../testkit/nats";
 
 const run = promisify(execFile);
 const profile = { id: "AKIDWARDENDEV", key: "dev-signing-key/with+chars", region: "eu-west-1" };

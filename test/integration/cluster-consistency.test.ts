@@ -1,10 +1,10 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { counter, relay } from "../fixtures/counter-actor";
+import { counter, relay } from "../../testkit/counter-actor";
 import { connectTestClient, eventually, ownershipCounts, type TestClient } from "../helpers/client";
-import { startNats } from "../helpers/nats";
-import { NodeProcess } from "../helpers/node-process";
+import { startNats } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
 
 describe("three node processes on one nats-server", () => {
   let nats: NatsServerProcess;

@@ -1,10 +1,10 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { counter } from "../fixtures/counter-actor";
+import { counter } from "../../testkit/counter-actor";
 import { connectTestClient, type TestClient } from "../helpers/client";
-import { startNats } from "../helpers/nats";
-import { NodeProcess } from "../helpers/node-process";
+import { startNats } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
 
 let nats: NatsServerProcess | undefined;
 let nodes: NodeProcess[] = [];

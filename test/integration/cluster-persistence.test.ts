@@ -1,11 +1,11 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { counter } from "../fixtures/counter-actor";
+import { counter } from "../../testkit/counter-actor";
 import { connectTestClient, type TestClient } from "../helpers/client";
-import { startNats } from "../helpers/nats";
-import { NodeProcess } from "../helpers/node-process";
-import { tempDir } from "../helpers/temp";
+import { startNats } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+import { tempDir } from "../../testkit/temp";
 
 let nats: NatsServerProcess | undefined;
 let nodes: NodeProcess[] = [];

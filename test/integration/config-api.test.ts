@@ -4,10 +4,10 @@ import { Kvm, KvWatchInclude } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
-import { connectTo, startNats } from "../helpers/nats";
-import { call } from "../helpers/http";
-import { NodeProcess } from "../helpers/node-process";
+import { realisticPolicy } from "../../testkit/policy";
+import { connectTo, startNats } from "../../testkit/nats";
+import { call } from "../../testkit/http";
+import { NodeProcess } from "../../testkit/node-process";
 
 describe("/config and /mapping over HTTP, two nodes", () => {
   let nats: NatsServerProcess;

@@ -5,8 +5,8 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { findNatsServer } from "../../service/nats-server";
-import { freePort } from "../helpers/ports";
-import { tempDir } from "../helpers/temp";
+import { freePort } from "../../testkit/ports";
+import { tempDir } from "../../testkit/temp";
 
 const root = join(__dirname, "..", "..", "..");
 const deploy = join(root, "deploy");

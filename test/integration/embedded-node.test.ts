@@ -5,11 +5,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import type { AuditRecord } from "../../actors/runtime/event-log";
-import { connectTo, storedMessages } from "../helpers/nats";
+import { connectTo, storedMessages } from "../../testkit/nats";
 import { isRunning } from "../../service/nats-server";
-import { mainScript, NodeProcess } from "../helpers/node-process";
-import { freePort } from "../helpers/ports";
-import { tempDir } from "../helpers/temp";
+import { mainScript, NodeProcess } from "../../testkit/node-process";
+import { freePort } from "../../testkit/ports";
+import { tempDir } from "../../testkit/temp";
 
 const started: NodeProcess[] = [];
 after(async () => {

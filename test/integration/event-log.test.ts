@@ -10,7 +10,7 @@ import { defaultRetention, provision } from "../../actors/runtime/provision";
 import { defaultRuntimeOptions } from "../../actors/runtime/runtime";
 import { Streams } from "../../actors/runtime/addressing";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { connectTo, silentLogger, startNats } from "../helpers/nats";
+import { connectTo, silentLogger, startNats } from "../../testkit/nats";
 
 let server: NatsServerProcess;
 let nc: NatsConnection;

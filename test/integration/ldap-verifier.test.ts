@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:net";
 import { CredentialRejected, VerifierUnavailable, type Credential, type Verifier } from "../../auth/types";
 import { ldapVerifierFactory } from "../../auth/verifiers/ldap-verifier";
-import { freePort } from "../helpers/ports";
+import { freePort } from "../../testkit/ports";
 import { SlapdServer } from "../helpers/slapd";
 
 const suffix = "dc=example,dc=org";

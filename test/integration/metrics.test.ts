@@ -11,10 +11,10 @@ import { defaultRuntimeOptions } from "../../actors/runtime/runtime";
 import { defaultRetention, provision } from "../../actors/runtime/provision";
 import { registerTraceMetrics } from "../../service/node-metrics";
 import { NatsServerProcess } from "../../service/nats-server";
-import { connectTo, silentLogger, startNats } from "../helpers/nats";
-import { NodeProcess } from "../helpers/node-process";
-import { freePort } from "../helpers/ports";
-import { tempDir } from "../helpers/temp";
+import { connectTo, silentLogger, startNats } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+import { freePort } from "../../testkit/ports";
+import { tempDir } from "../../testkit/temp";
 
 const run = promisify(execFile);
 const signing = { id: "AKIDMETRICS", key: "metrics-signing-key", region: "eu-west-1" };

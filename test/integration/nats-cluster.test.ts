@@ -1,10 +1,10 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { counter } from "../fixtures/counter-actor";
+import { counter } from "../../testkit/counter-actor";
 import { connectTestClient, type TestClient } from "../helpers/client";
-import { startNatsCluster } from "../helpers/nats";
-import { NodeProcess } from "../helpers/node-process";
+import { startNatsCluster } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
 
 let servers: NatsServerProcess[] = [];
 let nodes: NodeProcess[] = [];

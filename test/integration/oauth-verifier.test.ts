@@ -11,8 +11,8 @@ import type { JWK } from "jose" with { "resolution-mode": "import" };
 import { CredentialRejected, SecurityConfigError, VerifierUnavailable, type Credential, type Verifier, type VerifierOverrides } from "../../auth/types";
 import { oauthVerifierFactory } from "../../auth/verifiers/oauth-verifier";
 import { OidcProvider, publicJwk, signingKey } from "../helpers/oidc";
-import { freePort } from "../helpers/ports";
-import { tempDir } from "../helpers/temp";
+import { freePort } from "../../testkit/ports";
+import { tempDir } from "../../testkit/temp";
 
 const path = "verifiers[1].profiles[0].configuration";
 const dependencies = { replayGuard: { firstUse: async () => true } };

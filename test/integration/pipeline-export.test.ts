@@ -5,12 +5,12 @@ import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation, populationIds } from "../fixtures/population";
-import { call as request, type Body } from "../helpers/http";
-import { connectTo, startNats, storedMessages } from "../helpers/nats";
-import { NodeProcess } from "../helpers/node-process";
-import { freePorts } from "../helpers/ports";
+import { call as request, type Body } from "../../testkit/http";
+import { connectTo, startNats, storedMessages } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+import { freePorts } from "../../testkit/ports";
 
 const cluster = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
 const advice = "urn:service:attribute:message:summary";

@@ -9,8 +9,8 @@ import type { RuntimeError } from "../../actors/runtime/errors";
 import { startNode, type ActorRuntime } from "../../actors/runtime/runtime";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { eventually } from "../helpers/client";
-import { connectTo, silentLogger, startNats } from "../helpers/nats";
-import { realisticPolicy } from "../fixtures/policy";
+import { connectTo, silentLogger, startNats } from "../../testkit/nats";
+import { realisticPolicy } from "../../testkit/policy";
 
 describe("the policy actor", () => {
   let nats: NatsServerProcess;

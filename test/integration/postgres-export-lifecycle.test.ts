@@ -3,14 +3,14 @@ import assert from "node:assert/strict";
 import { Client } from "pg";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
-import { call as request } from "../helpers/http";
-import { connectTo, startNats, storedMessages } from "../helpers/nats";
-import { NodeProcess } from "../helpers/node-process";
-import { freePorts } from "../helpers/ports";
-import { PostgresServer } from "../helpers/postgres";
+import { call as request } from "../../testkit/http";
+import { connectTo, startNats, storedMessages } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+import { freePorts } from "../../testkit/ports";
+import { PostgresServer } from "../../testkit/postgres";
 
 const cluster = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
 

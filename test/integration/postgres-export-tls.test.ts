@@ -6,16 +6,16 @@ import { connect } from "node:net";
 import { Client } from "pg";
 import { encodeSSLRequest, encodeStartup } from "../../protocols/postgres/startup";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
-import { call as request } from "../helpers/http";
-import { startNats } from "../helpers/nats";
-import { NodeProcess } from "../helpers/node-process";
-import { freePort } from "../helpers/ports";
-import { PostgresServer } from "../helpers/postgres";
+import { call as request } from "../../testkit/http";
+import { startNats } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+import { freePort } from "../../testkit/ports";
+import { PostgresServer } from "../../testkit/postgres";
 import { selfSignedCertificate } from "../helpers/certificates";
-import { tempDir } from "../helpers/temp";
+import { tempDir } from "../../testkit/temp";
 
 describe("PostgreSQL exports over TLS", () => {
   let nats: NatsServerProcess;

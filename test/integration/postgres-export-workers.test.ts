@@ -3,20 +3,20 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { Client } from "pg";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
-import { call as request } from "../helpers/http";
-import { startNats } from "../helpers/nats";
-import { NodeProcess } from "../helpers/node-process";
-import { freePort } from "../helpers/ports";
-import { PostgresServer } from "../helpers/postgres";
+import { call as request } from "../../testkit/http";
+import { startNats } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+import { freePort } from "../../testkit/ports";
+import { PostgresServer } from "../../testkit/postgres";
 import { eventually } from "../helpers/client";
 import { errorsOf, WireClient } from "../helpers/pg-wire";
 import { connect } from "node:net";
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
 import { encodeQuery } from "../../protocols/postgres/query";
-import { currentRss } from "../helpers/memory";
+import { currentRss } from "../../testkit/memory";
 
 // What only proxy worker processes (EXPORT_WORKERS) have to get right: the rest of the export's
 // behaviour runs through workers in postgres-export.test.ts.

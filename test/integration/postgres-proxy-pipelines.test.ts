@@ -10,8 +10,8 @@
 // stops reading, decisions forgotten midway, every row compared). FUZZ_SEEDS and FUZZ_ROUNDS run more.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { PostgresServer } from "../helpers/postgres";
-import { freePort } from "../helpers/ports";
+import { PostgresServer } from "../../testkit/postgres";
+import { freePort } from "../../testkit/ports";
 import { errorsOf, WireClient, type WireMessage } from "../helpers/pg-wire";
 import { PostgresExportServer } from "../../proxies/postgres/server";
 import { defaultProxyLimits, type MappedField, type RowDecider, type RowVerdict } from "../../proxies/postgres/types";

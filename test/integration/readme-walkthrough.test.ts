@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { NodeProcess } from "../helpers/node-process";
-import { freePort } from "../helpers/ports";
-import { tempDir } from "../helpers/temp";
+import { NodeProcess } from "../../testkit/node-process";
+import { freePort } from "../../testkit/ports";
+import { tempDir } from "../../testkit/temp";
 
 const root = join(__dirname, "..", "..", "..");
 const started: NodeProcess[] = [];

@@ -5,11 +5,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { compilePolicy } from "../../decision/compiled-policy";
 import { decide } from "../../decision/engine";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
-import { startNats } from "../helpers/nats";
-import { call, type Body } from "../helpers/http";
-import { peakRss } from "../helpers/memory";
-import { NodeProcess } from "../helpers/node-process";
+import { realisticPolicy } from "../../testkit/policy";
+import { startNats } from "../../testkit/nats";
+import { call, type Body } from "../../testkit/http";
+import { peakRss } from "../../testkit/memory";
+import { NodeProcess } from "../../testkit/node-process";
 
 const documentBytes = 200 * 1024 * 1024;
 /** The bound this test holds each node to while it stores and redacts a 200 MB document (docs/redaction.md). */

@@ -7,11 +7,11 @@ import { compilePolicy } from "../../decision/compiled-policy";
 import { decide } from "../../decision/engine";
 import type { Decision } from "../../decision/types";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation, populationIds } from "../fixtures/population";
-import { startNats } from "../helpers/nats";
-import { call as request, type Body } from "../helpers/http";
-import { NodeProcess } from "../helpers/node-process";
+import { startNats } from "../../testkit/nats";
+import { call as request, type Body } from "../../testkit/http";
+import { NodeProcess } from "../../testkit/node-process";
 
 const columns = ["users.id", "users.email", "users.login", "users.name", "users.clicks", "users.secret"];
 const categoryOf: Record<string, string | undefined> = { "users.email": "contact", "users.login": "credentials", "users.name": "identity", "users.clicks": "usage" };

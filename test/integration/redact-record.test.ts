@@ -3,11 +3,11 @@ import assert from "node:assert/strict";
 import { compilePolicy } from "../../decision/compiled-policy";
 import { decide } from "../../decision/engine";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation, populationIds } from "../fixtures/population";
-import { startNats } from "../helpers/nats";
-import { call as request } from "../helpers/http";
-import { NodeProcess } from "../helpers/node-process";
+import { startNats } from "../../testkit/nats";
+import { call as request } from "../../testkit/http";
+import { NodeProcess } from "../../testkit/node-process";
 
 describe("PUT /redact/record", () => {
   let nats: NatsServerProcess;

@@ -5,7 +5,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { StaleRevisionError } from "../../actors/runtime/errors";
 import { RevisionedKv } from "../../actors/runtime/revisioned-kv";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { connectTo, startNats } from "../helpers/nats";
+import { connectTo, startNats } from "../../testkit/nats";
 
 describe("revision-checked writes on a real nats-server", () => {
   let nats: NatsServerProcess;

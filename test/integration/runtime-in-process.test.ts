@@ -5,9 +5,9 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { stateKey } from "../../actors/runtime/addressing";
 import { startNode, type ActorRuntime } from "../../actors/runtime/runtime";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { counter, type CounterState } from "../fixtures/counter-actor";
+import { counter, type CounterState } from "../../testkit/counter-actor";
 import { eventually } from "../helpers/client";
-import { connectTo, silentLogger, startNats } from "../helpers/nats";
+import { connectTo, silentLogger, startNats } from "../../testkit/nats";
 
 describe("one node in process", () => {
   let nats: NatsServerProcess;

@@ -2,11 +2,11 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
-import { call } from "../helpers/http";
-import { connectTo, startNats, startNatsCluster, storedTraceRecords } from "../helpers/nats";
-import { NodeProcess } from "../helpers/node-process";
-import { freePort } from "../helpers/ports";
+import { realisticPolicy } from "../../testkit/policy";
+import { call } from "../../testkit/http";
+import { connectTo, startNats, startNatsCluster, storedTraceRecords } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+import { freePort } from "../../testkit/ports";
 
 const servers: NatsServerProcess[] = [];
 const nodes: NodeProcess[] = [];

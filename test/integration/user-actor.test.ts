@@ -10,9 +10,9 @@ import type { RuntimeError } from "../../actors/runtime/errors";
 import { startNode, type ActorRuntime } from "../../actors/runtime/runtime";
 import { user } from "../../actors/user/user-actor";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 import { eventually } from "../helpers/client";
-import { connectTo, silentLogger, startNats } from "../helpers/nats";
+import { connectTo, silentLogger, startNats } from "../../testkit/nats";
 
 const code = (expected: string) => (error: RuntimeError) => {
   assert.equal(error.code, expected, error.message);

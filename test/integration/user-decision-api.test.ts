@@ -6,10 +6,10 @@ import { decide } from "../../decision/engine";
 import type { DecisionRequest } from "../../decision/types";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../fixtures/policy";
-import { connectTo, startNats } from "../helpers/nats";
-import { call, type Body } from "../helpers/http";
-import { NodeProcess } from "../helpers/node-process";
+import { realisticPolicy } from "../../testkit/policy";
+import { connectTo, startNats } from "../../testkit/nats";
+import { call, type Body } from "../../testkit/http";
+import { NodeProcess } from "../../testkit/node-process";
 
 describe("/user and /decision over HTTP, two nodes", () => {
   let nats: NatsServerProcess;

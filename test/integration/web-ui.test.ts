@@ -4,11 +4,11 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { startNats } from "../helpers/nats";
-import { artifactsDir, NodeProcess } from "../helpers/node-process";
+import { startNats } from "../../testkit/nats";
+import { artifactsDir, NodeProcess } from "../../testkit/node-process";
 import { OidcProvider } from "../helpers/oidc";
 import { SlapdServer } from "../helpers/slapd";
-import { tempDir } from "../helpers/temp";
+import { tempDir } from "../../testkit/temp";
 
 const alice = { uid: "alice", password: "wonderland" };
 const screenshots = join(artifactsDir, "web-ui");

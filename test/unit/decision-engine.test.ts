@@ -6,7 +6,7 @@ import { ageOn } from "../../decision/overrides";
 import { grantsExceed, personalizedTerms } from "../../decision/terms";
 import type { DecisionRequest, ReasonCode, UserPolicyState } from "../../decision/types";
 import type { PolicyConfig } from "../../policy/model";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 
 const now = new Date("2026-11-21T12:00:00Z");
 const policy = compilePolicy(realisticPolicy(), 7);

@@ -10,7 +10,7 @@ import { verifierFactories } from "../../auth/verifier-factories";
 import { build } from "../../gateway/build";
 import { fakeDirectory } from "../helpers/fake-directory";
 import { MemoryReplayGuard } from "../helpers/memory-replay-guard";
-import { silentLogger } from "../helpers/nats";
+import { silentLogger } from "../../testkit/nats";
 
 const factories: VerifierFactories = { ...verifierFactories, ldap: fakeDirectory };
 const signing = { accessKeyId: "AKIDWARDEN", secretKey: "cloud-secret", region: "eu-west-1" };

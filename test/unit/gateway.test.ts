@@ -6,7 +6,7 @@ import { DeadlineExceededError, FatalError, RetryableError } from "../../actors/
 import { build } from "../../gateway/build";
 import { HttpError, httpErrors } from "../../http/errors";
 import { rootPaths, type HealthReport } from "../../gateway/types";
-import { silentLogger } from "../helpers/nats";
+import { silentLogger } from "../../testkit/nats";
 
 function gateway(report: HealthReport = { ready: true, checks: { nats: { ok: true } } }) {
   return build({ logger: silentLogger, metrics: new Registry(), nodeId: "gw-test", health: () => report, bodyLimit: 1024 });

@@ -6,7 +6,7 @@ import { rootCertificates } from "node:tls";
 import { bindDn, escapeDnValue, isAttributeType, isDistinguishedName } from "../../auth/dn";
 import { SecurityConfigError } from "../../auth/types";
 import { ldapVerifierFactory } from "../../auth/verifiers/ldap-verifier";
-import { tempDir } from "../helpers/temp";
+import { tempDir } from "../../testkit/temp";
 
 test("escapeDnValue escapes exactly the RFC 4514 specials, '=', edge spaces, a leading '#' and NUL", () => {
   const cases: Array<[string, string]> = [

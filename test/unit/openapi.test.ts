@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import ts from "typescript";
 import { openApiDocument, openApiText } from "../../gateway/openapi-document";
-import { tempDir } from "../helpers/temp";
+import { tempDir } from "../../testkit/temp";
 
 const root = join(__dirname, "..", "..", "..");
 

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { nestsDeeperThan, planRecords, userIdOf } from "../../decision/record-redaction";
 import { compilePolicy } from "../../decision/compiled-policy";
 import { encodedAnswer } from "../../proxies/pipeline/nats-answer";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 
 test("an answer that would not fit in a NATS message becomes a refusal that carries none of the record's values", () => {
   const answer = { dropped: false as const, record: { "users.email": "secret@example.com".repeat(100) }, advice: [{ id: "urn:service:attribute:message:summary" as const, value: "Kept." }] as [never] };

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { checkPolicyConfig } from "../../policy/check";
 import { emptyPolicyConfig, type PolicyConfig, type Problem } from "../../policy/model";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 
 function problemsOf(change: (config: PolicyConfig) => void): Problem[] {
   const config = realisticPolicy();

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { compilePolicy } from "../../decision/compiled-policy";
 import { planRecords, RecordShapeError, redactRecord, userIdOf } from "../../decision/record-redaction";
 import type { Decision } from "../../decision/types";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 
 const policy = compilePolicy(realisticPolicy(), 1);
 const allowedFor = (categoryIds: string[]): Decision => ({ allowed: true, flow: "platform", categoryIds, reasons: [{ code: "ALLOWED_BY_TERMS", text: "accepted" }], summary: "Kept.", revision: 1 });

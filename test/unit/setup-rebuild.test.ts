@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { tempDir } from "../helpers/temp";
+import { tempDir } from "../../testkit/temp";
 
 const root = join(__dirname, "..", "..", "..");
 

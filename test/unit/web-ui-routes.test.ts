@@ -13,10 +13,10 @@ import type { GatewayDeps } from "../../gateway/types";
 import type { PolicyPort, RedactPort } from "../../api/types";
 import { uiManifest, uiSecurityHeaders } from "../../gateway/ui-routes";
 import { fakeDirectory } from "../helpers/fake-directory";
-import { realisticPolicy } from "../fixtures/policy";
+import { realisticPolicy } from "../../testkit/policy";
 import { MemoryReplayGuard } from "../helpers/memory-replay-guard";
-import { silentLogger } from "../helpers/nats";
-import { tempDir } from "../helpers/temp";
+import { silentLogger } from "../../testkit/nats";
+import { tempDir } from "../../testkit/temp";
 
 const unused = async (): Promise<never> => {
   throw new Error("not used by these tests");

@@ -1,7 +1,7 @@
 import pino from "pino";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { NatsServerProcess } from "../../service/nats-server";
+import { NatsServerProcess } from "../service/nats-server";
 import { freePort, freePorts } from "./ports";
 import { tempDir } from "./temp";
 
