@@ -1,10 +1,11 @@
 import type { CompiledPolicy } from "../decision/compiled-policy";
 import { VerdictInterner } from "../decision/verdicts";
-import { maxRememberedVerdicts, verdictExpiry } from "../decision/verdict-lifetime";
+import { verdictExpiry } from "../decision/verdict-lifetime";
+import { VerdictMemo, type RememberedVerdict } from "../decision/verdict-memo";
 import { planRecords, type RecordPlan } from "../decision/record-redaction";
 import type { Decision, DecisionRequest } from "../decision/types";
 import type { EventLog } from "../actors/runtime/event-log";
-import type { MappedField, MappingView, RowDecider, RowVerdict } from "../proxies/postgres/types";
+import type { MappedField, MappingView, RowDecider, RowVerdict } from "./row-decider";
 import type { UserRecord } from "../actors/user/user-actor";
 import type { DecisionService } from "../ports/decision-service";
 import { allStored, decideTraced, withUserStates } from "../ports/traced-decisions";
@@ -18,13 +19,12 @@ interface View {
   plan?: RecordPlan;
 }
 
-interface Remembered {
+interface Remembered extends RememberedVerdict {
   verdict: RowVerdict;
   /** The whole decision, for doors that answer with its summary (pipeline exports). */
   decision: Decision;
-  revision: number;
-  /** When it is decided again even if nothing changed (see `verdictExpiry`). */
-  expiresAt: number;
+  /** The configuration revision it was made with. */
+  madeUnder: number;
   /** JetStream has stored the decision's trace record; before that the verdict is not handed out. */
   stored: boolean;
   /** Settles when the trace record is stored (or not). */
@@ -39,14 +39,11 @@ interface Remembered {
  * dropped (fail closed).
  */
 export class ExportDecider implements RowDecider {
-  private readonly memo = new Map<string, Remembered>();
+  private readonly memo = new VerdictMemo<Remembered>();
   private readonly verdicts = new VerdictInterner();
   private view: View = { mapping: unavailable };
   private viewRevision = -1;
   private readonly unsubscribe: () => void;
-  /** A clock read twice a second: verdicts are looked up per row, and their lifetime is minutes. */
-  private now = Date.now();
-  private readonly clock = setInterval(() => (this.now = Date.now()), 500).unref();
 
   constructor(
     private readonly decisions: DecisionService,
@@ -56,9 +53,9 @@ export class ExportDecider implements RowDecider {
     private readonly request: DecisionRequest,
     private readonly mappingGroup: string,
   ) {
-    const unsubscribeUsers = decisions.onUserChange((userId) => this.memo.delete(userId));
+    const unsubscribeUsers = decisions.onUserChange((userId) => this.memo.forget(userId));
     // Changes may have been missed: no verdict can be trusted.
-    const unsubscribeReset = decisions.onUsersReset(() => this.memo.clear());
+    const unsubscribeReset = decisions.onUsersReset(() => this.memo.forgetAll());
     this.unsubscribe = () => {
       unsubscribeUsers();
       unsubscribeReset();
@@ -116,14 +113,9 @@ export class ExportDecider implements RowDecider {
   }
 
   private remembered(userId: string): Remembered | undefined {
-    const remembered = this.memo.get(userId);
+    const remembered = this.memo.get(userId, this.viewRevision);
     // Not before its trace is stored (rule 8): until then the user counts as undecided.
-    if (!remembered?.stored) return undefined;
-    if (remembered.revision !== this.viewRevision || this.now >= remembered.expiresAt) {
-      this.memo.delete(userId);
-      return undefined;
-    }
-    return remembered;
+    return remembered?.stored ? remembered : undefined;
   }
 
   /**
@@ -135,15 +127,14 @@ export class ExportDecider implements RowDecider {
     const compiled = await this.decisions.policy();
     // Brings the view's revision up to the one these verdicts are made with (`verdict` compares them).
     this.mapping();
-    if (this.memo.size > maxRememberedVerdicts) this.memo.clear();
     const made = new Map<string, Decision>();
     const entries: Array<[string, Remembered]> = [];
     const stored: Array<Promise<void>> = [];
     const undecided: string[] = [];
     for (const userId of userIds) {
       // Decided by another load whose record is on its way to JetStream: wait for it rather than decide (and trace) the user again.
-      const inFlight = this.memo.get(userId);
-      if (inFlight && !inFlight.stored && inFlight.revision === compiled.revision) {
+      const inFlight = this.memo.peek(userId);
+      if (inFlight && !inFlight.stored && inFlight.madeUnder === compiled.revision) {
         made.set(userId, inFlight.decision);
         stored.push(inFlight.traced);
       } else undecided.push(userId);
@@ -152,7 +143,7 @@ export class ExportDecider implements RowDecider {
       const { decision, stored: traced } = this.decideFor(compiled, userId, state);
       made.set(userId, decision);
       // Remembered now, so a change to the user meanwhile still voids it; handed out only once stored.
-      const entry: Remembered = { verdict: this.verdicts.of(decision), decision, revision: compiled.revision, expiresAt: verdictExpiry(Date.now()), stored: false, traced };
+      const entry: Remembered = { verdict: this.verdicts.of(decision), decision, madeUnder: compiled.revision, expiresAt: verdictExpiry(Date.now()), stored: false, traced };
       this.memo.set(userId, entry);
       entries.push([userId, entry]);
       stored.push(traced);
@@ -160,7 +151,7 @@ export class ExportDecider implements RowDecider {
     try {
       await allStored(stored);
     } catch (error) {
-      for (const [userId, entry] of entries) if (this.memo.get(userId) === entry) this.memo.delete(userId);
+      for (const [userId, entry] of entries) this.memo.forget(userId, entry);
       throw error;
     }
     for (const [, entry] of entries) entry.stored = true;
@@ -178,7 +169,6 @@ export class ExportDecider implements RowDecider {
   }
 
   close(): void {
-    clearInterval(this.clock);
     this.unsubscribe();
   }
 }

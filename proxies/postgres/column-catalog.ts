@@ -1,5 +1,5 @@
 import { schemaView, type RelationView, type SchemaView } from "./analysis/schema-view";
-import type { MappingView } from "./types";
+import type { MappingView } from "../../exports/row-decider";
 
 /** (table OID, attribute number) -> the record field it maps to. */
 export type ColumnMap = ReadonlyMap<string, string>;

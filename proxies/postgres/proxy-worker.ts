@@ -126,7 +126,6 @@ function closeExport(exportId: string, requestId: number): void {
   servedExports.delete(exportId);
   if (served) {
     for (const session of [...served.sessions]) session.close();
-    served.decider.close();
   }
   send({ kind: "export-closed", requestId });
 }

@@ -1,14 +1,11 @@
-import { maxRememberedVerdicts } from "../../decision/verdict-lifetime";
+import { VerdictMemo, type RememberedVerdict } from "../../decision/verdict-memo";
 import type { Verdict, VerdictInterner } from "../../decision/verdicts";
-import type { MappingView, RowDecider, RowVerdict } from "./types";
+import type { MappingView, RowDecider, RowVerdict } from "../../exports/row-decider";
 import type { DecideAnswer } from "./worker-messages";
 
-interface Remembered {
+/** A verdict the node made, with the mapping key (configuration revision) it was made under and the node's lifetime of it. */
+interface Remembered extends RememberedVerdict {
   verdict: Verdict;
-  /** The mapping (configuration revision) the verdict was made under: a newer one voids it. */
-  mappingKey: string;
-  /** The node's lifetime of the verdict. */
-  expiresAt: number;
 }
 
 /**
@@ -18,10 +15,7 @@ interface Remembered {
  * is decided by the node (`load`); nothing is guessed.
  */
 export class RemoteDecider implements RowDecider {
-  private readonly memo = new Map<string, Remembered>();
-  /** A clock read twice a second: verdicts are looked up per row, and their lifetime is minutes. */
-  private now = Date.now();
-  private readonly clock = setInterval(() => (this.now = Date.now()), 500).unref();
+  private readonly memo = new VerdictMemo<Remembered>();
 
   constructor(
     private view: MappingView,
@@ -39,44 +33,28 @@ export class RemoteDecider implements RowDecider {
   }
 
   verdict(userId: string): RowVerdict | undefined {
-    return this.remembered(userId)?.verdict;
+    return this.memo.get(userId, this.view.key)?.verdict;
   }
 
   expiresAt(userId: string): number | undefined {
-    return this.remembered(userId)?.expiresAt;
-  }
-
-  /** The user's verdict while it holds (dropped once its mapping or lifetime is past). */
-  private remembered(userId: string): Remembered | undefined {
-    const remembered = this.memo.get(userId);
-    if (!remembered) return undefined;
-    if (remembered.mappingKey !== this.view.key || this.now >= remembered.expiresAt) {
-      this.memo.delete(userId);
-      return undefined;
-    }
-    return remembered;
+    return this.memo.get(userId, this.view.key)?.expiresAt;
   }
 
   forget(userId: string): void {
-    this.memo.delete(userId);
+    this.memo.forget(userId);
   }
 
   /** Every verdict goes (the node may have missed user changes). */
   forgetAll(): void {
-    this.memo.clear();
+    this.memo.forgetAll();
   }
 
   async load(userIds: readonly string[]): Promise<void> {
     const answer = await this.decide(userIds);
     // Verdicts are made with the node's newest mapping: it is at least as new as the one held here.
     this.view = answer.mapping;
-    if (this.memo.size > maxRememberedVerdicts) this.memo.clear();
     for (const { userId, allowed, reason, categories, expiresAt } of answer.verdicts) {
-      this.memo.set(userId, { verdict: this.verdicts.intern(allowed, reason, categories), mappingKey: answer.mapping.key, expiresAt });
+      this.memo.set(userId, { verdict: this.verdicts.intern(allowed, reason, categories), madeUnder: answer.mapping.key, expiresAt });
     }
-  }
-
-  close(): void {
-    clearInterval(this.clock);
   }
 }

@@ -1,7 +1,7 @@
 import type { ColumnDescription } from "../../protocols/postgres/row-description";
 import type { ResultShape } from "./analysis/statement-analysis";
 import { columnKey, type Catalog } from "./column-catalog";
-import type { MappingView, RowVerdict } from "./types";
+import type { MappingView, RowVerdict } from "../../exports/row-decider";
 
 /**
  * How the rows of one result are decided. Each value belongs to a group (one table instance of

@@ -30,7 +30,8 @@ import { alignShape, maskFor, maskOf, planResult, type ResultPlan } from "./resu
 import { emptySchemaView } from "./analysis/schema-view";
 import { originalPosition, withoutHiddenNames, type AnalysisCache, type QueryAnalysis, type ResultShape, type StatementEffect, type StatementPolicy } from "./analysis/statement-analysis";
 import { sanitizeError, sanitizeNotice } from "./sanitize";
-import type { DirectVerification, MappingView, ProxyAudit, ProxyLimits, RowDecider, RowVerdict, SessionCounts, TextDecoding } from "./types";
+import type { DirectVerification, ProxyAudit, ProxyLimits, SessionCounts, TextDecoding } from "./types";
+import type { MappingView, RowDecider, RowVerdict } from "../../exports/row-decider";
 import { userIdFromValue } from "./user-id";
 
 /** Startup packets are small; PostgreSQL itself refuses those over 10,000 bytes. */

@@ -1,6 +1,7 @@
 import type { StatementPolicy } from "./analysis/statement-analysis";
 import type { BackendKeyData } from "../../protocols/postgres/backend-key-data";
-import type { MappingView, ProxyLimits, RowCounts, SessionCounts } from "./types";
+import type { ProxyLimits, RowCounts, SessionCounts } from "./types";
+import type { MappingView } from "../../exports/row-decider";
 
 /**
  * Messages between a serving node and its proxy worker processes (child_process IPC, "advanced"

@@ -3,7 +3,8 @@ import { fork, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import type { Socket } from "node:net";
 import type { Logger } from "pino";
-import type { DirectVerification, MappingView, ProxyAudit, ProxyLimits, RowDecider, SessionCounts } from "./types";
+import type { DirectVerification, ProxyAudit, ProxyLimits, SessionCounts } from "./types";
+import type { MappingView, RowDecider } from "../../exports/row-decider";
 import { addRowCounts, emptyRowCounts } from "./row-counts";
 import type { DecideAnswer, FromWorker, LiveCounts, ToWorker, VerdictWire, VerifyAnswer } from "./worker-messages";
 

@@ -1,5 +1,6 @@
 import type { CompiledPolicy } from "../../decision/compiled-policy";
 import { VerdictInterner } from "../../decision/verdicts";
+import { VerdictMemo } from "../../decision/verdict-memo";
 import { documentLimits, type DecisionSource, type RedactionRequest, type RowDecision } from "../types";
 import type { EventLog } from "../../actors/runtime/event-log";
 import type { UserRecord } from "../../actors/user/user-actor";
@@ -22,15 +23,14 @@ export interface JobDecisionContext {
  * redactors use as a key.
  */
 export class JobDecisions implements DecisionSource {
-  private readonly memo = new Map<string, RowDecision>();
+  /** A job decides under one configuration revision, to its end: its verdicts never expire. */
+  private readonly memo = new VerdictMemo<{ decision: RowDecision; madeUnder: number; expiresAt: number }>(documentLimits.maxRememberedUsers);
   private readonly verdicts = new VerdictInterner();
   readonly users = { seen: 0, allowed: 0, denied: 0 };
 
   constructor(private readonly context: JobDecisionContext) {}
 
   async prepare(userIds: readonly string[]): Promise<void> {
-    // Past the limit the memo starts over: users are decided, and traced, again.
-    if (this.memo.size > documentLimits.maxRememberedUsers) this.memo.clear();
     const missing = [...new Set(userIds)].filter((id) => !this.memo.has(id));
     const decided: Array<[string, RowDecision]> = [];
     const stored: Array<Promise<void>> = [];
@@ -41,11 +41,11 @@ export class JobDecisions implements DecisionSource {
     });
     // No row is redacted by a decision before its trace is stored; a failure ends the attempt (it is run again).
     await allStored(stored);
-    for (const [id, decision] of decided) this.memo.set(id, decision);
+    for (const [id, decision] of decided) this.memo.set(id, { decision, madeUnder: this.context.compiled.revision, expiresAt: Infinity });
   }
 
   of(userId: string): RowDecision {
-    const decision = this.memo.get(userId);
+    const decision = this.memo.get(userId, this.context.compiled.revision)?.decision;
     if (!decision) throw new Error(`no decision prepared for a user of job ${this.context.jobName}`);
     return decision;
   }

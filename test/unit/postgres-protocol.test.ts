@@ -26,7 +26,7 @@ import { maskFor, planResult } from "../../proxies/postgres/result-plan";
 import { loadSqlParser } from "../../proxies/postgres/analysis/sql-parser";
 import { analyzeQuery, type ResultShape } from "../../proxies/postgres/analysis/statement-analysis";
 import { sanitizeError, sanitizeNotice } from "../../proxies/postgres/sanitize";
-import type { MappingView, RowVerdict } from "../../proxies/postgres/types";
+import type { MappingView, RowVerdict } from "../../exports/row-decider";
 import { userIdFromValue } from "../../proxies/postgres/user-id";
 import { UserIdMemo } from "../../proxies/postgres/user-id-memo";
 

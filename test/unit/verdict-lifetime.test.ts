@@ -6,6 +6,7 @@ import { verdictBackstopMs, verdictExpiry } from "../../decision/verdict-lifetim
 import { VerdictInterner } from "../../decision/verdicts";
 import { StateCache } from "../../actors/runtime/state-cache";
 import { RemoteDecider } from "../../proxies/postgres/remote-decider";
+import { VerdictMemo } from "../../decision/verdict-memo";
 import type { DecideAnswer } from "../../proxies/postgres/worker-messages";
 
 const at = (iso: string) => Date.parse(iso);
@@ -25,20 +26,37 @@ describe("how long an export keeps a verdict", () => {
     const expiresAt = Date.now() + 900;
     const answer: DecideAnswer = { mapping: { key: "m1", fields: new Map() }, verdicts: [{ userId: "u1", allowed: true, reason: "T", categories: ["contact"], expiresAt }, { userId: "u2", allowed: false, reason: "N", categories: [], expiresAt: Date.now() + 60_000 }] };
     const decider = new RemoteDecider(answer.mapping, new VerdictInterner(), () => Promise.resolve(answer));
-    try {
-      await decider.load(["u1", "u2"]);
-      assert.equal(decider.verdict("u1")?.allowed, true);
-      assert.equal(decider.expiresAt("u1"), expiresAt);
-      // The worker's clock is read twice a second: past the node's expiry (and a tick), the verdict is gone.
-      await new Promise((resolve) => setTimeout(resolve, 1600));
-      assert.equal(decider.verdict("u1"), undefined);
-      assert.equal(decider.expiresAt("u1"), undefined);
-      assert.equal(decider.verdict("u2")?.allowed, false);
-      decider.forgetAll();
-      assert.equal(decider.verdict("u2"), undefined);
-    } finally {
-      decider.close();
-    }
+    await decider.load(["u1", "u2"]);
+    assert.equal(decider.verdict("u1")?.allowed, true);
+    assert.equal(decider.expiresAt("u1"), expiresAt);
+    // The clock is read twice a second: past the node's expiry (and a tick), the verdict is gone.
+    await new Promise((resolve) => setTimeout(resolve, 1600));
+    assert.equal(decider.verdict("u1"), undefined);
+    assert.equal(decider.expiresAt("u1"), undefined);
+    assert.equal(decider.verdict("u2")?.allowed, false);
+    decider.forgetAll();
+    assert.equal(decider.verdict("u2"), undefined);
+  });
+
+  test("the verdict memo: a verdict made under another revision is stale, the bound starts over, and a failed decision forgets only its own entry", () => {
+    const memo = new VerdictMemo<{ madeUnder: number; expiresAt: number; allowed: boolean }>(3);
+    memo.set("u1", { madeUnder: 7, expiresAt: Infinity, allowed: true });
+    assert.equal(memo.get("u1", 7)?.allowed, true);
+    assert.equal(memo.get("u1", 8), undefined, "made under revision 7, asked under 8");
+    assert.equal(memo.peek("u1"), undefined, "a stale entry is dropped when found");
+    memo.set("u1", { madeUnder: 8, expiresAt: Date.now() - 10_000, allowed: true });
+    assert.equal(memo.get("u1", 8), undefined, "past its lifetime");
+    for (const user of ["a", "b", "c"]) memo.set(user, { madeUnder: 8, expiresAt: Infinity, allowed: false });
+    assert.equal(memo.size, 3);
+    memo.set("d", { madeUnder: 8, expiresAt: Infinity, allowed: false });
+    assert.deepEqual([memo.has("a"), memo.has("d"), memo.size], [false, true, 1], "past the bound the memo starts over");
+    const older = memo.peek("d")!;
+    const newer = { madeUnder: 8, expiresAt: Infinity, allowed: true };
+    memo.set("d", newer);
+    memo.forget("d", older);
+    assert.equal(memo.get("d", 8), newer, "forgetting an older entry leaves the newer decision");
+    memo.forget("d", newer);
+    assert.equal(memo.has("d"), false);
   });
 });
 
