@@ -1,3 +1,71 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { SecureContext } from "node:tls";
+import type { Logger } from "pino";
+import type { ExportRecord, ExportType } from "../actors/export/export-actor";
+import type { EventLog } from "../actors/runtime/event-log";
+import type { ExportBody, ExportServing, ExportView } from "../api/types";
+import type { Authenticator } from "../auth/authenticator";
+import type { OverridesByVerifier } from "../auth/types";
+import type { CredentialVerification } from "./direct-verification";
+import type { ExportDecider } from "./export-decider";
 
 /** Where an export's audit records go (category: the export's component). */
 export type ExportAudit = (level: "debug" | "info" | "warn" | "error", event: string, message: string, details: Record<string, unknown>) => void;
+
+/**
+ * What every door of one export receives from its serving node: the same decider, audit,
+ * trace and credential verification as every other door (architecture rule 9).
+ */
+export interface DoorServices {
+  record: ExportRecord;
+  /** The export's decisions: one verdict per user, cached and voided on change, traced before use. */
+  decider: ExportDecider;
+  /** Audit records in the category of the export's component. */
+  audit: ExportAudit;
+  /** Trace records (the decider traces decisions; a door traces what else it must, a connection's summary). */
+  events: EventLog;
+  nodeId: string;
+  authenticator: Authenticator;
+  /** Verification of credentials a client gives the door itself; absent when the export's component does not enforce authentication. */
+  verification?: CredentialVerification;
+  /** The export's own verifier settings (OAuth audience, cloud-signing id and key) over the profiles'. */
+  overrides?: OverridesByVerifier;
+  /** Address the door listens on (its port is `record.listen.port`). */
+  listenHost: string;
+  /** The exports' TLS certificate and key, and the context made of them. */
+  tls?: { cert: Buffer; key: Buffer; context: SecureContext };
+  nc: NatsConnection;
+  log: Logger;
+}
+
+/** One export as its serving node runs it: open from `open` until `close`. */
+export interface OpenDoor {
+  /** What GET /export and the metrics show: connections, rows, the type's own counts. */
+  serving(): ExportServing;
+  /** Closes the port and every connection through it. */
+  close(): Promise<void>;
+}
+
+/**
+ * An export type: its checks of PUT /export, and how its door opens. Adding a type is a folder
+ * under proxies/<type>/ with one of these, a codec under protocols/<type>/ when it speaks a wire
+ * protocol, and one line in the registry (service/export-doors.ts).
+ */
+export interface ExportDoorType {
+  readonly type: ExportType;
+  /** Problems with the body's type-specific fields, as HandlerError EXPORT_INVALID (nothing is stored then). */
+  validate(body: ExportBody): void;
+  /** Runs before the export is stored: what must exist once it does (the pipeline's streams). */
+  prepare?(): Promise<void>;
+  /** Opens the export's door on its port; rejects (EADDRINUSE...) when it cannot. */
+  open(services: DoorServices): Promise<OpenDoor>;
+  /** A removed export's stored data (pipeline input and answers), purged. */
+  discard?(exportId: string): Promise<void>;
+  /** What the export's view adds for this type (a pipeline's subjects). */
+  view?(record: ExportRecord): Partial<ExportView>;
+  /** The node stops: what the type runs for all its exports (proxy worker processes) stops too. */
+  stop?(): Promise<void>;
+}
+
+/** The export types a node serves, by type. */
+export type ExportDoors = Readonly<Record<ExportType, ExportDoorType>>;

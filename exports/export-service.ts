@@ -3,13 +3,13 @@ import type { Authenticator } from "../auth/authenticator";
 import { component } from "../auth/components";
 import { cloudPropertyProblem, type CloudProperty } from "../auth/verifiers/cloud-verifier";
 import { exportActor, exportPort, exportTypes, type ExportRecord, type ExportType } from "../actors/export/export-actor";
-import { Subjects } from "../actors/runtime/addressing";
+import type { ExportDoors } from "./door";
+import { ExportSubjects } from "./subjects";
 import { HandlerError, RuntimeError } from "../actors/runtime/errors";
 import type { ActorRuntime } from "../actors/runtime/runtime";
 import type { ExportBody, ExportPort, ExportView, Requester } from "../api/types";
 import type { DecisionService } from "../ports/decision-service";
 import type { ExportSupervisor, ServingReport } from "./export-supervisor";
-import { splitEndpoint } from "./export-supervisor";
 
 /** How long GET /export waits for the serving node's counts. */
 const servingTimeoutMs = 500;
@@ -25,6 +25,8 @@ export interface ExportServiceDeps {
   listenHost: string;
   portRange: { first: number; last: number };
   authenticator: Authenticator;
+  /** The export types this node serves (service/export-doors.ts). */
+  doors: ExportDoors;
 }
 
 /**
@@ -37,8 +39,7 @@ export class ExportService implements ExportPort {
 
   async create(body: ExportBody, by: Requester): Promise<ExportView> {
     const type = await this.validate(body);
-    // Producers may publish to the input subject as soon as the export exists.
-    if (type === "pipeline") await this.deps.supervisor.pipelines();
+    await this.deps.doors[type].prepare?.();
     const id = crypto.randomUUID();
     const port = body.port ?? (await this.allocatePort(id));
     if (body.port !== undefined) await this.claimPort(port, id);
@@ -67,22 +68,7 @@ export class ExportService implements ExportPort {
   private async validate(body: ExportBody): Promise<ExportType> {
     if (!(exportTypes as readonly string[]).includes(body.type)) throw new HandlerError("EXPORT_INVALID", `unknown export type '${body.type}' (known: ${exportTypes.join(", ")})`, { details: [{ path: "type", problem: "unknown export type" }] });
     const type = body.type as ExportType;
-    if (type === "pipeline") {
-      // Records come in and go out through the export itself: nothing to connect to, nobody to log in as.
-      if (body.endpoint !== undefined) throw new HandlerError("EXPORT_INVALID", "a pipeline export has no backing store: leave endpoint out", { details: [{ path: "endpoint", problem: "not taken by pipeline exports" }] });
-      if (body.credentials) throw new HandlerError("EXPORT_INVALID", "a pipeline export has no back end to log in to: leave credentials out", { details: [{ path: "credentials", problem: "not taken by pipeline exports" }] });
-      for (const option of ["allowWrites", "strict"] as const) if (body[option] !== undefined) throw new HandlerError("EXPORT_INVALID", `a pipeline export runs no statements: leave ${option} out`, { details: [{ path: option, problem: "not taken by pipeline exports" }] });
-    } else {
-      if (body.cloudSigning) throw new HandlerError("EXPORT_INVALID", `a ${type} export's clients cannot sign requests: leave cloudSigning out`, { details: [{ path: "cloudSigning", problem: `not taken by ${type} exports` }] });
-      if (body.endpoint === undefined) throw new HandlerError("EXPORT_INVALID", `a ${type} export needs the endpoint of its backing store`, { details: [{ path: "endpoint", problem: "required: host:port" }] });
-      let port: number;
-      try {
-        [, port] = splitEndpoint(body.endpoint);
-      } catch {
-        throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' is not host:port`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
-      }
-      if (port < 1 || port > 65535) throw new HandlerError("EXPORT_INVALID", `endpoint port ${port} is out of range`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
-    }
+    this.deps.doors[type].validate(body);
     for (const [name, value] of Object.entries(body.cloudSigning ?? {})) {
       const problem = cloudPropertyProblem(name as CloudProperty, value);
       if (problem) throw new HandlerError("EXPORT_INVALID", `cloudSigning.${name} ${problem}`, { details: [{ path: `cloudSigning.${name}`, problem }] });
@@ -166,30 +152,29 @@ export class ExportService implements ExportPort {
     await this.deps.runtime.client.ref(exportPort, String(record.listen.port)).release({ exportId: id });
     await this.audit("export.removed", `export ${id} removed`, record, by);
     // Purged again by the serving node once it has closed the export; a failure here is not the removal's.
-    if (record.type === "pipeline") await this.deps.supervisor.discardPipeline(id).catch(() => undefined);
-    return { ...publicRecord(record), serving: null, servingError: null };
+    await this.deps.doors[record.type].discard?.(id).catch(() => undefined);
+    return { ...this.publicRecord(record), serving: null, servingError: null };
   }
 
   private async view(record: ExportRecord): Promise<ExportView> {
-    if (record.status !== "active") return { ...publicRecord(record), serving: null, servingError: null };
+    if (record.status !== "active") return { ...this.publicRecord(record), serving: null, servingError: null };
     try {
-      const reply = await this.deps.nc.request(Subjects.exportServing(record.id), "", { timeout: servingTimeoutMs });
+      const reply = await this.deps.nc.request(ExportSubjects.serving(record.id), "", { timeout: servingTimeoutMs });
       const report = reply.json<ServingReport>();
-      return { ...publicRecord(record), serving: report.serving && { ...report.serving, nodeId: report.nodeId }, servingError: report.error };
+      return { ...this.publicRecord(record), serving: report.serving && { ...report.serving, nodeId: report.nodeId }, servingError: report.error };
     } catch {
-      return { ...publicRecord(record), serving: null, servingError: "no node reports serving this export yet" };
+      return { ...this.publicRecord(record), serving: null, servingError: "no node reports serving this export yet" };
     }
   }
 
   private async audit(event: string, message: string, record: ExportRecord, by: Requester): Promise<void> {
     await this.deps.runtime.events.audit({ category: "export", level: "info", event, message, details: { exportId: record.id, type: record.type, endpoint: record.endpoint, port: record.listen.port, status: record.status, by } });
   }
-}
 
-/** The record as reads show it: the export's credentials never leave the service. */
-function publicRecord(record: ExportRecord): Omit<ExportView, "serving" | "servingError"> {
-  const { credentials, cloudSigning, ...rest } = record;
-  const signing = cloudSigning ? { cloudSigning: { ...(cloudSigning.id ? { id: cloudSigning.id } : {}), ...(cloudSigning.region ? { region: cloudSigning.region } : {}), ...(cloudSigning.key ? { key: "(set)" as const } : {}) } } : {};
-  const subjects = record.type === "pipeline" ? { subjects: { request: Subjects.pipelineRequest(record.id), input: Subjects.pipelineInput(record.id), output: Subjects.pipelineOutput(record.id) } } : {};
-  return { ...rest, ...signing, backendIdentity: credentials ? "export" : "client", ...subjects };
+  /** The record as reads show it: the export's credentials never leave the service. */
+  private publicRecord(record: ExportRecord): Omit<ExportView, "serving" | "servingError"> {
+    const { credentials, cloudSigning, ...rest } = record;
+    const signing = cloudSigning ? { cloudSigning: { ...(cloudSigning.id ? { id: cloudSigning.id } : {}), ...(cloudSigning.region ? { region: cloudSigning.region } : {}), ...(cloudSigning.key ? { key: "(set)" as const } : {}) } } : {};
+    return { ...rest, ...signing, backendIdentity: credentials ? "export" : "client", ...this.deps.doors[record.type].view?.(record) };
+  }
 }

@@ -1,29 +1,20 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { SecureContext } from "node:tls";
 import type { Logger } from "pino";
-import { flowOf } from "../decision/engine";
 import { exportActor, type ExportRecord } from "../actors/export/export-actor";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { partitionOf, stateKey, Streams, Subjects } from "../actors/runtime/addressing";
+import { partitionOf, stateKey } from "../actors/runtime/addressing";
 import type { ActorRuntime } from "../actors/runtime/runtime";
 import { WatchedBucket } from "../actors/runtime/watched-bucket";
-import { PostgresExportServer } from "../proxies/postgres/server";
-import { ProxyWorkerPool } from "../proxies/postgres/worker-pool";
 import type { ExportServing } from "../api/types";
-import type { ProxyLimits } from "../proxies/postgres/types";
-import type { ExportAudit } from "./door";
-import { RevisionedKv } from "../actors/runtime/revisioned-kv";
-import { provisionPipelines } from "../actors/runtime/provision";
-import { PipelineExport } from "../proxies/pipeline/pipeline-export";
-import type { PipelineProgress } from "../proxies/pipeline/pipeline-stream";
+import type { Authenticator } from "../auth/authenticator";
 import type { DecisionService } from "../ports/decision-service";
 import { directVerificationFor } from "./direct-verification";
+import type { ExportAudit, ExportDoors, OpenDoor } from "./door";
 import { ExportDecider } from "./export-decider";
-import type { Authenticator } from "../auth/authenticator";
+import { exportOverrides } from "./export-overrides";
+import { ExportSubjects } from "./subjects";
 
 const scanEveryMs = 1000;
-/** The line ProxyWorkerPool logs (at error) each time it starts an exited worker again. */
-const workerRestartLine = "proxy worker exited; starting it again";
 /** Wait before trying again to open a port that could not be opened. */
 const retryListenAfterMs = 5000;
 
@@ -34,26 +25,17 @@ export interface ExportSupervisorDeps {
   log: Logger;
   /** Address the export ports are opened on. */
   listenHost: string;
-  limits: ProxyLimits;
   /** The exports' TLS certificate and key (and the context made of them). */
   tls?: { cert: Buffer; key: Buffer; context: SecureContext };
   authenticator: Authenticator;
-  /** JetStream replicas of the pipeline streams and bucket, created with the first pipeline export. */
-  jsReplicas: number;
-  /** Proxy worker processes for PostgreSQL export sessions (0: sessions run on the node's loop). */
-  proxyWorkers: number;
-}
-
-/** An export's endpoint as its serving node runs it, whatever its type. */
-interface ServedExport {
-  serving(): ExportServing;
-  close(): Promise<void>;
+  /** The export types this node serves (service/export-doors.ts). */
+  doors: ExportDoors;
 }
 
 interface Listener {
   record: ExportRecord;
   decider: ExportDecider;
-  server?: ServedExport;
+  server?: OpenDoor;
   opening?: Promise<void>;
   closing?: Promise<void>;
 }
@@ -76,20 +58,11 @@ export interface ServingReport {
  */
 export class ExportSupervisor {
   private readonly exports: WatchedBucket<ExportRecord>;
-  private pipelineStore?: Promise<RevisionedKv<PipelineProgress>>;
   private readonly listeners = new Map<string, Listener>();
   private readonly failures = new Map<string, { error: string; retryAt: number }>();
   private subscription?: Subscription;
-  /** The proxy worker processes, once the first PostgreSQL export asked for them. */
-  private workersStarting?: Promise<ProxyWorkerPool>;
-  /** Unsubscribes the workers from user and configuration changes. */
-  private readonly unsubscribe: (() => void)[] = [];
   private timer?: NodeJS.Timeout;
   private stopping = false;
-  /** The running pool, once started (for its worker count). */
-  private pool?: ProxyWorkerPool;
-  /** Proxy workers started again after exiting, counted from the pool's log line (the pool keeps no count). */
-  workerRestarts = 0;
 
   constructor(private readonly deps: ExportSupervisorDeps) {
     this.exports = new WatchedBucket<ExportRecord>("exports", deps.runtime.host.store.kv, deps.log, `${exportActor.type}.>`);
@@ -99,10 +72,10 @@ export class ExportSupervisor {
     await this.exports.start();
     await this.exports.ready;
     this.exports.on("change", () => this.scan());
-    this.subscription = this.deps.nc.subscribe(Subjects.exportServingAll, {
+    this.subscription = this.deps.nc.subscribe(ExportSubjects.servingAll, {
       callback: (error, message) => {
         if (error) return;
-        const exportId = message.subject.slice(Subjects.exportServing("").length);
+        const exportId = message.subject.slice(ExportSubjects.serving("").length);
         const report = this.report(exportId);
         if (report) message.respond(JSON.stringify(report));
       },
@@ -124,22 +97,6 @@ export class ExportSupervisor {
       if (serving) counts.push({ exportId, type: listener.record.type, serving });
     }
     return counts;
-  }
-
-  /** Proxy worker processes running now (0 before the first PostgreSQL export, or with EXPORT_WORKERS=0). */
-  runningWorkers(): number {
-    // The pool exposes no count; its workers list is read as is (a rename there fails this build, not silently).
-    return this.pool ? this.pool["workers"].filter((worker) => worker.ready).length : 0;
-  }
-
-  /** The pool's logger, counting the restarts it logs. */
-  private countingRestarts(log: Logger): Logger {
-    const counting = Object.create(log) as Logger;
-    counting.error = ((obj: unknown, message?: string, ...rest: unknown[]) => {
-      if (message === workerRestartLine) this.workerRestarts++;
-      (log.error as (...args: unknown[]) => void)(obj, message, ...rest);
-    }) as Logger["error"];
-    return counting;
   }
 
   /** This node's report on an export it serves or should serve; undefined when it is not the owner. */
@@ -175,59 +132,25 @@ export class ExportSupervisor {
     };
   }
 
-  /** The pipeline streams and progress bucket, created (idempotently) the first time a pipeline export needs them. */
-  pipelines(): Promise<RevisionedKv<PipelineProgress>> {
-    if (!this.pipelineStore) {
-      this.pipelineStore = provisionPipelines(this.deps.nc, this.deps.jsReplicas).then((kv) => new RevisionedKv<PipelineProgress>(kv));
-      // A failed creation is tried again by the next export that needs it.
-      this.pipelineStore.catch(() => (this.pipelineStore = undefined));
-    }
-    return this.pipelineStore;
-  }
-
-  private async serve(record: ExportRecord, decider: ExportDecider): Promise<ServedExport> {
-    const { runtime, listenHost, tls } = this.deps;
+  /** Opens the export's door with the services every door shares. */
+  private serve(record: ExportRecord, decider: ExportDecider): Promise<OpenDoor> {
+    const { runtime, authenticator } = this.deps;
     const audit = this.audit(record.type);
-    if (record.type === "pipeline") {
-      const auth = { authenticator: this.deps.authenticator, audit: (entry: Parameters<typeof runtime.events.audit>[0]) => runtime.events.audit(entry) };
-      return PipelineExport.start({ nc: this.deps.nc, record, decider, auth, audit, log: this.deps.log, listenHost, tls: tls && { cert: tls.cert, key: tls.key }, progress: await this.pipelines() });
-    }
-    const [host, port] = splitEndpoint(record.endpoint ?? "");
-    return PostgresExportServer.listen({
-      exportId: record.id,
-      host: listenHost,
-      port: record.listen.port,
-      backend: { host, port },
+    const overrides = exportOverrides(record);
+    return this.deps.doors[record.type].open({
+      record,
       decider,
       audit,
-      limits: this.deps.limits,
-      tls: tls?.context,
-      directVerification: directVerificationFor(record, this.deps.authenticator, audit),
-      policy: { allowWrites: record.allowWrites === true, strict: record.strict === true },
-      workers: await this.proxyWorkers(),
-      onConnectionEnd: (connectionId, counts, identity) =>
-        // A closing connection's summary answers nobody: a failure to store it is logged and counted by the event log.
-        void runtime.events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId: runtime.membership.nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
+      events: runtime.events,
+      nodeId: runtime.membership.nodeId,
+      authenticator,
+      verification: directVerificationFor(record, authenticator, audit, overrides),
+      overrides,
+      listenHost: this.deps.listenHost,
+      tls: this.deps.tls,
+      nc: this.deps.nc,
+      log: this.deps.log,
     });
-  }
-
-  /** The proxy worker processes (none with EXPORT_WORKERS=0), started when the first PostgreSQL export is served: a node that serves none runs none. */
-  private proxyWorkers(): Promise<ProxyWorkerPool | undefined> {
-    const { proxyWorkers, tls, log, decisions } = this.deps;
-    if (proxyWorkers === 0) return Promise.resolve(undefined);
-    this.workersStarting ??= ProxyWorkerPool.start({ workers: proxyWorkers, tls: tls && { cert: tls.cert, key: tls.key }, log: this.countingRestarts(log) }).then(
-      (workers) => {
-        this.pool = workers;
-        this.unsubscribe.push(decisions.onUserChange((userId) => workers.userChanged(userId)), decisions.onUsersReset(() => workers.usersReset()), decisions.onPolicyChange(() => workers.refreshMappings()));
-        return workers;
-      },
-      (error: unknown) => {
-        // Tried again with the next export served.
-        this.workersStarting = undefined;
-        throw error;
-      },
-    );
-    return this.workersStarting;
   }
 
   private open(record: ExportRecord): void {
@@ -260,22 +183,13 @@ export class ExportSupervisor {
       await listener.opening;
       await listener.server?.close();
       listener.decider.close();
-      // Removed while served: what it answered after the removal's purge goes too.
-      if (listener.record.type === "pipeline" && !this.exports.get(stateKey(exportActor.type, id))) await this.discardPipeline(id);
+      // Removed while served: what it stored after the removal's purge goes too.
+      if (!this.exports.get(stateKey(exportActor.type, id))) await this.deps.doors[listener.record.type].discard?.(id);
     })()
       .catch((error: unknown) => this.deps.log.warn({ err: error, exportId: id }, "closing an export port failed"))
       .finally(() => {
         if (this.listeners.get(id) === listener) this.listeners.delete(id);
       });
-  }
-
-  /** A removed pipeline export's records: its input and answers are purged, its progress forgotten. */
-  async discardPipeline(exportId: string): Promise<void> {
-    const progress = await this.pipelines();
-    const jsm = await jetstreamManager(this.deps.nc);
-    await jsm.streams.purge(Streams.pipelineIn.name, { filter: Subjects.pipelineInput(exportId) });
-    await jsm.streams.purge(Streams.pipelineOut.name, { filter: Subjects.pipelineOutput(exportId) });
-    await progress.kv.purge(exportId);
   }
 
   /** Closes every port this node serves (the exports stay active: another node, or this one restarted, serves them). */
@@ -286,15 +200,6 @@ export class ExportSupervisor {
     this.exports.stop();
     for (const [id, listener] of this.listeners) this.close(id, listener);
     await Promise.allSettled([...this.listeners.values()].map((l) => l.closing));
-    for (const unsubscribe of this.unsubscribe) unsubscribe();
-    const workers = await this.workersStarting?.catch(() => undefined);
-    await workers?.stop();
+    await Promise.allSettled(Object.values(this.deps.doors).map((door) => door.stop?.()));
   }
-}
-
-/** `host:port` (IPv6 hosts in brackets) into its parts; validated when the export is created. */
-export function splitEndpoint(endpoint: string): [string, number] {
-  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(endpoint);
-  if (!match) throw new Error(`invalid endpoint '${endpoint}'`);
-  return [match[1] ?? match[2]!, Number(match[3])];
 }

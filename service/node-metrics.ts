@@ -4,6 +4,7 @@ import type { ActorRuntime } from "../actors/runtime/runtime";
 import type { Authenticator } from "../auth/authenticator";
 import type { ExportServing } from "../api/types";
 import type { ExportSupervisor } from "../exports/export-supervisor";
+import type { PostgresDoor } from "../proxies/postgres/door";
 import { collectedCounter, collectedGauge } from "../metrics/collected";
 import { decisionCounts } from "../metrics/decision-counts";
 import type { DocumentService } from "../redaction/jobs/document-service";
@@ -20,6 +21,8 @@ export interface NodeMetricSources {
   runtime: ActorRuntime;
   nats: NatsTally;
   exports: ExportSupervisor;
+  /** The PostgreSQL export type: its proxy worker processes. */
+  postgres: PostgresDoor;
   documents: DocumentService;
   authenticator: Authenticator;
 }
@@ -30,7 +33,7 @@ export interface NodeMetricSources {
  * request. Listed, with what each means, in docs/metrics.md.
  */
 export function registerNodeMetrics(registry: Registry, sources: NodeMetricSources): void {
-  const { runtime, nats, exports, documents, authenticator } = sources;
+  const { runtime, nats, exports, postgres, documents, authenticator } = sources;
   new Gauge({ name: "warden_build_info", help: "The running version (always 1)", labelNames: ["version"], registers: [registry] }).set({ version }, 1);
 
   collectedCounter(registry, "warden_decisions_total", "Decisions made on this node, by door, flow, outcome and first reason code", ["door", "flow", "allowed", "reason"] as const, (set) => {
@@ -75,8 +78,8 @@ export function registerNodeMetrics(registry: Registry, sources: NodeMetricSourc
   collectedGauge(registry, "warden_partitions_owned", "Actor partitions this node owns", [] as const, (set) => set({}, runtime.placement.ownedCount()));
   collectedGauge(registry, "warden_partitions", "Actor partitions of the cluster", [] as const, (set) => set({}, runtime.placement.partitionCount));
 
-  collectedGauge(registry, "warden_proxy_workers", "PostgreSQL export worker processes running (EXPORT_WORKERS; 0 until the first PostgreSQL export is served)", [] as const, (set) => set({}, exports.runningWorkers()));
-  collectedCounter(registry, "warden_proxy_worker_restarts_total", "PostgreSQL export worker processes started again after exiting", [] as const, (set) => set({}, exports.workerRestarts));
+  collectedGauge(registry, "warden_proxy_workers", "PostgreSQL export worker processes running (EXPORT_WORKERS; 0 until the first PostgreSQL export is served)", [] as const, (set) => set({}, postgres.runningWorkers()));
+  collectedCounter(registry, "warden_proxy_worker_restarts_total", "PostgreSQL export worker processes started again after exiting", [] as const, (set) => set({}, postgres.workerRestarts));
 
   registerTraceMetrics(registry, runtime.events);
 }

@@ -17,7 +17,7 @@ import { DecisionService } from "../ports/decision-service";
 import { DocumentService } from "../redaction/jobs/document-service";
 import { ExportService } from "../exports/export-service";
 import { ExportSupervisor } from "../exports/export-supervisor";
-import { defaultProxyLimits } from "../proxies/postgres/types";
+import { exportDoors } from "./export-doors";
 import { policyPort } from "../ports/policy-port";
 import { userPort } from "../ports/user-port";
 import { StartupError } from "./startup-error";
@@ -170,7 +170,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     logger,
     metrics,
     options: { nodeId: config.nodeId, partitions: config.partitions, heartbeatMs: config.heartbeatMs, leaseTtlMs: config.leaseTtlMs, callTimeoutMs: config.callTimeoutMs },
-    provision: { replicas: config.jsReplicas, documentRetentionHours: config.redactRetentionHours },
+    provision: { replicas: config.jsReplicas },
   };
   // Only provisioning is retried (it is idempotent): a fresh NATS cluster elects its JetStream leader first.
   const provisioned = await whenJetStreamAnswers(() => provision(nc, provisionOptions(setup)), logger);
@@ -195,11 +195,12 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     return { ready: Object.values(checks).every((check) => check.ok), checks };
   };
   const decisions = await DecisionService.start(runtime);
-  const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours, threads: config.redactionThreads });
-  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, limits: defaultProxyLimits, tls: exportTls, authenticator, jsReplicas: config.jsReplicas, proxyWorkers: config.exportWorkers });
+  const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours, threads: config.redactionThreads, jsReplicas: config.jsReplicas });
+  const { doors, postgres } = exportDoors({ nc, decisions, log: logger, tls: exportTls && { cert: exportTls.cert, key: exportTls.key }, jsReplicas: config.jsReplicas, proxyWorkers: config.exportWorkers });
+  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, tls: exportTls, authenticator, doors });
   await exportSupervisor.start();
-  registerNodeMetrics(metrics, { runtime, nats, exports: exportSupervisor, documents, authenticator });
-  const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts, authenticator });
+  registerNodeMetrics(metrics, { runtime, nats, exports: exportSupervisor, postgres, documents, authenticator });
+  const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts, authenticator, doors });
   const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });
   try {
     await gateway.listen({ port: config.port, host: config.host });

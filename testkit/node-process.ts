@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { freePort } from "./ports";
 import { tempDir } from "./temp";
 
-const root = join(__dirname, "..", "..", "..");
+const root = join(__dirname, "..", "..");
 export const mainScript = join(root, "dist", "service", "main.js");
-export const counterModule = join(root, "dist", "test", "fixtures", "counter-actor.js");
+export const counterModule = join(root, "dist", "testkit", "counter-actor.js");
 export const artifactsDir = join(root, "test-artifacts");
 
 export interface NodeProcessOptions {

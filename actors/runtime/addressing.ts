@@ -1,6 +1,8 @@
 /**
- * Names on the wire and in JetStream, and the pure functions that place an actor.
+ * The runtime's names on the wire and in JetStream, and the pure functions that place an actor.
  * One namespace for the whole cluster: subjects and keys, never a stream or consumer per actor.
+ * Product subjects and streams live with the features that own them (redaction/jobs/subjects.ts,
+ * exports/subjects.ts, proxies/pipeline/subjects.ts), under the same `warden.` prefix.
  */
 export const Buckets = {
   /** node id -> NodeRecord, renewed by each node's heartbeat */
@@ -11,8 +13,6 @@ export const Buckets = {
   state: "warden_state",
   /** cluster-wide settings fixed at first start (partition count) */
   meta: "warden_meta",
-  /** pipeline export id -> the last input sequence whose answer is stored on the output subject */
-  pipelineProgress: "warden_pipeline_progress",
 } as const;
 
 export const Subjects = {
@@ -23,29 +23,11 @@ export const Subjects = {
   probe: (incarnation: string) => `warden.rt.call.${incarnation}.probe`,
   audit: (category: string, level: string) => `warden.audit.${category}.${level}`,
   trace: (door: string, flow: string) => `warden.trace.${door}.${flow}`,
-  /** A redaction job's uploaded document, in chunks. */
-  redactInput: (job: string) => `warden.redact.${job}.in`,
-  /** One attempt's redacted document, in chunks. */
-  redactOutput: (job: string, attempt: number) => `warden.redact.${job}.out.${attempt}`,
-  redactOutputs: (job: string) => `warden.redact.${job}.out.>`,
-  redactJob: (job: string) => `warden.redact.${job}.>`,
-  /** Asks the node serving an export what it serves (core NATS request; only that node answers). */
-  exportServing: (exportId: string) => `warden.rt.export.serving.${exportId}`,
-  exportServingAll: "warden.rt.export.serving.*",
-  /** A pipeline export's request/reply subject: one record in, its answer back (core NATS). */
-  pipelineRequest: (exportId: string) => `warden.pipeline.${exportId}.request`,
-  /** A pipeline export's streaming input (JetStream: records published here are never lost). */
-  pipelineInput: (exportId: string) => `warden.pipeline.${exportId}.in`,
-  /** A pipeline export's streaming output: one answer per input record, in input order, exactly once. */
-  pipelineOutput: (exportId: string) => `warden.pipeline.${exportId}.out`,
 } as const;
 
 export const Streams = {
   audit: { name: "WARDEN_AUDIT", subjects: ["warden.audit.>"] },
   trace: { name: "WARDEN_TRACE", subjects: ["warden.trace.>"] },
-  redact: { name: "WARDEN_REDACT", subjects: ["warden.redact.>"] },
-  pipelineIn: { name: "WARDEN_PIPELINE_IN", subjects: ["warden.pipeline.*.in"] },
-  pipelineOut: { name: "WARDEN_PIPELINE_OUT", subjects: ["warden.pipeline.*.out"] },
 } as const;
 
 /**

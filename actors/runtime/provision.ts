@@ -11,12 +11,7 @@ export interface ProvisionOptions {
   partitions: number;
   auditRetention: { maxAgeDays: number; maxBytes: number };
   traceRetention: { maxAgeDays: number; maxBytes: number };
-  /** How long finished redaction jobs are kept; their documents' stream keeps a day more as a backstop. */
-  documentRetentionHours: number;
 }
-
-/** How long an answer's message id is remembered on the output stream: a replay after a failover must fall inside it. */
-export const pipelineDuplicateWindowMs = 10 * 60_000;
 
 export const defaultRetention = {
   audit: { maxAgeDays: 365, maxBytes: 1024 ** 3 },
@@ -24,7 +19,8 @@ export const defaultRetention = {
   documentHours: 7 * 24,
 };
 
-async function openBucket(kvm: Kvm, name: string, replicas: number): Promise<KV> {
+/** Creates a key-value bucket, or opens it as it is. */
+export async function openBucket(kvm: Kvm, name: string, replicas: number): Promise<KV> {
   try {
     return await kvm.create(name, { history: 1, replicas });
   } catch (error) {
@@ -34,7 +30,8 @@ async function openBucket(kvm: Kvm, name: string, replicas: number): Promise<KV>
   }
 }
 
-async function ensureStream(nc: NatsConnection, config: Partial<StreamConfig> & { name: string }): Promise<void> {
+/** Creates a stream, or brings an existing one to this configuration. */
+export async function ensureStream(nc: NatsConnection, config: Partial<StreamConfig> & { name: string }): Promise<void> {
   const jsm = await jetstreamManager(nc);
   try {
     await jsm.streams.add(config);
@@ -73,21 +70,5 @@ export async function provision(nc: NatsConnection, options: ProvisionOptions): 
   const streamDefaults = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: options.replicas };
   await ensureStream(nc, { ...streamDefaults, name: Streams.audit.name, subjects: [...Streams.audit.subjects], max_age: nanos(options.auditRetention.maxAgeDays * day), max_bytes: options.auditRetention.maxBytes });
   await ensureStream(nc, { ...streamDefaults, name: Streams.trace.name, subjects: [...Streams.trace.subjects], max_age: nanos(options.traceRetention.maxAgeDays * day), max_bytes: options.traceRetention.maxBytes });
-  // No size limit and no discard: a running job's document must never be dropped to make room.
-  await ensureStream(nc, { ...streamDefaults, name: Streams.redact.name, subjects: [...Streams.redact.subjects], max_age: nanos((options.documentRetentionHours + 24) * 3_600_000) });
   return { buckets: { nodes, partitions: partitionsBucket, state }, partitions };
-}
-
-/**
- * The streams and bucket of pipeline exports, created when the first pipeline export is (a
- * cluster without pipelines carries no replicated groups for them). Idempotent.
- */
-export async function provisionPipelines(nc: NatsConnection, replicas: number): Promise<KV> {
-  const day = 24 * 60 * 60 * 1000;
-  const streamDefaults = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: replicas };
-  // Input is purged as its answers are stored; a week covers an export stopped for a while.
-  await ensureStream(nc, { ...streamDefaults, name: Streams.pipelineIn.name, subjects: [...Streams.pipelineIn.subjects], max_age: nanos(7 * day) });
-  // The duplicate window is what makes a replay after a failover exactly-once: answers are published with their input's sequence as the message id.
-  await ensureStream(nc, { ...streamDefaults, name: Streams.pipelineOut.name, subjects: [...Streams.pipelineOut.subjects], max_age: nanos(7 * day), duplicate_window: nanos(pipelineDuplicateWindowMs) });
-  return openBucket(new Kvm(nc), Buckets.pipelineProgress, replicas);
 }

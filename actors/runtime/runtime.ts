@@ -53,7 +53,6 @@ export function provisionOptions(setup: Pick<RuntimeSetup, "options" | "provisio
     partitions: setup.options.partitions ?? defaultRuntimeOptions.partitions,
     auditRetention: defaultRetention.audit,
     traceRetention: defaultRetention.trace,
-    documentRetentionHours: defaultRetention.documentHours,
     ...setup.provision,
   };
 }

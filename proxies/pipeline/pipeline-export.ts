@@ -1,7 +1,7 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { ExportRecord } from "../../actors/export/export-actor";
-import { Subjects } from "../../actors/runtime/addressing";
+import { PipelineSubjects } from "./subjects";
 import type { RevisionedKv } from "../../actors/runtime/revisioned-kv";
 import { component } from "../../auth/components";
 import type { HttpAuthentication } from "../../http/authentication";
@@ -14,7 +14,7 @@ import { answerMessage, CredentialsUnavailable, encodedAnswer } from "./nats-ans
 import { NatsCredentialCheck } from "./nats-credentials";
 import { PipelineRedactor } from "./pipeline-redactor";
 import { PipelineStream, type PipelineProgress } from "./pipeline-stream";
-import { exportOverrides } from "../../exports/export-overrides";
+import type { OverridesByVerifier } from "../../auth/types";
 
 export interface PipelineExportDeps {
   nc: NatsConnection;
@@ -25,6 +25,8 @@ export interface PipelineExportDeps {
   log: Logger;
   listenHost: string;
   tls?: { cert: Buffer; key: Buffer };
+  /** The export's own verifier settings over the profiles'. */
+  overrides?: OverridesByVerifier;
   progress: RevisionedKv<PipelineProgress>;
 }
 
@@ -48,10 +50,10 @@ export class PipelineExport {
   static async start(deps: PipelineExportDeps): Promise<PipelineExport> {
     const { record, nc, audit } = deps;
     const redactor = new PipelineRedactor(deps.decider, record.resolverGroup);
-    const overrides = exportOverrides(record);
+    const { overrides } = deps;
     const credentials = new NatsCredentialCheck(deps.auth.authenticator, component("pipeline"), record.id, audit, overrides);
     const http = await PipelineHttpServer.listen({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls, overrides });
-    const requests = nc.subscribe(Subjects.pipelineRequest(record.id), {
+    const requests = nc.subscribe(PipelineSubjects.request(record.id), {
       queue: requestQueue,
       callback: (error, msg) => {
         if (error) return;
@@ -72,7 +74,7 @@ export class PipelineExport {
     });
     const stream = new PipelineStream({ nc, exportId: record.id, redactor, credentials, progress: deps.progress, log: deps.log });
     stream.start();
-    audit("info", "subjects.opened", `pipeline export ${record.id} serving NATS subjects`, { exportId: record.id, component: "pipeline", request: Subjects.pipelineRequest(record.id), input: Subjects.pipelineInput(record.id), output: Subjects.pipelineOutput(record.id) });
+    audit("info", "subjects.opened", `pipeline export ${record.id} serving NATS subjects`, { exportId: record.id, component: "pipeline", request: PipelineSubjects.request(record.id), input: PipelineSubjects.input(record.id), output: PipelineSubjects.output(record.id) });
     return new PipelineExport(deps, http, requests, stream);
   }
 

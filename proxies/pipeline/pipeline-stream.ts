@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { Streams, Subjects } from "../../actors/runtime/addressing";
+import { PipelineStreams, PipelineSubjects } from "./subjects";
 import { StaleRevisionError } from "../../actors/runtime/errors";
 import type { RevisionedKv } from "../../actors/runtime/revisioned-kv";
 import type { RecordRedactor } from "./types";
@@ -96,7 +96,7 @@ export class PipelineStream {
     this.stored = { lastSeq: read.value?.lastSeq ?? 0, revision: read.revision };
     this.answered = this.stored.lastSeq;
     const js = jetstream(nc);
-    const consumer = await js.consumers.get(Streams.pipelineIn.name, { filter_subjects: Subjects.pipelineInput(exportId), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.stored.lastSeq + 1 });
+    const consumer = await js.consumers.get(PipelineStreams.input.name, { filter_subjects: PipelineSubjects.input(exportId), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.stored.lastSeq + 1 });
     if (this.stopped) return;
     const messages = await consumer.consume({ max_messages: 2048 });
     this.messages = messages;
@@ -113,7 +113,7 @@ export class PipelineStream {
         messages.stop();
       });
     }, checkpointEveryMs);
-    const output = Subjects.pipelineOutput(exportId);
+    const output = PipelineSubjects.output(exportId);
     try {
       for await (const msg of messages) {
         if (this.stopped) break;
@@ -160,7 +160,7 @@ export class PipelineStream {
       this.lastPurgeAt = Date.now();
       // Answered input is not needed again; what is left is what a new owner would replay.
       const jsm = await jetstreamManager(this.deps.nc);
-      await jsm.streams.purge(Streams.pipelineIn.name, { filter: Subjects.pipelineInput(this.deps.exportId), seq: lastSeq + 1 });
+      await jsm.streams.purge(PipelineStreams.input.name, { filter: PipelineSubjects.input(this.deps.exportId), seq: lastSeq + 1 });
       this.lastPurged = lastSeq;
     }
   }

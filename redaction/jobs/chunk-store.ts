@@ -1,5 +1,5 @@
 import type { JetStreamClient, JetStreamManager, PubAck } from "@nats-io/jetstream";
-import { Streams } from "../../actors/runtime/addressing";
+import { documentStream } from "./subjects";
 
 /** Bytes per stored chunk: well under NATS's default 1 MiB message limit. */
 const chunkBytes = 256 * 1024;
@@ -69,7 +69,7 @@ const idleCheckMs = 2000;
 
 /** The number of chunks the stream holds on a subject. */
 async function chunksHeld(jsm: JetStreamManager, subject: string): Promise<number> {
-  const info = await jsm.streams.info(Streams.redact.name, { subjects_filter: subject });
+  const info = await jsm.streams.info(documentStream.name, { subjects_filter: subject });
   return info.state.subjects?.[subject] ?? 0;
 }
 
@@ -86,7 +86,7 @@ export async function* readChunks(js: JetStreamClient, jsm: JetStreamManager, su
   };
   const absent = await missing();
   if (absent) throw absent;
-  const consumer = await js.consumers.get(Streams.redact.name, { filter_subjects: subject });
+  const consumer = await js.consumers.get(documentStream.name, { filter_subjects: subject });
   const messages = await consumer.consume({ max_messages: window });
   const iterator = messages[Symbol.asyncIterator]();
   let count = 0;
@@ -120,5 +120,5 @@ export async function* readChunks(js: JetStreamClient, jsm: JetStreamManager, su
 
 /** Deletes every message on the subjects matching `filter`. */
 export async function purgeDocuments(jsm: JetStreamManager, filter: string): Promise<void> {
-  await jsm.streams.purge(Streams.redact.name, { filter });
+  await jsm.streams.purge(documentStream.name, { filter });
 }

@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import { redactionJob, type JobRecord } from "../../actors/redaction/job-actor";
 import { csvThreading } from "../threaded-csv-redactor";
 import type { DocumentFormat } from "../types";
-import { Subjects } from "../../actors/runtime/addressing";
+import { DocumentSubjects, provisionDocuments } from "./subjects";
 import { HandlerError, RetryableError } from "../../actors/runtime/errors";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
 import type { DocumentPort, RedactRequest } from "../../api/types";
@@ -30,7 +30,8 @@ export class DocumentService implements DocumentPort {
     private readonly retentionHours: number,
   ) {}
 
-  static async start(options: { nc: NatsConnection; runtime: ActorRuntime; decisions: DecisionService; log: Logger; retentionHours: number; threads: number }): Promise<DocumentService> {
+  static async start(options: { nc: NatsConnection; runtime: ActorRuntime; decisions: DecisionService; log: Logger; retentionHours: number; threads: number; jsReplicas: number }): Promise<DocumentService> {
+    await provisionDocuments(options.nc, options.jsReplicas, options.retentionHours);
     const js = jetstream(options.nc);
     const jsm = await jetstreamManager(options.nc);
     const supervisor = new JobSupervisor({ runtime: options.runtime, decisions: options.decisions, js, jsm, log: options.log.child({ component: "redaction" }), csvThreading: csvThreading(options.threads) });
@@ -41,7 +42,7 @@ export class DocumentService implements DocumentPort {
   async submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>): Promise<JobRecord> {
     const { compiled } = await this.decisions.redactionPlan(request);
     const jobName = randomUUID();
-    const writer = new ChunkWriter(this.js, Subjects.redactInput(jobName));
+    const writer = new ChunkWriter(this.js, DocumentSubjects.input(jobName));
     let input;
     try {
       for await (const chunk of body) await writer.write(chunk);
@@ -49,7 +50,7 @@ export class DocumentService implements DocumentPort {
       this.bytes.in += input.bytes;
     } catch (error) {
       await writer.settle();
-      await purgeDocuments(this.jsm, Subjects.redactJob(jobName)).catch(() => undefined);
+      await purgeDocuments(this.jsm, DocumentSubjects.job(jobName)).catch(() => undefined);
       // The client's own abort leaves no one to answer; a store that refused is worth a retry.
       throw new RetryableError("DOCUMENT_NOT_STORED", "the document could not be stored; nothing was kept", { cause: error });
     }
@@ -68,7 +69,7 @@ export class DocumentService implements DocumentPort {
         () => true,
         (readError: { code?: string }) => readError.code !== "JOB_NOT_FOUND",
       );
-      if (!exists) await purgeDocuments(this.jsm, Subjects.redactJob(jobName)).catch(() => undefined);
+      if (!exists) await purgeDocuments(this.jsm, DocumentSubjects.job(jobName)).catch(() => undefined);
       throw error;
     }
   }
@@ -81,7 +82,7 @@ export class DocumentService implements DocumentPort {
     const job = await this.job(jobName);
     if (job.status === "running") throw new HandlerError("JOB_RUNNING", `redaction job '${jobName}' is still running`);
     if (job.status === "failed" || !job.output) throw new HandlerError("JOB_FAILED", `redaction job '${jobName}' failed: ${job.error?.message ?? "no output"}`, { details: job.error });
-    return { job, chunks: this.countedOut(readChunks(this.js, this.jsm, Subjects.redactOutput(jobName, job.output.attempt), job.output)) };
+    return { job, chunks: this.countedOut(readChunks(this.js, this.jsm, DocumentSubjects.output(jobName, job.output.attempt), job.output)) };
   }
 
   /** Jobs this node hosts, by status. */

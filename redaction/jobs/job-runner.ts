@@ -5,7 +5,7 @@ import { redactionJob, type JobError, type JobRecord, type JobStats } from "../.
 import { JsonRedactor } from "../json-redactor";
 import { csvRedactor } from "../threaded-csv-redactor";
 import { DocumentError, type CsvThreading, type DocumentRedactor, type RedactionTally } from "../types";
-import { Subjects } from "../../actors/runtime/addressing";
+import { DocumentSubjects } from "./subjects";
 import { RuntimeError } from "../../actors/runtime/errors";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
 import type { DecisionService } from "../../ports/decision-service";
@@ -46,7 +46,7 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
   /** Deletes this attempt's output (never another attempt's: a newer one may have completed). */
   const discardOutput = async () => {
     await writer?.settle();
-    await purgeDocuments(jsm, Subjects.redactOutput(job.jobName, attempt)).catch(() => undefined);
+    await purgeDocuments(jsm, DocumentSubjects.output(job.jobName, attempt)).catch(() => undefined);
   };
   const stats = (): JobStats => ({
     ...(redactor?.tally() ?? emptyTally()),
@@ -54,7 +54,7 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
     timings: { queuedMs: started - Date.parse(job.createdAt), runMs: Date.now() - started, totalMs: Date.now() - Date.parse(job.createdAt) },
   });
   try {
-    await purgeDocuments(jsm, Subjects.redactOutputs(job.jobName));
+    await purgeDocuments(jsm, DocumentSubjects.outputs(job.jobName));
     const { compiled, plan } = await deps.decisions.redactionPlan(job.request, job.revision);
     decisions = new JobDecisions({
       jobName: job.jobName,
@@ -66,10 +66,10 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
       events: runtime.events,
     });
     redactor = job.format === "csv" ? csvRedactor(plan, decisions, deps.csvThreading) : new JsonRedactor(plan, decisions, job.format === "json" ? "array" : "lines");
-    writer = new ChunkWriter(js, Subjects.redactOutput(job.jobName, attempt));
+    writer = new ChunkWriter(js, DocumentSubjects.output(job.jobName, attempt));
     let lastReport = Date.now();
     let bytesProcessed = 0;
-    for await (const chunk of readChunks(js, jsm, Subjects.redactInput(job.jobName), job.input, () => !stillOwned())) {
+    for await (const chunk of readChunks(js, jsm, DocumentSubjects.input(job.jobName), job.input, () => !stillOwned())) {
       if (!stillOwned()) throw new AttemptStopped("this node no longer owns the job");
       await writer.write(await redactor.push(chunk));
       bytesProcessed += chunk.length;

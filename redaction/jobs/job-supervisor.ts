@@ -1,4 +1,5 @@
-import { partitionOf, Subjects } from "../../actors/runtime/addressing";
+import { partitionOf } from "../../actors/runtime/addressing";
+import { DocumentSubjects } from "./subjects";
 import { WatchedBucket } from "../../actors/runtime/watched-bucket";
 import { redactionJob, type JobRecord } from "../../actors/redaction/job-actor";
 import { purgeDocuments } from "./chunk-store";
@@ -98,6 +99,6 @@ export class JobSupervisor {
 /** Deletes a job: its state first (its runner's next report is refused), then its documents. */
 export async function removeJob(deps: Pick<RunnerDeps, "runtime" | "jsm">, jobName: string): Promise<JobRecord> {
   const removed = await deps.runtime.client.ref(redactionJob, jobName).remove();
-  await purgeDocuments(deps.jsm, Subjects.redactJob(jobName));
+  await purgeDocuments(deps.jsm, DocumentSubjects.job(jobName));
   return removed;
 }

@@ -18,7 +18,7 @@ let nc: NatsConnection;
 before(async () => {
   server = await startNats();
   nc = await connectTo(server);
-  await provision(nc, { replicas: 1, partitions: 4, auditRetention: defaultRetention.audit, traceRetention: defaultRetention.trace, documentRetentionHours: 1 });
+  await provision(nc, { replicas: 1, partitions: 4, auditRetention: defaultRetention.audit, traceRetention: defaultRetention.trace });
 });
 
 after(async () => {

@@ -214,7 +214,7 @@ test("trace batches pending and failed, read from a real event log on a real nat
   const nats = await startNats();
   try {
     const nc = await connectTo(nats);
-    await provision(nc, { replicas: 1, partitions: 4, auditRetention: defaultRetention.audit, traceRetention: defaultRetention.trace, documentRetentionHours: 1 });
+    await provision(nc, { replicas: 1, partitions: 4, auditRetention: defaultRetention.audit, traceRetention: defaultRetention.trace });
     const registry = new Registry();
     // A short deadline: a batch JetStream does not acknowledge fails after it.
     const events = new EventLog(nc, { ...defaultRuntimeOptions, nodeId: "t", callTimeoutMs: 500 }, silentLogger, registry);

@@ -1,0 +1,63 @@
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { ExportRecord } from "../../actors/export/export-actor";
+import { RevisionedKv } from "../../actors/runtime/revisioned-kv";
+import type { ExportBody, ExportView } from "../../api/types";
+import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
+import { refuseField } from "../../exports/endpoint";
+import { PipelineExport } from "./pipeline-export";
+import type { PipelineProgress } from "./pipeline-stream";
+import { PipelineStreams, PipelineSubjects, provisionPipelines } from "./subjects";
+
+/**
+ * Pipeline exports (spec 4.4 rule 5): records in and answers out over HTTP, NATS request/reply
+ * and a JetStream stream. The streams and progress bucket are created with the first pipeline
+ * export, so a cluster without pipelines carries none.
+ */
+export class PipelineDoor implements ExportDoorType {
+  readonly type = "pipeline" as const;
+  private progressStore?: Promise<RevisionedKv<PipelineProgress>>;
+
+  constructor(private readonly settings: { nc: NatsConnection; jsReplicas: number }) {}
+
+  validate(body: ExportBody): void {
+    // Records come in and go out through the export itself: nothing to connect to, nobody to log in as.
+    if (body.endpoint !== undefined) refuseField(this.type, "endpoint", "a pipeline export has no backing store");
+    if (body.credentials) refuseField(this.type, "credentials", "a pipeline export has no back end to log in to");
+    for (const option of ["allowWrites", "strict"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export runs no statements");
+  }
+
+  /** Producers may publish to the input subject as soon as the export exists. */
+  async prepare(): Promise<void> {
+    await this.progress();
+  }
+
+  async open(services: DoorServices): Promise<OpenDoor> {
+    const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
+    const { tls } = services;
+    return PipelineExport.start({ nc: services.nc, record: services.record, decider: services.decider, auth, audit: services.audit, log: services.log, listenHost: services.listenHost, tls: tls && { cert: tls.cert, key: tls.key }, overrides: services.overrides, progress: await this.progress() });
+  }
+
+  /** A removed export's input and answers are purged, its progress forgotten. */
+  async discard(exportId: string): Promise<void> {
+    const progress = await this.progress();
+    const jsm = await jetstreamManager(this.settings.nc);
+    await jsm.streams.purge(PipelineStreams.input.name, { filter: PipelineSubjects.input(exportId) });
+    await jsm.streams.purge(PipelineStreams.output.name, { filter: PipelineSubjects.output(exportId) });
+    await progress.kv.purge(exportId);
+  }
+
+  view(record: ExportRecord): Partial<ExportView> {
+    return { subjects: { request: PipelineSubjects.request(record.id), input: PipelineSubjects.input(record.id), output: PipelineSubjects.output(record.id) } };
+  }
+
+  /** The pipeline streams and progress bucket, created (idempotently) the first time an export needs them. */
+  private progress(): Promise<RevisionedKv<PipelineProgress>> {
+    if (!this.progressStore) {
+      this.progressStore = provisionPipelines(this.settings.nc, this.settings.jsReplicas).then((kv) => new RevisionedKv<PipelineProgress>(kv));
+      // A failed creation is tried again by the next export that needs it.
+      this.progressStore.catch(() => (this.progressStore = undefined));
+    }
+    return this.progressStore;
+  }
+}

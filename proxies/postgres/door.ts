@@ -1,0 +1,119 @@
+import type { Logger } from "pino";
+import { flowOf } from "../../decision/engine";
+import type { ExportBody } from "../../api/types";
+import type { CredentialVerification } from "../../exports/direct-verification";
+import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
+import { checkHostPortEndpoint, refuseField, splitEndpoint } from "../../exports/endpoint";
+import type { DecisionService } from "../../ports/decision-service";
+import { PostgresExportServer } from "./server";
+import type { DirectVerification, ProxyLimits } from "./types";
+import { ProxyWorkerPool } from "./worker-pool";
+
+export interface PostgresDoorSettings {
+  limits: ProxyLimits;
+  /** Proxy worker processes for sessions (0: sessions run on the node's loop). */
+  workers: number;
+  tls?: { cert: Buffer; key: Buffer };
+  decisions: DecisionService;
+  log: Logger;
+}
+
+/** The line ProxyWorkerPool logs (at error) each time it starts an exited worker again. */
+const workerRestartLine = "proxy worker exited; starting it again";
+
+/** Direct verification's failures in PostgreSQL's own terms (SQLSTATE and wording). */
+function postgresVerification(verification: CredentialVerification): DirectVerification {
+  return {
+    backendIdentity: verification.backendIdentity,
+    async verify(user, password, connectionId) {
+      const outcome = await verification.verify(user, password, connectionId);
+      if (outcome.ok) return outcome;
+      if (outcome.failure === "token-needs-export-credentials") return { ok: false, sqlState: "28000", message: outcome.reason };
+      if (outcome.failure === "unavailable") return { ok: false, sqlState: "08006", message: "the export could not verify the credentials now; try again" };
+      // PostgreSQL's own wording: a client cannot tell an unknown user from a wrong password.
+      return { ok: false, sqlState: "28P01", message: `password authentication failed for user "${user}"` };
+    },
+  };
+}
+
+/**
+ * PostgreSQL exports (docs/postgres-export.md): a wire-protocol proxy in front of a PostgreSQL
+ * server. The node's proxy worker processes start with the first export it serves.
+ */
+export class PostgresDoor implements ExportDoorType {
+  readonly type = "postgres" as const;
+  private workersStarting?: Promise<ProxyWorkerPool>;
+  private pool?: ProxyWorkerPool;
+  private readonly unsubscribe: Array<() => void> = [];
+  /** Proxy workers started again after exiting, counted from the pool's log line (the pool keeps no count). */
+  workerRestarts = 0;
+
+  constructor(private readonly settings: PostgresDoorSettings) {}
+
+  validate(body: ExportBody): void {
+    if (body.cloudSigning) refuseField(this.type, "cloudSigning", "a postgres export's clients cannot sign requests");
+    checkHostPortEndpoint(this.type, body.endpoint);
+  }
+
+  async open(services: DoorServices): Promise<OpenDoor> {
+    const { record, events, nodeId } = services;
+    const [host, port] = splitEndpoint(record.endpoint ?? "");
+    return PostgresExportServer.listen({
+      exportId: record.id,
+      host: services.listenHost,
+      port: record.listen.port,
+      backend: { host, port },
+      decider: services.decider,
+      audit: services.audit,
+      limits: this.settings.limits,
+      tls: services.tls?.context,
+      directVerification: services.verification && postgresVerification(services.verification),
+      policy: { allowWrites: record.allowWrites === true, strict: record.strict === true },
+      workers: await this.workers(),
+      onConnectionEnd: (connectionId, counts, identity) =>
+        // A closing connection's summary answers nobody: a failure to store it is logged and counted by the event log.
+        void events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
+    });
+  }
+
+  /** Proxy worker processes running now (0 before the first PostgreSQL export, or with EXPORT_WORKERS=0). */
+  runningWorkers(): number {
+    // The pool exposes no count; its workers list is read as is (a rename there fails this build, not silently).
+    return this.pool ? this.pool["workers"].filter((worker) => worker.ready).length : 0;
+  }
+
+  /** The worker processes (none with EXPORT_WORKERS=0), started when the first export is served: a node that serves none runs none. */
+  private workers(): Promise<ProxyWorkerPool | undefined> {
+    const { workers, tls, log, decisions } = this.settings;
+    if (workers === 0) return Promise.resolve(undefined);
+    this.workersStarting ??= ProxyWorkerPool.start({ workers, tls, log: this.countingRestarts(log) }).then(
+      (pool) => {
+        this.pool = pool;
+        this.unsubscribe.push(decisions.onUserChange((userId) => pool.userChanged(userId)), decisions.onUsersReset(() => pool.usersReset()), decisions.onPolicyChange(() => pool.refreshMappings()));
+        return pool;
+      },
+      (error: unknown) => {
+        // Tried again with the next export served.
+        this.workersStarting = undefined;
+        throw error;
+      },
+    );
+    return this.workersStarting;
+  }
+
+  /** The pool's logger, counting the restarts it logs. */
+  private countingRestarts(log: Logger): Logger {
+    const counting = Object.create(log) as Logger;
+    counting.error = ((obj: unknown, message?: string, ...rest: unknown[]) => {
+      if (message === workerRestartLine) this.workerRestarts++;
+      (log.error as (...args: unknown[]) => void)(obj, message, ...rest);
+    }) as Logger["error"];
+    return counting;
+  }
+
+  async stop(): Promise<void> {
+    for (const unsubscribe of this.unsubscribe) unsubscribe();
+    const pool = await this.workersStarting?.catch(() => undefined);
+    await pool?.stop();
+  }
+}

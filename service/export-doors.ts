@@ -1,0 +1,29 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import type { ExportDoors } from "../exports/door";
+import type { DecisionService } from "../ports/decision-service";
+import { PipelineDoor } from "../proxies/pipeline/door";
+import { PostgresDoor } from "../proxies/postgres/door";
+import { defaultProxyLimits } from "../proxies/postgres/types";
+
+export interface ExportDoorSettings {
+  nc: NatsConnection;
+  decisions: DecisionService;
+  log: Logger;
+  /** The exports' TLS certificate and key (doors that run in other processes load them there). */
+  tls?: { cert: Buffer; key: Buffer };
+  /** JetStream replicas of what a door stores (the pipeline streams). */
+  jsReplicas: number;
+  /** Proxy worker processes for PostgreSQL export sessions (0: sessions run on the node's loop). */
+  proxyWorkers: number;
+}
+
+/** The registry of export types: one line per type (exports/door.ts says what a type provides). */
+export function exportDoors(settings: ExportDoorSettings): { doors: ExportDoors; postgres: PostgresDoor } {
+  const postgres = new PostgresDoor({ limits: defaultProxyLimits, workers: settings.proxyWorkers, tls: settings.tls, decisions: settings.decisions, log: settings.log });
+  const doors: ExportDoors = {
+    postgres,
+    pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas }),
+  };
+  return { doors, postgres };
+}
