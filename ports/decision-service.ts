@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { compiledFor } from "../decision/compile-cache";
 import { decide, flowOf, purposeName } from "../decision/engine";
-import { keptSummary, noUserSummary, planRecords, RecordShapeError, redactRecord, summaryAdvice as advice, userIdOf, type RecordPlan } from "../decision/record-redaction";
+import { noUserSummary, planRecords, summaryAdvice as advice, userIdOf, type RecordPlan } from "../decision/record-redaction";
+import { recordOutcome } from "../decision/record-outcome";
 import type { Decision, DecisionRequest, Reason } from "../decision/types";
 import type { MappingGroup } from "../policy/model";
 import { policy, type PolicyState } from "../actors/policy/policy-actor";
@@ -66,14 +67,10 @@ export class DecisionService implements DecisionPort, RedactPort {
     }
     const decision = await this.decide({ userId, type: request.type, purposeId: request.purposeId, thirdPartyId: request.thirdPartyId, termsId: request.termsId }, "redact", caller);
     const common = { traceId: decision.traceId, reasons: decision.reasons, revision: decision.revision };
-    if (!decision.allowed) return { dropped: true, advice: [advice(decision.summary)], ...common };
-    try {
-      const redacted = redactRecord(record as never, plan, decision);
-      return { dropped: false, record: redacted.record, fields: redacted.fields, advice: [advice(keptSummary(decision.summary, redacted.fields))], ...common };
-    } catch (error) {
-      if (error instanceof RecordShapeError) throw new HandlerError("REDACT_RECORD_INVALID", error.message);
-      throw error;
-    }
+    const outcome = recordOutcome(record as never, plan, decision);
+    if (outcome.kind === "invalid") throw new HandlerError("REDACT_RECORD_INVALID", outcome.message);
+    if (outcome.kind === "dropped") return { dropped: true, advice: [advice(outcome.summary)], ...common };
+    return { dropped: false, record: outcome.record, fields: outcome.fields, advice: [advice(outcome.summary)], ...common };
   }
 
   /**

@@ -201,16 +201,21 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   await exportSupervisor.start();
   registerNodeMetrics(metrics, { runtime, nats, exports: exportSupervisor, postgres, documents, authenticator });
   const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts, authenticator, doors });
-  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });
-  try {
-    await gateway.listen({ port: config.port, host: config.host });
-  } catch (error) {
+  /** The one shutdown order: doors first (no new work), then what they call, then the connection and the server. */
+  const shutDown = async (gatewayOpen: boolean): Promise<void> => {
+    if (gatewayOpen) await gateway.close();
     await exportSupervisor.stop();
     await documents.stop();
     await authenticator.close();
     await runtime.stop();
     await nc.drain();
     await natsServer?.stop();
+  };
+  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });
+  try {
+    await gateway.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await shutDown(false);
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "EADDRINUSE") throw new StartupError(`port ${config.port} on ${config.host} is in use: set ${settings.port.env} to a free port`);
     if (code === "EADDRNOTAVAIL") throw new StartupError(`cannot bind ${config.host}: set ${settings.host.env} to an address of this machine`);
@@ -271,13 +276,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   let stopping: Promise<void> | undefined;
   const stop = () =>
     (stopping ??= (async () => {
-      await gateway.close();
-      await exportSupervisor.stop();
-      await documents.stop();
-      await authenticator.close();
-      await runtime.stop();
-      await nc.drain();
-      await natsServer?.stop();
+      await shutDown(true);
       logger.info("node stopped");
     })());
   return { config, runtime, gateway, gatewayPort, natsUrl: urls.join(","), stop };

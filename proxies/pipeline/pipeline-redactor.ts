@@ -1,4 +1,5 @@
-import { isObject, keptSummary, nestsDeeperThan, noUserSummary, recordLimits, RecordShapeError, redactRecord, summaryAdvice, userIdOf } from "../../decision/record-redaction";
+import { isObject, nestsDeeperThan, recordLimits, summaryAdvice, userIdOf } from "../../decision/record-redaction";
+import { recordOutcome } from "../../decision/record-outcome";
 import { refusedAnswer } from "./refused";
 import type { PipelineAnswer, RecordCounts, RecordRedactor } from "./types";
 import type { RecordPlan } from "../../decision/record-redaction";
@@ -54,18 +55,13 @@ export class PipelineRedactor implements RecordRedactor {
     if (nestsDeeperThan(record, recordLimits.depth)) return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the record nests deeper than ${recordLimits.depth} levels`);
     if (!plan) return dropped(`Dropped: the export's mapping group '${this.mappingGroup}' is not configured.`);
     const userId = userIdOf(record, plan);
-    if (userId === undefined) return dropped(noUserSummary(plan.group));
-    const decision = decided.get(userId);
-    if (!decision) throw new PipelineUnavailable("a decision was not made");
-    if (!decision.allowed) return dropped(decision.summary);
-    try {
-      const redacted = redactRecord(record, plan, decision);
-      for (const outcome of Object.values(redacted.fields)) if (!outcome.kept) this.counts.valuesNulled++;
-      return { dropped: false, record: redacted.record, advice: [summaryAdvice(keptSummary(decision.summary, redacted.fields))] };
-    } catch (error) {
-      if (error instanceof RecordShapeError) return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", error.message);
-      throw error;
-    }
+    const decision = userId === undefined ? null : decided.get(userId);
+    if (decision === undefined) throw new PipelineUnavailable("a decision was not made");
+    const outcome = recordOutcome(record, plan, decision);
+    if (outcome.kind === "invalid") return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", outcome.message);
+    if (outcome.kind === "dropped") return dropped(outcome.summary);
+    for (const field of Object.values(outcome.fields)) if (!field.kept) this.counts.valuesNulled++;
+    return { dropped: false, record: outcome.record, advice: [summaryAdvice(outcome.summary)] };
   }
 
   private count(answer: PipelineAnswer): PipelineAnswer {
