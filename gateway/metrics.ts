@@ -25,7 +25,7 @@ export const metricsRoutes = fastifyPlugin(metricsPlugin, { name: "warden-metric
 
 /** Counts the gateway's refusals by error code (its kind), a child bound per code. */
 export function refusalCounter(metrics: Registry): (code: HttpErrorCode) => void {
-  const refusals = new Counter({ name: "warden_refusals_total", help: "Requests the gateway refused, by error code (the registry in gateway/errors.ts)", labelNames: ["kind"], registers: [metrics] });
+  const refusals = new Counter({ name: "warden_refusals_total", help: "Requests the gateway refused, by error code (the registry in http/errors.ts)", labelNames: ["kind"], registers: [metrics] });
   const byCode = new Map<HttpErrorCode, Counter.Internal>();
   return (code) => {
     let child = byCode.get(code);

@@ -1,11 +1,11 @@
 import type { FastifyInstance, RouteOptions } from "fastify";
 import { httpErrors } from "../http/errors";
 
-/** The body of every error answer (gateway/errors.ts), as one OpenAPI component. */
+/** The body of every error answer (http/errors.ts), as one OpenAPI component. */
 export const errorBodySchema = {
   $id: "ErrorBody",
   type: "object",
-  description: "Every error answer: a registered code (gateway/errors.ts), a message for people, and details when the code has them (validation problems, referring paths)",
+  description: "Every error answer: a registered code (http/errors.ts), a message for people, and details when the code has them (validation problems, referring paths)",
   properties: {
     error: {
       type: "object",

@@ -28,7 +28,7 @@ export const uiSecurityHeaders = {
   "referrer-policy": "no-referrer",
 } as const;
 
-/** The route config flag that marks a UI file: authentication lets GET and HEAD of these routes through (gateway/authentication.ts). */
+/** The route config flag that marks a UI file: authentication lets GET and HEAD of these routes through (http/authentication.ts). */
 export interface UiRouteConfig {
   uiAsset: true;
 }
