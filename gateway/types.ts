@@ -1,6 +1,6 @@
 import type { Authenticator } from "../auth/authenticator";
 import type { AuditRecord } from "../actors/runtime/event-log";
-import type { CloudSigningProperties, ExportRecord } from "../actors/export/export-actor";
+import type { BackendTlsMode, CloudSigningProperties, ExportRecord } from "../actors/export/export-actor";
 import type { ExportServing } from "../proxies/types";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
@@ -168,6 +168,10 @@ export interface ExportBody {
   allowWrites?: boolean;
   /** PostgreSQL exports: predicates only on resource-context columns. */
   strict?: boolean;
+  /** PostgreSQL exports: TLS to the backend, as libpq's sslmode (default `disable`). */
+  backendTls?: BackendTlsMode;
+  /** PostgreSQL exports, verify modes: CA certificates (PEM) for the backend's certificate. */
+  backendCa?: string;
 }
 
 /** An export as GET /export shows it: its stored state and what its serving node reports. */

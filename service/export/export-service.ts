@@ -1,3 +1,4 @@
+import { X509Certificate } from "node:crypto";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Authenticator } from "../../auth/authenticator";
 import { component } from "../../auth/components";
@@ -55,6 +56,8 @@ export class ExportService implements ExportPort {
         ...(body.cloudSigning ? { cloudSigning: body.cloudSigning } : {}),
         ...(body.allowWrites ? { allowWrites: true } : {}),
         ...(body.strict ? { strict: true } : {}),
+        ...(body.backendTls !== undefined && body.backendTls !== "disable" ? { backendTls: body.backendTls } : {}),
+        ...(body.backendCa !== undefined ? { backendCa: body.backendCa } : {}),
       });
     } catch (error) {
       await this.deps.runtime.client.ref(exportPort, String(port)).release({ exportId: id }).catch(() => undefined);
@@ -72,6 +75,7 @@ export class ExportService implements ExportPort {
       if (body.endpoint !== undefined) throw new HandlerError("EXPORT_INVALID", "a pipeline export has no backing store: leave endpoint out", { details: [{ path: "endpoint", problem: "not taken by pipeline exports" }] });
       if (body.credentials) throw new HandlerError("EXPORT_INVALID", "a pipeline export has no back end to log in to: leave credentials out", { details: [{ path: "credentials", problem: "not taken by pipeline exports" }] });
       for (const option of ["allowWrites", "strict"] as const) if (body[option] !== undefined) throw new HandlerError("EXPORT_INVALID", `a pipeline export runs no statements: leave ${option} out`, { details: [{ path: option, problem: "not taken by pipeline exports" }] });
+      for (const option of ["backendTls", "backendCa"] as const) if (body[option] !== undefined) throw new HandlerError("EXPORT_INVALID", `a pipeline export has no backing store to connect to: leave ${option} out`, { details: [{ path: option, problem: "not taken by pipeline exports" }] });
     } else {
       if (body.cloudSigning) throw new HandlerError("EXPORT_INVALID", `a ${type} export's clients cannot sign requests: leave cloudSigning out`, { details: [{ path: "cloudSigning", problem: `not taken by ${type} exports` }] });
       if (body.endpoint === undefined) throw new HandlerError("EXPORT_INVALID", `a ${type} export needs the endpoint of its backing store`, { details: [{ path: "endpoint", problem: "required: host:port" }] });
@@ -82,6 +86,7 @@ export class ExportService implements ExportPort {
         throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' is not host:port`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
       }
       if (port < 1 || port > 65535) throw new HandlerError("EXPORT_INVALID", `endpoint port ${port} is out of range`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
+      validateBackendTls(body);
     }
     for (const [name, value] of Object.entries(body.cloudSigning ?? {})) {
       const problem = cloudPropertyProblem(name as CloudProperty, value);
@@ -192,4 +197,17 @@ function publicRecord(record: ExportRecord): Omit<ExportView, "serving" | "servi
   const signing = cloudSigning ? { cloudSigning: { ...(cloudSigning.id ? { id: cloudSigning.id } : {}), ...(cloudSigning.region ? { region: cloudSigning.region } : {}), ...(cloudSigning.key ? { key: "(set)" as const } : {}) } } : {};
   const subjects = record.type === "pipeline" ? { subjects: { request: Subjects.pipelineRequest(record.id), input: Subjects.pipelineInput(record.id), output: Subjects.pipelineOutput(record.id) } } : {};
   return { ...rest, ...signing, backendIdentity: credentials ? "export" : "client", ...subjects };
+}
+
+/** `backendCa` belongs to the verify modes (the others check no certificate) and must be PEM certificates Node can read. */
+function validateBackendTls(body: ExportBody): void {
+  if (body.backendCa === undefined) return;
+  if (body.backendTls !== "verify-ca" && body.backendTls !== "verify-full") throw new HandlerError("EXPORT_INVALID", "backendCa is used only to verify the backend's certificate: give backendTls verify-ca or verify-full", { details: [{ path: "backendCa", problem: "needs backendTls verify-ca or verify-full" }] });
+  const pems = body.backendCa.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
+  try {
+    if (pems.length === 0) throw new Error("no certificate");
+    for (const pem of pems) new X509Certificate(pem);
+  } catch {
+    throw new HandlerError("EXPORT_INVALID", "backendCa is not PEM certificates", { details: [{ path: "backendCa", problem: "must be one or more PEM certificates" }] });
+  }
 }

@@ -11,6 +11,7 @@ import { PostgresExportServer } from "../../proxies/postgres/server";
 import { ProxyWorkerPool } from "../../proxies/postgres/worker-pool";
 import type { ExportServing } from "../../proxies/types";
 import type { ProxyLimits } from "../../proxies/postgres/types";
+import type { BackendTls } from "../../proxies/postgres/session/backend-tls";
 import type { ExportAudit } from "../../proxies/types";
 import { RevisionedKv } from "../../actors/runtime/revisioned-kv";
 import { provisionPipelines } from "../../actors/runtime/provision";
@@ -197,7 +198,7 @@ export class ExportSupervisor {
       exportId: record.id,
       host: listenHost,
       port: record.listen.port,
-      backend: { host, port },
+      backend: { host, port, ...backendTlsOf(record) },
       decider,
       audit,
       limits: this.deps.limits,
@@ -297,4 +298,11 @@ export function splitEndpoint(endpoint: string): [string, number] {
   const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(endpoint);
   if (!match) throw new Error(`invalid endpoint '${endpoint}'`);
   return [match[1] ?? match[2]!, Number(match[3])];
+}
+
+/** TLS to a PostgreSQL export's backend as its record asks (none for `disable`, the default). */
+function backendTlsOf(record: ExportRecord): { tls?: BackendTls } {
+  const mode = record.backendTls ?? "disable";
+  if (mode === "disable") return {};
+  return { tls: { mode, ...(record.backendCa !== undefined ? { ca: record.backendCa } : {}) } };
 }

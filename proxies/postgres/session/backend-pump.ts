@@ -69,6 +69,12 @@ export class BackendPump {
     return true;
   }
 
+  /** Bytes the backend socket handed over (a TLS connection's decrypted records): never the read buffer, so nothing to copy out. */
+  received(chunk: Buffer): void {
+    this.fromBackend.push(chunk);
+    void this.pump();
+  }
+
   /** The backend closed: whatever it said is flushed to the client, then the client is ended. */
   backendClosed(): void {
     const { connection } = this;

@@ -59,7 +59,9 @@ export class Connection {
 
   toBackend(out: ForwardBuffer): void {
     const bytes = out.take();
-    if (!bytes || !this.backend || this.phase === "closed") return;
+    if (!bytes || this.phase === "closed") return;
+    // Only while the backend's TLS is negotiated, before it asked for anything: the client answers a request nobody made.
+    if (!this.backend) throw new ProtocolError("a message before the backing store asked for one");
     if (!this.backend.write(bytes)) this.client.pause();
   }
 

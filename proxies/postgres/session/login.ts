@@ -15,6 +15,7 @@ import type { OutputBuffer } from "../output-buffer";
 import { sanitizeError, sanitizeNotice } from "../sanitize";
 import type { Connection } from "./connection";
 import type { ExpectationQueue } from "./expectation-queue";
+import { BackendTlsFailure, connectWithTls, type BackendEndpoint, type BackendTls } from "./backend-tls";
 import { bodyOf } from "./frame-body";
 import type { ParameterReports } from "./parameter-reports";
 import type { SessionCatalog } from "./session-catalog";
@@ -24,10 +25,12 @@ export const maxStartupBytes = 10_000;
 /** A connection that is not ready by then is closed (PostgreSQL's authentication_timeout default). */
 const authenticationTimeoutMs = 60_000;
 
-/** Where the backend's bytes go: read into `readBuffer`, `length` bytes at a time, handled by `read`. */
+/** Where the backend's bytes go: read into `readBuffer`, `length` bytes at a time, handled by `read` (plain TCP), or handed to `received`. */
 export interface BackendReads {
   readonly readBuffer: Buffer;
   read(length: number): boolean;
+  /** Bytes handed over by the socket (TLS: decrypted records), not read into `readBuffer`. */
+  received(chunk: Buffer): void;
 }
 
 /** What login needs of the session's other parts, wired by the session. */
@@ -60,6 +63,8 @@ export class Login {
   private backendLogin?: BackendLogin;
   private backendKeys?: BackendKeyData;
   private proxyKeys?: BackendKeyData;
+  /** The backend's TCP socket while TLS is negotiated on it (before it is the session's backend). */
+  private negotiating?: Socket;
 
   constructor(
     private readonly connection: Connection,
@@ -202,6 +207,7 @@ export class Login {
     clearTimeout(this.authenticationTimer);
     this.markReady();
     if (this.proxyKeys) this.connection.deps.cancelKeys.revoke(this.proxyKeys);
+    this.negotiating?.destroy();
   }
 
   private upgradeToTls(): void {
@@ -259,9 +265,17 @@ export class Login {
 
   private connectBackend(parameters: Map<string, string>): void {
     const { connection } = this;
-    const { deps } = connection;
     connection.phase = "authenticating";
     connection.client.pause();
+    const endpoint = connection.deps.backend;
+    if (endpoint.tls) this.connectBackendTls({ ...endpoint, tls: endpoint.tls }, parameters);
+    else this.connectBackendTcp(parameters);
+  }
+
+  /** Plain TCP: read into the backend pump's one buffer (no buffer allocated per read). */
+  private connectBackendTcp(parameters: Map<string, string>): void {
+    const { connection } = this;
+    const { deps } = connection;
     const { host, port } = deps.backend;
     const backendUser = parameters.get("user") ?? "";
     const reads = this.hooks.backendReads();
@@ -275,17 +289,75 @@ export class Login {
     backend.write(encodeStartup(parameters));
     backend.once("connect", () => {
       backend.setTimeout(0);
-      deps.audit("info", "connection.outgoing", `export ${deps.exportId} connected to ${host}:${port} as '${backendUser}'`, { exportId: deps.exportId, connectionId: deps.connectionId, endpoint: `${host}:${port}`, identity: backendUser, database: connection.identity.database ?? null, identitySource: this.backendLogin ? (deps.directVerification?.backendIdentity ? "export" : "client") : "client (pass-through)" });
-      if (!this.backendLogin) deps.audit("debug", "connection.pass-through", `connection ${deps.connectionId} passed through to the backing store for authentication`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "postgres", identity: connection.identity.user ?? null });
-      connection.client.resume();
+      this.backendConnected(backendUser);
     });
     backend.on("drain", () => connection.releaseClient(0));
     backend.on("error", (error) => {
-      if (connection.phase === "authenticating" && !this.backendKeys && backend.bytesRead === 0) {
-        deps.audit("warn", "connection.backend-unreachable", `export ${deps.exportId} cannot reach ${host}:${port}`, { exportId: deps.exportId, connectionId: deps.connectionId, endpoint: `${host}:${port}`, error: (error as NodeJS.ErrnoException).code ?? error.message });
-        connection.fatal("08006", "the export cannot reach its backing store");
-      } else connection.close();
+      if (connection.phase === "authenticating" && !this.backendKeys && backend.bytesRead === 0) this.backendUnreachable(error);
+      else connection.close();
     });
     backend.on("close", () => this.hooks.backendClosed());
+  }
+
+  /**
+   * TLS as the export asks (SSLRequest, then the handshake): nothing of the session, the startup
+   * packet included, reaches the backend before the connection is what the mode requires, and the
+   * client is not read meanwhile. TLS records are read as the socket hands them over.
+   */
+  private connectBackendTls(endpoint: BackendEndpoint & { tls: BackendTls }, parameters: Map<string, string>): void {
+    const { connection } = this;
+    const { deps } = connection;
+    const backendUser = parameters.get("user") ?? "";
+    const { raw, ready } = connectWithTls(endpoint, deps.limits.connectTimeoutMs);
+    this.negotiating = raw;
+    ready.then(
+      ({ socket, encrypted }) => {
+        this.negotiating = undefined;
+        if (connection.closed) {
+          socket.destroy();
+          return;
+        }
+        connection.backend = socket;
+        const reads = this.hooks.backendReads();
+        socket.on("data", (chunk: Buffer) => reads.received(chunk));
+        socket.on("drain", () => connection.releaseClient(0));
+        socket.on("error", () => connection.close());
+        socket.on("close", () => this.hooks.backendClosed());
+        // Flowing in every case (the plain socket of `prefer` had a reader before).
+        socket.resume();
+        socket.write(encodeStartup(parameters));
+        this.backendConnected(backendUser, { backendTls: endpoint.tls.mode, encrypted });
+      },
+      (error: Error) => {
+        this.negotiating = undefined;
+        raw.destroy();
+        if (connection.closed) return;
+        if (!(error instanceof BackendTlsFailure)) {
+          this.backendUnreachable(error);
+          return;
+        }
+        deps.audit("warn", error.auditEvent, `export ${deps.exportId} could not connect to ${endpoint.host}:${endpoint.port} as its backendTls (${endpoint.tls.mode}) requires: ${error.message}`, { exportId: deps.exportId, connectionId: deps.connectionId, endpoint: `${endpoint.host}:${endpoint.port}`, backendTls: endpoint.tls.mode, error: error.message });
+        connection.counts.refused++;
+        connection.fatal(error.sqlState, error.clientMessage);
+      },
+    );
+  }
+
+  /** The backend connection is up (and as protected as the export asks): audited, and the client is read again. */
+  private backendConnected(backendUser: string, tls?: { backendTls: string; encrypted: boolean }): void {
+    const { connection } = this;
+    const { deps } = connection;
+    const { host, port } = deps.backend;
+    deps.audit("info", "connection.outgoing", `export ${deps.exportId} connected to ${host}:${port} as '${backendUser}'`, { exportId: deps.exportId, connectionId: deps.connectionId, endpoint: `${host}:${port}`, identity: backendUser, database: connection.identity.database ?? null, identitySource: this.backendLogin ? (deps.directVerification?.backendIdentity ? "export" : "client") : "client (pass-through)", ...(tls ?? {}) });
+    if (!this.backendLogin) deps.audit("debug", "connection.pass-through", `connection ${deps.connectionId} passed through to the backing store for authentication`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "postgres", identity: connection.identity.user ?? null });
+    connection.client.resume();
+  }
+
+  private backendUnreachable(error: Error): void {
+    const { connection } = this;
+    const { deps } = connection;
+    const { host, port } = deps.backend;
+    deps.audit("warn", "connection.backend-unreachable", `export ${deps.exportId} cannot reach ${host}:${port}`, { exportId: deps.exportId, connectionId: deps.connectionId, endpoint: `${host}:${port}`, error: (error as NodeJS.ErrnoException).code ?? error.message });
+    connection.fatal("08006", "the export cannot reach its backing store");
   }
 }

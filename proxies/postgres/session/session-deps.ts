@@ -2,13 +2,14 @@ import type { SecureContext } from "node:tls";
 import type { BackendKeyData } from "../../../protocols/postgres/backend-key-data";
 import type { AnalysisCache, StatementPolicy } from "../analysis/statement-analysis";
 import type { CancelKeys } from "../cancel-keys";
+import type { BackendEndpoint } from "./backend-tls";
 import type { DirectVerification, ProxyAudit, ProxyLimits, RowDecider, SessionCounts, TextDecoding } from "../types";
 
 /** What a session gets from the export that runs it. */
 export interface SessionDeps {
   exportId: string;
   connectionId: string;
-  backend: { host: string; port: number };
+  backend: BackendEndpoint;
   limits: ProxyLimits;
   decider: RowDecider;
   audit: ProxyAudit;
