@@ -1,4 +1,4 @@
-import type { CloudSigningProperties, ExportRecord } from "../actors/export/export-actor";
+import type { BackendTlsMode, CloudSigningProperties, ExportRecord } from "../actors/export/export-actor";
 import type { PolicyRevisionRecord } from "../actors/policy/revision-actor";
 import type { ConsentEntry, UserRecord } from "../actors/user/user-actor";
 import type { JobRecord } from "../actors/redaction/job-actor";
@@ -143,6 +143,10 @@ export interface ExportBody {
   allowWrites?: boolean;
   /** PostgreSQL exports: predicates only on resource-context columns. */
   strict?: boolean;
+  /** PostgreSQL exports: TLS to the backend, as libpq's sslmode (default `disable`). */
+  backendTls?: BackendTlsMode;
+  /** PostgreSQL exports, verify modes: CA certificates (PEM) for the backend's certificate. */
+  backendCa?: string;
 }
 
 /** An export as GET /export shows it: its stored state and what its serving node reports. */

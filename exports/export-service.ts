@@ -56,6 +56,8 @@ export class ExportService implements ExportPort {
         ...(body.cloudSigning ? { cloudSigning: body.cloudSigning } : {}),
         ...(body.allowWrites ? { allowWrites: true } : {}),
         ...(body.strict ? { strict: true } : {}),
+        ...(body.backendTls !== undefined && body.backendTls !== "disable" ? { backendTls: body.backendTls } : {}),
+        ...(body.backendCa !== undefined ? { backendCa: body.backendCa } : {}),
       });
     } catch (error) {
       await this.deps.runtime.client.ref(exportPort, String(port)).release({ exportId: id }).catch(() => undefined);

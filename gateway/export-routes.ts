@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { purposeTypes } from "../decision/types";
 import { HttpError } from "../http/errors";
+import { backendTlsModes } from "../actors/export/export-actor";
 import { requester as requesterOf } from "./requester";
 import { idSchema as id } from "./schemas";
 import type { ExportBody, ExportPort } from "../api/types";
@@ -32,6 +33,8 @@ const exportBody = {
     resourceServerId: { type: "string", minLength: 1, maxLength: 300, description: "OAuth audience of tokens given to this export (overrides the verifier's)" },
     allowWrites: { type: "boolean", description: "postgres: let clients write (INSERT, UPDATE, DDL...); without it the export is read-only" },
     strict: { type: "boolean", description: "postgres: refuse statements whose WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, window or DISTINCT ON use columns other than resource-context ones" },
+    backendTls: { type: "string", enum: [...backendTlsModes], description: "postgres: TLS to the backend, as libpq's sslmode: disable (default), prefer, require, verify-ca, verify-full; require and the verify modes never fall back to cleartext" },
+    backendCa: { type: "string", minLength: 1, maxLength: 65536, description: "postgres, verify-ca and verify-full: the CA certificates (PEM) the backend's certificate must chain to; absent: the system's" },
     cloudSigning: {
       type: "object",
       additionalProperties: false,

@@ -9,6 +9,9 @@ export type ExportStatus = "active" | "inactive";
 /** Export types this service knows; each has its own proxy. */
 export const exportTypes = ["postgres", "pipeline"] as const;
 export type ExportType = (typeof exportTypes)[number];
+/** How a PostgreSQL export protects its connections to the backend: libpq's sslmode names (`disable`, the default: plain TCP). */
+export const backendTlsModes = ["disable", "prefer", "require", "verify-ca", "verify-full"] as const;
+export type BackendTlsMode = (typeof backendTlsModes)[number];
 
 export interface CloudSigningProperties {
   id?: string;
@@ -46,6 +49,10 @@ export interface ExportRecord {
   allowWrites?: boolean;
   /** SQL exports: statements may choose, group and order rows only by resource-context columns. */
   strict?: boolean;
+  /** PostgreSQL exports: TLS to the backend (absent: `disable`). */
+  backendTls?: BackendTlsMode;
+  /** PostgreSQL exports, `verify-ca` and `verify-full`: the CA certificates (PEM) the backend's certificate must chain to; absent: the system's. */
+  backendCa?: string;
   createdAt: string;
   updatedAt: string;
 }

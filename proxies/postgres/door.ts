@@ -1,4 +1,8 @@
+import { X509Certificate } from "node:crypto";
 import type { Logger } from "pino";
+import type { ExportRecord } from "../../actors/export/export-actor";
+import { HandlerError } from "../../actors/runtime/errors";
+import type { BackendTls } from "./session/backend-tls";
 import { flowOf } from "../../decision/engine";
 import type { ExportBody } from "../../api/types";
 import type { CredentialVerification } from "../../exports/direct-verification";
@@ -36,6 +40,26 @@ function postgresVerification(verification: CredentialVerification): DirectVerif
   };
 }
 
+/** `backendCa` belongs to the verify modes (the others check no certificate) and must be PEM certificates Node can read. */
+function checkBackendTls(body: ExportBody): void {
+  if (body.backendCa === undefined) return;
+  if (body.backendTls !== "verify-ca" && body.backendTls !== "verify-full") throw new HandlerError("EXPORT_INVALID", "backendCa is used only to verify the backend's certificate: give backendTls verify-ca or verify-full", { details: [{ path: "backendCa", problem: "needs backendTls verify-ca or verify-full" }] });
+  const pems = body.backendCa.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
+  try {
+    if (pems.length === 0) throw new Error("no certificate");
+    for (const pem of pems) new X509Certificate(pem);
+  } catch {
+    throw new HandlerError("EXPORT_INVALID", "backendCa is not PEM certificates", { details: [{ path: "backendCa", problem: "must be one or more PEM certificates" }] });
+  }
+}
+
+/** TLS to the backend as the export's record asks (none for `disable`, the default). */
+function backendTlsOf(record: ExportRecord): { tls?: BackendTls } {
+  const mode = record.backendTls ?? "disable";
+  if (mode === "disable") return {};
+  return { tls: { mode, ...(record.backendCa !== undefined ? { ca: record.backendCa } : {}) } };
+}
+
 /**
  * PostgreSQL exports (docs/postgres-export.md): a wire-protocol proxy in front of a PostgreSQL
  * server. The node's proxy worker processes start with the first export it serves.
@@ -53,6 +77,7 @@ export class PostgresDoor implements ExportDoorType {
   validate(body: ExportBody): void {
     if (body.cloudSigning) refuseField(this.type, "cloudSigning", "a postgres export's clients cannot sign requests");
     checkHostPortEndpoint(this.type, body.endpoint);
+    checkBackendTls(body);
   }
 
   async open(services: DoorServices): Promise<OpenDoor> {
@@ -62,7 +87,7 @@ export class PostgresDoor implements ExportDoorType {
       exportId: record.id,
       host: services.listenHost,
       port: record.listen.port,
-      backend: { host, port },
+      backend: { host, port, ...backendTlsOf(record) },
       decider: services.decider,
       audit: services.audit,
       limits: this.settings.limits,

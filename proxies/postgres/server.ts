@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type Server, type Socket } from "node:net";
 import type { SecureContext } from "node:tls";
 import { CancelKeys, honourCancel } from "./cancel-keys";
+import type { BackendEndpoint } from "./session/backend-tls";
 import { fatalMessage, ProxySession } from "./session";
 import { addRowCounts, emptyRowCounts } from "./row-counts";
 import { UserIdMemo } from "./user-id-memo";
@@ -16,7 +17,8 @@ export interface ExportServerOptions {
   exportId: string;
   host: string;
   port: number;
-  backend: { host: string; port: number };
+  /** The backend, and TLS to it when the export asks for it (sessions in workers get it with the export). */
+  backend: BackendEndpoint;
   decider: RowDecider;
   audit: ProxyAudit;
   limits: ProxyLimits;

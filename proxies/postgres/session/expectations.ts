@@ -1,0 +1,58 @@
+import { BackendCode } from "../../../protocols/postgres/codes";
+import type { QueryAnalysis, StatementEffect } from "../analysis/statement-analysis";
+
+/** A query the proxy runs on the client's connection, whose answer the client never sees. */
+export interface InternalQuery {
+  results: string[][][];
+  error?: string;
+  done(): void;
+}
+
+/**
+ * A Describe forwarded to the backend. `forClient`: the client's own (its answer is forwarded),
+ * otherwise the proxy's (kept from the client). `decidesRows`: the answer describes the rows of
+ * the Execute right behind it: the proxy's Describe of the portal, or the client's own Describe
+ * of that portal when it came just before the Execute (nothing between them can change it).
+ */
+export interface DescribeExpectation {
+  kind: "describe";
+  forClient: boolean;
+  decidesRows: boolean;
+  /** What the described statement or portal returns (its rows' shape). */
+  effect: StatementEffect | undefined;
+}
+
+/** An Execute's row limit: `rows` of `portal` (its name as sent); `finished` lets the client's next messages go. */
+export interface RowLimit {
+  portal: Buffer;
+  rows: number;
+  finished?: () => void;
+}
+
+/** What the backend will answer, in order, for the messages forwarded so far (only what the proxy must tell apart). */
+export type Expectation =
+  /** A Query: its statements' effects, in order; `index` is the one being answered. */
+  | { kind: "simple"; analysis: QueryAnalysis; index: number }
+  | DescribeExpectation
+  /** `limit`: the client asked for at most that many rows. `effect`: what the portal's statement does. */
+  | { kind: "execute"; limit?: RowLimit; effect: StatementEffect | undefined }
+  | { kind: "sync" }
+  /**
+   * The client ended a COPY (CopyDone, CopyFail) before the proxy saw it start: the messages between
+   * a COPY FROM STDIN and this reach the backend during COPY IN. Never at the head of the queue.
+   */
+  | { kind: "copyEnd" }
+  /** ParseComplete, BindComplete, CloseComplete: tracked so the queue mirrors the backend exactly (a Parse's analysis maps error positions back). */
+  | { kind: "complete"; code: number; analysis?: QueryAnalysis }
+  /** A statement the export refused: its error goes to the client in turn, nothing went to the backend. */
+  | { kind: "refusal"; error: Buffer; readyForQuery: boolean }
+  | { kind: "internal"; query: InternalQuery };
+
+/** Expectations with nothing of their own, one object each, shared and never changed: none made per message. */
+export const stateless = {
+  parseComplete: { kind: "complete", code: BackendCode.ParseComplete },
+  bindComplete: { kind: "complete", code: BackendCode.BindComplete },
+  closeComplete: { kind: "complete", code: BackendCode.CloseComplete },
+  sync: { kind: "sync" },
+  copyEnd: { kind: "copyEnd" },
+} as const satisfies Record<string, Expectation>;

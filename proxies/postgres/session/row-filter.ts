@@ -1,0 +1,162 @@
+import { BackendCode } from "../../../protocols/postgres/codes";
+import { locateValue } from "../../../protocols/postgres/data-row";
+import type { Frame, FrameList } from "../../../protocols/postgres/frames";
+import type { OutputBuffer } from "../output-buffer";
+import { maskFor, maskOf, type ResultPlan } from "../result-plan";
+import type { SessionCounts, TextDecoding } from "../types";
+import type { RowDecider, RowVerdict } from "../../../exports/row-decider";
+import { userIdFromValue } from "../user-id";
+
+/**
+ * Every DataRow decided under the plan of its result: the row goes only if the users it names
+ * may be used, and each value keeps or loses its category under its own instance's verdict.
+ * The verdicts of a run of rows are read ahead (`scan`), so the users not in memory are decided
+ * together before the run is sent.
+ */
+export class RowFilter {
+  /** The plan of the result whose rows are coming; undefined: none of them is sent. */
+  plan?: ResultPlan;
+  /** Rows of the current result the client received (CommandComplete's count, row limits). */
+  rowsSent = 0;
+  /** Users of the rows `scan` read last whose verdicts are not in memory. */
+  readonly missingUsers = new Set<string>();
+  /** The row `scan` reads, ahead of the one being handled (reused, not one per row). */
+  private readonly scanCursor: Frame = { code: 0, start: 0, bodyStart: 0, end: 0 };
+  /** Verdicts loaded for the chunk's `missingUsers`, kept until its rows are sent. */
+  private readonly loadedVerdicts = new Map<string, RowVerdict>();
+  /** Per frame of the chunk being handled: the row's user as `scan` read it ("" for none). */
+  private readonly chunkUsers: string[] = [];
+  /** Per frame of the chunk being handled: the row's verdict when `scan` found it in memory. */
+  private readonly chunkRowVerdicts: Array<RowVerdict | undefined> = [];
+
+  constructor(
+    private readonly decider: RowDecider,
+    private readonly userIds: TextDecoding,
+    private readonly counts: SessionCounts,
+  ) {}
+
+  /** A new chunk of the backend's messages: what was read ahead for the last one goes. */
+  startChunk(): void {
+    if (this.loadedVerdicts.size > 0) this.loadedVerdicts.clear();
+    this.chunkUsers.length = 0;
+    this.chunkRowVerdicts.length = 0;
+  }
+
+  /**
+   * Verdicts for the rows from `from` on, until the next message that is not a DataRow: those
+   * in memory beside each row (so they cannot expire before their rows are sent), the users of
+   * the others into `missingUsers`, to be loaded. One look-up per row. Returns the last row's index.
+   */
+  scan(bytes: Buffer, frames: FrameList, from: number): number {
+    const plan = this.plan!;
+    const missing = this.missingUsers;
+    missing.clear();
+    let i = from;
+    for (; i < frames.count && frames.code(i) === BackendCode.DataRow; i++) {
+      if (plan.groups.length === 0) continue;
+      const row = frames.read(i, this.scanCursor);
+      if (plan.groups.length > 1) {
+        for (const group of plan.groups) {
+          const userId = this.userOf(bytes, row, plan, group);
+          if (userId !== undefined && !this.decider.verdict(userId)) missing.add(userId);
+        }
+        continue;
+      }
+      const userId = this.userOf(bytes, row, plan, plan.groups[0]!);
+      this.chunkUsers[i] = userId ?? "";
+      if (userId === undefined) continue;
+      const verdict = this.decider.verdict(userId);
+      this.chunkRowVerdicts[i] = verdict;
+      if (!verdict) missing.add(userId);
+    }
+    return i - 1;
+  }
+
+  /** The missing users were decided: their verdicts are kept for this chunk's rows. */
+  keepLoaded(userIds: readonly string[]): void {
+    for (const userId of userIds) {
+      const verdict = this.decider.verdict(userId);
+      if (verdict) this.loadedVerdicts.set(userId, verdict);
+    }
+  }
+
+  /** The DataRow `frame`, the chunk's `frameIndex`th message: sent whole, masked, or dropped. */
+  dataRow(bytes: Buffer, frame: Frame, frameIndex: number, out: OutputBuffer): void {
+    this.counts.rowsIn++;
+    const plan = this.plan;
+    // A row whose shape is not the plan's is not decided by it; a result no instance's user decides is not shown.
+    if (!plan || plan.groups.length === 0 || frame.end - frame.bodyStart < 2 || bytes.readInt16BE(frame.bodyStart) !== plan.columns.length) {
+      this.counts.rowsDropped++;
+      return;
+    }
+    const mask = plan.groups.length === 1 ? this.oneGroupMask(bytes, frame, frameIndex, plan) : this.groupsMask(bytes, frame, plan);
+    if (!mask) {
+      this.counts.rowsDropped++;
+      return;
+    }
+    this.counts.rowsKept++;
+    this.rowsSent++;
+    if (mask.whole) {
+      out.pushRange(bytes, frame.start, frame.end);
+      return;
+    }
+    this.counts.valuesNulled += mask.nulled;
+    out.pushMaskedRow(bytes, frame.start, frame.end, mask.keep);
+  }
+
+  /** The verdict of a user this chunk needs: read ahead with its row, loaded for the chunk, or in memory. */
+  private verdictOf(userId: string): RowVerdict | undefined {
+    return this.loadedVerdicts.get(userId) ?? this.decider.verdict(userId);
+  }
+
+  /** One instance decides every value: the row goes if its user may be used. */
+  private oneGroupMask(bytes: Buffer, frame: Frame, frameIndex: number, plan: ResultPlan) {
+    const scanned = this.chunkUsers[frameIndex];
+    const userId = scanned !== undefined ? scanned || undefined : this.userOf(bytes, frame, plan, plan.groups[0]!);
+    const verdict = userId === undefined ? undefined : (this.chunkRowVerdicts[frameIndex] ?? this.verdictOf(userId));
+    if (!verdict || !verdict.allowed) return undefined;
+    return maskFor(plan, verdict);
+  }
+
+  /**
+   * Several instances (a join): each value is decided by its own instance's user. The row goes
+   * only if every instance that names a user may use it, and at least one does. An instance that
+   * names no one is the missing side of an outer join when all its values are NULL (they stay
+   * NULL); otherwise it is a row without a user, and the row is dropped (policy-semantics 4).
+   */
+  private groupsMask(bytes: Buffer, frame: Frame, plan: ResultPlan) {
+    const verdicts: Array<RowVerdict | undefined> = [];
+    let allowed = false;
+    for (let group = 0; group < plan.groups.length; group++) {
+      const userId = this.userOf(bytes, frame, plan, plan.groups[group]!);
+      const verdict = userId === undefined ? undefined : this.verdictOf(userId);
+      if (userId !== undefined && (!verdict || !verdict.allowed)) return undefined;
+      if (userId === undefined && !this.groupAllNull(bytes, frame, plan, group)) return undefined;
+      if (verdict) allowed = true;
+      verdicts.push(verdict);
+    }
+    return allowed ? maskOf(plan, verdicts) : undefined;
+  }
+
+  /** Whether every value of one instance in this row is NULL. */
+  private groupAllNull(bytes: Buffer, frame: Frame, plan: ResultPlan, group: number): boolean {
+    for (let column = 0; column < plan.groupOf.length; column++) {
+      if (plan.groupOf[column] !== group) continue;
+      const value = locateValue(bytes, frame.bodyStart, frame.end, column);
+      if (!value || value.length !== -1) return false;
+    }
+    return true;
+  }
+
+  /** The user a row names in one group's resource-context columns (first non-empty). */
+  private userOf(bytes: Buffer, frame: Frame, plan: ResultPlan, columns: readonly number[]): string | undefined {
+    for (const column of columns) {
+      const value = locateValue(bytes, frame.bodyStart, frame.end, column);
+      if (!value) continue;
+      const description = plan.columns[column]!;
+      const userId = userIdFromValue(bytes, value.start, value.length, description.typeOid, description.format, this.userIds);
+      if (userId !== undefined && userId !== "") return userId;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,31 @@
+import type { SecureContext } from "node:tls";
+import type { BackendKeyData } from "../../../protocols/postgres/backend-key-data";
+import type { AnalysisCache, StatementPolicy } from "../analysis/statement-analysis";
+import type { CancelKeys } from "../cancel-keys";
+import type { BackendEndpoint } from "./backend-tls";
+import type { DirectVerification, ProxyAudit, ProxyLimits, SessionCounts, TextDecoding } from "../types";
+import type { RowDecider } from "../../../exports/row-decider";
+
+/** What a session gets from the export that runs it. */
+export interface SessionDeps {
+  exportId: string;
+  connectionId: string;
+  backend: BackendEndpoint;
+  limits: ProxyLimits;
+  decider: RowDecider;
+  audit: ProxyAudit;
+  cancelKeys: CancelKeys;
+  /** A CancelRequest (a connection of its own) with these keys: cancel the query of the connection they were issued to, wherever it runs. */
+  cancel(proxyKeys: BackendKeyData, connectionId: string): void;
+  /** Present when the export terminates TLS (SSLRequest answered 'S'). */
+  tls?: SecureContext;
+  /** Present when the export's component enforces authentication: the proxy verifies the client itself (spec 5.1). */
+  directVerification?: DirectVerification;
+  /** Reads the rows' user ids (shared by the export's connections). */
+  userIds: TextDecoding;
+  /** Read-only unless writes are allowed; strict predicates. */
+  policy: StatementPolicy;
+  /** Statement analyses by text, shared by the export's connections in this process. */
+  analyses: AnalysisCache;
+  onEnd(counts: SessionCounts, identity: { user?: string; database?: string }): void;
+}
