@@ -17,7 +17,7 @@ export const componentTypes: Record<ComponentName, Component["type"]> = {
 };
 
 export function isComponentName(name: string): name is ComponentName {
-  return Object.prototype.hasOwnProperty.call(componentTypes, name);
+  return  Object.hasOwn(componentTypes, name);
 }
 
 export function component(name: ComponentName, domainName?: string): Component {

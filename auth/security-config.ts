@@ -109,7 +109,7 @@ function parseVerifiers(value: unknown, factories: VerifierFactories): ParsedVer
     onlyKeys(raw, ["verifier", "profiles", "default"], path);
     const type = optionalString(raw.verifier, `${path}.verifier`);
     if (!type) throw new SecurityConfigError(`${path}.verifier`, "is required (ldap, oauth or cloud)");
-    if (!Object.prototype.hasOwnProperty.call(factories, type)) throw new SecurityConfigError(`${path}.verifier`, `'${type}' is not a verifier type (ldap, oauth or cloud)`);
+    if (!Object.hasOwn(factories, type)) throw new SecurityConfigError(`${path}.verifier`, `'${type}' is not a verifier type (ldap, oauth or cloud)`);
     if (seen.has(type)) throw new SecurityConfigError(`${path}.verifier`, `'${type}' is defined twice: give one entry several profiles instead`);
     seen.add(type);
     const factory = factories[type as VerifierType];
@@ -156,7 +156,7 @@ function parseChoice(value: unknown, path: string, credentialType: CredentialTyp
   const raw = objectAt(value, path);
   onlyKeys(raw, ["verifier", "profile", "selectors", "default"], path);
   const type = optionalString(raw.verifier, `${path}.verifier`) ?? "";
-  if (!Object.prototype.hasOwnProperty.call(verifierCredential, type)) throw new SecurityConfigError(`${path}.verifier`, `'${type}' is not a verifier type (ldap, oauth or cloud)`);
+  if (!Object.hasOwn(verifierCredential, type)) throw new SecurityConfigError(`${path}.verifier`, `'${type}' is not a verifier type (ldap, oauth or cloud)`);
   const configured = verifiers.find((verifier) => verifier.type === type);
   if (!configured) throw new SecurityConfigError(`${path}.verifier`, `verifier '${type}' is not configured: add it to 'verifiers'`);
   if (verifierCredential[type as VerifierType] !== credentialType) {

@@ -112,12 +112,12 @@ export async function compareWithNoop(name: string, url: string, body: string, t
   reportFigure({ figure: `${name} throughput vs no-op route (50 connections, durable traces)`, measured: reqPerSecond(result.measured.requests), baseline: reqPerSecond(result.baseline.requests), ratio: result.ratio, target: `>= ${target}x`, met: clean && result.ratio >= target });
   reportFigure({ figure: `${name} p99 latency (50 connections)`, measured: `${result.measured.p99} ms`, baseline: `no-op ${result.baseline.p99} ms`, ratio: result.measured.p99 / p99TargetMs, target: `< ${p99TargetMs} ms`, met: clean && result.measured.p99 < p99TargetMs });
   process.stdout.write(
-    [
+    `${[
       `median no-op route (same build()): ${Math.round(result.baseline.requests)} req/s, p99 ${result.baseline.p99} ms`,
       `median ${name}: ${Math.round(result.measured.requests)} req/s, p99 ${result.measured.p99} ms (failures ${result.failures})`,
       `ratio ${name} / no-op: ${result.ratio.toFixed(2)}x (target >= ${target}x; p99 target < 10 ms)`,
       `median CPU of this process per request: no-op ${median(baselines.map((r) => r.cpuMicrosPerRequest)).toFixed(1)} us, ${name} ${median(measures.map((r) => r.cpuMicrosPerRequest)).toFixed(1)} us`,
-    ].join("\n") + "\n",
+    ].join("\n")}\n`,
   );
   return result;
 }

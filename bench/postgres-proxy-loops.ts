@@ -9,7 +9,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { PostgresExportServer } from "../proxies/postgres/server";
 import { defaultProxyLimits } from "../proxies/postgres/types";
-import { type MappedField, type RowDecider, type RowVerdict } from "../exports/row-decider";
+import type { MappedField, RowDecider, RowVerdict } from "../exports/row-decider";
 import { freePort } from "../testkit/ports";
 import { pgbench, selectScript, startPgbenchDatabase } from "./pgbench";
 

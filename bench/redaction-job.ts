@@ -84,12 +84,12 @@ async function main(): Promise<void> {
 
     const rate = (ms: number) => `${(bytes / 2 ** 20 / (ms / 1000)).toFixed(1)} MiB/s`;
     process.stdout.write(
-      [
+      `${[
         `object store put + get:          ${(baselineMs / 1000).toFixed(1)} s (${rate(baselineMs)}; put ${(putMs / 1000).toFixed(1)} s, get ${((baselineMs - putMs) / 1000).toFixed(1)} s)`,
         `job: upload ${(uploadMs / 1000).toFixed(1)} s, run ${(stats.timings.runMs / 1000).toFixed(1)} s (done after ${(ranMs / 1000).toFixed(1)} s), download ${(outBytes / 2 ** 20).toFixed(0)} MiB; total ${(totalMs / 1000).toFixed(1)} s (${rate(totalMs)})`,
         `ratio job / object store: ${(baselineMs / totalMs).toFixed(2)}x (target >= 0.7x)`,
         `node peak RSS: ${(rss / 2 ** 20).toFixed(0)} MiB (target < 300 MiB)`,
-      ].join("\n") + "\n",
+      ].join("\n")}\n`,
     );
     reportFigure({ figure: `document job end to end vs Object Store put + get (${megabytes} MiB CSV)`, measured: `${(totalMs / 1000).toFixed(1)} s`, baseline: `${(baselineMs / 1000).toFixed(1)} s`, ratio: baselineMs / totalMs, target: ">= 0.7x", met: baselineMs / totalMs >= 0.7 });
     reportFigure({ figure: "document job: node peak RSS", measured: `${(rss / 2 ** 20).toFixed(0)} MiB`, baseline: "-", ratio: rss / (300 * 2 ** 20), target: "< 300 MiB", met: rss < 300 * 2 ** 20 });

@@ -51,7 +51,7 @@ export function scanRows(buf: Buffer, start: number, final: boolean, line: numbe
   const refuse = (rowStart: number, rowLine: number, at: number, code: string, detail: string) => {
     rows.fault = at + 1 - rowStart > documentLimits.maxRecordBytes ? tooLarge(rowStart, rowLine) : { code, detail, line: rowLine, rowStart };
   };
-  rows: while (p < n) {
+  scan: while (p < n) {
     const rowStart = p;
     const rowLine = line;
     const rowFields = fields;
@@ -80,7 +80,7 @@ export function scanRows(buf: Buffer, start: number, final: boolean, line: numbe
           }
           if (q === n || (q + 1 === n && !final)) {
             if (final) refuse(rowStart, rowLine, n - 1, "CSV_UNTERMINATED_QUOTE", "has a quoted field that is never closed");
-            break rows;
+            break scan;
           }
           if (buf[q + 1] !== Byte.Quote) break;
           q += 2;
@@ -89,24 +89,24 @@ export function scanRows(buf: Buffer, start: number, final: boolean, line: numbe
         const next = buf[p];
         if (p < n && next !== Byte.Comma && next !== Byte.LF && !(next === Byte.CR && (p + 1 === n || buf[p + 1] === Byte.LF))) {
           refuse(rowStart, rowLine, p, "CSV_INVALID_QUOTE", `has text after a closing quote (field ${fields - rowFields + 1})`);
-          break rows;
+          break scan;
         }
       } else {
         while (p < n && ordinary[buf[p]] === 1) p++;
         if (p < n && buf[p] === Byte.Quote) {
           refuse(rowStart, rowLine, p, "CSV_INVALID_QUOTE", `has a quote inside an unquoted field (field ${fields - rowFields + 1}); quote the whole field and double the quote`);
-          break rows;
+          break scan;
         }
         // RFC 4180 has no bare CR outside quotes: reading one as data would merge rows that other readers split.
         if (p + 1 < n && buf[p] === Byte.CR && buf[p + 1] !== Byte.LF) {
           refuse(rowStart, rowLine, p, "CSV_BARE_CR", `has a carriage return not followed by a line feed (field ${fields - rowFields + 1}); rows must end with LF or CRLF, and a CR inside a field must be quoted`);
-          break rows;
+          break scan;
         }
       }
       const fieldEnd = p;
       // The row's end: the document's, or a CR (then LF, or the document's end) or a LF.
       if (p === n || (buf[p] === Byte.CR && p + 1 === n)) {
-        if (!final) break rows;
+        if (!final) break scan;
         fields = addField(rows, fields, fieldStart, fieldEnd);
         p = n;
         break;
@@ -115,7 +115,7 @@ export function scanRows(buf: Buffer, start: number, final: boolean, line: numbe
       if (buf[p] === Byte.Comma) {
         p++;
         if (p < n) continue;
-        if (!final) break rows;
+        if (!final) break scan;
         fields = addField(rows, fields, p, p);
         break;
       }

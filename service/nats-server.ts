@@ -75,7 +75,7 @@ function configText(options: NatsServerOptions, storeDir: string): string {
       `cluster { name: ${JSON.stringify(options.cluster.name)}, listen: ${JSON.stringify(`${options.host}:${options.cluster.port}`)}, routes: ${JSON.stringify(options.cluster.routes)} }`,
     );
   }
-  return lines.join("\n") + "\n";
+  return `${lines.join("\n")}\n`;
 }
 
 /**

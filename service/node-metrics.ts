@@ -41,6 +41,7 @@ export function registerNodeMetrics(registry: Registry, sources: NodeMetricSourc
   });
 
   // One series per export this node serves, read from what its listener counted since its port opened here.
+  // biome-ignore lint/suspicious/noShadowRestrictedNames: `export` is the metric's label name
   const perExport = (valueOf: (serving: ExportServing) => number) => (set: (labels: { export: string; type: string }, value: number) => void) => {
     for (const { exportId, type, serving } of exports.servingCounts()) set({ export: exportId, type }, valueOf(serving));
   };

@@ -59,10 +59,10 @@ export class PostgresServer {
     const init = spawnSync(join(bin, "initdb"), ["-D", data, "-U", "postgres", `--pwfile=${pwfile}`, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"], { encoding: "utf8", ...(runAs ?? {}) });
     if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
     const hba = join(data, "pg_hba.conf");
-    writeFileSync(hba, [...(options.hba ?? []), "local all all trust", "host all all 127.0.0.1/32 scram-sha-256"].join("\n") + "\n");
+    writeFileSync(hba, `${[...(options.hba ?? []), "local all all trust", "host all all 127.0.0.1/32 scram-sha-256"].join("\n")}\n`);
     const port = await freePort();
     const settings = { listen_addresses: "'127.0.0.1'", port: String(port), unix_socket_directories: `'${dir}'`, fsync: "off", synchronous_commit: "off", full_page_writes: "off", max_connections: "100", ...(options.settings ?? {}) };
-    appendFileSync(join(data, "postgresql.conf"), Object.entries(settings).map(([k, v]) => `${k} = ${v}`).join("\n") + "\n");
+    appendFileSync(join(data, "postgresql.conf"), `${Object.entries(settings).map(([k, v]) => `${k} = ${v}`).join("\n")}\n`);
     const child = spawn(join(bin, "postgres"), ["-D", data], { stdio: ["ignore", "ignore", "pipe"], ...(runAs ?? {}) });
     let log = "";
     child.stderr!.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-8000)));

@@ -1,4 +1,4 @@
-import { Command } from "./commands";
+import type { Command } from "./commands";
 import { ProtocolError } from "./protocol-error";
 
 /** Commands that are their code alone: COM_QUIT, COM_PING, COM_RESET_CONNECTION, COM_STATISTICS, COM_DEBUG. */

@@ -3,7 +3,7 @@ import { encodeBinaryValue } from "./binary-value";
 import { unsignedParameterFlag } from "./column-types";
 import { isNullAt, nullBitmapLength, NullBitmapOffset, setNullAt } from "./null-bitmap";
 import { ProtocolError } from "./protocol-error";
-import { PayloadReader, PayloadWriter } from "./wire";
+import type { PayloadReader, PayloadWriter } from "./wire";
 
 /** One parameter value bound by COM_STMT_EXECUTE (or a query attribute of COM_QUERY). */
 export interface BoundParameter {

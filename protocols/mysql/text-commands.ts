@@ -1,4 +1,4 @@
-import { Command } from "./commands";
+import type { Command } from "./commands";
 import { ProtocolError } from "./protocol-error";
 import { PayloadWriter } from "./wire";
 

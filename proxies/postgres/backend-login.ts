@@ -29,7 +29,7 @@ export class BackendLogin {
         return encodePasswordMessage(this.password);
       case "md5": {
         const inner = md5Hex(Buffer.from(this.password + this.user, "utf8"));
-        return encodePasswordMessage("md5" + md5Hex(Buffer.concat([Buffer.from(inner, "ascii"), request.salt])));
+        return encodePasswordMessage(`md5${md5Hex(Buffer.concat([Buffer.from(inner, "ascii"), request.salt]))}`);
       }
       case "sasl": {
         if (!request.mechanisms.includes("SCRAM-SHA-256")) throw new BackendLoginError(`the backend offers no SASL mechanism the proxy speaks (${request.mechanisms.join(", ")})`);

@@ -112,6 +112,6 @@ export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView): 
     subjects.sort((a, b) => a.order - b.order);
     relations.push({ schema: list[0]!.schema, name: list[0]!.table, columns: list.map((r) => r.column), subjectColumns: subjects.map((s) => s.column), mapped });
   }
-  relations.sort((a, b) => (a.schema + "." + a.name < b.schema + "." + b.name ? -1 : 1));
+  relations.sort((a, b) => (`${a.schema}.${a.name}` < `${b.schema}.${b.name}` ? -1 : 1));
   return { columns, rows: new Map(rows.map((row) => [columnKey(row.tableOid, row.attributeNumber), row])), schema: schemaView(relations) };
 }

@@ -103,8 +103,7 @@ export class PostgresDoor implements ExportDoorType {
 
   /** Proxy worker processes running now (0 before the first PostgreSQL export, or with EXPORT_WORKERS=0). */
   runningWorkers(): number {
-    // The pool exposes no count; its workers list is read as is (a rename there fails this build, not silently).
-    return this.pool ? this.pool["workers"].filter((worker) => worker.ready).length : 0;
+    return this.pool?.runningCount() ?? 0;
   }
 
   /** The worker processes (none with EXPORT_WORKERS=0), started when the first export is served: a node that serves none runs none. */

@@ -143,7 +143,7 @@ export function maskOf(plan: ResultPlan, verdicts: ReadonlyArray<RowVerdict | un
     const category = plan.categories[i];
     const group = plan.groupOf[i]!;
     const verdict = group >= 0 ? verdicts[group] : undefined;
-    const kept = category !== undefined && verdict !== undefined && verdict.allowed && verdict.categories.has(category);
+    const kept = category && verdict?.allowed && verdict.categories.has(category);
     keep[i] = kept ? 1 : 0;
     if (!kept) nulled++;
   }

@@ -55,6 +55,11 @@ export interface ProxyWorkerPoolOptions {
  */
 export class ProxyWorkerPool {
   private readonly workers: Worker[];
+
+  /** Worker processes running now (started and not exited). */
+  runningCount(): number {
+    return this.workers.filter((worker) => worker.ready).length;
+  }
   private readonly exports = new Map<string, PooledExport>();
   private readonly closing = new Map<number, () => void>();
   private nextRequestId = 1;
@@ -220,6 +225,7 @@ export class ProxyWorkerPool {
     const served = "exportId" in message ? this.exports.get(message.exportId) : undefined;
     switch (message.kind) {
       case "decide":
+        // biome-ignore lint/correctness/noVoidTypeReturn: answers and ends the case in one statement
         if (!served) return this.answer(worker, message.requestId, undefined, "the export is not served here");
         served.decider.load(message.userIds).then(
           () => this.answer(worker, message.requestId, this.decided(worker, message.exportId, served, message.userIds)),
@@ -227,6 +233,7 @@ export class ProxyWorkerPool {
         );
         return;
       case "verify":
+        // biome-ignore lint/correctness/noVoidTypeReturn: answers and ends the case in one statement
         if (!served?.directVerification) return this.answer(worker, message.requestId, undefined, "the export does not verify clients");
         served.directVerification.verify(message.user, message.password, message.connectionId).then(
           (outcome) => this.answer(worker, message.requestId, outcome),

@@ -43,7 +43,7 @@ export class DocumentService implements DocumentPort {
     const { compiled } = await this.decisions.redactionPlan(request);
     const jobName = randomUUID();
     const writer = new ChunkWriter(this.js, DocumentSubjects.input(jobName));
-    let input;
+    let input: Awaited<ReturnType<ChunkWriter["close"]>>;
     try {
       for await (const chunk of body) await writer.write(chunk);
       input = await writer.close();

@@ -93,7 +93,7 @@ export class SlapdServer {
     const conf = join(dir, "slapd.conf");
     writeFileSync(
       conf,
-      [
+      `${[
         "include /etc/ldap/schema/core.schema",
         "include /etc/ldap/schema/cosine.schema",
         "include /etc/ldap/schema/inetorgperson.schema",
@@ -109,7 +109,7 @@ export class SlapdServer {
         `directory ${database}`,
         "access to attrs=userPassword by anonymous auth by * none",
         "access to * by * read",
-      ].join("\n") + "\n",
+      ].join("\n")}\n`,
     );
 
     const people = `ou=people,${options.suffix}`;
@@ -126,7 +126,7 @@ export class SlapdServer {
       ]),
     ];
     const ldif = join(dir, "entries.ldif");
-    writeFileSync(ldif, entries.map((lines) => lines.join("\n")).join("\n\n") + "\n");
+    writeFileSync(ldif, `${entries.map((lines) => lines.join("\n")).join("\n\n")}\n`);
     try {
       run("slapadd", ["-f", conf, "-l", ldif]);
     } catch (error) {

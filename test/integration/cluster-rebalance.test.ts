@@ -7,7 +7,7 @@ import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 
 let nats: NatsServerProcess | undefined;
-let nodes: NodeProcess[] = [];
+const nodes: NodeProcess[] = [];
 let caller: TestClient | undefined;
 
 after(async () => {

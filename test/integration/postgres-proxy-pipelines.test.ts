@@ -15,7 +15,7 @@ import { freePort } from "../../testkit/ports";
 import { errorsOf, WireClient, type WireMessage } from "../helpers/pg-wire";
 import { PostgresExportServer } from "../../proxies/postgres/server";
 import { defaultProxyLimits } from "../../proxies/postgres/types";
-import { type MappedField, type RowDecider, type RowVerdict } from "../../exports/row-decider";
+import type { MappedField, RowDecider, RowVerdict } from "../../exports/row-decider";
 import { encodeBind } from "../../protocols/postgres/bind";
 import { encodeDescribe } from "../../protocols/postgres/describe";
 import { encodeExecute } from "../../protocols/postgres/execute";

@@ -150,6 +150,7 @@ describe("document redaction (PUT /redact/document, /redact/stats, /redact/docum
   });
 
   test("JSON array and NDJSON: the same decisions, nested fields by dotted path, output in the input's format", async () => {
+    // biome-ignore lint/correctness/noPrecisionLoss: a number past 2^53 on purpose: it must pass through unchanged
     const records = populationIds.map((userId, n) => ({ users: { id: userId, email: `${userId}@example.com`, login: `l-${userId}`, name: `N ${userId}`, clicks: 12345678901234567890 }, "users.secret": `secret-${n}` }));
     const rawRecords = records.map((r) => JSON.stringify(r).replace('"clicks":12345678901234567000', '"clicks":12345678901234567890'));
     for (const [contentType, text, read] of [
@@ -167,6 +168,7 @@ describe("document redaction (PUT /redact/document, /redact/stats, /redact/docum
         const decision = userId ? decisions.get(`analytics/${userId}`) : undefined;
         if (!decision?.allowed) return [];
         const keep = (category: string, value: unknown) => (decision.categoryIds.includes(category) ? value : null);
+        // biome-ignore lint/correctness/noPrecisionLoss: a number past 2^53 on purpose: it must pass through unchanged
         return [{ users: { id: null, email: keep("contact", `${userId}@example.com`), login: keep("credentials", `l-${userId}`), name: keep("identity", `N ${userId}`), clicks: keep("usage", 12345678901234567890) }, "users.secret": null, n }];
       });
       assert.deepEqual(read(outText), expected.map(({ n: _n, ...record }) => record), contentType);

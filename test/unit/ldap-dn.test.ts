@@ -28,14 +28,14 @@ test("escapeDnValue escapes exactly the RFC 4514 specials, '=', edge spaces, a l
 
 test("every escaped value is one well-formed RDN value that unescapes to the original", () => {
   const alphabet = [" ", "#", ",", "+", '"', "\\", "<", ">", ";", "=", "\u0000", "a"];
-  const unescape = (text: string) => text.replace(/\\(00|.)/g, (_, c: string) => (c === "00" ? "\u0000" : c));
+  const unescaped = (text: string) => text.replace(/\\(00|.)/g, (_, c: string) => (c === "00" ? "\u0000" : c));
   let values = [""];
   for (let length = 1; length <= 3; length++) {
     values = values.flatMap((prefix) => alphabet.map((char) => prefix + char));
     for (const value of values) {
       const escaped = escapeDnValue(value);
       assert.ok(isDistinguishedName(`uid=${escaped},dc=example`), JSON.stringify(value));
-      assert.equal(unescape(escaped), value);
+      assert.equal(unescaped(escaped), value);
     }
   }
 });

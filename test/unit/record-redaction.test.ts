@@ -33,11 +33,11 @@ test("fields of allowed categories are kept; everything else, unknown fields inc
   const { record: out, fields } = redactRecord(record, plan, allowedFor(["contact", "usage"]));
   assert.deepEqual(out, { owner: { id: null }, altId: null, contact: { email: "a@example.com", phone: null }, login: null, usage: { clicks: 3 }, note: null, extra: null });
   assert.deepEqual(fields["contact.email"], { kept: true, why: "category 'contact' is allowed" });
-  assert.deepEqual(fields["login"], { kept: false, why: "category 'credentials' is not allowed for this purpose" });
-  assert.deepEqual(fields["note"], { kept: false, why: "mapped to no category" });
-  assert.deepEqual(fields["extra"], { kept: false, why: "not in the mapping group" });
+  assert.deepEqual(fields.login, { kept: false, why: "category 'credentials' is not allowed for this purpose" });
+  assert.deepEqual(fields.note, { kept: false, why: "mapped to no category" });
+  assert.deepEqual(fields.extra, { kept: false, why: "not in the mapping group" });
   assert.deepEqual(fields["owner.id"], { kept: false, why: "mapped to no category" }, "a resource-context field with no category is emptied");
-  assert.deepEqual(fields["usage"], { kept: true, why: "category 'usage' is allowed" }, "a mapping on an object keeps all of it");
+  assert.deepEqual(fields.usage, { kept: true, why: "category 'usage' is allowed" }, "a mapping on an object keeps all of it");
 });
 
 test("a __proto__ key stays a plain key and touches no prototype", () => {

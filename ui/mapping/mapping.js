@@ -145,6 +145,7 @@ function showEditor() {
               none: "(none: emptied in results)",
               unknown: "unknown",
               // A field of another category no longer fits.
+              // biome-ignore lint/suspicious/noThenProperty: a form rule's "then" step, never awaited
               then: (value) => {
                 if (mapping.fieldId && !fieldsOf(value).some((f) => f.stableId === mapping.fieldId)) delete mapping.fieldId;
                 drawFieldSelect();

@@ -480,7 +480,7 @@ recordForm.addEventListener("submit", async (event) => {
 
 /** The value at a dotted path of a record (a key that is itself the whole dotted name first). @param {any} record @param {string} path */
 function valueAt(record, path) {
-  if (record && Object.prototype.hasOwnProperty.call(record, path)) return record[path];
+  if (record && Object.hasOwn(record, path)) return record[path];
   return path.split(".").reduce((v, k) => (v && typeof v === "object" ? v[k] : undefined), record);
 }
 

@@ -374,6 +374,6 @@ export function baseOf(attribution: Attribution, origin: Origin): { relation: Re
     if (sub.left || sub.collapses) return undefined;
     at = attribution.outputsOf(sub)?.[at.index]?.origin;
   }
-  if (!at || !at.item.relation) return undefined;
+  if (!at?.item.relation) return undefined;
   return { relation: at.item.relation, column: at.column, key: `${path.join("/")}#${at.item.id}` };
 }

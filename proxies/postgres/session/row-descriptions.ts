@@ -126,5 +126,5 @@ export class RowDescriptions {
 
 /** A RowDescription's plan is remembered per statement shape as well as per bytes. */
 function shapeKey(shape: ResultShape | undefined): string {
-  return shape ? shape.key + "\u0000" : "-\u0000";
+  return shape ? `${shape.key}\u0000` : "-\u0000";
 }

@@ -114,7 +114,7 @@ export class RowFilter {
     const scanned = this.chunkUsers[frameIndex];
     const userId = scanned !== undefined ? scanned || undefined : this.userOf(bytes, frame, plan, plan.groups[0]!);
     const verdict = userId === undefined ? undefined : (this.chunkRowVerdicts[frameIndex] ?? this.verdictOf(userId));
-    if (!verdict || !verdict.allowed) return undefined;
+    if (!verdict?.allowed) return undefined;
     return maskFor(plan, verdict);
   }
 
@@ -130,7 +130,7 @@ export class RowFilter {
     for (let group = 0; group < plan.groups.length; group++) {
       const userId = this.userOf(bytes, frame, plan, plan.groups[group]!);
       const verdict = userId === undefined ? undefined : this.verdictOf(userId);
-      if (userId !== undefined && (!verdict || !verdict.allowed)) return undefined;
+      if (userId !== undefined && (!verdict?.allowed)) return undefined;
       if (userId === undefined && !this.groupAllNull(bytes, frame, plan, group)) return undefined;
       if (verdict) allowed = true;
       verdicts.push(verdict);
