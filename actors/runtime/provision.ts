@@ -62,7 +62,7 @@ export async function provision(nc: NatsConnection, options: ProvisionOptions): 
   } catch (error) {
     const stored = await meta.get("partitions");
     // Nothing stored: the create failed for another reason (JetStream still electing its leader); the caller retries.
-    if (!stored || stored.operation !== "PUT") throw error;
+    if (stored?.operation !== "PUT") throw error;
     partitions = Number(stored.string());
     if (!Number.isInteger(partitions) || partitions < 1) throw new Error(`the cluster's stored partition count '${stored.string()}' is invalid`);
   }
