@@ -39,7 +39,7 @@ const unwillingTls = 0x4e; // 'N'
  * checking the certificate (as libpq), `verify-ca` checks it against `ca` (or the system's
  * roots), `verify-full` the host name too. `raw` is the TCP socket (to destroy it early);
  * `ready` resolves with the socket the session then talks over, or rejects with a
- * BackendTlsFailure (or the socket's own error: unreachable).
+ * BackendTlsFailure (TLS refused or failed) or another error (the backend is unreachable).
  */
 export function connectWithTls(endpoint: BackendEndpoint & { tls: BackendTls }, timeoutMs: number): { raw: Socket; ready: Promise<{ socket: Socket; encrypted: boolean }> } {
   const { host, port, tls } = endpoint;
@@ -53,12 +53,12 @@ export function connectWithTls(endpoint: BackendEndpoint & { tls: BackendTls }, 
     // Connecting and the handshake together take at most the connect timeout.
     const timer = setTimeout(() => {
       raw.destroy();
-      fail(new BackendTlsFailure("08006", "the export cannot reach its backing store", "connection.backend-unreachable", "connect timeout"));
+      fail(new Error("connect timeout"));
     }, timeoutMs);
     // Kept for the socket's life: once `ready` is settled it does nothing, and the session has its own.
     raw.on("error", fail);
     raw.write(encodeSSLRequest());
-    raw.once("close", () => fail(new BackendTlsFailure("08006", "the export cannot reach its backing store", "connection.backend-unreachable", "the connection closed before TLS was set up")));
+    raw.once("close", () => fail(new Error("the connection closed before TLS was set up")));
     // Nothing more comes before the handshake (the server waits for it), so the socket is handed over as it flows, as libpq's peers do.
     raw.once("data", (answer: Buffer) => {
       // The answer is one byte; anything behind it was not sent over TLS by the server (CVE-2021-23222).
@@ -88,7 +88,7 @@ export function connectWithTls(endpoint: BackendEndpoint & { tls: BackendTls }, 
         const code = (error as NodeJS.ErrnoException).code ?? "";
         fail(new BackendTlsFailure("08001", `the export could not ${tls.mode === "verify-ca" || tls.mode === "verify-full" ? "verify its backing store over TLS" : "set up TLS with its backing store"} (backendTls: ${tls.mode})`, "connection.backend-tls-failed", code ? `${code}: ${error.message}` : error.message));
       };
-      secure.once("error", handshakeFailed);
+      secure.on("error", handshakeFailed);
     });
   });
   return { raw, ready };

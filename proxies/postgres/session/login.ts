@@ -337,7 +337,6 @@ export class Login {
           return;
         }
         deps.audit("warn", error.auditEvent, `export ${deps.exportId} could not connect to ${endpoint.host}:${endpoint.port} as its backendTls (${endpoint.tls.mode}) requires: ${error.message}`, { exportId: deps.exportId, connectionId: deps.connectionId, endpoint: `${endpoint.host}:${endpoint.port}`, backendTls: endpoint.tls.mode, error: error.message });
-        connection.counts.refused++;
         connection.fatal(error.sqlState, error.clientMessage);
       },
     );
