@@ -262,7 +262,8 @@ describe("MySQL codec: responses", () => {
     const refused = hex(`ff 6a04 ${ascii("Host '10.0.0.9' is not allowed").toString("hex")}`);
     assert.deepEqual(decodeErrPacket(refused), { code: 1130, message: "Host '10.0.0.9' is not allowed" });
     assert.deepEqual(encodeErrPacket({ code: 1130, message: "Host '10.0.0.9' is not allowed" }), refused);
-    assert.throws(() => encodeErrPacket({ code: 1, sqlState: "HY00", message: "" }), ProtocolError);
+    assert.throws(() => encodeErrPacket({ code: 1, sqlState: "HY00", message: "" }), ProtocolError, "four characters");
+    assert.throws(() => encodeErrPacket({ code: 1, sqlState: "HY00€", message: "" }), ProtocolError, "a character of two bytes");
     // ff ffff, 1 string, stage 1 of 2, 12.5% (12500 thousandths: d4 30 00), "copy".
     const progress = hex(`ff ffff 01 01 02 d43000 04 ${ascii("copy").toString("hex")}`);
     assert.equal(isProgressReport(progress), true);
