@@ -440,6 +440,8 @@ describe("MySQL codec: commands", () => {
     assert.deepEqual(encodeSetOption(SetOption.MultiStatementsOff), hex("1b 0100"));
     assert.equal(decodeSetOption(hex("1b 0000")), SetOption.MultiStatementsOn);
     assert.throws(() => decodeSetOption(hex("1b 00")), ProtocolError);
+    assert.throws(() => encodeSetOption(0x10000), ProtocolError, "a value that would wrap in its 2 bytes");
+    assert.throws(() => encodeStmtFetch({ statementId: 2 ** 32, rows: 1 }), ProtocolError, "nor in 4");
     assert.deepEqual(encodeStatementIdCommand(Command.StmtClose, 0x01020304), hex("19 04030201"));
     assert.equal(decodeStatementIdCommand(hex("1a 07000000"), Command.StmtReset), 7);
     assert.throws(() => decodeStatementIdCommand(hex("1a 07000000"), Command.StmtClose), ProtocolError);
