@@ -109,6 +109,8 @@ const testPrerequisites = [
   { binary: "psql", package: "postgresql-client", find: findExecutable },
   { binary: "pgbench", package: "postgresql", find: findExecutable },
   { binary: "initdb", package: "postgresql", find: findPostgresServer },
+  // A real MariaDB for the MySQL export's tests (mariadbd and mariadb-install-db; Debian keeps mariadbd in /usr/sbin).
+  { binary: "mariadbd", package: "mariadb-server", find: findExecutable },
   // Certificates for the TLS tests.
   { binary: "openssl", package: "openssl", find: findExecutable },
   // JDBC through an export: a JDK and Debian's PostgreSQL JDBC driver.

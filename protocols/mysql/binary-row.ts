@@ -9,6 +9,9 @@ export const binaryRowHeader = 0x00;
 
 const offset = NullBitmapOffset.ResultsetRow;
 
+/** Reused by every row: locating a value allocates nothing. */
+const extent = { start: 0, length: 0, next: 0 };
+
 /**
  * Locates the values of a binary resultset row: header 0x00, the NULL bitmap (offset 2), then
  * each non-NULL value framed as its column's type says. `types` are the column definitions'
@@ -26,7 +29,7 @@ export function decodeBinaryRow(payload: Buffer, types: ArrayLike<number>, into:
       into.lengths[i] = -1;
       continue;
     }
-    const extent = binaryValueExtent(types[i]!, payload, at, payload.length);
+    binaryValueExtent(types[i]!, payload, at, payload.length, extent);
     into.starts[i] = extent.start;
     into.lengths[i] = extent.length;
     at = extent.next;
@@ -73,7 +76,7 @@ export function maskBinaryRow(payload: Buffer, types: ArrayLike<number>, keep: V
       if (action !== -1) setNullAt(out, 1, column++, offset);
       continue;
     }
-    const { next } = binaryValueExtent(types[i]!, payload, from, payload.length);
+    const { next } = binaryValueExtent(types[i]!, payload, from, payload.length, extent);
     if (action === -1) {
       // Left out: neither a bit nor bytes.
     } else if (!action) {

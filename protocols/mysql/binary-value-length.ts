@@ -59,12 +59,15 @@ export interface BinaryValueExtent {
   next: number;
 }
 
-/** The value of `type` at `offset`, not past `end`. A type with no binary form is a ProtocolError. */
-export function binaryValueExtent(type: number, bytes: Buffer, offset: number, end: number): BinaryValueExtent {
+/**
+ * The value of `type` at `offset`, not past `end`, written into `into` (rows reuse one object: no
+ * allocation per value). A type with no binary form is a ProtocolError.
+ */
+export function binaryValueExtent(type: number, bytes: Buffer, offset: number, end: number, into: BinaryValueExtent = { start: 0, length: 0, next: 0 }): BinaryValueExtent {
   const width = fixedWidth.get(type);
   if (width !== undefined) {
     if (offset + width > end) throw new ProtocolError(`binary value of type 0x${type.toString(16)} overruns the packet`);
-    return { start: offset, length: width, next: offset + width };
+    return set(into, offset, width);
   }
   const allowed = lengthPrefixed.get(type);
   if (allowed) {
@@ -72,14 +75,21 @@ export function binaryValueExtent(type: number, bytes: Buffer, offset: number, e
     const length = bytes[offset]!;
     if (!allowed.has(length)) throw new ProtocolError(`binary value of type 0x${type.toString(16)} cannot be ${length} bytes`);
     if (offset + 1 + length > end) throw new ProtocolError("binary date/time value overruns the packet");
-    return { start: offset + 1, length, next: offset + 1 + length };
+    return set(into, offset + 1, length);
   }
   if (lengthEncoded.has(type)) {
     const { value, next } = readLengthEncodedInteger(bytes, offset, end);
     if (typeof value === "bigint" || next + value > end) throw new ProtocolError("binary string value overruns the packet");
-    return { start: next, length: value, next: next + value };
+    return set(into, next, value);
   }
   throw new ProtocolError(`type 0x${type.toString(16)} has no binary protocol encoding`);
+}
+
+function set(into: BinaryValueExtent, start: number, length: number): BinaryValueExtent {
+  into.start = start;
+  into.length = length;
+  into.next = start + length;
+  return into;
 }
 
 export type BinaryValueForm = "fixed" | "length-byte" | "length-encoded";

@@ -36,9 +36,14 @@ export function encodeChangeUser(change: ChangeUser, capabilities: number): Buff
     writer.int1(change.authResponse.length).bytes(change.authResponse);
   } else writer.nulTerminatedString(change.authResponse);
   writer.nulTerminatedString(change.database);
-  const trailing = change.characterSet !== undefined || change.authPluginName !== undefined || change.attributes !== undefined;
-  if (trailing) writer.int2(change.characterSet ?? 0);
-  if (trailing && hasCapability(capabilities, Capability.PluginAuth)) writer.nulTerminatedString(change.authPluginName ?? "");
-  if (trailing && hasCapability(capabilities, Capability.ConnectAttrs)) writeConnectionAttributes(writer, change.attributes ?? new Map());
+  // The optional fields are positional: written up to the last one present (an absent one
+  // before it as its default), none after it, as a client that left them out.
+  const optional = [
+    { needed: true, present: change.characterSet !== undefined, write: () => writer.int2(change.characterSet ?? 0) },
+    { needed: hasCapability(capabilities, Capability.PluginAuth), present: change.authPluginName !== undefined, write: () => writer.nulTerminatedString(change.authPluginName ?? "") },
+    { needed: hasCapability(capabilities, Capability.ConnectAttrs), present: change.attributes !== undefined, write: () => writeConnectionAttributes(writer, change.attributes ?? new Map()) },
+  ].filter((field) => field.needed);
+  const last = optional.map((field) => field.present).lastIndexOf(true);
+  for (const field of optional.slice(0, last + 1)) field.write();
   return writer.finish();
 }

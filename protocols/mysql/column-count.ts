@@ -12,8 +12,8 @@ export interface ColumnCount {
   metadataFollows: boolean;
 }
 
-/** Beyond MySQL's 4096-column limit (MariaDB has the same): a larger count is a framing error. */
-const maxColumns = 4096;
+/** A resultset has at most as many columns as COM_STMT_PREPARE_OK's 2-byte count can say: more is a framing error. */
+const maxColumns = 0xffff;
 
 export function decodeColumnCount(payload: Buffer, capabilities: number): ColumnCount {
   const reader = new PayloadReader(payload);

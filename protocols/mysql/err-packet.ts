@@ -43,7 +43,8 @@ export function encodeErrPacket(error: ErrPacket): Buffer {
   if (error.code === progressReportCode) throw new ProtocolError("code 0xffff is reserved for progress reports");
   const writer = new PayloadWriter().int1(errHeader).int2(error.code);
   if (error.sqlState !== undefined) {
-    if (!/^[\x20-\x7e]{5}$/.test(error.sqlState)) throw new ProtocolError(`SQLSTATE '${error.sqlState}' is not five characters`);
+    // Five bytes, as decoded (latin1): a server's odd SQLSTATE passes through unchanged.
+    if (!/^[\x00-\xff]{5}$/.test(error.sqlState)) throw new ProtocolError(`SQLSTATE '${error.sqlState}' is not five single-byte characters`);
     writer.int1(0x23).bytes(Buffer.from(error.sqlState, "latin1"));
   }
   return writer.bytes(Buffer.from(error.message, "utf8")).finish();

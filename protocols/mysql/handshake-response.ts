@@ -66,9 +66,15 @@ export function encodeHandshakeResponse(response: HandshakeResponse): Buffer {
     if (response.authResponse.length > 0xff) throw new ProtocolError("an auth response over 255 bytes needs CLIENT_PLUGIN_AUTH_LENENC_CLIENT_DATA");
     writer.int1(response.authResponse.length).bytes(response.authResponse);
   } else writer.nulTerminatedString(response.authResponse);
-  if (hasCapability(capabilities, Capability.ConnectWithDb)) writer.nulTerminatedString(response.database ?? "");
-  if (hasCapability(capabilities, Capability.PluginAuth)) writer.nulTerminatedString(response.authPluginName ?? "");
-  if (hasCapability(capabilities, Capability.ConnectAttrs)) writeConnectionAttributes(writer, response.attributes ?? new Map());
-  if (hasCapability(capabilities, Capability.ZstdCompressionAlgorithm)) writer.int1(response.zstdCompressionLevel ?? 3);
+  // The optional fields are positional: each whose flag is set is written up to the last one
+  // present (an absent one before it as its empty default), none after it, as a client that left them out.
+  const optional = [
+    { flag: Capability.ConnectWithDb, present: response.database !== undefined, write: () => writer.nulTerminatedString(response.database ?? "") },
+    { flag: Capability.PluginAuth, present: response.authPluginName !== undefined, write: () => writer.nulTerminatedString(response.authPluginName ?? "") },
+    { flag: Capability.ConnectAttrs, present: response.attributes !== undefined, write: () => writeConnectionAttributes(writer, response.attributes ?? new Map()) },
+    { flag: Capability.ZstdCompressionAlgorithm, present: response.zstdCompressionLevel !== undefined, write: () => writer.int1(response.zstdCompressionLevel ?? 3) },
+  ].filter((field) => hasCapability(capabilities, field.flag));
+  const last = optional.map((field) => field.present).lastIndexOf(true);
+  for (const field of optional.slice(0, last + 1)) field.write();
   return writer.finish();
 }

@@ -165,25 +165,32 @@ export class PayloadWriter {
     return this;
   }
 
+  /** Throws unless `value` is an integer in [min, max]: a field that would silently wrap is a bug, not a packet. */
+  private check(value: number, min: number, max: number, what: string): number {
+    if (!Number.isInteger(value) || value < min || value > max) throw new ProtocolError(`${value} does not fit ${what}`);
+    return value;
+  }
+
   int1(value: number): this {
-    return this.push(Buffer.from([value & 0xff]));
+    return this.push(Buffer.from([this.check(value, 0, 0xff, "int<1>")]));
   }
 
   int2(value: number): this {
     const part = Buffer.allocUnsafe(2);
-    part.writeUInt16LE(value & 0xffff);
+    part.writeUInt16LE(this.check(value, 0, 0xffff, "int<2>"));
     return this.push(part);
   }
 
   int3(value: number): this {
     const part = Buffer.allocUnsafe(3);
-    part.writeUIntLE(value & 0xffffff, 0, 3);
+    part.writeUIntLE(this.check(value, 0, 0xffffff, "int<3>"), 0, 3);
     return this.push(part);
   }
 
+  /** Negative values are taken as their 32 bits: capability flags built with `|` come out signed. */
   int4(value: number): this {
     const part = Buffer.allocUnsafe(4);
-    part.writeUInt32LE(value >>> 0);
+    part.writeUInt32LE(this.check(value, -0x80000000, 0xffffffff, "int<4>") >>> 0);
     return this.push(part);
   }
 

@@ -262,7 +262,8 @@ describe("MySQL codec: responses", () => {
     const refused = hex(`ff 6a04 ${ascii("Host '10.0.0.9' is not allowed").toString("hex")}`);
     assert.deepEqual(decodeErrPacket(refused), { code: 1130, message: "Host '10.0.0.9' is not allowed" });
     assert.deepEqual(encodeErrPacket({ code: 1130, message: "Host '10.0.0.9' is not allowed" }), refused);
-    assert.throws(() => encodeErrPacket({ code: 1, sqlState: "HY00", message: "" }), ProtocolError);
+    assert.throws(() => encodeErrPacket({ code: 1, sqlState: "HY00", message: "" }), ProtocolError, "four characters");
+    assert.throws(() => encodeErrPacket({ code: 1, sqlState: "HY00€", message: "" }), ProtocolError, "a character of two bytes");
     // ff ffff, 1 string, stage 1 of 2, 12.5% (12500 thousandths: d4 30 00), "copy".
     const progress = hex(`ff ffff 01 01 02 d43000 04 ${ascii("copy").toString("hex")}`);
     assert.equal(isProgressReport(progress), true);
@@ -439,6 +440,8 @@ describe("MySQL codec: commands", () => {
     assert.deepEqual(encodeSetOption(SetOption.MultiStatementsOff), hex("1b 0100"));
     assert.equal(decodeSetOption(hex("1b 0000")), SetOption.MultiStatementsOn);
     assert.throws(() => decodeSetOption(hex("1b 00")), ProtocolError);
+    assert.throws(() => encodeSetOption(0x10000), ProtocolError, "a value that would wrap in its 2 bytes");
+    assert.throws(() => encodeStmtFetch({ statementId: 2 ** 32, rows: 1 }), ProtocolError, "nor in 4");
     assert.deepEqual(encodeStatementIdCommand(Command.StmtClose, 0x01020304), hex("19 04030201"));
     assert.equal(decodeStatementIdCommand(hex("1a 07000000"), Command.StmtReset), 7);
     assert.throws(() => decodeStatementIdCommand(hex("1a 07000000"), Command.StmtClose), ProtocolError);
