@@ -225,7 +225,6 @@ export class ProxyWorkerPool {
     const served = "exportId" in message ? this.exports.get(message.exportId) : undefined;
     switch (message.kind) {
       case "decide":
-        // biome-ignore lint/correctness/noVoidTypeReturn: answers and ends the case in one statement
         if (!served) return this.answer(worker, message.requestId, undefined, "the export is not served here");
         served.decider.load(message.userIds).then(
           () => this.answer(worker, message.requestId, this.decided(worker, message.exportId, served, message.userIds)),
@@ -233,7 +232,6 @@ export class ProxyWorkerPool {
         );
         return;
       case "verify":
-        // biome-ignore lint/correctness/noVoidTypeReturn: answers and ends the case in one statement
         if (!served?.directVerification) return this.answer(worker, message.requestId, undefined, "the export does not verify clients");
         served.directVerification.verify(message.user, message.password, message.connectionId).then(
           (outcome) => this.answer(worker, message.requestId, outcome),
