@@ -1,4 +1,4 @@
-import type { BackendTlsMode, CloudSigningProperties, ExportRecord } from "../actors/export/export-actor";
+import type { ExportRecord } from "../actors/export/export-actor";
 import type { PolicyRevisionRecord } from "../actors/policy/revision-actor";
 import type { ConsentEntry, UserRecord } from "../actors/user/user-actor";
 import type { JobRecord } from "../actors/redaction/job-actor";
@@ -124,29 +124,12 @@ export interface DocumentPort {
   remove(jobName: string): Promise<JobRecord>;
 }
 
-/** The body of PUT /export (spec 2.12), plus an optional listen port. */
-export interface ExportBody {
+/** The body of PUT /export (spec 2.12): the stored fields a client sets (each type checks its own), the type, and an optional listen port. */
+export interface ExportBody extends Pick<ExportRecord, "endpoint" | "resolverGroup" | "metadata" | "credentials" | "resourceServerId" | "cloudSigning" | "allowWrites" | "strict" | "backendTls" | "backendCa"> {
+  /** Checked against the known types before anything else. */
   type: string;
-  /** The backing store, host:port: required by PostgreSQL exports, refused by pipeline exports. */
-  endpoint?: string;
-  resolverGroup: string;
-  metadata: DecisionRequest;
   /** Asks for this listen port; otherwise one is allocated from the export port range. */
   port?: number;
-  /** The export's own back-end identity (needs direct verification: the export's component must enforce authentication). */
-  credentials?: { user: string; password: string };
-  /** OAuth audience for tokens given to this export (overrides the verifier's). */
-  resourceServerId?: string;
-  /** Cloud-signing id, key and region over the verifier profile's (pipeline exports). */
-  cloudSigning?: CloudSigningProperties;
-  /** PostgreSQL exports: writes allowed (read-only without). */
-  allowWrites?: boolean;
-  /** PostgreSQL exports: predicates only on resource-context columns. */
-  strict?: boolean;
-  /** PostgreSQL exports: TLS to the backend, as libpq's sslmode (default `disable`). */
-  backendTls?: BackendTlsMode;
-  /** PostgreSQL exports, verify modes: CA certificates (PEM) for the backend's certificate. */
-  backendCa?: string;
 }
 
 /** An export as GET /export shows it: its stored state and what its serving node reports. */

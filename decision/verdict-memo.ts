@@ -11,11 +11,6 @@ export interface RememberedVerdict {
 /** One clock per process, read twice a second: verdicts are looked up per row, and their lifetime is minutes. */
 const clock = { now: Date.now(), timer: undefined as NodeJS.Timeout | undefined };
 
-function coarseNow(): number {
-  clock.timer ??= setInterval(() => (clock.now = Date.now()), 500).unref();
-  return clock.now;
-}
-
 /**
  * Verdicts by user, each used while it holds: made under the current configuration and not past
  * its lifetime (a stale one is dropped when found). Bounded: past `maxEntries` the memo starts
@@ -25,13 +20,19 @@ function coarseNow(): number {
 export class VerdictMemo<Entry extends RememberedVerdict> {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly maxEntries = maxRememberedVerdicts) {}
+  constructor(private readonly maxEntries = maxRememberedVerdicts) {
+    // Started with the first memo, so a process that remembers no verdicts runs no timer; a get per row only reads it.
+    if (clock.timer === undefined) {
+      clock.now = Date.now();
+      clock.timer = setInterval(() => (clock.now = Date.now()), 500).unref();
+    }
+  }
 
   /** The user's entry while it holds under `current`; undefined (and forgotten) once stale. */
   get(userId: string, current: string | number): Entry | undefined {
     const entry = this.entries.get(userId);
     if (entry === undefined) return undefined;
-    if (entry.madeUnder !== current || coarseNow() >= entry.expiresAt) {
+    if (entry.madeUnder !== current || clock.now >= entry.expiresAt) {
       this.entries.delete(userId);
       return undefined;
     }

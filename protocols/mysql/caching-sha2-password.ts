@@ -1,4 +1,5 @@
-import { constants, createHash, privateDecrypt, publicEncrypt, timingSafeEqual, type KeyLike } from "node:crypto";
+import { constants, privateDecrypt, publicEncrypt, timingSafeEqual, type KeyLike } from "node:crypto";
+import { digest, xorRepeating } from "./scramble-bytes";
 
 /** The auth plugin name of MySQL 8's default plugin. */
 export const cachingSha2PasswordPlugin = "caching_sha2_password";
@@ -19,38 +20,26 @@ export const CachingSha2 = {
 /** sha256_password asks for the public key with 0x01 instead. */
 export const sha256PasswordRequestPublicKey = 0x01;
 
-function sha256(...parts: Buffer[]): Buffer {
-  const hash = createHash("sha256");
-  for (const part of parts) hash.update(part);
-  return hash.digest();
-}
-
-function xor(a: Buffer, b: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(a.length);
-  for (let i = 0; i < a.length; i++) out[i] = a[i]! ^ b[i % b.length]!;
-  return out;
-}
-
 /**
  * The fast-auth response: SHA256(password) XOR SHA256(SHA256(SHA256(password)) + scramble).
  * An empty password answers nothing.
  */
 export function cachingSha2Response(password: string | Buffer, scramble: Buffer): Buffer {
   if (password.length === 0) return Buffer.alloc(0);
-  const stage1 = sha256(Buffer.from(password));
-  return xor(stage1, sha256(sha256(stage1), scramble.subarray(0, 20)));
+  const stage1 = digest("sha256", Buffer.from(password));
+  return xorRepeating(stage1, digest("sha256", digest("sha256", stage1), scramble.subarray(0, 20)));
 }
 
 /** What the server caches after a full authentication: SHA256(SHA256(password)). */
 export function cachingSha2Hash(password: string | Buffer): Buffer {
-  return sha256(sha256(Buffer.from(password)));
+  return digest("sha256", digest("sha256", Buffer.from(password)));
 }
 
 /** The server's fast-auth check: the response XOR SHA256(cached + scramble) is SHA256(password), whose SHA-256 is the cached hash. */
 export function verifyCachingSha2(response: Buffer, scramble: Buffer, cachedHash: Buffer): boolean {
   if (response.length !== 32 || cachedHash.length !== 32) return false;
-  const stage1 = xor(response, sha256(cachedHash, scramble.subarray(0, 20)));
-  return timingSafeEqual(sha256(stage1), cachedHash);
+  const stage1 = xorRepeating(response, digest("sha256", cachedHash, scramble.subarray(0, 20)));
+  return timingSafeEqual(digest("sha256", stage1), cachedHash);
 }
 
 /** The full-auth answer over a secure channel (TLS or a Unix socket): the password and a NUL. */
@@ -69,12 +58,12 @@ export function passwordFromCleartext(response: Buffer): Buffer {
  * MySQL 8.0.5 decrypt; the XOR binds the answer to this connection's scramble).
  */
 export function rsaEncryptedPassword(password: string | Buffer, scramble: Buffer, publicKeyPem: KeyLike): Buffer {
-  const xored = xor(cleartextPasswordResponse(password), scramble.subarray(0, 20));
+  const xored = xorRepeating(cleartextPasswordResponse(password), scramble.subarray(0, 20));
   return publicEncrypt({ key: publicKeyPem, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: "sha1" }, xored);
 }
 
 /** The server's side of rsaEncryptedPassword: decrypt, XOR the scramble back out, drop the NUL. */
 export function passwordFromRsaEncrypted(encrypted: Buffer, scramble: Buffer, privateKeyPem: KeyLike): Buffer {
   const xored = privateDecrypt({ key: privateKeyPem, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: "sha1" }, encrypted);
-  return passwordFromCleartext(xor(xored, scramble.subarray(0, 20)));
+  return passwordFromCleartext(xorRepeating(xored, scramble.subarray(0, 20)));
 }

@@ -1,14 +1,9 @@
-import { createHash, createPublicKey, verify } from "node:crypto";
+import { createPublicKey, verify } from "node:crypto";
 import { fromLittleEndian, littleEndian, multiplyBase, reduceScalar } from "./ed25519-arithmetic";
+import { digest } from "./scramble-bytes";
 
 /** MariaDB's ed25519 auth plugin, as the client names it. */
 export const clientEd25519Plugin = "client_ed25519";
-
-function sha512(...parts: Buffer[]): Buffer {
-  const hash = createHash("sha512");
-  for (const part of parts) hash.update(part);
-  return hash.digest();
-}
 
 /**
  * The secret scalar and nonce prefix of a password (plugin/auth_ed25519/ref10/sign.c,
@@ -16,7 +11,7 @@ function sha512(...parts: Buffer[]): Buffer {
  * SHA-512 of the password, the first half clamped into the scalar, the second half the prefix.
  */
 function expandPassword(password: Buffer): { scalar: bigint; prefix: Buffer } {
-  const hash = sha512(password);
+  const hash = digest("sha512", password);
   const clamped = Buffer.from(hash.subarray(0, 32));
   clamped[0]! &= 248;
   clamped[31]! &= 127;
@@ -45,9 +40,9 @@ export function ed25519PasswordHash(password: string | Buffer): string {
 export function ed25519Response(password: string | Buffer, scramble: Buffer): Buffer {
   const { scalar, prefix } = expandPassword(Buffer.from(password));
   const publicKey = multiplyBase(scalar);
-  const r = reduceScalar(fromLittleEndian(sha512(prefix, scramble)));
+  const r = reduceScalar(fromLittleEndian(digest("sha512", prefix, scramble)));
   const R = multiplyBase(r);
-  const k = reduceScalar(fromLittleEndian(sha512(R, publicKey, scramble)));
+  const k = reduceScalar(fromLittleEndian(digest("sha512", R, publicKey, scramble)));
   const S = reduceScalar(r + k * scalar);
   return Buffer.concat([R, littleEndian(S, 32)]);
 }

@@ -1,19 +1,8 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
+import { digest, xorRepeating } from "./scramble-bytes";
 
 /** The auth plugin name servers and clients exchange for the SHA-1 scramble. */
 export const nativePasswordPlugin = "mysql_native_password";
-
-function sha1(...parts: Buffer[]): Buffer {
-  const hash = createHash("sha1");
-  for (const part of parts) hash.update(part);
-  return hash.digest();
-}
-
-function xor(a: Buffer, b: Buffer): Buffer {
-  const out = Buffer.allocUnsafe(a.length);
-  for (let i = 0; i < a.length; i++) out[i] = a[i]! ^ b[i % b.length]!;
-  return out;
-}
 
 /**
  * mysql_native_password's response: SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password))),
@@ -21,13 +10,13 @@ function xor(a: Buffer, b: Buffer): Buffer {
  */
 export function nativePasswordResponse(password: string | Buffer, scramble: Buffer): Buffer {
   if (password.length === 0) return Buffer.alloc(0);
-  const stage1 = sha1(Buffer.from(password));
-  return xor(stage1, sha1(scramble.subarray(0, 20), sha1(stage1)));
+  const stage1 = digest("sha1", Buffer.from(password));
+  return xorRepeating(stage1, digest("sha1", scramble.subarray(0, 20), digest("sha1", stage1)));
 }
 
 /** What a server stores for mysql_native_password: SHA1(SHA1(password)) (the hex of mysql.user's '*…' string). */
 export function nativePasswordHash(password: string | Buffer): Buffer {
-  return sha1(sha1(Buffer.from(password)));
+  return digest("sha1", digest("sha1", Buffer.from(password)));
 }
 
 /**
@@ -36,6 +25,6 @@ export function nativePasswordHash(password: string | Buffer): Buffer {
  */
 export function verifyNativePassword(response: Buffer, scramble: Buffer, storedHash: Buffer): boolean {
   if (response.length !== 20 || storedHash.length !== 20) return false;
-  const stage1 = xor(response, sha1(scramble.subarray(0, 20), storedHash));
-  return timingSafeEqual(sha1(stage1), storedHash);
+  const stage1 = xorRepeating(response, digest("sha1", scramble.subarray(0, 20), storedHash));
+  return timingSafeEqual(digest("sha1", stage1), storedHash);
 }
