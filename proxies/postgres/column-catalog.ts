@@ -1,4 +1,6 @@
+import type { CatalogShadows } from "./analysis/catalog-reads";
 import { schemaView, type RelationView, type SchemaView } from "./analysis/schema-view";
+import { shadowQuery } from "./catalog-shadows";
 import type { MappingView } from "../../exports/row-decider";
 
 /** (table OID, attribute number) -> the record field it maps to. */
@@ -24,8 +26,8 @@ const hex = (text: string) => Buffer.from(text, "utf8").toString("hex");
  * own connection when it is idle: `*` over them expands to all of them. Names travel
  * hex-encoded, so no client setting (such as standard_conforming_strings) can change how they
  * are read; the result is matched by name again in `resolveColumns`, so an operator the client
- * redefined cannot widen it. Second statement: the newest relation OID, to notice relations
- * created later.
+ * redefined cannot widen it. Then the catalog names other schemas shadow (catalog-shadows.ts),
+ * and last the newest relation OID, to notice relations created later.
  */
 export function catalogQuery(mapping: MappingView): string {
   const tables = new Set<string>();
@@ -33,7 +35,7 @@ export function catalogQuery(mapping: MappingView): string {
     const name = columnNameOf(field);
     if (name) tables.add(`('${hex(name.table)}')`);
   }
-  const newest = "SELECT pg_catalog.max(oid)::pg_catalog.int8 FROM pg_catalog.pg_class";
+  const newest = `${shadowQuery}; SELECT pg_catalog.max(oid)::pg_catalog.int8 FROM pg_catalog.pg_class`;
   if (tables.size === 0) return newest;
   return (
     "SELECT c.oid::pg_catalog.int8, a.attnum::pg_catalog.int4, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, a.attname::pg_catalog.text " +
@@ -89,7 +91,7 @@ export interface Catalog {
   schema: SchemaView;
 }
 
-export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView): Catalog {
+export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView, shadows?: CatalogShadows): Catalog {
   const columns = resolveColumns(rows, mapping);
   const byRelation = new Map<number, CatalogRow[]>();
   for (const row of rows) {
@@ -113,5 +115,5 @@ export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView): 
     relations.push({ schema: list[0]!.schema, name: list[0]!.table, columns: list.map((r) => r.column), subjectColumns: subjects.map((s) => s.column), mapped });
   }
   relations.sort((a, b) => (`${a.schema}.${a.name}` < `${b.schema}.${b.name}` ? -1 : 1));
-  return { columns, rows: new Map(rows.map((row) => [columnKey(row.tableOid, row.attributeNumber), row])), schema: schemaView(relations) };
+  return { columns, rows: new Map(rows.map((row) => [columnKey(row.tableOid, row.attributeNumber), row])), schema: schemaView(relations, shadows) };
 }

@@ -101,7 +101,7 @@ describe("PostgreSQL statement analysis: whose value is each output column", () 
     const analysis = analyse("BEGIN; DECLARE c CURSOR FOR SELECT a.id, b.email FROM users a, users b; FETCH ALL FROM c; MOVE ALL IN c; CLOSE c; PREPARE p AS SELECT email FROM users; EXECUTE p; DEALLOCATE p; DISCARD ALL");
     assert.deepEqual(
       analysis.statements.map((s) => s.kind),
-      ["other", "declare", "fetch", "other", "close", "prepare", "execute", "deallocate", "discard"],
+      ["control", "declare", "fetch", "other", "close", "prepare", "execute", "deallocate", "discard"],
     );
     assert.deepEqual(describeShape(shapeOf(analysis, 1)).groups, [[0], [2]]);
     assert.match(sent(analysis), /DECLARE c CURSOR FOR SELECT a.id, b.email, "b"."id" AS "H\d+" FROM users a, users b;/);

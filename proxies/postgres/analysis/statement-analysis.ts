@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { scanSync } from "libpg-query";
 import { Attribution, baseOf, type Level, type LayoutEntry } from "./attribution";
+import { readsOnlyCatalogs } from "./catalog-reads";
 import { readOnlyRefusal, type Refusal } from "./read-only";
 import type { RelationView, SchemaView } from "./schema-view";
 import { nodeType, parseStatements, parseWithoutLocations, SqlSyntaxError, stripLocations, walkNodes, type Node, type ParsedStatement } from "./sql-parser";
@@ -35,6 +36,8 @@ export interface ResultShape {
   hiddenCount: number;
   /** Hidden column names start with this (random per analysis). */
   hiddenPrefix: string;
+  /** The statement reads only the system catalogs (catalog-reads.ts): its rows pass as they are. */
+  catalog?: true;
 }
 
 /** What a statement does, as far as the proxy's bookkeeping cares. */
@@ -48,6 +51,8 @@ export type StatementEffect =
   | { kind: "deallocate"; name: string | undefined }
   /** DISCARD ALL: every prepared statement and cursor is gone. */
   | { kind: "discard" }
+  /** Transaction control, SET, SHOW: runs no code of the database's. */
+  | { kind: "control" }
   | { kind: "other" };
 
 export interface QueryAnalysis {
@@ -71,6 +76,9 @@ const reservedPrefix = "__warden";
  * design; then a number per statement, so statements alike get the same names (and plans).
  */
 const hiddenPrefix = `${reservedPrefix}_${randomBytes(6).toString("hex")}_`;
+
+/** The shape of every statement that reads only the system catalogs. */
+const catalogShape: ResultShape = { key: "catalog", entries: [], groups: [], hiddenCount: 0, hiddenPrefix, catalog: true };
 
 /** Labels PostgreSQL gives expressions from keywords (FigureColname), which no identifier node spells. */
 const keywordLabels = ["?column?", "case", "row", "array", "exists", "coalesce", "greatest", "least", "nullif", "xmlconcat", "xmlelement", "xmlexists", "xmlforest", "xmlparse", "xmlpi", "xmlroot", "xmlserialize", "xmltable", "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp", "current_role", "current_user", "user", "session_user", "current_catalog", "current_schema", "system_user", "grouping", "json_object", "json_array", "json_objectagg", "json_arrayagg", "json", "json_scalar", "json_serialize", "json_query", "json_value", "json_exists", "merge_action", "position", "substring", "overlay", "trim", "extract", "collation for", "normalize", "interval", "bool", "int4", "numeric", "text", "varchar", "bpchar", "float4", "float8", "int2", "int8", "timestamp", "timestamptz", "time", "timetz", "date", "bit", "varbit"];
@@ -110,6 +118,7 @@ export function analyzeQuery(sql: string, schema: SchemaView, policy: StatementP
   const shapeOf = (select: Node | undefined): (() => ResultShape | undefined) => {
     const fields = nodeType(select);
     if (fields?.[0] !== "SelectStmt") return () => undefined;
+    if (readsOnlyCatalogs(fields[1], schema.shadows)) return () => catalogShape;
     const level = attribution.level(fields[1], undefined, undefined);
     const plan = planGroups(attribution, level);
     shaped.push({ level, plan });
@@ -163,6 +172,10 @@ function effectOf(node: Node, shapeOf: (select: Node | undefined) => () => Resul
       return () => ({ kind: "deallocate", name: fields.isall ? undefined : (fields.name as string | undefined) });
     case "DiscardStmt":
       return () => (fields.target === "DISCARD_ALL" ? { kind: "discard" } : { kind: "other" });
+    case "TransactionStmt":
+    case "VariableSetStmt":
+    case "VariableShowStmt":
+      return () => ({ kind: "control" });
     default:
       return () => ({ kind: "other" });
   }

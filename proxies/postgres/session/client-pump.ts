@@ -170,6 +170,7 @@ export class ClientPump {
           return true;
         }
         queue.push({ kind: "simple", analysis, index: 0 });
+        for (const statement of analysis.statements) named.sent(statement);
         if (analysis.text !== sql) {
           out.push(encodeQuery(analysis.text));
           return true;
@@ -186,7 +187,7 @@ export class ClientPump {
           return true;
         }
         // One statement per Parse (the backend refuses more): its effect is the prepared statement's.
-        named.statements.set(parse.statement, analysis.statements[0] ?? { kind: "other" });
+        named.setStatement(parse.statement, analysis.statements[0] ?? { kind: "other" });
         queue.push(analysis.insertions.length > 0 ? { kind: "complete", code: BackendCode.ParseComplete, analysis } : stateless.parseComplete);
         if (analysis.text !== parse.sql) {
           out.push(encodeParse({ ...parse, sql: analysis.text }));
@@ -197,8 +198,8 @@ export class ClientPump {
       case FrontendCode.Bind: {
         queue.extendedOpen = true;
         const { portalEnd, statementStart, statementEnd } = locateBind(bytes, frame.bodyStart, frame.end);
-        const effect = named.statements.get(bytes.toString("latin1", statementStart, statementEnd));
-        named.portals.set(bytes.toString("latin1", frame.bodyStart, portalEnd), effect ?? { kind: "other" });
+        const effect = named.statement(bytes.toString("latin1", statementStart, statementEnd));
+        named.setPortal(bytes.toString("latin1", frame.bodyStart, portalEnd), effect ?? { kind: "other" });
         queue.push(stateless.bindComplete);
         const rebound = effect ? withHiddenResultFormats(bytes.subarray(frame.bodyStart, frame.end), named.shapeOf(effect)) : undefined;
         if (rebound) {
@@ -211,8 +212,8 @@ export class ClientPump {
         queue.extendedOpen = true;
         const target = locateDescribe(bytes, frame.bodyStart, frame.end);
         const name = bytes.toString("latin1", frame.bodyStart + 1, target.nameEnd);
-        if (target.kind === TargetKind.Portal) named.portals.delete(name);
-        else named.statements.delete(name);
+        if (target.kind === TargetKind.Portal) named.closePortal(name);
+        else named.closeStatement(name);
         queue.push(stateless.closeComplete);
         break;
       }
@@ -223,7 +224,7 @@ export class ClientPump {
         queue.extendedOpen = true;
         const target = locateDescribe(bytes, frame.bodyStart, frame.end);
         const name = bytes.toString("latin1", frame.bodyStart + 1, target.nameEnd);
-        const effect = target.kind === TargetKind.Portal ? named.portals.get(name) : named.statements.get(name);
+        const effect = target.kind === TargetKind.Portal ? named.portal(name) : named.statement(name);
         const expectation: DescribeExpectation = { kind: "describe", forClient: true, decidesRows: false, effect };
         queue.push(expectation);
         if (target.kind === TargetKind.Portal) this.portalDescribed = { chunk: bytes, nameStart: frame.bodyStart + 1, nameEnd: target.nameEnd, expectation };
@@ -235,7 +236,8 @@ export class ClientPump {
         // the portal just before (still unanswered, so nothing came between), otherwise from the
         // proxy's own Describe, whose answer comes back just before the rows and is kept from the client.
         const { portalEnd, maxRows: limit } = locateExecute(bytes, frame.bodyStart, frame.end);
-        const effect = named.portals.get(bytes.toString("latin1", frame.bodyStart, portalEnd));
+        const effect = named.portal(bytes.toString("latin1", frame.bodyStart, portalEnd));
+        named.sent(effect);
         // Still the last expectation: not answered yet (nor cleared by an error).
         if (described && queue.last() === described.expectation && equalBytes(described.chunk, described.nameStart, described.nameEnd, bytes, frame.bodyStart, portalEnd)) described.expectation.decidesRows = true;
         else {
