@@ -112,7 +112,11 @@ export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView, s
       if (order >= 0) subjects.push({ column: row.column, order });
     }
     subjects.sort((a, b) => a.order - b.order);
-    relations.push({ schema: list[0]!.schema, name: list[0]!.table, columns: list.map((r) => r.column), subjectColumns: subjects.map((s) => s.column), mapped });
+    const categories = list.map((row) => {
+      const field = columns.get(columnKey(oid, row.attributeNumber));
+      return field === undefined ? undefined : mapping.fields.get(field)?.category;
+    });
+    relations.push({ schema: list[0]!.schema, name: list[0]!.table, columns: list.map((r) => r.column), subjectColumns: subjects.map((s) => s.column), mapped, categories });
   }
   relations.sort((a, b) => (`${a.schema}.${a.name}` < `${b.schema}.${b.name}` ? -1 : 1));
   return { columns, rows: new Map(rows.map((row) => [columnKey(row.tableOid, row.attributeNumber), row])), schema: schemaView(relations, shadows) };

@@ -1,5 +1,5 @@
 import type { ColumnDescription } from "../../protocols/postgres/row-description";
-import type { ResultShape } from "./analysis/statement-analysis";
+import { passesWhole, type ResultShape } from "./analysis/statement-analysis";
 import { columnKey, type Catalog } from "./column-catalog";
 import type { MappingView, RowVerdict } from "../../exports/row-decider";
 
@@ -44,7 +44,7 @@ export interface RowMask {
  */
 export function planResult(columns: readonly ColumnDescription[], shape: ResultShape | undefined, catalog: Catalog, mapping: MappingView): ResultPlan {
   const count = columns.length;
-  if (shape?.catalog) return { columns, categories: new Array(count).fill(undefined), groupOf: new Array(count).fill(-1), hidden: new Array(count).fill(false), groups: [], passAll: true, masks: new Map() };
+  if (passesWhole(shape)) return { columns, categories: new Array(count).fill(undefined), groupOf: new Array(count).fill(-1), hidden: new Array(count).fill(false), groups: [], passAll: true, masks: new Map() };
   const hidden = columns.map((column) => shape !== undefined && column.name.startsWith(shape.hiddenPrefix));
   const categories: Array<string | undefined> = new Array(count).fill(undefined);
   const groupOf: number[] = new Array(count).fill(-1);

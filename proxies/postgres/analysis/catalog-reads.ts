@@ -59,6 +59,10 @@ const valueFunctions = [
 
 /** Built-in function names a client may call unqualified (tools' catalog queries use these). */
 export const unqualifiedFunctions: ReadonlySet<string> = new Set([
+  // aggregates, window functions and scalar functions analytics use
+  "abs", "avg", "ceil", "ceiling", "corr", "covar_pop", "covar_samp", "cume_dist", "date_part", "date_trunc", "every", "exp", "first_value", "floor", "lag", "last_value", "lead", "ln", "log",
+  "median", "mod", "nth_value", "ntile", "percent_rank", "percentile_cont", "percentile_disc", "power", "round", "sign", "sqrt", "stddev", "stddev_pop", "stddev_samp", "to_char", "to_date",
+  "to_timestamp", "trunc", "var_pop", "var_samp", "variance", "width_bucket", "extract", "date_bin", "age", "make_date", "justify_interval", "md5",
   "array_agg", "array_length", "array_lower", "array_position", "array_to_string", "array_upper", "bool_and", "bool_or", "btrim", "cardinality", "char_length", "coalesce", "col_description",
   "concat", "concat_ws", "count", "current_database", "current_schema", "current_schemas", "current_user", "dense_rank", "format", "format_type", "generate_series",
   "generate_subscripts", "has_any_column_privilege", "has_column_privilege", "has_database_privilege", "has_function_privilege", "has_schema_privilege", "has_sequence_privilege", "has_table_privilege",
@@ -83,27 +87,42 @@ export const unqualifiedTypes: ReadonlySet<string> = new Set([
   "timetz", "varchar", "xid", "xml",
 ]);
 
-/** Whether `select` (a SelectStmt node) reads only the system catalogs, with these shadows. */
-export function readsOnlyCatalogs(select: Node, shadows: CatalogShadows | undefined): boolean {
+/**
+ * Says whether a relation that is not a catalog's may be read, given its RangeVar and the
+ * `{RangeVar}` wrapper that holds it (absent when the tree holds it unwrapped). Pushdown uses it
+ * for the mapped tables.
+ */
+export type RelationHook = (rangeVar: Node, wrapper: Node | undefined) => boolean;
+
+/**
+ * Whether `select` (a SelectStmt node) reads only the system catalogs, with these shadows; with
+ * `onRelation`, the relations it accepts too.
+ */
+export function readsOnlyCatalogs(select: Node, shadows: CatalogShadows | undefined, onRelation?: RelationHook): boolean {
   if (!shadows) return false;
-  const check = new CatalogCheck(shadows);
+  const check = new CatalogCheck(shadows, onRelation);
   return check.node("SelectStmt", select, new Set());
 }
 
 class CatalogCheck {
-  constructor(private readonly shadows: CatalogShadows) {}
+  constructor(
+    private readonly shadows: CatalogShadows,
+    private readonly onRelation?: RelationHook,
+  ) {}
 
   /** A value below a node: each object in it is checked by its shape, wrapped (`{Type: {...}}`) or not. */
   value(value: unknown, ctes: ReadonlySet<string>): boolean {
     if (value === null || typeof value !== "object") return true;
     if (Array.isArray(value)) return value.every((child) => this.value(child, ctes));
     const typed = nodeType(value);
-    if (typed && /^[A-Z]/.test(typed[0])) return this.node(typed[0], typed[1], ctes);
+    if (typed && /^[A-Z]/.test(typed[0])) return this.node(typed[0], typed[1], ctes, value as Node);
     return this.fields(value as Node, ctes);
   }
 
-  node(type: string, fields: Node, ctes: ReadonlySet<string>): boolean {
+  node(type: string, fields: Node, ctes: ReadonlySet<string>, wrapper?: Node): boolean {
     switch (type) {
+      case "RangeVar":
+        return this.relation(fields, ctes, wrapper) && this.fields(fields, ctes, true);
       case "SelectStmt":
         return this.select(fields, ctes);
       case "TypeName":
@@ -118,8 +137,8 @@ class CatalogCheck {
   }
 
   /** Any object: its own names checked by shape, then everything below it. */
-  private fields(object: Node, ctes: ReadonlySet<string>): boolean {
-    if (typeof object.relname === "string" && !this.relation(object, ctes)) return false;
+  private fields(object: Node, ctes: ReadonlySet<string>, relationChecked = false): boolean {
+    if (!relationChecked && typeof object.relname === "string" && !this.relation(object, ctes, undefined)) return false;
     if (Array.isArray(object.funcname) && !this.func(object.funcname)) return false;
     if (typeof object.kind === "string" && object.kind.startsWith("AEXPR_") && !this.operator(object.kind, object.name)) return false;
     if (Array.isArray(object.operName) && !this.operatorName(object.operName)) return false;
@@ -156,13 +175,15 @@ class CatalogCheck {
     return true;
   }
 
-  private relation(rangeVar: Node, ctes: ReadonlySet<string>): boolean {
+  private relation(rangeVar: Node, ctes: ReadonlySet<string>, wrapper: Node | undefined): boolean {
     const name = rangeVar.relname as string;
-    if (rangeVar.catalogname !== undefined) return false;
     const schema = rangeVar.schemaname as string | undefined;
-    if (schema !== undefined) return catalogSchemas.has(schema) && !holdsValues(schema, name);
-    if (ctes.has(name)) return true;
-    return name.startsWith("pg_") && !this.shadows.relations.has(name) && !holdsValues("pg_catalog", name);
+    if (rangeVar.catalogname === undefined) {
+      if (schema !== undefined && catalogSchemas.has(schema)) return !holdsValues(schema, name);
+      if (schema === undefined && ctes.has(name)) return true;
+      if (schema === undefined && name.startsWith("pg_") && !this.shadows.relations.has(name)) return !holdsValues("pg_catalog", name);
+    }
+    return this.onRelation?.(rangeVar, wrapper) ?? false;
   }
 
   private func(nameList: unknown[]): boolean {

@@ -10,6 +10,8 @@ export interface RelationView {
   subjectColumns: readonly string[];
   /** Whether any of its columns is mapped: only then are its rows' values decided. */
   mapped: boolean;
+  /** Per column (as `columns`): the category its mapping names; undefined when it has none (always emptied). */
+  categories?: ReadonlyArray<string | undefined>;
 }
 
 /** What statement analysis needs of the catalog: the relations that carry the mapping's names. */
@@ -34,7 +36,7 @@ export function schemaView(relations: readonly RelationView[], shadows?: Catalog
     byName.set(relation.name, list);
   }
   const shadowKey = shadows && [shadows.functions, shadows.operators, shadows.types, shadows.relations, shadows.extensionFunctions].map((names) => [...names].sort());
-  const key = JSON.stringify([relations.map((r) => [r.schema, r.name, r.columns, r.subjectColumns, r.mapped]), shadowKey ?? null]);
+  const key = JSON.stringify([relations.map((r) => [r.schema, r.name, r.columns, r.subjectColumns, r.mapped, r.categories ?? null]), shadowKey ?? null]);
   return {
     key,
     relations: (name, schema) => {

@@ -1,11 +1,11 @@
-import type { ResultShape, StatementEffect } from "../analysis/statement-analysis";
+import { passesWhole, type ResultShape, type StatementEffect } from "../analysis/statement-analysis";
 
 /**
  * What the client's named objects return: prepared statements (Parse and PREPARE share one
  * namespace), portals and cursors, so the rows of an Execute, EXECUTE or FETCH are read with
  * the shape their statement was analysed to have.
  *
- * A catalog read's rows pass whole, so its shape is trusted only while the backend's object is
+ * A catalog read's or pushdown statement's rows pass whole, so its shape is trusted only while the backend's object is
  * surely the statement the proxy analysed. Server-side code (a function, a DO block) can
  * DEALLOCATE and PREPARE, or CLOSE and DECLARE, under the same name: once any statement that may
  * run such code has been sent (anything but catalog reads and transaction or setting control),
@@ -65,7 +65,7 @@ export class NamedResults {
         return effect.shape;
       case "fetch": {
         const cursor = this.cursors.get(effect.cursor);
-        return cursor?.shape?.catalog && cursor.epoch !== this.epoch ? undefined : cursor?.shape;
+        return passesWhole(cursor?.shape) && cursor!.epoch !== this.epoch ? undefined : cursor?.shape;
       }
       case "execute": {
         const prepared = this.statement(effect.name);
@@ -111,9 +111,9 @@ export class NamedResults {
         return false;
       case "declare":
       case "prepare":
-        return !effect.shape?.catalog;
+        return !passesWhole(effect.shape);
       default:
-        return !this.shapeOf(effect)?.catalog;
+        return !passesWhole(this.shapeOf(effect));
     }
   }
 
@@ -130,7 +130,7 @@ export class NamedResults {
   private trusted(named: Named | undefined, name: string): StatementEffect | undefined {
     if (!named) return undefined;
     const { effect } = named;
-    if (name === "" || named.epoch === this.epoch || effect.kind !== "rows" || !effect.shape?.catalog) return effect;
+    if (name === "" || named.epoch === this.epoch || effect.kind !== "rows" || !passesWhole(effect.shape)) return effect;
     return { kind: "rows", shape: undefined };
   }
 }
