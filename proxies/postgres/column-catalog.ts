@@ -38,7 +38,7 @@ export function catalogQuery(mapping: MappingView): string {
   const newest = `${shadowQuery}; SELECT pg_catalog.max(oid)::pg_catalog.int8 FROM pg_catalog.pg_class`;
   if (tables.size === 0) return newest;
   return (
-    "SELECT c.oid::pg_catalog.int8, a.attnum::pg_catalog.int4, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, a.attname::pg_catalog.text " +
+    "SELECT c.oid::pg_catalog.int8, a.attnum::pg_catalog.int4, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, a.attname::pg_catalog.text, a.atttypid::pg_catalog.int8 " +
     "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace " +
     "WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped AND c.relkind::pg_catalog.text IN ('r', 'v', 'm', 'f', 'p') AND c.relname::pg_catalog.text IN (" +
     `SELECT pg_catalog.convert_from(pg_catalog.decode(t, 'hex'), 'UTF8') FROM (VALUES ${[...tables].join(",")}) AS m(t)); ${newest}`
@@ -52,7 +52,12 @@ export interface CatalogRow {
   schema: string;
   table: string;
   column: string;
+  /** The column's type OID (absent in catalogs made before types were looked up: treated as unknown). */
+  typeOid?: number;
 }
+
+/** text and varchar: their values are their text form (a user id compares as it is). */
+const textTypeOids = new Set([25, 1043]);
 
 /** Session-private schemas: a client can create relations there with any name (CREATE TEMP TABLE users ...). */
 const privateSchema = /^pg_(toast_)?temp_\d+$/;
@@ -116,7 +121,8 @@ export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView, s
       const field = columns.get(columnKey(oid, row.attributeNumber));
       return field === undefined ? undefined : mapping.fields.get(field)?.category;
     });
-    relations.push({ schema: list[0]!.schema, name: list[0]!.table, columns: list.map((r) => r.column), subjectColumns: subjects.map((s) => s.column), mapped, categories });
+    const textual = new Set(list.filter((row) => row.typeOid !== undefined && textTypeOids.has(row.typeOid)).map((row) => row.column));
+    relations.push({ schema: list[0]!.schema, name: list[0]!.table, columns: list.map((r) => r.column), subjectColumns: subjects.map((s) => s.column), mapped, categories, textColumns: textual });
   }
   relations.sort((a, b) => (`${a.schema}.${a.name}` < `${b.schema}.${b.name}` ? -1 : 1));
   return { columns, rows: new Map(rows.map((row) => [columnKey(row.tableOid, row.attributeNumber), row])), schema: schemaView(relations, shadows) };

@@ -5,7 +5,7 @@ import { Client, type ClientConfig } from "pg";
 import type { Logger } from "pino";
 import { addressOfStateKey, Buckets } from "../../actors/runtime/addressing";
 import type { RowDecider } from "../../exports/row-decider";
-import { verdictSchema, type PushdownTarget } from "./analysis/pushdown";
+import { categoryColumn, verdictSchema, type PushdownTarget } from "./analysis/pushdown";
 
 /** Where a database's verdicts stand, as sessions need it: `current` once every change the node knows of is in the table. */
 export interface VerdictState {
@@ -44,6 +44,8 @@ export class VerdictTable {
   private readonly pendingUsers = new Set<string>();
   private running?: Promise<void>;
   private client?: Client;
+  /** The category columns the table is known to have (added when the mapping names a new category). */
+  private readonly categoryColumns = new Set<string>();
   private closed = false;
   private readonly listeners = new Set<(state: VerdictState) => void>();
   private midnight?: NodeJS.Timeout;
@@ -152,17 +154,32 @@ export class VerdictTable {
     }
     const version = Math.max(Date.now() * 1000, this.state.version + 1);
     const { table, exportKey } = this.settings.target;
+    const categories = [...new Set([...this.settings.decider.mapping().fields.values()].flatMap((field) => (field.category === undefined ? [] : [field.category])))].sort();
     await client.query("BEGIN");
     try {
+      for (const category of categories) {
+        const column = categoryColumn(category);
+        if (this.categoryColumns.has(column)) continue;
+        await client.query(`ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS ${column} boolean NOT NULL DEFAULT false`);
+        this.categoryColumns.add(column);
+      }
       if (rebuild) await client.query(`TRUNCATE ${table}`);
       else if (refused.length > 0) await client.query(`DELETE FROM ${table} WHERE user_id = ANY($1::text[])`, [refused]);
-      await client.query(`INSERT INTO ${table} (user_id, categories) SELECT key, ARRAY(SELECT jsonb_array_elements_text(value)) FROM jsonb_each($1::jsonb) ON CONFLICT (user_id) DO UPDATE SET categories = EXCLUDED.categories`, [JSON.stringify(verdicts)]);
+      const columns = categories.map(categoryColumn);
+      const flags = columns.map((column, i) => `, value ? $${i + 2} AS ${column}`).join("");
+      const updates = columns.map((column) => `, ${column} = EXCLUDED.${column}`).join("");
+      await client.query(
+        `INSERT INTO ${table} (user_id, categories${columns.map((c) => `, ${c}`).join("")}) SELECT key, ARRAY(SELECT jsonb_array_elements_text(value))${flags} FROM jsonb_each($1::jsonb) ON CONFLICT (user_id) DO UPDATE SET categories = EXCLUDED.categories${updates}`,
+        [JSON.stringify(verdicts), ...categories],
+      );
       const raised = await client.query(`INSERT INTO ${verdictSchema}.verdict_versions (export_id, version) VALUES ($1, $2) ON CONFLICT (export_id) DO UPDATE SET version = EXCLUDED.version WHERE ${verdictSchema}.verdict_versions.version < EXCLUDED.version`, [exportKey, String(version)]);
       // Another node wrote a newer version (it serves the export now): this write is not the truth.
       if (raised.rowCount !== 1) throw new Error("a newer version of the verdicts was written by another node");
       await client.query("COMMIT");
     } catch (error) {
       await client.query("ROLLBACK").catch(() => undefined);
+      // A rolled-back ALTER added nothing: look again next time.
+      this.categoryColumns.clear();
       if (rebuild) this.rebuildNeeded = true;
       else for (const userId of users) this.pendingUsers.add(userId);
       throw error;
@@ -183,7 +200,7 @@ export class VerdictTable {
       await client.query(`CREATE TABLE IF NOT EXISTS ${table} (user_id text PRIMARY KEY, categories text[] NOT NULL)`);
       // The guard every rewritten statement calls: it refuses to run on verdicts older than the node's.
       await client.query(
-        `CREATE OR REPLACE FUNCTION ${verdictSchema}.require_verdicts(export text, at_least numeric) RETURNS boolean LANGUAGE plpgsql STABLE SET search_path = pg_catalog AS $$ ` +
+        `CREATE OR REPLACE FUNCTION ${verdictSchema}.require_verdicts(export text, at_least numeric) RETURNS boolean LANGUAGE plpgsql STABLE PARALLEL SAFE SET search_path = pg_catalog AS $$ ` +
           `BEGIN IF coalesce((SELECT version FROM ${verdictSchema}.verdict_versions WHERE export_id = export), -1) < at_least THEN ` +
           `RAISE EXCEPTION USING ERRCODE = '55000', MESSAGE = 'the export''s verdicts are older than the service''s; try again'; END IF; RETURN true; END $$`,
       );

@@ -24,8 +24,8 @@ import { tempDir } from "../../testkit/temp";
 import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles, usersRows } from "../fixtures/postgres-population";
 import { categoryOf, filtered, forbiddenValues, verdictsOf, type Verdicts } from "../fixtures/postgres-verdicts";
-import { selfSignedCertificate } from "../helpers/certificates";
-import { SlapdServer } from "../helpers/slapd";
+import { selfSignedCertificate } from "../../testkit/certificates";
+import { SlapdServer } from "../../testkit/slapd";
 
 const analyst = { uid: "analyst", password: "analyst-pw" };
 const DROPPED = "not-accepted";

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { parseSync } from "libpg-query";
 import { deparseSync } from "pgsql-deparser";
 import { readsOnlyCatalogs, type RelationHook } from "./catalog-reads";
@@ -22,6 +23,15 @@ export interface PushdownTarget {
 
 /** The schema the export keeps its verdicts in: clients may not name it. */
 export const verdictSchema = "warden";
+
+/**
+ * The verdict table's column that says whether a user's verdict allows a category: one boolean
+ * column per category the mapping names (a boolean per row costs a fraction of an array
+ * containment test per value). Named from a hash: category ids are any strings.
+ */
+export function categoryColumn(category: string): string {
+  return `c_${createHash("sha256").update(category).digest("hex").slice(0, 16)}`;
+}
 
 export type PushdownResult = { kind: "rewritten"; node: Node } | { kind: "refused"; message: string };
 
@@ -96,16 +106,16 @@ const literal = (text: string) => `'${text.replaceAll("'", "''")}'`;
 function derivedTable(relation: RelationView, inherited: boolean, target: PushdownTarget): Node {
   const columns = relation.columns.map((column, i) => {
     const category = relation.categories?.[i];
-    const keep = category === undefined ? "false" : `v.categories OPERATOR(pg_catalog.@>) ARRAY[${literal(category)}]::pg_catalog.text[]`;
+    const keep = category === undefined ? "false" : `v.${categoryColumn(category)}`;
     return `CASE WHEN ${keep} THEN t.${ident(column)} END AS ${ident(column)}`;
   });
   // A user id as the wire's text format writes it (the type's output function, as row by row); empty means none.
-  // format() rather than a cast: the deparser writes `::pg_catalog.text` as `::text`, which search_path could redirect.
-  const subjects = relation.subjectColumns.map((column) => {
-    const text = `pg_catalog.format('%s', t.${ident(column)})`;
-    return `CASE WHEN t.${ident(column)} IS NULL OR ${text} OPERATOR(pg_catalog.=) '' THEN NULL ELSE ${text} END`;
-  });
-  const userOf = subjects.length === 0 ? "NULL::pg_catalog.text" : subjects.length === 1 ? subjects[0]! : `COALESCE(${subjects.join(", ")})`;
+  // Text columns compare as they are (a hash join on the column); other types through format(), not a cast: the
+  // deparser writes `::pg_catalog.text` as `::text`, which a search_path could redirect. No user id is empty, so
+  // with one resource-context column an empty or NULL value simply joins no verdict.
+  const textOf = (column: string) => (relation.textColumns?.has(column) ? `t.${ident(column)}` : `pg_catalog.format('%s', t.${ident(column)})`);
+  const subjects = relation.subjectColumns.map((column) => `CASE WHEN t.${ident(column)} IS NULL OR ${textOf(column)} OPERATOR(pg_catalog.=) '' THEN NULL ELSE ${textOf(column)} END`);
+  const userOf = subjects.length === 0 ? "NULL" : subjects.length === 1 ? textOf(relation.subjectColumns[0]!) : `COALESCE(${subjects.join(", ")})`;
   const sql =
     `SELECT ${columns.join(", ")} FROM ${inherited ? "" : "ONLY "}${ident(relation.schema)}.${ident(relation.name)} AS t ` +
     `JOIN ${target.table} AS v ON v.user_id OPERATOR(pg_catalog.=) ${userOf} ` +

@@ -12,6 +12,8 @@ export interface RelationView {
   mapped: boolean;
   /** Per column (as `columns`): the category its mapping names; undefined when it has none (always emptied). */
   categories?: ReadonlyArray<string | undefined>;
+  /** Columns of type text or varchar (a user id there is compared as it is). */
+  textColumns?: ReadonlySet<string>;
 }
 
 /** What statement analysis needs of the catalog: the relations that carry the mapping's names. */
@@ -36,7 +38,7 @@ export function schemaView(relations: readonly RelationView[], shadows?: Catalog
     byName.set(relation.name, list);
   }
   const shadowKey = shadows && [shadows.functions, shadows.operators, shadows.types, shadows.relations, shadows.extensionFunctions].map((names) => [...names].sort());
-  const key = JSON.stringify([relations.map((r) => [r.schema, r.name, r.columns, r.subjectColumns, r.mapped, r.categories ?? null]), shadowKey ?? null]);
+  const key = JSON.stringify([relations.map((r) => [r.schema, r.name, r.columns, r.subjectColumns, r.mapped, r.categories ?? null, [...(r.textColumns ?? [])]]), shadowKey ?? null]);
   return {
     key,
     relations: (name, schema) => {

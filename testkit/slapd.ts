@@ -2,9 +2,9 @@ import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_pr
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { freePorts } from "../../testkit/ports";
+import { freePorts } from "./ports";
 import { selfSignedCertificate } from "./certificates";
-import { tempDir } from "../../testkit/temp";
+import { tempDir } from "./temp";
 
 export interface SlapdUser {
   uid: string;
