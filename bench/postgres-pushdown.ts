@@ -5,13 +5,13 @@
 //    export of the same setup (TLS, LDAP-verified clients, the export's credentials), beside PgBouncer.
 // 3. What a user change costs a client: a statement through the export right after changing a
 //    user (it waits until the verdict table holds the change) vs a statement with no change.
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "pg";
 import { realisticPolicy } from "../testkit/policy";
 import { freePort } from "../testkit/ports";
 import { selfSignedCertificate } from "../testkit/certificates";
-import { SlapdServer } from "../testkit/slapd";
+import { ldapSecurityFile, SlapdServer } from "../testkit/slapd";
 import { tempDir } from "../testkit/temp";
 import { startBenchNode } from "./http-load";
 import { benchRole, pgbench, selectScript, startPgBouncer, startPgbenchDatabase } from "./pgbench";
@@ -44,15 +44,7 @@ async function main(): Promise<void> {
       "app",
     );
     pg.sql("VACUUM ANALYZE", "app");
-    const security = join(dir, "security.json");
-    writeFileSync(
-      security,
-      JSON.stringify({
-        verifiers: [{ verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }] }],
-        credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
-        enforcedComponents: [{ componentName: "postgres" }],
-      }),
-    );
+    const security = ldapSecurityFile(dir, slapd, ["postgres"]);
     Object.assign(process.env, { SECURITY_CONFIG: security, EXPORT_TLS_CERT_FILE: certFile, EXPORT_TLS_KEY_FILE: join(dir, "warden-key.pem") });
     const started = await startBenchNode();
     node = started.node;

@@ -164,3 +164,20 @@ export class SlapdServer {
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * A security configuration file (in `dir`) whose only verifier is this directory (user names
+ * under ou=people), enforced on `components`: what a PostgreSQL export with direct verification needs.
+ */
+export function ldapSecurityFile(dir: string, slapd: SlapdServer, components: readonly string[]): string {
+  const file = join(dir, "security.json");
+  writeFileSync(
+    file,
+    JSON.stringify({
+      verifiers: [{ verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }] }],
+      credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
+      enforcedComponents: components.map((componentName) => ({ componentName })),
+    }),
+  );
+  return file;
+}

@@ -8,7 +8,7 @@
 // Sessions run in proxy worker processes (the default), so the verdict state crosses to them.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "pg";
 import { compilePolicy } from "../../decision/compiled-policy";
@@ -25,7 +25,7 @@ import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles, usersRows } from "../fixtures/postgres-population";
 import { categoryOf, filtered, forbiddenValues, verdictsOf, type Verdicts } from "../fixtures/postgres-verdicts";
 import { selfSignedCertificate } from "../../testkit/certificates";
-import { SlapdServer } from "../../testkit/slapd";
+import { ldapSecurityFile, SlapdServer } from "../../testkit/slapd";
 
 const analyst = { uid: "analyst", password: "analyst-pw" };
 const DROPPED = "not-accepted";
@@ -109,15 +109,7 @@ describe("PostgreSQL exports with pushdown: aggregates, joins and predicates ove
     // The export's identity (reader) may create the schema warden: it keeps the verdict table there.
     pg.sql(`CREATE TABLE orders (id serial PRIMARY KEY, user_id text, item text); INSERT INTO orders (user_id, item) VALUES ${orders}; GRANT ALL ON orders TO ${roles.scram.user}; GRANT CREATE ON DATABASE app TO ${roles.scram.user}`, "app");
     nats = await startNats();
-    const security = join(dir, "security.json");
-    writeFileSync(
-      security,
-      JSON.stringify({
-        verifiers: [{ verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }] }],
-        credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
-        enforcedComponents: [{ componentName: "postgres" }],
-      }),
-    );
+    const security = ldapSecurityFile(dir, slapd, ["postgres"]);
     node = await NodeProcess.start({ nodeId: "pushdown-1", natsUrl: nats.url, env: { SECURITY_CONFIG: security, EXPORT_TLS_CERT_FILE: certFile, EXPORT_TLS_KEY_FILE: join(dir, "warden-key.pem"), EXPORT_WORKERS: "2" } });
     assert.equal((await call("PUT", "/config", policyWithOrders())).status, 200);
     await createPopulation(call);
