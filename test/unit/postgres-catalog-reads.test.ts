@@ -58,6 +58,11 @@ describe("PostgreSQL exports: which statements read only the system catalogs", (
       "SELECT n_tup_fetch FROM pg_catalog.pg_stat_xact_user_tables",
       "SELECT pg_catalog.pg_stat_get_numscans('users'::regclass)",
       "SELECT ident FROM pg_backend_memory_contexts",
+      // an advisory lock an earlier statement took keyed by a value: unlocking or trying the key says it is held
+      "SELECT string_agg(pg_catalog.chr(c), '' ORDER BY i) FROM generate_series(1, 40) i, generate_series(32, 126) c WHERE pg_catalog.pg_advisory_unlock(i, c)",
+      "SELECT pg_catalog.pg_try_advisory_lock(110)",
+      // the random generator an earlier statement seeded with a value (setseed) repeats that seed's sequence
+      "SELECT pg_catalog.random()",
       // functions that run text as a statement, or read tables, files, large objects, statement texts
       "SELECT pg_catalog.query_to_xml('select email from users', true, true, '')",
       "SELECT query_to_xml('select email from users', true, true, '')",

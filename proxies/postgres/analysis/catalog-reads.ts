@@ -43,7 +43,11 @@ export function holdsValues(schema: string, relation: string): boolean {
 
 /**
  * Catalog functions that run a statement given as text, read tables, files, large objects or the
- * write-ahead log, or show what `holdsValues` relations show: a call to one is never a catalog read.
+ * write-ahead log, show what `holdsValues` relations show, or read back session state an earlier
+ * statement set from values (its rows dropped, its functions still ran): advisory locks keyed by
+ * a value (unlocking or trying a key says whether it is held) and the random generator seeded
+ * with one (setseed: random() then repeats the sequence of that seed). A call to one is never a
+ * catalog read.
  */
 const valueFunctions = [
   /^(query|cursor|table|schema|database)_to_xml/,
@@ -55,6 +59,8 @@ const valueFunctions = [
   /^pg_stat/,
   /^(current_setting|pg_show_all_settings|pg_show_all_file_settings|pg_lock_status|pg_get_backend_memory_contexts|pg_listening_channels|pg_notification_queue_usage|pg_mcv_list_items)$/,
   /^dblink/,
+  /^pg_(try_)?advisory_/,
+  /^random/,
 ];
 
 /** Built-in function names a client may call unqualified (tools' catalog queries use these). */
