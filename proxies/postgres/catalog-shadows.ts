@@ -19,10 +19,12 @@ export const shadowQuery =
   "UNION ALL SELECT 'r', c.relname::pg_catalog.text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace " +
   `WHERE ${elsewhere} AND pg_catalog.starts_with(c.relname::pg_catalog.text, 'pg_') ` +
   "UNION ALL SELECT 'x', p.proname::pg_catalog.text FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) d.objid JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace " +
-  `WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog.char AND ${inCatalog}`;
+  `WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog.char AND ${inCatalog} ` +
+  "UNION SELECT 'a', p.proname::pg_catalog.text FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace " +
+  `WHERE ${elsewhere} AND p.pronargs OPERATOR(pg_catalog.>=) 1 AND p.pronargs OPERATOR(pg_catalog.-) p.pronargdefaults OPERATOR(pg_catalog.<=) 1`;
 
 /** The shadows from the lookup's rows (kind, name). */
 export function shadowsFrom(rows: readonly string[][]): CatalogShadows {
   const of = (kind: string) => new Set(rows.filter((row) => row[0] === kind).map((row) => row[1]!));
-  return { functions: of("f"), operators: of("o"), types: of("t"), relations: of("r"), extensionFunctions: of("x") };
+  return { functions: of("f"), operators: of("o"), types: of("t"), relations: of("r"), extensionFunctions: of("x"), attributeFunctions: of("a") };
 }

@@ -1,7 +1,8 @@
-// Issue 27, part 1, attacked: session state a row-by-row statement sets from a value it may not
-// show (its rows are dropped, its functions still run), read back by a statement that passes as a
-// catalog read. Each attack is a sequence of statements on one connection through a read-only
-// export; each is shown leaking a forbidden value directly and not through the export.
+// Issue 27, part 1, attacked: statements that passed as catalog reads and were not. Session state
+// a row-by-row statement set from a value it may not show (its rows are dropped, its functions
+// still run), statement texts of cursors application code opened, and functions of a row that
+// attribute notation (`c.name`) calls. Each attack is a sequence of statements on one connection
+// through a read-only export; each is shown leaking a forbidden value directly and not through it.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "pg";
@@ -52,11 +53,12 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
   before(async () => {
     pg = await PostgresServer.start({ hba: populationHba });
     createAppDatabase(pg);
+    // Application code a DBA defined (SECURITY DEFINER, as such functions often are): one opens a
+    // cursor over dynamic SQL that embeds a value, one takes any row (anyelement) and reads users.
     pg.sql(
       [
-        `CREATE FUNCTION public.user_cursor(uid text) RETURNS refcursor LANGUAGE plpgsql SECURITY DEFINER AS $$ DECLARE c refcursor; BEGIN OPEN c FOR EXECUTE format('SELECT %L::text AS email', (SELECT email FROM users WHERE id = uid)); RETURN c; END $$`,
-        "CREATE FUNCTION public.leak(pg_catalog.pg_class) RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
-        "CREATE FUNCTION public.leak2(anyelement) RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
+        "CREATE FUNCTION public.user_cursor(uid text) RETURNS refcursor LANGUAGE plpgsql SECURITY DEFINER AS $$ DECLARE c refcursor; BEGIN OPEN c FOR EXECUTE format('SELECT %L::text AS email', (SELECT email FROM users WHERE id = uid)); RETURN c; END $$",
+        "CREATE FUNCTION public.contacts_of(anyelement) RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
       ].join("; "),
       "app",
     );
@@ -109,6 +111,10 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
           "SELECT pg_catalog.convert_from(pg_catalog.decode(pg_catalog.to_char(pg_catalog.now(), 'tz'), 'hex'), 'UTF8')",
         ])
       ).join("\n"),
+    "a cursor an application function opened over text that embeds a value, read by pg_cursor()": async (port) =>
+      (await session(port, ["BEGIN", `SELECT public.user_cursor('${DROPPED}')`, "SELECT name, statement FROM pg_catalog.pg_cursor()", "COMMIT"])).join("\n"),
+    "attribute notation: c.contacts_of calls a function of any row (anyelement) that reads users": async (port) =>
+      (await session(port, ["SELECT c.contacts_of FROM pg_catalog.pg_class c WHERE c.relname = 'pg_class'", "SELECT (c).contacts_of FROM pg_catalog.pg_class c WHERE c.relname = 'pg_class'"])).join("\n"),
   };
   for (const [name, attack] of Object.entries(attacks)) {
     test(name, async () => {

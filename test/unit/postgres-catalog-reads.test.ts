@@ -63,6 +63,9 @@ describe("PostgreSQL exports: which statements read only the system catalogs", (
       "SELECT pg_catalog.pg_try_advisory_lock(110)",
       // the random generator an earlier statement seeded with a value (setseed) repeats that seed's sequence
       "SELECT pg_catalog.random()",
+      // cursor and prepared statement texts: application code can open a cursor over text that embeds a value
+      "SELECT name, statement FROM pg_catalog.pg_cursor()",
+      "SELECT statement FROM pg_catalog.pg_prepared_statement()",
       // functions that run text as a statement, or read tables, files, large objects, statement texts
       "SELECT pg_catalog.query_to_xml('select email from users', true, true, '')",
       "SELECT query_to_xml('select email from users', true, true, '')",
@@ -99,7 +102,13 @@ describe("PostgreSQL exports: which statements read only the system catalogs", (
       ["t", "text"],
       ["r", "pg_class"],
       ["x", "get_raw_page"],
+      ["a", "contacts_of"],
     ]);
+    // Attribute notation calls a function of the row when the row has no such column.
+    assert.equal(catalogOnly("SELECT c.contacts_of FROM pg_catalog.pg_class c", shadows), false);
+    assert.equal(catalogOnly("SELECT (c).contacts_of FROM pg_catalog.pg_class c", shadows), false);
+    assert.equal(catalogOnly("SELECT c.contacts_of FROM pg_catalog.pg_class c", none), true, "no such function: a column");
+    assert.equal(catalogOnly("SELECT c.relname, (c).relkind FROM pg_catalog.pg_class c", shadows), true);
     assert.equal(catalogOnly("SELECT format_type(1, 1)", shadows), false);
     assert.equal(catalogOnly("SELECT pg_catalog.format_type(1, 1)", shadows), true);
     assert.equal(catalogOnly("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname ~ 'x'", shadows), false);

@@ -19,6 +19,12 @@ export interface CatalogShadows {
   relations: ReadonlySet<string>;
   /** Functions of the catalog schemas that an extension installed there (pageinspect in pg_catalog reads table pages). */
   extensionFunctions: ReadonlySet<string>;
+  /**
+   * Functions outside the catalog schemas callable with one argument: `c.name` and `(row).name`
+   * call `name(c)` when c has no column of that name, found on the search_path (a function of
+   * `anyelement` takes any catalog row).
+   */
+  attributeFunctions: ReadonlySet<string>;
 }
 
 const catalogSchemas = new Set(["pg_catalog", "information_schema"]);
@@ -57,7 +63,7 @@ const valueFunctions = [
   /^pg_(read_file|read_binary_file|ls_|stat_file|current_logfile|file_)/,
   /^pg_(logical_|replication_|create_|drop_|copy_)/,
   /^pg_stat/,
-  /^(current_setting|pg_show_all_settings|pg_show_all_file_settings|pg_lock_status|pg_get_backend_memory_contexts|pg_listening_channels|pg_notification_queue_usage|pg_mcv_list_items)$/,
+  /^(current_setting|pg_show_all_settings|pg_show_all_file_settings|pg_lock_status|pg_get_backend_memory_contexts|pg_listening_channels|pg_notification_queue_usage|pg_mcv_list_items|pg_cursor|pg_prepared_statement)$/,
   /^dblink/,
   /^pg_(try_)?advisory_/,
   /^random/,
@@ -114,6 +120,11 @@ class CatalogCheck {
         return this.select(fields, ctes);
       case "TypeName":
         return this.type(fields.names) && this.fields(fields, ctes);
+      case "ColumnRef":
+        // `c.relname`: a column, or a call of a function of c's row when c has no such column.
+        return this.attributes((fields.fields as unknown[] | undefined)?.slice(1)) && this.fields(fields, ctes);
+      case "A_Indirection":
+        return this.attributes(fields.indirection) && this.fields(fields, ctes);
       case "RangeTableSample":
       case "IntoClause":
       case "LockingClause":
@@ -177,6 +188,15 @@ class CatalogCheck {
     if (name === undefined || valueFunctions.some((pattern) => pattern.test(name)) || this.shadows.extensionFunctions.has(name)) return false;
     if (parts.length === 2) return catalogSchemas.has(parts[0] ?? "");
     return parts.length === 1 && unqualifiedFunctions.has(name) && !this.shadows.functions.has(name);
+  }
+
+  /** Field names after a row (`c.name`, `(row).name`): none may name a function attribute notation would call instead. */
+  private attributes(names: unknown): boolean {
+    if (!Array.isArray(names)) return true;
+    return names.every((name) => {
+      const text = nodeType(name)?.[0] === "String" ? stringValue(name) : undefined;
+      return text === undefined || (!this.shadows.attributeFunctions.has(text) && !valueFunctions.some((pattern) => pattern.test(text)));
+    });
   }
 
   private operator(kind: string, nameList: unknown): boolean {
