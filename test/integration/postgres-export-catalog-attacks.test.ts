@@ -54,11 +54,15 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
     pg = await PostgresServer.start({ hba: populationHba });
     createAppDatabase(pg);
     // Application code a DBA defined (SECURITY DEFINER, as such functions often are): one opens a
-    // cursor over dynamic SQL that embeds a value, one takes any row (anyelement) and reads users.
+    // cursor over dynamic SQL that embeds a value, one takes any row (anyelement) and reads users;
+    // and objects a DBA (or an extension) put into the catalog schemas that read users.
     pg.sql(
       [
         "CREATE FUNCTION public.user_cursor(uid text) RETURNS refcursor LANGUAGE plpgsql SECURITY DEFINER AS $$ DECLARE c refcursor; BEGIN OPEN c FOR EXECUTE format('SELECT %L::text AS email', (SELECT email FROM users WHERE id = uid)); RETURN c; END $$",
         "CREATE FUNCTION public.contacts_of(anyelement) RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
+        "CREATE VIEW information_schema.user_contacts AS SELECT email FROM public.users",
+        "GRANT SELECT ON information_schema.user_contacts TO PUBLIC",
+        "CREATE FUNCTION pg_catalog.app_contacts() RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
       ].join("; "),
       "app",
     );
@@ -115,6 +119,8 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
       (await session(port, ["BEGIN", `SELECT public.user_cursor('${DROPPED}')`, "SELECT name, statement FROM pg_catalog.pg_cursor()", "COMMIT"])).join("\n"),
     "attribute notation: c.contacts_of calls a function of any row (anyelement) that reads users": async (port) =>
       (await session(port, ["SELECT c.contacts_of FROM pg_catalog.pg_class c WHERE c.relname = 'pg_class'", "SELECT (c).contacts_of FROM pg_catalog.pg_class c WHERE c.relname = 'pg_class'"])).join("\n"),
+    "a view a DBA created in information_schema, and a function in pg_catalog, that read users": async (port) =>
+      (await session(port, ["SELECT * FROM information_schema.user_contacts", "SELECT pg_catalog.app_contacts()"])).join("\n"),
   };
   for (const [name, attack] of Object.entries(attacks)) {
     test(name, async () => {

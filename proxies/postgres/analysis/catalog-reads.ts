@@ -17,8 +17,12 @@ export interface CatalogShadows {
   types: ReadonlySet<string>;
   /** `pg_*` relation names outside the catalog schemas (an unqualified one would be ambiguous). */
   relations: ReadonlySet<string>;
-  /** Functions of the catalog schemas that an extension installed there (pageinspect in pg_catalog reads table pages). */
-  extensionFunctions: ReadonlySet<string>;
+  /**
+   * Names of functions, operators, types and relations of the catalog schemas created after
+   * initdb, by an extension (pageinspect in pg_catalog reads table pages) or a DBA (a view in
+   * information_schema over a table): only what PostgreSQL itself put there is trusted.
+   */
+  added: ReadonlySet<string>;
   /**
    * Functions outside the catalog schemas callable with one argument: `c.name` and `(row).name`
    * call `name(c)` when c has no column of that name, found on the search_path (a function of
@@ -177,15 +181,15 @@ class CatalogCheck {
     const name = rangeVar.relname as string;
     if (rangeVar.catalogname !== undefined) return false;
     const schema = rangeVar.schemaname as string | undefined;
-    if (schema !== undefined) return catalogSchemas.has(schema) && !holdsValues(schema, name);
+    if (schema !== undefined) return catalogSchemas.has(schema) && !holdsValues(schema, name) && !this.shadows.added.has(name);
     if (ctes.has(name)) return true;
-    return name.startsWith("pg_") && !this.shadows.relations.has(name) && !holdsValues("pg_catalog", name);
+    return name.startsWith("pg_") && !this.shadows.relations.has(name) && !holdsValues("pg_catalog", name) && !this.shadows.added.has(name);
   }
 
   private func(nameList: unknown[]): boolean {
     const parts = nameList.map(stringValue);
     const name = parts[parts.length - 1];
-    if (name === undefined || valueFunctions.some((pattern) => pattern.test(name)) || this.shadows.extensionFunctions.has(name)) return false;
+    if (name === undefined || valueFunctions.some((pattern) => pattern.test(name)) || this.shadows.added.has(name)) return false;
     if (parts.length === 2) return catalogSchemas.has(parts[0] ?? "");
     return parts.length === 1 && unqualifiedFunctions.has(name) && !this.shadows.functions.has(name);
   }
@@ -207,16 +211,18 @@ class CatalogCheck {
 
   private operatorName(nameList: unknown[]): boolean {
     const parts = nameList.map(stringValue);
+    const name = parts[parts.length - 1];
+    if (name === undefined || this.shadows.added.has(name)) return false;
     if (parts.length === 2) return parts[0] === "pg_catalog";
-    const name = parts[0];
-    return parts.length === 1 && name !== undefined && unqualifiedOperators.has(name) && !this.shadows.operators.has(name);
+    return parts.length === 1 && unqualifiedOperators.has(name) && !this.shadows.operators.has(name);
   }
 
   private type(nameList: unknown): boolean {
     if (!Array.isArray(nameList)) return false;
     const parts = nameList.map(stringValue);
+    const name = parts[parts.length - 1];
+    if (name === undefined || this.shadows.added.has(name)) return false;
     if (parts.length === 2) return parts[0] === "pg_catalog";
-    const name = parts[0];
-    return parts.length === 1 && name !== undefined && unqualifiedTypes.has(name) && !this.shadows.types.has(name);
+    return parts.length === 1 && unqualifiedTypes.has(name) && !this.shadows.types.has(name);
   }
 }
