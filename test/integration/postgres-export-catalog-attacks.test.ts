@@ -1,7 +1,8 @@
 // Issue 27, part 1, attacked: statements that passed as catalog reads and were not. Session state
 // a row-by-row statement set from a value it may not show (its rows are dropped, its functions
 // still run), statement texts of cursors application code opened, and functions of a row that
-// attribute notation (`c.name`) calls. Each attack is a sequence of statements on one connection
+// attribute notation (`c.name`) calls; a catalog read's Parse or Bind that the backend refused
+// because the name was taken (the old statement or cursor stays). Each attack is a sequence of statements on one connection
 // through a read-only export; each is shown leaking a forbidden value directly and not through it.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
@@ -14,6 +15,12 @@ import { NodeProcess } from "../../testkit/node-process";
 import { realisticPolicy } from "../../testkit/policy";
 import { freePort } from "../../testkit/ports";
 import { PostgresServer } from "../../testkit/postgres";
+import { encodeBind } from "../../protocols/postgres/bind";
+import { encodeExecute } from "../../protocols/postgres/execute";
+import { encodeParse } from "../../protocols/postgres/parse";
+import { encodeQuery } from "../../protocols/postgres/query";
+import { encodeSync } from "../../protocols/postgres/sync";
+import { WireClient } from "../helpers/pg-wire";
 import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
 import { forbiddenValues, verdictsOf } from "../fixtures/postgres-verdicts";
@@ -48,6 +55,22 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
       await client.end().catch(() => undefined);
     }
   };
+  /** Sends each batch of messages on one bare protocol connection, waiting for its ReadyForQuery; the text of every answer. */
+  const wire = async (port: number, batches: readonly Buffer[][]): Promise<string> => {
+    const client = await WireClient.connect(port, roles.trusted.user, "app");
+    try {
+      let out = "";
+      for (const batch of batches) {
+        client.send(...batch);
+        out += (await client.until((m) => m.code === "Z")).map((m) => m.code + m.body.toString("latin1")).join("");
+      }
+      return out;
+    } finally {
+      client.close();
+    }
+  };
+  const catalogRead = "SELECT relname::text AS email FROM pg_catalog.pg_class";
+  const bind = (portal: string, statement: string) => encodeBind({ portal, statement, parameterFormats: [], parameters: [], resultFormats: [] });
   const leaked = (text: string) => forbidden.filter((value) => text.includes(value));
 
   before(async () => {
@@ -121,6 +144,18 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
       (await session(port, ["SELECT c.contacts_of FROM pg_catalog.pg_class c WHERE c.relname = 'pg_class'", "SELECT (c).contacts_of FROM pg_catalog.pg_class c WHERE c.relname = 'pg_class'"])).join("\n"),
     "a view a DBA created in information_schema, and a function in pg_catalog, that read users": async (port) =>
       (await session(port, ["SELECT * FROM information_schema.user_contacts", "SELECT pg_catalog.app_contacts()"])).join("\n"),
+    "a Parse of a catalog read under the name of a prepared statement over users (refused: the name is taken), then Bind": (port) =>
+      wire(port, [
+        [encodeParse({ statement: "s1", sql: "SELECT email FROM users", parameterTypes: [] }), encodeSync()],
+        [encodeParse({ statement: "s1", sql: catalogRead, parameterTypes: [] }), encodeSync()],
+        [bind("", "s1"), encodeExecute({ portal: "", maxRows: 0 }), encodeSync()],
+      ]),
+    "a Bind of a catalog read under the name of a holdable cursor over users (refused: the name is taken), then Execute": (port) =>
+      wire(port, [
+        [encodeQuery("DECLARE p CURSOR WITH HOLD FOR SELECT email FROM users")],
+        [encodeParse({ statement: "", sql: catalogRead, parameterTypes: [] }), bind("p", ""), encodeSync()],
+        [encodeExecute({ portal: "p", maxRows: 0 }), encodeSync()],
+      ]),
   };
   for (const [name, attack] of Object.entries(attacks)) {
     test(name, async () => {
