@@ -63,6 +63,7 @@ describe("PostgreSQL exports: which statements read only the system catalogs", (
       "SELECT pg_catalog.pg_try_advisory_lock(110)",
       // the random generator an earlier statement seeded with a value (setseed) repeats that seed's sequence
       "SELECT pg_catalog.random()",
+      "SELECT pg_catalog.array_shuffle(ARRAY[1, 2, 3])",
       // cursor and prepared statement texts: application code can open a cursor over text that embeds a value
       "SELECT name, statement FROM pg_catalog.pg_cursor()",
       "SELECT statement FROM pg_catalog.pg_prepared_statement()",
@@ -124,6 +125,7 @@ describe("PostgreSQL exports: which statements read only the system catalogs", (
     assert.equal(catalogOnly("SELECT * FROM pg_catalog.user_contacts", added), false);
     assert.equal(catalogOnly("SELECT 1 FROM pg_catalog.pg_class WHERE relname OPERATOR(pg_catalog.===) 'x'", added), false);
     assert.equal(catalogOnly("SELECT 'x'::pg_catalog.email_type", added), false);
+    assert.equal(catalogOnly("SELECT c.user_contacts FROM pg_catalog.pg_class c", added), false, "attribute notation calling an added function");
     assert.equal(catalogOnly("SELECT * FROM information_schema.tables", added), true);
     assert.equal(catalogOnly("SELECT 1", undefined), false);
   });

@@ -56,7 +56,8 @@ export function holdsValues(schema: string, relation: string): boolean {
  * write-ahead log, show what `holdsValues` relations show, or read back session state an earlier
  * statement set from values (its rows dropped, its functions still ran): advisory locks keyed by
  * a value (unlocking or trying a key says whether it is held) and the random generator seeded
- * with one (setseed: random() then repeats the sequence of that seed). A call to one is never a
+ * with one (setseed: random(), and from PostgreSQL 16 array_shuffle and array_sample, then repeat
+ * the sequence of that seed). A call to one is never a
  * catalog read.
  */
 const valueFunctions = [
@@ -70,7 +71,7 @@ const valueFunctions = [
   /^(current_setting|pg_show_all_settings|pg_show_all_file_settings|pg_lock_status|pg_get_backend_memory_contexts|pg_listening_channels|pg_notification_queue_usage|pg_mcv_list_items|pg_cursor|pg_prepared_statement)$/,
   /^dblink/,
   /^pg_(try_)?advisory_/,
-  /^random/,
+  /^(random|array_shuffle|array_sample)/,
 ];
 
 /** Built-in function names a client may call unqualified (tools' catalog queries use these). */
@@ -199,7 +200,7 @@ class CatalogCheck {
     if (!Array.isArray(names)) return true;
     return names.every((name) => {
       const text = nodeType(name)?.[0] === "String" ? stringValue(name) : undefined;
-      return text === undefined || (!this.shadows.attributeFunctions.has(text) && !valueFunctions.some((pattern) => pattern.test(text)));
+      return text === undefined || (!this.shadows.attributeFunctions.has(text) && !this.shadows.added.has(text) && !valueFunctions.some((pattern) => pattern.test(text)));
     });
   }
 
