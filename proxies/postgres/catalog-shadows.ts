@@ -2,6 +2,7 @@ import { unqualifiedFunctions, unqualifiedOperators, unqualifiedTypes, type Cata
 
 const elsewhere = "n.nspname::pg_catalog.text OPERATOR(pg_catalog.<>) ALL ('{pg_catalog,information_schema}'::pg_catalog.text[])";
 const inCatalog = "n.nspname::pg_catalog.text OPERATOR(pg_catalog.=) ANY ('{pg_catalog,information_schema}'::pg_catalog.text[])";
+const added = (alias: string) => `${alias}.oid OPERATOR(pg_catalog.>=) '16384'::pg_catalog.oid`;
 const anyOf = (expression: string, names: ReadonlySet<string>) => `${expression} OPERATOR(pg_catalog.=) ANY ('{${[...names].join(",")}}'::pg_catalog.text[])`;
 
 /**
@@ -18,11 +19,16 @@ export const shadowQuery =
   `WHERE ${elsewhere} AND ${anyOf("t.typname::pg_catalog.text", unqualifiedTypes)} ` +
   "UNION ALL SELECT 'r', c.relname::pg_catalog.text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace " +
   `WHERE ${elsewhere} AND pg_catalog.starts_with(c.relname::pg_catalog.text, 'pg_') ` +
-  "UNION ALL SELECT 'x', p.proname::pg_catalog.text FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) d.objid JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace " +
-  `WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass AND d.deptype OPERATOR(pg_catalog.=) 'e'::pg_catalog.char AND ${inCatalog}`;
+  // Created after initdb (FirstNormalObjectId): by an extension or a DBA, not by PostgreSQL.
+  `UNION ALL SELECT 'x', p.proname::pg_catalog.text FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace WHERE ${inCatalog} AND ${added("p")} ` +
+  `UNION ALL SELECT 'x', o.oprname::pg_catalog.text FROM pg_catalog.pg_operator o JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) o.oprnamespace WHERE ${inCatalog} AND ${added("o")} ` +
+  `UNION ALL SELECT 'x', t.typname::pg_catalog.text FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) t.typnamespace WHERE ${inCatalog} AND ${added("t")} ` +
+  `UNION ALL SELECT 'x', c.relname::pg_catalog.text FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace WHERE ${inCatalog} AND ${added("c")} ` +
+  "UNION SELECT 'a', p.proname::pg_catalog.text FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace " +
+  `WHERE ${elsewhere} AND p.pronargs OPERATOR(pg_catalog.>=) 1 AND p.pronargs OPERATOR(pg_catalog.-) p.pronargdefaults OPERATOR(pg_catalog.<=) 1`;
 
 /** The shadows from the lookup's rows (kind, name). */
 export function shadowsFrom(rows: readonly string[][]): CatalogShadows {
   const of = (kind: string) => new Set(rows.filter((row) => row[0] === kind).map((row) => row[1]!));
-  return { functions: of("f"), operators: of("o"), types: of("t"), relations: of("r"), extensionFunctions: of("x") };
+  return { functions: of("f"), operators: of("o"), types: of("t"), relations: of("r"), added: of("x"), attributeFunctions: of("a") };
 }

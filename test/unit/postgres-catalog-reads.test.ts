@@ -58,6 +58,15 @@ describe("PostgreSQL exports: which statements read only the system catalogs", (
       "SELECT n_tup_fetch FROM pg_catalog.pg_stat_xact_user_tables",
       "SELECT pg_catalog.pg_stat_get_numscans('users'::regclass)",
       "SELECT ident FROM pg_backend_memory_contexts",
+      // an advisory lock an earlier statement took keyed by a value: unlocking or trying the key says it is held
+      "SELECT string_agg(pg_catalog.chr(c), '' ORDER BY i) FROM generate_series(1, 40) i, generate_series(32, 126) c WHERE pg_catalog.pg_advisory_unlock(i, c)",
+      "SELECT pg_catalog.pg_try_advisory_lock(110)",
+      // the random generator an earlier statement seeded with a value (setseed) repeats that seed's sequence
+      "SELECT pg_catalog.random()",
+      "SELECT pg_catalog.array_shuffle(ARRAY[1, 2, 3])",
+      // cursor and prepared statement texts: application code can open a cursor over text that embeds a value
+      "SELECT name, statement FROM pg_catalog.pg_cursor()",
+      "SELECT statement FROM pg_catalog.pg_prepared_statement()",
       // functions that run text as a statement, or read tables, files, large objects, statement texts
       "SELECT pg_catalog.query_to_xml('select email from users', true, true, '')",
       "SELECT query_to_xml('select email from users', true, true, '')",
@@ -94,7 +103,13 @@ describe("PostgreSQL exports: which statements read only the system catalogs", (
       ["t", "text"],
       ["r", "pg_class"],
       ["x", "get_raw_page"],
+      ["a", "contacts_of"],
     ]);
+    // Attribute notation calls a function of the row when the row has no such column.
+    assert.equal(catalogOnly("SELECT c.contacts_of FROM pg_catalog.pg_class c", shadows), false);
+    assert.equal(catalogOnly("SELECT (c).contacts_of FROM pg_catalog.pg_class c", shadows), false);
+    assert.equal(catalogOnly("SELECT c.contacts_of FROM pg_catalog.pg_class c", none), true, "no such function: a column");
+    assert.equal(catalogOnly("SELECT c.relname, (c).relkind FROM pg_catalog.pg_class c", shadows), true);
     assert.equal(catalogOnly("SELECT format_type(1, 1)", shadows), false);
     assert.equal(catalogOnly("SELECT pg_catalog.format_type(1, 1)", shadows), true);
     assert.equal(catalogOnly("SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname ~ 'x'", shadows), false);
@@ -104,6 +119,14 @@ describe("PostgreSQL exports: which statements read only the system catalogs", (
     assert.equal(catalogOnly("SELECT relname FROM pg_class", shadows), false);
     assert.equal(catalogOnly("SELECT relname FROM pg_catalog.pg_class", shadows), true);
     assert.equal(catalogOnly("SELECT pg_catalog.get_raw_page('users', 0)", shadows), false, "an extension's function installed in pg_catalog");
+    // Objects created in the catalog schemas after initdb (by an extension or a DBA): a view over users, an operator, a type.
+    const added = shadowsFrom([["x", "user_contacts"], ["x", "==="], ["x", "=="], ["x", "email_type"]]);
+    assert.equal(catalogOnly("SELECT * FROM information_schema.user_contacts", added), false);
+    assert.equal(catalogOnly("SELECT * FROM pg_catalog.user_contacts", added), false);
+    assert.equal(catalogOnly("SELECT 1 FROM pg_catalog.pg_class WHERE relname OPERATOR(pg_catalog.===) 'x'", added), false);
+    assert.equal(catalogOnly("SELECT 'x'::pg_catalog.email_type", added), false);
+    assert.equal(catalogOnly("SELECT c.user_contacts FROM pg_catalog.pg_class c", added), false, "attribute notation calling an added function");
+    assert.equal(catalogOnly("SELECT * FROM information_schema.tables", added), true);
     assert.equal(catalogOnly("SELECT 1", undefined), false);
   });
 

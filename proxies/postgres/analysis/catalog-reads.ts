@@ -17,8 +17,18 @@ export interface CatalogShadows {
   types: ReadonlySet<string>;
   /** `pg_*` relation names outside the catalog schemas (an unqualified one would be ambiguous). */
   relations: ReadonlySet<string>;
-  /** Functions of the catalog schemas that an extension installed there (pageinspect in pg_catalog reads table pages). */
-  extensionFunctions: ReadonlySet<string>;
+  /**
+   * Names of functions, operators, types and relations of the catalog schemas created after
+   * initdb, by an extension (pageinspect in pg_catalog reads table pages) or a DBA (a view in
+   * information_schema over a table): only what PostgreSQL itself put there is trusted.
+   */
+  added: ReadonlySet<string>;
+  /**
+   * Functions outside the catalog schemas callable with one argument: `c.name` and `(row).name`
+   * call `name(c)` when c has no column of that name, found on the search_path (a function of
+   * `anyelement` takes any catalog row).
+   */
+  attributeFunctions: ReadonlySet<string>;
 }
 
 const catalogSchemas = new Set(["pg_catalog", "information_schema"]);
@@ -43,7 +53,12 @@ export function holdsValues(schema: string, relation: string): boolean {
 
 /**
  * Catalog functions that run a statement given as text, read tables, files, large objects or the
- * write-ahead log, or show what `holdsValues` relations show: a call to one is never a catalog read.
+ * write-ahead log, show what `holdsValues` relations show, or read back session state an earlier
+ * statement set from values (its rows dropped, its functions still ran): advisory locks keyed by
+ * a value (unlocking or trying a key says whether it is held) and the random generator seeded
+ * with one (setseed: random(), and from PostgreSQL 16 array_shuffle and array_sample, then repeat
+ * the sequence of that seed). A call to one is never a
+ * catalog read.
  */
 const valueFunctions = [
   /^(query|cursor|table|schema|database)_to_xml/,
@@ -53,8 +68,10 @@ const valueFunctions = [
   /^pg_(read_file|read_binary_file|ls_|stat_file|current_logfile|file_)/,
   /^pg_(logical_|replication_|create_|drop_|copy_)/,
   /^pg_stat/,
-  /^(current_setting|pg_show_all_settings|pg_show_all_file_settings|pg_lock_status|pg_get_backend_memory_contexts|pg_listening_channels|pg_notification_queue_usage|pg_mcv_list_items)$/,
+  /^(current_setting|pg_show_all_settings|pg_show_all_file_settings|pg_lock_status|pg_get_backend_memory_contexts|pg_listening_channels|pg_notification_queue_usage|pg_mcv_list_items|pg_cursor|pg_prepared_statement)$/,
   /^dblink/,
+  /^pg_(try_)?advisory_/,
+  /^(random|array_shuffle|array_sample)/,
 ];
 
 /** Built-in function names a client may call unqualified (tools' catalog queries use these). */
@@ -127,6 +144,11 @@ class CatalogCheck {
         return this.select(fields, ctes);
       case "TypeName":
         return this.type(fields.names) && this.fields(fields, ctes);
+      case "ColumnRef":
+        // `c.relname`: a column, or a call of a function of c's row when c has no such column.
+        return this.attributes((fields.fields as unknown[] | undefined)?.slice(1)) && this.fields(fields, ctes);
+      case "A_Indirection":
+        return this.attributes(fields.indirection) && this.fields(fields, ctes);
       case "RangeTableSample":
       case "IntoClause":
       case "LockingClause":
@@ -179,9 +201,9 @@ class CatalogCheck {
     const name = rangeVar.relname as string;
     const schema = rangeVar.schemaname as string | undefined;
     if (rangeVar.catalogname === undefined) {
-      if (schema !== undefined && catalogSchemas.has(schema)) return !holdsValues(schema, name);
+      if (schema !== undefined && catalogSchemas.has(schema)) return !holdsValues(schema, name) && !this.shadows.added.has(name);
       if (schema === undefined && ctes.has(name)) return true;
-      if (schema === undefined && name.startsWith("pg_") && !this.shadows.relations.has(name)) return !holdsValues("pg_catalog", name);
+      if (schema === undefined && name.startsWith("pg_") && !this.shadows.relations.has(name)) return !holdsValues("pg_catalog", name) && !this.shadows.added.has(name);
     }
     return this.onRelation?.(rangeVar, wrapper) ?? false;
   }
@@ -189,9 +211,18 @@ class CatalogCheck {
   private func(nameList: unknown[]): boolean {
     const parts = nameList.map(stringValue);
     const name = parts[parts.length - 1];
-    if (name === undefined || valueFunctions.some((pattern) => pattern.test(name)) || this.shadows.extensionFunctions.has(name)) return false;
+    if (name === undefined || valueFunctions.some((pattern) => pattern.test(name)) || this.shadows.added.has(name)) return false;
     if (parts.length === 2) return catalogSchemas.has(parts[0] ?? "");
     return parts.length === 1 && unqualifiedFunctions.has(name) && !this.shadows.functions.has(name);
+  }
+
+  /** Field names after a row (`c.name`, `(row).name`): none may name a function attribute notation would call instead. */
+  private attributes(names: unknown): boolean {
+    if (!Array.isArray(names)) return true;
+    return names.every((name) => {
+      const text = nodeType(name)?.[0] === "String" ? stringValue(name) : undefined;
+      return text === undefined || (!this.shadows.attributeFunctions.has(text) && !this.shadows.added.has(text) && !valueFunctions.some((pattern) => pattern.test(text)));
+    });
   }
 
   private operator(kind: string, nameList: unknown): boolean {
@@ -202,16 +233,18 @@ class CatalogCheck {
 
   private operatorName(nameList: unknown[]): boolean {
     const parts = nameList.map(stringValue);
+    const name = parts[parts.length - 1];
+    if (name === undefined || this.shadows.added.has(name)) return false;
     if (parts.length === 2) return parts[0] === "pg_catalog";
-    const name = parts[0];
-    return parts.length === 1 && name !== undefined && unqualifiedOperators.has(name) && !this.shadows.operators.has(name);
+    return parts.length === 1 && unqualifiedOperators.has(name) && !this.shadows.operators.has(name);
   }
 
   private type(nameList: unknown): boolean {
     if (!Array.isArray(nameList)) return false;
     const parts = nameList.map(stringValue);
+    const name = parts[parts.length - 1];
+    if (name === undefined || this.shadows.added.has(name)) return false;
     if (parts.length === 2) return parts[0] === "pg_catalog";
-    const name = parts[0];
-    return parts.length === 1 && name !== undefined && unqualifiedTypes.has(name) && !this.shadows.types.has(name);
+    return parts.length === 1 && unqualifiedTypes.has(name) && !this.shadows.types.has(name);
   }
 }

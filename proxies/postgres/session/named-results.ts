@@ -32,6 +32,16 @@ export class NamedResults {
     this.epoch++;
   }
 
+  /**
+   * The backend answered an error: a Parse or Bind recorded before it may not have happened (a
+   * name already taken is refused, and the statement or cursor of that name stays, perhaps one
+   * server-side code made), so named catalog reads recorded before now are no longer trusted.
+   * Messages after the error, until Sync, the backend skips and the proxy does not record.
+   */
+  failed(): void {
+    this.epoch++;
+  }
+
   statement(name: string): StatementEffect | undefined {
     return this.trusted(this.statements.get(name), name);
   }
