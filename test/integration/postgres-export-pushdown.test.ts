@@ -195,6 +195,28 @@ describe("PostgreSQL exports with pushdown: aggregates, joins and predicates ove
     }
   });
 
+  test("a consent revoked between two statements changes the second answer (an opt-in purpose)", async () => {
+    const optInPort = await freePort();
+    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "personalization" }, port: optInPort, credentials: { user: roles.scram.user, password: roles.scram.password }, pushdown: true });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    assert.equal((await call("PUT", "/user/consent", { userId: ALLOWED, consents: { affirmativeConsents: [{ purposeId: "personalization" }] } })).status, 200);
+    const client = new Client({ host: "127.0.0.1", port: optInPort, user: analyst.uid, password: analyst.password, database: "app", ssl: { ca, rejectUnauthorized: false } });
+    const until = Date.now() + 15_000;
+    while (!(await client.connect().then(() => true, () => false))) {
+      if (Date.now() > until) throw new Error("the opt-in export did not open");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    try {
+      const sql = `SELECT count(*), sum(clicks) FROM users WHERE clicks IS NOT NULL`;
+      const before = (await client.query({ text: sql, rowMode: "array" })).rows;
+      assert.equal(before[0][0], "1", "only the user who opted in");
+      assert.equal((await call("PUT", "/user/consent/revoke", { userId: ALLOWED, purposeId: "personalization" })).status, 200);
+      assert.deepEqual((await client.query({ text: sql, rowMode: "array" })).rows, [["0", null]], "the next statement on the same connection");
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  });
+
   test("a user's change is in the verdict table before the next statement: an erased user's rows are gone at once", async () => {
     const before = await run("export", `SELECT count(*) FROM users WHERE email = '${ALLOWED}@example.com'`);
     assert.deepEqual(before, [["1"]]);
