@@ -5,40 +5,17 @@ import { connect as connectTcp } from "node:net";
 import { promisify } from "node:util";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
-import type { PolicyConfig } from "../../policy/model";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { call as request, type Body } from "../../testkit/http";
 import { connectTo, startNats, storedMessages, storedTraceRecords } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
-import { realisticPolicy } from "../../testkit/policy";
+import { fhirPolicy } from "../../testkit/policy";
 import { freePorts } from "../../testkit/ports";
-import { FhirServerFixture } from "../fixtures/fhir-server";
+import { FhirServerFixture } from "../../testkit/fhir-server";
 import { createPopulation } from "../fixtures/population";
 
 const cluster = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
 const redactedSystem = "http://terminology.hl7.org/CodeSystem/v3-ObservationValue";
-
-/** The realistic policy with a FHIR mapping group: patients by id, observations and conditions by subject. */
-function fhirPolicy(): PolicyConfig {
-  const policy = realisticPolicy();
-  policy.mappingGroups.push({
-    name: "fhir-clinical",
-    fieldMappings: [
-      { recordField: "Patient.id", resourceContext: true },
-      { recordField: "Patient.name", categoryId: "identity", fieldId: "identity.name" },
-      { recordField: "Patient.birthDate", categoryId: "identity", fieldId: "identity.dob" },
-      { recordField: "Patient.telecom", categoryId: "contact", fieldId: "contact.phone" },
-      { recordField: "Patient.address", categoryId: "location", fieldId: "location.region" },
-      { recordField: "Observation.subject", resourceContext: true },
-      { recordField: "Observation.code", categoryId: "usage" },
-      { recordField: "Observation.valueQuantity", categoryId: "usage" },
-      { recordField: "Observation.status" },
-      { recordField: "Condition.subject", resourceContext: true },
-      { recordField: "Condition.code", categoryId: "identity" },
-    ],
-  });
-  return policy;
-}
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -271,6 +248,11 @@ describe("FHIR exports (issue 23)", () => {
     assert.ok(fhir.requests.some((r) => r.url.includes("_elements=code") && r.url.includes("_summary=data")), JSON.stringify(fhir.requests));
     assert.equal(entriesOf(elements.json).length, 6);
 
+    // Authentication is not enforced for fhir here: the client's Authorization reaches the backend as it was sent.
+    fhir.requests.length = 0;
+    assert.equal((await fhirFetch(`${base}Patient/accepted`, { headers: { authorization: "Bearer client-token" } })).status, 200);
+    assert.deepEqual(fhir.requests.map((r) => r.authorization), ["Bearer client-token"]);
+
     // POST _search (form) and a system-level search.
     const posted = await fhirFetch(`${base}Observation/_search`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "subject=Patient/not-accepted" });
     assert.equal(posted.status, 200, posted.text);
@@ -335,6 +317,19 @@ describe("FHIR exports (issue 23)", () => {
     fhir.misbehave = undefined;
     assertOutcome(refusal, 400, "invalid", "a backend refusal");
     assert.doesNotMatch(refusal.text, /secret/);
+
+    // A mapping group changed after the export was created is checked when it is used: a path FHIR R4 does not have serves nothing.
+    const changed = fhirPolicy();
+    changed.mappingGroups.find((g) => g.name === "fhir-clinical")!.fieldMappings.push({ recordField: "Observation.valueQuantiy", categoryId: "usage" }, { recordField: "Specimen.subjekt", resourceContext: true });
+    assert.equal((await call("PUT", "/config", changed)).status, 200);
+    await until("the changed mapping reaches the serving node", async () => (await fhirFetch(`${base}Patient/accepted`)).status === 400);
+    fhir.requests.length = 0;
+    const unusable = await fhirFetch(`${base}Observation?_count=5`);
+    assertOutcome(unusable, 400, "invalid", "a mapping group with unknown paths");
+    assert.deepEqual(unusable.json.issue.map((issue: Body) => issue.expression[0]), ["Observation.valueQuantiy", "Specimen.subjekt"]);
+    assert.deepEqual(fhir.requests, [], "nothing is asked of the backend with an unusable mapping");
+    assert.equal((await call("PUT", "/config", fhirPolicy())).status, 200);
+    await until("the mapping is usable again", async () => (await fhirFetch(`${base}Patient/accepted`)).status === 200);
 
     // A backend that is down.
     const downPort = (await freePorts(1))[0]!;
