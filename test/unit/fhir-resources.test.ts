@@ -1,0 +1,52 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { interactionOf } from "../../proxies/fhir/fhir-interaction";
+import { FhirError } from "../../proxies/fhir/fhir-error";
+import { exportUrl } from "../../proxies/fhir/fhir-links";
+import { subjectOf } from "../../proxies/fhir/patient-reference";
+
+const backend = "http://fhir.internal:8080/fhir/R4/";
+const exportBase = "http://warden:9000/";
+
+test("the patient of a resource: Patient.id, a Patient reference, one patient in a list; anything else is nobody (dropped)", () => {
+  const patient = { context: ["id"], categories: new Map() };
+  const observation = { context: ["subject", "performer"], categories: new Map() };
+  assert.equal(subjectOf({ resourceType: "Patient", id: "p-1" }, patient, backend), "p-1");
+  assert.equal(subjectOf({ resourceType: "Patient", id: "bad/id" }, patient, backend), undefined);
+  assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: "Patient/p-1" } }, observation, backend), "p-1");
+  assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: "Patient/p-1/_history/3" } }, observation, backend), "p-1");
+  assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: `${backend}Patient/p-1` } }, observation, backend), "p-1", "an absolute reference under the backend's base");
+  assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: "http://elsewhere/Patient/p-1" } }, observation, backend), undefined, "another server's patient is not this one's user");
+  assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: "Group/g" } }, observation, backend), undefined);
+  assert.equal(subjectOf({ resourceType: "Observation", subject: { display: "someone" } }, observation, backend), undefined);
+  assert.equal(subjectOf({ resourceType: "Observation", performer: [{ reference: "Patient/p-2" }, { reference: "Patient/p-2" }] }, observation, backend), "p-2", "the first non-empty context element");
+  assert.equal(subjectOf({ resourceType: "Observation", performer: [{ reference: "Patient/p-2" }, { reference: "Patient/p-3" }] }, observation, backend), undefined, "two patients: nobody");
+  assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: "Group/g" }, performer: [{ reference: "Patient/p-2" }] }, observation, backend), undefined, "an unresolvable first element is not skipped");
+  assert.equal(subjectOf({ resourceType: "Observation" }, observation, backend), undefined);
+});
+
+test("links: under the backend's base or relative, moved to the export's base; anything else left out", () => {
+  assert.equal(exportUrl(`${backend}Observation?_count=2&_offset=2`, backend, exportBase), `${exportBase}Observation?_count=2&_offset=2`);
+  assert.equal(exportUrl("Patient/1", backend, exportBase), `${exportBase}Patient/1`);
+  assert.equal(exportUrl("?_getpages=abc", backend, exportBase), `${exportBase}?_getpages=abc`);
+  assert.equal(exportUrl("http://fhir.internal:8080/admin", backend, exportBase), undefined);
+  assert.equal(exportUrl("//evil.example/Patient", backend, exportBase), undefined);
+  assert.equal(exportUrl("https://evil.example/fhir/R4/Patient", backend, exportBase), undefined);
+  assert.equal(exportUrl(42, backend, exportBase), undefined);
+});
+
+test("interactions: read, vread, search (type, system, compartment, POST _search), writes; history and operations refused", () => {
+  assert.deepEqual(interactionOf("GET", ["Patient", "1"]), { kind: "read", type: "Patient" });
+  assert.deepEqual(interactionOf("GET", ["Patient", "1", "_history", "2"]), { kind: "read", type: "Patient" });
+  for (const [method, path] of [["GET", ["Patient"]], ["GET", []], ["POST", ["_search"]], ["POST", ["Patient", "_search"]], ["GET", ["Patient", "_search"]], ["GET", ["Patient", "1", "Observation"]]] as const) assert.deepEqual(interactionOf(method, path), { kind: "search" }, `${method} ${path.join("/")}`);
+  for (const [method, path] of [["POST", []], ["POST", ["Patient"]], ["PUT", ["Patient", "1"]], ["PATCH", ["Patient", "1"]], ["DELETE", ["Patient", "1"]], ["DELETE", ["Patient"]]] as const) assert.deepEqual(interactionOf(method, path), { kind: "write" }, `${method} ${path.join("/")}`);
+  assert.deepEqual(interactionOf("GET", ["metadata"]), { kind: "capabilities" });
+  const refused = (method: string, path: string[], status: number) => assert.throws(() => interactionOf(method, path), (error: unknown) => error instanceof FhirError && error.status === status, `${method} ${path.join("/")}`);
+  refused("GET", ["Patient", "1", "_history"], 400);
+  refused("GET", ["_history"], 400);
+  refused("GET", ["Patient", "1", "$everything"], 400);
+  refused("POST", ["$export"], 400);
+  refused("GET", ["Patients", "1"], 400);
+  refused("GET", ["Patient", "no/such"], 404);
+  refused("OPTIONS", ["Patient"], 405);
+});
