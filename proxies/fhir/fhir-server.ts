@@ -63,8 +63,7 @@ function issueCodeOf(status: number): IssueCode {
 function fhirErrorOf(error: unknown, method: string): { failure: FhirError; retryAfter?: number } {
   if (error instanceof FhirError) return { failure: error };
   const http = toGatewayError(error as FastifyError, method);
-  const retryAfter = http.retryAfterSeconds ?? (http.statusCode === 503 ? 1 : undefined);
-  return { failure: new FhirError(http.statusCode, issueCodeOf(http.statusCode), http.message, undefined, { cause: error }), ...(retryAfter === undefined ? {} : { retryAfter }) };
+  return { failure: new FhirError(http.statusCode, issueCodeOf(http.statusCode), http.message, undefined, { cause: error }), ...(http.retryAfterSeconds === undefined ? {} : { retryAfter: http.retryAfterSeconds }) };
 }
 
 /**
@@ -97,7 +96,8 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
   app.setErrorHandler((error, request, reply) => {
     const { failure, retryAfter } = fhirErrorOf(error, request.method);
     if (failure.status >= 500) request.log.warn({ err: failure.cause ?? failure, status: failure.status }, failure.message);
-    if (retryAfter !== undefined) void reply.header("retry-after", String(retryAfter));
+    // Every 503 says when to try again (1 s unless the error names more).
+    if (retryAfter !== undefined || failure.status === 503) void reply.header("retry-after", String(retryAfter ?? 1));
     void reply.status(failure.status).type(fhirJson).send(JSON.stringify(failure.outcome()));
   });
   app.setNotFoundHandler((request, reply) => {
@@ -113,7 +113,7 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
   };
   void app.register(async (scope) => {
     scope.route({
-      method: ["GET", "POST", "PUT", "PATCH", "DELETE"],
+      method: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
       url: "/*",
       handler: async (request, reply) => {
         const url = new URL(request.url, "http://export.invalid");
