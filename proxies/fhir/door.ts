@@ -5,7 +5,7 @@ import { refuseField } from "../../exports/endpoint";
 import type { DecisionService } from "../../ports/decision-service";
 import { FhirBackend } from "./fhir-backend";
 import { mappingProblems } from "./fhir-mapping";
-import { FhirServer } from "./fhir-server";
+import { listenFhir } from "./fhir-server";
 import { ResourceRedactor } from "./resource-redactor";
 
 /** A FHIR base URL as PUT /export takes it: http or https, a host, no user info, query or fragment. */
@@ -56,6 +56,6 @@ export class FhirDoor implements ExportDoorType {
     const backend = new FhirBackend(record.endpoint!);
     const redactor = new ResourceRedactor(services.decider, backend.base);
     const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
-    return FhirServer.listen({ record, host: services.listenHost, backend, redactor, auth, overrides: services.overrides, audit: services.audit, logger: services.log, tls: tls && { cert: tls.cert, key: tls.key } });
+    return listenFhir({ record, host: services.listenHost, backend, redactor, auth, overrides: services.overrides, audit: services.audit, logger: services.log, tls: tls && { cert: tls.cert, key: tls.key } });
   }
 }

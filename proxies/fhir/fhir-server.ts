@@ -1,12 +1,11 @@
-import type { Socket } from "node:net";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { ExportRecord } from "../../actors/export/export-actor";
-import type { ExportServing } from "../../api/types";
 import { component } from "../../auth/components";
 import type { OverridesByVerifier } from "../../auth/types";
 import type { ExportAudit } from "../../exports/door";
 import { authentication, domainOf, type HttpAuthentication } from "../../http/authentication";
+import { HttpDoorPort } from "../../http/door-port";
 import { toGatewayError } from "../../http/error-handler";
 import type { IssueCode } from "../../protocols/fhir/operation-outcome";
 import { answerOf } from "./fhir-answers";
@@ -154,47 +153,16 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
   return app;
 }
 
-/** A FHIR export's listening port, with its connection counts. */
-export class FhirServer {
-  private readonly since = new Date().toISOString();
-  private readonly sockets = new Set<Socket>();
-  private total = 0;
-
-  private constructor(
-    private readonly app: FastifyInstance,
-    private readonly options: FhirServerOptions,
-  ) {
-    app.server.on(options.tls ? "secureConnection" : "connection", (socket: Socket) => {
-      this.total++;
-      this.sockets.add(socket);
-      socket.once("close", () => this.sockets.delete(socket));
-    });
-  }
-
-  static async listen(options: FhirServerOptions): Promise<FhirServer> {
-    const app = buildFhirApp(options);
-    const server = new FhirServer(app, options);
-    const { record } = options;
-    await app.listen({ host: options.host, port: record.listen.port });
-    options.audit("info", "port.opened", `fhir export ${record.id} listening on ${options.host}:${record.listen.port}`, { exportId: record.id, component: "fhir", host: options.host, port: record.listen.port, tls: options.tls !== undefined });
-    return server;
-  }
-
-  serving(): ExportServing {
-    const counts = this.options.redactor.counts;
-    return {
-      host: this.options.host,
-      port: this.options.record.listen.port,
-      since: this.since,
-      connections: { open: this.sockets.size, total: this.total, refused: 0 },
-      rows: { in: counts.in, kept: counts.kept, dropped: counts.dropped, valuesNulled: counts.valuesNulled },
-    };
-  }
-
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await this.app.close();
-    const { record } = this.options;
-    this.options.audit("info", "port.closed", `fhir export ${record.id} stopped listening on ${this.options.host}:${record.listen.port}`, { exportId: record.id, component: "fhir", host: this.options.host, port: record.listen.port });
-  }
+/** A FHIR export's listening port. */
+export function listenFhir(options: FhirServerOptions): Promise<HttpDoorPort> {
+  const { record, redactor } = options;
+  return HttpDoorPort.listen(buildFhirApp(options), {
+    exportId: record.id,
+    component: "fhir",
+    host: options.host,
+    port: record.listen.port,
+    tls: options.tls !== undefined,
+    audit: options.audit,
+    rows: () => ({ ...redactor.counts }),
+  });
 }

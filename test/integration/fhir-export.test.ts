@@ -1,7 +1,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { connect as connectTcp } from "node:net";
 import { promisify } from "node:util";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
@@ -11,28 +10,12 @@ import { connectTo, startNats, storedMessages, storedTraceRecords } from "../../
 import { NodeProcess } from "../../testkit/node-process";
 import { fhirPolicy } from "../../testkit/policy";
 import { freePorts } from "../../testkit/ports";
+import { listening, until } from "../../testkit/wait";
 import { FhirServerFixture } from "../../testkit/fhir-server";
 import { createPopulation } from "../fixtures/population";
 
 const cluster = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
 const redactedSystem = "http://terminology.hl7.org/CodeSystem/v3-ObservationValue";
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-const listening = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = connectTcp({ host: "127.0.0.1", port }, () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.on("error", () => resolve(false));
-  });
 
 interface FhirAnswer {
   status: number;
