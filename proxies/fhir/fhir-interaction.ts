@@ -18,6 +18,8 @@ const refusedOperation = (what: string) => new FhirError(400, "not-supported", `
  * an id that is no FHIR id is not found.
  */
 export function interactionOf(method: string, segments: readonly string[]): FhirInteraction {
+  // `.` and `..` (sent encoded, so URL parsing kept them) would move the backend request out of its path.
+  if (segments.some((segment) => /^\.+$/.test(segment))) throw notFound();
   const operation = segments.find((segment) => segment.startsWith("$"));
   if (operation) throw refusedOperation(`the operation ${operation}`);
   if (segments.includes("_history") && !(segments.length === 4 && segments[2] === "_history" && (method === "GET" || method === "HEAD"))) throw refusedOperation("history");

@@ -141,7 +141,8 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
         if (body) headers["content-type"] = request.headers["content-type"]!;
         if (interaction.kind === "write") for (const name of ["if-match", "if-none-exist", "if-none-match", "prefer"]) if (typeof request.headers[name] === "string") headers[name] = request.headers[name] as string;
         const pathAndQuery = segments.map((segment) => encodeURIComponent(segment)).join("/") + url.search;
-        const answer = await backend.send(request.method, pathAndQuery, headers, body);
+        // HEAD is answered as GET without the body (Fastify drops it): the backend is asked GET, so its answer can be decided.
+        const answer = await backend.send(request.method === "HEAD" ? "GET" : request.method, pathAndQuery, headers, body);
         const released = await answerOf(answer, { interaction, plan, redactor, backendBase: backend.base, exportBase: exportBaseOf(request) });
         if (released.headers) void reply.headers(released.headers);
         void reply.status(released.status);

@@ -276,7 +276,13 @@ describe("FHIR exports (issue 23)", () => {
     assertOutcome(await fhirFetch(`${base}Patient/accepted`, { method: "DELETE" }), 403, "forbidden", "a delete");
     assertOutcome(await fhirFetch(`${base}`, { method: "POST", headers: { "content-type": "application/fhir+json" }, body: JSON.stringify({ resourceType: "Bundle", type: "transaction", entry: [] }) }), 403, "forbidden", "a transaction");
     assertOutcome(await fhirFetch(`${base}Patient/accepted`, { method: "PUT", headers: { "content-type": "application/xml" }, body: "<Patient/>" }), 403, "forbidden", "an XML update on a read-only export");
+    // Dot segments, even encoded, are resolved within the export's own path (WHATWG URL): the backend request stays under its base.
+    assertOutcome(await fhirFetch(`${base}Patient/%2E%2E/%2E%2E/admin`), 400, "not-supported", "an encoded .. does not leave the base");
     assert.deepEqual(fhir.requests, [], "no refused request reached the backend");
+    const head = await fetch(`${base}Patient/accepted`, { method: "HEAD" });
+    assert.equal(head.status, 200, "HEAD is answered as GET");
+    assert.equal(await head.text(), "");
+    fhir.requests.length = 0;
 
     // Malformed backend answers: the client gets the export's OperationOutcome, not the bytes.
     const oddities = [

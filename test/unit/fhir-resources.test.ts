@@ -49,4 +49,7 @@ test("interactions: read, vread, search (type, system, compartment, POST _search
   refused("GET", ["Patients", "1"], 400);
   refused("GET", ["Patient", "no/such"], 404);
   refused("OPTIONS", ["Patient"], 405);
+  refused("GET", ["Patient", ".."], 404);
+  refused("GET", ["Patient", "..", "Observation"], 404);
+  refused("PUT", ["Patient", "."], 404);
 });
