@@ -3,6 +3,8 @@ import { r4Elements } from "./r4-elements";
 interface TypeElements {
   elements: ReadonlySet<string>;
   references: ReadonlySet<string>;
+  /** Search parameter code -> the top-level elements it reads. */
+  search: ReadonlyMap<string, readonly string[]>;
 }
 
 let index: Map<string, TypeElements> | undefined;
@@ -11,7 +13,18 @@ let index: Map<string, TypeElements> | undefined;
 function types(): Map<string, TypeElements> {
   if (!index) {
     index = new Map();
-    for (const [type, { elements, references }] of Object.entries(r4Elements)) index.set(type, { elements: new Set(elements.split(" ")), references: new Set(references.split(" ").filter(Boolean)) });
+    for (const [type, { elements, references, search }] of Object.entries(r4Elements)) {
+      const parameters = new Map(
+        search
+          .split(" ")
+          .filter(Boolean)
+          .map((entry) => {
+            const [code, names] = entry.split("=") as [string, string];
+            return [code, names.split(",")] as const;
+          }),
+      );
+      index.set(type, { elements: new Set(elements.split(" ")), references: new Set(references.split(" ").filter(Boolean)), search: parameters });
+    }
   }
   return index;
 }
@@ -29,6 +42,11 @@ export function isElementOf(type: string, element: string): boolean {
 /** Whether the element is a Reference (may hold `Patient/<id>`). */
 export function isReferenceElement(type: string, element: string): boolean {
   return types().get(type)?.references.has(element) === true;
+}
+
+/** The top-level elements a search parameter of the type reads; undefined when R4 has no such parameter (or its expression is not one the index could read). */
+export function searchParameterElements(type: string, code: string): readonly string[] | undefined {
+  return types().get(type)?.search.get(code);
 }
 
 /** A mapping path `ResourceType.element`, split; undefined when it has not that shape. */

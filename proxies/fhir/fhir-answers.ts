@@ -4,6 +4,7 @@ import type { FhirInteraction } from "./fhir-interaction";
 import { exportUrl } from "./fhir-links";
 import type { FhirMappingPlan } from "./fhir-mapping";
 import type { ResourceRedactor } from "./resource-redactor";
+import type { SearchRequirement } from "./search-requirement";
 
 type Json = Record<string, unknown>;
 
@@ -21,6 +22,8 @@ const malformed = (what: string) => new FhirError(502, "exception", `the FHIR se
 export interface AnswerContext {
   interaction: FhirInteraction;
   plan: FhirMappingPlan | undefined;
+  /** A search's: the categories its parameters read. */
+  requirement?: SearchRequirement;
   redactor: ResourceRedactor;
   backendBase: string;
   exportBase: string;
@@ -92,7 +95,7 @@ async function releaseBundle(bundle: Json, context: AnswerContext): Promise<Json
   if (bundle.link !== undefined && !Array.isArray(bundle.link)) throw malformed("Bundle.link is no list");
   const entries = (bundle.entry ?? []) as unknown[];
   const resources = entries.map((entry) => (isObject(entry) ? entry.resource : undefined));
-  const decided = await context.redactor.decideAll(resources, context.plan!);
+  const decided = await context.redactor.decideAll(resources, context.plan!, context.requirement);
   const out: Json = { resourceType: "Bundle" };
   if (typeof bundle.id === "string") out.id = bundle.id;
   out.type = bundle.type;

@@ -5,7 +5,8 @@ import { fhirId } from "./patient-reference";
 /** What a client asks of the export, from its method and path (relative to the export's base). */
 export type FhirInteraction =
   | { kind: "read"; type: string }
-  | { kind: "search" }
+  /** types: the searched types (undefined: a system search, its types from `_type`). */
+  | { kind: "search"; types?: string[] }
   | { kind: "capabilities" }
   /** create, update, patch, delete, transaction and batch: only with allowWrites. */
   | { kind: "write" };
@@ -36,14 +37,14 @@ export function interactionOf(method: string, segments: readonly string[]): Fhir
   switch (method) {
     case "GET":
     case "HEAD":
-      if (segments.length === 1) return { kind: "search" };
-      if (segments.length === 2) return id === "_search" ? { kind: "search" } : { kind: "read", type };
+      if (segments.length === 1) return { kind: "search", types: [type] };
+      if (segments.length === 2) return id === "_search" ? { kind: "search", types: [type] } : { kind: "read", type };
       if (segments.length === 4 && third === "_history" && fhirId.test(fourth!)) return { kind: "read", type };
       // Compartment search (Patient/1/Observation): a Bundle, each resource decided.
-      if (segments.length === 3 && isResourceType(third!)) return { kind: "search" };
+      if (segments.length === 3 && isResourceType(third!)) return { kind: "search", types: [third!] };
       throw notFound();
     case "POST":
-      if (segments.length === 2 && id === "_search") return { kind: "search" };
+      if (segments.length === 2 && id === "_search") return { kind: "search", types: [type] };
       if (segments.length === 1) return { kind: "write" };
       throw methodRefused(method);
     case "PUT":

@@ -13,6 +13,7 @@ import type { FhirBackend } from "./fhir-backend";
 import { FhirError } from "./fhir-error";
 import { interactionOf } from "./fhir-interaction";
 import type { ResourceRedactor } from "./resource-redactor";
+import { searchRequirement } from "./search-requirement";
 
 export interface FhirServerOptions {
   record: ExportRecord;
@@ -125,25 +126,27 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
         const interaction = interactionOf(request.method, segments);
         const body = Buffer.isBuffer(request.body) && request.body.length > 0 ? request.body : undefined;
         const type = mediaTypeOf(request);
-        const formats = url.searchParams.getAll("_format");
-        if (interaction.kind === "search" && request.method === "POST") {
-          if (body && type !== formType) throw new FhirError(415, "not-supported", `a POST _search sends its parameters as ${formType}`);
-          if (body) formats.push(...new URLSearchParams(body.toString("utf8")).getAll("_format"));
+        // A search's parameters: the query's and, for POST _search, the form's.
+        const params = new URLSearchParams(url.searchParams);
+        if (interaction.kind === "search" && request.method === "POST" && body) {
+          if (type !== formType) throw new FhirError(415, "not-supported", `a POST _search sends its parameters as ${formType}`);
+          for (const [name, value] of new URLSearchParams(body.toString("utf8"))) params.append(name, value);
         }
-        checkFormat(formats, request.headers.accept);
+        checkFormat(params.getAll("_format"), request.headers.accept);
         if (interaction.kind === "write") {
           if (!record.allowWrites) throw new FhirError(403, "forbidden", "this export is read-only: it serves read, vread and search");
           if (body && !["application/fhir+json", "application/json", "application/json+fhir", "application/json-patch+json"].includes(type)) throw new FhirError(415, "not-supported", `'${type || "no content type"}' is not taken: this export takes application/fhir+json`);
         }
         // The mapping is checked (and the configuration in memory) before the backend is asked anything.
         const plan = interaction.kind === "capabilities" ? undefined : await redactor.plan();
+        const requirement = interaction.kind === "search" ? searchRequirement(params, interaction.types, plan!) : undefined;
         const headers: Record<string, string> = { ...backendAuthorization(record, request) };
         if (body) headers["content-type"] = request.headers["content-type"]!;
         if (interaction.kind === "write") for (const name of ["if-match", "if-none-exist", "if-none-match", "prefer"]) if (typeof request.headers[name] === "string") headers[name] = request.headers[name] as string;
         const pathAndQuery = segments.map((segment) => encodeURIComponent(segment)).join("/") + url.search;
         // HEAD is answered as GET without the body (Fastify drops it): the backend is asked GET, so its answer can be decided.
         const answer = await backend.send(request.method === "HEAD" ? "GET" : request.method, pathAndQuery, headers, body);
-        const released = await answerOf(answer, { interaction, plan, redactor, backendBase: backend.base, exportBase: exportBaseOf(request) });
+        const released = await answerOf(answer, { interaction, plan, requirement, redactor, backendBase: backend.base, exportBase: exportBaseOf(request) });
         if (released.headers) void reply.headers(released.headers);
         void reply.status(released.status);
         if (released.body === undefined) return reply.send();

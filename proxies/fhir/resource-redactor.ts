@@ -3,6 +3,7 @@ import type { ExportDecider } from "../../exports/export-decider";
 import { FhirError } from "./fhir-error";
 import { planOf, type FhirMappingPlan, type TypePlan } from "./fhir-mapping";
 import { subjectOf } from "./patient-reference";
+import type { SearchRequirement } from "./search-requirement";
 
 /** Resources in and out, and elements removed from kept ones: what GET /export shows. */
 export interface ResourceCounts {
@@ -49,10 +50,11 @@ export class ResourceRedactor {
   }
 
   /**
-   * Each value decided: the redacted resource, or undefined when it is dropped. Throws (the
-   * request fails closed) when a decision cannot be made or traced.
+   * Each value decided: the redacted resource, or undefined when it is dropped (also when a
+   * search read a category its patient does not allow). Throws (the request fails closed) when a
+   * decision cannot be made or traced.
    */
-  async decideAll(values: readonly unknown[], plan: FhirMappingPlan): Promise<Array<Resource | undefined>> {
+  async decideAll(values: readonly unknown[], plan: FhirMappingPlan, requirement?: SearchRequirement): Promise<Array<Resource | undefined>> {
     const subjects = values.map((value) => {
       if (!isResource(value)) return undefined;
       const typePlan = plan.types.get(value.resourceType as string);
@@ -72,7 +74,9 @@ export class ResourceRedactor {
       this.counts.in++;
       const subject = subjects[index];
       const decision = subject?.userId === undefined ? undefined : decided.get(subject.userId);
-      const kept = decision?.allowed ? this.redact(value as Resource, subject!.typePlan, decision) : undefined;
+      // A search that read a category the patient does not allow would tell of the patient by matching: dropped.
+      const readable = requirement === undefined || [...requirement.categories].every((category) => decision?.categoryIds.includes(category));
+      const kept = decision?.allowed && readable ? this.redact(value as Resource, subject!.typePlan, decision) : undefined;
       if (kept) this.counts.kept++;
       else this.counts.dropped++;
       return kept;

@@ -224,6 +224,22 @@ describe("FHIR exports (issue 23)", () => {
     const mixed: Body = await client.search({ resourceType: "Observation", searchParams: { subject: "Patient/accepted,Patient/not-accepted" } });
     assert.deepEqual(entriesOf(mixed).map((o) => o.subject.reference).sort(), ["Patient/accepted", "Patient/accepted", "Patient/accepted"]);
 
+    // Searching on an element tells of it even when the element is removed: a search that reads a
+    // category the purpose does not allow releases nothing of the patients who do not allow it,
+    // and one that reads an element released to nobody is refused.
+    const byCity: Body = await direct.search({ resourceType: "Patient", searchParams: { "address-city": "City-accepted" } });
+    assert.deepEqual(entriesOf(byCity).map((p) => p.id), ["accepted"], "directly, the city search finds the patient");
+    const cityThrough = await fhirFetch(`${base}Patient?address-city=City-accepted`);
+    assert.equal(cityThrough.status, 200, cityThrough.text);
+    assert.deepEqual(entriesOf(cityThrough.json), [], "through the export the city (location) tells nothing");
+    const byName = await fhirFetch(`${base}Patient?name=Family-accepted`);
+    assert.deepEqual(entriesOf(byName.json).map((p) => p.id), ["accepted"], "a search on an allowed element works");
+    const directByStatus: Body = await direct.search({ resourceType: "Observation", searchParams: { status: "final", _count: 50 } });
+    assert.ok(entriesOf(directByStatus).length > 0);
+    const byStatus = await fhirFetch(`${base}Observation?status=final&subject.name=Family-accepted&_text=x`);
+    assertOutcome(byStatus, 400, "not-supported", "searches on what no one may see");
+    assert.deepEqual(byStatus.json.issue.map((issue: Body) => issue.expression[0]), ["status", "subject.name", "_text"]);
+
     // _elements and _summary are passed to the backend; what comes back is still decided.
     fhir.requests.length = 0;
     const elements = await fhirFetch(`${base}Observation?_elements=code&_summary=data&_count=50`);

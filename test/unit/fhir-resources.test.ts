@@ -3,7 +3,9 @@ import assert from "node:assert/strict";
 import { interactionOf } from "../../proxies/fhir/fhir-interaction";
 import { FhirError } from "../../proxies/fhir/fhir-error";
 import { exportUrl } from "../../proxies/fhir/fhir-links";
+import { planOf } from "../../proxies/fhir/fhir-mapping";
 import { subjectOf } from "../../proxies/fhir/patient-reference";
+import { searchRequirement } from "../../proxies/fhir/search-requirement";
 
 const backend = "http://fhir.internal:8080/fhir/R4/";
 const exportBase = "http://warden:9000/";
@@ -38,7 +40,9 @@ test("links: under the backend's base or relative, moved to the export's base; a
 test("interactions: read, vread, search (type, system, compartment, POST _search), writes; history and operations refused", () => {
   assert.deepEqual(interactionOf("GET", ["Patient", "1"]), { kind: "read", type: "Patient" });
   assert.deepEqual(interactionOf("GET", ["Patient", "1", "_history", "2"]), { kind: "read", type: "Patient" });
-  for (const [method, path] of [["GET", ["Patient"]], ["GET", []], ["POST", ["_search"]], ["POST", ["Patient", "_search"]], ["GET", ["Patient", "_search"]], ["GET", ["Patient", "1", "Observation"]]] as const) assert.deepEqual(interactionOf(method, path), { kind: "search" }, `${method} ${path.join("/")}`);
+  for (const [method, path] of [["GET", ["Patient"]], ["POST", ["Patient", "_search"]], ["GET", ["Patient", "_search"]]] as const) assert.deepEqual(interactionOf(method, path), { kind: "search", types: ["Patient"] }, `${method} ${path.join("/")}`);
+  for (const [method, path] of [["GET", []], ["POST", ["_search"]]] as const) assert.deepEqual(interactionOf(method, path), { kind: "search" }, `${method} ${path.join("/")}`);
+  assert.deepEqual(interactionOf("GET", ["Patient", "1", "Observation"]), { kind: "search", types: ["Observation"] }, "a compartment search searches its second type");
   for (const [method, path] of [["POST", []], ["POST", ["Patient"]], ["PUT", ["Patient", "1"]], ["PATCH", ["Patient", "1"]], ["DELETE", ["Patient", "1"]], ["DELETE", ["Patient"]]] as const) assert.deepEqual(interactionOf(method, path), { kind: "write" }, `${method} ${path.join("/")}`);
   assert.deepEqual(interactionOf("GET", ["metadata"]), { kind: "capabilities" });
   const refused = (method: string, path: string[], status: number) => assert.throws(() => interactionOf(method, path), (error: unknown) => error instanceof FhirError && error.status === status, `${method} ${path.join("/")}`);
@@ -52,4 +56,28 @@ test("interactions: read, vread, search (type, system, compartment, POST _search
   refused("GET", ["Patient", ".."], 404);
   refused("GET", ["Patient", "..", "Observation"], 404);
   refused("PUT", ["Patient", "."], 404);
+});
+
+test("a search's parameters: the categories they read, or refused when no one may see what they read", () => {
+  const field = (recordField: string, category: string | undefined, resourceOrder = -1) => [recordField, { recordField, category, resourceOrder }] as const;
+  const plan = planOf({ key: "k", fields: new Map([field("Patient.id", undefined, 0), field("Patient.name", "identity"), field("Patient.address", "location"), field("Observation.subject", undefined, 1), field("Observation.code", "usage"), field("Observation.status", undefined)]) });
+  const read = (query: string, types?: string[]) => [...searchRequirement(new URLSearchParams(query), types, plan).categories].sort();
+  assert.deepEqual(read("_count=5&_summary=data&_elements=code&_id=1&_lastUpdated=gt2020", ["Observation"]), []);
+  assert.deepEqual(read("subject=Patient/1&_include=Observation:subject", ["Observation"]), [], "resource context reads no category");
+  assert.deepEqual(read("code=x&_sort=-code", ["Observation"]), ["usage"]);
+  assert.deepEqual(read("name=Smith&address-city=Paris", ["Patient"]), ["identity", "location"]);
+  assert.deepEqual(read("_type=Patient&name=Smith"), ["identity"], "a system search reads the parameter in each _type");
+  const refused = (query: string, types: string[] | undefined, expressions: string[]) =>
+    assert.throws(
+      () => searchRequirement(new URLSearchParams(query), types, plan),
+      (error: unknown) => error instanceof FhirError && error.status === 400 && JSON.stringify(error.items?.map((item) => item.expression)) === JSON.stringify(expressions),
+      query,
+    );
+  refused("status=final", ["Observation"], ["status"]);
+  refused("subject.name=Smith&_has:Observation:subject:code=x", ["Patient"], ["subject.name", "_has:Observation:subject:code"]);
+  refused("_text=cancer&_content=x&_filter=name eq x", ["Patient"], ["_text", "_content", "_filter"]);
+  refused("gender=other&birthdate=1990", ["Patient"], ["gender", "birthdate"]);
+  refused("name=x", undefined, ["name"]);
+  refused("_include=*", ["Patient"], ["_include=*"]);
+  refused("_revinclude=Observation:status", ["Patient"], ["_revinclude=Observation:status"]);
 });
