@@ -11,8 +11,8 @@ export interface SearchRequirement {
   categories: ReadonlySet<string>;
 }
 
-/** Parameters that say how to answer, not what to match. */
-const controls = new Set(["_count", "_offset", "_cursor", "_getpages", "_pageId", "_page", "_elements", "_summary", "_format", "_pretty", "_total", "_type"]);
+/** Parameters that say how to answer, not what to match (paging cursors of common servers included: HAPI's `_getpages`, `_getpagesoffset`, `_bundletype`). */
+const controls = new Set(["_count", "_offset", "_skip", "_cursor", "_getpages", "_getpagesoffset", "_bundletype", "_pageId", "_page", "_elements", "_summary", "_format", "_pretty", "_total", "_type"]);
 /** Parameters that read only the structural elements (id, meta), which every released resource shows. */
 const structural = new Set(["_id", "_lastUpdated", "_tag", "_profile", "_security", "_source"]);
 const structuralElements = new Set(["id", "meta"]);
