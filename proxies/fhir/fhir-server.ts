@@ -104,7 +104,7 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
     void reply.status(404).type(fhirJson).send(JSON.stringify(new FhirError(404, "not-found", `no such path: ${request.method} ${request.url.split("?")[0]}`).outcome()));
   });
   app.removeAllContentTypeParsers();
-  // Bodies are passed on as bytes (a search form is read only for its _format).
+  // Bodies are passed on as bytes (a search form is also read for its parameters).
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
   void app.register(authentication, { auth: options.auth, overrides: options.overrides, componentOf: (request) => component("fhir", domainOf(request)) });
   const exportBaseOf = (request: FastifyRequest): string => {
