@@ -8,6 +8,14 @@ import { mappingProblems } from "./fhir-mapping";
 import { listenFhir } from "./fhir-server";
 import { ResourceRedactor } from "./resource-redactor";
 
+/** The fields of PUT /export a FHIR export takes. */
+const takenFields = new Set(["type", "port", "endpoint", "resolverGroup", "metadata", "credentials", "resourceServerId", "cloudSigning", "allowWrites"]);
+const refusedBecause: Record<string, string> = {
+  strict: "strict applies to SQL statements",
+  backendTls: "a fhir export's TLS to its backend follows the endpoint's scheme (https)",
+  backendCa: "a fhir export's TLS to its backend follows the endpoint's scheme (https)",
+};
+
 /** A FHIR base URL as PUT /export takes it: http or https, a host, no user info, query or fragment. */
 function endpointProblem(endpoint: string): string | undefined {
   let url: URL;
@@ -35,8 +43,8 @@ export class FhirDoor implements ExportDoorType {
     if (body.endpoint === undefined) throw new HandlerError("EXPORT_INVALID", "a fhir export needs the FHIR base URL of its backing server", { details: [{ path: "endpoint", problem: "required: http://host:port/base" }] });
     const problem = endpointProblem(body.endpoint);
     if (problem) throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' ${problem}`, { details: [{ path: "endpoint", problem }] });
-    if (body.strict !== undefined) refuseField(this.type, "strict", "strict applies to SQL statements");
-    for (const option of ["backendTls", "backendCa"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a fhir export's TLS to its backend follows the endpoint's scheme (https)");
+    // Every field is refused but the ones a FHIR export takes: a field added for another type later is refused here too, not stored and ignored.
+    for (const [field, value] of Object.entries(body)) if (value !== undefined && !takenFields.has(field)) refuseField(this.type, field, refusedBecause[field] ?? `${field} does not apply to a FHIR export`);
     await this.checkMapping(body.resolverGroup);
   }
 

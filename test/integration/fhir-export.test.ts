@@ -106,6 +106,7 @@ describe("FHIR exports (issue 23)", () => {
       [fhirBody({ endpoint: "http://user:secret@127.0.0.1:8080/fhir" }), ["endpoint"]],
       [fhirBody({ strict: true }), ["strict"]],
       [fhirBody({ backendTls: "require" }), ["backendTls"]],
+      [fhirBody({ backendCa: "-----BEGIN CERTIFICATE-----" }), ["backendCa"]],
       [fhirBody({ credentials: { user: "u", password: "p" } }), ["credentials"]],
       [fhirBody({ resolverGroup: "users-table" }), ["resolverGroup:users.id", "resolverGroup:users.email", "resolverGroup:users.login", "resolverGroup:users.name", "resolverGroup:users.clicks"]],
       [fhirBody({ resolverGroup: "fhir-typos" }), ["resolverGroup:Patient.nmae", "resolverGroup:Obsrvation.code", "resolverGroup:Observation.code.text", "resolverGroup:Observation.status"]],
