@@ -53,8 +53,8 @@ export interface OpenDoor {
  */
 export interface ExportDoorType {
   readonly type: ExportType;
-  /** Problems with the body's type-specific fields, as HandlerError EXPORT_INVALID (nothing is stored then). */
-  validate(body: ExportBody): void;
+  /** Problems with the body's type-specific fields, as HandlerError EXPORT_INVALID (nothing is stored then); may read the configuration (FHIR checks its mapping paths). */
+  validate(body: ExportBody): void | Promise<void>;
   /** Runs before the export is stored: what must exist once it does (the pipeline's streams). */
   prepare?(): Promise<void>;
   /** Opens the export's door on its port; rejects (EADDRINUSE...) when it cannot. */

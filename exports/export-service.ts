@@ -71,7 +71,7 @@ export class ExportService implements ExportPort {
   private async validate(body: ExportBody): Promise<ExportType> {
     if (!(exportTypes as readonly string[]).includes(body.type)) throw new HandlerError("EXPORT_INVALID", `unknown export type '${body.type}' (known: ${exportTypes.join(", ")})`, { details: [{ path: "type", problem: "unknown export type" }] });
     const type = body.type as ExportType;
-    this.deps.doors[type].validate(body);
+    await this.deps.doors[type].validate(body);
     for (const [name, value] of Object.entries(body.cloudSigning ?? {})) {
       const problem = cloudPropertyProblem(name as CloudProperty, value);
       if (problem) throw new HandlerError("EXPORT_INVALID", `cloudSigning.${name} ${problem}`, { details: [{ path: `cloudSigning.${name}`, problem }] });

@@ -42,7 +42,7 @@ const fastifyCodes: Record<string, ConstructorParameters<typeof HttpError>[0]> =
   FST_ERR_CTP_INVALID_JSON_BODY: "ERR_REQUEST_BODY_MALFORMED",
 };
 
-function toGatewayError(error: FastifyError | Error, method: string): HttpError {
+export function toGatewayError(error: FastifyError | Error, method: string): HttpError {
   if (error instanceof HttpError) return error;
   // A stream that failed for a gateway reason (a body whose signature did not verify) says so through its cause.
   let cause = (error as Error).cause;

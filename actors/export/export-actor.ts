@@ -7,7 +7,7 @@ import type { ExclusiveContext, SharedContext } from "../runtime/types";
 export type ExportStatus = "active" | "inactive";
 
 /** Export types this service knows; each has its own proxy. */
-export const exportTypes = ["postgres", "pipeline"] as const;
+export const exportTypes = ["postgres", "pipeline", "fhir"] as const;
 export type ExportType = (typeof exportTypes)[number];
 /** How a PostgreSQL export protects its connections to the backend: libpq's sslmode names (`disable`, the default: plain TCP). */
 export const backendTlsModes = ["disable", "prefer", "require", "verify-ca", "verify-full"] as const;
@@ -23,7 +23,7 @@ export interface CloudSigningProperties {
 export interface ExportRecord {
   id: string;
   type: ExportType;
-  /** The backing store, `host:port` (PostgreSQL). A pipeline export has none: records come in and go out through it. */
+  /** The backing store, `host:port` (PostgreSQL), or the FHIR base URL of the backing server (FHIR). A pipeline export has none: records come in and go out through it. */
   endpoint?: string;
   /** The mapping group that ties result columns to categories. */
   resolverGroup: string;
@@ -45,7 +45,7 @@ export interface ExportRecord {
    * time) over the verifier profile's. HTTP doors only. The key is never shown (ExportView).
    */
   cloudSigning?: CloudSigningProperties;
-  /** SQL exports: clients may write; absent or false: read-only (docs/postgres-export.md). */
+  /** SQL and FHIR exports: clients may write; absent or false: read-only (docs/postgres-export.md, docs/fhir-export.md). */
   allowWrites?: boolean;
   /** SQL exports: statements may choose, group and order rows only by resource-context columns. */
   strict?: boolean;

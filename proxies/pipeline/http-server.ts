@@ -1,4 +1,3 @@
-import type { Socket } from "node:net";
 import { Readable } from "node:stream";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
@@ -6,11 +5,11 @@ import { JsonDepthError, skipWhitespace, valueEnd } from "../../redaction/json-s
 import { component } from "../../auth/components";
 import type { OverridesByVerifier } from "../../auth/types";
 import { authentication, domainOf } from "../../http/authentication";
+import { HttpDoorPort } from "../../http/door-port";
 import { installErrorHandling } from "../../http/error-handler";
 import { HttpError } from "../../http/errors";
 import type { HttpAuthentication } from "../../http/authentication";
 import type { ExportAudit } from "../../exports/door";
-import type { ExportServing } from "../../api/types";
 import { ndjsonBatches } from "./ndjson-lines";
 import type { PipelineAnswer, RecordCounts, RecordRedactor } from "./types";
 import { refusedAnswer } from "./refused";
@@ -117,44 +116,15 @@ export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance 
 }
 
 /** A pipeline export's listening HTTP port. */
-export class PipelineHttpServer {
-  private readonly since = new Date().toISOString();
-  private readonly sockets = new Set<Socket>();
-  private total = 0;
-
-  private constructor(
-    private readonly app: FastifyInstance,
-    private readonly options: PipelineHttpOptions,
-  ) {
-    app.server.on(options.tls ? "secureConnection" : "connection", (socket: Socket) => {
-      this.total++;
-      this.sockets.add(socket);
-      socket.once("close", () => this.sockets.delete(socket));
-    });
-  }
-
-  static async listen(options: PipelineHttpOptions): Promise<PipelineHttpServer> {
-    const app = buildPipelineApp(options);
-    const server = new PipelineHttpServer(app, options);
-    await app.listen({ host: options.host, port: options.port });
-    options.audit("info", "port.opened", `pipeline export ${options.exportId} listening on ${options.host}:${options.port}`, { exportId: options.exportId, component: "pipeline", host: options.host, port: options.port, tls: options.tls !== undefined });
-    return server;
-  }
-
-  serving(): ExportServing {
-    const { counts } = this.options;
-    return {
-      host: this.options.host,
-      port: this.options.port,
-      since: this.since,
-      connections: { open: this.sockets.size, total: this.total, refused: 0 },
-      rows: { in: counts.in, kept: counts.kept, dropped: counts.dropped, valuesNulled: counts.valuesNulled },
-    };
-  }
-
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await this.app.close();
-    this.options.audit("info", "port.closed", `pipeline export ${this.options.exportId} stopped listening on ${this.options.host}:${this.options.port}`, { exportId: this.options.exportId, component: "pipeline", host: this.options.host, port: this.options.port });
-  }
+export function listenPipelineHttp(options: PipelineHttpOptions): Promise<HttpDoorPort> {
+  const { counts } = options;
+  return HttpDoorPort.listen(buildPipelineApp(options), {
+    exportId: options.exportId,
+    component: "pipeline",
+    host: options.host,
+    port: options.port,
+    tls: options.tls !== undefined,
+    audit: options.audit,
+    rows: () => ({ in: counts.in, kept: counts.kept, dropped: counts.dropped, valuesNulled: counts.valuesNulled }),
+  });
 }

@@ -5,7 +5,8 @@ import { PipelineSubjects } from "./subjects";
 import type { RevisionedKv } from "../../actors/runtime/revisioned-kv";
 import { component } from "../../auth/components";
 import type { HttpAuthentication } from "../../http/authentication";
-import { PipelineHttpServer } from "./http-server";
+import type { HttpDoorPort } from "../../http/door-port";
+import { listenPipelineHttp } from "./http-server";
 import { refusedAnswer } from "./refused";
 import type { ExportAudit } from "../../exports/door";
 import type { ExportServing } from "../../api/types";
@@ -42,7 +43,7 @@ const requestQueue = "warden-pipeline";
 export class PipelineExport {
   private constructor(
     private readonly deps: PipelineExportDeps,
-    private readonly http: PipelineHttpServer,
+    private readonly http: HttpDoorPort,
     private readonly requests: Subscription,
     private readonly stream: PipelineStream,
   ) {}
@@ -52,7 +53,7 @@ export class PipelineExport {
     const redactor = new PipelineRedactor(deps.decider, record.resolverGroup);
     const { overrides } = deps;
     const credentials = new NatsCredentialCheck(deps.auth.authenticator, component("pipeline"), record.id, audit, overrides);
-    const http = await PipelineHttpServer.listen({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls, overrides });
+    const http = await listenPipelineHttp({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls, overrides });
     const requests = nc.subscribe(PipelineSubjects.request(record.id), {
       queue: requestQueue,
       callback: (error, msg) => {

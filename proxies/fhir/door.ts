@@ -1,0 +1,69 @@
+import { HandlerError } from "../../actors/runtime/errors";
+import type { ExportBody } from "../../api/types";
+import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
+import { refuseField } from "../../exports/endpoint";
+import type { DecisionService } from "../../ports/decision-service";
+import { FhirBackend } from "./fhir-backend";
+import { mappingProblems } from "./fhir-mapping";
+import { listenFhir } from "./fhir-server";
+import { ResourceRedactor } from "./resource-redactor";
+
+/** The fields of PUT /export a FHIR export takes. */
+const takenFields = new Set(["type", "port", "endpoint", "resolverGroup", "metadata", "credentials", "resourceServerId", "cloudSigning", "allowWrites"]);
+const refusedBecause: Record<string, string> = {
+  strict: "strict applies to SQL statements",
+  backendTls: "a fhir export's TLS to its backend follows the endpoint's scheme (https)",
+  backendCa: "a fhir export's TLS to its backend follows the endpoint's scheme (https)",
+};
+
+/** A FHIR base URL as PUT /export takes it: http or https, a host, no user info, query or fragment. */
+function endpointProblem(endpoint: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return "must be the FHIR base URL of the backing server, http://host:port/base";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "must be an http or https URL";
+  if (url.username || url.password) return "must not carry credentials: give them as the export's credentials";
+  if (url.search || url.hash) return "must be a base URL, without query or fragment";
+  return undefined;
+}
+
+/**
+ * FHIR exports (issue 23): a FHIR R4 REST endpoint in front of a FHIR server, each resource
+ * decided by its own patient. docs/fhir-export.md says what is kept, removed and refused.
+ */
+export class FhirDoor implements ExportDoorType {
+  readonly type = "fhir" as const;
+
+  constructor(private readonly settings: { decisions: DecisionService }) {}
+
+  async validate(body: ExportBody): Promise<void> {
+    if (body.endpoint === undefined) throw new HandlerError("EXPORT_INVALID", "a fhir export needs the FHIR base URL of its backing server", { details: [{ path: "endpoint", problem: "required: http://host:port/base" }] });
+    const problem = endpointProblem(body.endpoint);
+    if (problem) throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' ${problem}`, { details: [{ path: "endpoint", problem }] });
+    // Every field is refused but the ones a FHIR export takes: a field added for another type later is refused here too, not stored and ignored.
+    for (const [field, value] of Object.entries(body)) if (value !== undefined && !takenFields.has(field)) refuseField(this.type, field, refusedBecause[field] ?? `${field} does not apply to a FHIR export`);
+    await this.checkMapping(body.resolverGroup);
+  }
+
+  /** Every record field of the mapping group must be a FHIR R4 path: unknown ones refused, each listed. A missing group is the service's to refuse. */
+  private async checkMapping(groupName: string): Promise<void> {
+    const compiled = await this.settings.decisions.policy();
+    const group = compiled.config.mappingGroups.find((g) => g.name === groupName);
+    if (!group) return;
+    const problems = mappingProblems(group.fieldMappings.map((field) => ({ recordField: field.recordField, resourceContext: field.resourceContext === true })));
+    if (problems.length > 0) {
+      throw new HandlerError("EXPORT_INVALID", `mapping group '${groupName}' names paths that are no FHIR R4 elements: ${problems.map((p) => p.expression).join(", ")}`, { details: problems.map((p) => ({ path: `resolverGroup:${p.expression}`, problem: p.diagnostics })) });
+    }
+  }
+
+  async open(services: DoorServices): Promise<OpenDoor> {
+    const { record, tls } = services;
+    const backend = new FhirBackend(record.endpoint!);
+    const redactor = new ResourceRedactor(services.decider, backend.base);
+    const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
+    return listenFhir({ record, host: services.listenHost, backend, redactor, auth, overrides: services.overrides, audit: services.audit, logger: services.log, tls: tls && { cert: tls.cert, key: tls.key } });
+  }
+}

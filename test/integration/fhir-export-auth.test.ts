@@ -1,0 +1,135 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { AuditRecord } from "../../actors/runtime/event-log";
+import type { NatsServerProcess } from "../../service/nats-server";
+import { FhirServerFixture } from "../../testkit/fhir-server";
+import { call as request } from "../../testkit/http";
+import { connectTo, startNats, storedMessages } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+import { fhirPolicy } from "../../testkit/policy";
+import { freePorts } from "../../testkit/ports";
+import { tempDir } from "../../testkit/temp";
+import { createPopulation } from "../fixtures/population";
+import { OidcProvider } from "../helpers/oidc";
+import { SlapdServer } from "../../testkit/slapd";
+
+const alice = { uid: "alice", password: "wonderland" };
+const signing = { id: "AKIDFHIR", key: "fhir-secret-key", region: "eu-west-1" };
+const backendIdentity = { user: "fhir-backend", password: "backend-secret" };
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
+
+/** Component fhir enforced: Basic checked against LDAP, Bearer tokens against the OIDC provider, cloud signatures against a static profile. */
+function securityConfig(ldapPort: number, provider: OidcProvider) {
+  return {
+    verifiers: [
+      { verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${ldapPort}`, rootComponents: "ou=people,dc=example,dc=org" } }] },
+      { verifier: "oauth", profiles: [{ profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } }] },
+      { verifier: "cloud", profiles: [{ profile: "fhir", configuration: signing }] },
+    ],
+    credentials: [
+      { type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] },
+      { type: "rawBearerToken", verifiers: [{ verifier: "oauth", profile: "idp" }] },
+      { type: "cloudSigningCredentials", verifiers: [{ verifier: "cloud", profile: "fhir", selectors: { componentName: "fhir" } }] },
+    ],
+    enforcedComponents: [{ componentName: "fhir" }],
+  };
+}
+
+describe("FHIR exports with component fhir enforced", () => {
+  let nats: NatsServerProcess;
+  let node: NodeProcess;
+  let nc: NatsConnection;
+  let slapd: SlapdServer;
+  let provider: OidcProvider;
+  const fhir = new FhirServerFixture();
+  let clientIdentityPort: number;
+  let exportIdentityPort: number;
+  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
+
+  before(async () => {
+    const dir = tempDir("fhir-auth");
+    [slapd, provider, nats] = await Promise.all([SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice] }), OidcProvider.start(), startNats(), fhir.start()]);
+    const file = join(dir, "security.json");
+    writeFileSync(file, JSON.stringify(securityConfig(slapd.port, provider)));
+    node = await NodeProcess.start({ nodeId: "fhir-auth-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file } });
+    assert.equal((await call("PUT", "/config", fhirPolicy())).status, 200);
+    await createPopulation(call);
+    await fhir.repo.createResource({ resourceType: "Patient", id: "accepted", name: [{ family: "Family-accepted" }] }, { assignedId: true });
+    nc = await connectTo(nats.url);
+    [clientIdentityPort, exportIdentityPort] = await freePorts(2);
+    const body = { type: "fhir", endpoint: fhir.base, resolverGroup: "fhir-clinical", metadata: { type: "platformUse", purposeId: "service" } };
+    const clientIdentity = await call("PUT", "/export", { ...body, port: clientIdentityPort });
+    assert.equal(clientIdentity.status, 200, JSON.stringify(clientIdentity.body));
+    assert.equal(clientIdentity.body.backendIdentity, "client");
+    const exportIdentity = await call("PUT", "/export", { ...body, port: exportIdentityPort, credentials: backendIdentity });
+    assert.equal(exportIdentity.status, 200, JSON.stringify(exportIdentity.body));
+    assert.equal(exportIdentity.body.backendIdentity, "export");
+    assert.ok(!JSON.stringify(exportIdentity.body).includes(backendIdentity.password), "the export's password is never read back");
+  });
+
+  after(async () => {
+    await nc?.close();
+    await node?.kill();
+    await Promise.all([fhir.stop(), nats?.stop(), slapd?.stop(), provider?.stop()]);
+  });
+
+  const lastAuthorization = () => fhir.requests[fhir.requests.length - 1]?.authorization;
+  const read = async (port: number, headers: Record<string, string> = {}) => {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      try {
+        const response = await fetch(`http://127.0.0.1:${port}/Patient/accepted`, { headers });
+        return { status: response.status, type: response.headers.get("content-type"), challenge: response.headers.get("www-authenticate"), json: (await response.json()) as { resourceType: string; issue?: Array<{ code: string }> } };
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  };
+
+  test("Basic, Bearer and cloud-signed clients; refusals are OperationOutcomes with a challenge; the client's identity reaches the backend, or the export's own", async () => {
+    const missing = await read(clientIdentityPort);
+    assert.equal(missing.status, 401);
+    assert.match(missing.type ?? "", /^application\/fhir\+json/);
+    assert.equal(missing.json.resourceType, "OperationOutcome");
+    assert.equal(missing.json.issue?.[0]?.code, "login");
+    assert.match(missing.challenge ?? "", /Basic realm="warden"/);
+    const wrong = await read(clientIdentityPort, { authorization: basic(alice.uid, "wrong") });
+    assert.equal(wrong.status, 401);
+    assert.equal(wrong.json.resourceType, "OperationOutcome");
+    assert.equal((await read(clientIdentityPort, { authorization: "Digest x" })).status, 401);
+    assert.equal(fhir.requests.length, 0, "no refused client reached the backend");
+
+    const asAlice = basic(alice.uid, alice.password);
+    const allowed = await read(clientIdentityPort, { authorization: asAlice });
+    assert.equal(allowed.status, 200, JSON.stringify(allowed.json));
+    assert.equal(allowed.json.resourceType, "Patient");
+    assert.equal(lastAuthorization(), asAlice, "without export credentials the client's identity reaches the backend");
+    const token = await provider.jwtToken();
+    assert.equal((await read(clientIdentityPort, { authorization: `Bearer ${token}` })).status, 200);
+    assert.equal(lastAuthorization(), `Bearer ${token}`);
+
+    // Signed with the cloud profile's id and key (curl signs): admitted, and the signature is not passed on.
+    // The FHIR server runs in this process: curl runs asynchronously so that it can answer.
+    const signedStatus = async (key: string) => (await promisify(execFile)("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--aws-sigv4", `aws:amz:${signing.region}:warden`, "--user", `${signing.id}:${key}`, `http://127.0.0.1:${clientIdentityPort}/Patient/accepted`])).stdout;
+    assert.equal(await signedStatus(signing.key), "200");
+    assert.equal(lastAuthorization(), undefined, "a signature made for the export is not the backend's");
+    assert.equal(await signedStatus("wrong-key"), "401");
+
+    // With the export's own credentials: the backend sees them whoever the client is.
+    assert.equal((await read(exportIdentityPort, { authorization: asAlice })).status, 200);
+    assert.equal(lastAuthorization(), basic(backendIdentity.user, backendIdentity.password));
+    assert.equal((await read(exportIdentityPort)).status, 401, "export credentials never stand in for a missing client identity");
+
+    const audit = await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.fhir.>");
+    assert.ok(audit.some((m) => m.data.event === "connection.authenticated" && m.subject === "warden.audit.fhir.info"));
+    assert.ok(audit.some((m) => m.data.event === "connection.denied" && m.subject === "warden.audit.fhir.warn"));
+    const text = JSON.stringify(audit);
+    for (const secret of [alice.password, signing.key, backendIdentity.password]) assert.ok(!text.includes(secret), `'${secret}' appears in the audit log`);
+  });
+});
