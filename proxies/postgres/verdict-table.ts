@@ -58,6 +58,8 @@ export class VerdictTable {
       decider: RowDecider;
       nc: NatsConnection;
       log: Logger;
+      /** The wall clock and timer the midnight rebuild is scheduled with (tests move them). */
+      clock?: { now(): number; setTimeout(run: () => void, ms: number): NodeJS.Timeout };
     },
   ) {
     this.scheduleMidnight();
@@ -152,7 +154,7 @@ export class VerdictTable {
       else for (const userId of users) this.pendingUsers.add(userId);
       throw error;
     }
-    const version = Math.max(Date.now() * 1000, this.state.version + 1);
+    const version = Math.max((this.settings.clock?.now() ?? Date.now()) * 1000, this.state.version + 1);
     const { table, exportKey } = this.settings.target;
     const categories = [...new Set([...this.settings.decider.mapping().fields.values()].flatMap((field) => (field.category === undefined ? [] : [field.category])))].sort();
     await client.query("BEGIN");
@@ -221,9 +223,10 @@ export class VerdictTable {
   }
 
   private scheduleMidnight(): void {
-    const now = new Date();
+    const clock = this.settings.clock ?? { now: Date.now, setTimeout };
+    const now = new Date(clock.now());
     const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
-    this.midnight = setTimeout(() => {
+    this.midnight = clock.setTimeout(() => {
       this.rebuild();
       this.scheduleMidnight();
     }, next - now.getTime() + 1);
