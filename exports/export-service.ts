@@ -58,6 +58,8 @@ export class ExportService implements ExportPort {
         ...(body.strict ? { strict: true } : {}),
         ...(body.backendTls !== undefined && body.backendTls !== "disable" ? { backendTls: body.backendTls } : {}),
         ...(body.backendCa !== undefined ? { backendCa: body.backendCa } : {}),
+        ...(body.buckets !== undefined ? { buckets: body.buckets } : {}),
+        ...(body.formats !== undefined ? { formats: body.formats } : {}),
       });
     } catch (error) {
       await this.deps.runtime.client.ref(exportPort, String(port)).release({ exportId: id }).catch(() => undefined);

@@ -74,7 +74,7 @@ function isUiAsset(request: FastifyRequest): boolean {
  * WWW-Authenticate. Audit (spec 6): denials at warn on every request; a connection's first
  * success at info, its first unauthenticated use at debug.
  */
-export const authentication = fp<{ auth: HttpAuthentication; componentOf: (request: FastifyRequest) => Component | undefined; overrides?: OverridesByVerifier }>(async (app: FastifyInstance, { auth, componentOf, overrides }) => {
+export const authentication = fp<{ auth: HttpAuthentication; componentOf: (request: FastifyRequest) => Component | undefined; overrides?: OverridesByVerifier; signing?: "s3" }>(async (app: FastifyInstance, { auth, componentOf, overrides, signing }) => {
   const connections = new WeakMap<Socket, ConnectionState>();
   const connectionOf = (request: FastifyRequest): ConnectionState => {
     const socket = request.raw.socket;
@@ -132,7 +132,7 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
   };
 
   const verifySignature = (request: FastifyRequest, component: Component, bodySha256: string) =>
-    auth.authenticator.verify(component, { type: "cloudSigningCredentials", request: signedRequestFrom({ method: request.method, url: request.url, headers: request.raw.headersDistinct ?? request.headers, bodySha256 }) }, overrides);
+    auth.authenticator.verify(component, { type: "cloudSigningCredentials", request: signedRequestFrom({ method: request.method, url: request.url, headers: request.raw.headersDistinct ?? request.headers, bodySha256, ...(signing ? { convention: signing } : {}) }) }, overrides);
 
   /** Admits a verified request; any other outcome is audited and thrown as the request's answer. */
   const conclude = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState, outcome: AccessOutcome): Promise<void> => {

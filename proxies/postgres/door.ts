@@ -1,6 +1,6 @@
 import { X509Certificate } from "node:crypto";
 import type { Logger } from "pino";
-import type { ExportRecord } from "../../actors/export/export-actor";
+import { isDatabaseCredentials, type ExportRecord } from "../../actors/export/export-actor";
 import { HandlerError } from "../../actors/runtime/errors";
 import type { BackendTls } from "./session/backend-tls";
 import { flowOf } from "../../decision/engine";
@@ -76,6 +76,8 @@ export class PostgresDoor implements ExportDoorType {
 
   validate(body: ExportBody): void {
     if (body.cloudSigning) refuseField(this.type, "cloudSigning", "a postgres export's clients cannot sign requests");
+    if (body.credentials && !isDatabaseCredentials(body.credentials)) refuseField(this.type, "credentials", "a postgres export logs in with {user, password}, not an access key");
+    for (const option of ["buckets", "formats"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a postgres export serves tables, not objects");
     checkHostPortEndpoint(this.type, body.endpoint);
     checkBackendTls(body);
   }
