@@ -188,10 +188,14 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
     if (!check) return payload;
     const { component, state } = check;
     const hash = createHash("sha256");
+    // The last chunk is held back until the hash is known: a route that streams the body on (to a store) never hands over a whole unverified body.
+    let held: Buffer | undefined;
     const checked = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
         hash.update(chunk);
-        callback(null, chunk);
+        const previous = held;
+        held = chunk;
+        callback(null, previous);
       },
       flush(callback) {
         const received = hash.digest("hex");
@@ -200,7 +204,7 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
           if (received !== check.expected) throw await deny(request, reply, component, state, { kind: "malformed", reason: "the body does not match its signed x-amz-content-sha256" });
         };
         settle().then(
-          () => callback(),
+          () => callback(null, held),
           (error: Error) => {
             check.failed = true;
             callback(error);

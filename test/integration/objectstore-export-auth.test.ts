@@ -171,4 +171,27 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     assert.deepEqual(await s3Failure(sdk.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))), { code: "InvalidAccessKeyId", status: 403 });
     sdk.destroy();
   });
+
+  test("allowWrites with signatures: a signed PutObject passes; a body that is not the one signed never reaches the store whole", async () => {
+    const created = await call("PUT", "/export", body({ cloudSigning: signing, credentials: { ...s3rverCredentials }, allowWrites: true }));
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const port: number = created.body.listen.port;
+    const deadline = Date.now() + 10_000;
+    while ((await fetch(`http://127.0.0.1:${port}/`, { method: "HEAD" }).catch(() => undefined)) === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    const sdk = client(port, { accessKeyId: signing.id, secretAccessKey: signing.key });
+    await sdk.send(new PutObjectCommand({ Bucket: "docs", Key: "signed.csv", Body: csv, ContentType: "text/csv" }));
+    const direct = client(store.port, { ...s3rverCredentials });
+    assert.equal(await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "signed.csv" }))).Body!.transformToString(), csv);
+
+    const signer = new SignatureV4({ service: "s3", region, credentials: { accessKeyId: signing.id, secretAccessKey: signing.key }, sha256: Hash.bind(null, "sha256"), uriEscapePath: false });
+    const good = "users.id\naccepted\n";
+    const evil = "users.id\nattacker\n";
+    const done = await signer.sign({ method: "PUT", protocol: "http:", hostname: "127.0.0.1", port, path: "/docs/tampered.csv", query: {}, headers: { host: `127.0.0.1:${port}`, "content-length": String(good.length) }, body: good });
+    const { host: _host, ...headers } = done.headers;
+    const tampered = await fetch(`http://127.0.0.1:${port}/docs/tampered.csv`, { method: "PUT", headers, body: evil }).catch((error: Error) => error);
+    if (!(tampered instanceof Error)) assert.notEqual(tampered.status, 200, "the tampered body is refused");
+    assert.equal((await s3Failure(direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "tampered.csv" })))).status, 404, "the store holds no tampered object");
+    sdk.destroy();
+    direct.destroy();
+  });
 });
