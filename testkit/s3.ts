@@ -11,7 +11,7 @@ interface S3rverInstance {
 type S3rverConstructor = new (options: { address: string; port: number; directory: string; silent: boolean; configureBuckets: Array<{ name: string }> }) => S3rverInstance;
 
 /** The default account of s3rver: the only access key it takes for signed requests. */
-export const s3rverCredentials = { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" };
+export const s3rverCredentials = Object.freeze({ accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });
 
 /**
  * A real S3-compatible store (s3rver) on a free loopback port, in its own temporary directory

@@ -5,7 +5,7 @@ import { promisify } from "node:util";
 import { createServer } from "node:http";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException } from "@aws-sdk/client-s3";
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand } from "@aws-sdk/client-s3";
 import { Hash } from "@smithy/hash-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -21,25 +21,21 @@ import { NodeProcess } from "../../testkit/node-process";
 import { freePorts } from "../../testkit/ports";
 import { S3Store, s3rverCredentials } from "../../testkit/s3";
 import { tempDir } from "../../testkit/temp";
+import { s3Client, s3Failure } from "../helpers/s3-client";
+import { listening, until } from "../helpers/waiting";
 
 const region = "eu-west-1";
 /** The export's own signing identity (set at export time over a profile that names only the region). */
 const signing = { id: "AKIDOBJECTS", key: "objects-secret-key" };
 const csv = "users.id,users.email,users.secret\naccepted,a@example.com,s3cret-a\nnot-accepted,n@example.com,s3cret-n\n";
 
-function client(port: number, credentials: { accessKeyId: string; secretAccessKey: string }, extra: Record<string, unknown> = {}): S3Client {
-  return new S3Client({ endpoint: `http://127.0.0.1:${port}`, forcePathStyle: true, region, credentials, requestChecksumCalculation: "WHEN_REQUIRED", responseChecksumValidation: "WHEN_REQUIRED", maxAttempts: 1, ...extra });
+/** The S3 code and status a command fails with. */
+async function refusal(promise: Promise<unknown>): Promise<{ code: string; status: number }> {
+  const { code, status } = await s3Failure(promise);
+  return { code, status };
 }
 
-async function s3Failure(promise: Promise<unknown>): Promise<{ code: string; status: number }> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof S3ServiceException) return { code: error.name, status: error.$metadata.httpStatusCode ?? 0 };
-    throw error;
-  }
-  throw new Error("the command succeeded");
-}
+const client = (port: number, credentials: { accessKeyId: string; secretAccessKey: string }, extra: { systemClockOffset?: number } = {}) => s3Client(port, { region, credentials, ...extra });
 
 /** A request signed by @smithy/signature-v4 as S3 SDKs sign (service s3, the path not encoded twice), header or query form. */
 async function signed(port: number, path: string, form: "header" | "query", key = signing.key): Promise<{ url: string; headers: Record<string, string> }> {
@@ -79,7 +75,7 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
     await createPopulation(call);
     nc = await connectTo(nats.url);
-    const direct = client(store.port, { ...s3rverCredentials });
+    const direct = client(store.port, s3rverCredentials);
     await direct.send(new PutObjectCommand({ Bucket: "docs", Key: "people.csv", Body: csv, ContentType: "text/csv" }));
     direct.destroy();
   });
@@ -92,20 +88,19 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
   });
 
   test("the SDK and curl --aws-sigv4 sign requests the export accepts; unsigned, a wrong key, a skewed clock and a replayed signature are refused as AccessDenied and audited", async () => {
-    const created = await call("PUT", "/export", body({ port: ports[0], cloudSigning: signing, credentials: { ...s3rverCredentials } }));
+    const created = await call("PUT", "/export", body({ port: ports[0], cloudSigning: signing, credentials: s3rverCredentials }));
     assert.equal(created.status, 200, JSON.stringify(created.body));
     assert.equal(created.body.backendIdentity, "export");
     assert.equal(created.body.credentials, undefined, "the export's credentials are never read back");
     assert.deepEqual(created.body.cloudSigning, { id: signing.id, key: "(set)" });
     const port: number = created.body.listen.port;
-    const deadline = Date.now() + 10_000;
-    while ((await fetch(`http://127.0.0.1:${port}/`).catch(() => undefined)) === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    await until("the export listens", () => listening(port));
 
     const sdk = client(port, { accessKeyId: signing.id, secretAccessKey: signing.key });
     const text = await (await sdk.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))).Body!.transformToString();
     assert.equal(text, "users.id,users.email,users.secret\n,a@example.com,\n", "signed GetObject: redacted");
     assert.equal((await sdk.send(new HeadObjectCommand({ Bucket: "docs", Key: "people.csv" }))).ContentLength, Buffer.byteLength(csv));
-    assert.deepEqual(await s3Failure(sdk.send(new PutObjectCommand({ Bucket: "docs", Key: "x.csv", Body: "a" }))), { code: "AccessDenied", status: 403 });
+    assert.deepEqual(await refusal(sdk.send(new PutObjectCommand({ Bucket: "docs", Key: "x.csv", Body: "a" }))), { code: "AccessDenied", status: 403 });
 
     // Not spawnSync: s3rver runs on this process's event loop and must answer while curl waits.
     const curl = await promisify(execFile)("curl", ["-s", "-w", "\n%{http_code}", "--aws-sigv4", `aws:amz:${region}:s3`, "--user", `${signing.id}:${signing.key}`, `http://127.0.0.1:${port}/docs/people.csv`], { encoding: "utf8" });
@@ -113,11 +108,11 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
 
     assert.deepEqual((await sdk.send(new ListObjectsV2Command({ Bucket: "docs" }))).Contents?.map((c) => c.Key), ["people.csv"]);
     const wrongKey = client(port, { accessKeyId: signing.id, secretAccessKey: "not-the-key" });
-    assert.deepEqual(await s3Failure(wrongKey.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))), { code: "AccessDenied", status: 403 });
+    assert.deepEqual(await refusal(wrongKey.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))), { code: "AccessDenied", status: 403 });
     const profileOnly = client(port, { accessKeyId: "AKIDSOMEONE", secretAccessKey: signing.key });
-    assert.deepEqual(await s3Failure(profileOnly.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))), { code: "AccessDenied", status: 403 });
+    assert.deepEqual(await refusal(profileOnly.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))), { code: "AccessDenied", status: 403 });
     const skewed = client(port, { accessKeyId: signing.id, secretAccessKey: signing.key }, { systemClockOffset: -10 * 60_000 });
-    assert.deepEqual(await s3Failure(skewed.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))), { code: "AccessDenied", status: 403 });
+    assert.deepEqual(await refusal(skewed.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))), { code: "AccessDenied", status: 403 });
     const unsigned = await fetch(`http://127.0.0.1:${port}/docs/people.csv`);
     assert.equal(unsigned.status, 403);
     assert.match(await unsigned.text(), /<Code>AccessDenied<\/Code>.*<RequestId>[0-9A-F]{16}<\/RequestId>/s);
@@ -153,10 +148,9 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     const created = await call("PUT", "/export", body({ endpoint: `http://127.0.0.1:${(fake.address() as { port: number }).port}`, port: ports[1], cloudSigning: signing, credentials: storeKey }));
     assert.equal(created.status, 200, JSON.stringify(created.body));
     const port: number = created.body.listen.port;
-    const deadline = Date.now() + 10_000;
-    while ((await fetch(`http://127.0.0.1:${port}/`, { method: "HEAD" }).catch(() => undefined)) === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    await until("the export listens", () => listening(port));
     const sdk = client(port, { accessKeyId: signing.id, secretAccessKey: signing.key });
-    assert.deepEqual(await s3Failure(sdk.send(new GetObjectCommand({ Bucket: "docs", Key: "some key+(1).csv" }))), { code: "NoSuchKey", status: 404 }, "the store's answer passes, with its code");
+    assert.deepEqual(await refusal(sdk.send(new GetObjectCommand({ Bucket: "docs", Key: "some key+(1).csv" }))), { code: "NoSuchKey", status: 404 }, "the store's answer passes, with its code");
     assert.ok(seen.length > 0);
     for (const one of seen) assert.deepEqual(one, { accessKeyId: storeKey.accessKeyId, matches: true, scope: "us-west-2/s3" }, "signed with the export's key, never the client's");
     assert.equal((await call("DELETE", `/export?id=${created.body.id}`)).status, 200);
@@ -166,21 +160,19 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     // s3rver checks the access key id of what it is sent: an export with a key it does not know gets its refusal.
     const unknown = await call("PUT", "/export", body({ port: ports[1], cloudSigning: signing, credentials: { accessKeyId: "AKIDUNKNOWN", secretAccessKey: "x" } }));
     assert.equal(unknown.status, 200, JSON.stringify(unknown.body));
-    const until = Date.now() + 10_000;
-    while ((await fetch(`http://127.0.0.1:${port}/`, { method: "HEAD" }).catch(() => undefined)) === undefined && Date.now() < until) await new Promise((r) => setTimeout(r, 200));
-    assert.deepEqual(await s3Failure(sdk.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))), { code: "InvalidAccessKeyId", status: 403 });
+    await until("the export listens again", () => listening(port));
+    assert.deepEqual(await refusal(sdk.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))), { code: "InvalidAccessKeyId", status: 403 });
     sdk.destroy();
   });
 
   test("allowWrites with signatures: a signed PutObject passes; a body that is not the one signed never reaches the store whole", async () => {
-    const created = await call("PUT", "/export", body({ cloudSigning: signing, credentials: { ...s3rverCredentials }, allowWrites: true }));
+    const created = await call("PUT", "/export", body({ cloudSigning: signing, credentials: s3rverCredentials, allowWrites: true }));
     assert.equal(created.status, 200, JSON.stringify(created.body));
     const port: number = created.body.listen.port;
-    const deadline = Date.now() + 10_000;
-    while ((await fetch(`http://127.0.0.1:${port}/`, { method: "HEAD" }).catch(() => undefined)) === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    await until("the export listens", () => listening(port));
     const sdk = client(port, { accessKeyId: signing.id, secretAccessKey: signing.key });
     await sdk.send(new PutObjectCommand({ Bucket: "docs", Key: "signed.csv", Body: csv, ContentType: "text/csv" }));
-    const direct = client(store.port, { ...s3rverCredentials });
+    const direct = client(store.port, s3rverCredentials);
     assert.equal(await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "signed.csv" }))).Body!.transformToString(), csv);
 
     const signer = new SignatureV4({ service: "s3", region, credentials: { accessKeyId: signing.id, secretAccessKey: signing.key }, sha256: Hash.bind(null, "sha256"), uriEscapePath: false });
@@ -190,7 +182,7 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     const { host: _host, ...headers } = done.headers;
     const tampered = await fetch(`http://127.0.0.1:${port}/docs/tampered.csv`, { method: "PUT", headers, body: evil }).catch((error: Error) => error);
     if (!(tampered instanceof Error)) assert.notEqual(tampered.status, 200, "the tampered body is refused");
-    assert.equal((await s3Failure(direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "tampered.csv" })))).status, 404, "the store holds no tampered object");
+    assert.equal((await refusal(direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "tampered.csv" })))).status, 404, "the store holds no tampered object");
     sdk.destroy();
     direct.destroy();
   });

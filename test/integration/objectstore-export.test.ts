@@ -1,8 +1,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, request as httpRequest, type Server, type ServerResponse } from "node:http";
-import { connect as connectTcp } from "node:net";
-import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListBucketsCommand, ListObjectsV2Command, PutObjectCommand, S3Client, S3ServiceException, type S3ClientConfig } from "@aws-sdk/client-s3";
+import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListBucketsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
@@ -13,6 +12,8 @@ import { connectTo, startNats, storedMessages, storedTraceRecords } from "../../
 import { NodeProcess } from "../../testkit/node-process";
 import { freePorts } from "../../testkit/ports";
 import { S3Store, s3rverCredentials } from "../../testkit/s3";
+import { s3Client, s3Failure } from "../helpers/s3-client";
+import { listening, until } from "../helpers/waiting";
 
 const cluster = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
 const columns = ["users.id", "users.email", "users.login", "users.name", "users.clicks", "users.secret"];
@@ -20,49 +21,6 @@ const records = populationIds.map((id, n) => ({ "users.id": id, "users.email": `
 const csv = `${columns.join(",")}\n${records.map((r) => columns.map((c) => String(r[c as keyof typeof r])).join(",")).join("\n")}\n`;
 const json = JSON.stringify(records);
 const ndjson = `${records.map((r) => JSON.stringify(r)).join("\n")}\n`;
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-const listening = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = connectTcp({ host: "127.0.0.1", port }, () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.on("error", () => resolve(false));
-  });
-
-/** An S3 client of the SDK on a port; `unsigned`: its requests carry no signature at all. */
-function s3Client(port: number, options: { unsigned?: boolean; credentials?: { accessKeyId: string; secretAccessKey: string } } = {}): S3Client {
-  const config: S3ClientConfig = {
-    endpoint: `http://127.0.0.1:${port}`,
-    forcePathStyle: true,
-    region: "us-east-1",
-    credentials: options.credentials ?? { accessKeyId: "ANYONE", secretAccessKey: "anything" },
-    requestChecksumCalculation: "WHEN_REQUIRED",
-    responseChecksumValidation: "WHEN_REQUIRED",
-    maxAttempts: 1,
-    ...(options.unsigned ? { signer: { sign: async <T>(request: T) => request } } : {}),
-  };
-  return new S3Client(config);
-}
-
-/** The SDK's error for a command, with its S3 code and HTTP status. */
-async function s3Failure(promise: Promise<unknown>): Promise<{ code: string; status: number; message: string; requestId?: string }> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof S3ServiceException) return { code: error.name, status: error.$metadata.httpStatusCode ?? 0, message: error.message, requestId: error.$metadata.requestId };
-    throw error;
-  }
-  throw new Error("the command succeeded");
-}
 
 /** A raw GET of the export: status, headers, and the body as far as it came (`complete`: the chunked answer ended properly). */
 function rawGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string; complete: boolean }> {

@@ -1,6 +1,5 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { connect as connectTcp } from "node:net";
 import { DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
@@ -11,6 +10,7 @@ import { call as request, type Body } from "../../testkit/http";
 import { connectTo, startNats, storedMessages } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { freePorts } from "../../testkit/ports";
+import { listening, until } from "../helpers/waiting";
 
 const cluster = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
 const advice = "urn:service:attribute:message:summary";
@@ -33,23 +33,6 @@ function assertSame(answer: Body, expected: Expected, what: string): void {
   if (expected.dropped) assert.equal(answer.record, undefined, `${what}: a dropped record answers no values`);
   else assert.deepEqual(answer.record, expected.record, what);
 }
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-const listening = (port: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = connectTcp({ host: "127.0.0.1", port }, () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.on("error", () => resolve(false));
-  });
 
 describe("pipeline exports (spec 4.4 rule 5)", () => {
   let nats: NatsServerProcess;
