@@ -7,6 +7,7 @@ import type { CsvThreading } from "../../redaction/types";
 import { formatKeyProblem } from "./object-formats";
 import { ObjectServer } from "./object-server";
 import { ObjectStore } from "./object-store";
+import { bucketName } from "./s3-operation";
 
 function invalid(path: string, problem: string, message = `${path} ${problem}`): never {
   throw new HandlerError("EXPORT_INVALID", message, { details: [{ path, problem }] });
@@ -25,9 +26,6 @@ export function storeEndpoint(endpoint: string): URL {
   if ((url.pathname !== "/" && url.pathname !== "") || url.search || url.hash || !/^https?:\/\/[^/]+\/?$/.test(endpoint)) invalid("endpoint", "must be http://host:port", `endpoint '${endpoint}' has a path or query: name the store only (path-style buckets are added per request)`);
   return url;
 }
-
-/** S3's bucket naming rules (3-63 of a-z 0-9 . -, starting and ending with a letter or digit). */
-const bucketName = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 
 /**
  * Object-storage exports (docs/objectstore-export.md): an S3 endpoint in front of an

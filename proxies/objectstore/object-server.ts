@@ -17,7 +17,7 @@ import { formatOf } from "./object-formats";
 import type { ObjectStore } from "./object-store";
 import { redactedEtag, redactedObject } from "./redacted-object";
 import { S3Error, s3ErrorDocument, s3ErrorOf } from "./s3-errors";
-import { s3OperationOf, storePath, storeQuery, type S3Operation } from "./s3-operation";
+import { s3OperationOf, storePath, storeQuery, virtualHostBucket, type S3Operation } from "./s3-operation";
 import { onlyBuckets, passedHeaders, readSmall, storeFailure } from "./store-answers";
 
 export interface ObjectServerOptions {
@@ -118,7 +118,7 @@ export class ObjectServer {
   }
 
   private async handle(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-    const operation = s3OperationOf(request.method, request.url, request.headers);
+    const operation = s3OperationOf(request.method, request.url, request.headers, virtualHostBucket(request.headers.host, this.options.host));
     this.checkBuckets(operation);
     // The store's request lives as long as the client's answer: a client that goes away aborts it.
     const abort = new AbortController();

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { uriEncode } from "../../auth/cloud-signature";
 import { S3Error } from "./s3-errors";
 
@@ -37,13 +38,34 @@ function copySource(header: string): { bucket: string; key: string } {
   return { bucket: value.slice(0, slash), key: value.slice(slash + 1) };
 }
 
+/** S3's bucket naming rules (3-63 of a-z 0-9 . -, starting and ending with a letter or digit). */
+export const bucketName = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
 /**
- * Which operation a request is, from its method, path and query (path-style). Operations this
- * door does not serve are refused as NotImplemented, naming what was asked.
+ * The bucket a virtual-host style request names in its Host (`docs.exports.example:9100` with
+ * the export's host `exports.example` names `docs`); undefined for path-style requests. An
+ * export listening on an address (an IP, or every address) has no host name to put buckets
+ * under, so its requests are all path-style.
  */
-export function s3OperationOf(method: string, url: string, headers: Readonly<Record<string, string | string[] | undefined>>): S3Operation {
+export function virtualHostBucket(host: string | undefined, exportHost: string): string | undefined {
+  const base = exportHost.toLowerCase().replace(/\.$/, "");
+  if (host === undefined || base === "" || isIP(base) !== 0 || base === "0.0.0.0" || base === "::") return undefined;
+  const name = host.toLowerCase().replace(/:\d+$/, "").replace(/\.$/, "");
+  if (!name.endsWith(`.${base}`)) return undefined;
+  const bucket = name.slice(0, -base.length - 1);
+  if (!bucketName.test(bucket)) throw new S3Error("InvalidRequest", `the Host names '${bucket}', which is not a bucket name`);
+  return bucket;
+}
+
+/**
+ * Which operation a request is, from its method, path and query: path-style (/bucket/key), or
+ * virtual-host style when `virtualBucket` (from the Host) is given (/key). Operations this door
+ * does not serve are refused as NotImplemented, naming what was asked.
+ */
+export function s3OperationOf(method: string, url: string, headers: Readonly<Record<string, string | string[] | undefined>>, virtualBucket?: string): S3Operation {
   const question = url.indexOf("?");
-  const path = question < 0 ? url : url.slice(0, question);
+  const sentPath = question < 0 ? url : url.slice(0, question);
+  const path = virtualBucket === undefined ? sentPath : `/${uriEncode(virtualBucket)}${sentPath === "/" ? "" : sentPath}`;
   const query = new URLSearchParams(question < 0 ? "" : url.slice(question + 1));
   const extra = operationParameters(query);
   const rest = path.replace(/^\//, "");
