@@ -20,6 +20,7 @@ const benches: Array<{ name: string; env: Record<string, string> }> = [
   { name: "objectstore-export", env: { BENCH_MB: "20" } },
   { name: "postgres-export", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "1", BENCH_WARMUP_SECONDS: "2", BENCH_ROWS: "100000", BENCH_ACCOUNTS: "2000" } },
   { name: "postgres-proxy-loops", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "1" } },
+  { name: "postgres-pushdown", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "3", BENCH_ROWS: "200000", BENCH_USERS: "2000", BENCH_CHANGES: "20" } },
 ];
 
 const root = join(__dirname, "..", "..");

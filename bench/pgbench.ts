@@ -1,8 +1,9 @@
 // pgbench and its database, for the PostgreSQL export benchmarks.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { PostgresServer } from "../testkit/postgres";
+import { freePort } from "../testkit/ports";
+import { PostgresServer, postgresSystemUser } from "../testkit/postgres";
 import { tempDir } from "../testkit/temp";
 
 /** The role every benchmark path logs in as (trusted: authentication is not measured). */
@@ -19,6 +20,20 @@ export async function startPgbenchDatabase(): Promise<PostgresServer> {
   return pg;
 }
 
+/** PgBouncer in session mode in front of the server, run as the postgres user (it refuses root). */
+export async function startPgBouncer(pgPort: number): Promise<{ port: number; child: ChildProcess }> {
+  const dir = tempDir("pgbouncer");
+  const port = await freePort();
+  const ini = join(dir, "pgbouncer.ini");
+  const users = join(dir, "users.txt");
+  writeFileSync(users, `"${benchRole}" ""\n`);
+  writeFileSync(ini, ["[databases]", `app = host=127.0.0.1 port=${pgPort} dbname=app`, "[pgbouncer]", "listen_addr = 127.0.0.1", `listen_port = ${port}`, `unix_socket_dir = ${dir}`, "auth_type = trust", `auth_file = ${users}`, "pool_mode = session", "max_client_conn = 100", "default_pool_size = 20", `logfile = ${join(dir, "log")}`, ""].join("\n"));
+  const runAs = postgresSystemUser([dir, ini, users]);
+  const child = spawn("pgbouncer", [ini], { stdio: "ignore", ...(runAs ?? {}) });
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  return { port, child };
+}
+
 /** The custom select-only script: `aid, abalance` of a random aid in 1..accounts. Returns its path. */
 export function selectScript(accounts: number): string {
   const script = join(tempDir("bench-pgbench"), "select.sql");
@@ -27,9 +42,9 @@ export function selectScript(accounts: number): string {
 }
 
 /** TPS of pgbench with `script` (-M prepared unless `run.mode` says otherwise), in its own process (asynchronously: what it measures may run in this one). */
-export function pgbench(port: number, script: string, run: { seconds: number; clients: number; threads: number; mode?: "prepared" | "simple" }): Promise<number> {
+export function pgbench(port: number, script: string, run: { seconds: number; clients: number; threads: number; mode?: "prepared" | "simple"; env?: Record<string, string> }): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn("pgbench", ["-n", "-h", "127.0.0.1", "-p", String(port), "-U", benchRole, "-f", script, "-M", run.mode ?? "prepared", "-c", String(run.clients), "-j", String(run.threads), "-T", String(run.seconds), "app"], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("pgbench", ["-n", "-h", "127.0.0.1", "-p", String(port), "-U", benchRole, "-f", script, "-M", run.mode ?? "prepared", "-c", String(run.clients), "-j", String(run.threads), "-T", String(run.seconds), "app"], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...run.env } });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

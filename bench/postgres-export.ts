@@ -5,8 +5,8 @@
 // 2. Rows per second of a 1M-row, 8-column SELECT (half the rows dropped, 3 columns nulled) vs the same SELECT directly.
 // 3. What parsing costs: one statement analysed with PostgreSQL's parser, and the export's analysis cache hit rate per mode.
 import { reportFigure } from "./report";
-import { fork, spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { fork, spawnSync, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { splitFrames } from "../protocols/postgres/frames";
@@ -14,13 +14,11 @@ import { encodeQuery } from "../protocols/postgres/query";
 import { encodeStartup } from "../protocols/postgres/startup";
 import { realisticPolicy } from "../testkit/policy";
 import { freePort } from "../testkit/ports";
-import { postgresSystemUser } from "../testkit/postgres";
-import { tempDir } from "../testkit/temp";
 import { startBenchNode } from "./http-load";
 import { loadSqlParser } from "../proxies/postgres/analysis/sql-parser";
 import { analyzeQuery, AnalysisCache } from "../proxies/postgres/analysis/statement-analysis";
 import { schemaView } from "../proxies/postgres/analysis/schema-view";
-import { benchRole, pgbench, selectScript, startPgbenchDatabase } from "./pgbench";
+import { benchRole, pgbench, selectScript, startPgBouncer, startPgbenchDatabase } from "./pgbench";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const accounts = Number(process.env.BENCH_ACCOUNTS ?? 10_000);
@@ -35,20 +33,6 @@ const modes = (process.env.BENCH_MODES ?? "prepared,simple").split(",") as Array
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const warmUpSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
-/** PgBouncer in session mode in front of the server, run as the postgres user (it refuses root). */
-async function startPgBouncer(pgPort: number): Promise<{ port: number; child: ChildProcess }> {
-  const dir = tempDir("pgbouncer");
-  const port = await freePort();
-  const ini = join(dir, "pgbouncer.ini");
-  const users = join(dir, "users.txt");
-  writeFileSync(users, `"${benchRole}" ""\n`);
-  writeFileSync(ini, ["[databases]", `app = host=127.0.0.1 port=${pgPort} dbname=app`, "[pgbouncer]", "listen_addr = 127.0.0.1", `listen_port = ${port}`, `unix_socket_dir = ${dir}`, "auth_type = trust", `auth_file = ${users}`, "pool_mode = session", "max_client_conn = 100", "default_pool_size = 20", `logfile = ${join(dir, "log")}`, ""].join("\n"));
-  const runAs = postgresSystemUser([dir, ini, users]);
-  const child = spawn("pgbouncer", [ini], { stdio: "ignore", ...(runAs ?? {}) });
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  return { port, child };
-}
 
 /** User and system CPU seconds the processes have used so far (Linux /proc, clock ticks of 1/100 s). */
 function cpuSeconds(pids: readonly number[]): { user: number; system: number } {

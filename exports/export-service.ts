@@ -58,6 +58,7 @@ export class ExportService implements ExportPort {
         ...(body.strict ? { strict: true } : {}),
         ...(body.backendTls !== undefined && body.backendTls !== "disable" ? { backendTls: body.backendTls } : {}),
         ...(body.backendCa !== undefined ? { backendCa: body.backendCa } : {}),
+        ...(body.pushdown ? { pushdown: true } : {}),
         ...(body.buckets !== undefined ? { buckets: body.buckets } : {}),
         ...(body.formats !== undefined ? { formats: body.formats } : {}),
       });

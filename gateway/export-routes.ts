@@ -50,6 +50,7 @@ const exportBody = {
     strict: { type: "boolean", description: "postgres: refuse statements whose WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, window or DISTINCT ON use columns other than resource-context ones" },
     backendTls: { type: "string", enum: [...backendTlsModes], description: "postgres: TLS to the backend, as libpq's sslmode: disable (default), prefer, require, verify-ca, verify-full; require and the verify modes never fall back to cleartext" },
     backendCa: { type: "string", minLength: 1, maxLength: 65536, description: "postgres, verify-ca and verify-full: the CA certificates (PEM) the backend's certificate must chain to; absent: the system's" },
+    pushdown: { type: "boolean", description: "postgres: rewrite every SELECT so that mapped tables are read through derived tables of allowed rows and values (aggregates, joins and predicates see allowed data only); needs credentials, which keep a verdict table in the schema warden of the backing database" },
     buckets: { type: "array", minItems: 1, maxItems: 1000, uniqueItems: true, items: { type: "string", minLength: 3, maxLength: 63 }, description: "objectstore: the buckets clients may see and use; absent: every bucket of the store" },
     formats: {
       type: "object",

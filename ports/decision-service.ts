@@ -139,6 +139,8 @@ export class DecisionService implements DecisionPort, RedactPort {
   /** After a write through this node, its next decisions read the user's committed state afresh. */
   forgetUser(userId: string): void {
     this.users.forget(userId);
+    // Listeners (export verdicts, pushdown tables) hear of this node's own write now, not when the watch delivers it.
+    this.users.emit("change", userId, -1);
   }
 
   async decide(query: DecisionQuery, door: string, caller?: Caller): Promise<DecisionAnswer> {

@@ -85,6 +85,8 @@ export interface ExportRecord {
   backendTls?: BackendTlsMode;
   /** PostgreSQL exports, `verify-ca` and `verify-full`: the CA certificates (PEM) the backend's certificate must chain to; absent: the system's. */
   backendCa?: string;
+  /** PostgreSQL exports: policy pushdown (docs/postgres-export.md, "Pushdown"); needs `credentials`. */
+  pushdown?: boolean;
   createdAt: string;
   updatedAt: string;
 }

@@ -40,7 +40,7 @@ export class ObjectstoreDoor implements ExportDoorType {
     if (body.endpoint === undefined) invalid("endpoint", "required: http://host:port", "an objectstore export needs the S3 endpoint of its store (http://host:port)");
     storeEndpoint(body.endpoint);
     if (body.credentials && !isObjectstoreCredentials(body.credentials)) refuseField(this.type, "credentials", "an objectstore export signs with {accessKeyId, secretAccessKey, region?, sessionToken?}, not {user, password}");
-    for (const option of ["strict", "backendTls", "backendCa"] as const) if (body[option] !== undefined) refuseField(this.type, option, "an objectstore export runs no SQL and reaches its store by the endpoint's scheme (https:// for TLS)");
+    for (const option of ["strict", "pushdown", "backendTls", "backendCa"] as const) if (body[option] !== undefined) refuseField(this.type, option, "an objectstore export runs no SQL and reaches its store by the endpoint's scheme (https:// for TLS)");
     // S3 clients sign requests; they send no bearer tokens whose audience this would set.
     if (body.resourceServerId !== undefined) refuseField(this.type, "resourceServerId", "an objectstore export takes SigV4-signed requests, not OAuth tokens");
     for (const [index, bucket] of (body.buckets ?? []).entries()) if (!bucketName.test(bucket)) invalid(`buckets[${index}]`, "must be an S3 bucket name (3-63 of a-z 0-9 . -)");

@@ -24,7 +24,7 @@ export class PipelineDoor implements ExportDoorType {
     // Records come in and go out through the export itself: nothing to connect to, nobody to log in as.
     if (body.endpoint !== undefined) refuseField(this.type, "endpoint", "a pipeline export has no backing store");
     if (body.credentials) refuseField(this.type, "credentials", "a pipeline export has no back end to log in to");
-    for (const option of ["allowWrites", "strict"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export runs no statements");
+    for (const option of ["allowWrites", "strict", "pushdown"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export runs no statements");
     for (const option of ["backendTls", "backendCa", "buckets", "formats"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export has no backing store to connect to");
   }
 

@@ -1,4 +1,6 @@
+import type { CatalogShadows } from "./analysis/catalog-reads";
 import { schemaView, type RelationView, type SchemaView } from "./analysis/schema-view";
+import { shadowQuery } from "./catalog-shadows";
 import type { MappingView } from "../../exports/row-decider";
 
 /** (table OID, attribute number) -> the record field it maps to. */
@@ -24,8 +26,8 @@ const hex = (text: string) => Buffer.from(text, "utf8").toString("hex");
  * own connection when it is idle: `*` over them expands to all of them. Names travel
  * hex-encoded, so no client setting (such as standard_conforming_strings) can change how they
  * are read; the result is matched by name again in `resolveColumns`, so an operator the client
- * redefined cannot widen it. Second statement: the newest relation OID, to notice relations
- * created later.
+ * redefined cannot widen it. Then the catalog names other schemas shadow (catalog-shadows.ts),
+ * and last the newest relation OID, to notice relations created later.
  */
 export function catalogQuery(mapping: MappingView): string {
   const tables = new Set<string>();
@@ -33,10 +35,10 @@ export function catalogQuery(mapping: MappingView): string {
     const name = columnNameOf(field);
     if (name) tables.add(`('${hex(name.table)}')`);
   }
-  const newest = "SELECT pg_catalog.max(oid)::pg_catalog.int8 FROM pg_catalog.pg_class";
+  const newest = `${shadowQuery}; SELECT pg_catalog.max(oid)::pg_catalog.int8 FROM pg_catalog.pg_class`;
   if (tables.size === 0) return newest;
   return (
-    "SELECT c.oid::pg_catalog.int8, a.attnum::pg_catalog.int4, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, a.attname::pg_catalog.text " +
+    "SELECT c.oid::pg_catalog.int8, a.attnum::pg_catalog.int4, n.nspname::pg_catalog.text, c.relname::pg_catalog.text, a.attname::pg_catalog.text, a.atttypid::pg_catalog.int8 " +
     "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace " +
     "WHERE a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped AND c.relkind::pg_catalog.text IN ('r', 'v', 'm', 'f', 'p') AND c.relname::pg_catalog.text IN (" +
     `SELECT pg_catalog.convert_from(pg_catalog.decode(t, 'hex'), 'UTF8') FROM (VALUES ${[...tables].join(",")}) AS m(t)); ${newest}`
@@ -50,7 +52,12 @@ export interface CatalogRow {
   schema: string;
   table: string;
   column: string;
+  /** The column's type OID (absent in catalogs made before types were looked up: treated as unknown). */
+  typeOid?: number;
 }
+
+/** text and varchar: their values are their text form (a user id compares as it is). */
+const textTypeOids = new Set([25, 1043]);
 
 /** Session-private schemas: a client can create relations there with any name (CREATE TEMP TABLE users ...). */
 const privateSchema = /^pg_(toast_)?temp_\d+$/;
@@ -89,7 +96,7 @@ export interface Catalog {
   schema: SchemaView;
 }
 
-export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView): Catalog {
+export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView, shadows?: CatalogShadows): Catalog {
   const columns = resolveColumns(rows, mapping);
   const byRelation = new Map<number, CatalogRow[]>();
   for (const row of rows) {
@@ -110,8 +117,13 @@ export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView): 
       if (order >= 0) subjects.push({ column: row.column, order });
     }
     subjects.sort((a, b) => a.order - b.order);
-    relations.push({ schema: list[0]!.schema, name: list[0]!.table, columns: list.map((r) => r.column), subjectColumns: subjects.map((s) => s.column), mapped });
+    const categories = list.map((row) => {
+      const field = columns.get(columnKey(oid, row.attributeNumber));
+      return field === undefined ? undefined : mapping.fields.get(field)?.category;
+    });
+    const textual = new Set(list.filter((row) => row.typeOid !== undefined && textTypeOids.has(row.typeOid)).map((row) => row.column));
+    relations.push({ schema: list[0]!.schema, name: list[0]!.table, columns: list.map((r) => r.column), subjectColumns: subjects.map((s) => s.column), mapped, categories, textColumns: textual });
   }
   relations.sort((a, b) => (`${a.schema}.${a.name}` < `${b.schema}.${b.name}` ? -1 : 1));
-  return { columns, rows: new Map(rows.map((row) => [columnKey(row.tableOid, row.attributeNumber), row])), schema: schemaView(relations) };
+  return { columns, rows: new Map(rows.map((row) => [columnKey(row.tableOid, row.attributeNumber), row])), schema: schemaView(relations, shadows) };
 }

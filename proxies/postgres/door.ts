@@ -1,4 +1,5 @@
-import { X509Certificate } from "node:crypto";
+import { randomBytes, X509Certificate } from "node:crypto";
+import type { ClientConfig } from "pg";
 import type { Logger } from "pino";
 import { isDatabaseCredentials, type ExportRecord } from "../../actors/export/export-actor";
 import { HandlerError } from "../../actors/runtime/errors";
@@ -12,6 +13,8 @@ import type { DecisionService } from "../../ports/decision-service";
 import { PostgresExportServer } from "./server";
 import type { DirectVerification, ProxyLimits } from "./types";
 import { ProxyWorkerPool } from "./worker-pool";
+import { pushdownTarget } from "./verdict-table";
+import { VerdictTables } from "./verdict-tables";
 
 export interface PostgresDoorSettings {
   limits: ProxyLimits;
@@ -53,6 +56,20 @@ function checkBackendTls(body: ExportBody): void {
   }
 }
 
+/**
+ * The verdict table's connection's TLS, as strict as the sessions': never cleartext when TLS is
+ * asked for (`prefer` too: the table's writes are the service's own).
+ */
+function pgSslOf(record: ExportRecord): ClientConfig["ssl"] {
+  const mode = record.backendTls ?? "disable";
+  if (mode === "disable") return false;
+  if (mode === "prefer" || mode === "require") return { rejectUnauthorized: false };
+  return { rejectUnauthorized: true, ...(record.backendCa !== undefined ? { ca: record.backendCa } : {}), ...(mode === "verify-ca" ? { checkServerIdentity: () => undefined } : {}) };
+}
+
+/** Rewritten statements carry this 20-digit literal where the verdict version goes (random per process: no client text can aim at it). */
+const versionMarker = `9${Array.from(randomBytes(19), (byte) => String(byte % 10)).join("")}`;
+
 /** TLS to the backend as the export's record asks (none for `disable`, the default). */
 function backendTlsOf(record: ExportRecord): { tls?: BackendTls } {
   const mode = record.backendTls ?? "disable";
@@ -80,12 +97,20 @@ export class PostgresDoor implements ExportDoorType {
     for (const option of ["buckets", "formats"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a postgres export serves tables, not objects");
     checkHostPortEndpoint(this.type, body.endpoint);
     checkBackendTls(body);
+    // The verdict table is written with the export's own identity: clients' identities vary, and may not write there.
+    if (body.pushdown && !body.credentials) throw new HandlerError("EXPORT_INVALID", "pushdown needs the export's credentials: the service keeps the verdict table in the backing database with them", { details: [{ path: "pushdown", problem: "needs credentials" }] });
   }
 
   async open(services: DoorServices): Promise<OpenDoor> {
     const { record, events, nodeId } = services;
     const [host, port] = splitEndpoint(record.endpoint ?? "");
-    return PostgresExportServer.listen({
+    const login = isDatabaseCredentials(record.credentials) ? record.credentials : undefined;
+    const target = record.pushdown && login ? pushdownTarget(record.id, versionMarker) : undefined;
+    const pushdown =
+      target &&
+      login &&
+      new VerdictTables({ target, connection: { host, port, user: login.user, password: login.password, ssl: pgSslOf(record) }, decider: services.decider, decisions: this.settings.decisions, nc: services.nc, log: services.log });
+    const server = await PostgresExportServer.listen({
       exportId: record.id,
       host: services.listenHost,
       port: record.listen.port,
@@ -95,12 +120,24 @@ export class PostgresDoor implements ExportDoorType {
       limits: this.settings.limits,
       tls: services.tls?.context,
       directVerification: services.verification && postgresVerification(services.verification),
-      policy: { allowWrites: record.allowWrites === true, strict: record.strict === true },
+      policy: { allowWrites: record.allowWrites === true, strict: record.strict === true, ...(target ? { pushdown: target } : {}) },
+      pushdown,
       workers: await this.workers(),
       onConnectionEnd: (connectionId, counts, identity) =>
         // A closing connection's summary answers nobody: a failure to store it is logged and counted by the event log.
         void events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
+    }).catch(async (error: unknown) => {
+      await pushdown?.close();
+      throw error;
     });
+    if (!pushdown) return server;
+    return {
+      serving: () => server.serving(),
+      close: async () => {
+        await server.close();
+        await pushdown.close();
+      },
+    };
   }
 
   /** Proxy worker processes running now (0 before the first PostgreSQL export, or with EXPORT_WORKERS=0). */

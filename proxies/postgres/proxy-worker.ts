@@ -3,6 +3,7 @@ import { createSecureContext, type SecureContext } from "node:tls";
 import { VerdictInterner } from "../../decision/verdicts";
 import { CancelKeys, honourCancel, type CancelTarget } from "./cancel-keys";
 import { RemoteDecider } from "./remote-decider";
+import { VerdictWatch, type PushdownVerdicts } from "./verdict-watch";
 import { addRowCounts, emptyRowCounts } from "./row-counts";
 import { fatalMessage, ProxySession } from "./session";
 import { UserIdMemo } from "./user-id-memo";
@@ -23,6 +24,8 @@ const liveEveryMs = 1000;
 
 interface ServedHere {
   settings: WorkerExport;
+  /** Pushdown: the verdict tables of the databases this worker's sessions use, fed by the node. */
+  verdicts: Map<string, VerdictWatch>;
   decider: RemoteDecider;
   cancelKeys: CancelKeys;
   userIds: UserIdMemo;
@@ -81,7 +84,22 @@ function serve(settings: WorkerExport): void {
     return;
   }
   const decider = new RemoteDecider(settings.mapping, verdicts, (userIds) => request<DecideAnswer>({ kind: "decide", requestId: nextRequestId++, exportId: settings.exportId, userIds: [...userIds] }));
-  servedExports.set(settings.exportId, { settings, decider, cancelKeys: new CancelKeys(slot, slots), userIds: new UserIdMemo(), sessions: new Set(), sent: "" });
+  servedExports.set(settings.exportId, { settings, decider, verdicts: new Map(), cancelKeys: new CancelKeys(slot, slots), userIds: new UserIdMemo(), sessions: new Set(), sent: "" });
+}
+
+/** The node's verdict tables as this worker's sessions see them: asked for per database, then fed by the node. */
+function remoteVerdicts(served: ServedHere): PushdownVerdicts {
+  return {
+    of(database) {
+      let watch = served.verdicts.get(database);
+      if (!watch) {
+        watch = new VerdictWatch();
+        served.verdicts.set(database, watch);
+        send({ kind: "verdicts-wanted", exportId: served.settings.exportId, database });
+      }
+      return watch;
+    },
+  };
 }
 
 function accept(exportId: string, connectionId: string, socket: Socket | undefined): void {
@@ -110,6 +128,7 @@ function accept(exportId: string, connectionId: string, socket: Socket | undefin
     directVerification: directVerification(settings),
     userIds: served.userIds,
     policy: settings.policy,
+    pushdown: settings.policy.pushdown && remoteVerdicts(served),
     analyses: sharedAnalyses,
     onEnd: (counts, identity) => {
       served.sessions.delete(session);
@@ -162,6 +181,9 @@ function onMessage(message: ToWorker, handle: unknown): void {
       if (served) honourCancel(served.cancelKeys, message.keys, cancelTarget(served.settings), message.connectionId);
       return;
     }
+    case "verdicts":
+      servedExports.get(message.exportId)?.verdicts.get(message.database)?.set(message.state);
+      return;
     case "answer": {
       const waiting = pending.get(message.requestId);
       pending.delete(message.requestId);

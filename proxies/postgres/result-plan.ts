@@ -1,5 +1,5 @@
 import type { ColumnDescription } from "../../protocols/postgres/row-description";
-import type { ResultShape } from "./analysis/statement-analysis";
+import { passesWhole, type ResultShape } from "./analysis/statement-analysis";
 import { columnKey, type Catalog } from "./column-catalog";
 import type { MappingView, RowVerdict } from "../../exports/row-decider";
 
@@ -19,6 +19,8 @@ export interface ResultPlan {
   hidden: boolean[];
   /** Per group: the columns holding its user id, first non-empty wins. */
   groups: number[][];
+  /** A statement that reads only the system catalogs: every row and its description pass as they are. */
+  passAll: boolean;
   /** One group: per verdict, which columns are kept (computed once per distinct verdict). */
   masks: Map<RowVerdict, RowMask>;
   lastVerdict?: RowVerdict;
@@ -42,6 +44,7 @@ export interface RowMask {
  */
 export function planResult(columns: readonly ColumnDescription[], shape: ResultShape | undefined, catalog: Catalog, mapping: MappingView): ResultPlan {
   const count = columns.length;
+  if (passesWhole(shape)) return { columns, categories: new Array(count).fill(undefined), groupOf: new Array(count).fill(-1), hidden: new Array(count).fill(false), groups: [], passAll: true, masks: new Map() };
   const hidden = columns.map((column) => shape !== undefined && column.name.startsWith(shape.hiddenPrefix));
   const categories: Array<string | undefined> = new Array(count).fill(undefined);
   const groupOf: number[] = new Array(count).fill(-1);
@@ -82,7 +85,7 @@ export function planResult(columns: readonly ColumnDescription[], shape: ResultS
     renumber.set(group, deciding.length);
     deciding.push(subjects);
   });
-  return { columns, categories, groupOf: groupOf.map((group) => renumber.get(group) ?? -1), hidden, groups: deciding, masks: new Map() };
+  return { columns, categories, groupOf: groupOf.map((group) => renumber.get(group) ?? -1), hidden, groups: deciding, passAll: false, masks: new Map() };
 }
 
 /**

@@ -12,6 +12,7 @@ import type { ProxyWorkerPool } from "./worker-pool";
 import type { ExportServing } from "../../api/types";
 import { loadSqlParser } from "./analysis/sql-parser";
 import { sharedAnalyses, type StatementPolicy } from "./analysis/statement-analysis";
+import type { PushdownVerdicts } from "./verdict-watch";
 
 export interface ExportServerOptions {
   exportId: string;
@@ -25,8 +26,10 @@ export interface ExportServerOptions {
   tls?: SecureContext;
   /** Present when the export's component enforces authentication. */
   directVerification?: DirectVerification;
-  /** Read-only unless writes are allowed; strict predicates. */
+  /** Read-only unless writes are allowed; strict predicates; pushdown. */
   policy: StatementPolicy;
+  /** Pushdown: the export's verdict tables. */
+  pushdown?: PushdownVerdicts;
   /** Present when sessions run in the node's proxy worker processes rather than on its own event loop. */
   workers?: ProxyWorkerPool;
   /** Called when a connection ends, with what it counted (for the trace). */
@@ -66,6 +69,7 @@ export class PostgresExportServer {
       audit: options.audit,
       directVerification: options.directVerification,
       policy: options.policy,
+      pushdown: options.pushdown,
       ended: (connectionId, counts, identity) => endpoint.ended(connectionId, counts, identity),
     });
     try {
@@ -122,6 +126,7 @@ export class PostgresExportServer {
       directVerification: this.options.directVerification,
       userIds: this.userIds,
       policy: this.options.policy,
+      pushdown: this.options.pushdown,
       analyses: sharedAnalyses,
       onEnd: (counts, identity) => {
         this.sessions.delete(session);

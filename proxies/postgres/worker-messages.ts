@@ -2,6 +2,7 @@ import type { StatementPolicy } from "./analysis/statement-analysis";
 import type { BackendKeyData } from "../../protocols/postgres/backend-key-data";
 import type { ProxyLimits, RowCounts, SessionCounts } from "./types";
 import type { MappingView } from "../../exports/row-decider";
+import type { VerdictState } from "./verdict-table";
 
 /**
  * Messages between a serving node and its proxy worker processes (child_process IPC, "advanced"
@@ -53,7 +54,9 @@ export type ToWorker =
   | { kind: "users-reset" }
   | { kind: "close-export"; exportId: string; requestId: number }
   | { kind: "cancel"; exportId: string; keys: BackendKeyData; connectionId: string }
-  | { kind: "answer"; requestId: number; value?: DecideAnswer | VerifyAnswer; error?: string };
+  | { kind: "answer"; requestId: number; value?: DecideAnswer | VerifyAnswer; error?: string }
+  /** Pushdown: the verdict table of one database, each time its state changes (after the worker asked for it). */
+  | { kind: "verdicts"; exportId: string; database: string; state: VerdictState };
 
 export type FromWorker =
   | { kind: "ready" }
@@ -65,4 +68,6 @@ export type FromWorker =
   | { kind: "live"; exportId: string; live: LiveCounts }
   /** A CancelRequest (on connection `connectionId`) whose keys another worker issued. */
   | { kind: "cancel"; exportId: string; keys: BackendKeyData; connectionId: string }
-  | { kind: "export-closed"; requestId: number };
+  | { kind: "export-closed"; requestId: number }
+  /** Pushdown: a session here uses this database; its verdict table's states are wanted. */
+  | { kind: "verdicts-wanted"; exportId: string; database: string };

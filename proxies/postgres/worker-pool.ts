@@ -1,3 +1,4 @@
+import type { PushdownVerdicts } from "./verdict-watch";
 import type { StatementPolicy } from "./analysis/statement-analysis";
 import { fork, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
@@ -24,6 +25,8 @@ export interface PooledExport {
   audit: ProxyAudit;
   directVerification?: DirectVerification;
   policy: StatementPolicy;
+  /** Pushdown: the export's verdict tables on this node. */
+  pushdown?: PushdownVerdicts;
   /** A connection ended in a worker, with what it counted. */
   ended(connectionId: string, counts: SessionCounts, identity: { user?: string; database?: string }): void;
 }
@@ -39,6 +42,8 @@ interface Worker {
   live: Map<string, LiveCounts>;
   /** The mapping key this worker last got for each export. */
   mappingKeys: Map<string, string>;
+  /** Pushdown: the verdict tables (export and database) whose states this worker is sent, with how to stop. */
+  verdictFeeds: Map<string, () => void>;
 }
 
 export interface ProxyWorkerPoolOptions {
@@ -67,7 +72,7 @@ export class ProxyWorkerPool {
   private stopping = false;
 
   private constructor(private readonly options: ProxyWorkerPoolOptions) {
-    this.workers = Array.from({ length: options.workers }, (_, index) => ({ index, ready: false, startedAt: 0, restartDelayMs: firstRestartDelayMs, connections: new Map(), live: new Map(), mappingKeys: new Map() }));
+    this.workers = Array.from({ length: options.workers }, (_, index) => ({ index, ready: false, startedAt: 0, restartDelayMs: firstRestartDelayMs, connections: new Map(), live: new Map(), mappingKeys: new Map(), verdictFeeds: new Map() }));
   }
 
   /** Starts the workers; resolves when each has taken its settings. */
@@ -109,6 +114,8 @@ export class ProxyWorkerPool {
     worker.connections.clear();
     worker.live.clear();
     worker.mappingKeys.clear();
+    for (const stop of worker.verdictFeeds.values()) stop();
+    worker.verdictFeeds.clear();
     if (this.stopping) return;
     this.options.log.error({ worker: worker.index, code, signal, connectionsLost: lost }, "proxy worker exited; starting it again");
     worker.restartDelayMs = Date.now() - worker.startedAt > healthyLifetimeMs ? firstRestartDelayMs : Math.min(worker.restartDelayMs * 2, maxRestartDelayMs);
@@ -147,6 +154,11 @@ export class ProxyWorkerPool {
         worker.connections.delete(exportId);
         worker.live.delete(exportId);
         worker.mappingKeys.delete(exportId);
+        for (const [key, stop] of worker.verdictFeeds) {
+          if (!key.startsWith(`${exportId}\u0000`)) continue;
+          stop();
+          worker.verdictFeeds.delete(key);
+        }
         if (!worker.ready) return undefined;
         const requestId = this.nextRequestId++;
         return new Promise<void>((resolve) => {
@@ -256,9 +268,22 @@ export class ProxyWorkerPool {
       case "export-closed":
         this.closing.get(message.requestId)?.();
         return;
+      case "verdicts-wanted":
+        if (served?.pushdown) this.feedVerdicts(worker, message.exportId, message.database, served.pushdown);
+        return;
       case "ready":
         return;
     }
+  }
+
+  /** Sends a worker the states of one database's verdict table, now and at every change. */
+  private feedVerdicts(worker: Worker, exportId: string, database: string, pushdown: PushdownVerdicts): void {
+    const key = `${exportId}\u0000${database}`;
+    if (worker.verdictFeeds.has(key)) return;
+    const watch = pushdown.of(database);
+    const send = () => this.post(worker, { kind: "verdicts", exportId, database, state: watch.state() });
+    worker.verdictFeeds.set(key, watch.onChange(send));
+    send();
   }
 
   private decided(worker: Worker, exportId: string, served: PooledExport, userIds: readonly string[]): DecideAnswer {

@@ -9,7 +9,7 @@ import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
-import { selfSignedCertificate } from "../helpers/certificates";
+import { selfSignedCertificate } from "../../testkit/certificates";
 import { httpsRequest, type HttpsAnswer } from "../../testkit/https";
 import { headers } from "@nats-io/transport-node";
 import { connectTo, startNats, storedMessages } from "../../testkit/nats";
@@ -17,7 +17,7 @@ import { NodeProcess } from "../../testkit/node-process";
 import { OidcProvider } from "../helpers/oidc";
 import { freePort } from "../../testkit/ports";
 import { PostgresServer } from "../../testkit/postgres";
-import { SlapdServer } from "../helpers/slapd";
+import { SlapdServer } from "../../testkit/slapd";
 import { tempDir } from "../../testkit/temp";
 
 const cloud = { id: "AKIDWARDEN", key: "cloud-secret-key", region: "eu-west-1" };

@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:net";
 import { CredentialRejected, VerifierUnavailable, type Credential, type Verifier } from "../../auth/types";
 import { ldapVerifierFactory } from "../../auth/verifiers/ldap-verifier";
 import { freePort } from "../../testkit/ports";
-import { SlapdServer } from "../helpers/slapd";
+import { SlapdServer } from "../../testkit/slapd";
 
 const suffix = "dc=example,dc=org";
 const people = `ou=people,${suffix}`;

@@ -14,7 +14,7 @@ import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
 import { PostgresServer } from "../../testkit/postgres";
-import { selfSignedCertificate } from "../helpers/certificates";
+import { selfSignedCertificate } from "../../testkit/certificates";
 import { tempDir } from "../../testkit/temp";
 
 describe("PostgreSQL exports over TLS", () => {

@@ -7,7 +7,7 @@ import type { NatsServerProcess } from "../../service/nats-server";
 import { startNats } from "../../testkit/nats";
 import { artifactsDir, NodeProcess } from "../../testkit/node-process";
 import { OidcProvider } from "../helpers/oidc";
-import { SlapdServer } from "../helpers/slapd";
+import { SlapdServer } from "../../testkit/slapd";
 import { tempDir } from "../../testkit/temp";
 
 const alice = { uid: "alice", password: "wonderland" };

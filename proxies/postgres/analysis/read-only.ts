@@ -83,16 +83,31 @@ function selectRefusal(select: Node): Refusal | undefined {
  */
 const writingFunctions = /^(lo_(creat|create|from_bytea|import|export|unlink|put|truncate|truncate64|open)|lowrite|pg_notify|pg_logical_emit_message|pg_(create|drop|copy)_\w*replication_slot|pg_replication_(origin|slot)_\w+|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile|pg_switch_wal|pg_create_restore_point|pg_stat_reset\w*|pg_backup_(start|stop)|pg_promote|pg_wal_replay_(pause|resume)|pg_import_system_collations|pg_log_backend_memory_contexts|setval|nextval|dblink\w*|pg_file_\w+|pg_logdir_ls)$/;
 
-/** set_config() can turn the read-only guard off for the session's next transactions; some built-ins write regardless. */
+/**
+ * set_config() can turn the read-only guard off for the session's next transactions; some built-ins
+ * write regardless. A setting keeps the value it is given for the session's later statements, and
+ * some show it whatever they read (a TimeZone abbreviation in every timestamptz a catalog read
+ * formats): so its value must be one the client wrote (a constant or a parameter), never one a
+ * statement reads from a table.
+ */
 function functionRefusal(call: Node): Refusal | undefined {
   const name = ((call.funcname as Node[] | undefined) ?? []).map(stringValue);
   const last = name[name.length - 1] ?? "";
   if (writingFunctions.test(last)) return refused(`${last}() (it changes something even in a read-only transaction)`);
   if (last !== "set_config") return undefined;
-  const setting = constantString((call.args as Node[] | undefined)?.[0]);
+  const args = (call.args as Node[] | undefined) ?? [];
+  const setting = constantString(args[0]);
   if (setting === undefined) return refused("set_config() with a setting name that is not a constant");
   if (guardedSettings.has(setting.toLowerCase())) return refused(`set_config('${setting}', ...)`);
+  if (!clientWritten(args[1])) return refused("set_config() with a value that is not a constant or a parameter (the setting would keep a value read from a table)", "42501");
   return undefined;
+}
+
+/** A constant or a bind parameter, cast or not: a value the client wrote. */
+function clientWritten(node: Node | undefined): boolean {
+  const typed = nodeType(node);
+  if (typed?.[0] === "A_Const" || typed?.[0] === "ParamRef") return true;
+  return typed?.[0] === "TypeCast" && clientWritten(typed[1].arg as Node | undefined);
 }
 
 function constantString(node: Node | undefined): string | undefined {

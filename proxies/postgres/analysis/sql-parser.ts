@@ -59,12 +59,15 @@ export function parseWithoutLocations(sql: string): unknown[] {
   return parseStatements(sql).map((statement) => stripLocations(statement.node));
 }
 
-/** A copy of a tree without its `location` fields. */
+/** Fields that say where in the text a node was (`location`, `list_start`, `rexpr_list_end`...), not what it means. */
+const positionField = /(^|_)(location|list_start|list_end)$/;
+
+/** A copy of a tree without the fields that say where its nodes were in the text. */
 export function stripLocations(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(stripLocations);
   if (value === null || typeof value !== "object") return value;
   const out: Record<string, unknown> = {};
-  for (const [key, child] of Object.entries(value)) if (key !== "location") out[key] = stripLocations(child);
+  for (const [key, child] of Object.entries(value)) if (!positionField.test(key)) out[key] = stripLocations(child);
   return out;
 }
 

@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { scanSync } from "libpg-query";
 import { Attribution, baseOf, type Level, type LayoutEntry } from "./attribution";
+import { readsOnlyCatalogs } from "./catalog-reads";
+import { deparseChecked, pushdownSelect, type PushdownTarget } from "./pushdown";
 import { readOnlyRefusal, type Refusal } from "./read-only";
 import type { RelationView, SchemaView } from "./schema-view";
 import { nodeType, parseStatements, parseWithoutLocations, SqlSyntaxError, stripLocations, walkNodes, type Node, type ParsedStatement } from "./sql-parser";
@@ -12,6 +14,8 @@ export type { Refusal } from "./read-only";
 export interface StatementPolicy {
   allowWrites: boolean;
   strict: boolean;
+  /** Policy pushdown (pushdown.ts): every SELECT reads mapped tables through derived tables of allowed data. */
+  pushdown?: PushdownTarget;
 }
 
 /** One column of a result as the analysis expects it. */
@@ -35,6 +39,15 @@ export interface ResultShape {
   hiddenCount: number;
   /** Hidden column names start with this (random per analysis). */
   hiddenPrefix: string;
+  /** The statement reads only the system catalogs (catalog-reads.ts): its rows pass as they are. */
+  catalog?: true;
+  /** The statement was rewritten for pushdown (pushdown.ts): its rows are allowed data and pass as they are. */
+  pushdown?: true;
+}
+
+/** Whether a result's rows pass as the backend sends them (their statement reads only what may cross). */
+export function passesWhole(shape: ResultShape | undefined): boolean {
+  return shape?.catalog === true || shape?.pushdown === true;
 }
 
 /** What a statement does, as far as the proxy's bookkeeping cares. */
@@ -48,6 +61,8 @@ export type StatementEffect =
   | { kind: "deallocate"; name: string | undefined }
   /** DISCARD ALL: every prepared statement and cursor is gone. */
   | { kind: "discard" }
+  /** Transaction control, SET, SHOW: runs no code of the database's. */
+  | { kind: "control" }
   | { kind: "other" };
 
 export interface QueryAnalysis {
@@ -56,8 +71,8 @@ export interface QueryAnalysis {
   /** The text to send (the client's, with hidden columns spliced in where needed). */
   text: string;
   statements: StatementEffect[];
-  /** Where text was inserted (character positions in `text`), to map error positions back to the client's text. */
-  insertions: Array<{ at: number; length: number }>;
+  /** Where text was inserted (character positions in `text`; `replaced`: characters of the client's text it stands for), to map error positions back to the client's text. */
+  insertions: Array<{ at: number; length: number; replaced?: number }>;
   /** Identifiers and names the client wrote: labels made of these may cross (found when first asked). */
   identifiers(): ReadonlySet<string>;
   /** Hidden column names of this text start with this (also withheld from error messages). */
@@ -71,6 +86,55 @@ const reservedPrefix = "__warden";
  * design; then a number per statement, so statements alike get the same names (and plans).
  */
 const hiddenPrefix = `${reservedPrefix}_${randomBytes(6).toString("hex")}_`;
+
+/** The shape of every statement that reads only the system catalogs. */
+const catalogShape: ResultShape = { key: "catalog", entries: [], groups: [], hiddenCount: 0, hiddenPrefix, catalog: true };
+/** The shape of every statement rewritten for pushdown. */
+const pushdownShape: ResultShape = { key: "pushdown", entries: [], groups: [], hiddenCount: 0, hiddenPrefix, pushdown: true };
+
+/** The SELECT a statement runs and shows rows of (its own, a cursor's or a prepared statement's). */
+function selectOf(node: Node): Node | undefined {
+  const typed = nodeType(node);
+  if (!typed) return undefined;
+  if (typed[0] === "SelectStmt") return node;
+  if (typed[0] === "DeclareCursorStmt" || typed[0] === "PrepareStmt") return nodeType(typed[1].query)?.[0] === "SelectStmt" ? (typed[1].query as Node) : undefined;
+  return undefined;
+}
+
+/**
+ * A text of a pushdown export: every SELECT reads only the catalogs (it passes as it is), or is
+ * rewritten (its statement deparsed and read back, then put in place of the client's), or the
+ * text is refused. Other statements (writes, when allowed) run as the client wrote them.
+ */
+function analyzePushdown(sql: string, parsed: ParsedStatement[], schema: SchemaView, target: PushdownTarget, identifiers: () => ReadonlySet<string>): QueryAnalysis {
+  const base = { text: sql, statements: [], insertions: [], identifiers, hiddenPrefix };
+  const rewritten = new Set<Node>();
+  const bytes = Buffer.from(sql, "utf8");
+  const parts: Buffer[] = [];
+  const insertions: QueryAnalysis["insertions"] = [];
+  let copied = 0;
+  let shift = 0;
+  for (const statement of parsed) {
+    const select = selectOf(statement.node);
+    if (!select || readsOnlyCatalogs(nodeType(select)![1], schema.shadows)) continue;
+    const result = pushdownSelect(select, schema, target);
+    if (result.kind === "refused") return { ...base, refusal: { sqlState: "42501", message: result.message } };
+    const text = deparseChecked(statement.node);
+    if (text === undefined) return { ...base, refusal: { sqlState: "0A000", message: "with pushdown, the export could not rewrite this statement exactly; write it more simply" } };
+    rewritten.add(select);
+    parts.push(bytes.subarray(copied, statement.start));
+    const at = bytes.subarray(0, statement.start).toString("utf8").length + shift;
+    const replaced = bytes.subarray(statement.start, statement.end).toString("utf8").length;
+    insertions.push({ at, length: text.length, replaced });
+    shift += text.length - replaced;
+    parts.push(Buffer.from(text, "utf8"));
+    copied = statement.end;
+  }
+  parts.push(bytes.subarray(copied));
+  const shapeOf = (select: Node | undefined) => () => (select && rewritten.has(select) ? pushdownShape : nodeType(select)?.[0] === "SelectStmt" ? catalogShape : undefined);
+  const statements = parsed.map((statement) => effectOf(statement.node, shapeOf)(false));
+  return { text: insertions.length > 0 ? Buffer.concat(parts).toString("utf8") : sql, statements, insertions, identifiers, hiddenPrefix };
+}
 
 /** Labels PostgreSQL gives expressions from keywords (FigureColname), which no identifier node spells. */
 const keywordLabels = ["?column?", "case", "row", "array", "exists", "coalesce", "greatest", "least", "nullif", "xmlconcat", "xmlelement", "xmlexists", "xmlforest", "xmlparse", "xmlpi", "xmlroot", "xmlserialize", "xmltable", "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp", "current_role", "current_user", "user", "session_user", "current_catalog", "current_schema", "system_user", "grouping", "json_object", "json_array", "json_objectagg", "json_arrayagg", "json", "json_scalar", "json_serialize", "json_query", "json_value", "json_exists", "merge_action", "position", "substring", "overlay", "trim", "extract", "collation for", "normalize", "interval", "bool", "int4", "numeric", "text", "varchar", "bpchar", "float4", "float8", "int2", "int8", "timestamp", "timestamptz", "time", "timetz", "date", "bit", "varbit"];
@@ -104,12 +168,14 @@ export function analyzeQuery(sql: string, schema: SchemaView, policy: StatementP
     const refusal = (policy.allowWrites ? undefined : readOnlyRefusal(statement.node)) ?? (policy.strict ? strictRefusal(statement.node, schema) : undefined);
     if (refusal) return { ...base, identifiers, refusal };
   }
+  if (policy.pushdown) return analyzePushdown(sql, parsed, schema, policy.pushdown, identifiers);
 
   const attribution = new Attribution(schema, hiddenPrefix);
   const shaped: Array<{ level: Level; plan: GroupPlan }> = [];
   const shapeOf = (select: Node | undefined): (() => ResultShape | undefined) => {
     const fields = nodeType(select);
     if (fields?.[0] !== "SelectStmt") return () => undefined;
+    if (readsOnlyCatalogs(fields[1], schema.shadows)) return () => catalogShape;
     const level = attribution.level(fields[1], undefined, undefined);
     const plan = planGroups(attribution, level);
     shaped.push({ level, plan });
@@ -163,6 +229,10 @@ function effectOf(node: Node, shapeOf: (select: Node | undefined) => () => Resul
       return () => ({ kind: "deallocate", name: fields.isall ? undefined : (fields.name as string | undefined) });
     case "DiscardStmt":
       return () => (fields.target === "DISCARD_ALL" ? { kind: "discard" } : { kind: "other" });
+    case "TransactionStmt":
+    case "VariableSetStmt":
+    case "VariableShowStmt":
+      return () => ({ kind: "control" });
     default:
       return () => ({ kind: "other" });
   }
@@ -399,7 +469,7 @@ export function originalPosition(analysis: QueryAnalysis, position: number): num
   let at = position - 1;
   for (let i = analysis.insertions.length - 1; i >= 0; i--) {
     const insertion = analysis.insertions[i]!;
-    if (at >= insertion.at + insertion.length) at -= insertion.length;
+    if (at >= insertion.at + insertion.length) at -= insertion.length - (insertion.replaced ?? 0);
     else if (at >= insertion.at) return undefined;
   }
   return at + 1;
@@ -416,7 +486,7 @@ export class AnalysisCache {
   constructor(private readonly capacity = 2048) {}
 
   get(sql: string, schema: SchemaView, policy: StatementPolicy): QueryAnalysis {
-    const outerKey = (policy.allowWrites ? "w" : "r") + (policy.strict ? "s" : "-") + schema.key;
+    const outerKey = (policy.allowWrites ? "w" : "r") + (policy.strict ? "s" : "-") + (policy.pushdown ? "p" : "-") + schema.key;
     let texts = this.entries.get(outerKey);
     const found = texts?.get(sql);
     if (found) {

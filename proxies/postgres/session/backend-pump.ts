@@ -234,6 +234,7 @@ export class BackendPump {
         queue.copyingIn = false;
         // After an error in the extended protocol the backend skips every message (a Query too) until the next Sync.
         if ((head && head.kind !== "simple") || (!head && queue.extendedOpen)) queue.skipToSync();
+        this.named.failed();
         out.push(encodeErrorResponse(this.clientError(decodeErrorFields(bodyOf(bytes, frame)), head)));
         return;
       case BackendCode.ReadyForQuery:

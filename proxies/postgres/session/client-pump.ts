@@ -19,6 +19,7 @@ import type { ExpectationQueue } from "./expectation-queue";
 import { stateless, type DescribeExpectation } from "./expectations";
 import { maxStartupBytes, type Login } from "./login";
 import type { NamedResults } from "./named-results";
+import type { VerdictWatch } from "../verdict-watch";
 import type { RecentStatements } from "./recent-statements";
 import type { SessionCatalog } from "./session-catalog";
 
@@ -46,6 +47,8 @@ export class ClientPump {
   private portalDescribed?: { chunk: Buffer; nameStart: number; nameEnd: number; expectation: DescribeExpectation };
   /** Set by an Execute with a row limit: resolves when its rows are all sent. */
   private limitedExecute?: Promise<void>;
+  /** Pushdown: the verdict table of the session's database (asked for with the first statement). */
+  private verdicts?: VerdictWatch;
 
   constructor(
     private readonly connection: Connection,
@@ -119,6 +122,21 @@ export class ClientPump {
             await this.catalog.refresh();
             connection.releaseClient();
           }
+          const verdicts = this.verdictsToWaitFor(frame.code);
+          if (verdicts) {
+            // Pushdown: a statement runs only once every change the node knows of is in the verdict table.
+            connection.toBackend(out);
+            connection.holdClient();
+            const current = await verdicts.whenCurrent().then(
+              () => true,
+              (error: Error) => {
+                connection.refuse("55000", error.message, "pushdown.verdicts-unavailable");
+                return false;
+              },
+            );
+            if (!current || connection.closed) return;
+            connection.releaseClient();
+          }
           if (!this.clientFrame(bytes, frame, out)) return;
           const limited = this.limitedExecute;
           if (limited) {
@@ -170,8 +188,9 @@ export class ClientPump {
           return true;
         }
         queue.push({ kind: "simple", analysis, index: 0 });
+        for (const statement of analysis.statements) named.sent(statement);
         if (analysis.text !== sql) {
-          out.push(encodeQuery(analysis.text));
+          out.push(encodeQuery(this.withVerdictVersion(analysis.text)));
           return true;
         }
         break;
@@ -186,10 +205,10 @@ export class ClientPump {
           return true;
         }
         // One statement per Parse (the backend refuses more): its effect is the prepared statement's.
-        named.statements.set(parse.statement, analysis.statements[0] ?? { kind: "other" });
+        named.setStatement(parse.statement, analysis.statements[0] ?? { kind: "other" });
         queue.push(analysis.insertions.length > 0 ? { kind: "complete", code: BackendCode.ParseComplete, analysis } : stateless.parseComplete);
         if (analysis.text !== parse.sql) {
-          out.push(encodeParse({ ...parse, sql: analysis.text }));
+          out.push(encodeParse({ ...parse, sql: this.withVerdictVersion(analysis.text) }));
           return true;
         }
         break;
@@ -197,8 +216,8 @@ export class ClientPump {
       case FrontendCode.Bind: {
         queue.extendedOpen = true;
         const { portalEnd, statementStart, statementEnd } = locateBind(bytes, frame.bodyStart, frame.end);
-        const effect = named.statements.get(bytes.toString("latin1", statementStart, statementEnd));
-        named.portals.set(bytes.toString("latin1", frame.bodyStart, portalEnd), effect ?? { kind: "other" });
+        const effect = named.statement(bytes.toString("latin1", statementStart, statementEnd));
+        named.setPortal(bytes.toString("latin1", frame.bodyStart, portalEnd), effect ?? { kind: "other" });
         queue.push(stateless.bindComplete);
         const rebound = effect ? withHiddenResultFormats(bytes.subarray(frame.bodyStart, frame.end), named.shapeOf(effect)) : undefined;
         if (rebound) {
@@ -211,8 +230,8 @@ export class ClientPump {
         queue.extendedOpen = true;
         const target = locateDescribe(bytes, frame.bodyStart, frame.end);
         const name = bytes.toString("latin1", frame.bodyStart + 1, target.nameEnd);
-        if (target.kind === TargetKind.Portal) named.portals.delete(name);
-        else named.statements.delete(name);
+        if (target.kind === TargetKind.Portal) named.closePortal(name);
+        else named.closeStatement(name);
         queue.push(stateless.closeComplete);
         break;
       }
@@ -223,7 +242,7 @@ export class ClientPump {
         queue.extendedOpen = true;
         const target = locateDescribe(bytes, frame.bodyStart, frame.end);
         const name = bytes.toString("latin1", frame.bodyStart + 1, target.nameEnd);
-        const effect = target.kind === TargetKind.Portal ? named.portals.get(name) : named.statements.get(name);
+        const effect = target.kind === TargetKind.Portal ? named.portal(name) : named.statement(name);
         const expectation: DescribeExpectation = { kind: "describe", forClient: true, decidesRows: false, effect };
         queue.push(expectation);
         if (target.kind === TargetKind.Portal) this.portalDescribed = { chunk: bytes, nameStart: frame.bodyStart + 1, nameEnd: target.nameEnd, expectation };
@@ -235,7 +254,8 @@ export class ClientPump {
         // the portal just before (still unanswered, so nothing came between), otherwise from the
         // proxy's own Describe, whose answer comes back just before the rows and is kept from the client.
         const { portalEnd, maxRows: limit } = locateExecute(bytes, frame.bodyStart, frame.end);
-        const effect = named.portals.get(bytes.toString("latin1", frame.bodyStart, portalEnd));
+        const effect = named.portal(bytes.toString("latin1", frame.bodyStart, portalEnd));
+        named.sent(effect);
         // Still the last expectation: not answered yet (nor cleared by an error).
         if (described && queue.last() === described.expectation && equalBytes(described.chunk, described.nameStart, described.nameEnd, bytes, frame.bodyStart, portalEnd)) described.expectation.decidesRows = true;
         else {
@@ -280,6 +300,21 @@ export class ClientPump {
     }
     out.forward(bytes, frame.start, frame.end);
     return true;
+  }
+
+  /** Pushdown: the verdicts a Query, Parse or Execute must wait for, when they are not current. */
+  private verdictsToWaitFor(code: number): VerdictWatch | undefined {
+    const { deps, identity } = this.connection;
+    if (!deps.pushdown || (code !== FrontendCode.Query && code !== FrontendCode.Parse && code !== FrontendCode.Execute)) return undefined;
+    this.verdicts ??= deps.pushdown.of(identity.database ?? identity.user ?? "");
+    return this.verdicts.state().current ? undefined : this.verdicts;
+  }
+
+  /** A rewritten text with the verdict version it needs in place of the analysis's marker. */
+  private withVerdictVersion(text: string): string {
+    const marker = this.connection.deps.policy.pushdown?.versionMarker;
+    if (!marker || !this.verdicts) return text;
+    return text.replaceAll(marker, String(this.verdicts.state().version).padStart(marker.length, "0"));
   }
 
   /** The analysis of a client text (cached by text); its names join those labels may use. */

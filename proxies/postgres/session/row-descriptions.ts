@@ -99,6 +99,7 @@ export class RowDescriptions {
    * `?column?`: server-side code can prepare a statement whose alias is a data value.
    */
   private visibleColumns(plan: ResultPlan): { columns: ColumnDescription[] | undefined; askedClient: boolean } {
+    if (plan.passAll) return { columns: undefined, askedClient: false };
     let changed = false;
     let askedClient = false;
     const visible: ColumnDescription[] = [];

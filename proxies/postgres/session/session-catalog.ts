@@ -6,6 +6,7 @@ import { decodeReadyForQuery } from "../../../protocols/postgres/ready-for-query
 import { ProtocolError } from "../../../protocols/postgres/wire";
 import { emptySchemaView } from "../analysis/schema-view";
 import { catalogFrom, catalogQuery, type Catalog, type CatalogRow } from "../column-catalog";
+import { shadowsFrom } from "../catalog-shadows";
 import type { MappingView, RowDecider } from "../../../exports/row-decider";
 import type { Connection } from "./connection";
 import type { ExpectationQueue } from "./expectation-queue";
@@ -107,8 +108,9 @@ export class SessionCatalog {
   }
 
   private apply(results: string[][][], mapping: MappingView): void {
-    const rows: CatalogRow[] = (results.length > 1 ? results[0]! : []).map((r) => ({ tableOid: Number(r[0]), attributeNumber: Number(r[1]), schema: r[2]!, table: r[3]!, column: r[4]! }));
-    this.current = catalogFrom(rows, mapping);
+    // [the mapped relations' columns, when the mapping names any], the shadowed catalog names, the newest relation.
+    const rows: CatalogRow[] = (results.length > 2 ? results[0]! : []).map((r) => ({ tableOid: Number(r[0]), attributeNumber: Number(r[1]), schema: r[2]!, table: r[3]!, column: r[4]!, typeOid: Number(r[5]) }));
+    this.current = catalogFrom(rows, mapping, shadowsFrom(results[results.length - 2] ?? []));
     this.version++;
     this.newestRelation = Number(results[results.length - 1]?.[0]?.[0] ?? 0);
     this.mappingKey = mapping.key;

@@ -5,6 +5,7 @@ import type { CancelKeys } from "../cancel-keys";
 import type { BackendEndpoint } from "./backend-tls";
 import type { DirectVerification, ProxyAudit, ProxyLimits, SessionCounts, TextDecoding } from "../types";
 import type { RowDecider } from "../../../exports/row-decider";
+import type { PushdownVerdicts } from "../verdict-watch";
 
 /** What a session gets from the export that runs it. */
 export interface SessionDeps {
@@ -25,6 +26,8 @@ export interface SessionDeps {
   userIds: TextDecoding;
   /** Read-only unless writes are allowed; strict predicates. */
   policy: StatementPolicy;
+  /** Present for a pushdown export: the verdict tables, by database (policy.pushdown names the table). */
+  pushdown?: PushdownVerdicts;
   /** Statement analyses by text, shared by the export's connections in this process. */
   analyses: AnalysisCache;
   onEnd(counts: SessionCounts, identity: { user?: string; database?: string }): void;

@@ -2,9 +2,9 @@ import { execFileSync, spawn, spawnSync, type ChildProcess } from "node:child_pr
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { freePorts } from "../../testkit/ports";
+import { freePorts } from "./ports";
 import { selfSignedCertificate } from "./certificates";
-import { tempDir } from "../../testkit/temp";
+import { tempDir } from "./temp";
 
 export interface SlapdUser {
   uid: string;
@@ -163,4 +163,21 @@ export class SlapdServer {
     }
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A security configuration file (in `dir`) whose only verifier is this directory (user names
+ * under ou=people), enforced on `components`: what a PostgreSQL export with direct verification needs.
+ */
+export function ldapSecurityFile(dir: string, slapd: SlapdServer, components: readonly string[]): string {
+  const file = join(dir, "security.json");
+  writeFileSync(
+    file,
+    JSON.stringify({
+      verifiers: [{ verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }] }],
+      credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
+      enforcedComponents: components.map((componentName) => ({ componentName })),
+    }),
+  );
+  return file;
 }
