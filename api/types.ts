@@ -125,7 +125,7 @@ export interface DocumentPort {
 }
 
 /** The body of PUT /export (spec 2.12): the stored fields a client sets (each type checks its own), the type, and an optional listen port. */
-export interface ExportBody extends Pick<ExportRecord, "endpoint" | "resolverGroup" | "metadata" | "credentials" | "resourceServerId" | "cloudSigning" | "allowWrites" | "strict" | "backendTls" | "backendCa" | "pushdown"> {
+export interface ExportBody extends Pick<ExportRecord, "endpoint" | "resolverGroup" | "metadata" | "credentials" | "resourceServerId" | "cloudSigning" | "allowWrites" | "strict" | "backendTls" | "backendCa" | "pushdown" | "buckets" | "formats"> {
   /** Checked against the known types before anything else. */
   type: string;
   /** Asks for this listen port; otherwise one is allocated from the export port range. */

@@ -162,6 +162,8 @@ function parseQueryForm(pairs: Array<[string, string]>): SignatureFields | { err
 function payloadHashes(request: SignedRequest, form: ParsedSignature["form"]): string[] | { error: string } {
   // The service hashes the body it received itself: a signature over any other body cannot match.
   const claimed = header(request, "x-amz-content-sha256");
+  // S3 clients declare UNSIGNED-PAYLOAD on requests without a body too: with no body, nothing is left unsigned.
+  if (claimed === unsignedPayload && request.convention === "s3" && request.bodySha256 === emptySha256) return [unsignedPayload];
   if (claimed === unsignedPayload) return { error: "UNSIGNED-PAYLOAD is refused: the body must be signed" };
   if (claimed !== undefined && claimed !== request.bodySha256) return { error: "x-amz-content-sha256 does not match the body received" };
   if (claimed !== undefined || form === "header") return [request.bodySha256];
@@ -206,8 +208,10 @@ export function parseSignature(request: SignedRequest): ParsedSignature | { erro
  * is not normalised (no dot segments removed, no slashes merged): a signer that normalises signs
  * another path than the one routed, and such a request fails.
  */
-export function canonicalUri(path: string): string {
-  return path === "" ? "/" : path.split("/").map(uriEncode).join("/");
+export function canonicalUri(path: string, convention?: SignedRequest["convention"]): string {
+  if (path === "") return "/";
+  // S3 signers sign the path once encoded, as it is sent (an object key is not encoded twice).
+  return convention === "s3" ? path : path.split("/").map(uriEncode).join("/");
 }
 
 export function canonicalQuery(pairs: Array<[string, string]>): string {
@@ -220,7 +224,7 @@ export function canonicalQuery(pairs: Array<[string, string]>): string {
 
 export function canonicalRequest(request: SignedRequest, parsed: ParsedSignature, payloadHash: string): string {
   const headers = parsed.signedHeaders.map((name) => `${name}:${(header(request, name) ?? "").trim().replace(/\s+/g, " ")}\n`).join("");
-  return [request.method.toUpperCase(), canonicalUri(request.path), canonicalQuery(parsed.query), headers, parsed.signedHeaders.join(";"), payloadHash].join("\n");
+  return [request.method.toUpperCase(), canonicalUri(request.path, request.convention), canonicalQuery(parsed.query), headers, parsed.signedHeaders.join(";"), payloadHash].join("\n");
 }
 
 export function credentialScope(scope: CredentialScope): string {

@@ -11,6 +11,8 @@ export interface RawRequest {
   headers: Readonly<Record<string, string | string[] | undefined>>;
   /** SHA-256 of the body bytes received, lower-case hex. */
   bodySha256: string;
+  /** How the door's clients sign (SignedRequest.convention). */
+  convention?: "s3";
 }
 
 /** What a cloud-signing verifier needs from an HTTP request, taken as received. */
@@ -27,5 +29,6 @@ export function signedRequestFrom(raw: RawRequest): SignedRequest {
     query: question < 0 ? "" : raw.url.slice(question + 1),
     headers,
     bodySha256: raw.bodySha256,
+    ...(raw.convention ? { convention: raw.convention } : {}),
   };
 }

@@ -26,6 +26,12 @@ export interface SignedRequest {
   headers: Record<string, string>;
   /** SHA-256 of the body, lower-case hex, computed by the service over the bytes received. */
   bodySha256: string;
+  /**
+   * `s3`: signed as S3 clients sign (object-storage exports): credential scope service `s3`, the
+   * path signed as sent (not encoded again), and UNSIGNED-PAYLOAD taken for a request without a
+   * body. Absent: the `warden` scheme of docs/cloud-signing.md.
+   */
+  convention?: "s3";
 }
 
 export type Credential =

@@ -18,6 +18,7 @@ const benches: Array<{ name: string; env: Record<string, string> }> = [
   { name: "redaction-job", env: { BENCH_MB: "20" } },
   { name: "pipeline-stream", env: { BENCH_RECORDS: "10000" } },
   { name: "fhir-export", env: { BENCH_ROUNDS: "3" } },
+  { name: "objectstore-export", env: { BENCH_MB: "20" } },
   { name: "postgres-export", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "1", BENCH_WARMUP_SECONDS: "2", BENCH_ROWS: "100000", BENCH_ACCOUNTS: "2000" } },
   { name: "postgres-proxy-loops", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "1" } },
   { name: "postgres-pushdown", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "3", BENCH_ROWS: "200000", BENCH_USERS: "2000", BENCH_CHANGES: "20" } },

@@ -1,5 +1,6 @@
 import { once } from "node:events";
 import { createWriteStream } from "node:fs";
+import { realisticPolicy } from "../testkit/policy";
 
 /** The benchmark document's columns: 8, three of them quoted with commas (and doubled quotes). */
 export const benchColumns = ["user_id", "email", "name", "address", "phone", "clicks", "note", "created_at"];
@@ -44,4 +45,21 @@ export async function writeBenchCsv(path: string, megabytes: number, users: numb
   out.end();
   await once(out, "finish");
   return { rows, kept };
+}
+
+/** Loads the realistic policy with the bench mapping group into a node, and its `users` users (half of them accepted the terms). */
+export async function setUpBenchPolicy(nodeUrl: string, users: number): Promise<void> {
+  const put = (path: string, body?: unknown) =>
+    fetch(`${nodeUrl}${path}`, { method: "PUT", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) });
+  const policy = realisticPolicy();
+  await put("/config", { ...policy, mappingGroups: [...policy.mappingGroups, benchGroup] });
+  for (let start = 0; start < users; start += 50) {
+    await Promise.all(
+      Array.from({ length: Math.min(50, users - start) }, async (_, i) => {
+        const user = start + i;
+        await put("/user", { userId: benchUserId(user), attributes: { dob: "1990-01-01", location: "US" } });
+        if (benchUserAllowed(user)) await put(`/user/terms?userId=${benchUserId(user)}`);
+      }),
+    );
+  }
 }

@@ -5,12 +5,11 @@ import { Readable } from "node:stream";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Objm } from "@nats-io/obj";
-import { realisticPolicy } from "../testkit/policy";
 import { connectTo, startNats } from "../testkit/nats";
 import { peakRss } from "../testkit/memory";
 import { NodeProcess } from "../testkit/node-process";
 import { tempDir } from "../testkit/temp";
-import { benchGroup, benchUserAllowed, benchUserId, writeBenchCsv } from "./csv-fixture";
+import { setUpBenchPolicy, writeBenchCsv } from "./csv-fixture";
 
 /**
  * A redaction job end to end through a node (upload, run, download), against a raw JetStream
@@ -31,19 +30,7 @@ async function main(): Promise<void> {
   const nats = await startNats();
   const node = await NodeProcess.start({ nodeId: "bench-job", natsUrl: nats.url, env: { LOG_LEVEL: "warn" } });
   try {
-    const put = (path: string, body?: unknown) =>
-      fetch(`${node.url}${path}`, { method: "PUT", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) });
-    const policy = realisticPolicy();
-    await put("/config", { ...policy, mappingGroups: [...policy.mappingGroups, benchGroup] });
-    for (let start = 0; start < users; start += 50) {
-      await Promise.all(
-        Array.from({ length: Math.min(50, users - start) }, async (_, i) => {
-          const user = start + i;
-          await put("/user", { userId: benchUserId(user), attributes: { dob: "1990-01-01", location: "US" } });
-          if (benchUserAllowed(user)) await put(`/user/terms?userId=${benchUserId(user)}`);
-        }),
-      );
-    }
+    await setUpBenchPolicy(node.url, users);
 
     // Baseline: the same bytes into an Object Store and back, on the same server.
     const nc = await connectTo(nats.url);

@@ -2,7 +2,7 @@ import type { Authenticator } from "../auth/authenticator";
 import { component } from "../auth/components";
 import type { Credential, OverridesByVerifier } from "../auth/types";
 import { jwtShape } from "../auth/verifiers/oauth-verifier";
-import type { ExportRecord } from "../actors/export/export-actor";
+import { isDatabaseCredentials, type ExportRecord } from "../actors/export/export-actor";
 import type { ExportAudit } from "./door";
 
 /** Why a door refuses a client's credentials; each protocol answers it in its own error form. */
@@ -30,7 +30,7 @@ export function directVerificationFor(record: ExportRecord, authenticator: Authe
   const exportComponent = component(record.type);
   if (!authenticator.isEnforced(exportComponent)) return undefined;
   return {
-    backendIdentity: record.credentials,
+    backendIdentity: isDatabaseCredentials(record.credentials) ? record.credentials : undefined,
     async verify(user, password, connectionId) {
       const takesTokens = authenticator.credentialTypesFor(exportComponent).includes("rawBearerToken");
       const credential: Credential = takesTokens && jwtShape.test(password) ? { type: "rawBearerToken", token: password } : { type: "namepwd", user, password };

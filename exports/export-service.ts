@@ -59,6 +59,8 @@ export class ExportService implements ExportPort {
         ...(body.backendTls !== undefined && body.backendTls !== "disable" ? { backendTls: body.backendTls } : {}),
         ...(body.backendCa !== undefined ? { backendCa: body.backendCa } : {}),
         ...(body.pushdown ? { pushdown: true } : {}),
+        ...(body.buckets !== undefined ? { buckets: body.buckets } : {}),
+        ...(body.formats !== undefined ? { formats: body.formats } : {}),
       });
     } catch (error) {
       await this.deps.runtime.client.ref(exportPort, String(port)).release({ exportId: id }).catch(() => undefined);

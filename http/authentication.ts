@@ -74,7 +74,7 @@ function isUiAsset(request: FastifyRequest): boolean {
  * WWW-Authenticate. Audit (spec 6): denials at warn on every request; a connection's first
  * success at info, its first unauthenticated use at debug.
  */
-export const authentication = fp<{ auth: HttpAuthentication; componentOf: (request: FastifyRequest) => Component | undefined; overrides?: OverridesByVerifier }>(async (app: FastifyInstance, { auth, componentOf, overrides }) => {
+export const authentication = fp<{ auth: HttpAuthentication; componentOf: (request: FastifyRequest) => Component | undefined; overrides?: OverridesByVerifier; signing?: "s3" }>(async (app: FastifyInstance, { auth, componentOf, overrides, signing }) => {
   const connections = new WeakMap<Socket, ConnectionState>();
   const connectionOf = (request: FastifyRequest): ConnectionState => {
     const socket = request.raw.socket;
@@ -132,7 +132,7 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
   };
 
   const verifySignature = (request: FastifyRequest, component: Component, bodySha256: string) =>
-    auth.authenticator.verify(component, { type: "cloudSigningCredentials", request: signedRequestFrom({ method: request.method, url: request.url, headers: request.raw.headersDistinct ?? request.headers, bodySha256 }) }, overrides);
+    auth.authenticator.verify(component, { type: "cloudSigningCredentials", request: signedRequestFrom({ method: request.method, url: request.url, headers: request.raw.headersDistinct ?? request.headers, bodySha256, ...(signing ? { convention: signing } : {}) }) }, overrides);
 
   /** Admits a verified request; any other outcome is audited and thrown as the request's answer. */
   const conclude = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState, outcome: AccessOutcome): Promise<void> => {
@@ -188,10 +188,14 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
     if (!check) return payload;
     const { component, state } = check;
     const hash = createHash("sha256");
+    // The last chunk is held back until the hash is known: a route that streams the body on (to a store) never hands over a whole unverified body.
+    let held: Buffer | undefined;
     const checked = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
         hash.update(chunk);
-        callback(null, chunk);
+        const previous = held;
+        held = chunk;
+        callback(null, previous);
       },
       flush(callback) {
         const received = hash.digest("hex");
@@ -200,7 +204,7 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
           if (received !== check.expected) throw await deny(request, reply, component, state, { kind: "malformed", reason: "the body does not match its signed x-amz-content-sha256" });
         };
         settle().then(
-          () => callback(),
+          () => callback(null, held),
           (error: Error) => {
             check.failed = true;
             callback(error);

@@ -3,7 +3,9 @@ import type { Logger } from "pino";
 import type { ExportDoors } from "../exports/door";
 import type { DecisionService } from "../ports/decision-service";
 import { FhirDoor } from "../proxies/fhir/door";
+import { ObjectstoreDoor } from "../proxies/objectstore/door";
 import { PipelineDoor } from "../proxies/pipeline/door";
+import { csvThreading } from "../redaction/threaded-csv-redactor";
 import { PostgresDoor } from "../proxies/postgres/door";
 import { defaultProxyLimits } from "../proxies/postgres/types";
 
@@ -17,6 +19,8 @@ export interface ExportDoorSettings {
   jsReplicas: number;
   /** Proxy worker processes for PostgreSQL export sessions (0: sessions run on the node's loop). */
   proxyWorkers: number;
+  /** Worker threads a CSV document uses (object-storage exports, as redaction jobs). */
+  redactionThreads: number;
 }
 
 /** The registry of export types: one line per type (exports/door.ts says what a type provides). */
@@ -26,6 +30,7 @@ export function exportDoors(settings: ExportDoorSettings): { doors: ExportDoors;
     postgres,
     pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas }),
     fhir: new FhirDoor({ decisions: settings.decisions }),
+    objectstore: new ObjectstoreDoor({ csvThreading: csvThreading(settings.redactionThreads) }),
   };
   return { doors, postgres };
 }

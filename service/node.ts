@@ -196,7 +196,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   };
   const decisions = await DecisionService.start(runtime);
   const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours, threads: config.redactionThreads, jsReplicas: config.jsReplicas });
-  const { doors, postgres } = exportDoors({ nc, decisions, log: logger, tls: exportTls && { cert: exportTls.cert, key: exportTls.key }, jsReplicas: config.jsReplicas, proxyWorkers: config.exportWorkers });
+  const { doors, postgres } = exportDoors({ nc, decisions, log: logger, tls: exportTls && { cert: exportTls.cert, key: exportTls.key }, jsReplicas: config.jsReplicas, proxyWorkers: config.exportWorkers, redactionThreads: config.redactionThreads });
   const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, tls: exportTls, authenticator, doors });
   await exportSupervisor.start();
   registerNodeMetrics(metrics, { runtime, nats, exports: exportSupervisor, postgres, documents, authenticator });

@@ -1,4 +1,5 @@
 import type { DecisionRequest } from "../../decision/types";
+import type { DocumentFormat } from "../../redaction/types";
 import { actor, exclusive, shared } from "../runtime/define";
 import { HandlerError } from "../runtime/errors";
 import type { ExclusiveContext, SharedContext } from "../runtime/types";
@@ -7,11 +8,38 @@ import type { ExclusiveContext, SharedContext } from "../runtime/types";
 export type ExportStatus = "active" | "inactive";
 
 /** Export types this service knows; each has its own proxy. */
-export const exportTypes = ["postgres", "pipeline", "fhir"] as const;
+export const exportTypes = ["postgres", "pipeline", "fhir", "objectstore"] as const;
 export type ExportType = (typeof exportTypes)[number];
 /** How a PostgreSQL export protects its connections to the backend: libpq's sslmode names (`disable`, the default: plain TCP). */
 export const backendTlsModes = ["disable", "prefer", "require", "verify-ca", "verify-full"] as const;
 export type BackendTlsMode = (typeof backendTlsModes)[number];
+
+/** A SQL export's own back-end login (PostgreSQL). */
+export interface DatabaseCredentials {
+  user: string;
+  password: string;
+}
+
+/** An object-storage export's own back-end identity: the S3 access key its requests to the store are signed with. */
+export interface ObjectstoreCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** The store's signing region (default `us-east-1`). */
+  region?: string;
+  /** A temporary credential's session token, sent as x-amz-security-token. */
+  sessionToken?: string;
+}
+
+/** An export's own back-end identity, in the shape its type takes (each door refuses the other shapes). */
+export type ExportCredentials = DatabaseCredentials | ObjectstoreCredentials;
+
+export function isDatabaseCredentials(credentials: ExportCredentials | undefined): credentials is DatabaseCredentials {
+  return credentials !== undefined && "user" in credentials;
+}
+
+export function isObjectstoreCredentials(credentials: ExportCredentials | undefined): credentials is ObjectstoreCredentials {
+  return credentials !== undefined && "accessKeyId" in credentials;
+}
 
 export interface CloudSigningProperties {
   id?: string;
@@ -23,7 +51,7 @@ export interface CloudSigningProperties {
 export interface ExportRecord {
   id: string;
   type: ExportType;
-  /** The backing store, `host:port` (PostgreSQL), or the FHIR base URL of the backing server (FHIR). A pipeline export has none: records come in and go out through it. */
+  /** The backing store: `host:port` (PostgreSQL), the FHIR base URL of the backing server (FHIR), `http://host:port` (object storage). A pipeline export has none: records come in and go out through it. */
   endpoint?: string;
   /** The mapping group that ties result columns to categories. */
   resolverGroup: string;
@@ -37,7 +65,7 @@ export interface ExportRecord {
    * as this user, whatever the client's identity. Needs direct verification. Never shown by a
    * read or written to a log (ExportView leaves it out).
    */
-  credentials?: { user: string; password: string };
+  credentials?: ExportCredentials;
   /** The OAuth audience tokens given to this export must carry, instead of the verifier's `resourceServerId` (spec 5.5). */
   resourceServerId?: string;
   /**
@@ -45,7 +73,11 @@ export interface ExportRecord {
    * time) over the verifier profile's. HTTP doors only. The key is never shown (ExportView).
    */
   cloudSigning?: CloudSigningProperties;
-  /** SQL and FHIR exports: clients may write; absent or false: read-only (docs/postgres-export.md, docs/fhir-export.md). */
+  /** Object-storage exports: the buckets clients may see and use; absent: every bucket the store shows. */
+  buckets?: string[];
+  /** Object-storage exports: formats by content type (`text/csv`) or key suffix (`.csv`), over the defaults (docs/objectstore-export.md). */
+  formats?: Record<string, DocumentFormat>;
+  /** SQL, FHIR and object-storage exports: clients may write; absent or false: read-only (docs/postgres-export.md, docs/fhir-export.md, docs/objectstore-export.md). */
   allowWrites?: boolean;
   /** SQL exports: statements may choose, group and order rows only by resource-context columns. */
   strict?: boolean;

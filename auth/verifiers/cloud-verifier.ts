@@ -80,7 +80,8 @@ export class CloudVerifier implements Verifier {
     if (!constantTimeEqual(parsed.accessKeyId, id)) throw new CredentialRejected(`access key id '${parsed.accessKeyId}' is not the profile's`);
     const { scope } = parsed;
     if (scope.region !== region) throw new CredentialRejected(`the credential scope's region '${scope.region}' is not '${region}'`);
-    if (scope.service !== signingService) throw new CredentialRejected(`the credential scope's service '${scope.service}' is not '${signingService}'`);
+    const service = request.convention === "s3" ? "s3" : signingService;
+    if (scope.service !== service) throw new CredentialRejected(`the credential scope's service '${scope.service}' is not '${service}'`);
     if (scope.terminator !== scopeTerminator) throw new CredentialRejected(`the credential scope does not end in ${scopeTerminator}`);
     if (scope.date !== parsed.amzDate.slice(0, 8)) throw new CredentialRejected(`the credential scope's date ${scope.date} is not X-Amz-Date's`);
     this.checkTime(parsed.amzDate, parsed.signedAtMs, parsed.expiresSeconds);

@@ -1,6 +1,6 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyRequest } from "fastify";
 import type { Logger } from "pino";
-import type { ExportRecord } from "../../actors/export/export-actor";
+import { isDatabaseCredentials, type ExportRecord } from "../../actors/export/export-actor";
 import { component } from "../../auth/components";
 import type { OverridesByVerifier } from "../../auth/types";
 import type { ExportAudit } from "../../exports/door";
@@ -72,7 +72,7 @@ function fhirErrorOf(error: unknown, method: string): { failure: FhirError; retr
  * export, not for the backend, and is not passed on.
  */
 function backendAuthorization(record: ExportRecord, request: FastifyRequest): Record<string, string> {
-  if (record.credentials) return { authorization: `Basic ${Buffer.from(`${record.credentials.user}:${record.credentials.password}`).toString("base64")}` };
+  if (isDatabaseCredentials(record.credentials)) return { authorization: `Basic ${Buffer.from(`${record.credentials.user}:${record.credentials.password}`).toString("base64")}` };
   const offered = request.headers.authorization;
   return offered && /^(basic|bearer) /i.test(offered) ? { authorization: offered } : {};
 }

@@ -25,7 +25,7 @@ export class PipelineDoor implements ExportDoorType {
     if (body.endpoint !== undefined) refuseField(this.type, "endpoint", "a pipeline export has no backing store");
     if (body.credentials) refuseField(this.type, "credentials", "a pipeline export has no back end to log in to");
     for (const option of ["allowWrites", "strict", "pushdown"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export runs no statements");
-    for (const option of ["backendTls", "backendCa"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export has no backing store to connect to");
+    for (const option of ["backendTls", "backendCa", "buckets", "formats"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export has no backing store to connect to");
   }
 
   /** Producers may publish to the input subject as soon as the export exists. */

@@ -1,7 +1,7 @@
 import { randomBytes, X509Certificate } from "node:crypto";
 import type { ClientConfig } from "pg";
 import type { Logger } from "pino";
-import type { ExportRecord } from "../../actors/export/export-actor";
+import { isDatabaseCredentials, type ExportRecord } from "../../actors/export/export-actor";
 import { HandlerError } from "../../actors/runtime/errors";
 import type { BackendTls } from "./session/backend-tls";
 import { flowOf } from "../../decision/engine";
@@ -93,6 +93,8 @@ export class PostgresDoor implements ExportDoorType {
 
   validate(body: ExportBody): void {
     if (body.cloudSigning) refuseField(this.type, "cloudSigning", "a postgres export's clients cannot sign requests");
+    if (body.credentials && !isDatabaseCredentials(body.credentials)) refuseField(this.type, "credentials", "a postgres export logs in with {user, password}, not an access key");
+    for (const option of ["buckets", "formats"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a postgres export serves tables, not objects");
     checkHostPortEndpoint(this.type, body.endpoint);
     checkBackendTls(body);
     // The verdict table is written with the export's own identity: clients' identities vary, and may not write there.
@@ -102,10 +104,12 @@ export class PostgresDoor implements ExportDoorType {
   async open(services: DoorServices): Promise<OpenDoor> {
     const { record, events, nodeId } = services;
     const [host, port] = splitEndpoint(record.endpoint ?? "");
-    const target = record.pushdown && record.credentials ? pushdownTarget(record.id, versionMarker) : undefined;
+    const login = isDatabaseCredentials(record.credentials) ? record.credentials : undefined;
+    const target = record.pushdown && login ? pushdownTarget(record.id, versionMarker) : undefined;
     const pushdown =
       target &&
-      new VerdictTables({ target, connection: { host, port, user: record.credentials!.user, password: record.credentials!.password, ssl: pgSslOf(record) }, decider: services.decider, decisions: this.settings.decisions, nc: services.nc, log: services.log });
+      login &&
+      new VerdictTables({ target, connection: { host, port, user: login.user, password: login.password, ssl: pgSslOf(record) }, decider: services.decider, decisions: this.settings.decisions, nc: services.nc, log: services.log });
     const server = await PostgresExportServer.listen({
       exportId: record.id,
       host: services.listenHost,

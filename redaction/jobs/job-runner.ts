@@ -2,8 +2,7 @@ import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { Logger } from "pino";
 import { flowOf } from "../../decision/engine";
 import { redactionJob, type JobError, type JobRecord, type JobStats } from "../../actors/redaction/job-actor";
-import { JsonRedactor } from "../json-redactor";
-import { csvRedactor } from "../threaded-csv-redactor";
+import { documentRedactor } from "../document-stream";
 import { DocumentError, type CsvThreading, type DocumentRedactor, type RedactionTally } from "../types";
 import { DocumentSubjects } from "./subjects";
 import { RuntimeError } from "../../actors/runtime/errors";
@@ -65,7 +64,7 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
       userState: (userId) => deps.decisions.userState(userId),
       events: runtime.events,
     });
-    redactor = job.format === "csv" ? csvRedactor(plan, decisions, deps.csvThreading) : new JsonRedactor(plan, decisions, job.format === "json" ? "array" : "lines");
+    redactor = documentRedactor(job.format, plan, decisions, deps.csvThreading);
     writer = new ChunkWriter(js, DocumentSubjects.output(job.jobName, attempt));
     let lastReport = Date.now();
     let bytesProcessed = 0;

@@ -287,3 +287,42 @@ test("the factory parses, describes without the key, and creates verifiers", () 
   assert.equal(verifier.type, "cloud");
   assert.equal(verifier.profile, "dev");
 });
+
+// ---- the S3 convention (object-storage exports: docs/cloud-signing.md "S3 clients") ----
+
+/** AWS's documented S3 SigV4 example "GET Object" (examplebucket, test.txt, Range bytes=0-9). */
+const s3Example = { id: "AKIAIOSFODNN7EXAMPLE", key: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", region: "us-east-1", at: Date.UTC(2013, 4, 24, 0, 0, 0) };
+
+function s3GetObject(convention?: "s3"): Credential {
+  const headers = {
+    host: "examplebucket.s3.amazonaws.com",
+    range: "bytes=0-9",
+    "x-amz-content-sha256": emptySha256,
+    "x-amz-date": "20130524T000000Z",
+    authorization: `AWS4-HMAC-SHA256 Credential=${s3Example.id}/20130524/us-east-1/s3/aws4_request,SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41`,
+  };
+  return { type: "cloudSigningCredentials", request: signedRequestFrom({ method: "GET", url: "/test.txt", headers, bodySha256: emptySha256, ...(convention ? { convention } : {}) }) };
+}
+
+test("S3 convention: AWS's S3 GET Object example verifies (service s3); the warden scheme refuses the s3 service", async () => {
+  const clock = () => s3Example.at;
+  const verifier = verifierWith({ id: s3Example.id, key: s3Example.key, region: s3Example.region }, clock);
+  assert.deepEqual(await verifier.verify(s3GetObject("s3")), { subject: s3Example.id, assertions: [] });
+  await rejected(verifierWith({ id: s3Example.id, key: s3Example.key, region: s3Example.region }, clock), s3GetObject(), /service 's3' is not 'warden'/);
+});
+
+test("S3 convention: the path is signed as sent (not encoded twice); UNSIGNED-PAYLOAD only without a body", () => {
+  assert.equal(canonicalUri("/docs/a%20b.csv", "s3"), "/docs/a%20b.csv");
+  assert.equal(canonicalUri("/docs/a%20b.csv"), "/docs/a%2520b.csv");
+  const request = (body: string, convention?: "s3"): SignedRequest => ({
+    method: "GET",
+    path: "/docs/x.csv",
+    query: "",
+    headers: { host: "h", "x-amz-date": "20260115T120000Z", "x-amz-content-sha256": unsignedPayload, authorization: `AWS4-HMAC-SHA256 Credential=${profile.id}/20260115/${profile.region}/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=${"0".repeat(64)}` },
+    bodySha256: sha256Hex(body),
+    ...(convention ? { convention } : {}),
+  });
+  assert.deepEqual(parsed(request("", "s3")).payloadHashes, [unsignedPayload]);
+  assert.match((parseSignature(request("a body", "s3")) as { error: string }).error, /UNSIGNED-PAYLOAD is refused/);
+  assert.match((parseSignature(request("")) as { error: string }).error, /UNSIGNED-PAYLOAD is refused/);
+});

@@ -1,0 +1,119 @@
+import { createReadStream, rmSync, statSync } from "node:fs";
+import { request as httpRequest } from "node:http";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { startNats } from "../testkit/nats";
+import { peakRss } from "../testkit/memory";
+import { NodeProcess } from "../testkit/node-process";
+import { freePort } from "../testkit/ports";
+import { S3Store } from "../testkit/s3";
+import { tempDir } from "../testkit/temp";
+import { reportFigure } from "./report";
+import { setUpBenchPolicy, writeBenchCsv } from "./csv-fixture";
+
+/**
+ * GetObject of a CSV through an objectstore export (redacted as it streams, with the redaction
+ * engine's worker threads) against GetObject of the same object directly from the same store
+ * (s3rver), interleaved rounds, medians. The node is its own process, so its peak RSS is its
+ * own. BENCH_MB sets the object's size (default 200; 1024 for the 1 GiB figure), BENCH_ROUNDS
+ * the rounds (default 3). Target: at least 0.7x of direct, node RSS under 300 MiB.
+ */
+const megabytes = Number(process.env.BENCH_MB ?? 200);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const users = 2000;
+
+/** One GET read to its end as fast as it comes: bytes and milliseconds; throws unless 200 and complete. */
+function timedGet(port: number, path: string): Promise<{ bytes: number; ms: number }> {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest({ host: "127.0.0.1", port, path }, (response) => {
+      let bytes = 0;
+      response.on("data", (chunk: Buffer) => (bytes += chunk.length));
+      response.on("end", () => (response.statusCode === 200 && response.complete ? resolve({ bytes, ms: performance.now() - started }) : reject(new Error(`GET ${path}: ${response.statusCode}, complete ${response.complete}`))));
+      response.on("error", reject);
+    });
+    outgoing.on("error", reject);
+    outgoing.end();
+  });
+}
+
+/** Stores the file in the store as it is read (no SDK buffering a large body). */
+function upload(port: number, path: string, file: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest({ host: "127.0.0.1", port, path, method: "PUT", headers: { "content-type": "text/csv", "content-length": String(statSync(file).size) } }, (response) => {
+      response.resume();
+      response.on("end", () => (response.statusCode === 200 ? resolve() : reject(new Error(`upload: ${response.statusCode}`))));
+    });
+    outgoing.on("error", reject);
+    createReadStream(file, { highWaterMark: 1 << 20 }).pipe(outgoing);
+  });
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+async function main(): Promise<void> {
+  const dir = tempDir("bench-objectstore");
+  const input = join(dir, "input.csv");
+  const generated = await writeBenchCsv(input, megabytes, users);
+  const bytes = statSync(input).size;
+  process.stdout.write(`${generated.rows} rows, ${(bytes / 2 ** 20).toFixed(0)} MiB\n`);
+  const store = await S3Store.start(["bench"]);
+  await upload(store.port, "/bench/input.csv", input);
+  rmSync(dir, { recursive: true, force: true });
+
+  const nats = await startNats();
+  const exportPort = await freePort();
+  const node = await NodeProcess.start({ nodeId: "bench-objectstore", natsUrl: nats.url, env: { LOG_LEVEL: "warn" } });
+  try {
+    await setUpBenchPolicy(node.url, users);
+    const created = await fetch(`${node.url}/export`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ type: "objectstore", endpoint: store.endpoint, resolverGroup: "bench", metadata: { type: "platformUse", purposeId: "service" }, port: exportPort }),
+    });
+    if (created.status !== 200) throw new Error(`export not created: ${await created.text()}`);
+    for (let tries = 0; tries < 100; tries++) {
+      if ((await fetch(`http://127.0.0.1:${exportPort}/`).catch(() => undefined)) !== undefined) break;
+      await sleep(100);
+    }
+    const directMs: number[] = [];
+    const exportMs: number[] = [];
+    let outBytes = 0;
+    for (let round = 0; round < rounds; round++) {
+      const direct = await timedGet(store.port, "/bench/input.csv");
+      if (direct.bytes !== bytes) throw new Error(`the store gave ${direct.bytes} of ${bytes} bytes`);
+      directMs.push(direct.ms);
+      const redacted = await timedGet(exportPort, "/bench/input.csv");
+      outBytes = redacted.bytes;
+      exportMs.push(redacted.ms);
+      process.stdout.write(`round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s, through the export ${(redacted.ms / 1000).toFixed(2)} s (${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n`);
+    }
+    const rss = peakRss(node.child.pid!);
+    const view = (await (await fetch(`${node.url}/export`)).json()) as { exports: Array<{ serving: { rows: { in: number; kept: number } } }> };
+    const rows = view.exports[0]!.serving.rows;
+    if (rows.kept !== generated.kept * rounds) throw new Error(`kept ${rows.kept} rows, expected ${generated.kept * rounds}`);
+    const direct = median(directMs);
+    const through = median(exportMs);
+    const rate = (ms: number) => `${(bytes / 2 ** 20 / (ms / 1000)).toFixed(1)} MiB/s`;
+    process.stdout.write(
+      `${[
+        `direct GetObject median:       ${(direct / 1000).toFixed(2)} s (${rate(direct)})`,
+        `through the export median:     ${(through / 1000).toFixed(2)} s (${rate(through)}; ${(outBytes / 2 ** 20).toFixed(0)} MiB redacted out)`,
+        `ratio export / direct: ${(direct / through).toFixed(2)}x (target >= 0.7x)`,
+        `node peak RSS: ${(rss / 2 ** 20).toFixed(0)} MiB (target < 300 MiB)`,
+      ].join("\n")}\n`,
+    );
+    reportFigure({ figure: `objectstore GetObject through the export vs direct (${megabytes} MiB CSV)`, measured: `${(through / 1000).toFixed(2)} s`, baseline: `${(direct / 1000).toFixed(2)} s`, ratio: direct / through, target: ">= 0.7x", met: direct / through >= 0.7 });
+    reportFigure({ figure: `objectstore GetObject (${megabytes} MiB): node peak RSS`, measured: `${(rss / 2 ** 20).toFixed(0)} MiB`, baseline: "-", ratio: rss / (300 * 2 ** 20), target: "< 300 MiB", met: rss < 300 * 2 ** 20 });
+  } finally {
+    await node.stop();
+    await nats.stop();
+    await store.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${(error as Error).stack ?? String(error)}\n`);
+  process.exit(1);
+});

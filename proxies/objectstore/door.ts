@@ -1,0 +1,84 @@
+import { isObjectstoreCredentials } from "../../actors/export/export-actor";
+import { HandlerError } from "../../actors/runtime/errors";
+import type { ExportBody } from "../../api/types";
+import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
+import { refuseField } from "../../exports/endpoint";
+import type { CsvThreading } from "../../redaction/types";
+import { formatKeyProblem } from "./object-formats";
+import { ObjectServer } from "./object-server";
+import { ObjectStore } from "./object-store";
+import { bucketName } from "./s3-operation";
+
+function invalid(path: string, problem: string, message = `${path} ${problem}`): never {
+  throw new HandlerError("EXPORT_INVALID", message, { details: [{ path, problem }] });
+}
+
+/** The store's S3 endpoint: `http://host:port` or `https://host:port`, nothing after the port. */
+export function storeEndpoint(endpoint: string): URL {
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return invalid("endpoint", "must be http://host:port", `endpoint '${endpoint}' is not http://host:port`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") invalid("endpoint", "must be http://host:port", `endpoint '${endpoint}' is not http:// or https://`);
+  if (url.username || url.password) invalid("endpoint", "must not carry credentials", "the endpoint must not carry credentials: give them as credentials (never shown)");
+  if ((url.pathname !== "/" && url.pathname !== "") || url.search || url.hash || !/^https?:\/\/[^/]+\/?$/.test(endpoint)) invalid("endpoint", "must be http://host:port", `endpoint '${endpoint}' has a path or query: name the store only (path-style buckets are added per request)`);
+  return url;
+}
+
+/**
+ * Object-storage exports (docs/objectstore-export.md): an S3 endpoint in front of an
+ * S3-compatible store that hands out CSV, JSON and NDJSON documents redacted per record.
+ */
+export class ObjectstoreDoor implements ExportDoorType {
+  readonly type = "objectstore" as const;
+
+  constructor(private readonly settings: { csvThreading: CsvThreading }) {}
+
+  validate(body: ExportBody): void {
+    if (body.endpoint === undefined) invalid("endpoint", "required: http://host:port", "an objectstore export needs the S3 endpoint of its store (http://host:port)");
+    storeEndpoint(body.endpoint);
+    if (body.credentials && !isObjectstoreCredentials(body.credentials)) refuseField(this.type, "credentials", "an objectstore export signs with {accessKeyId, secretAccessKey, region?, sessionToken?}, not {user, password}");
+    for (const option of ["strict", "pushdown", "backendTls", "backendCa"] as const) if (body[option] !== undefined) refuseField(this.type, option, "an objectstore export runs no SQL and reaches its store by the endpoint's scheme (https:// for TLS)");
+    // S3 clients sign requests; they send no bearer tokens whose audience this would set.
+    if (body.resourceServerId !== undefined) refuseField(this.type, "resourceServerId", "an objectstore export takes SigV4-signed requests, not OAuth tokens");
+    for (const [index, bucket] of (body.buckets ?? []).entries()) if (!bucketName.test(bucket)) invalid(`buckets[${index}]`, "must be an S3 bucket name (3-63 of a-z 0-9 . -)");
+    for (const [name, format] of Object.entries(body.formats ?? {})) {
+      const problem = formatKeyProblem(name);
+      if (problem) invalid(`formats.${name}`, problem);
+      if (format !== "csv" && format !== "json" && format !== "ndjson") invalid(`formats.${name}`, "must be csv, json or ndjson");
+    }
+  }
+
+  async open(services: DoorServices): Promise<OpenDoor> {
+    const { record } = services;
+    const store = new ObjectStore(storeEndpoint(record.endpoint ?? ""), isObjectstoreCredentials(record.credentials) ? record.credentials : undefined);
+    const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
+    try {
+      return await ObjectServer.listen({
+        record,
+        host: services.listenHost,
+        store,
+        decider: services.decider,
+        auth,
+        audit: services.audit,
+        events: services.events,
+        nodeId: services.nodeId,
+        logger: services.log,
+        threading: this.settings.csvThreading,
+        tls: services.tls && { cert: services.tls.cert, key: services.tls.key },
+        overrides: services.overrides,
+      }).then((server) => ({
+        serving: () => server.serving(),
+        close: async () => {
+          await server.close();
+          store.close();
+        },
+      }));
+    } catch (error) {
+      store.close();
+      throw error;
+    }
+  }
+}

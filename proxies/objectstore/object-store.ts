@@ -1,0 +1,88 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { Readable } from "node:stream";
+import { Hash } from "@smithy/hash-node";
+import { SignatureV4 } from "@smithy/signature-v4";
+import type { ObjectstoreCredentials } from "../../actors/export/export-actor";
+import { uriEncode } from "../../auth/cloud-signature";
+
+/** The signing region when the export's credentials name none (what S3-compatible stores expect by default). */
+export const defaultStoreRegion = "us-east-1";
+/** A store that sends nothing for this long (headers or body) is given up on: the client's request fails. */
+const storeIdleMs = 60_000;
+
+export interface StoreRequest {
+  method: string;
+  /** Encoded path, /bucket/key (object-request.ts `storePath`). */
+  path: string;
+  query?: Record<string, string>;
+  headers?: Record<string, string>;
+  /** A write's body, streamed to the store unchanged (signed as UNSIGNED-PAYLOAD). */
+  body?: Readable;
+  /** Aborts the request to the store (the client went away). */
+  signal: AbortSignal;
+}
+
+/**
+ * The export's backing store (an S3-compatible endpoint): requests signed with the export's own
+ * credentials by @smithy/signature-v4 (service `s3`, the path not encoded twice, as S3 wants),
+ * or sent unsigned when the export has none. Connections are kept alive and closed with the door.
+ */
+export class ObjectStore {
+  private readonly agent: HttpAgent;
+  private readonly signer?: SignatureV4;
+
+  constructor(
+    private readonly endpoint: URL,
+    credentials: ObjectstoreCredentials | undefined,
+  ) {
+    this.agent = endpoint.protocol === "https:" ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+    if (credentials) {
+      const { accessKeyId, secretAccessKey, sessionToken } = credentials;
+      this.signer = new SignatureV4({
+        service: "s3",
+        region: credentials.region ?? defaultStoreRegion,
+        credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) },
+        sha256: Hash.bind(null, "sha256"),
+        uriEscapePath: false,
+        applyChecksum: true,
+      });
+    }
+  }
+
+  /** Sends the request; resolves with the store's response once its headers have arrived (any status). */
+  async send(request: StoreRequest): Promise<IncomingMessage> {
+    const { hostname, port, protocol } = this.endpoint;
+    const host = this.endpoint.host;
+    const headers: Record<string, string> = { ...request.headers, host, ...(request.body ? { "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } : {}) };
+    const query = request.query ?? {};
+    const signed = this.signer ? (await this.signer.sign({ method: request.method, protocol, hostname, port: port ? Number(port) : undefined, path: request.path, query, headers })).headers : headers;
+    const search = Object.entries(query)
+      .map(([name, value]) => `${uriEncode(name)}=${uriEncode(value)}`)
+      .join("&");
+    const send = protocol === "https:" ? httpsRequest : httpRequest;
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      const outgoing = send({ protocol, hostname: hostname.replace(/^\[(.*)\]$/, "$1"), port, method: request.method, path: search ? `${request.path}?${search}` : request.path, headers: signed, agent: this.agent });
+      outgoing.setTimeout(storeIdleMs, () => outgoing.destroy(new Error(`the store sent nothing for ${storeIdleMs / 1000} s`)));
+      // Aborting destroys this request only (and its connection): the answer's reader sees the error, nothing else does.
+      const abort = () => outgoing.destroy(new Error("the client's request ended before the store's answer"));
+      if (request.signal.aborted) abort();
+      else request.signal.addEventListener("abort", abort, { once: true });
+      outgoing.once("close", () => request.signal.removeEventListener("abort", abort));
+      outgoing.once("response", (response) => {
+        // Errors reach whoever reads the answer; an answer nobody reads any more must not throw them at the process.
+        response.on("error", () => undefined);
+        resolve(response);
+      });
+      outgoing.on("error", reject);
+      if (request.body) {
+        request.body.once("error", (error) => outgoing.destroy(error));
+        request.body.pipe(outgoing);
+      } else outgoing.end();
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}

@@ -1,0 +1,119 @@
+import { createHash } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import { Readable } from "node:stream";
+import type { RecordPlan } from "../../decision/record-redaction";
+import { documentRedactor, redactedChunks } from "../../redaction/document-stream";
+import { documentFormats, DocumentError, type CsvThreading, type DocumentFormat, type RedactionTally } from "../../redaction/types";
+import type { ExportDecider } from "../../exports/export-decider";
+import { ExportDecisionSource } from "./export-decision-source";
+import { S3Error } from "./s3-errors";
+
+/** The redacted document is handed to the client in pieces of about this size: what a slow reader holds at most beyond the redactor's blocks. */
+const outputHighWaterMark = 1 << 20;
+
+export interface RedactedObject {
+  /** Headers of the answer: no length (chunked), a derived ETag and Last-Modified, never cached. */
+  headers: Record<string, string>;
+  body: Readable;
+}
+
+/**
+ * The ETag of a redacted document: derived from the stored object's and the export's mapping,
+ * weak because the same object gives other bytes when a user's decision changes, so that no
+ * cache or client mistakes it for the stored object's (whose ETag is its bytes' digest).
+ */
+export function redactedEtag(exportId: string, mappingKey: string, stored: IncomingMessage): string {
+  const digest = createHash("sha256").update(`${exportId}\0${mappingKey}\0${stored.headers.etag ?? ""}\0${stored.headers["last-modified"] ?? ""}`).digest("hex");
+  return `W/"${digest.slice(0, 32)}"`;
+}
+
+/**
+ * A stored document redacted as it streams: the store's body goes through the redaction engine
+ * of its format and out to the client, read from the store only as fast as the client reads.
+ * The first output (the CSV header, or the first records) is produced before the answer starts,
+ * so a document refused at once is an S3 error; a failure later (a malformed row, the store
+ * failing, a decision that cannot be made) errors the body, which cuts the chunked answer off
+ * without its last chunk: the client sees a failed transfer, never a short document as whole.
+ */
+export async function redactedObject(options: {
+  exportId: string;
+  stored: IncomingMessage;
+  format: DocumentFormat;
+  decider: ExportDecider;
+  plan: RecordPlan;
+  mappingKey: string;
+  threading: CsvThreading;
+  /** Called once when the document ends: complete, failed (with the error) or abandoned by the client. */
+  onEnd: (outcome: "complete" | "failed" | "abandoned", tally: RedactionTally | undefined, error?: Error) => void;
+}): Promise<RedactedObject> {
+  const { stored, format, plan } = options;
+  const redactor = documentRedactor(format, plan, new ExportDecisionSource(options.decider, plan), options.threading);
+  const chunks = redactedChunks(redactor, stored as AsyncIterable<Buffer>);
+  let ended = false;
+  const end = (outcome: "complete" | "failed" | "abandoned", error?: Error) => {
+    if (ended) return;
+    ended = true;
+    let tally: RedactionTally | undefined;
+    try {
+      tally = redactor.tally();
+    } catch {
+      tally = undefined;
+    }
+    options.onEnd(outcome, tally, error);
+  };
+  let first: IteratorResult<Buffer>;
+  try {
+    first = await chunks.next();
+  } catch (error) {
+    stored.destroy();
+    end("failed", error as Error);
+    throw documentFailure(error);
+  }
+  async function* body(): AsyncGenerator<Buffer> {
+    let finished = false;
+    try {
+      if (first.done) {
+        finished = true;
+        return;
+      }
+      yield first.value;
+      for (;;) {
+        const next = await chunks.next();
+        if (next.done) break;
+        yield next.value;
+      }
+      finished = true;
+      end("complete");
+    } catch (error) {
+      end("failed", error as Error);
+      throw error;
+    } finally {
+      // The client went away (the answer was destroyed): the store's request is dropped with it.
+      if (!finished) {
+        stored.destroy();
+        await chunks.return(undefined).catch(() => undefined);
+        end("abandoned");
+      } else if (first.done) end("complete");
+    }
+  }
+  const contentType = typeof stored.headers["content-type"] === "string" ? stored.headers["content-type"] : documentFormats[format];
+  return {
+    headers: {
+      "content-type": contentType,
+      etag: redactedEtag(options.exportId, options.mappingKey, stored),
+      "last-modified": new Date().toUTCString(),
+      "cache-control": "no-store",
+      "accept-ranges": "none",
+    },
+    body: Readable.from(body(), { objectMode: false, highWaterMark: outputHighWaterMark }),
+  };
+}
+
+/** A document the engine refused before anything was sent, as the client's error (its line or record, never its bytes). */
+function documentFailure(error: unknown): S3Error {
+  if (error instanceof DocumentError) {
+    const where = error.where.line !== undefined ? ` (line ${error.where.line})` : error.where.record !== undefined ? ` (record ${error.where.record})` : "";
+    return new S3Error("InvalidObjectState", `the object is not a well-formed document and cannot be redacted: ${error.code}${where}`, { status: 422 });
+  }
+  return new S3Error("InternalError", "the object could not be redacted now; nothing was released", { cause: error });
+}

@@ -1,0 +1,353 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, request as httpRequest, type Server, type ServerResponse } from "node:http";
+import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListBucketsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { AuditRecord } from "../../actors/runtime/event-log";
+import type { NatsServerProcess } from "../../service/nats-server";
+import { realisticPolicy } from "../../testkit/policy";
+import { createPopulation, populationIds } from "../fixtures/population";
+import { call as request, type Body } from "../../testkit/http";
+import { connectTo, startNats, storedMessages, storedTraceRecords } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+import { freePorts } from "../../testkit/ports";
+import { S3Store, s3rverCredentials } from "../../testkit/s3";
+import { s3Client, s3Failure } from "../helpers/s3-client";
+import { listening, until } from "../../testkit/wait";
+
+const cluster = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
+const columns = ["users.id", "users.email", "users.login", "users.name", "users.clicks", "users.secret"];
+const records = populationIds.map((id, n) => ({ "users.id": id, "users.email": `${id || "nobody"}@example.com`, "users.login": `login-${id}`, "users.name": `Name ${id}`, "users.clicks": n, "users.secret": `s3cret-${n}` }));
+const csv = `${columns.join(",")}\n${records.map((r) => columns.map((c) => String(r[c as keyof typeof r])).join(",")).join("\n")}\n`;
+const json = JSON.stringify(records);
+const ndjson = `${records.map((r) => JSON.stringify(r)).join("\n")}\n`;
+
+/** A raw GET of the export: status, headers, and the body as far as it came (`complete`: the chunked answer ended properly). */
+function rawGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string; complete: boolean }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = httpRequest({ host: "127.0.0.1", port, path, headers }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on("data", (chunk: Buffer) => chunks.push(chunk));
+      const settle = (complete: boolean) => resolve({ status: response.statusCode!, headers: response.headers, body: Buffer.concat(chunks).toString("utf8"), complete });
+      response.on("end", () => settle(response.complete));
+      response.on("error", () => settle(false));
+      response.on("aborted", () => settle(false));
+    });
+    outgoing.on("error", reject);
+    outgoing.end();
+  });
+}
+
+describe("objectstore exports: an S3 endpoint handing out documents redacted per record", () => {
+  let nats: NatsServerProcess;
+  let store: S3Store;
+  let nodes: NodeProcess[] = [];
+  let nc: NatsConnection;
+  let ports: number[];
+  let direct: S3Client;
+  const dead = new Set<NodeProcess>();
+  const live = () => nodes.find((n) => !dead.has(n))!;
+  const call = (method: string, path: string, body?: unknown) => request(live(), method, path, body);
+  const objectstoreBody = (extra: Record<string, unknown> = {}) => ({ type: "objectstore", endpoint: store.endpoint, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, ...extra });
+  const created = async (extra: Record<string, unknown>): Promise<Body> => {
+    const answer = await call("PUT", "/export", objectstoreBody(extra));
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    await until("the export listens", () => listening(answer.body.listen.port));
+    return answer.body;
+  };
+
+  /** What /redact/document makes of the same document: the engines are the same, so the export must give these bytes. */
+  const redactedByJob = async (contentType: string, document: string): Promise<string> => {
+    const upload = await fetch(`${live().url}/redact/document?purposeId=service&type=platformUse&mappingGroup=users-table`, { method: "PUT", headers: { "content-type": contentType }, body: document });
+    const job = (await upload.json()) as Body;
+    assert.equal(upload.status, 200, JSON.stringify(job));
+    await until("the redaction job completes", async () => (await call("GET", `/redact/progress?jobName=${job.jobName}`)).body.status === "complete");
+    return (await fetch(`${live().url}/redact/document?jobName=${job.jobName}`)).text();
+  };
+
+  before(async () => {
+    nats = await startNats();
+    store = await S3Store.start(["docs", "hidden"]);
+    ports = await freePorts(6);
+    nodes = await NodeProcess.startAll(["os-1", "os-2"].map((nodeId) => ({ nodeId, natsUrl: nats.url, env: { ...cluster, EXPORT_PORTS: `${ports[5]}-${ports[5]}` } })));
+    assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
+    await createPopulation(call);
+    nc = await connectTo(nats.url);
+    direct = s3Client(store.port, { credentials: s3rverCredentials });
+    const put = (Bucket: string, Key: string, Body: string, ContentType?: string) => direct.send(new PutObjectCommand({ Bucket, Key, Body, ...(ContentType ? { ContentType } : {}) }));
+    await put("docs", "people.csv", csv, "text/csv");
+    await put("docs", "people.json", json, "application/json");
+    await put("docs", "people.ndjson", ndjson, "application/octet-stream");
+    await put("docs", "by-suffix/people.csv", csv, "binary/octet-stream");
+    await put("docs", "picture.png", "\x89PNG not a document", "image/png");
+    await put("docs", "ragged.csv", "users.id,users.email\naccepted,a@x,extra\n", "text/csv");
+    await put("hidden", "people.csv", csv, "text/csv");
+  });
+
+  after(async () => {
+    direct?.destroy();
+    await nc?.close();
+    await Promise.all(nodes.filter((n) => !dead.has(n)).map((n) => n.kill()));
+    await store?.stop();
+    await nats?.stop();
+  });
+
+  test("PUT /export: bad bodies are refused naming the field and create nothing; credentials are never read back; stop, start and delete close and open the port", async () => {
+    const refused: Array<[Record<string, unknown>, string]> = [
+      [objectstoreBody({ endpoint: undefined }), "endpoint"],
+      [objectstoreBody({ endpoint: "127.0.0.1:9000" }), "endpoint"],
+      [objectstoreBody({ endpoint: `${store.endpoint}/docs` }), "endpoint"],
+      [objectstoreBody({ endpoint: "ftp://127.0.0.1:21" }), "endpoint"],
+      [objectstoreBody({ credentials: { user: "u", password: "p" } }), "credentials"],
+      // Export credentials need an enforced component (nothing is enforced on these nodes).
+      [objectstoreBody({ credentials: { accessKeyId: "S3RVER", secretAccessKey: "S3RVER" } }), "credentials"],
+      [objectstoreBody({ strict: true }), "strict"],
+      [objectstoreBody({ backendTls: "require" }), "backendTls"],
+      [objectstoreBody({ resourceServerId: "aud" }), "resourceServerId"],
+      [objectstoreBody({ buckets: ["Not_A_Bucket"] }), "buckets[0]"],
+      [objectstoreBody({ formats: { csv: "csv" } }), "formats.csv"],
+      [objectstoreBody({ resolverGroup: "nope" }), "resolverGroup"],
+      [{ type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, buckets: ["docs"] }, "buckets"],
+      [{ type: "postgres", endpoint: "127.0.0.1:5432", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, credentials: { accessKeyId: "A", secretAccessKey: "B" } }, "credentials"],
+    ];
+    for (const [body, path] of refused) {
+      const answer = await call("PUT", "/export", body);
+      assert.equal(answer.status, 400, `${path}: ${JSON.stringify(answer.body)}`);
+      assert.equal(answer.body.error.code, "ERR_EXPORT_INVALID");
+      assert.equal(answer.body.error.details[0].path, path, JSON.stringify(answer.body));
+    }
+    assert.deepEqual((await call("GET", "/export")).body.exports, [], "nothing was created by a refused body");
+
+    const body = await created({ port: ports[0], buckets: ["docs"], formats: { ".data": "csv" } });
+    const id: string = body.id;
+    assert.equal(body.type, "objectstore");
+    assert.equal(body.endpoint, store.endpoint);
+    assert.equal(body.backendIdentity, "client");
+    assert.deepEqual(body.buckets, ["docs"]);
+    const client = s3Client(ports[0]!);
+    const got = await client.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }));
+    assert.match(await got.Body!.transformToString(), /^users\.id,/);
+
+    assert.equal((await call("PUT", `/export/stop?id=${id}`)).body.status, "inactive");
+    await until("the port closes", async () => !(await listening(ports[0]!)));
+    assert.equal((await call("PUT", `/export/start?id=${id}`)).body.status, "active");
+    await until("the port opens again", () => listening(ports[0]!));
+    assert.equal((await client.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))).$metadata.httpStatusCode, 200);
+    const listed = (await call("GET", `/export?id=${id}`)).body;
+    assert.ok(listed.serving.rows.in > 0, JSON.stringify(listed.serving));
+    assert.equal((await call("DELETE", `/export?id=${id}`)).status, 200);
+    await until("the port closes for good", async () => !(await listening(ports[0]!)));
+    assert.equal((await call("GET", `/export?id=${id}`)).status, 404);
+    client.destroy();
+
+    const audit = await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT");
+    const events = audit.filter((m) => m.data.category === "objectstore" && m.data.details?.exportId === id).map((m) => m.data.event);
+    assert.ok(events.filter((e) => e === "port.opened").length >= 2 && events.includes("port.closed"), events.join(","));
+  });
+
+  test("GetObject streams CSV, JSON and NDJSON redacted as /redact/document redacts them: what the store hands out raw does not pass", async () => {
+    const body = await created({ port: ports[1] });
+    const client = s3Client(ports[1]!);
+    const unsigned = s3Client(ports[1]!, { unsigned: true });
+    for (const [key, contentType, document] of [
+      ["people.csv", "text/csv", csv],
+      ["by-suffix/people.csv", "text/csv", csv],
+      ["people.json", "application/json", json],
+      ["people.ndjson", "application/x-ndjson", ndjson],
+    ] as const) {
+      const raw = await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: key }))).Body!.transformToString();
+      assert.ok(raw.includes("s3cret-0") && raw.includes("not-accepted@example.com"), `${key}: the store itself hands out every row and field`);
+      const expected = await redactedByJob(contentType, document);
+      for (const [what, sdk] of [["signed", client], ["unsigned", unsigned]] as const) {
+        const answer = await sdk.send(new GetObjectCommand({ Bucket: "docs", Key: key }));
+        const text = await answer.Body!.transformToString();
+        assert.equal(text, expected, `${key} (${what}): the export's bytes are the redaction engine's`);
+        assert.ok(!text.includes("s3cret") && !text.includes("not-accepted"), `${key}: no unmapped field, no row of a user who may not be used`);
+        assert.equal(answer.ContentLength, undefined, `${key}: no length (chunked), never the stored one`);
+        assert.match(answer.ETag ?? "", /^W\/"[0-9a-f]{32}"$/);
+      }
+    }
+    assert.ok(csv.split("\n")[0] === (await redactedByJob("text/csv", csv)).split("\n")[0], "the header row is kept");
+
+    // Raw HTTP: chunked, a derived ETag unlike the stored one, a request id.
+    const stored = await direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "people.csv" }));
+    const raw = await rawGet(ports[1]!, "/docs/people.csv");
+    assert.equal(raw.status, 200);
+    assert.equal(raw.headers["transfer-encoding"], "chunked");
+    assert.equal(raw.headers["content-length"], undefined);
+    assert.notEqual(raw.headers.etag, stored.ETag);
+    assert.equal(raw.headers["cache-control"], "no-store");
+    assert.match(String(raw.headers["x-amz-request-id"]), /^[0-9A-F]{16}$/);
+
+    // Each user was decided and traced before their rows went out; the door traced each object's summary.
+    const traces = await storedTraceRecords<Body>(nc, "warden.trace.export.>");
+    const users = traces.filter((t) => t.record.kind === "export.user" && t.record.exportId === body.id).map((t) => t.record.userId);
+    for (const userId of ["accepted", "not-accepted", "child"]) assert.ok(users.includes(userId), `${userId} decided and traced`);
+    const objects = traces.filter((t) => t.record.kind === "export.object" && t.record.exportId === body.id);
+    assert.ok(objects.some((t) => t.record.key === "people.csv" && t.record.outcome === "complete" && t.record.rowsIn === records.length), JSON.stringify(objects.map((o) => o.record)));
+    client.destroy();
+    unsigned.destroy();
+  });
+
+  test("HeadObject, ListObjectsV2 and ListBuckets pass within `buckets`; Range, unknown formats, malformed documents, writes and other operations are refused as S3 errors, and audited", async () => {
+    const body = await created({ port: ports[2], buckets: ["docs"] });
+    const client = s3Client(ports[2]!);
+    const head = await client.send(new HeadObjectCommand({ Bucket: "docs", Key: "people.csv" }));
+    assert.equal(head.ContentLength, Buffer.byteLength(csv), "HeadObject shows the stored size (documented)");
+    assert.match(head.ETag ?? "", /^W\//);
+    const listing = await client.send(new ListObjectsV2Command({ Bucket: "docs", Prefix: "people" }));
+    assert.deepEqual(listing.Contents?.map((c) => c.Key).sort(), ["people.csv", "people.json", "people.ndjson"]);
+    const buckets = await client.send(new ListBucketsCommand({}));
+    assert.deepEqual(buckets.Buckets?.map((b) => b.Name), ["docs"], "a bucket outside `buckets` is not listed");
+    assert.deepEqual((await direct.send(new ListBucketsCommand({}))).Buckets?.map((b) => b.Name).sort(), ["docs", "hidden"], "the store itself lists both");
+
+    const hidden = await s3Failure(client.send(new GetObjectCommand({ Bucket: "hidden", Key: "people.csv" })));
+    assert.deepEqual([hidden.code, hidden.status], ["AccessDenied", 403]);
+    const picture = await s3Failure(client.send(new GetObjectCommand({ Bucket: "docs", Key: "picture.png" })));
+    assert.deepEqual([picture.code, picture.status], ["AccessDenied", 403]);
+    assert.match(picture.message, /not a document this export redacts/);
+    const range = await s3Failure(client.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv", Range: "bytes=0-10" })));
+    assert.deepEqual([range.code, range.status], ["NotImplemented", 501]);
+    const rangeDirect = await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv", Range: "bytes=0-200" }));
+    assert.match(await rangeDirect.Body!.transformToString(), /s3cret|not-accepted/, "a range of the stored object is raw bytes: the export must not pass it");
+    const ragged = await s3Failure(client.send(new GetObjectCommand({ Bucket: "docs", Key: "ragged.csv" })));
+    assert.equal(ragged.status, 422);
+    assert.match(ragged.message, /CSV_RAGGED_ROW \(line 2\)/);
+    const missing = await s3Failure(client.send(new GetObjectCommand({ Bucket: "docs", Key: "nothing.csv" })));
+    assert.deepEqual([missing.code, missing.status], ["NoSuchKey", 404]);
+    const put = await s3Failure(client.send(new PutObjectCommand({ Bucket: "docs", Key: "new.csv", Body: "users.id\nx\n" })));
+    assert.deepEqual([put.code, put.status], ["AccessDenied", 403]);
+    const del = await s3Failure(client.send(new DeleteObjectCommand({ Bucket: "docs", Key: "people.csv" })));
+    assert.deepEqual([del.code, del.status], ["AccessDenied", 403]);
+    assert.equal((await direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "people.csv" }))).$metadata.httpStatusCode, 200, "nothing was deleted");
+
+    const acl = await rawGet(ports[2]!, "/docs/people.csv?acl");
+    assert.equal(acl.status, 501);
+    assert.match(acl.body, /<Error><Code>NotImplemented<\/Code><Message>[^<]+<\/Message><Resource>\/docs\/people.csv<\/Resource><RequestId>[0-9A-F]{16}<\/RequestId><\/Error>/);
+    assert.equal(acl.headers["x-amz-request-id"], /<RequestId>([0-9A-F]+)</.exec(acl.body)![1]);
+    const v1 = await rawGet(ports[2]!, "/docs");
+    assert.equal(v1.status, 501);
+    const again = await rawGet(ports[2]!, "/docs/people.csv?acl");
+    assert.notEqual(/<RequestId>([0-9A-F]+)</.exec(again.body)![1], /<RequestId>([0-9A-F]+)</.exec(acl.body)![1], "a request id per request");
+
+    const audit = await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT");
+    const refusals = audit.filter((m) => m.data.category === "objectstore" && m.data.event === "request.refused" && m.data.details?.exportId === body.id).map((m) => m.data.details?.code);
+    for (const code of ["AccessDenied", "NotImplemented"]) assert.ok(refusals.includes(code), `${code} audited: ${refusals.join(",")}`);
+    client.destroy();
+  });
+
+  test("allowWrites: PutObject, CopyObject and DeleteObject pass unchanged (within `buckets`)", async () => {
+    await created({ port: ports[3], buckets: ["docs"], allowWrites: true });
+    const client = s3Client(ports[3]!);
+    await client.send(new PutObjectCommand({ Bucket: "docs", Key: "written.csv", Body: csv, ContentType: "text/csv" }));
+    assert.equal(await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "written.csv" }))).Body!.transformToString(), csv, "the store got the body unchanged");
+    await client.send(new CopyObjectCommand({ Bucket: "docs", Key: "copied.csv", CopySource: "docs/written.csv" }));
+    assert.equal(await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "copied.csv" }))).Body!.transformToString(), csv, "copied by the store");
+    assert.equal((await s3Failure(client.send(new PutObjectCommand({ Bucket: "hidden", Key: "x.csv", Body: csv })))).code, "AccessDenied", "a bucket outside `buckets` is refused");
+    assert.equal((await s3Failure(client.send(new CopyObjectCommand({ Bucket: "docs", Key: "y.csv", CopySource: "hidden/people.csv" })))).code, "AccessDenied", "a copy's source outside `buckets` too");
+    await assert.rejects(direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "y.csv" })), "nothing was copied out of a hidden bucket");
+    await client.send(new DeleteObjectCommand({ Bucket: "docs", Key: "written.csv" }));
+    const gone = await s3Failure(direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "written.csv" })));
+    assert.equal(gone.status, 404);
+    client.destroy();
+  });
+
+  test("a store failing midway cuts the client's stream off (never a short document ended cleanly); a client that goes away aborts the store's request; a slow reader holds the store back", async () => {
+    // A store (fake, in addition to s3rver) that streams an endless CSV as fast as it is taken, or fails after some rows.
+    let written = 0;
+    let closedEarly = 0;
+    let failAfter = Number.POSITIVE_INFINITY;
+    const row = Buffer.from("accepted,a@x,login,Name,1,s3cret\n".repeat(1000));
+    const fake: Server = createServer((req, res: ServerResponse) => {
+      if (req.method === "HEAD") {
+        res.writeHead(200, { "content-type": "text/csv" }).end();
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/csv", etag: '"fake"' });
+      res.write(`${columns.join(",")}\n`);
+      let sent = 0;
+      const pump = () => {
+        while (sent < failAfter) {
+          sent += row.length;
+          written += row.length;
+          if (!res.write(row)) return void res.once("drain", pump);
+        }
+        res.socket?.destroy();
+      };
+      res.on("close", () => {
+        if (!res.writableFinished) closedEarly++;
+      });
+      pump();
+    });
+    await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
+    const fakePort = (fake.address() as { port: number }).port;
+    const answer = await call("PUT", "/export", objectstoreBody({ endpoint: `http://127.0.0.1:${fakePort}`, port: ports[4] }));
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    await until("the export listens", () => listening(ports[4]!));
+
+    // 1. failing midway: the client's chunked answer has no proper end.
+    failAfter = 3 * 1024 * 1024;
+    const cut = await rawGet(ports[4]!, "/docs/endless.csv");
+    assert.equal(cut.status, 200);
+    assert.equal(cut.complete, false, "the answer is cut off, not ended");
+    assert.ok(cut.body.length > 0);
+    const sdkCut = await s3Client(ports[4]!).send(new GetObjectCommand({ Bucket: "docs", Key: "endless.csv" }));
+    await assert.rejects(sdkCut.Body!.transformToString(), "the SDK's stream fails rather than ending");
+
+    // 2. a slow reader (reads nothing for a while): the store is held back (backpressure), memory stays bounded.
+    failAfter = Number.POSITIVE_INFINITY;
+    written = 0;
+    closedEarly = 0;
+    const rssBefore = await nodeRss(live());
+    const slow = await new Promise<{ destroy: () => void; received: () => number }>((resolve) => {
+      const outgoing = httpRequest({ host: "127.0.0.1", port: ports[4]!, path: "/docs/endless.csv" }, (response) => {
+        let received = 0;
+        response.pause();
+        resolve({ destroy: () => outgoing.destroy(), received: () => received });
+        response.on("data", (chunk: Buffer) => (received += chunk.length));
+      });
+      outgoing.end();
+    });
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const held = written;
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    assert.ok(written - held < 4 * 1024 * 1024, `the store was held back while the client read nothing (${written - held} more bytes)`);
+    assert.ok(written < 64 * 1024 * 1024, `bounded: ${written} bytes taken from the store`);
+    const rssDuring = await nodeRss(live());
+    assert.ok(rssDuring - rssBefore < 100 * 1024 * 1024, `node RSS grew by ${rssDuring - rssBefore}`);
+
+    // 3. the client goes away: the store's request is aborted.
+    slow.destroy();
+    await until("the store's request is aborted", async () => closedEarly > 0, 10_000);
+    assert.equal((await call("DELETE", `/export?id=${answer.body.id}`)).status, 200);
+    await new Promise<void>((resolve) => fake.close(() => resolve()));
+    fake.closeAllConnections();
+  });
+
+  test("SIGKILL of the serving node: the export comes back on the survivor, same port, and serves redacted documents", async () => {
+    const body = await created({ port: ports[4] });
+    const serving = (await call("GET", `/export?id=${body.id}`)).body.serving;
+    const owner = nodes.find((n) => n.nodeId === serving.nodeId)!;
+    await owner.kill();
+    dead.add(owner);
+    await until(
+      "the survivor serves the export",
+      async () => {
+        const view = (await call("GET", `/export?id=${body.id}`)).body;
+        return view.serving?.nodeId === live().nodeId && (await listening(ports[4]!));
+      },
+      30_000,
+    );
+    const client = s3Client(ports[4]!);
+    const text = await (await client.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))).Body!.transformToString();
+    assert.equal(text, await redactedByJob("text/csv", csv));
+    client.destroy();
+  });
+});
+
+/** The resident memory of a node process, from /proc. */
+async function nodeRss(node: NodeProcess): Promise<number> {
+  const { readFileSync } = await import("node:fs");
+  const status = readFileSync(`/proc/${node.child.pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+}
