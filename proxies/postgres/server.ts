@@ -4,7 +4,7 @@ import type { SecureContext } from "node:tls";
 import { CancelKeys, honourCancel } from "./cancel-keys";
 import type { BackendEndpoint } from "./session/backend-tls";
 import { fatalMessage, ProxySession } from "./session";
-import { addRowCounts, emptyRowCounts } from "./row-counts";
+import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
 import { UserIdMemo } from "./user-id-memo";
 import type { DirectVerification, ProxyAudit, ProxyLimits, SessionCounts } from "./types";
 import type { RowDecider } from "../../exports/row-decider";
