@@ -2,6 +2,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { ExportDoors } from "../exports/door";
 import type { DecisionService } from "../ports/decision-service";
+import { MysqlDoor } from "../proxies/mysql/door";
 import { PipelineDoor } from "../proxies/pipeline/door";
 import { PostgresDoor } from "../proxies/postgres/door";
 import { defaultProxyLimits } from "../proxies/postgres/types";
@@ -24,6 +25,7 @@ export function exportDoors(settings: ExportDoorSettings): { doors: ExportDoors;
   const doors: ExportDoors = {
     postgres,
     pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas }),
+    mysql: new MysqlDoor(),
   };
   return { doors, postgres };
 }

@@ -1,0 +1,45 @@
+import { flowOf } from "../../decision/engine";
+import type { ExportBody } from "../../api/types";
+import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
+import { checkHostPortEndpoint, refuseField, splitEndpoint } from "../../exports/endpoint";
+import { MysqlExportServer } from "./server";
+import { defaultMysqlLimits, type MysqlLimits } from "./session/session-deps";
+
+/**
+ * MySQL exports (docs/mysql-export.md): a MySQL-protocol proxy in front of a MariaDB or MySQL
+ * server. Sessions run on the node's own loop.
+ */
+export class MysqlDoor implements ExportDoorType {
+  readonly type = "mysql" as const;
+
+  constructor(private readonly limits: MysqlLimits = defaultMysqlLimits) {}
+
+  validate(body: ExportBody): void {
+    if (body.cloudSigning) refuseField(this.type, "cloudSigning", "a mysql export's clients cannot sign requests");
+    if (body.resourceServerId !== undefined) refuseField(this.type, "resourceServerId", "a mysql export takes passwords, not OAuth tokens");
+    // TLS to the backend is not built for MySQL exports yet: refused rather than stored and ignored.
+    for (const option of ["backendTls", "backendCa"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a mysql export connects to its backend in plain TCP (docs/mysql-export.md)");
+    if (body.strict !== undefined && body.strict) refuseField(this.type, "strict", "strict predicates are not built for mysql exports yet (docs/mysql-export.md)");
+    checkHostPortEndpoint(this.type, body.endpoint);
+  }
+
+  async open(services: DoorServices): Promise<OpenDoor> {
+    const { record, events, nodeId } = services;
+    const [host, port] = splitEndpoint(record.endpoint ?? "");
+    return MysqlExportServer.listen({
+      exportId: record.id,
+      host: services.listenHost,
+      port: record.listen.port,
+      backend: { host, port },
+      decider: services.decider,
+      audit: services.audit,
+      limits: this.limits,
+      ...(services.tls ? { tls: services.tls.context } : {}),
+      ...(services.verification ? { verification: services.verification } : {}),
+      policy: { allowWrites: record.allowWrites === true },
+      onConnectionEnd: (connectionId, counts, identity) =>
+        // A closing connection's summary answers nobody: a failure to store it is logged and counted by the event log.
+        void events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
+    });
+  }
+}
