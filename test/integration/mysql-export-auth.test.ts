@@ -6,7 +6,14 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { connect } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import mysql from "mysql2/promise";
+import { Capability, hasCapability } from "../../protocols/mysql/capabilities";
+import { decodeHandshake } from "../../protocols/mysql/handshake";
+import { encodeHandshakeResponse } from "../../protocols/mysql/handshake-response";
+import { encodePacket } from "../../protocols/mysql/packets";
+import { encodeSslRequest } from "../../protocols/mysql/ssl-request";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
@@ -93,6 +100,28 @@ describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
     assert.equal(one, undefined, "an expression names no user: no row");
     await c.end();
     await assert.rejects(open(asClient, reader.user, reader.password, { ssl: { rejectUnauthorized: true } }), /self[- ]signed|certificate/i, "a client that does not trust the certificate refuses it");
+  });
+
+  test("an SSLRequest and the TLS ClientHello in one TCP segment: the bytes after the request go to TLS", async () => {
+    const socket = connect({ host: "127.0.0.1", port: asClient });
+    socket.on("error", () => undefined);
+    const greeting = await new Promise<Buffer>((resolve) => socket.once("data", resolve));
+    const handshake = decodeHandshake(greeting.subarray(4));
+    assert.ok(hasCapability(handshake.capabilities, Capability.Ssl), "the export offers TLS");
+    const capabilities = (Capability.Protocol41 | Capability.SecureConnection | Capability.PluginAuth | Capability.Ssl) >>> 0;
+    socket.cork();
+    socket.write(encodePacket(encodeSslRequest({ capabilities, maxPacketSize: 1 << 24, characterSet: 45, mariaDbCapabilities: 0 }), 1));
+    const secure = tlsConnect({ socket, ca, servername: "localhost" });
+    setImmediate(() => socket.uncork());
+    await new Promise<void>((resolve, reject) => {
+      secure.once("secureConnect", resolve);
+      secure.once("error", reject);
+    });
+    secure.write(encodePacket(encodeHandshakeResponse({ capabilities, maxPacketSize: 1 << 24, characterSet: 45, mariaDbCapabilities: 0, username: reader.user, authResponse: Buffer.alloc(0), authPluginName: "mysql_native_password" }), 2));
+    const answer = await new Promise<Buffer>((resolve) => secure.once("data", resolve));
+    assert.equal(answer[4], 0xfe, "the export asks for the cleartext password (an auth switch) over the TLS session");
+    assert.ok(answer.includes(Buffer.from("mysql_clear_password")));
+    secure.destroy();
   });
 
   test("direct verification: a wrong password is refused by the export (1045), before MariaDB is asked", async () => {

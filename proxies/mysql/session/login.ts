@@ -13,6 +13,7 @@ import { decodeOkPacket, encodeOkPacket, isOkPacket } from "../../../protocols/m
 import { isSslRequest } from "../../../protocols/mysql/ssl-request";
 import { ServerStatus } from "../../../protocols/mysql/status-flags";
 import type { PacketChannel } from "./packet-channel";
+import { carrying } from "./tls-carrier";
 import type { MysqlSessionDeps } from "./session-deps";
 
 /**
@@ -88,10 +89,12 @@ export class MysqlLogin {
     let tls = false;
     if (isSslRequest(first.payload)) {
       if (!deps.tls) return this.refuse(accessDenied, "this export does not offer TLS", "protocol.invalid");
-      if (client.buffered > 0) return this.refuse({ code: 1043, sqlState: "08S01" }, "bytes sent before the TLS handshake are refused", "protocol.invalid");
-      const secure = new TLSSocket(client.socket, { isServer: true, secureContext: deps.tls });
-      secure.on("error", () => secure.destroy());
-      client.upgrade(secure);
+      // MySQL clients start TLS right after the SSLRequest, unanswered: bytes already here are their ClientHello.
+      client.upgrade((leftover) => {
+        const secure = new TLSSocket(leftover.length > 0 ? carrying(client.socket, leftover) : client.socket, { isServer: true, secureContext: deps.tls });
+        secure.on("error", () => secure.destroy());
+        return secure;
+      });
       tls = true;
       first = await client.next();
     }

@@ -11,17 +11,22 @@ export class ChannelClosed extends Error {}
  * One side of a MySQL connection as packets: reads put back together (PacketReader), sends
  * framed with the side's own sequence ids. Each side numbers its packets itself: the proxy drops
  * rows and answers refusals, so ids are never copied from the other side. Reading is pulled
- * (`next`), so a session handles one packet at a time and the socket is paused while packets wait.
+ * (`next`): packets are taken from the received bytes only when asked for (so the bytes after an
+ * SSLRequest, a TLS ClientHello, stay bytes), and the socket is paused while too many wait.
  */
 export class PacketChannel {
   /** The sequence id of the next packet sent (each received packet sets it to the one after its last). */
   sequence = 0;
-  private reader: PacketReader;
+  private readonly reader: PacketReader;
+  /** Packets taken from the reader by a look-ahead (`queued`), not yet by `next`. */
   private queue: Packet[] = [];
   private waiting?: { resolve: (packet: Packet) => void; reject: (error: Error) => void };
   private closed?: Error;
   private paused = false;
   private pendingWrites: Buffer[] = [];
+  /** Bytes pushed and not flushed yet. */
+  pendingBytes = 0;
+  private readonly onData = (chunk: Buffer) => this.received(chunk);
 
   constructor(
     public socket: Socket,
@@ -31,74 +36,82 @@ export class PacketChannel {
     this.listen(socket);
   }
 
-  private readonly onData = (chunk: Buffer) => this.received(chunk);
-
   private listen(socket: Socket): void {
     socket.on("data", this.onData);
     socket.once("close", () => this.fail(new ChannelClosed("connection closed")));
   }
 
-  /** TLS started on this side: packets now come from the TLS socket (the plain socket's bytes are TLS records). */
-  upgrade(socket: Socket): void {
+  /** TLS starts on this side: the bytes received after the last packet taken (the client's first TLS bytes) go to TLS, whose socket `secure` makes of them. */
+  upgrade(secure: (leftover: Buffer) => Socket): void {
     this.socket.off("data", this.onData);
-    this.socket = socket;
-    this.listen(socket);
-  }
-
-  /** Bytes received and not yet taken as packets (a client must send nothing during the TLS handshake). */
-  get buffered(): number {
-    return this.reader.buffered + this.queue.length;
+    const leftover = this.reader.drain();
+    this.queue = [];
+    this.socket = secure(leftover);
+    this.listen(this.socket);
   }
 
   private received(chunk: Buffer): void {
     this.reader.push(chunk);
-    try {
-      for (let packet = this.reader.next(); packet; packet = this.reader.next()) {
-        if (this.waiting) {
-          const { resolve } = this.waiting;
-          this.waiting = undefined;
-          this.taken(packet);
-          resolve(packet);
-        } else this.queue.push(packet);
+    if (this.waiting) {
+      const packet = this.take();
+      if (packet) {
+        const { resolve } = this.waiting;
+        this.waiting = undefined;
+        resolve(packet);
       }
-    } catch (error) {
-      this.fail(error as Error);
-      this.socket.destroy();
-      return;
     }
-    if (!this.paused && this.reader.buffered + this.queue.length * 64 > pauseAbove) {
+    if (!this.paused && !this.waiting && this.reader.buffered > pauseAbove) {
       this.paused = true;
       this.socket.pause();
     }
   }
 
-  private taken(packet: Packet): void {
+  /** The next packet from the look-ahead queue or the reader; a malformed stream closes the channel. */
+  private take(): Packet | undefined {
+    let packet: Packet | undefined;
+    try {
+      packet = this.queue.length > 0 ? this.queue.shift() : this.reader.next();
+    } catch (error) {
+      this.fail(error as Error);
+      this.socket.destroy();
+      return undefined;
+    }
+    if (!packet) return undefined;
     this.sequence = (packet.lastSequenceId + 1) & 0xff;
-    if (this.paused && this.queue.length < 64 && this.reader.buffered < pauseAbove / 4) {
+    if (this.paused && this.reader.buffered < pauseAbove / 4) {
       this.paused = false;
       this.socket.resume();
     }
+    return packet;
   }
 
   /** The next packet if one is here already (no promise per packet on the hot path). */
   tryNext(): Packet | undefined {
-    if (this.queue.length === 0) return undefined;
-    const packet = this.queue.shift()!;
-    this.taken(packet);
-    return packet;
+    if (this.closed && this.queue.length === 0 && this.reader.buffered === 0) return undefined;
+    return this.take();
   }
 
-  /** Packets received and not taken yet (looked at, never taken, by the row look-ahead). */
+  /** Packets received and not taken yet, looked at (never taken) by the row look-ahead. */
   queued(): readonly Packet[] {
+    try {
+      for (let packet = this.reader.next(); packet; packet = this.reader.next()) this.queue.push(packet);
+    } catch {
+      // Left for `take` to report when the session reaches it.
+    }
     return this.queue;
   }
 
   /** The next packet; rejects with ChannelClosed when the peer closes first. */
   next(): Promise<Packet> {
-    const ready = this.tryNext();
+    const ready = this.take();
     if (ready) return Promise.resolve(ready);
     if (this.closed) return Promise.reject(this.closed);
     if (this.waiting) return Promise.reject(new Error("two readers of one channel"));
+    // A packet larger than the pause threshold needs the rest of its bytes.
+    if (this.paused) {
+      this.paused = false;
+      this.socket.resume();
+    }
     return new Promise((resolve, reject) => (this.waiting = { resolve, reject }));
   }
 
@@ -111,7 +124,9 @@ export class PacketChannel {
 
   /** Frames `payload` with the next sequence ids; held until `flush` (one write per batch of packets). */
   push(payload: Buffer): void {
-    this.pendingWrites.push(encodePacket(payload, this.sequence));
+    const packet = encodePacket(payload, this.sequence);
+    this.pendingWrites.push(packet);
+    this.pendingBytes += packet.length;
     this.sequence = nextSequenceId(this.sequence, payload.length);
   }
 
@@ -120,6 +135,7 @@ export class PacketChannel {
     if (this.pendingWrites.length === 0) return undefined;
     const bytes = this.pendingWrites.length === 1 ? this.pendingWrites[0]! : Buffer.concat(this.pendingWrites);
     this.pendingWrites = [];
+    this.pendingBytes = 0;
     if (this.socket.destroyed) return undefined;
     if (this.socket.write(bytes)) return undefined;
     return new Promise((resolve) => {

@@ -78,7 +78,16 @@ export class RowDecisions {
     this.counts.rowsKept++;
     this.counts.valuesNulled += mask.nulled;
     this.client.push(mask.whole ? payload : this.masked(payload, mask));
-    if (this.client.socket.writableNeedDrain) await this.client.flush();
+    await this.sendSome();
+  }
+
+  /**
+   * Rows go out in batches: when 64 KiB are waiting, or when no more rows are here yet (so a slow
+   * backend's rows are not held back). A full client socket makes the flush wait for it to
+   * drain, and the backend is read no further meanwhile (its socket pauses past 1 MiB).
+   */
+  private async sendSome(): Promise<void> {
+    if (this.client.pendingBytes >= 65536 || this.backend.queued().length === 0) await this.client.flush();
   }
 
   private masked(payload: Buffer, mask: RowMask): Buffer {
