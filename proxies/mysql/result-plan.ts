@@ -29,9 +29,17 @@ function plainColumns(entries: readonly OutputEntry[], count: number): Array<Out
   return out;
 }
 
-function mappedField(mapping: MappingView, column: ColumnDefinition): MappedField | undefined {
+/** Whether the mapping's field `recordField` applies to a column of (`schema`, `table`): the relation is the one the mapping names (session/backend-catalog.ts). */
+export type RelationCheck = (recordField: string, schema: string, table: string) => boolean;
+
+/** The mapped field of a column: `database.table.column` first, then `table.column`, each only for the relation it names. */
+function mappedField(mapping: MappingView, column: ColumnDefinition, relationMaps: RelationCheck): MappedField | undefined {
   const { schema, orgTable, orgName } = column;
-  return mapping.fields.get(`${schema}.${orgTable}.${orgName}`) ?? mapping.fields.get(`${orgTable}.${orgName}`) ?? mapping.fields.get(`${schema}.${orgTable}.${orgName}`.toLowerCase()) ?? mapping.fields.get(`${orgTable}.${orgName}`.toLowerCase());
+  for (const key of [`${schema}.${orgTable}.${orgName}`, `${orgTable}.${orgName}`]) {
+    const field = mapping.fields.get(key);
+    if (field && relationMaps(field.recordField, schema, orgTable)) return field;
+  }
+  return undefined;
 }
 
 /**
@@ -39,13 +47,15 @@ function mappedField(mapping: MappingView, column: ColumnDefinition): MappedFiel
  * only when both agree: the parse tree says its position is a plain column of the outer SELECT
  * (no expression, no grouping, no set operation), and the server reports it as a column of one
  * of the SELECT's base-table instances: the instance's alias as `table`, its table as
- * `org_table`, its database as `schema` when the statement names one, and the column the
+ * `org_table`, its database (the one the statement names, else the session's `database`) as
+ * `schema`, and the column the
  * statement names as `org_name`. The alias tells two instances of one table apart (self-joins);
- * `org_table`/`org_name` alone could not. Each instance's user is read from its own
+ * `org_table`/`org_name` alone could not. The mapping applies only to the relation it names
+ * (`relationMaps`: a view or table of the same name elsewhere does not take it). Each instance's user is read from its own
  * resource-context columns in the same result; an instance whose user column is not in the
  * result decides nothing (its values are NULL). Without a shape, nothing is attributed.
  */
-export function planMysqlResult(columns: readonly ColumnDefinition[], shape: SelectShape | undefined, mapping: MappingView): MysqlResultPlan {
+export function planMysqlResult(columns: readonly ColumnDefinition[], shape: SelectShape | undefined, mapping: MappingView, relationMaps: RelationCheck, database: string | undefined): MysqlResultPlan {
   const count = columns.length;
   const categories: Array<string | undefined> = new Array(count).fill(undefined);
   const groupOf: number[] = new Array(count).fill(-1);
@@ -61,13 +71,14 @@ export function planMysqlResult(columns: readonly ColumnDefinition[], shape: Sel
     if (entry === undefined || (entry !== "star-range" && entry.kind === "expression")) return;
     if (!column.table || !column.orgTable || !column.orgName || !column.schema) return;
     const instance = shape.instances.get(column.table);
-    if (!instance || instance.table.toLowerCase() !== column.orgTable.toLowerCase()) return;
-    if (instance.db !== null && instance.db.toLowerCase() !== column.schema.toLowerCase()) return;
+    // Exact: database and table names are case-sensitive on the server (lower_case_table_names=0), and a view reports the alias it is read under as org_table and its base table's database as schema.
+    if (!instance || instance.table !== column.orgTable) return;
+    if ((instance.db ?? database) !== column.schema) return;
     if (entry !== "star-range") {
       if (entry.table !== null && entry.table !== column.table) return;
       if (entry.kind === "column" && entry.column.toLowerCase() !== column.orgName.toLowerCase()) return;
     }
-    const field = mappedField(mapping, column);
+    const field = mappedField(mapping, column, relationMaps);
     if (field) attributed[i] = { alias: instance.alias, field };
   });
   // One group per instance with a resource-context column in the result; its user columns in mapping order.

@@ -48,7 +48,7 @@ export class MysqlSession {
       clearTimeout(timer);
       this.identity.user = login.user;
       if (login.database !== undefined) this.identity.database = login.database;
-      await new CommandPhase(deps, client, backend, login.capabilities, this.counts).run();
+      await new CommandPhase(deps, client, backend, login.capabilities, this.counts, login.database).run();
       this.close();
     } catch (error) {
       clearTimeout(timer);

@@ -264,4 +264,32 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     }
     client.close();
   });
+
+  // Last: once this view exists, the unqualified `users.*` mapping names two relations and maps neither (for connections opened after).
+  test("a view or a table named like a mapped table in another database does not take the mapping", async () => {
+    const admin = await mysql.createConnection({ ...db.connectionOptions, multipleStatements: true });
+    // And a table of the same name holding a copy made elsewhere, the dropped user's email under the allowed user's id.
+    await admin.query(`CREATE DATABASE other2; CREATE TABLE other2.users AS SELECT '${ALLOWED}' AS id, email FROM app.users WHERE id = '${DROPPED}'; GRANT SELECT ON other2.* TO '${reader.user}'@'127.0.0.1'`);
+    await admin.query(`CREATE DATABASE other; CREATE VIEW other.users AS SELECT a.id AS id, b.email AS email FROM app.users a JOIN app.users b ON a.id = '${ALLOWED}' AND b.id = '${DROPPED}'; GRANT SELECT ON other.* TO '${reader.user}'@'127.0.0.1'`);
+    await admin.end();
+    const fresh = await open(readOnlyPort);
+    const straight = await open(db.port);
+    try {
+      const exported = await assertBlocked("SELECT id, email FROM other.users", "a look-alike view", { via: () => fresh });
+      assert.deepEqual(exported.rows, []);
+      const copy = await assertBlocked("SELECT id, email FROM other2.users", "a base table named like the mapped one in another database", { via: () => fresh });
+      assert.deepEqual(copy.rows, [], "users.* names two base tables now: it maps neither");
+      // Unqualified, from the view's database: MariaDB reports the view's columns with its base table's database (app).
+      await straight.query("USE other");
+      await fresh.query("USE other");
+      const leaked = await attempt(straight, "SELECT id, email FROM users");
+      assert.ok(leaksIn(leaked.text).includes(droppedEmail), `straight from MariaDB the view shows the value: ${leaked.text}`);
+      const shown = await attempt(fresh, "SELECT id, email FROM users");
+      assert.deepEqual(leaksIn(shown.text), []);
+      assert.deepEqual(shown.rows, []);
+    } finally {
+      await fresh.end();
+      await straight.end();
+    }
+  });
 });

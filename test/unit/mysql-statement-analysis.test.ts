@@ -93,7 +93,7 @@ describe("MySQL statement analysis (node-sql-parser, MariaDB grammar)", () => {
 describe("MySQL result plans: the parse and the server's column definitions must agree", () => {
   test("a self-join: each value in its own instance's group, told apart by the alias the server reports", () => {
     const shape = shapeOf("SELECT a.id, a.email, b.id, b.email FROM users a JOIN users b ON a.id = b.id");
-    const plan = planMysqlResult([column("a", "users", "id"), column("a", "users", "email"), column("b", "users", "id"), column("b", "users", "email")], shape, mapping);
+    const plan = planMysqlResult([column("a", "users", "id"), column("a", "users", "email"), column("b", "users", "id"), column("b", "users", "email")], shape, mapping, () => true, "app");
     assert.deepEqual(plan.groups, [[0], [2]]);
     assert.deepEqual(plan.groupOf, [0, 0, 1, 1]);
     assert.deepEqual(plan.categories, [undefined, "contact", undefined, "contact"]);
@@ -101,20 +101,24 @@ describe("MySQL result plans: the parse and the server's column definitions must
 
   test("nothing is attributed when the two disagree or the instance's user column is missing", () => {
     const shape = shapeOf("SELECT a.id, a.email, b.email FROM users a JOIN users b ON a.id = b.id");
-    const swapped = planMysqlResult([column("a", "users", "id"), column("b", "users", "email"), column("b", "users", "email")], shape, mapping);
+    const swapped = planMysqlResult([column("a", "users", "id"), column("b", "users", "email"), column("b", "users", "email")], shape, mapping, () => true, "app");
     assert.deepEqual(swapped.groupOf, [0, -1, -1], "the server says b where the parse says a: not attributed; b has no user column: not attributed");
-    const derived = planMysqlResult([column("x", "x", "id", "id", ""), column("x", "x", "email", "email", "")], shapeOf("SELECT x.id, x.email FROM (SELECT id, email FROM users) x"), mapping);
+    const derived = planMysqlResult([column("x", "x", "id", "id", ""), column("x", "x", "email", "email", "")], shapeOf("SELECT x.id, x.email FROM (SELECT id, email FROM users) x"), mapping, () => true, "app");
     assert.deepEqual(derived.groups, []);
-    const counted = planMysqlResult([column("users", "users", "id"), expression("email")], shapeOf("SELECT id, email FROM users"), mapping);
+    const counted = planMysqlResult([column("users", "users", "id"), expression("email")], shapeOf("SELECT id, email FROM users"), mapping, () => true, "app");
     assert.deepEqual(counted.groupOf, [0, -1], "an expression where the parse expects a column: NULL");
-    const wrongCount = planMysqlResult([column("users", "users", "id")], shapeOf("SELECT id, email FROM users"), mapping);
+    const wrongCount = planMysqlResult([column("users", "users", "id")], shapeOf("SELECT id, email FROM users"), mapping, () => true, "app");
     assert.deepEqual(wrongCount.groups, [], "a column count the parse does not expect: nothing");
-    const otherDb = planMysqlResult([column("users", "users", "id", "id", "other"), column("users", "users", "email", "email", "other")], shapeOf("SELECT id, email FROM app.users"), mapping);
+    const otherDb = planMysqlResult([column("users", "users", "id", "id", "other"), column("users", "users", "email", "email", "other")], shapeOf("SELECT id, email FROM app.users"), mapping, () => true, "app");
     assert.deepEqual(otherDb.groups, [], "the statement names app, the server reports another database");
+    const session = planMysqlResult([column("users", "users", "id"), column("users", "users", "email")], shapeOf("SELECT id, email FROM users"), mapping, () => true, "other");
+    assert.deepEqual(session.groups, [], "an unqualified table of the session's database (other), reported in app: a view over app's table, not attributed");
+    const caseOnly = planMysqlResult([column("users", "users", "id"), column("users", "users", "email")], shapeOf("SELECT id, email FROM App.users"), mapping, () => true, "app");
+    assert.deepEqual(caseOnly.groups, [], "database names are compared exactly (App is not app on the server)");
   });
 
   test("stars: every column the server reports for an instance of the star", () => {
-    const plan = planMysqlResult([column("u", "users", "id"), column("u", "users", "email"), column("u", "users", "secret"), column("o", "orders", "user_id"), column("o", "orders", "item")], shapeOf("SELECT * FROM users u JOIN orders o ON o.user_id = u.id"), mapping);
+    const plan = planMysqlResult([column("u", "users", "id"), column("u", "users", "email"), column("u", "users", "secret"), column("o", "orders", "user_id"), column("o", "orders", "item")], shapeOf("SELECT * FROM users u JOIN orders o ON o.user_id = u.id"), mapping, () => true, "app");
     assert.deepEqual(plan.groups, [[0], [3]]);
     assert.deepEqual(plan.categories, [undefined, "contact", undefined, undefined, "usage"]);
     assert.deepEqual(plan.groupOf, [0, 0, -1, 1, 1]);

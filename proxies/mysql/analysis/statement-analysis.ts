@@ -11,7 +11,7 @@ export interface Instance {
 /** One item of the outer select list as the parse tree says. */
 export type OutputEntry = { kind: "column"; table: string | null; column: string } | { kind: "star"; table: string | null } | { kind: "expression" };
 
-/** What the outer SELECT reads and returns: enough to attribute each result column with the server's column definitions. */
+/** What the outer SELECT reads and returns: enough to attribute each result column with the server's column definitions (with the session's database for unqualified names). */
 export interface SelectShape {
   /** Base-table instances by alias (exact: aliases are case-sensitive on the server). */
   instances: ReadonlyMap<string, Instance>;
@@ -35,6 +35,8 @@ export type StatementAnalysis =
   | { kind: "select"; shape: SelectShape }
   /** SHOW WARNINGS / SHOW ERRORS: level and code pass, texts are replaced. */
   | { kind: "diagnostics" }
+  /** USE: the session's database becomes `db` once the server says OK. */
+  | { kind: "use"; db: string }
   /** Anything else allowed: its rows (SHOW, DESCRIBE...) have no attributable instance and are dropped. */
   | { kind: "other"; write: boolean };
 
@@ -104,6 +106,7 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
   if (never) return refusal("denied", "statement.refused", `${never}: refused by the export`);
   if (type === "select") return analyseSelect(statement, policy);
   if (type === "transaction") return analyseTransaction(statement, policy);
+  if (type === "use" && typeof statement.db === "string") return { kind: "use", db: statement.db };
   if (readTypes.has(type)) return { kind: "other", write: false };
   if (type === "set") return policy.allowWrites ? { kind: "other", write: true } : refusal("readOnly", "statement.refused", "SET is refused by a read-only export (session variables can turn read-only off); allowWrites: true allows it");
   if (!policy.allowWrites) return refusal("readOnly", "statement.refused", `${type.toUpperCase()} is refused: the export is read-only (allowWrites: true allows writes)`);

@@ -17,6 +17,7 @@ import { planMysqlResult } from "../result-plan";
 import { sanitizeError } from "../error-texts";
 import type { StatementAnalysis } from "../analysis/statement-analysis";
 import type { PacketChannel } from "./packet-channel";
+import { BackendCatalog } from "./backend-catalog";
 import { RowDecisions } from "./row-decisions";
 import { SessionFailure } from "./session-failure";
 import type { MysqlSessionCounts, MysqlSessionDeps } from "./session-deps";
@@ -39,6 +40,7 @@ const simpleCommands = new Set<number>([Command.Ping, Command.InitDb, Command.St
 export class CommandPhase {
   private readonly prepared = new Map<number, Prepared>();
   private readonly rows: RowDecisions;
+  private readonly catalog = new BackendCatalog();
 
   constructor(
     private readonly deps: MysqlSessionDeps,
@@ -46,6 +48,8 @@ export class CommandPhase {
     private readonly backend: PacketChannel,
     private readonly capabilities: number,
     readonly counts: MysqlSessionCounts,
+    /** The session's database (unqualified names are its tables): from the login, then COM_INIT_DB and USE once the server says OK. */
+    private database: string | undefined,
   ) {
     this.rows = new RowDecisions(deps, client, backend, counts);
   }
@@ -68,6 +72,7 @@ export class CommandPhase {
       const text = decodeQuery(payload, this.capabilities).sql;
       const analysis = this.analyse(text);
       if (analysis.kind === "refused") return this.refuse(analysis, text);
+      await this.catalogCurrent();
       await this.backend.send(payload);
       await this.results(analysis, text, false);
       return true;
@@ -90,10 +95,18 @@ export class CommandPhase {
     }
     if (code !== undefined && simpleCommands.has(code)) {
       await this.backend.send(payload);
-      await this.simpleAnswer(code === Command.Statistics);
+      const ok = await this.simpleAnswer(code === Command.Statistics);
+      if (ok && code === Command.InitDb) this.database = decodeTextCommand(payload, Command.InitDb);
       return true;
     }
     return this.refuseCommand(code ?? -1, "");
+  }
+
+  /** The catalog of the mapped relations, looked up again when the mapping changed (the backend is idle: between commands). */
+  private async catalogCurrent(): Promise<void> {
+    const mapping = this.deps.decider.mapping();
+    if (this.catalog.key !== mapping.key) await this.catalog.refresh(this.backend, this.capabilities, mapping);
+    this.backend.sequence = 0;
   }
 
   private analyse(text: string): StatementAnalysis {
@@ -133,6 +146,8 @@ export class CommandPhase {
       return true;
     }
     if (payload[5] !== 0) return this.refuseCommand(Command.StmtExecute, "cursors (COM_STMT_EXECUTE with cursor flags) are refused by the export");
+    await this.catalogCurrent();
+    this.backend.sequence = 0;
     await this.backend.send(payload);
     await this.results(prepared.analysis, prepared.text, true);
     return true;
@@ -143,13 +158,18 @@ export class CommandPhase {
     return (this.backend.tryNext() ?? (await this.backend.next())).payload;
   }
 
-  private async simpleAnswer(statistics: boolean): Promise<void> {
+  /** Relays an OK or ERR (or COM_STATISTICS' string); true for an OK. */
+  private async simpleAnswer(statistics: boolean): Promise<boolean> {
     const answer = await this.next();
     if (isErrPacket(answer)) await this.client.send(this.error(answer, undefined));
-    else if (isOkPacket(answer)) await this.client.send(this.ok(answer, false));
+    else if (isOkPacket(answer)) {
+      await this.client.send(this.ok(answer, false));
+      return true;
+    }
     // COM_STATISTICS answers one string of server counters (uptime, threads, queries): no data.
     else if (statistics) await this.client.send(answer);
     else throw this.outOfStep("an answer that is neither OK nor ERR");
+    return false;
   }
 
   /** COM_STMT_PREPARE's answer: the statement is remembered with its analysis; its definitions pass as they are. */
@@ -186,6 +206,7 @@ export class CommandPhase {
       let status: number;
       if (kind === "ok") {
         status = decodeOkPacket(first, this.capabilities).statusFlags;
+        if (current?.kind === "use") this.database = current.db;
         this.client.push(this.ok(first, current?.kind === "other" && current.write));
       } else {
         const end = await this.resultset(first, current, text, binary);
@@ -212,7 +233,7 @@ export class CommandPhase {
     const definitionsEnd = deprecateEof ? undefined : await this.next();
     if (definitionsEnd && !isEofPacket(definitionsEnd)) throw this.outOfStep("column definitions not ended by EOF");
     const mapping = this.deps.decider.mapping();
-    const plan = planMysqlResult(columns, analysis?.kind === "select" ? analysis.shape : undefined, mapping);
+    const plan = planMysqlResult(columns, analysis?.kind === "select" ? analysis.shape : undefined, mapping, (recordField, schema, table) => this.catalog.key === mapping.key && this.catalog.maps(recordField, schema, table), this.database);
     this.client.push(first);
     columns.forEach((column, i) => {
       // A column that is always NULL is not NOT NULL any more.
