@@ -16,7 +16,6 @@ export class MysqlDoor implements ExportDoorType {
 
   validate(body: ExportBody): void {
     if (body.cloudSigning) refuseField(this.type, "cloudSigning", "a mysql export's clients cannot sign requests");
-    if (body.resourceServerId !== undefined) refuseField(this.type, "resourceServerId", "a mysql export takes passwords, not OAuth tokens");
     // TLS to the backend is not built for MySQL exports yet: refused rather than stored and ignored.
     for (const option of ["backendTls", "backendCa"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a mysql export connects to its backend in plain TCP (docs/mysql-export.md)");
     if (body.strict !== undefined && body.strict) refuseField(this.type, "strict", "strict predicates are not built for mysql exports yet (docs/mysql-export.md)");
