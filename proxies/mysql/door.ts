@@ -1,5 +1,5 @@
-import { flowOf } from "../../decision/engine";
 import type { ExportBody } from "../../api/types";
+import { connectionTracer } from "../../exports/connection-trace";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
 import { checkHostPortEndpoint, refuseField, splitEndpoint } from "../../exports/endpoint";
 import { MysqlExportServer } from "./server";
@@ -23,7 +23,7 @@ export class MysqlDoor implements ExportDoorType {
   }
 
   async open(services: DoorServices): Promise<OpenDoor> {
-    const { record, events, nodeId } = services;
+    const { record } = services;
     const [host, port] = splitEndpoint(record.endpoint ?? "");
     return MysqlExportServer.listen({
       exportId: record.id,
@@ -36,9 +36,7 @@ export class MysqlDoor implements ExportDoorType {
       ...(services.tls ? { tls: services.tls.context } : {}),
       ...(services.verification ? { verification: services.verification } : {}),
       policy: { allowWrites: record.allowWrites === true },
-      onConnectionEnd: (connectionId, counts, identity) =>
-        // A closing connection's summary answers nobody: a failure to store it is logged and counted by the event log.
-        void events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
+      onConnectionEnd: connectionTracer(services),
     });
   }
 }

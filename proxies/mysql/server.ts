@@ -4,6 +4,7 @@ import { encodeErrPacket } from "../../protocols/mysql/err-packet";
 import { encodePacket } from "../../protocols/mysql/packets";
 import type { ExportServing } from "../../api/types";
 import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
+import { listenExclusive, sqlServing } from "../../exports/wire-listener";
 import { AnalysisCache } from "./analysis/statement-analysis";
 import { MysqlSession } from "./session";
 import type { MysqlSessionCounts, MysqlSessionDeps } from "./session/session-deps";
@@ -35,14 +36,7 @@ export class MysqlExportServer {
     const server = createServer({ noDelay: true });
     const endpoint = new MysqlExportServer(server, options);
     server.on("connection", (socket) => endpoint.accept(socket));
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen({ host: options.host, port: options.port, exclusive: true }, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-    server.on("error", () => undefined);
+    await listenExclusive(server, options.host, options.port);
     options.audit("info", "port.opened", `export ${options.exportId} listening on ${options.host}:${options.port}`, { exportId: options.exportId, datastore: `${options.backend.host}:${options.backend.port}`, component: "mysql", host: options.host, port: options.port });
     return endpoint;
   }
@@ -78,14 +72,7 @@ export class MysqlExportServer {
   serving(): ExportServing {
     const rows = addRowCounts(emptyRowCounts(), this.totals.rows);
     for (const session of this.sessions) addRowCounts(rows, session.counts);
-    return {
-      host: this.options.host,
-      port: this.options.port,
-      since: this.since,
-      connections: { open: this.sessions.size, total: this.totals.total, refused: this.totals.refused },
-      rows: { in: rows.rowsIn, kept: rows.rowsKept, dropped: rows.rowsDropped, valuesNulled: rows.valuesNulled },
-      statements: { analysed: rows.statements, parsed: rows.statementsParsed },
-    };
+    return sqlServing({ host: this.options.host, port: this.options.port, since: this.since }, { open: this.sessions.size, total: this.totals.total, refused: this.totals.refused }, rows);
   }
 
   /** Closes the port and every connection through it. */

@@ -10,6 +10,8 @@ import type { NatsServerProcess } from "../../service/nats-server";
 import { call as request } from "../../testkit/http";
 import { connectTo, startNats, storedMessages, storedTraceRecords } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
+import { until } from "../../testkit/until";
+import { failOverServingNode } from "../../testkit/export-failover";
 import { realisticPolicy } from "../../testkit/policy";
 import { freePorts } from "../../testkit/ports";
 import { MariaDbServer } from "../fixtures/mariadb-server";
@@ -32,13 +34,6 @@ async function answers(port: number): Promise<boolean> {
   }
 }
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
 
 describe("MySQL export lifecycle (spec 3.1): failover, restart, audit and traces", () => {
   let nats: NatsServerProcess;
@@ -67,22 +62,9 @@ describe("MySQL export lifecycle (spec 3.1): failover, restart, audit and traces
   test("a SIGKILLed serving node: another node serves the export on the same port", async () => {
     const created = await call("PUT", "/export", body({ port: ports[0] }));
     assert.equal(created.status, 200, JSON.stringify(created.body));
-    const id: string = created.body.id;
-    await until("the export answers", () => answers(ports[0]!));
-    let servedBy = "";
-    await until("a node reports serving it", async () => {
-      servedBy = (await call("GET", `/export?id=${id}`)).body.serving?.nodeId ?? "";
-      return servedBy !== "";
-    });
-    const victim = nodes.find((n) => n.options.nodeId === servedBy)!;
-    const survivor = nodes.find((n) => n !== victim)!;
-    const killedAt = Date.now();
-    await victim.kill();
-    nodes = [survivor, victim];
-    await until("the export answers again", () => answers(ports[0]!), 30_000);
-    console.log(`# mysql export answered again ${Date.now() - killedAt} ms after SIGKILL of its serving node (lease ${cluster.LEASE_TTL_MS} ms)`);
-    assert.equal((await call("GET", `/export?id=${id}`, undefined, survivor)).body.serving.nodeId, survivor.options.nodeId);
-    nodes = [survivor];
+    const { survivors, gapMs } = await failOverServingNode(nodes, created.body.id, () => answers(ports[0]!));
+    nodes = survivors;
+    console.log(`# mysql export answered again ${gapMs} ms after SIGKILL of its serving node (lease ${cluster.LEASE_TTL_MS} ms)`);
   });
 
   test("after a restart of every node, active exports listen again and stopped ones stay stopped; audit and traces", async () => {

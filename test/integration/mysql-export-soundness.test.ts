@@ -11,7 +11,6 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import mysql from "mysql2/promise";
 import { compilePolicy } from "../../decision/compiled-policy";
-import type { PolicyConfig } from "../../policy/model";
 import { Capability, hasCapability } from "../../protocols/mysql/capabilities";
 import { Command } from "../../protocols/mysql/commands";
 import { decodeErrPacket, isErrPacket } from "../../protocols/mysql/err-packet";
@@ -22,10 +21,10 @@ import type { NatsServerProcess } from "../../service/nats-server";
 import { call as request } from "../../testkit/http";
 import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
-import { realisticPolicy } from "../../testkit/policy";
 import { freePort } from "../../testkit/ports";
 import { MariaDbServer } from "../fixtures/mariadb-server";
-import { createMysqlPopulation, ordersRows, reader } from "../fixtures/mysql-population";
+import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
+import { itemCategory, ordersRows, policyWithOrders } from "../fixtures/orders-policy";
 import { createPopulation } from "../fixtures/population";
 import { forbiddenValues, verdictsOf, type Verdicts } from "../fixtures/postgres-verdicts";
 import { CodecClient } from "../helpers/mysql-codec-client";
@@ -33,15 +32,6 @@ import { CodecClient } from "../helpers/mysql-codec-client";
 const ALLOWED = "accepted";
 const DROPPED = "not-accepted";
 const droppedEmail = `${DROPPED}@example.com`;
-const itemCategory = "usage";
-
-function policyWithOrders(): PolicyConfig {
-  const policy = realisticPolicy();
-  const group = policy.mappingGroups.find((g) => g.name === "users-table")!;
-  group.fieldMappings.push({ recordField: "orders.user_id", resourceContext: true }, { recordField: "orders.item", categoryId: itemCategory });
-  return policy;
-}
-
 /** What a client got for one statement: its rows, or its error; `text` holds every value and message. */
 interface Outcome {
   rows: unknown[][];
