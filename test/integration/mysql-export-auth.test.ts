@@ -22,7 +22,7 @@ import { freePort } from "../../testkit/ports";
 import { tempDir } from "../../testkit/temp";
 import { selfSignedCertificate } from "../helpers/certificates";
 import { SlapdServer } from "../helpers/slapd";
-import { MariaDbServer } from "../fixtures/mariadb-server";
+import { MariaDbServer } from "../../testkit/mariadb";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { createPopulation } from "../fixtures/population";
 

@@ -14,7 +14,7 @@ import { until } from "../../testkit/until";
 import { failOverServingNode } from "../../testkit/export-failover";
 import { realisticPolicy } from "../../testkit/policy";
 import { freePorts } from "../../testkit/ports";
-import { MariaDbServer } from "../fixtures/mariadb-server";
+import { MariaDbServer } from "../../testkit/mariadb";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { createPopulation } from "../fixtures/population";
 

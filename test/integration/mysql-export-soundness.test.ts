@@ -22,7 +22,7 @@ import { call as request } from "../../testkit/http";
 import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
-import { MariaDbServer } from "../fixtures/mariadb-server";
+import { MariaDbServer } from "../../testkit/mariadb";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { itemCategory, ordersRows, policyWithOrders } from "../fixtures/orders-policy";
 import { createPopulation } from "../fixtures/population";

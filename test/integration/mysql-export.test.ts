@@ -15,7 +15,7 @@ import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { realisticPolicy } from "../../testkit/policy";
 import { freePort } from "../../testkit/ports";
-import { MariaDbServer } from "../fixtures/mariadb-server";
+import { MariaDbServer } from "../../testkit/mariadb";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { createPopulation } from "../fixtures/population";
 import { usersRows } from "../fixtures/postgres-population";
