@@ -126,6 +126,11 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
     const [noUser] = await c.query({ sql: "SELECT email FROM users", rowsAsArray: true });
     assert.deepEqual(noUser, [], "a result without its instance's user column has no user: no row");
     await c.end();
+    // An account that sees every database (performance_schema has a `users` table too): the unqualified mapping still names app.users.
+    const admin = await mysql.createConnection({ ...db.connectionOptions, port });
+    const [asAdmin] = await admin.query({ sql: "SELECT id, email FROM users WHERE id IN ('accepted', 'not-accepted')", rowsAsArray: true });
+    assert.deepEqual(asAdmin, [[null, "accepted@example.com"]]);
+    await admin.end();
   });
 
   test("mysql2 prepared statements (binary protocol): the same decisions", async () => {

@@ -9,6 +9,9 @@ import { decodeTextRow } from "../../../protocols/mysql/text-row";
 import type { MappingView } from "../../../exports/row-decider";
 import type { PacketChannel } from "./packet-channel";
 
+/** The server's own databases: no client creates tables there, and their tables (performance_schema.users) never take a `table.column` mapping. */
+const systemSchemas = new Set(["information_schema", "performance_schema", "mysql", "sys"]);
+
 /** A string literal for the proxy's own query: hex, so no name can change the statement. */
 const hexLiteral = (text: string) => `X'${Buffer.from(text, "utf8").toString("hex")}'`;
 
@@ -17,7 +20,8 @@ const hexLiteral = (text: string) => `X'${Buffer.from(text, "utf8").toString("he
  * server's catalog (information_schema.TABLES) says, looked up on the client's backend connection
  * right after login and again when the mapping changes. A mapped field applies to a column only
  * when its relation is a base table: `database.table` exactly; `table` only when exactly one
- * base table of that name exists in all databases and no view does. A client that can create a
+ * base table of that name exists in all databases but the server's own (performance_schema has
+ * a `users` table) and no view does. A client that can create a
  * view or table named like a mapped table in another database (`other.users` over `app.users`,
  * columns swapped) cannot borrow the mapping. Names are compared as the server reports them.
  */
@@ -67,7 +71,7 @@ export class BackendCatalog {
     }
     // Only names that were asked for count (the server's comparison may be case-insensitive).
     for (const [schema, table, type] of rows) {
-      if (!names.has(table)) continue;
+      if (!names.has(table) || systemSchemas.has(schema.toLowerCase())) continue;
       const named = this.byName.get(table) ?? { base: 0, other: false, schema };
       if (type === "BASE TABLE") {
         named.base++;
