@@ -245,7 +245,7 @@ export class CommandPhase {
     const diagnostics = analysis?.kind === "diagnostics" && columns.map((c) => c.name).join(",") === "Level,Code,Message" ? 2 : undefined;
     this.rows.start(plan, binary, diagnostics);
     for (;;) {
-      const payload = await this.next();
+      const payload = this.backend.tryNext()?.payload ?? (await this.next());
       if (isResultsetEnd(payload, this.capabilities)) {
         const status = this.pushEnd(payload);
         return status;
@@ -255,7 +255,8 @@ export class CommandPhase {
         await this.client.flush();
         return undefined;
       }
-      await this.rows.row(payload);
+      const waiting = this.rows.row(payload);
+      if (waiting) await waiting;
     }
   }
 

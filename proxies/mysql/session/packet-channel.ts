@@ -18,8 +18,9 @@ export class PacketChannel {
   /** The sequence id of the next packet sent (each received packet sets it to the one after its last). */
   sequence = 0;
   private readonly reader: PacketReader;
-  /** Packets taken from the reader by a look-ahead (`queued`), not yet by `next`. */
+  /** Packets taken from the reader by a look-ahead (`queued`), not yet by `next`: those from `head` on. */
   private queue: Packet[] = [];
+  private head = 0;
   private waiting?: { resolve: (packet: Packet) => void; reject: (error: Error) => void };
   private closed?: Error;
   private paused = false;
@@ -46,6 +47,7 @@ export class PacketChannel {
     this.socket.off("data", this.onData);
     const leftover = this.reader.drain();
     this.queue = [];
+    this.head = 0;
     this.socket = secure(leftover);
     this.listen(this.socket);
   }
@@ -70,7 +72,13 @@ export class PacketChannel {
   private take(): Packet | undefined {
     let packet: Packet | undefined;
     try {
-      packet = this.queue.length > 0 ? this.queue.shift() : this.reader.next();
+      if (this.head < this.queue.length) {
+        packet = this.queue[this.head++];
+        if (this.head === this.queue.length) {
+          this.queue = [];
+          this.head = 0;
+        }
+      } else packet = this.reader.next();
     } catch (error) {
       this.fail(error as Error);
       this.socket.destroy();
@@ -87,8 +95,13 @@ export class PacketChannel {
 
   /** The next packet if one is here already (no promise per packet on the hot path). */
   tryNext(): Packet | undefined {
-    if (this.closed && this.queue.length === 0 && this.reader.buffered === 0) return undefined;
+    if (this.closed && !this.hasReceived()) return undefined;
     return this.take();
+  }
+
+  /** Whether bytes or packets received are waiting to be taken. */
+  hasReceived(): boolean {
+    return this.head < this.queue.length || this.reader.buffered > 0;
   }
 
   /** Packets received and not taken yet, looked at (never taken) by the row look-ahead. */
@@ -98,7 +111,7 @@ export class PacketChannel {
     } catch {
       // Left for `take` to report when the session reaches it.
     }
-    return this.queue;
+    return this.queue.slice(this.head);
   }
 
   /** The next packet; rejects with ChannelClosed when the peer closes first. */

@@ -50,35 +50,64 @@ export class RowDecisions {
     this.loadedFor = 0;
   }
 
-  /** One row: pushed to the client whole, masked, or dropped. */
-  async row(payload: Buffer): Promise<void> {
+  /** One row: pushed to the client whole, masked, or dropped. A promise only when the row must wait (a decision, a full client socket). */
+  row(payload: Buffer): Promise<void> | undefined {
     const plan = this.plan!;
     this.counts.rowsIn++;
     if (this.loadedFor > 0 && --this.loadedFor === 0) this.loaded.clear();
     if (this.diagnostics !== undefined && !this.binary) {
       this.diagnosticsRow(payload, plan);
-      return;
+      return this.sendSome();
     }
     if (plan.groups.length === 0) {
       this.counts.rowsDropped++;
-      return;
+      return undefined;
     }
     this.locate(payload, this.values);
-    const missing = this.missingUsers(payload, this.values, new Set());
-    if (missing.size > 0) {
-      this.readAhead(missing);
-      await this.load([...missing]);
-      this.locate(payload, this.values);
+    if (plan.groups.length === 1) {
+      // One instance (the usual case): its user read once, the verdict from memory unless it must be decided.
+      const userId = this.userOf(payload, this.values, plan.groups[0]!);
+      const verdict = userId === undefined ? undefined : this.verdictOf(userId);
+      if (userId !== undefined && !verdict) return this.afterLoad(payload);
+      return this.send(payload, verdict?.allowed ? maskFor(plan, verdict) : undefined);
     }
-    const mask = plan.groups.length === 1 ? this.oneGroupMask(payload, plan) : joinedRowMask(plan, { userOf: (group) => this.userOf(payload, this.values, plan.groups[group]!), verdictOf: (userId) => this.verdictOf(userId), allNull: (group) => this.allNull(group) });
+    for (const group of plan.groups) {
+      const userId = this.userOf(payload, this.values, group);
+      if (userId !== undefined && !this.verdictOf(userId)) return this.afterLoad(payload);
+    }
+    return this.send(payload, this.joinedMask(payload, plan));
+  }
+
+  /** The row's users (and those of the rows received behind it) decided, then the row decided. */
+  private async afterLoad(payload: Buffer): Promise<void> {
+    const plan = this.plan!;
+    const missing = this.missingUsers(payload, this.values, new Set());
+    this.readAhead(missing);
+    await this.load([...missing]);
+    this.locate(payload, this.values);
+    let mask: RowMask | undefined;
+    if (plan.groups.length === 1) {
+      const userId = this.userOf(payload, this.values, plan.groups[0]!);
+      const verdict = userId === undefined ? undefined : this.verdictOf(userId);
+      mask = verdict?.allowed ? maskFor(plan, verdict) : undefined;
+    } else mask = this.joinedMask(payload, plan);
+    await this.send(payload, mask);
+  }
+
+  private joinedMask(payload: Buffer, plan: MysqlResultPlan): RowMask | undefined {
+    return joinedRowMask(plan, { userOf: (group) => this.userOf(payload, this.values, plan.groups[group]!), verdictOf: (userId) => this.verdictOf(userId), allNull: (group) => this.allNull(group) });
+  }
+
+  /** Pushes the row under `mask` (undefined: dropped). */
+  private send(payload: Buffer, mask: RowMask | undefined): Promise<void> | undefined {
     if (!mask) {
       this.counts.rowsDropped++;
-      return;
+      return undefined;
     }
     this.counts.rowsKept++;
     this.counts.valuesNulled += mask.nulled;
     this.client.push(mask.whole ? payload : this.masked(payload, mask));
-    await this.sendSome();
+    return this.sendSome();
   }
 
   /**
@@ -86,8 +115,9 @@ export class RowDecisions {
    * backend's rows are not held back). A full client socket makes the flush wait for it to
    * drain, and the backend is read no further meanwhile (its socket pauses past 1 MiB).
    */
-  private async sendSome(): Promise<void> {
-    if (this.client.pendingBytes >= 65536 || this.backend.queued().length === 0) await this.client.flush();
+  private sendSome(): Promise<void> | undefined {
+    if (this.client.pendingBytes >= 65536 || !this.backend.hasReceived()) return this.client.flush();
+    return undefined;
   }
 
   private masked(payload: Buffer, mask: RowMask): Buffer {
@@ -147,12 +177,6 @@ export class RowDecisions {
 
   private verdictOf(userId: string): RowVerdict | undefined {
     return this.loaded.get(userId) ?? this.deps.decider.verdict(userId);
-  }
-
-  private oneGroupMask(payload: Buffer, plan: MysqlResultPlan): RowMask | undefined {
-    const userId = this.userOf(payload, this.values, plan.groups[0]!);
-    const verdict = userId === undefined ? undefined : this.verdictOf(userId);
-    return verdict?.allowed ? maskFor(plan, verdict) : undefined;
   }
 
   /** The user a group's resource-context columns name in this row (first non-empty). */
