@@ -19,6 +19,7 @@ const benches: Array<{ name: string; env: Record<string, string> }> = [
   { name: "pipeline-stream", env: { BENCH_RECORDS: "10000" } },
   { name: "postgres-export", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "1", BENCH_WARMUP_SECONDS: "2", BENCH_ROWS: "100000", BENCH_ACCOUNTS: "2000" } },
   { name: "postgres-proxy-loops", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "1" } },
+  { name: "mysql-export", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "1", BENCH_WARMUP_SECONDS: "1", BENCH_ROWS: "100000" } },
 ];
 
 const root = join(__dirname, "..", "..");
