@@ -62,6 +62,9 @@ describe("MySQL statement analysis (node-sql-parser, MariaDB grammar)", () => {
         ["HANDLER t OPEN", 1064],
         ["CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a = 1", policy.allowWrites ? 1227 : 1792],
         ["CREATE PROCEDURE p() SELECT 1", 1064],
+        ["SET character_set_client = gbk", 1227],
+        ["SET @@session.character_set_client = 28", 1227],
+        ["SET SESSION collation_connection = 'gbk_chinese_ci'", 1227],
       ] as const) {
         const analysis = analyseStatement(sql, policy);
         assert.equal(analysis.kind, "refused", sql);

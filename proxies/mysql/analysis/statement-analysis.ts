@@ -108,10 +108,22 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
   if (type === "transaction") return analyseTransaction(statement, policy);
   if (type === "use" && typeof statement.db === "string") return { kind: "use", db: statement.db };
   if (readTypes.has(type)) return { kind: "other", write: false };
+  if (type === "set" && setsCharacterSet(statement)) return refusal("denied", "statement.refused", "the connection's character set is fixed at login: a multi-byte character set whose bytes can stand for a quote or backslash would make the server read the statement otherwise than the export's parser");
   if (type === "set") return policy.allowWrites ? { kind: "other", write: true } : refusal("readOnly", "statement.refused", "SET is refused by a read-only export (session variables can turn read-only off); allowWrites: true allows it");
   if (!policy.allowWrites) return refusal("readOnly", "statement.refused", `${type.toUpperCase()} is refused: the export is read-only (allowWrites: true allows writes)`);
   if (type === "create" && /procedure|function|trigger|event/i.test(String(statement.keyword ?? ""))) return refusal("denied", "statement.refused", "stored programs are refused by the export");
   return { kind: "other", write: true };
+}
+
+/** SET of a variable that chooses how the server reads statement bytes (character_set_client, collation_connection...). */
+function setsCharacterSet(statement: Record<string, unknown>): boolean {
+  let found = false;
+  walk(statement.expr, (value) => {
+    if (value.type !== "var") return;
+    const names = [value.name, ...(Array.isArray(value.members) ? value.members : [])];
+    if (names.some((name) => typeof name === "string" && /^(character_set|collation|names|charset)/i.test(name))) found = true;
+  });
+  return found;
 }
 
 function analyseTransaction(statement: Record<string, unknown>, policy: StatementPolicy): StatementAnalysis {

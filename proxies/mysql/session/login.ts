@@ -43,6 +43,13 @@ const passedCapabilities =
 
 const clearPasswordPlugin = "mysql_clear_password";
 
+/**
+ * Collation ids (the handshake's character set) of big5, sjis, gbk, cp932 and gb18030: a byte
+ * 0x5c or 0x27 can be the second byte of one of their characters, so the server would read
+ * string literals otherwise than the export's parser (which reads UTF-8).
+ */
+const quoteUnsafeCollations = new Set([1, 84, 13, 88, 28, 87, 95, 96, 248, 249, 250]);
+
 /** The connection was answered (an error sent, or the peer gone): nothing more to do. */
 export class LoginEnded extends Error {}
 
@@ -99,6 +106,7 @@ export class MysqlLogin {
       first = await client.next();
     }
     const response = decodeHandshakeResponse(first.payload);
+    if (quoteUnsafeCollations.has(response.characterSet)) return this.refuse({ code: 1115, sqlState: "42000" }, "the export takes no character set whose multi-byte characters can end in a quote or backslash byte (big5, sjis, gbk, cp932, gb18030): connect with utf8mb4", "character-set.refused");
     const capabilities = (response.capabilities & offered & passedCapabilities) >>> 0;
     const identity = { user: response.username, ...(response.database !== undefined ? { database: response.database } : {}) };
     let okStatus: number;
