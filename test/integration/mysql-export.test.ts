@@ -152,6 +152,15 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
     });
   });
 
+  test("a character set whose characters can end in a quote byte (gbk) is refused at login", async () => {
+    const direct = await connect(db.port, { charset: "GBK_CHINESE_CI" });
+    await direct.end();
+    await assert.rejects(connect(port, { charset: "GBK_CHINESE_CI" }), (error: { errno?: number }) => {
+      assert.equal(error.errno, 1115);
+      return true;
+    });
+  });
+
   test("the mariadb command-line client reads through the export", () => {
     const run = (sql: string, p = port) => spawnSync("mariadb", ["--no-defaults", "-h", "127.0.0.1", "-P", String(p), "-u", reader.user, `-p${reader.password}`, "--skip-ssl", "-D", "app", "-N", "-B", "-e", sql], { encoding: "utf8" });
     const direct = run("SELECT id, email FROM users WHERE id IN ('accepted', 'not-accepted') ORDER BY id", db.port);
