@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { call } from "./http";
 import type { NodeProcess } from "./node-process";
-import { until } from "./until";
+import { until } from "./wait";
 
 /**
  * SIGKILLs the node serving export `id` and waits until the export `answers` again; checks that

@@ -10,7 +10,7 @@ import type { NatsServerProcess } from "../../service/nats-server";
 import { call as request } from "../../testkit/http";
 import { connectTo, startNats, storedMessages, storedTraceRecords } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
-import { until } from "../../testkit/until";
+import { until } from "../../testkit/wait";
 import { failOverServingNode } from "../../testkit/export-failover";
 import { realisticPolicy } from "../../testkit/policy";
 import { freePorts } from "../../testkit/ports";

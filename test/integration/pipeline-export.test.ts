@@ -10,7 +10,6 @@ import { createPopulation, populationIds } from "../fixtures/population";
 import { call as request, type Body } from "../../testkit/http";
 import { connectTo, startNats, storedMessages } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
-import { until } from "../../testkit/until";
 import { freePorts } from "../../testkit/ports";
 
 const cluster = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
@@ -35,6 +34,13 @@ function assertSame(answer: Body, expected: Expected, what: string): void {
   else assert.deepEqual(answer.record, expected.record, what);
 }
 
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
 
 const listening = (port: number) =>
   new Promise<boolean>((resolve) => {

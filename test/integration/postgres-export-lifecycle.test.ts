@@ -9,7 +9,7 @@ import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-po
 import { call as request } from "../../testkit/http";
 import { connectTo, startNats, storedMessages } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
-import { until } from "../../testkit/until";
+import { until } from "../../testkit/wait";
 import { failOverServingNode } from "../../testkit/export-failover";
 import { freePorts } from "../../testkit/ports";
 import { PostgresServer } from "../../testkit/postgres";
