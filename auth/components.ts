@@ -25,4 +25,4 @@ export function component(name: ComponentName, domainName?: string): Component {
 }
 
 /** The components this service serves; the others of spec 5.3 may be selected but have no endpoint yet. */
-export const servedComponents: readonly ComponentName[] = ["config", "decision", "export", "mapping", "redact", "user", "postgres", "pipeline", "fhir", "objectstore"];
+export const servedComponents: readonly ComponentName[] = ["config", "decision", "export", "mapping", "redact", "user", "postgres", "pipeline", "fhir", "objectstore", "mysql"];

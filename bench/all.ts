@@ -22,6 +22,7 @@ const benches: Array<{ name: string; env: Record<string, string> }> = [
   { name: "postgres-export", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "1", BENCH_WARMUP_SECONDS: "2", BENCH_ROWS: "100000", BENCH_ACCOUNTS: "2000" } },
   { name: "postgres-proxy-loops", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "1" } },
   { name: "postgres-pushdown", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "3", BENCH_ROWS: "200000", BENCH_USERS: "2000", BENCH_CHANGES: "20" } },
+  { name: "mysql-export", env: { BENCH_SECONDS: "3", BENCH_ROUNDS: "1", BENCH_WARMUP_SECONDS: "1", BENCH_ROWS: "100000" } },
 ];
 
 const root = join(__dirname, "..", "..");

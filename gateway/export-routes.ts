@@ -14,7 +14,7 @@ const exportBody = {
   required: ["type", "resolverGroup", "metadata"],
   properties: {
     type: { type: "string", minLength: 1, maxLength: 64 },
-    endpoint: { type: "string", minLength: 3, maxLength: 300, description: "the backing store: host:port (postgres), http://host:port (objectstore); a pipeline export has none" },
+    endpoint: { type: "string", minLength: 3, maxLength: 300, description: "the backing store: host:port (postgres, mysql), http://host:port (objectstore), the FHIR base URL (fhir); a pipeline export has none" },
     resolverGroup: id,
     metadata: {
       type: "object",
@@ -46,9 +46,9 @@ const exportBody = {
       ],
     },
     resourceServerId: { type: "string", minLength: 1, maxLength: 300, description: "OAuth audience of tokens given to this export (overrides the verifier's)" },
-    allowWrites: { type: "boolean", description: "postgres: let clients write (INSERT, UPDATE, DDL...); objectstore: pass PutObject, DeleteObject and CopyObject unchanged; without it the export is read-only" },
-    strict: { type: "boolean", description: "postgres: refuse statements whose WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, window or DISTINCT ON use columns other than resource-context ones" },
-    backendTls: { type: "string", enum: [...backendTlsModes], description: "postgres: TLS to the backend, as libpq's sslmode: disable (default), prefer, require, verify-ca, verify-full; require and the verify modes never fall back to cleartext" },
+    allowWrites: { type: "boolean", description: "postgres, mysql: let clients write (INSERT, UPDATE, DDL...); objectstore: pass PutObject, DeleteObject and CopyObject unchanged; fhir: pass writes; without it the export is read-only" },
+    strict: { type: "boolean", description: "postgres (mysql exports refuse it): refuse statements whose WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, window or DISTINCT ON use columns other than resource-context ones" },
+    backendTls: { type: "string", enum: [...backendTlsModes], description: "postgres (mysql exports refuse it): TLS to the backend, as libpq's sslmode: disable (default), prefer, require, verify-ca, verify-full; require and the verify modes never fall back to cleartext" },
     backendCa: { type: "string", minLength: 1, maxLength: 65536, description: "postgres, verify-ca and verify-full: the CA certificates (PEM) the backend's certificate must chain to; absent: the system's" },
     pushdown: { type: "boolean", description: "postgres: rewrite every SELECT so that mapped tables are read through derived tables of allowed rows and values (aggregates, joins and predicates see allowed data only); needs credentials, which keep a verdict table in the schema warden of the backing database" },
     buckets: { type: "array", minItems: 1, maxItems: 1000, uniqueItems: true, items: { type: "string", minLength: 3, maxLength: 63 }, description: "objectstore: the buckets clients may see and use; absent: every bucket of the store" },

@@ -4,6 +4,7 @@ import type { ExportDoors } from "../exports/door";
 import type { DecisionService } from "../ports/decision-service";
 import { FhirDoor } from "../proxies/fhir/door";
 import { ObjectstoreDoor } from "../proxies/objectstore/door";
+import { MysqlDoor } from "../proxies/mysql/door";
 import { PipelineDoor } from "../proxies/pipeline/door";
 import { csvThreading } from "../redaction/threaded-csv-redactor";
 import { PostgresDoor } from "../proxies/postgres/door";
@@ -31,6 +32,7 @@ export function exportDoors(settings: ExportDoorSettings): { doors: ExportDoors;
     pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas }),
     fhir: new FhirDoor({ decisions: settings.decisions }),
     objectstore: new ObjectstoreDoor({ csvThreading: csvThreading(settings.redactionThreads) }),
+    mysql: new MysqlDoor(),
   };
   return { doors, postgres };
 }

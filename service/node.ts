@@ -116,8 +116,10 @@ function loadSecurity(config: NodeConfig, exportTls: SecureContext | undefined):
   } catch (error) {
     throw securityStartupError(config.securityConfig, error);
   }
-  if (!exportTls && isEnforced(security, component("postgres"))) {
-    throw new StartupError(`security configuration ${config.securityConfig}: component 'postgres' enforces authentication, which takes passwords only over TLS: set ${settings.exportTls.env} and ${settings.exportTlsKey.env}`);
+  for (const name of ["postgres", "mysql"] as const) {
+    if (!exportTls && isEnforced(security, component(name))) {
+      throw new StartupError(`security configuration ${config.securityConfig}: component '${name}' enforces authentication, which takes passwords only over TLS: set ${settings.exportTls.env} and ${settings.exportTlsKey.env}`);
+    }
   }
   return security;
 }

@@ -8,7 +8,7 @@ import type { ExclusiveContext, SharedContext } from "../runtime/types";
 export type ExportStatus = "active" | "inactive";
 
 /** Export types this service knows; each has its own proxy. */
-export const exportTypes = ["postgres", "pipeline", "fhir", "objectstore"] as const;
+export const exportTypes = ["postgres", "pipeline", "fhir", "objectstore", "mysql"] as const;
 export type ExportType = (typeof exportTypes)[number];
 /** How a PostgreSQL export protects its connections to the backend: libpq's sslmode names (`disable`, the default: plain TCP). */
 export const backendTlsModes = ["disable", "prefer", "require", "verify-ca", "verify-full"] as const;

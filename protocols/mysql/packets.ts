@@ -159,6 +159,16 @@ export class PacketReader {
     return copied;
   }
 
+  /** Every byte received and not taken as a packet, removed from the reader (a proxy hands them to TLS after an SSLRequest). */
+  drain(): Buffer {
+    const rest = Buffer.concat(this.chunks).subarray(this.head);
+    this.chunks = [];
+    this.head = 0;
+    this.total = 0;
+    this.scan = undefined;
+    return rest;
+  }
+
   private discard(count: number): void {
     this.total -= count;
     let left = this.head + count;

@@ -2,7 +2,7 @@ import { HandlerError } from "../../actors/runtime/errors";
 import type { ExportBody } from "../../api/types";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
 import { isDatabaseCredentials } from "../../actors/export/export-actor";
-import { refuseField } from "../../exports/endpoint";
+import { refuseField, refuseFieldsNotTaken } from "../../exports/endpoint";
 import type { DecisionService } from "../../ports/decision-service";
 import { FhirBackend } from "./fhir-backend";
 import { mappingProblems } from "./fhir-mapping";
@@ -44,8 +44,7 @@ export class FhirDoor implements ExportDoorType {
     if (body.endpoint === undefined) throw new HandlerError("EXPORT_INVALID", "a fhir export needs the FHIR base URL of its backing server", { details: [{ path: "endpoint", problem: "required: http://host:port/base" }] });
     const problem = endpointProblem(body.endpoint);
     if (problem) throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' ${problem}`, { details: [{ path: "endpoint", problem }] });
-    // Every field is refused but the ones a FHIR export takes: a field added for another type later is refused here too, not stored and ignored.
-    for (const [field, value] of Object.entries(body)) if (value !== undefined && !takenFields.has(field)) refuseField(this.type, field, refusedBecause[field] ?? `${field} does not apply to a FHIR export`);
+    refuseFieldsNotTaken(this.type, body, takenFields, refusedBecause);
     if (body.credentials && !isDatabaseCredentials(body.credentials)) refuseField(this.type, "credentials", "a FHIR export logs in to its backing server with {user, password} (HTTP Basic), not an access key");
     await this.checkMapping(body.resolverGroup);
   }

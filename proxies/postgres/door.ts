@@ -4,9 +4,9 @@ import type { Logger } from "pino";
 import { isDatabaseCredentials, type ExportRecord } from "../../actors/export/export-actor";
 import { HandlerError } from "../../actors/runtime/errors";
 import type { BackendTls } from "./session/backend-tls";
-import { flowOf } from "../../decision/engine";
 import type { ExportBody } from "../../api/types";
 import type { CredentialVerification } from "../../exports/direct-verification";
+import { connectionTracer } from "../../exports/connection-trace";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
 import { checkHostPortEndpoint, refuseField, splitEndpoint } from "../../exports/endpoint";
 import type { DecisionService } from "../../ports/decision-service";
@@ -102,7 +102,7 @@ export class PostgresDoor implements ExportDoorType {
   }
 
   async open(services: DoorServices): Promise<OpenDoor> {
-    const { record, events, nodeId } = services;
+    const { record } = services;
     const [host, port] = splitEndpoint(record.endpoint ?? "");
     const login = isDatabaseCredentials(record.credentials) ? record.credentials : undefined;
     const target = record.pushdown && login ? pushdownTarget(record.id, versionMarker) : undefined;
@@ -123,9 +123,7 @@ export class PostgresDoor implements ExportDoorType {
       policy: { allowWrites: record.allowWrites === true, strict: record.strict === true, ...(target ? { pushdown: target } : {}) },
       pushdown,
       workers: await this.workers(),
-      onConnectionEnd: (connectionId, counts, identity) =>
-        // A closing connection's summary answers nobody: a failure to store it is logged and counted by the event log.
-        void events.trace("export", flowOf(record.metadata.type), { kind: "export.connection", time: new Date().toISOString(), nodeId, exportId: record.id, connectionId, identity: identity.user ?? null, database: identity.database ?? null, purposeId: record.metadata.purposeId, type: record.metadata.type, mappingGroup: record.resolverGroup, ...counts }),
+      onConnectionEnd: connectionTracer(services),
     }).catch(async (error: unknown) => {
       await pushdown?.close();
       throw error;

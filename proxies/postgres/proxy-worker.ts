@@ -4,7 +4,7 @@ import { VerdictInterner } from "../../decision/verdicts";
 import { CancelKeys, honourCancel, type CancelTarget } from "./cancel-keys";
 import { RemoteDecider } from "./remote-decider";
 import { VerdictWatch, type PushdownVerdicts } from "./verdict-watch";
-import { addRowCounts, emptyRowCounts } from "./row-counts";
+import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
 import { fatalMessage, ProxySession } from "./session";
 import { UserIdMemo } from "./user-id-memo";
 import { loadSqlParser } from "./analysis/sql-parser";

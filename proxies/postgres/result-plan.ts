@@ -1,38 +1,16 @@
 import type { ColumnDescription } from "../../protocols/postgres/row-description";
 import { passesWhole, type ResultShape } from "./analysis/statement-analysis";
 import { columnKey, type Catalog } from "./column-catalog";
-import type { MappingView, RowVerdict } from "../../exports/row-decider";
+import type { MappingView } from "../../exports/row-decider";
+import type { DecisionPlan } from "../../exports/row-masks";
 
-/**
- * How the rows of one result are decided. Each value belongs to a group (one table instance of
- * the statement) whose resource-context columns name its user; a value with no group, or whose
- * column is not mapped, is always NULL; hidden columns (the resource-context values the export
- * added) are left out of every row.
- */
-export interface ResultPlan {
+export { maskFor, maskOf, type RowMask } from "../../exports/row-masks";
+
+/** A PostgreSQL result's plan: the protocol-neutral decision plan (exports/row-masks.ts) and the RowDescription it was made from. */
+export interface ResultPlan extends DecisionPlan {
   columns: readonly ColumnDescription[];
-  /** Per column: its category, or undefined when it is always NULL (unmapped, or its instance unknown). */
-  categories: Array<string | undefined>;
-  /** Per column: the group whose verdict decides it; -1 for none. */
-  groupOf: number[];
-  /** Per column: added by the export, never sent. */
-  hidden: boolean[];
-  /** Per group: the columns holding its user id, first non-empty wins. */
-  groups: number[][];
-  /** A statement that reads only the system catalogs: every row and its description pass as they are. */
+  /** A statement that reads only the system catalogs or was rewritten for pushdown: every row and its description pass as they are. */
   passAll: boolean;
-  /** One group: per verdict, which columns are kept (computed once per distinct verdict). */
-  masks: Map<RowVerdict, RowMask>;
-  lastVerdict?: RowVerdict;
-  lastMask?: RowMask;
-}
-
-export interface RowMask {
-  /** Per column: 1 kept, 0 NULL, -1 left out. */
-  keep: Int8Array;
-  /** Whether the row goes as it came (nothing NULLed, nothing left out). */
-  whole: boolean;
-  nulled: number;
 }
 
 /**
@@ -116,39 +94,4 @@ function hiddenInPlace(shape: ResultShape, positions: Array<number | undefined>,
     const position = positions[index];
     return position === undefined || columns[position]!.name === entry.column.hidden;
   });
-}
-
-/** The columns a verdict keeps in a result of one group (computed once per distinct verdict). */
-export function maskFor(plan: ResultPlan, verdict: RowVerdict): RowMask {
-  if (plan.lastVerdict === verdict) return plan.lastMask!;
-  let mask = plan.masks.get(verdict);
-  if (!mask) {
-    mask = maskOf(plan, [verdict]);
-    plan.masks.set(verdict, mask);
-  }
-  plan.lastVerdict = verdict;
-  plan.lastMask = mask;
-  return mask;
-}
-
-/** The columns kept for a row whose groups have these verdicts (undefined: the group names no one in this row). */
-export function maskOf(plan: ResultPlan, verdicts: ReadonlyArray<RowVerdict | undefined>): RowMask {
-  const count = plan.columns.length;
-  const keep = new Int8Array(count);
-  let nulled = 0;
-  let left = 0;
-  for (let i = 0; i < count; i++) {
-    if (plan.hidden[i]) {
-      keep[i] = -1;
-      left++;
-      continue;
-    }
-    const category = plan.categories[i];
-    const group = plan.groupOf[i]!;
-    const verdict = group >= 0 ? verdicts[group] : undefined;
-    const kept = category && verdict?.allowed && verdict.categories.has(category);
-    keep[i] = kept ? 1 : 0;
-    if (!kept) nulled++;
-  }
-  return { keep, whole: nulled === 0 && left === 0, nulled };
 }

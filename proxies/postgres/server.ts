@@ -4,7 +4,8 @@ import type { SecureContext } from "node:tls";
 import { CancelKeys, honourCancel } from "./cancel-keys";
 import type { BackendEndpoint } from "./session/backend-tls";
 import { fatalMessage, ProxySession } from "./session";
-import { addRowCounts, emptyRowCounts } from "./row-counts";
+import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
+import { listenExclusive, sqlServing } from "../../exports/wire-listener";
 import { UserIdMemo } from "./user-id-memo";
 import type { DirectVerification, ProxyAudit, ProxyLimits, SessionCounts } from "./types";
 import type { RowDecider } from "../../exports/row-decider";
@@ -73,18 +74,11 @@ export class PostgresExportServer {
       ended: (connectionId, counts, identity) => endpoint.ended(connectionId, counts, identity),
     });
     try {
-      await new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen({ host: options.host, port: options.port, exclusive: true }, () => {
-          server.off("error", reject);
-          resolve();
-        });
-      });
+      await listenExclusive(server, options.host, options.port);
     } catch (error) {
       await options.workers?.detach(options.exportId);
       throw error;
     }
-    server.on("error", () => undefined);
     options.audit("info", "port.opened", `export ${options.exportId} listening on ${options.host}:${options.port}`, { exportId: options.exportId, datastore: `${options.backend.host}:${options.backend.port}`, component: "postgres", host: options.host, port: options.port });
     return endpoint;
   }
@@ -146,14 +140,7 @@ export class PostgresExportServer {
   serving(): ExportServing {
     const rows = addRowCounts(this.options.workers?.live(this.options.exportId) ?? emptyRowCounts(), this.totals.rows);
     for (const session of this.sessions) addRowCounts(rows, session.counts);
-    return {
-      host: this.options.host,
-      port: this.options.port,
-      since: this.since,
-      connections: { open: this.open(), total: this.totals.total, refused: this.totals.refused },
-      rows: { in: rows.rowsIn, kept: rows.rowsKept, dropped: rows.rowsDropped, valuesNulled: rows.valuesNulled },
-      statements: { analysed: rows.statements, parsed: rows.statementsParsed },
-    };
+    return sqlServing({ host: this.options.host, port: this.options.port, since: this.since }, { open: this.open(), total: this.totals.total, refused: this.totals.refused }, rows);
   }
 
   /** Closes the port and every connection through it. */

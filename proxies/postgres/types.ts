@@ -1,3 +1,6 @@
+import type { RowCounts } from "../../exports/row-counts";
+
+export type { RowCounts };
 /** Reads UTF-8 bytes (a user id) into a string. */
 export interface TextDecoding {
   text(bytes: Buffer, start: number, end: number): string;
@@ -16,17 +19,6 @@ export interface ProxyLimits {
 }
 
 export const defaultProxyLimits: ProxyLimits = { maxMessageBytes: 64 * 1024 * 1024, maxConnections: 500, connectTimeoutMs: 10_000 };
-
-/** Rows a connection (or several) saw, kept whole or with values emptied, dropped; and values emptied. */
-export interface RowCounts {
-  rowsIn: number;
-  rowsKept: number;
-  rowsDropped: number;
-  valuesNulled: number;
-  /** Statement texts analysed, and of those the ones parsed (not found in the analysis cache). */
-  statements: number;
-  statementsParsed: number;
-}
 
 /** What one connection counted, for the connection's trace record and the export's totals. */
 export interface SessionCounts extends RowCounts {

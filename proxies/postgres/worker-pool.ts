@@ -6,7 +6,7 @@ import type { Socket } from "node:net";
 import type { Logger } from "pino";
 import type { DirectVerification, ProxyAudit, ProxyLimits, SessionCounts } from "./types";
 import type { MappingView, RowDecider } from "../../exports/row-decider";
-import { addRowCounts, emptyRowCounts } from "./row-counts";
+import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
 import type { DecideAnswer, FromWorker, LiveCounts, ToWorker, VerdictWire, VerifyAnswer } from "./worker-messages";
 
 /** A worker that does not confirm an export's connections closed within this long is not waited for. */

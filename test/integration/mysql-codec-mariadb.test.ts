@@ -23,7 +23,7 @@ import { encodeStmtExecute } from "../../protocols/mysql/stmt-execute";
 import { decodeStmtPrepareOk } from "../../protocols/mysql/stmt-prepare-ok";
 import { encodeTextCommand } from "../../protocols/mysql/text-commands";
 import { decodeTextRow } from "../../protocols/mysql/text-row";
-import { MariaDbServer } from "../fixtures/mariadb-server";
+import { MariaDbServer } from "../../testkit/mariadb";
 import { CodecClient } from "../helpers/mysql-codec-client";
 
 /**

@@ -2,7 +2,7 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import mysql from "mysql2/promise";
-import { MariaDbServer } from "../fixtures/mariadb-server";
+import { MariaDbServer } from "../../testkit/mariadb";
 
 /** The throwaway MariaDB the MySQL export's tests will run against: it starts, authenticates for real, answers, and goes away. */
 describe("MariaDB test server", () => {

@@ -9,6 +9,8 @@ import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-po
 import { call as request } from "../../testkit/http";
 import { connectTo, startNats, storedMessages } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
+import { until } from "../../testkit/wait";
+import { failOverServingNode } from "../../testkit/export-failover";
 import { freePorts } from "../../testkit/ports";
 import { PostgresServer } from "../../testkit/postgres";
 
@@ -28,13 +30,6 @@ async function answers(port: number): Promise<boolean> {
   }
 }
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
 
 describe("PostgreSQL export lifecycle (spec 3.1)", () => {
   let nats: NatsServerProcess;
@@ -85,7 +80,7 @@ describe("PostgreSQL export lifecycle (spec 3.1)", () => {
     assert.ok(["life-1", "life-2"].includes(entry.serving.nodeId));
 
     const bad: Array<[Record<string, unknown>, number, string]> = [
-      [body({ type: "mysql" }), 400, "ERR_EXPORT_INVALID"],
+      [body({ type: "mongodb" }), 400, "ERR_EXPORT_INVALID"],
       [body({ endpoint: "no-port" }), 400, "ERR_EXPORT_INVALID"],
       [body({ resolverGroup: "nope" }), 400, "ERR_EXPORT_INVALID"],
       [body({ metadata: { type: "platformUse", purposeId: "mining" } }), 400, "ERR_EXPORT_INVALID"],
@@ -134,22 +129,9 @@ describe("PostgreSQL export lifecycle (spec 3.1)", () => {
 
   test("a SIGKILLed serving node: another node serves the export on the same port", async () => {
     const created = await call("PUT", "/export", body({ port: ports[1] }));
-    const id: string = created.body.id;
-    await until("the export answers", () => answers(ports[1]!));
-    let servedBy = "";
-    await until("a node reports serving it", async () => {
-      servedBy = (await call("GET", `/export?id=${id}`)).body.serving?.nodeId ?? "";
-      return servedBy !== "";
-    });
-    const victim = nodes.find((n) => n.options.nodeId === servedBy)!;
-    const survivor = nodes.find((n) => n !== victim)!;
-    const killedAt = Date.now();
-    await victim.kill();
-    nodes = [survivor, victim];
-    await until("the export answers again", () => answers(ports[1]!), 30_000);
-    console.log(`# export answered again ${Date.now() - killedAt} ms after SIGKILL of its serving node (lease ${cluster.LEASE_TTL_MS} ms)`);
-    assert.equal((await call("GET", `/export?id=${id}`, undefined, survivor)).body.serving.nodeId, survivor.options.nodeId);
-    nodes = [survivor];
+    const { survivors, gapMs } = await failOverServingNode(nodes, created.body.id, () => answers(ports[1]!));
+    nodes = survivors;
+    console.log(`# export answered again ${gapMs} ms after SIGKILL of its serving node (lease ${cluster.LEASE_TTL_MS} ms)`);
   });
 
   test("after a restart of every node, active exports listen again on their ports and stopped ones stay stopped", async () => {

@@ -25,7 +25,6 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "pg";
 import { compilePolicy } from "../../decision/compiled-policy";
-import type { PolicyConfig } from "../../policy/model";
 import { decodeCommandComplete } from "../../protocols/postgres/command-complete";
 import { decodeParameterStatus } from "../../protocols/postgres/parameter-status";
 import { encodeBind } from "../../protocols/postgres/bind";
@@ -35,8 +34,8 @@ import { encodeQuery } from "../../protocols/postgres/query";
 import { encodeSync } from "../../protocols/postgres/sync";
 import { decodeRowDescription, type ColumnDescription } from "../../protocols/postgres/row-description";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
+import { itemCategory, ordersRows, policyWithOrders } from "../fixtures/orders-policy";
 import { createAppDatabase, populationHba, roles, usersRows } from "../fixtures/postgres-population";
 import { forbiddenValues, verdictsOf, type Verdicts } from "../fixtures/postgres-verdicts";
 import { call as request } from "../../testkit/http";
@@ -56,20 +55,6 @@ const droppedEmail = `${DROPPED}@example.com`;
 const droppedItem = `item-${DROPPED}`;
 /** Clicks of the dropped user's row (usersRows: index + 0.25), to name it in SQL without writing "not" as a word. */
 const droppedClicks = usersRows().find((r) => r.id === DROPPED)!.clicks;
-
-/** orders: one order per user with an id; the item says whose it is (item-<id>, distinct, none inside another). */
-const ordersRows = () => usersRows().filter((r) => r.id !== null && r.id !== "").map((r) => ({ userId: r.id!, item: `item-${r.id}` }));
-
-/** Category of orders.item (service allows it for the allowed user). */
-const itemCategory = "usage";
-
-/** The realistic policy with orders mapped in the export's group: user_id decides, item is usage; orders.id is not mapped. */
-function policyWithOrders(): PolicyConfig {
-  const policy = realisticPolicy();
-  const group = policy.mappingGroups.find((g) => g.name === "users-table")!;
-  group.fieldMappings.push({ recordField: "orders.user_id", resourceContext: true }, { recordField: "orders.item", categoryId: itemCategory });
-  return policy;
-}
 
 /** Everything the server said in answer to one Query, decoded for the checks. */
 interface Answer {

@@ -2,7 +2,8 @@ import { BackendCode } from "../../../protocols/postgres/codes";
 import { locateValue } from "../../../protocols/postgres/data-row";
 import type { Frame, FrameList } from "../../../protocols/postgres/frames";
 import type { OutputBuffer } from "../output-buffer";
-import { maskFor, maskOf, type ResultPlan } from "../result-plan";
+import { maskFor, type ResultPlan } from "../result-plan";
+import { joinedRowMask } from "../../../exports/row-masks";
 import type { SessionCounts, TextDecoding } from "../types";
 import type { RowDecider, RowVerdict } from "../../../exports/row-decider";
 import { userIdFromValue } from "../user-id";
@@ -124,24 +125,13 @@ export class RowFilter {
     return maskFor(plan, verdict);
   }
 
-  /**
-   * Several instances (a join): each value is decided by its own instance's user. The row goes
-   * only if every instance that names a user may use it, and at least one does. An instance that
-   * names no one is the missing side of an outer join when all its values are NULL (they stay
-   * NULL); otherwise it is a row without a user, and the row is dropped (policy-semantics 4).
-   */
+  /** Several instances (a join): each value under its own instance's verdict (exports/row-masks.ts). */
   private groupsMask(bytes: Buffer, frame: Frame, plan: ResultPlan) {
-    const verdicts: Array<RowVerdict | undefined> = [];
-    let allowed = false;
-    for (let group = 0; group < plan.groups.length; group++) {
-      const userId = this.userOf(bytes, frame, plan, plan.groups[group]!);
-      const verdict = userId === undefined ? undefined : this.verdictOf(userId);
-      if (userId !== undefined && (!verdict?.allowed)) return undefined;
-      if (userId === undefined && !this.groupAllNull(bytes, frame, plan, group)) return undefined;
-      if (verdict) allowed = true;
-      verdicts.push(verdict);
-    }
-    return allowed ? maskOf(plan, verdicts) : undefined;
+    return joinedRowMask(plan, {
+      userOf: (group) => this.userOf(bytes, frame, plan, plan.groups[group]!),
+      verdictOf: (userId) => this.verdictOf(userId),
+      allNull: (group) => this.groupAllNull(bytes, frame, plan, group),
+    });
   }
 
   /** Whether every value of one instance in this row is NULL. */

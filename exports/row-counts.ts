@@ -1,4 +1,13 @@
-import type { RowCounts } from "./types";
+/** Rows a connection (or several) saw, kept whole or with values emptied, dropped; and values emptied. Every SQL door counts these. */
+export interface RowCounts {
+  rowsIn: number;
+  rowsKept: number;
+  rowsDropped: number;
+  valuesNulled: number;
+  /** Statement texts analysed, and of those the ones parsed (not found in the analysis cache). */
+  statements: number;
+  statementsParsed: number;
+}
 
 export function emptyRowCounts(): RowCounts {
   return { rowsIn: 0, rowsKept: 0, rowsDropped: 0, valuesNulled: 0, statements: 0, statementsParsed: 0 };

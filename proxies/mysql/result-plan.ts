@@ -1,0 +1,104 @@
+import type { ColumnDefinition } from "../../protocols/mysql/column-definition";
+import type { MappedField, MappingView } from "../../exports/row-decider";
+import type { DecisionPlan } from "../../exports/row-masks";
+import type { OutputEntry, SelectShape } from "./analysis/statement-analysis";
+
+/** A MySQL result's plan: the protocol-neutral decision plan and the column types its rows are framed by. */
+export interface MysqlResultPlan extends DecisionPlan {
+  /** Column types (binary rows are framed by them; user ids are read by them). */
+  types: Uint8Array;
+  /** Column flags (UNSIGNED matters to binary integers). */
+  flags: Uint16Array;
+}
+
+/** Whether position i of a result of `count` columns is a plain column of the select list (before the first `*` from the start, after the last from the end, in between when every entry there is a column or a star). */
+function plainColumns(entries: readonly OutputEntry[], count: number): Array<OutputEntry | "star-range" | undefined> {
+  const firstStar = entries.findIndex((e) => e.kind === "star");
+  if (firstStar < 0) return entries.length === count ? [...entries] : new Array(count).fill(undefined);
+  let lastStar = firstStar;
+  entries.forEach((e, i) => e.kind === "star" && (lastStar = i));
+  const after = entries.length - 1 - lastStar;
+  if (firstStar + after > count) return new Array(count).fill(undefined);
+  const middlePlain = entries.slice(firstStar, lastStar + 1).every((e) => e.kind !== "expression");
+  const out: Array<OutputEntry | "star-range" | undefined> = [];
+  for (let i = 0; i < count; i++) {
+    if (i < firstStar) out.push(entries[i]);
+    else if (i >= count - after) out.push(entries[entries.length - (count - i)]);
+    else out.push(middlePlain ? "star-range" : undefined);
+  }
+  return out;
+}
+
+/** Whether the mapping's field `recordField` applies to a column of (`schema`, `table`): the relation is the one the mapping names (session/backend-catalog.ts). */
+export type RelationCheck = (recordField: string, schema: string, table: string) => boolean;
+
+/** The mapped field of a column: `database.table.column` first, then `table.column`, each only for the relation it names. */
+function mappedField(mapping: MappingView, column: ColumnDefinition, relationMaps: RelationCheck): MappedField | undefined {
+  const { schema, orgTable, orgName } = column;
+  for (const key of [`${schema}.${orgTable}.${orgName}`, `${orgTable}.${orgName}`]) {
+    const field = mapping.fields.get(key);
+    if (field && relationMaps(field.recordField, schema, orgTable)) return field;
+  }
+  return undefined;
+}
+
+/**
+ * Plans a result from its column definitions and the statement's shape. A value is attributed
+ * only when both agree: the parse tree says its position is a plain column of the outer SELECT
+ * (no expression, no grouping, no set operation), and the server reports it as a column of one
+ * of the SELECT's base-table instances: the instance's alias as `table`, its table as
+ * `org_table`, its database (the one the statement names, else the session's `database`) as
+ * `schema`, and the column the
+ * statement names as `org_name`. The alias tells two instances of one table apart (self-joins);
+ * `org_table`/`org_name` alone could not. The mapping applies only to the relation it names
+ * (`relationMaps`: a view or table of the same name elsewhere does not take it). Each instance's user is read from its own
+ * resource-context columns in the same result; an instance whose user column is not in the
+ * result decides nothing (its values are NULL). Without a shape, nothing is attributed.
+ */
+export function planMysqlResult(columns: readonly ColumnDefinition[], shape: SelectShape | undefined, mapping: MappingView, relationMaps: RelationCheck, database: string | undefined): MysqlResultPlan {
+  const count = columns.length;
+  const categories: Array<string | undefined> = new Array(count).fill(undefined);
+  const groupOf: number[] = new Array(count).fill(-1);
+  const types = Uint8Array.from(columns, (c) => c.type);
+  const flags = Uint16Array.from(columns, (c) => c.flags);
+  const plan: MysqlResultPlan = { categories, groupOf, hidden: new Array(count).fill(false), groups: [], masks: new Map(), types, flags };
+  if (!shape?.attributable) return plan;
+  const positions = plainColumns(shape.entries, count);
+  /** Per position: its instance alias and mapped field, when attributed. */
+  const attributed: Array<{ alias: string; field: MappedField } | undefined> = new Array(count).fill(undefined);
+  columns.forEach((column, i) => {
+    const entry = positions[i];
+    if (entry === undefined || (entry !== "star-range" && entry.kind === "expression")) return;
+    if (!column.table || !column.orgTable || !column.orgName || !column.schema) return;
+    const instance = shape.instances.get(column.table);
+    // Exact: database and table names are case-sensitive on the server (lower_case_table_names=0), and a view reports the alias it is read under as org_table and its base table's database as schema.
+    if (!instance || instance.table !== column.orgTable) return;
+    if ((instance.db ?? database) !== column.schema) return;
+    if (entry !== "star-range") {
+      if (entry.table !== null && entry.table !== column.table) return;
+      if (entry.kind === "column" && entry.column.toLowerCase() !== column.orgName.toLowerCase()) return;
+    }
+    const field = mappedField(mapping, column, relationMaps);
+    if (field) attributed[i] = { alias: instance.alias, field };
+  });
+  // One group per instance with a resource-context column in the result; its user columns in mapping order.
+  const groupIndex = new Map<string, number>();
+  const userColumns = new Map<string, Array<{ position: number; order: number }>>();
+  attributed.forEach((a, i) => {
+    if (!a || a.field.resourceOrder < 0) return;
+    const list = userColumns.get(a.alias) ?? [];
+    list.push({ position: i, order: a.field.resourceOrder });
+    userColumns.set(a.alias, list);
+  });
+  for (const [alias, list] of userColumns) {
+    groupIndex.set(alias, plan.groups.length);
+    plan.groups.push(list.sort((x, y) => x.order - y.order).map((u) => u.position));
+  }
+  attributed.forEach((a, i) => {
+    const group = a && groupIndex.get(a.alias);
+    if (!a || group === undefined) return;
+    categories[i] = a.field.category;
+    groupOf[i] = group;
+  });
+  return plan;
+}

@@ -1,0 +1,292 @@
+import { Capability, hasCapability } from "../../../protocols/mysql/capabilities";
+import { decodeColumnCount } from "../../../protocols/mysql/column-count";
+import { decodeColumnDefinition, encodeColumnDefinition, type ColumnDefinition } from "../../../protocols/mysql/column-definition";
+import { ColumnFlag } from "../../../protocols/mysql/column-flags";
+import { Command, commandName, isReplicationOrAdministrationCommand } from "../../../protocols/mysql/commands";
+import { isEofPacket } from "../../../protocols/mysql/eof-packet";
+import { decodeErrPacket, encodeErrPacket, isErrPacket } from "../../../protocols/mysql/err-packet";
+import { decodeOkPacket, encodeOkPacket, isOkPacket } from "../../../protocols/mysql/ok-packet";
+import type { Packet } from "../../../protocols/mysql/packets";
+import { decodeQuery } from "../../../protocols/mysql/query";
+import { isResultsetEnd } from "../../../protocols/mysql/resultset-end";
+import { responseKind } from "../../../protocols/mysql/response-kind";
+import { ServerStatus } from "../../../protocols/mysql/status-flags";
+import { decodeStmtPrepareOk } from "../../../protocols/mysql/stmt-prepare-ok";
+import { decodeTextCommand } from "../../../protocols/mysql/text-commands";
+import { planMysqlResult } from "../result-plan";
+import { sanitizeError } from "../error-texts";
+import type { StatementAnalysis } from "../analysis/statement-analysis";
+import type { PacketChannel } from "./packet-channel";
+import { BackendCatalog } from "./backend-catalog";
+import { RowDecisions } from "./row-decisions";
+import { SessionFailure } from "./session-failure";
+import type { MysqlSessionCounts, MysqlSessionDeps } from "./session-deps";
+
+/** A prepared statement as the proxy saw it prepared: its text and analysis. */
+interface Prepared {
+  text: string;
+  analysis: StatementAnalysis;
+}
+
+/** Commands that run as they are and answer OK or ERR (or, for COM_STATISTICS, one string). */
+const simpleCommands = new Set<number>([Command.Ping, Command.InitDb, Command.StmtReset, Command.Statistics]);
+
+/**
+ * The command phase: one client command at a time, its answer read whole from the backend
+ * before the next command is read. COM_QUERY and COM_STMT_PREPARE texts are analysed (refused
+ * ones never reach the backend); every resultset's rows are decided (RowDecisions); OK, EOF and
+ * ERR packets are rewritten so that no server text that could quote a value crosses.
+ */
+export class CommandPhase {
+  private readonly prepared = new Map<number, Prepared>();
+  private readonly rows: RowDecisions;
+  private readonly catalog = new BackendCatalog();
+
+  constructor(
+    private readonly deps: MysqlSessionDeps,
+    private readonly client: PacketChannel,
+    private readonly backend: PacketChannel,
+    private readonly capabilities: number,
+    readonly counts: MysqlSessionCounts,
+    /** The session's database (unqualified names are its tables): from the login, then COM_INIT_DB and USE once the server says OK. */
+    private database: string | undefined,
+  ) {
+    this.rows = new RowDecisions(deps, client, backend, counts);
+  }
+
+  /** Serves commands until the client quits or either side closes. */
+  async run(): Promise<void> {
+    for (;;) {
+      const command = this.client.tryNext() ?? (await this.client.next());
+      if (!(await this.handle(command))) return;
+    }
+  }
+
+  /** One command; false when the connection ends. */
+  private async handle(command: Packet): Promise<boolean> {
+    const payload = command.payload;
+    const code = payload[0];
+    this.backend.sequence = 0;
+    if (code === Command.Quit) return false;
+    if (code === Command.Query) {
+      const text = decodeQuery(payload, this.capabilities).sql;
+      const analysis = this.analyse(text);
+      if (analysis.kind === "refused") return this.refuse(analysis, text);
+      await this.catalogCurrent();
+      await this.backend.send(payload);
+      await this.results(analysis, text, false);
+      return true;
+    }
+    if (code === Command.StmtPrepare) {
+      const text = decodeTextCommand(payload, Command.StmtPrepare);
+      const analysis = this.analyse(text);
+      if (analysis.kind === "refused") return this.refuse(analysis, text);
+      await this.backend.send(payload);
+      await this.prepareAnswer(text, analysis);
+      return true;
+    }
+    if (code === Command.StmtExecute) return this.execute(payload);
+    if (code === Command.StmtClose || code === Command.StmtSendLongData) {
+      if (payload.length < 5) return this.refuseCommand(code!, "a malformed statement command");
+      if (code === Command.StmtClose) this.prepared.delete(payload.readUInt32LE(1));
+      // No answer to either.
+      await this.backend.send(payload);
+      return true;
+    }
+    if (code !== undefined && simpleCommands.has(code)) {
+      await this.backend.send(payload);
+      const ok = await this.simpleAnswer(code === Command.Statistics);
+      if (ok && code === Command.InitDb) this.database = decodeTextCommand(payload, Command.InitDb);
+      return true;
+    }
+    return this.refuseCommand(code ?? -1, "");
+  }
+
+  /** The catalog of the mapped relations, looked up again when the mapping changed (the backend is idle: between commands). */
+  private async catalogCurrent(): Promise<void> {
+    const mapping = this.deps.decider.mapping();
+    if (this.catalog.key !== mapping.key) await this.catalog.refresh(this.backend, this.capabilities, mapping);
+    this.backend.sequence = 0;
+  }
+
+  private analyse(text: string): StatementAnalysis {
+    const { analysis, parsed } = this.deps.analyses.get(text, this.deps.policy);
+    this.counts.statements++;
+    if (parsed) this.counts.statementsParsed++;
+    return analysis;
+  }
+
+  /** A refused statement: an ERR in MariaDB's terms, audited; nothing reached the backend. */
+  private async refuse(analysis: StatementAnalysis & { kind: "refused" }, text: string): Promise<boolean> {
+    const { deps } = this;
+    this.counts.refused++;
+    deps.audit("warn", analysis.event, `export ${deps.exportId} refused a statement: ${analysis.message}`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", code: analysis.code, reason: analysis.message, statement: text.slice(0, 200) });
+    await this.client.send(encodeErrPacket({ code: analysis.code, sqlState: analysis.sqlState, message: analysis.message }));
+    return true;
+  }
+
+  /** A command the export does not run: replication, administration, change of user, cursors... */
+  private async refuseCommand(code: number, why: string): Promise<boolean> {
+    const { deps } = this;
+    const name = commandName(code);
+    const reason = why || (isReplicationOrAdministrationCommand(code) ? "replication and administration commands are refused by the export" : `${name} is refused by the export`);
+    this.counts.refused++;
+    deps.audit("warn", "command.refused", `export ${deps.exportId} refused ${name}: ${reason}`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", command: name, reason });
+    // ER_UNKNOWN_COM_ERROR: clients treat it as "the server does not do this".
+    await this.client.send(encodeErrPacket({ code: 1047, sqlState: "08S01", message: reason }));
+    return true;
+  }
+
+  private async execute(payload: Buffer): Promise<boolean> {
+    if (payload.length < 10) return this.refuseCommand(Command.StmtExecute, "a malformed COM_STMT_EXECUTE");
+    const prepared = this.prepared.get(payload.readUInt32LE(1));
+    if (!prepared) {
+      // ER_UNKNOWN_STMT_HANDLER
+      await this.client.send(encodeErrPacket({ code: 1243, sqlState: "HY000", message: "unknown prepared statement handler given to EXECUTE" }));
+      return true;
+    }
+    if (payload[5] !== 0) return this.refuseCommand(Command.StmtExecute, "cursors (COM_STMT_EXECUTE with cursor flags) are refused by the export");
+    await this.catalogCurrent();
+    this.backend.sequence = 0;
+    await this.backend.send(payload);
+    await this.results(prepared.analysis, prepared.text, true);
+    return true;
+  }
+
+  /** The next backend packet (a promise only when none is here yet). */
+  private async next(): Promise<Buffer> {
+    return (this.backend.tryNext() ?? (await this.backend.next())).payload;
+  }
+
+  /** Relays an OK or ERR (or COM_STATISTICS' string); true for an OK. */
+  private async simpleAnswer(statistics: boolean): Promise<boolean> {
+    const answer = await this.next();
+    if (isErrPacket(answer)) await this.client.send(this.error(answer, undefined));
+    else if (isOkPacket(answer)) {
+      await this.client.send(this.ok(answer, false));
+      return true;
+    }
+    // COM_STATISTICS answers one string of server counters (uptime, threads, queries): no data.
+    else if (statistics) await this.client.send(answer);
+    else throw this.outOfStep("an answer that is neither OK nor ERR");
+    return false;
+  }
+
+  /** COM_STMT_PREPARE's answer: the statement is remembered with its analysis; its definitions pass as they are. */
+  private async prepareAnswer(text: string, analysis: StatementAnalysis): Promise<void> {
+    const first = await this.next();
+    if (isErrPacket(first)) {
+      await this.client.send(this.error(first, text));
+      return;
+    }
+    if (first[0] !== 0) throw this.outOfStep("a COM_STMT_PREPARE answer that is neither OK nor ERR");
+    const ok = decodeStmtPrepareOk(first, this.capabilities);
+    this.prepared.set(ok.statementId, { text, analysis });
+    this.client.push(first);
+    const eofs = hasCapability(this.capabilities, Capability.DeprecateEof) ? 0 : (ok.parameterCount > 0 ? 1 : 0) + (ok.columnCount > 0 ? 1 : 0);
+    for (let i = 0; i < ok.parameterCount + ok.columnCount + eofs; i++) this.client.push(await this.next());
+    await this.client.flush();
+  }
+
+  /**
+   * The answer to a statement: OK, ERR, or resultsets whose rows are decided. Several results
+   * (SERVER_MORE_RESULTS_EXISTS) can only come from server-side code the export did not see:
+   * those after the first are decided with no analysis (every row dropped).
+   */
+  private async results(analysis: StatementAnalysis | undefined, text: string, binary: boolean): Promise<void> {
+    let current = analysis;
+    for (;;) {
+      const first = await this.next();
+      const kind = responseKind(first);
+      if (kind === "err") {
+        await this.client.send(this.error(first, text));
+        return;
+      }
+      if (kind === "local-infile") throw this.outOfStep("a LOCAL INFILE request (the export never offers CLIENT_LOCAL_FILES)");
+      let status: number;
+      if (kind === "ok") {
+        status = decodeOkPacket(first, this.capabilities).statusFlags;
+        if (current?.kind === "use") this.database = current.db;
+        this.client.push(this.ok(first, current?.kind === "other" && current.write));
+      } else {
+        const end = await this.resultset(first, current, text, binary);
+        if (end === undefined) return;
+        status = end;
+      }
+      await this.client.flush();
+      if (!(status & ServerStatus.MoreResultsExist)) return;
+      current = undefined;
+    }
+  }
+
+  /** One resultset: column definitions checked and planned, rows decided; the end's status, or undefined after an ERR. */
+  private async resultset(first: Buffer, analysis: StatementAnalysis | undefined, text: string, binary: boolean): Promise<number | undefined> {
+    const { columnCount } = decodeColumnCount(first, this.capabilities);
+    const definitions: Buffer[] = [];
+    const columns: ColumnDefinition[] = [];
+    for (let i = 0; i < columnCount; i++) {
+      const payload = await this.next();
+      definitions.push(payload);
+      columns.push(decodeColumnDefinition(payload));
+    }
+    const deprecateEof = hasCapability(this.capabilities, Capability.DeprecateEof);
+    const definitionsEnd = deprecateEof ? undefined : await this.next();
+    if (definitionsEnd && !isEofPacket(definitionsEnd)) throw this.outOfStep("column definitions not ended by EOF");
+    const mapping = this.deps.decider.mapping();
+    const plan = planMysqlResult(columns, analysis?.kind === "select" ? analysis.shape : undefined, mapping, (recordField, schema, table) => this.catalog.key === mapping.key && this.catalog.maps(recordField, schema, table), this.database);
+    this.client.push(first);
+    columns.forEach((column, i) => {
+      // A column that is always NULL is not NOT NULL any more.
+      const alwaysNull = plan.groupOf[i]! < 0 && analysis?.kind !== "diagnostics";
+      this.client.push(alwaysNull && column.flags & ColumnFlag.NotNull ? encodeColumnDefinition({ ...column, flags: column.flags & ~ColumnFlag.NotNull }) : definitions[i]!);
+    });
+    if (definitionsEnd) this.client.push(definitionsEnd);
+    // SHOW WARNINGS answers Level, Code, Message; anything else is not passed as diagnostics.
+    const diagnostics = analysis?.kind === "diagnostics" && columns.map((c) => c.name).join(",") === "Level,Code,Message" ? 2 : undefined;
+    this.rows.start(plan, binary, diagnostics);
+    for (;;) {
+      const payload = this.backend.tryNext()?.payload ?? (await this.next());
+      if (isResultsetEnd(payload, this.capabilities)) {
+        const status = this.pushEnd(payload);
+        return status;
+      }
+      if (isErrPacket(payload)) {
+        this.client.push(this.error(payload, text));
+        await this.client.flush();
+        return undefined;
+      }
+      const waiting = this.rows.row(payload);
+      if (waiting) await waiting;
+    }
+  }
+
+  /** The end of a resultset: an EOF passes (counts and flags only); an OK loses its info, last insert id and affected rows (they could carry a value: LAST_INSERT_ID(expr)). */
+  private pushEnd(payload: Buffer): number {
+    if (!hasCapability(this.capabilities, Capability.DeprecateEof)) {
+      this.client.push(payload);
+      return payload.length >= 5 ? payload.readUInt16LE(3) : 0;
+    }
+    const ok = decodeOkPacket(payload, this.capabilities);
+    const statusFlags = ok.statusFlags & ~ServerStatus.SessionStateChanged;
+    this.client.push(encodeOkPacket({ header: ok.header, affectedRows: 0, lastInsertId: 0, statusFlags, warnings: ok.warnings, info: "" }, this.capabilities));
+    return statusFlags;
+  }
+
+  /**
+   * An OK packet as the client may see it: no info text (it is the server's words), no session
+   * state; the affected rows and last insert id only for writes (with allowWrites, the one
+   * documented channel, as a PostgreSQL export's command tags).
+   */
+  private ok(payload: Buffer, write: boolean): Buffer {
+    const ok = decodeOkPacket(payload, this.capabilities);
+    return encodeOkPacket({ header: ok.header, affectedRows: write ? ok.affectedRows : 0, lastInsertId: write ? ok.lastInsertId : 0, statusFlags: ok.statusFlags & ~ServerStatus.SessionStateChanged, warnings: ok.warnings, info: "" }, this.capabilities);
+  }
+
+  private error(payload: Buffer, statement: string | undefined): Buffer {
+    return encodeErrPacket(sanitizeError(decodeErrPacket(payload), statement));
+  }
+
+  private outOfStep(what: string): SessionFailure {
+    return new SessionFailure(`backend sent ${what}`, { code: 2027, sqlState: "08S01", message: "the export ended the connection: the backend's answer was not one it can decide" });
+  }
+}
