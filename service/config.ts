@@ -16,6 +16,19 @@ export interface NodeConfig {
   natsUrls: string[];
   /** Client port of the embedded nats-server. */
   natsPort: number;
+  /** User and password for the servers of NATS_URL (or user info in the URL, which is never logged). */
+  natsUser: string | null;
+  natsPassword: string | null;
+  /** Token for the servers of NATS_URL. */
+  natsToken: string | null;
+  /** A decentralized-auth credentials file (JWT and nkey seed) for the servers of NATS_URL. */
+  natsCredsFile: string | null;
+  /** A file holding an nkey seed (SU...) for the servers of NATS_URL. */
+  natsNkeyFile: string | null;
+  /** PEM CA bundle the NATS servers' certificates are checked against; set: the connection needs TLS. */
+  natsCaFile: string | null;
+  /** PEM client certificate and key, for NATS servers that verify clients (mutual TLS). */
+  natsTlsCert: { certFile: string; keyFile: string } | null;
   nodeId: string;
   logLevel: LogLevel;
   /** JSON lines (for collectors) or pino-pretty's coloured lines (for people at a terminal). */
@@ -60,6 +73,14 @@ export const settings = {
   dataDir: { env: "DATA_DIR", flag: "--data-dir", describe: "node data directory (default ./data/<node id>)" },
   natsUrls: { env: "NATS_URL", flag: "--nats-url", describe: "NATS servers, comma-separated; when set no embedded server is started" },
   natsPort: { env: "NATS_PORT", flag: "--nats-port", describe: "client port of the embedded nats-server (default 4222)" },
+  natsUser: { env: "NATS_USER", flag: "--nats-user", describe: "user name for the servers of NATS_URL; needs NATS_PASSWORD" },
+  natsPassword: { env: "NATS_PASSWORD", flag: "--nats-password", describe: "password of NATS_USER (prefer the variable: flags show in ps)" },
+  natsToken: { env: "NATS_TOKEN", flag: "--nats-token", describe: "token for the servers of NATS_URL (prefer the variable: flags show in ps)" },
+  natsCredsFile: { env: "NATS_CREDS_FILE", flag: "--nats-creds-file", describe: "credentials file (user JWT and nkey seed) for the servers of NATS_URL" },
+  natsNkeyFile: { env: "NATS_NKEY_FILE", flag: "--nats-nkey-file", describe: "file holding an nkey seed (SU...) for the servers of NATS_URL" },
+  natsCaFile: { env: "NATS_TLS_CA_FILE", flag: "--nats-tls-ca-file", describe: "PEM CA bundle for the NATS servers' certificates; set: NATS connections need TLS" },
+  natsTlsCert: { env: "NATS_TLS_CERT_FILE", flag: "--nats-tls-cert-file", describe: "PEM client certificate for NATS servers that verify clients; needs NATS_TLS_KEY_FILE" },
+  natsTlsKey: { env: "NATS_TLS_KEY_FILE", flag: "--nats-tls-key-file", describe: "PEM private key of NATS_TLS_CERT_FILE" },
   nodeId: { env: "NODE_ID", flag: "--node-id", describe: "unique node id in the cluster (default <hostname>-<port>)" },
   logLevel: { env: "LOG_LEVEL", flag: "--log-level", describe: "trace, debug, info, warn, error, fatal or silent (default info)" },
   logFormat: { env: "LOG_FORMAT", flag: "--log-format", describe: "json (default: one JSON object a line, for log collectors) or pretty (readable lines for a terminal)" },
@@ -79,7 +100,7 @@ export const settings = {
   tlsKey: { env: "TLS_KEY_FILE", flag: "--tls-key-file", describe: "PEM private key of TLS_CERT_FILE" },
   securityConfig: { env: "SECURITY_CONFIG", flag: "--security-config", describe: "security configuration file (verifiers, credentials, enforced components); absent: nothing needs authentication" },
   exportPorts: { env: "EXPORT_PORTS", flag: "--export-ports", describe: "range export ports are allocated from, first-last (default 15432-15631)" },
-} satisfies Record<keyof NodeConfig | "exportTlsKey" | "tlsKey", Setting>;
+} satisfies Record<keyof NodeConfig | "exportTlsKey" | "tlsKey" | "natsTlsKey", Setting>;
 
 const logLevels: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 const logFormats: readonly LogFormat[] = ["json", "pretty"];
@@ -154,6 +175,30 @@ function defaultRedactionThreads(): number {
   return Math.min(availableParallelism(), 4);
 }
 
+type NatsCredentialSettings = Pick<NodeConfig, "natsUser" | "natsPassword" | "natsToken" | "natsCredsFile" | "natsNkeyFile" | "natsCaFile" | "natsTlsCert">;
+
+/** NATS client credentials: one kind at most, and only for servers of NATS_URL (the embedded server makes its own token). */
+function natsCredentials(raw: (key: keyof typeof settings) => string | undefined, external: boolean): NatsCredentialSettings {
+  const file = (key: keyof typeof settings) => (raw(key) === undefined ? null : resolve(raw(key)!));
+  const found: NatsCredentialSettings = {
+    natsUser: raw("natsUser") ?? null,
+    natsPassword: raw("natsPassword") ?? null,
+    natsToken: raw("natsToken") ?? null,
+    natsCredsFile: file("natsCredsFile"),
+    natsNkeyFile: file("natsNkeyFile"),
+    natsCaFile: file("natsCaFile"),
+    natsTlsCert: tlsFiles(raw("natsTlsCert"), raw("natsTlsKey"), { cert: settings.natsTlsCert, key: settings.natsTlsKey }),
+  };
+  const given = (Object.keys(found) as Array<keyof NatsCredentialSettings>).filter((key) => found[key] !== null);
+  if (given.length > 0 && !external) {
+    throw new StartupError(`${given.map((key) => settings[key].env).join(", ")} apply to the NATS servers of ${settings.natsUrls.env}: the embedded nats-server makes a token of its own at each start`);
+  }
+  if ((found.natsUser === null) !== (found.natsPassword === null)) throw new StartupError(`${settings.natsUser.env} and ${settings.natsPassword.env} go together: set both or neither`);
+  const kinds = [found.natsUser !== null && settings.natsUser.env, found.natsToken !== null && settings.natsToken.env, found.natsCredsFile && settings.natsCredsFile.env, found.natsNkeyFile && settings.natsNkeyFile.env].filter(Boolean);
+  if (kinds.length > 1) throw new StartupError(`NATS takes one kind of credentials, but ${kinds.join(" and ")} are set: keep one`);
+  return found;
+}
+
 /** Reads the node's configuration: flags win over environment variables, which win over defaults. */
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): NodeConfig {
   const flags = parseFlags(argv);
@@ -168,6 +213,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
   if (!logFormats.includes(logFormat)) throw new StartupError(`LOG_FORMAT must be one of ${logFormats.join(", ")}, got '${logFormat}'`);
   const natsUrls = (raw("natsUrls") ?? "").split(",").map((u) => u.trim()).filter(Boolean);
   const heartbeatMs = integer(settings.heartbeatMs, raw("heartbeatMs") ?? "1000", 50, 60_000);
+  const natsAuth = natsCredentials(raw, natsUrls.length > 0);
   const leaseTtlMs = integer(settings.leaseTtlMs, raw("leaseTtlMs") ?? "4000", 200, 600_000);
   if (leaseTtlMs < heartbeatMs * 3) throw new StartupError(`LEASE_TTL_MS (${leaseTtlMs}) must be at least three heartbeats (3 x HEARTBEAT_MS = ${heartbeatMs * 3})`);
 
@@ -177,6 +223,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     dataDir: resolve(raw("dataDir") ?? `data/${nodeId}`),
     natsUrls,
     natsPort: integer(settings.natsPort, raw("natsPort") ?? "4222", 1, 65535),
+    ...natsAuth,
     nodeId,
     logLevel,
     logFormat,

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createSecureContext, type SecureContext } from "node:tls";
@@ -13,6 +14,8 @@ import { build } from "../gateway/build";
 import type { HealthReport } from "../gateway/types";
 import { settings, type NodeConfig } from "./config";
 import { NatsServerProcess } from "./nats-server";
+import { natsClientOptions, type NatsClientOptions } from "./nats-client-options";
+import { withoutUserInfo } from "../auth/redacted-url";
 import { DecisionService } from "../ports/decision-service";
 import { DocumentService } from "../redaction/jobs/document-service";
 import { ExportService } from "../exports/export-service";
@@ -61,15 +64,21 @@ function loadActorModules(paths: readonly string[]): AnyActorDefinition[] {
   return definitions;
 }
 
-async function connectToNats(urls: string[], config: NodeConfig): Promise<NatsConnection> {
+async function connectToNats(urls: string[], config: NodeConfig, credentials: NatsClientOptions): Promise<NatsConnection> {
   try {
     // noAsyncTraces: otherwise every request and JetStream publish builds Error objects with stack
     // traces up front, in case it fails (22 % of the node's CPU under a pipeline stream). Failures still
     // say what failed, without the caller's stack.
-    return await connect({ servers: urls, name: `warden-${config.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000, noAsyncTraces: true });
+    return await connect({ ...credentials, servers: urls, name: `warden-${config.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000, noAsyncTraces: true });
   } catch (error) {
-    throw new StartupError(`cannot connect to NATS at ${urls.join(", ")} (${(error as Error).message}): check ${settings.natsUrls.env} and that the servers run`, { cause: error });
+    throw new StartupError(`cannot connect to NATS at ${urls.map(withoutUserInfo).join(", ")} (${(error as Error).message}): check ${settings.natsUrls.env} and that the servers run`, { cause: error });
   }
+}
+
+/** The node's settings as audited and logged: secrets named as set, never shown; URLs without user info. */
+function publicConfig(config: NodeConfig): Record<string, unknown> {
+  const secret = (value: string | null) => (value === null ? null : "(set)");
+  return { ...config, natsUrls: config.natsUrls.map(withoutUserInfo), natsPassword: secret(config.natsPassword), natsToken: secret(config.natsToken) };
 }
 
 /** JetStream needs a moment after a server (or a cluster's meta leader) starts; retry while it says so. */
@@ -139,11 +148,15 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   const security = loadSecurity(config, exportTls?.context);
   const definitions = [...builtInActors, ...loadActorModules(config.actorModules)];
   let natsServer: NatsServerProcess | undefined;
-  if (config.natsUrls.length === 0) {
-    natsServer = await NatsServerProcess.start({ host: "127.0.0.1", port: config.natsPort, dir: join(config.dataDir, "nats"), serverName: `warden-${config.nodeId}`, log: logger });
+  // The embedded server takes a fresh token at each start, known to this process alone (its proxy
+  // workers reach NATS through it): no other local process can call actors behind the gateway.
+  const embeddedToken = config.natsUrls.length === 0 ? `wt${randomBytes(32).toString("hex")}` : undefined;
+  const credentials = natsClientOptions(config, embeddedToken);
+  if (embeddedToken) {
+    natsServer = await NatsServerProcess.start({ host: "127.0.0.1", port: config.natsPort, dir: join(config.dataDir, "nats"), serverName: `warden-${config.nodeId}`, token: embeddedToken, log: logger });
   }
   const urls = natsServer ? [natsServer.url] : config.natsUrls;
-  const nc = await connectToNats(urls, config).catch(async (error) => {
+  const nc = await connectToNats(urls, config, credentials).catch(async (error) => {
     await natsServer?.stop();
     throw error;
   });
@@ -228,7 +241,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     level: "info",
     event: "config.active",
     message: "node started with this configuration",
-    details: { node: { ...config }, actorTypes: runtime.host.registeredTypes(), authentication: authenticator.describe() },
+    details: { node: publicConfig(config), actorTypes: runtime.host.registeredTypes(), authentication: authenticator.describe() },
   });
   if (!gatewayTls && authenticator.enforcedComponents().some((name) => componentTypes[name] === "api")) {
     // Allowed (TLS may end at a load balancer in front), but said: Basic passwords and tokens would cross the network in the clear.
@@ -271,7 +284,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
       details: { endpointTypes: ["peer"], host: natsServer.options.host, port: natsServer.options.port },
     });
   }
-  logger.info({ port: gatewayPort, nats: urls }, "node ready to serve");
+  logger.info({ port: gatewayPort, nats: urls.map(withoutUserInfo) }, "node ready to serve");
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -279,5 +292,5 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
       await shutDown(true);
       logger.info("node stopped");
     })());
-  return { config, runtime, gateway, gatewayPort, natsUrl: urls.join(","), stop };
+  return { config, runtime, gateway, gatewayPort, natsUrl: urls.map(withoutUserInfo).join(","), stop };
 }
