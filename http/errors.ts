@@ -36,6 +36,8 @@ export const httpErrors = {
   ERR_REQUEST_BODY_TOO_LARGE: { status: 413, message: "the request body is too large" },
   ERR_REQUEST_CONTENT_TYPE: { status: 415, message: "unsupported content type" },
   ERR_SERVICE_NOT_READY: { status: 503, message: "this node is not ready" },
+  /** Never sent: a connection over a listener's cap is closed as it arrives; counted under this code in warden_refusals_total. */
+  ERR_SERVICE_CONNECTIONS_FULL: { status: 503, message: "the listener is at its connection limit" },
   ERR_SERVICE_NOT_IMPLEMENTED: { status: 501, message: "not implemented yet" },
   ERR_ACTOR_TIMEOUT: { status: 504, message: "the service did not answer in time" },
   ERR_ACTOR_UNAVAILABLE: { status: 503, message: "the service is temporarily unavailable; try again" },

@@ -1,6 +1,8 @@
 import { availableParallelism, hostname } from "node:os";
 import { resolve } from "node:path";
 import { StartupError } from "./startup-error";
+import { checkListenerLimits, defaultHttpListenerLimits, type HttpListenerLimits } from "../http/listener-limits";
+import { defaultWireExportLimits, type WireExportLimits } from "../exports/wire-limits";
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
 export type LogFormat = "json" | "pretty";
@@ -58,6 +60,10 @@ export interface NodeConfig {
   tls: { certFile: string; keyFile: string } | null;
   /** The security configuration file (spec 5.2); absent: no component enforces authentication. */
   securityConfig: string | null;
+  /** Timeouts and connection cap of each HTTP listener: the gateway and every HTTP export door. */
+  httpLimits: HttpListenerLimits;
+  /** Limits of every wire export (PostgreSQL...): sessions, connections logging in, idle time, message size. */
+  wireLimits: WireExportLimits;
 }
 
 interface Setting {
@@ -99,8 +105,36 @@ export const settings = {
   tls: { env: "TLS_CERT_FILE", flag: "--tls-cert-file", describe: "PEM certificate (chain) of the gateway: HTTPS instead of HTTP; needs TLS_KEY_FILE" },
   tlsKey: { env: "TLS_KEY_FILE", flag: "--tls-key-file", describe: "PEM private key of TLS_CERT_FILE" },
   securityConfig: { env: "SECURITY_CONFIG", flag: "--security-config", describe: "security configuration file (verifiers, credentials, enforced components); absent: nothing needs authentication" },
+  httpHeadersTimeoutMs: { env: "HTTP_HEADERS_TIMEOUT_MS", flag: "--http-headers-timeout-ms", describe: "a request's headers must arrive within this, on the gateway and HTTP export doors (default 10000)" },
+  httpRequestTimeoutMs: { env: "HTTP_REQUEST_TIMEOUT_MS", flag: "--http-request-timeout-ms", describe: "a request, body included, must arrive within this (default 300000; 0: off; streaming doors: off)" },
+  httpKeepAliveTimeoutMs: { env: "HTTP_KEEPALIVE_TIMEOUT_MS", flag: "--http-keepalive-timeout-ms", describe: "an idle kept-alive HTTP connection is closed after this (default 5000)" },
+  httpIdleTimeoutMs: { env: "HTTP_IDLE_TIMEOUT_MS", flag: "--http-idle-timeout-ms", describe: "an HTTP connection silent this long is closed (default 60000; 0: never)" },
+  httpMaxConnections: { env: "HTTP_MAX_CONNECTIONS", flag: "--http-max-connections", describe: "connections open at once per HTTP listener (default 1000)" },
+  exportMaxConnections: { env: "EXPORT_MAX_CONNECTIONS", flag: "--export-max-connections", describe: "logged-in sessions per wire export (default 500)" },
+  exportMaxLoggingIn: { env: "EXPORT_MAX_LOGGING_IN", flag: "--export-max-logging-in", describe: "connections logging in at once per wire export, apart from sessions (default 64)" },
+  exportMaxLoggingInPerAddress: { env: "EXPORT_MAX_LOGGING_IN_PER_ADDRESS", flag: "--export-max-logging-in-per-address", describe: "connections logging in at once from one client address (default 16)" },
+  exportLoginTimeoutMs: { env: "EXPORT_LOGIN_TIMEOUT_MS", flag: "--export-login-timeout-ms", describe: "a wire export connection not logged in by then is closed (default 15000)" },
+  exportIdleTimeoutMs: { env: "EXPORT_IDLE_TIMEOUT_MS", flag: "--export-idle-timeout-ms", describe: "a wire export connection silent this long is closed (default 3600000; 0: never)" },
+  exportMaxMessageBytes: { env: "EXPORT_MAX_MESSAGE_BYTES", flag: "--export-max-message-bytes", describe: "largest message a logged-in wire client may send (default 8388608)" },
   exportPorts: { env: "EXPORT_PORTS", flag: "--export-ports", describe: "range export ports are allocated from, first-last (default 15432-15631)" },
-} satisfies Record<keyof NodeConfig | "exportTlsKey" | "tlsKey" | "natsTlsKey", Setting>;
+} satisfies Record<
+  | Exclude<keyof NodeConfig, "httpLimits" | "wireLimits">
+  | "exportTlsKey"
+  | "tlsKey"
+  | "natsTlsKey"
+  | "httpHeadersTimeoutMs"
+  | "httpRequestTimeoutMs"
+  | "httpKeepAliveTimeoutMs"
+  | "httpIdleTimeoutMs"
+  | "httpMaxConnections"
+  | "exportMaxConnections"
+  | "exportMaxLoggingIn"
+  | "exportMaxLoggingInPerAddress"
+  | "exportLoginTimeoutMs"
+  | "exportIdleTimeoutMs"
+  | "exportMaxMessageBytes",
+  Setting
+>;
 
 const logLevels: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 const logFormats: readonly LogFormat[] = ["json", "pretty"];
@@ -175,10 +209,39 @@ function defaultRedactionThreads(): number {
   return Math.min(availableParallelism(), 4);
 }
 
+type Raw = (key: keyof typeof settings) => string | undefined;
+
+function httpLimits(raw: Raw): HttpListenerLimits {
+  const d = defaultHttpListenerLimits;
+  const limits: HttpListenerLimits = {
+    headersTimeoutMs: integer(settings.httpHeadersTimeoutMs, raw("httpHeadersTimeoutMs") ?? String(d.headersTimeoutMs), 1, 3_600_000),
+    requestTimeoutMs: integer(settings.httpRequestTimeoutMs, raw("httpRequestTimeoutMs") ?? String(d.requestTimeoutMs), 0, 86_400_000),
+    keepAliveTimeoutMs: integer(settings.httpKeepAliveTimeoutMs, raw("httpKeepAliveTimeoutMs") ?? String(d.keepAliveTimeoutMs), 1, 3_600_000),
+    idleTimeoutMs: integer(settings.httpIdleTimeoutMs, raw("httpIdleTimeoutMs") ?? String(d.idleTimeoutMs), 0, 86_400_000),
+    maxConnections: integer(settings.httpMaxConnections, raw("httpMaxConnections") ?? String(d.maxConnections), 1, 1_000_000),
+  };
+  const problems = checkListenerLimits(limits);
+  if (problems.length > 0) throw new StartupError(`${settings.httpHeadersTimeoutMs.env} and ${settings.httpRequestTimeoutMs.env}: ${problems.join("; ")}`);
+  return limits;
+}
+
+function wireLimits(raw: Raw): WireExportLimits {
+  const d = defaultWireExportLimits;
+  return {
+    maxConnections: integer(settings.exportMaxConnections, raw("exportMaxConnections") ?? String(d.maxConnections), 1, 1_000_000),
+    maxLoggingIn: integer(settings.exportMaxLoggingIn, raw("exportMaxLoggingIn") ?? String(d.maxLoggingIn), 1, 1_000_000),
+    maxLoggingInPerAddress: integer(settings.exportMaxLoggingInPerAddress, raw("exportMaxLoggingInPerAddress") ?? String(d.maxLoggingInPerAddress), 1, 1_000_000),
+    loginTimeoutMs: integer(settings.exportLoginTimeoutMs, raw("exportLoginTimeoutMs") ?? String(d.loginTimeoutMs), 100, 3_600_000),
+    idleTimeoutMs: integer(settings.exportIdleTimeoutMs, raw("exportIdleTimeoutMs") ?? String(d.idleTimeoutMs), 0, 86_400_000 * 7),
+    // PostgreSQL's own messages may be up to 1 GiB; a proxy that buffers them must stop far sooner.
+    maxClientMessageBytes: integer(settings.exportMaxMessageBytes, raw("exportMaxMessageBytes") ?? String(d.maxClientMessageBytes), 64 * 1024, 64 * 1024 * 1024),
+  };
+}
+
 type NatsCredentialSettings = Pick<NodeConfig, "natsUser" | "natsPassword" | "natsToken" | "natsCredsFile" | "natsNkeyFile" | "natsCaFile" | "natsTlsCert">;
 
 /** NATS client credentials: one kind at most, and only for servers of NATS_URL (the embedded server makes its own token). */
-function natsCredentials(raw: (key: keyof typeof settings) => string | undefined, external: boolean): NatsCredentialSettings {
+function natsCredentials(raw: Raw, external: boolean): NatsCredentialSettings {
   const file = (key: keyof typeof settings) => (raw(key) === undefined ? null : resolve(raw(key)!));
   const found: NatsCredentialSettings = {
     natsUser: raw("natsUser") ?? null,
@@ -241,5 +304,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     exportTls: tlsFiles(raw("exportTls"), raw("exportTlsKey"), { cert: settings.exportTls, key: settings.exportTlsKey }),
     tls: tlsFiles(raw("tls"), raw("tlsKey"), { cert: settings.tls, key: settings.tlsKey }),
     securityConfig: raw("securityConfig") ? resolve(raw("securityConfig")!) : null,
+    httpLimits: httpLimits(raw),
+    wireLimits: wireLimits(raw),
   };
 }

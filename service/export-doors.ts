@@ -5,6 +5,8 @@ import type { DecisionService } from "../ports/decision-service";
 import { PipelineDoor } from "../proxies/pipeline/door";
 import { PostgresDoor } from "../proxies/postgres/door";
 import { defaultProxyLimits } from "../proxies/postgres/types";
+import type { HttpListenerLimits } from "../http/listener-limits";
+import type { WireExportLimits } from "../exports/wire-limits";
 
 export interface ExportDoorSettings {
   nc: NatsConnection;
@@ -16,14 +18,18 @@ export interface ExportDoorSettings {
   jsReplicas: number;
   /** Proxy worker processes for PostgreSQL export sessions (0: sessions run on the node's loop). */
   proxyWorkers: number;
+  /** Timeouts and connection cap of every HTTP export door's listener (http/listener-limits.ts). */
+  httpLimits: HttpListenerLimits;
+  /** Limits of every wire export door (exports/wire-limits.ts, exports/login-slots.ts). */
+  wireLimits: WireExportLimits;
 }
 
 /** The registry of export types: one line per type (exports/door.ts says what a type provides). */
 export function exportDoors(settings: ExportDoorSettings): { doors: ExportDoors; postgres: PostgresDoor } {
-  const postgres = new PostgresDoor({ limits: defaultProxyLimits, workers: settings.proxyWorkers, tls: settings.tls, decisions: settings.decisions, log: settings.log });
+  const postgres = new PostgresDoor({ limits: { ...defaultProxyLimits, ...settings.wireLimits }, workers: settings.proxyWorkers, tls: settings.tls, decisions: settings.decisions, log: settings.log });
   const doors: ExportDoors = {
     postgres,
-    pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas }),
+    pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas, httpLimits: settings.httpLimits }),
   };
   return { doors, postgres };
 }

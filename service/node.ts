@@ -209,7 +209,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   };
   const decisions = await DecisionService.start(runtime);
   const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours, threads: config.redactionThreads, jsReplicas: config.jsReplicas });
-  const { doors, postgres } = exportDoors({ nc, decisions, log: logger, tls: exportTls && { cert: exportTls.cert, key: exportTls.key }, jsReplicas: config.jsReplicas, proxyWorkers: config.exportWorkers });
+  const { doors, postgres } = exportDoors({ nc, decisions, log: logger, tls: exportTls && { cert: exportTls.cert, key: exportTls.key }, jsReplicas: config.jsReplicas, proxyWorkers: config.exportWorkers, httpLimits: config.httpLimits, wireLimits: config.wireLimits });
   const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, tls: exportTls, authenticator, doors });
   await exportSupervisor.start();
   registerNodeMetrics(metrics, { runtime, nats, exports: exportSupervisor, postgres, documents, authenticator });
@@ -224,7 +224,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     await nc.drain();
     await natsServer?.stop();
   };
-  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });
+  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, limits: config.httpLimits, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });
   try {
     await gateway.listen({ port: config.port, host: config.host });
   } catch (error) {

@@ -6,6 +6,7 @@ import type { RevisionedKv } from "../../actors/runtime/revisioned-kv";
 import { component } from "../../auth/components";
 import type { HttpAuthentication } from "../../http/authentication";
 import { PipelineHttpServer } from "./http-server";
+import type { HttpListenerLimits } from "../../http/listener-limits";
 import { refusedAnswer } from "./refused";
 import type { ExportAudit } from "../../exports/door";
 import type { ExportServing } from "../../api/types";
@@ -28,6 +29,8 @@ export interface PipelineExportDeps {
   /** The export's own verifier settings over the profiles'. */
   overrides?: OverridesByVerifier;
   progress: RevisionedKv<PipelineProgress>;
+  /** Timeouts and connection cap of the HTTP port; absent: the defaults. */
+  listenerLimits?: HttpListenerLimits;
 }
 
 /** Every node serving pipeline requests joins this queue group: one answers each request. */
@@ -52,7 +55,7 @@ export class PipelineExport {
     const redactor = new PipelineRedactor(deps.decider, record.resolverGroup);
     const { overrides } = deps;
     const credentials = new NatsCredentialCheck(deps.auth.authenticator, component("pipeline"), record.id, audit, overrides);
-    const http = await PipelineHttpServer.listen({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls, overrides });
+    const http = await PipelineHttpServer.listen({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls, overrides, listenerLimits: deps.listenerLimits });
     const requests = nc.subscribe(PipelineSubjects.request(record.id), {
       queue: requestQueue,
       callback: (error, msg) => {

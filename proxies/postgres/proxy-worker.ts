@@ -111,6 +111,7 @@ function accept(exportId: string, connectionId: string, socket: Socket | undefin
     userIds: served.userIds,
     policy: settings.policy,
     analyses: sharedAnalyses,
+    onLoggedIn: () => send({ kind: "logged-in", exportId, connectionId }),
     onEnd: (counts, identity) => {
       served.sessions.delete(session);
       const live = liveCounts(served);
