@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { StartupError } from "./startup-error";
 import { checkListenerLimits, defaultHttpListenerLimits, type HttpListenerLimits } from "../http/listener-limits";
 import { defaultWireExportLimits, type WireExportLimits } from "../exports/wire-limits";
+import { defaultFailureBudgetLimits, type FailureBudgetLimits } from "../auth/failure-budget";
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
 export type LogFormat = "json" | "pretty";
@@ -64,6 +65,8 @@ export interface NodeConfig {
   httpLimits: HttpListenerLimits;
   /** Limits of every wire export (PostgreSQL...): sessions, connections logging in, idle time, message size. */
   wireLimits: WireExportLimits;
+  /** Failed logins an address and a user may have before they wait, and the waits. */
+  failureBudget: FailureBudgetLimits;
 }
 
 interface Setting {
@@ -116,9 +119,17 @@ export const settings = {
   exportLoginTimeoutMs: { env: "EXPORT_LOGIN_TIMEOUT_MS", flag: "--export-login-timeout-ms", describe: "a wire export connection not logged in by then is closed (default 15000)" },
   exportIdleTimeoutMs: { env: "EXPORT_IDLE_TIMEOUT_MS", flag: "--export-idle-timeout-ms", describe: "a wire export connection silent this long is closed (default 3600000; 0: never)" },
   exportMaxMessageBytes: { env: "EXPORT_MAX_MESSAGE_BYTES", flag: "--export-max-message-bytes", describe: "largest message a logged-in wire client may send (default 8388608)" },
+  authFailuresPerAddress: { env: "AUTH_FAILURES_PER_ADDRESS", flag: "--auth-failures-per-address", describe: "failed logins from one client address before it waits, answered 429 (default 20)" },
+  authFailuresPerUser: { env: "AUTH_FAILURES_PER_USER", flag: "--auth-failures-per-user", describe: "failed logins for one user name before it waits, answered 429 (default 10)" },
+  authMaxBackoffMs: { env: "AUTH_MAX_BACKOFF_MS", flag: "--auth-max-backoff-ms", describe: "the longest wait after failed logins; the first is 1 s, doubling (default 300000)" },
+  authRejectedTokenMs: { env: "AUTH_REJECTED_TOKEN_MS", flag: "--auth-rejected-token-ms", describe: "a rejected token is refused again without asking its verifier for this long (default 30000)" },
   exportPorts: { env: "EXPORT_PORTS", flag: "--export-ports", describe: "range export ports are allocated from, first-last (default 15432-15631)" },
 } satisfies Record<
-  | Exclude<keyof NodeConfig, "httpLimits" | "wireLimits">
+  | Exclude<keyof NodeConfig, "httpLimits" | "wireLimits" | "failureBudget">
+  | "authFailuresPerAddress"
+  | "authFailuresPerUser"
+  | "authMaxBackoffMs"
+  | "authRejectedTokenMs"
   | "exportTlsKey"
   | "tlsKey"
   | "natsTlsKey"
@@ -238,6 +249,17 @@ function wireLimits(raw: Raw): WireExportLimits {
   };
 }
 
+function failureBudget(raw: Raw): FailureBudgetLimits {
+  const d = defaultFailureBudgetLimits;
+  return {
+    ...d,
+    perAddress: integer(settings.authFailuresPerAddress, raw("authFailuresPerAddress") ?? String(d.perAddress), 1, 1_000_000),
+    perUser: integer(settings.authFailuresPerUser, raw("authFailuresPerUser") ?? String(d.perUser), 1, 1_000_000),
+    maxBackoffMs: integer(settings.authMaxBackoffMs, raw("authMaxBackoffMs") ?? String(d.maxBackoffMs), d.baseBackoffMs, 86_400_000),
+    rejectedTokenMs: integer(settings.authRejectedTokenMs, raw("authRejectedTokenMs") ?? String(d.rejectedTokenMs), 0, 3_600_000),
+  };
+}
+
 type NatsCredentialSettings = Pick<NodeConfig, "natsUser" | "natsPassword" | "natsToken" | "natsCredsFile" | "natsNkeyFile" | "natsCaFile" | "natsTlsCert">;
 
 /** NATS client credentials: one kind at most, and only for servers of NATS_URL (the embedded server makes its own token). */
@@ -306,5 +328,6 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     securityConfig: raw("securityConfig") ? resolve(raw("securityConfig")!) : null,
     httpLimits: httpLimits(raw),
     wireLimits: wireLimits(raw),
+    failureBudget: failureBudget(raw),
   };
 }

@@ -26,6 +26,7 @@ import { userPort } from "../ports/user-port";
 import { StartupError } from "./startup-error";
 import { registerNodeMetrics, type NatsTally } from "./node-metrics";
 import { Authenticator } from "../auth/authenticator";
+import { FailureBudget } from "../auth/failure-budget";
 import { component, componentTypes } from "../auth/components";
 import { KvReplayGuard } from "../auth/replay-guard";
 import { isEnforced, openSecurityConfig, type SecurityConfig } from "../auth/security-config";
@@ -135,7 +136,7 @@ function loadSecurity(config: NodeConfig, exportTls: SecureContext | undefined):
 async function startAuthenticator(config: NodeConfig, security: SecurityConfig, nc: NatsConnection, replicas: number): Promise<Authenticator> {
   if (!config.securityConfig) return Authenticator.open();
   try {
-    return await Authenticator.start(security, verifierFactories, { replayGuard: await KvReplayGuard.open(nc, { replicas }) }, config.securityConfig);
+    return await Authenticator.start(security, verifierFactories, { replayGuard: await KvReplayGuard.open(nc, { replicas }) }, config.securityConfig, new FailureBudget(config.failureBudget));
   } catch (error) {
     throw securityStartupError(config.securityConfig, error);
   }

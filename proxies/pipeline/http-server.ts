@@ -11,7 +11,7 @@ import { HttpError } from "../../http/errors";
 import { defaultHttpListenerLimits, limitedServerFactory, streamingLimits, type HttpListenerLimits } from "../../http/listener-limits";
 import type { HttpAuthentication } from "../../http/authentication";
 import type { ExportAudit } from "../../exports/door";
-import { RefusalAudit } from "../../exports/refusal-audit";
+import { RepeatedAudit } from "../../auth/repeated-audit";
 import type { ExportServing } from "../../api/types";
 import { ndjsonBatches } from "./ndjson-lines";
 import type { PipelineAnswer, RecordCounts, RecordRedactor } from "./types";
@@ -65,8 +65,8 @@ function recordOfLine(bytes: Buffer, number: number, limits: PipelineHttpLimits)
 export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance {
   const limits = options.limits ?? defaultPipelineHttpLimits;
   const listener = streamingLimits(options.listenerLimits ?? defaultHttpListenerLimits);
-  const refusals = new RefusalAudit(options.audit);
-  const onRefused = (remote: string | undefined) => refusals.refused("connections", `pipeline export ${options.exportId} is at its limit of ${listener.maxConnections} connections`, { exportId: options.exportId, component: "pipeline", remote: remote ?? null });
+  const refusals = new RepeatedAudit((message, details, count) => options.audit("warn", "connection.refused", message, { ...details, count }));
+  const onRefused = (remote: string | undefined) => refusals.record("connections", `pipeline export ${options.exportId} is at its limit of ${listener.maxConnections} connections`, { exportId: options.exportId, component: "pipeline", remote: remote ?? null });
   const app = Fastify({
     serverFactory: limitedServerFactory(listener, { tls: options.tls, onRefused }),
     loggerInstance: options.logger.child({ component: "pipeline", exportId: options.exportId }) as FastifyBaseLogger,

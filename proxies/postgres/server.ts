@@ -13,7 +13,7 @@ import type { ExportServing } from "../../api/types";
 import { loadSqlParser } from "./analysis/sql-parser";
 import { sharedAnalyses, type StatementPolicy } from "./analysis/statement-analysis";
 import { LoginSlots, loginSlotMessage } from "../../exports/login-slots";
-import { RefusalAudit } from "../../exports/refusal-audit";
+import { RepeatedAudit } from "../../auth/repeated-audit";
 
 export interface ExportServerOptions {
   exportId: string;
@@ -48,14 +48,14 @@ export class PostgresExportServer {
   private readonly totals = { total: 0, refused: 0, rows: emptyRowCounts() };
   private readonly since = new Date().toISOString();
   private readonly loggingIn: LoginSlots;
-  private readonly refusals: RefusalAudit;
+  private readonly refusals: RepeatedAudit;
 
   private constructor(
     private readonly server: Server,
     private readonly options: ExportServerOptions,
   ) {
     this.loggingIn = new LoginSlots(options.limits);
-    this.refusals = new RefusalAudit(options.audit);
+    this.refusals = new RepeatedAudit((message, details, count) => options.audit("warn", "connection.refused", message, { ...details, count }));
   }
 
   /** Opens the port; rejects (EADDRINUSE, EACCES...) when it cannot be opened. */
@@ -149,7 +149,7 @@ export class PostgresExportServer {
   /** Refuses a connection for want of a place (SQLSTATE 53300). */
   private refuse(socket: Socket, reason: string, audited: string, told: string, remote: string | null): void {
     this.totals.refused++;
-    this.refusals.refused(reason, audited, { exportId: this.options.exportId, component: "postgres", remote });
+    this.refusals.record(reason, audited, { exportId: this.options.exportId, component: "postgres", remote, reason });
     socket.end(fatalMessage("53300", told));
   }
 

@@ -5,14 +5,10 @@ import { Client } from "pg";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
-import { createPopulation } from "../fixtures/population";
-import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
-import { call as request } from "../../testkit/http";
-import { connectTo, startNats, storedMessages } from "../../testkit/nats";
-import { NodeProcess } from "../../testkit/node-process";
-import { freePort } from "../../testkit/ports";
+import { roles } from "../fixtures/postgres-population";
+import { connectTo, storedMessages } from "../../testkit/nats";
 import { PostgresServer } from "../../testkit/postgres";
-import { eventually } from "../helpers/client";
+import { startUsersExport, type UsersExportStack } from "../helpers/users-export";
 
 const loginTimeoutMs = 3_000;
 const maxLoggingIn = 64;
@@ -33,11 +29,9 @@ function idle(port: number, localAddress: string): Promise<{ socket: Socket; clo
 
 describe("PostgreSQL exports: connections logging in are limited apart from sessions", () => {
   let nats: NatsServerProcess;
-  let node: NodeProcess;
   let pg: PostgresServer;
   let exportPort: number;
   let exportId: string;
-  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
   const loggedIn = async (): Promise<Client> => {
     const c = new Client({ host: "127.0.0.1", port: exportPort, user: roles.scram.user, password: roles.scram.password, database: "app", connectionTimeoutMillis: 5_000 });
     c.on("error", () => undefined);
@@ -46,25 +40,24 @@ describe("PostgreSQL exports: connections logging in are limited apart from sess
   };
   const rows = async (c: Client): Promise<number> => (await c.query("SELECT id, email FROM users")).rowCount ?? -1;
 
+  let stack: UsersExportStack | undefined;
   before(async () => {
-    pg = await PostgresServer.start({ hba: populationHba });
-    createAppDatabase(pg);
-    nats = await startNats();
     // Proxy workers (the default): sessions log in in a worker, which tells the node.
-    node = await NodeProcess.start({ nodeId: "pg-limits-1", natsUrl: nats.url, env: { EXPORT_WORKERS: "2", EXPORT_LOGIN_TIMEOUT_MS: String(loginTimeoutMs), EXPORT_MAX_LOGGING_IN: String(maxLoggingIn), EXPORT_MAX_LOGGING_IN_PER_ADDRESS: String(perAddress) } });
-    assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
-    await createPopulation(call);
-    exportPort = await freePort();
-    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: exportPort });
-    assert.equal(created.status, 200, JSON.stringify(created.body));
-    exportId = created.body.id;
-    await eventually("the export accepts connections", async () => (await loggedIn().then((c) => c.end().then(() => true), () => false)));
+    const env = { EXPORT_WORKERS: "2", EXPORT_LOGIN_TIMEOUT_MS: String(loginTimeoutMs), EXPORT_MAX_LOGGING_IN: String(maxLoggingIn), EXPORT_MAX_LOGGING_IN_PER_ADDRESS: String(perAddress) };
+    stack = await startUsersExport({
+      nodeId: "pg-limits-1",
+      env,
+      policy: realisticPolicy(),
+      connect: (port) => {
+        exportPort = port;
+        return loggedIn();
+      },
+    });
+    ({ pg, nats, exportPort, exportId } = stack);
   });
 
   after(async () => {
-    await node?.stop();
-    await nats?.stop();
-    await pg?.stop();
+    await stack?.stop();
   });
 
   test("600 connections that never log in: a logged-in client keeps working, the flood gets at most its places, and they free at the login timeout", async () => {
