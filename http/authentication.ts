@@ -91,7 +91,10 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
   };
 
   // Throttled logins repeat by the thousand under guessing: one record per address, user and minute, with the count.
-  const throttledAudit = new RepeatedAudit((message, details, count) => void auth.audit({ category: String(details.component), level: "warn", event: "connection.throttled", message, details: { ...details, count } }));
+  // Written from a timer, outside any request: a record JetStream does not take is still in the node log (audit logs first), never an unhandled rejection.
+  const throttledAudit = new RepeatedAudit((message, details, count) => {
+    auth.audit({ category: String(details.component), level: "warn", event: "connection.throttled", message, details: { ...details, count } }).catch(() => undefined);
+  });
 
   const deny = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState, outcome: Exclude<AccessOutcome, { kind: "verified" }> | { kind: "missing" | "malformed"; reason: string }): Promise<HttpError> => {
     const unsupported = outcome.kind === "unsupported";
