@@ -27,7 +27,7 @@ import { StartupError } from "./startup-error";
 import { registerNodeMetrics, type NatsTally } from "./node-metrics";
 import { Authenticator } from "../auth/authenticator";
 import { FailureBudget } from "../auth/failure-budget";
-import { component, componentTypes } from "../auth/components";
+import { component, componentTypes, servedComponents } from "../auth/components";
 import { KvReplayGuard } from "../auth/replay-guard";
 import { isEnforced, openSecurityConfig, type SecurityConfig } from "../auth/security-config";
 import { loadSecurityFile } from "../auth/security-file";
@@ -125,6 +125,11 @@ function loadSecurity(config: NodeConfig, exportTls: SecureContext | undefined):
     security = loadSecurityFile(config.securityConfig);
   } catch (error) {
     throw securityStartupError(config.securityConfig, error);
+  }
+  // The exports' own doors would ask for credentials while anyone could create, repoint or delete them through the API.
+  const enforcedExports = servedComponents.filter((name) => componentTypes[name] === "export" && isEnforced(security, component(name)));
+  if (enforcedExports.length > 0 && !isEnforced(security, component("export"))) {
+    throw new StartupError(`security configuration ${config.securityConfig}: export type${enforcedExports.length > 1 ? "s" : ""} ${enforcedExports.map((name) => `'${name}'`).join(", ")} enforce${enforcedExports.length > 1 ? "" : "s"} authentication but the 'export' API that manages them does not: add {"componentName": "export"} to enforcedComponents`);
   }
   if (!exportTls && isEnforced(security, component("postgres"))) {
     throw new StartupError(`security configuration ${config.securityConfig}: component 'postgres' enforces authentication, which takes passwords only over TLS: set ${settings.exportTls.env} and ${settings.exportTlsKey.env}`);
