@@ -275,13 +275,13 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
 
     assert.deepEqual(subjectsOf("config.active"), ["warden.audit.service.info"]);
     const active = records.find((r) => r.record.event === "config.active")!.record.details as { authentication: { enforcedComponentNames: string[]; configurationFile: string } };
-    assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "decision", "mapping", "pipeline", "postgres"]);
+    assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "decision", "export", "mapping", "pipeline", "postgres"]);
     assert.deepEqual(subjectsOf("port.opened"), ["warden.audit.pipeline.info", "warden.audit.postgres.info", "warden.audit.service.info"], "the gateway's port and each export's port");
     assert.deepEqual(subjectsOf("connection.outgoing"), ["warden.audit.postgres.info"]);
     const outgoing = records.filter((r) => r.record.event === "connection.outgoing").map((r) => r.record.details as { identity: string; identitySource: string });
     assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "export"));
     assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "client"));
-    assert.deepEqual(subjectsOf("connection.authenticated"), ["warden.audit.config.info", "warden.audit.decision.info", "warden.audit.mapping.info", "warden.audit.pipeline.info", "warden.audit.postgres.info"]);
+    assert.deepEqual(subjectsOf("connection.authenticated"), ["warden.audit.config.info", "warden.audit.decision.info", "warden.audit.export.info", "warden.audit.mapping.info", "warden.audit.pipeline.info", "warden.audit.postgres.info"]);
     assert.deepEqual(subjectsOf("connection.denied"), ["warden.audit.config.warn", "warden.audit.mapping.warn", "warden.audit.pipeline.warn", "warden.audit.postgres.warn"]);
     assert.deepEqual(subjectsOf("connection.unsupported"), ["warden.audit.config.warn", "warden.audit.pipeline.warn"]);
     assert.ok(subjectsOf("connection.unauthenticated").includes("warden.audit.user.debug"), "API use without authentication, at debug");
@@ -301,15 +301,19 @@ describe("a security configuration the node refuses to start with", () => {
     await nats?.stop();
   });
 
-  test("an unreachable LDAP server, a duplicate profile, an enforced postgres without export TLS: the node exits naming the entry", async () => {
+  test("an unreachable LDAP server, a duplicate profile, an enforced postgres without export TLS, an export type enforced without the export API: the node exits naming the entry", async () => {
     const dir = tempDir("bad-security");
     const closedPort = await freePort();
     const cases: Array<[unknown, RegExp]> = [
       [{ verifiers: [{ verifier: "ldap", profiles: [{ profile: "p", configuration: { hostname: `127.0.0.1:${closedPort}` } }] }] }, /verifiers\[0\]\.profiles\[0\]: verifier 'ldap' profile 'p': .*not reachable/],
       [{ verifiers: [{ verifier: "ldap", profiles: [{ profile: "p", configuration: { hostname: "x" } }, { profile: "p", configuration: { hostname: "y" } }] }] }, /verifiers\[0\]\.profiles\[1\]\.profile: duplicate profile name 'p'/],
       [
-        { verifiers: [{ verifier: "ldap", default: "p", profiles: [{ profile: "p", configuration: { hostname: "x" } }] }], credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }], enforcedComponents: [{ componentName: "postgres" }] },
+        { verifiers: [{ verifier: "ldap", default: "p", profiles: [{ profile: "p", configuration: { hostname: "x" } }] }], credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }], enforcedComponents: [{ componentName: "export" }, { componentName: "postgres" }] },
         /component 'postgres' enforces authentication, which takes passwords only over TLS/,
+      ],
+      [
+        { verifiers: [{ verifier: "ldap", default: "p", profiles: [{ profile: "p", configuration: { hostname: "x" } }] }], credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }], enforcedComponents: [{ componentName: "pipeline" }, { componentName: "config" }] },
+        /export type 'pipeline' enforces authentication but the 'export' API that manages them does not: add \{"componentName": "export"\} to enforcedComponents/,
       ],
     ];
     for (const [index, [config, message]] of cases.entries()) {
