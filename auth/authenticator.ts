@@ -1,6 +1,7 @@
 import { componentTypes, servedComponents } from "./components";
 import { choicesFor, isEnforced, openSecurityConfig, type SecurityConfig, type VerifierFactories } from "./security-config";
 import { CountTree } from "../metrics/count-tree";
+import { FailureBudget, type FailureKeys } from "./failure-budget";
 import { CredentialRejected, SecurityConfigError, VerifierUnavailable } from "./types";
 import type { Component, ComponentName, Credential, CredentialType, Verifier, VerifierDependencies, OverridesByVerifier, VerifierType, VerifiedIdentity } from "./types";
 
@@ -18,7 +19,9 @@ export type AccessOutcome =
   /** The verifier could not decide; denied all the same (fail closed). */
   | { kind: "unavailable"; reason: string; by: VerifierRef }
   /** No verifier of this component takes this credential type (spec 6 item 7). */
-  | { kind: "unsupported"; reason: string; credentialType: string };
+  | { kind: "unsupported"; reason: string; credentialType: string }
+  /** Too many failed checks from this address or for this user: not checked, try again after the wait (429). */
+  | { kind: "throttled"; reason: string; retryAfterSeconds: number };
 
 const verifierKey = (type: VerifierType, profile: string) => `${type}/${profile}`;
 
@@ -35,6 +38,8 @@ export class Authenticator {
     readonly config: SecurityConfig,
     private readonly verifiers: ReadonlyMap<string, Verifier>,
     private readonly descriptions: Record<string, unknown>,
+    /** Failed checks by address and user, and rejected tokens: shared by every door of the process. */
+    readonly failures: FailureBudget = new FailureBudget(),
   ) {}
 
   /** Nothing enforced, no verifiers: the spec's default. */
@@ -46,7 +51,7 @@ export class Authenticator {
    * Creates a verifier for every profile and checks their endpoints (spec 5.2: named endpoints
    * must be available). Throws `SecurityConfigError` naming the profile whose endpoint failed.
    */
-  static async start(config: SecurityConfig, factories: VerifierFactories, dependencies: VerifierDependencies, file: string): Promise<Authenticator> {
+  static async start(config: SecurityConfig, factories: VerifierFactories, dependencies: VerifierDependencies, file: string, failures = new FailureBudget()): Promise<Authenticator> {
     rejectUnusableEnforcement(config);
     const verifiers = new Map<string, Verifier>();
     const checks: Array<Promise<void>> = [];
@@ -80,7 +85,7 @@ export class Authenticator {
       })),
       enforcedComponents: config.enforcedComponents,
     };
-    return new Authenticator(config, verifiers, descriptions);
+    return new Authenticator(config, verifiers, { ...descriptions, failureBudget: failures.limits }, failures);
   }
 
   /** The active authentication configuration, secrets masked: the startup audit record (spec 6 item 1). */
@@ -102,9 +107,35 @@ export class Authenticator {
     return [...choicesFor(this.config, component).keys()];
   }
 
-  async verify(component: Component, credential: Credential, overrides?: OverridesByVerifier): Promise<AccessOutcome> {
-    const outcome = await this.verifyOnce(component, credential, overrides);
+  /** Verifies a credential for a component; `from` names the client's address when the door knows it (its failures count against it). */
+  async verify(component: Component, credential: Credential, overrides?: OverridesByVerifier, from?: { address?: string }): Promise<AccessOutcome> {
+    const outcome = await this.verifyWithinBudget(component, credential, overrides, from?.address);
     this.outcomes.child(component.name).child("by" in outcome ? outcome.by.verifier : "none").child(outcome.kind).value++;
+    return outcome;
+  }
+
+  /**
+   * Passwords and tokens go to their verifier only while the address and the user have failures
+   * to spare (cloud signatures cannot be guessed: their secret never crosses). A token rejected
+   * a moment ago is refused again without asking.
+   */
+  private async verifyWithinBudget(component: Component, credential: Credential, overrides: OverridesByVerifier | undefined, address: string | undefined): Promise<AccessOutcome> {
+    if (credential.type === "cloudSigningCredentials") return this.verifyOnce(component, credential, overrides);
+    const scope = `${component.name}\0${component.domainName ?? ""}`;
+    const secret = credential.type === "namepwd" ? FailureBudget.digest(scope, credential.user, credential.password) : FailureBudget.digest(scope, credential.token);
+    if (credential.type === "rawBearerToken") {
+      const remembered = this.failures.rejectedToken<AccessOutcome>(secret);
+      if (remembered) return remembered;
+    }
+    const keys: FailureKeys = { address, user: credential.type === "namepwd" ? credential.user : undefined };
+    const wait = this.failures.retryAfterSeconds(keys, secret);
+    if (wait !== undefined) return { kind: "throttled", reason: `too many failed logins${keys.user === undefined ? "" : ` for '${keys.user}' or`} from this address; try again in ${wait} s`, retryAfterSeconds: wait };
+    const outcome = await this.verifyOnce(component, credential, overrides);
+    if (outcome.kind === "verified") this.failures.succeeded(keys, secret);
+    if (outcome.kind === "rejected") {
+      this.failures.failed(keys);
+      if (credential.type === "rawBearerToken") this.failures.tokenRejected(secret, outcome);
+    }
     return outcome;
   }
 

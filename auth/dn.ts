@@ -53,6 +53,23 @@ export function isDistinguishedName(text: string): boolean {
 }
 
 /**
+ * A DN written with ';' between RDNs, as spec 5.5 writes the bind DN (RFC 1779 allows ';' as
+ * well as ','), in RFC 4514 form: each unescaped ';' becomes ','. Escaped characters (`\;`,
+ * `\,`, `\\`) stay as they are, so a ';' inside a value is kept only when escaped.
+ */
+export function withCommaSeparators(text: string): string {
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i]!;
+    if (char === "\\") {
+      out += text.slice(i, i + 2);
+      i++;
+    } else out += char === ";" ? "," : char;
+  }
+  return out;
+}
+
+/**
  * The bind DN `<nameComponent>=<escaped user>,<rootComponents>` (without the trailing ',' when
  * rootComponents is empty). `nameComponent` and `rootComponents` must have passed
  * `isAttributeType` and `isDistinguishedName`; only the user name is escaped.

@@ -1,5 +1,6 @@
 import { request as httpRequest, type ClientRequest, type IncomingMessage, type RequestOptions } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { withoutUserInfo } from "./redacted-url";
 import { VerifierUnavailable } from "./types";
 
 export interface FetchJsonOptions {
@@ -19,15 +20,7 @@ export interface FetchJsonOptions {
 
 /** The URL as error messages show it: without user info, which may hold a password. */
 export function displayUrl(url: string | URL): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return "(invalid URL)";
-  }
-  parsed.username = "";
-  parsed.password = "";
-  return parsed.href;
+  return URL.canParse(String(url)) ? withoutUserInfo(String(url)) : "(invalid URL)";
 }
 
 function formEncode(value: string): string {

@@ -46,7 +46,8 @@ export function directVerificationFor(record: ExportRecord, authenticator: Authe
         return { ok: true, subject: outcome.identity.subject, assertions: outcome.identity.assertions };
       }
       audit("warn", outcome.kind === "unsupported" ? "connection.unsupported" : "connection.denied", `connection to export ${record.id} refused: ${outcome.reason}`, { ...base, outcome: outcome.kind, reason: outcome.reason, ...("by" in outcome ? { verifier: outcome.by } : {}) });
-      return { ok: false, failure: outcome.kind === "unavailable" ? "unavailable" : "rejected", reason: outcome.reason };
+      // A throttled login may be tried again later, as one whose verifier did not answer.
+      return { ok: false, failure: outcome.kind === "unavailable" || outcome.kind === "throttled" ? "unavailable" : "rejected", reason: outcome.reason };
     },
   };
 }

@@ -7,6 +7,7 @@ import { authentication } from "../http/authentication";
 import { configRoutes } from "./config-routes";
 import { decisionRoutes } from "./decision-routes";
 import { installErrorHandling } from "../http/error-handler";
+import { defaultHttpListenerLimits, limitedServerFactory } from "../http/listener-limits";
 import { documentResponses, security, securitySchemes } from "./openapi";
 import { healthRoutes } from "./health";
 import { mappingRoutes } from "./mapping-routes";
@@ -27,8 +28,9 @@ const defaultBodyLimit = 1024 * 1024;
  * Every response carries `x-request-id` (the client's, when it sent a sane one).
  */
 export function build(deps: GatewayDeps): FastifyInstance {
+  const refused = refusalCounter(deps.metrics);
   const app = Fastify({
-    ...(deps.https ? { https: deps.https } : {}),
+    serverFactory: limitedServerFactory(deps.limits ?? defaultHttpListenerLimits, { tls: deps.https, onRefused: () => refused("ERR_SERVICE_CONNECTIONS_FULL") }),
     loggerInstance: deps.logger.child({ component: "gateway" }) as FastifyBaseLogger,
     bodyLimit: deps.bodyLimit ?? defaultBodyLimit,
     requestIdHeader: false,
@@ -47,7 +49,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
   app.addHook("onRequest", async (request, reply) => {
     void reply.header("x-request-id", request.id);
   });
-  installErrorHandling(app, refusalCounter(deps.metrics));
+  installErrorHandling(app, refused);
   if (deps.auth) void app.register(authentication, { auth: deps.auth, componentOf: componentOfRequest });
   documentResponses(app);
   void app.register(swagger, {

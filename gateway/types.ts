@@ -31,6 +31,8 @@ export interface GatewayDeps {
   uiManifest?: Map<string, import("./ui-routes").UiFile>;
   /** TLS server authentication (spec 5.1): PEM certificate chain and key. */
   https?: { cert: Buffer; key: Buffer };
+  /** Timeouts and connection cap of the listener; absent: the defaults. */
+  limits?: import("../http/listener-limits").HttpListenerLimits;
 }
 
 /** The REST root paths of the spec (section 1), each a component name for authentication selectors. */

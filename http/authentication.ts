@@ -9,6 +9,7 @@ import { challenges, offeredCredential } from "../auth/http-credentials";
 import { signedRequestFrom } from "../auth/signed-request";
 import type { Component, Credential, OverridesByVerifier } from "../auth/types";
 import { HttpError } from "./errors";
+import { RepeatedAudit } from "../auth/repeated-audit";
 import type { Caller } from "../api/types";
 import type { Authenticator } from "../auth/authenticator";
 import type { AuditRecord } from "../actors/runtime/event-log";
@@ -89,8 +90,20 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
     await write();
   };
 
+  // Throttled logins repeat by the thousand under guessing: one record per address, user and minute, with the count.
+  // Written from a timer, outside any request: a record JetStream does not take is still in the node log (audit logs first), never an unhandled rejection.
+  const throttledAudit = new RepeatedAudit((message, details, count) => {
+    auth.audit({ category: String(details.component), level: "warn", event: "connection.throttled", message, details: { ...details, count } }).catch(() => undefined);
+  });
+
   const deny = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState, outcome: Exclude<AccessOutcome, { kind: "verified" }> | { kind: "missing" | "malformed"; reason: string }): Promise<HttpError> => {
     const unsupported = outcome.kind === "unsupported";
+    if (outcome.kind === "throttled") {
+      const user = offeredUser(request);
+      throttledAudit.record(`${component.name}\0${request.ip}\0${user ?? ""}`, `${request.method} ${request.routeOptions.url ?? ""} refused: ${outcome.reason}`, { component: component.name, outcome: outcome.kind, remote: request.ip, user: user ?? null });
+      void reply.header("retry-after", String(outcome.retryAfterSeconds));
+      return new HttpError("ERR_AUTH_THROTTLED", outcome.reason);
+    }
     await auth.audit({
       category: component.name,
       level: "warn",
@@ -121,12 +134,12 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
     );
   };
 
-  const verifyCredential = async (component: Component, state: ConnectionState, credential: Credential): Promise<AccessOutcome> => {
-    if (credential.type !== "namepwd") return auth.authenticator.verify(component, credential, overrides);
+  const verifyCredential = async (component: Component, state: ConnectionState, credential: Credential, from: { address: string }): Promise<AccessOutcome> => {
+    if (credential.type !== "namepwd") return auth.authenticator.verify(component, credential, overrides, from);
     const digest = sha256Hex(`${component.name}\0${component.domainName ?? ""}\0${credential.user}\0${credential.password}`);
     const known = state.verifiedPasswords.get(digest);
     if (known && known.until > Date.now()) return { kind: "verified", identity: { subject: known.subject, assertions: [] }, by: { credentialType: "namepwd", verifier: "ldap", profile: "(reused on this connection)" } };
-    const outcome = await auth.authenticator.verify(component, credential, overrides);
+    const outcome = await auth.authenticator.verify(component, credential, overrides, from);
     if (outcome.kind === "verified") state.verifiedPasswords.set(digest, { until: Date.now() + passwordReuseMs, subject: outcome.identity.subject });
     return outcome;
   };
@@ -163,7 +176,7 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
     if (offered.kind === "none") throw await deny(request, reply, component, state, { kind: "missing", reason: "no credentials" });
     if (offered.kind === "malformed") throw await deny(request, reply, component, state, { kind: "malformed", reason: `malformed ${offered.scheme} credentials` });
     if (offered.kind === "unsupported") throw await deny(request, reply, component, state, { kind: "unsupported", credentialType: offered.scheme, reason: `unknown authentication scheme '${offered.scheme}'` });
-    if (offered.kind === "credential") return conclude(request, reply, component, state, await verifyCredential(component, state, offered.credential));
+    if (offered.kind === "credential") return conclude(request, reply, component, state, await verifyCredential(component, state, offered.credential, { address: request.ip }));
     if (!auth.authenticator.credentialTypesFor(component).includes("cloudSigningCredentials")) {
       throw await deny(request, reply, component, state, { kind: "unsupported", credentialType: "cloudSigningCredentials", reason: `no verifier takes 'cloudSigningCredentials' credentials for component '${component.name}'` });
     }
@@ -238,3 +251,9 @@ interface BodyCheck {
 }
 
 const bodyChecks = new WeakMap<FastifyRequest, BodyCheck>();
+
+/** The user name of Basic credentials, for the audit of throttled logins (never the password). */
+function offeredUser(request: FastifyRequest): string | undefined {
+  const offered = offeredCredential(request.headers.authorization, "");
+  return offered.kind === "credential" && offered.credential.type === "namepwd" ? offered.credential.user : undefined;
+}

@@ -1,6 +1,9 @@
 import { availableParallelism, hostname } from "node:os";
 import { resolve } from "node:path";
 import { StartupError } from "./startup-error";
+import { checkListenerLimits, defaultHttpListenerLimits, type HttpListenerLimits } from "../http/listener-limits";
+import { defaultWireExportLimits, type WireExportLimits } from "../exports/wire-limits";
+import { defaultFailureBudgetLimits, type FailureBudgetLimits } from "../auth/failure-budget";
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
 export type LogFormat = "json" | "pretty";
@@ -16,6 +19,19 @@ export interface NodeConfig {
   natsUrls: string[];
   /** Client port of the embedded nats-server. */
   natsPort: number;
+  /** User and password for the servers of NATS_URL (or user info in the URL, which is never logged). */
+  natsUser: string | null;
+  natsPassword: string | null;
+  /** Token for the servers of NATS_URL. */
+  natsToken: string | null;
+  /** A decentralized-auth credentials file (JWT and nkey seed) for the servers of NATS_URL. */
+  natsCredsFile: string | null;
+  /** A file holding an nkey seed (SU...) for the servers of NATS_URL. */
+  natsNkeyFile: string | null;
+  /** PEM CA bundle the NATS servers' certificates are checked against; set: the connection needs TLS. */
+  natsCaFile: string | null;
+  /** PEM client certificate and key, for NATS servers that verify clients (mutual TLS). */
+  natsTlsCert: { certFile: string; keyFile: string } | null;
   nodeId: string;
   logLevel: LogLevel;
   /** JSON lines (for collectors) or pino-pretty's coloured lines (for people at a terminal). */
@@ -45,6 +61,12 @@ export interface NodeConfig {
   tls: { certFile: string; keyFile: string } | null;
   /** The security configuration file (spec 5.2); absent: no component enforces authentication. */
   securityConfig: string | null;
+  /** Timeouts and connection cap of each HTTP listener: the gateway and every HTTP export door. */
+  httpLimits: HttpListenerLimits;
+  /** Limits of every wire export (PostgreSQL...): sessions, connections logging in, idle time, message size. */
+  wireLimits: WireExportLimits;
+  /** Failed logins an address and a user may have before they wait, and the waits. */
+  failureBudget: FailureBudgetLimits;
 }
 
 interface Setting {
@@ -60,6 +82,14 @@ export const settings = {
   dataDir: { env: "DATA_DIR", flag: "--data-dir", describe: "node data directory (default ./data/<node id>)" },
   natsUrls: { env: "NATS_URL", flag: "--nats-url", describe: "NATS servers, comma-separated; when set no embedded server is started" },
   natsPort: { env: "NATS_PORT", flag: "--nats-port", describe: "client port of the embedded nats-server (default 4222)" },
+  natsUser: { env: "NATS_USER", flag: "--nats-user", describe: "user name for the servers of NATS_URL; needs NATS_PASSWORD" },
+  natsPassword: { env: "NATS_PASSWORD", flag: "--nats-password", describe: "password of NATS_USER (prefer the variable: flags show in ps)" },
+  natsToken: { env: "NATS_TOKEN", flag: "--nats-token", describe: "token for the servers of NATS_URL (prefer the variable: flags show in ps)" },
+  natsCredsFile: { env: "NATS_CREDS_FILE", flag: "--nats-creds-file", describe: "credentials file (user JWT and nkey seed) for the servers of NATS_URL" },
+  natsNkeyFile: { env: "NATS_NKEY_FILE", flag: "--nats-nkey-file", describe: "file holding an nkey seed (SU...) for the servers of NATS_URL" },
+  natsCaFile: { env: "NATS_TLS_CA_FILE", flag: "--nats-tls-ca-file", describe: "PEM CA bundle for the NATS servers' certificates; set: NATS connections need TLS" },
+  natsTlsCert: { env: "NATS_TLS_CERT_FILE", flag: "--nats-tls-cert-file", describe: "PEM client certificate for NATS servers that verify clients; needs NATS_TLS_KEY_FILE" },
+  natsTlsKey: { env: "NATS_TLS_KEY_FILE", flag: "--nats-tls-key-file", describe: "PEM private key of NATS_TLS_CERT_FILE" },
   nodeId: { env: "NODE_ID", flag: "--node-id", describe: "unique node id in the cluster (default <hostname>-<port>)" },
   logLevel: { env: "LOG_LEVEL", flag: "--log-level", describe: "trace, debug, info, warn, error, fatal or silent (default info)" },
   logFormat: { env: "LOG_FORMAT", flag: "--log-format", describe: "json (default: one JSON object a line, for log collectors) or pretty (readable lines for a terminal)" },
@@ -78,8 +108,44 @@ export const settings = {
   tls: { env: "TLS_CERT_FILE", flag: "--tls-cert-file", describe: "PEM certificate (chain) of the gateway: HTTPS instead of HTTP; needs TLS_KEY_FILE" },
   tlsKey: { env: "TLS_KEY_FILE", flag: "--tls-key-file", describe: "PEM private key of TLS_CERT_FILE" },
   securityConfig: { env: "SECURITY_CONFIG", flag: "--security-config", describe: "security configuration file (verifiers, credentials, enforced components); absent: nothing needs authentication" },
+  httpHeadersTimeoutMs: { env: "HTTP_HEADERS_TIMEOUT_MS", flag: "--http-headers-timeout-ms", describe: "a request's headers must arrive within this, on the gateway and HTTP export doors (default 10000)" },
+  httpRequestTimeoutMs: { env: "HTTP_REQUEST_TIMEOUT_MS", flag: "--http-request-timeout-ms", describe: "a request, body included, must arrive within this (default 300000; 0: off; streaming doors: off)" },
+  httpKeepAliveTimeoutMs: { env: "HTTP_KEEPALIVE_TIMEOUT_MS", flag: "--http-keepalive-timeout-ms", describe: "an idle kept-alive HTTP connection is closed after this (default 5000)" },
+  httpIdleTimeoutMs: { env: "HTTP_IDLE_TIMEOUT_MS", flag: "--http-idle-timeout-ms", describe: "an HTTP connection silent this long is closed (default 60000; 0: never)" },
+  httpMaxConnections: { env: "HTTP_MAX_CONNECTIONS", flag: "--http-max-connections", describe: "connections open at once per HTTP listener (default 1000)" },
+  exportMaxConnections: { env: "EXPORT_MAX_CONNECTIONS", flag: "--export-max-connections", describe: "logged-in sessions per wire export (default 500)" },
+  exportMaxLoggingIn: { env: "EXPORT_MAX_LOGGING_IN", flag: "--export-max-logging-in", describe: "connections logging in at once per wire export, apart from sessions (default 64)" },
+  exportMaxLoggingInPerAddress: { env: "EXPORT_MAX_LOGGING_IN_PER_ADDRESS", flag: "--export-max-logging-in-per-address", describe: "connections logging in at once from one client address (default 16)" },
+  exportLoginTimeoutMs: { env: "EXPORT_LOGIN_TIMEOUT_MS", flag: "--export-login-timeout-ms", describe: "a wire export connection not logged in by then is closed (default 15000)" },
+  exportIdleTimeoutMs: { env: "EXPORT_IDLE_TIMEOUT_MS", flag: "--export-idle-timeout-ms", describe: "a wire export connection silent this long is closed (default 3600000; 0: never)" },
+  exportMaxMessageBytes: { env: "EXPORT_MAX_MESSAGE_BYTES", flag: "--export-max-message-bytes", describe: "largest message a logged-in wire client may send (default 8388608)" },
+  authFailuresPerAddress: { env: "AUTH_FAILURES_PER_ADDRESS", flag: "--auth-failures-per-address", describe: "failed logins from one client address before it waits, answered 429 (default 20)" },
+  authFailuresPerUser: { env: "AUTH_FAILURES_PER_USER", flag: "--auth-failures-per-user", describe: "failed logins for one user name before it waits, answered 429 (default 10)" },
+  authMaxBackoffMs: { env: "AUTH_MAX_BACKOFF_MS", flag: "--auth-max-backoff-ms", describe: "the longest wait after failed logins; the first is 1 s, doubling (default 300000)" },
+  authRejectedTokenMs: { env: "AUTH_REJECTED_TOKEN_MS", flag: "--auth-rejected-token-ms", describe: "a rejected token is refused again without asking its verifier for this long (default 30000)" },
   exportPorts: { env: "EXPORT_PORTS", flag: "--export-ports", describe: "range export ports are allocated from, first-last (default 15432-15631)" },
-} satisfies Record<keyof NodeConfig | "exportTlsKey" | "tlsKey", Setting>;
+} satisfies Record<
+  | Exclude<keyof NodeConfig, "httpLimits" | "wireLimits" | "failureBudget">
+  | "authFailuresPerAddress"
+  | "authFailuresPerUser"
+  | "authMaxBackoffMs"
+  | "authRejectedTokenMs"
+  | "exportTlsKey"
+  | "tlsKey"
+  | "natsTlsKey"
+  | "httpHeadersTimeoutMs"
+  | "httpRequestTimeoutMs"
+  | "httpKeepAliveTimeoutMs"
+  | "httpIdleTimeoutMs"
+  | "httpMaxConnections"
+  | "exportMaxConnections"
+  | "exportMaxLoggingIn"
+  | "exportMaxLoggingInPerAddress"
+  | "exportLoginTimeoutMs"
+  | "exportIdleTimeoutMs"
+  | "exportMaxMessageBytes",
+  Setting
+>;
 
 const logLevels: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal", "silent"];
 const logFormats: readonly LogFormat[] = ["json", "pretty"];
@@ -154,6 +220,70 @@ function defaultRedactionThreads(): number {
   return Math.min(availableParallelism(), 4);
 }
 
+type Raw = (key: keyof typeof settings) => string | undefined;
+
+function httpLimits(raw: Raw): HttpListenerLimits {
+  const d = defaultHttpListenerLimits;
+  const limits: HttpListenerLimits = {
+    headersTimeoutMs: integer(settings.httpHeadersTimeoutMs, raw("httpHeadersTimeoutMs") ?? String(d.headersTimeoutMs), 1, 3_600_000),
+    requestTimeoutMs: integer(settings.httpRequestTimeoutMs, raw("httpRequestTimeoutMs") ?? String(d.requestTimeoutMs), 0, 86_400_000),
+    keepAliveTimeoutMs: integer(settings.httpKeepAliveTimeoutMs, raw("httpKeepAliveTimeoutMs") ?? String(d.keepAliveTimeoutMs), 1, 3_600_000),
+    idleTimeoutMs: integer(settings.httpIdleTimeoutMs, raw("httpIdleTimeoutMs") ?? String(d.idleTimeoutMs), 0, 86_400_000),
+    maxConnections: integer(settings.httpMaxConnections, raw("httpMaxConnections") ?? String(d.maxConnections), 1, 1_000_000),
+  };
+  const problems = checkListenerLimits(limits);
+  if (problems.length > 0) throw new StartupError(`${settings.httpHeadersTimeoutMs.env} and ${settings.httpRequestTimeoutMs.env}: ${problems.join("; ")}`);
+  return limits;
+}
+
+function wireLimits(raw: Raw): WireExportLimits {
+  const d = defaultWireExportLimits;
+  return {
+    maxConnections: integer(settings.exportMaxConnections, raw("exportMaxConnections") ?? String(d.maxConnections), 1, 1_000_000),
+    maxLoggingIn: integer(settings.exportMaxLoggingIn, raw("exportMaxLoggingIn") ?? String(d.maxLoggingIn), 1, 1_000_000),
+    maxLoggingInPerAddress: integer(settings.exportMaxLoggingInPerAddress, raw("exportMaxLoggingInPerAddress") ?? String(d.maxLoggingInPerAddress), 1, 1_000_000),
+    loginTimeoutMs: integer(settings.exportLoginTimeoutMs, raw("exportLoginTimeoutMs") ?? String(d.loginTimeoutMs), 100, 3_600_000),
+    idleTimeoutMs: integer(settings.exportIdleTimeoutMs, raw("exportIdleTimeoutMs") ?? String(d.idleTimeoutMs), 0, 86_400_000 * 7),
+    // PostgreSQL's own messages may be up to 1 GiB; a proxy that buffers them must stop far sooner.
+    maxClientMessageBytes: integer(settings.exportMaxMessageBytes, raw("exportMaxMessageBytes") ?? String(d.maxClientMessageBytes), 64 * 1024, 64 * 1024 * 1024),
+  };
+}
+
+function failureBudget(raw: Raw): FailureBudgetLimits {
+  const d = defaultFailureBudgetLimits;
+  return {
+    ...d,
+    perAddress: integer(settings.authFailuresPerAddress, raw("authFailuresPerAddress") ?? String(d.perAddress), 1, 1_000_000),
+    perUser: integer(settings.authFailuresPerUser, raw("authFailuresPerUser") ?? String(d.perUser), 1, 1_000_000),
+    maxBackoffMs: integer(settings.authMaxBackoffMs, raw("authMaxBackoffMs") ?? String(d.maxBackoffMs), d.baseBackoffMs, 86_400_000),
+    rejectedTokenMs: integer(settings.authRejectedTokenMs, raw("authRejectedTokenMs") ?? String(d.rejectedTokenMs), 0, 3_600_000),
+  };
+}
+
+type NatsCredentialSettings = Pick<NodeConfig, "natsUser" | "natsPassword" | "natsToken" | "natsCredsFile" | "natsNkeyFile" | "natsCaFile" | "natsTlsCert">;
+
+/** NATS client credentials: one kind at most, and only for servers of NATS_URL (the embedded server makes its own token). */
+function natsCredentials(raw: Raw, external: boolean): NatsCredentialSettings {
+  const file = (key: keyof typeof settings) => (raw(key) === undefined ? null : resolve(raw(key)!));
+  const found: NatsCredentialSettings = {
+    natsUser: raw("natsUser") ?? null,
+    natsPassword: raw("natsPassword") ?? null,
+    natsToken: raw("natsToken") ?? null,
+    natsCredsFile: file("natsCredsFile"),
+    natsNkeyFile: file("natsNkeyFile"),
+    natsCaFile: file("natsCaFile"),
+    natsTlsCert: tlsFiles(raw("natsTlsCert"), raw("natsTlsKey"), { cert: settings.natsTlsCert, key: settings.natsTlsKey }),
+  };
+  const given = (Object.keys(found) as Array<keyof NatsCredentialSettings>).filter((key) => found[key] !== null);
+  if (given.length > 0 && !external) {
+    throw new StartupError(`${given.map((key) => settings[key].env).join(", ")} apply to the NATS servers of ${settings.natsUrls.env}: the embedded nats-server makes a token of its own at each start`);
+  }
+  if ((found.natsUser === null) !== (found.natsPassword === null)) throw new StartupError(`${settings.natsUser.env} and ${settings.natsPassword.env} go together: set both or neither`);
+  const kinds = [found.natsUser !== null && settings.natsUser.env, found.natsToken !== null && settings.natsToken.env, found.natsCredsFile && settings.natsCredsFile.env, found.natsNkeyFile && settings.natsNkeyFile.env].filter(Boolean);
+  if (kinds.length > 1) throw new StartupError(`NATS takes one kind of credentials, but ${kinds.join(" and ")} are set: keep one`);
+  return found;
+}
+
 /** Reads the node's configuration: flags win over environment variables, which win over defaults. */
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): NodeConfig {
   const flags = parseFlags(argv);
@@ -168,6 +298,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
   if (!logFormats.includes(logFormat)) throw new StartupError(`LOG_FORMAT must be one of ${logFormats.join(", ")}, got '${logFormat}'`);
   const natsUrls = (raw("natsUrls") ?? "").split(",").map((u) => u.trim()).filter(Boolean);
   const heartbeatMs = integer(settings.heartbeatMs, raw("heartbeatMs") ?? "1000", 50, 60_000);
+  const natsAuth = natsCredentials(raw, natsUrls.length > 0);
   const leaseTtlMs = integer(settings.leaseTtlMs, raw("leaseTtlMs") ?? "4000", 200, 600_000);
   if (leaseTtlMs < heartbeatMs * 3) throw new StartupError(`LEASE_TTL_MS (${leaseTtlMs}) must be at least three heartbeats (3 x HEARTBEAT_MS = ${heartbeatMs * 3})`);
 
@@ -177,6 +308,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     dataDir: resolve(raw("dataDir") ?? `data/${nodeId}`),
     natsUrls,
     natsPort: integer(settings.natsPort, raw("natsPort") ?? "4222", 1, 65535),
+    ...natsAuth,
     nodeId,
     logLevel,
     logFormat,
@@ -194,5 +326,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     exportTls: tlsFiles(raw("exportTls"), raw("exportTlsKey"), { cert: settings.exportTls, key: settings.exportTlsKey }),
     tls: tlsFiles(raw("tls"), raw("tlsKey"), { cert: settings.tls, key: settings.tlsKey }),
     securityConfig: raw("securityConfig") ? resolve(raw("securityConfig")!) : null,
+    httpLimits: httpLimits(raw),
+    wireLimits: wireLimits(raw),
+    failureBudget: failureBudget(raw),
   };
 }

@@ -9,6 +9,8 @@ import { PipelineDoor } from "../proxies/pipeline/door";
 import { csvThreading } from "../redaction/threaded-csv-redactor";
 import { PostgresDoor } from "../proxies/postgres/door";
 import { defaultProxyLimits } from "../proxies/postgres/types";
+import type { HttpListenerLimits } from "../http/listener-limits";
+import type { WireExportLimits } from "../exports/wire-limits";
 
 export interface ExportDoorSettings {
   nc: NatsConnection;
@@ -22,14 +24,18 @@ export interface ExportDoorSettings {
   proxyWorkers: number;
   /** Worker threads a CSV document uses (object-storage exports, as redaction jobs). */
   redactionThreads: number;
+  /** Timeouts and connection cap of every HTTP export door's listener (http/listener-limits.ts). */
+  httpLimits: HttpListenerLimits;
+  /** Limits of every wire export door (exports/wire-limits.ts, exports/login-slots.ts). */
+  wireLimits: WireExportLimits;
 }
 
 /** The registry of export types: one line per type (exports/door.ts says what a type provides). */
 export function exportDoors(settings: ExportDoorSettings): { doors: ExportDoors; postgres: PostgresDoor } {
-  const postgres = new PostgresDoor({ limits: defaultProxyLimits, workers: settings.proxyWorkers, tls: settings.tls, decisions: settings.decisions, log: settings.log });
+  const postgres = new PostgresDoor({ limits: { ...defaultProxyLimits, ...settings.wireLimits }, workers: settings.proxyWorkers, tls: settings.tls, decisions: settings.decisions, log: settings.log });
   const doors: ExportDoors = {
     postgres,
-    pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas }),
+    pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas, httpLimits: settings.httpLimits }),
     fhir: new FhirDoor({ decisions: settings.decisions }),
     objectstore: new ObjectstoreDoor({ csvThreading: csvThreading(settings.redactionThreads) }),
     mysql: new MysqlDoor(),

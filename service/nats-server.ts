@@ -13,8 +13,18 @@ export interface NatsServerOptions {
   serverName: string;
   /** Route to other servers to form a NATS cluster (JetStream replicas need three). */
   cluster?: { name: string; port: number; routes: string[] };
+  /**
+   * The one token clients must present; absent: no client authentication (tests' throwaway servers).
+   * It reaches the server through its environment, never its configuration file.
+   */
+  token?: string;
+  /** PEM certificate and key: clients must speak TLS (tests of NATS_TLS_CA_FILE). */
+  tls?: { certFile: string; keyFile: string };
   log?: Logger;
 }
+
+/** The environment variable the server's configuration reads the client token from. */
+const tokenVariable = "WARDEN_NATS_TOKEN";
 
 const systemDirs = ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin", "/bin"];
 
@@ -70,6 +80,8 @@ function configText(options: NatsServerOptions, storeDir: string): string {
     "max_payload: 8388608",
     `jetstream { store_dir: ${JSON.stringify(storeDir)} }`,
   ];
+  if (options.token) lines.push(`authorization { token: $${tokenVariable} }`);
+  if (options.tls) lines.push(`tls { cert_file: ${JSON.stringify(options.tls.certFile)}, key_file: ${JSON.stringify(options.tls.keyFile)} }`);
   if (options.cluster) {
     lines.push(
       `cluster { name: ${JSON.stringify(options.cluster.name)}, listen: ${JSON.stringify(`${options.host}:${options.cluster.port}`)}, routes: ${JSON.stringify(options.cluster.routes)} }`,
@@ -95,6 +107,11 @@ export class NatsServerProcess {
     return `nats://${this.options.host}:${this.options.port}`;
   }
 
+  /** Where the client token of this start is kept while the server runs (mode 0600). */
+  get tokenFile(): string {
+    return join(this.options.dir, "client.token");
+  }
+
   get pid(): number {
     return this.child.pid!;
   }
@@ -115,7 +132,8 @@ export class NatsServerProcess {
     writeFileSync(configFile, configText(options, join(options.dir, "jetstream")));
     // Its own process group: Ctrl-C at a terminal signals the whole foreground group, and the
     // server must outlive the node's drain (the node stops it last), not die beside it.
-    const child = spawn(binary, ["-c", configFile], { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const env = options.token ? { ...process.env, [tokenVariable]: options.token } : process.env;
+    const child = spawn(binary, ["-c", configFile], { stdio: ["ignore", "pipe", "pipe"], detached: true, env });
     const server = new NatsServerProcess(child, options, pidFile);
     const remember = (chunk: Buffer) => {
       for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) {
@@ -127,6 +145,11 @@ export class NatsServerProcess {
     child.stdout!.on("data", remember);
     child.stderr!.on("data", remember);
     writeFileSync(pidFile, String(child.pid));
+    if (options.token) {
+      // For the node's operator and tools (nats CLI) only: readable by the node's OS user alone.
+      rmSync(server.tokenFile, { force: true });
+      writeFileSync(server.tokenFile, options.token, { mode: 0o600 });
+    }
     await server.waitUntilAccepting();
     return server;
   }
@@ -172,6 +195,7 @@ export class NatsServerProcess {
     await exited;
     clearTimeout(timer);
     rmSync(this.pidFile, { force: true });
+    rmSync(this.tokenFile, { force: true });
   }
 
   /** Sends a signal as-is (tests: SIGKILL, SIGSTOP, SIGCONT). */

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { createSecureContext, type SecureContext } from "node:tls";
@@ -13,6 +14,8 @@ import { build } from "../gateway/build";
 import type { HealthReport } from "../gateway/types";
 import { settings, type NodeConfig } from "./config";
 import { NatsServerProcess } from "./nats-server";
+import { natsClientOptions, type NatsClientOptions } from "./nats-client-options";
+import { withoutUserInfo } from "../auth/redacted-url";
 import { DecisionService } from "../ports/decision-service";
 import { DocumentService } from "../redaction/jobs/document-service";
 import { ExportService } from "../exports/export-service";
@@ -23,7 +26,8 @@ import { userPort } from "../ports/user-port";
 import { StartupError } from "./startup-error";
 import { registerNodeMetrics, type NatsTally } from "./node-metrics";
 import { Authenticator } from "../auth/authenticator";
-import { component, componentTypes } from "../auth/components";
+import { FailureBudget } from "../auth/failure-budget";
+import { component, componentTypes, servedComponents } from "../auth/components";
 import { KvReplayGuard } from "../auth/replay-guard";
 import { isEnforced, openSecurityConfig, type SecurityConfig } from "../auth/security-config";
 import { loadSecurityFile } from "../auth/security-file";
@@ -61,15 +65,21 @@ function loadActorModules(paths: readonly string[]): AnyActorDefinition[] {
   return definitions;
 }
 
-async function connectToNats(urls: string[], config: NodeConfig): Promise<NatsConnection> {
+async function connectToNats(urls: string[], config: NodeConfig, credentials: NatsClientOptions): Promise<NatsConnection> {
   try {
     // noAsyncTraces: otherwise every request and JetStream publish builds Error objects with stack
     // traces up front, in case it fails (22 % of the node's CPU under a pipeline stream). Failures still
     // say what failed, without the caller's stack.
-    return await connect({ servers: urls, name: `warden-${config.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000, noAsyncTraces: true });
+    return await connect({ ...credentials, servers: urls, name: `warden-${config.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000, noAsyncTraces: true });
   } catch (error) {
-    throw new StartupError(`cannot connect to NATS at ${urls.join(", ")} (${(error as Error).message}): check ${settings.natsUrls.env} and that the servers run`, { cause: error });
+    throw new StartupError(`cannot connect to NATS at ${urls.map(withoutUserInfo).join(", ")} (${(error as Error).message}): check ${settings.natsUrls.env} and that the servers run`, { cause: error });
   }
+}
+
+/** The node's settings as audited and logged: secrets named as set, never shown; URLs without user info. */
+function publicConfig(config: NodeConfig): Record<string, unknown> {
+  const secret = (value: string | null) => (value === null ? null : "(set)");
+  return { ...config, natsUrls: config.natsUrls.map(withoutUserInfo), natsPassword: secret(config.natsPassword), natsToken: secret(config.natsToken) };
 }
 
 /** JetStream needs a moment after a server (or a cluster's meta leader) starts; retry while it says so. */
@@ -116,6 +126,11 @@ function loadSecurity(config: NodeConfig, exportTls: SecureContext | undefined):
   } catch (error) {
     throw securityStartupError(config.securityConfig, error);
   }
+  // The exports' own doors would ask for credentials while anyone could create, repoint or delete them through the API.
+  const enforcedExports = servedComponents.filter((name) => componentTypes[name] === "export" && isEnforced(security, component(name)));
+  if (enforcedExports.length > 0 && !isEnforced(security, component("export"))) {
+    throw new StartupError(`security configuration ${config.securityConfig}: export type${enforcedExports.length > 1 ? "s" : ""} ${enforcedExports.map((name) => `'${name}'`).join(", ")} enforce${enforcedExports.length > 1 ? "" : "s"} authentication but the 'export' API that manages them does not: add {"componentName": "export"} to enforcedComponents`);
+  }
   for (const name of ["postgres", "mysql"] as const) {
     if (!exportTls && isEnforced(security, component(name))) {
       throw new StartupError(`security configuration ${config.securityConfig}: component '${name}' enforces authentication, which takes passwords only over TLS: set ${settings.exportTls.env} and ${settings.exportTlsKey.env}`);
@@ -128,7 +143,7 @@ function loadSecurity(config: NodeConfig, exportTls: SecureContext | undefined):
 async function startAuthenticator(config: NodeConfig, security: SecurityConfig, nc: NatsConnection, replicas: number): Promise<Authenticator> {
   if (!config.securityConfig) return Authenticator.open();
   try {
-    return await Authenticator.start(security, verifierFactories, { replayGuard: await KvReplayGuard.open(nc, { replicas }) }, config.securityConfig);
+    return await Authenticator.start(security, verifierFactories, { replayGuard: await KvReplayGuard.open(nc, { replicas }) }, config.securityConfig, new FailureBudget(config.failureBudget));
   } catch (error) {
     throw securityStartupError(config.securityConfig, error);
   }
@@ -141,11 +156,15 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   const security = loadSecurity(config, exportTls?.context);
   const definitions = [...builtInActors, ...loadActorModules(config.actorModules)];
   let natsServer: NatsServerProcess | undefined;
-  if (config.natsUrls.length === 0) {
-    natsServer = await NatsServerProcess.start({ host: "127.0.0.1", port: config.natsPort, dir: join(config.dataDir, "nats"), serverName: `warden-${config.nodeId}`, log: logger });
+  // The embedded server takes a fresh token at each start, known to this process alone (its proxy
+  // workers reach NATS through it): no other local process can call actors behind the gateway.
+  const embeddedToken = config.natsUrls.length === 0 ? `wt${randomBytes(32).toString("hex")}` : undefined;
+  const credentials = natsClientOptions(config, embeddedToken);
+  if (embeddedToken) {
+    natsServer = await NatsServerProcess.start({ host: "127.0.0.1", port: config.natsPort, dir: join(config.dataDir, "nats"), serverName: `warden-${config.nodeId}`, token: embeddedToken, log: logger });
   }
   const urls = natsServer ? [natsServer.url] : config.natsUrls;
-  const nc = await connectToNats(urls, config).catch(async (error) => {
+  const nc = await connectToNats(urls, config, credentials).catch(async (error) => {
     await natsServer?.stop();
     throw error;
   });
@@ -198,7 +217,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   };
   const decisions = await DecisionService.start(runtime);
   const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours, threads: config.redactionThreads, jsReplicas: config.jsReplicas });
-  const { doors, postgres } = exportDoors({ nc, decisions, log: logger, tls: exportTls && { cert: exportTls.cert, key: exportTls.key }, jsReplicas: config.jsReplicas, proxyWorkers: config.exportWorkers, redactionThreads: config.redactionThreads });
+  const { doors, postgres } = exportDoors({ nc, decisions, log: logger, tls: exportTls && { cert: exportTls.cert, key: exportTls.key }, jsReplicas: config.jsReplicas, proxyWorkers: config.exportWorkers, redactionThreads: config.redactionThreads, httpLimits: config.httpLimits, wireLimits: config.wireLimits });
   const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, tls: exportTls, authenticator, doors });
   await exportSupervisor.start();
   registerNodeMetrics(metrics, { runtime, nats, exports: exportSupervisor, postgres, documents, authenticator });
@@ -213,7 +232,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     await nc.drain();
     await natsServer?.stop();
   };
-  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });
+  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, limits: config.httpLimits, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });
   try {
     await gateway.listen({ port: config.port, host: config.host });
   } catch (error) {
@@ -230,7 +249,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     level: "info",
     event: "config.active",
     message: "node started with this configuration",
-    details: { node: { ...config }, actorTypes: runtime.host.registeredTypes(), authentication: authenticator.describe() },
+    details: { node: publicConfig(config), actorTypes: runtime.host.registeredTypes(), authentication: authenticator.describe() },
   });
   if (!gatewayTls && authenticator.enforcedComponents().some((name) => componentTypes[name] === "api")) {
     // Allowed (TLS may end at a load balancer in front), but said: Basic passwords and tokens would cross the network in the clear.
@@ -273,7 +292,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
       details: { endpointTypes: ["peer"], host: natsServer.options.host, port: natsServer.options.port },
     });
   }
-  logger.info({ port: gatewayPort, nats: urls }, "node ready to serve");
+  logger.info({ port: gatewayPort, nats: urls.map(withoutUserInfo) }, "node ready to serve");
 
   let stopping: Promise<void> | undefined;
   const stop = () =>
@@ -281,5 +300,5 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
       await shutDown(true);
       logger.info("node stopped");
     })());
-  return { config, runtime, gateway, gatewayPort, natsUrl: urls.join(","), stop };
+  return { config, runtime, gateway, gatewayPort, natsUrl: urls.map(withoutUserInfo).join(","), stop };
 }

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { connect as connectTcp, isIPv4, isIPv6, type Socket } from "node:net";
 import { connect as connectTls, rootCertificates, type ConnectionOptions } from "node:tls";
 import { Client, ResultCodeError } from "ldapts";
-import { bindDn, isAttributeType, isDistinguishedName } from "../dn";
+import { bindDn, isAttributeType, isDistinguishedName, withCommaSeparators } from "../dn";
 import { CredentialRejected, SecurityConfigError, VerifierUnavailable, type Credential, type VerifiedIdentity, type Verifier, type VerifierFactory } from "../types";
 
 /**
@@ -205,9 +205,11 @@ function parseConfiguration(raw: Record<string, unknown> | undefined, path: stri
   const nameComponent = string("nameComponent") ?? "uid";
   if (!isAttributeType(nameComponent)) throw error("nameComponent", `'${nameComponent}' is not an attribute type (such as uid or cn, or a numeric OID)`);
 
-  const rootComponents = string("rootComponents") ?? "";
+  const written = string("rootComponents") ?? "";
+  // Spec 5.5 writes components with ';' between them: read as RFC 4514's ','.
+  const rootComponents = withCommaSeparators(written);
   if (!isDistinguishedName(rootComponents)) {
-    throw error("rootComponents", `'${rootComponents}' is not a distinguished name in RFC 4514 form, e.g. ou=people,dc=example,dc=org (',' between components, special characters escaped)`);
+    throw error("rootComponents", `'${written}' is not a distinguished name, e.g. ou=people,dc=example,dc=org or ou=people;dc=example;dc=org (',' or ';' between components, no spaces around them, special characters escaped)`);
   }
 
   const configuration: LdapConfiguration = { hostname, useTLS, nameComponent, rootComponents };

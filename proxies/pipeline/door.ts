@@ -1,4 +1,5 @@
 import { jetstreamManager } from "@nats-io/jetstream";
+import type { HttpListenerLimits } from "../../http/listener-limits";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ExportRecord } from "../../actors/export/export-actor";
 import { RevisionedKv } from "../../actors/runtime/revisioned-kv";
@@ -18,7 +19,7 @@ export class PipelineDoor implements ExportDoorType {
   readonly type = "pipeline" as const;
   private progressStore?: Promise<RevisionedKv<PipelineProgress>>;
 
-  constructor(private readonly settings: { nc: NatsConnection; jsReplicas: number }) {}
+  constructor(private readonly settings: { nc: NatsConnection; jsReplicas: number; httpLimits?: HttpListenerLimits }) {}
 
   validate(body: ExportBody): void {
     // Records come in and go out through the export itself: nothing to connect to, nobody to log in as.
@@ -36,7 +37,7 @@ export class PipelineDoor implements ExportDoorType {
   async open(services: DoorServices): Promise<OpenDoor> {
     const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
     const { tls } = services;
-    return PipelineExport.start({ nc: services.nc, record: services.record, decider: services.decider, auth, audit: services.audit, log: services.log, listenHost: services.listenHost, tls: tls && { cert: tls.cert, key: tls.key }, overrides: services.overrides, progress: await this.progress() });
+    return PipelineExport.start({ nc: services.nc, record: services.record, decider: services.decider, auth, audit: services.audit, log: services.log, listenHost: services.listenHost, tls: tls && { cert: tls.cert, key: tls.key }, overrides: services.overrides, listenerLimits: this.settings.httpLimits, progress: await this.progress() });
   }
 
   /** A removed export's input and answers are purged, its progress forgotten. */

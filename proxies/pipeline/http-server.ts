@@ -8,8 +8,10 @@ import { authentication, domainOf } from "../../http/authentication";
 import { HttpDoorPort } from "../../http/door-port";
 import { installErrorHandling } from "../../http/error-handler";
 import { HttpError } from "../../http/errors";
+import { defaultHttpListenerLimits, limitedServerFactory, streamingLimits, type HttpListenerLimits } from "../../http/listener-limits";
 import type { HttpAuthentication } from "../../http/authentication";
 import type { ExportAudit } from "../../exports/door";
+import { RepeatedAudit } from "../../auth/repeated-audit";
 import { ndjsonBatches } from "./ndjson-lines";
 import type { PipelineAnswer, RecordCounts, RecordRedactor } from "./types";
 import { refusedAnswer } from "./refused";
@@ -36,6 +38,8 @@ export interface PipelineHttpOptions {
   limits?: PipelineHttpLimits;
   /** The export's own verifier settings (an OAuth audience), as its NATS doors use them. */
   overrides?: OverridesByVerifier;
+  /** Timeouts and connection cap of the port (streams: no whole-request deadline); absent: the defaults. */
+  listenerLimits?: HttpListenerLimits;
 }
 
 const ndjson = "application/x-ndjson";
@@ -59,8 +63,11 @@ function recordOfLine(bytes: Buffer, number: number, limits: PipelineHttpLimits)
  */
 export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance {
   const limits = options.limits ?? defaultPipelineHttpLimits;
+  const listener = streamingLimits(options.listenerLimits ?? defaultHttpListenerLimits);
+  const refusals = new RepeatedAudit((message, details, count) => options.audit("warn", "connection.refused", message, { ...details, count }));
+  const onRefused = (remote: string | undefined) => refusals.record("connections", `pipeline export ${options.exportId} is at its limit of ${listener.maxConnections} connections`, { exportId: options.exportId, component: "pipeline", remote: remote ?? null });
   const app = Fastify({
-    ...(options.tls ? { https: options.tls } : {}),
+    serverFactory: limitedServerFactory(listener, { tls: options.tls, onRefused }),
     loggerInstance: options.logger.child({ component: "pipeline", exportId: options.exportId }) as FastifyBaseLogger,
     bodyLimit: limits.maxRecordBytes,
     onProtoPoisoning: "error",

@@ -72,7 +72,8 @@ export class NatsCredentialCheck {
       );
       return { ok: true, subject: outcome.identity.subject };
     }
-    const code: PipelineRecordError = outcome.kind === "unavailable" ? "ERR_AUTH_UNAVAILABLE" : outcome.kind === "unsupported" ? "ERR_AUTH_UNSUPPORTED" : "ERR_AUTH_INVALID";
+    const codes: Record<typeof outcome.kind, PipelineRecordError> = { unavailable: "ERR_AUTH_UNAVAILABLE", unsupported: "ERR_AUTH_UNSUPPORTED", throttled: "ERR_AUTH_THROTTLED", rejected: "ERR_AUTH_INVALID" };
+    const code = codes[outcome.kind];
     if (outcome.kind === "rejected") {
       if (this.refused.size >= maxRemembered) this.refused.clear();
       this.refused.set(digest, { access: { ok: false, code, reason: outcome.reason }, until: Date.now() + refusalMs });

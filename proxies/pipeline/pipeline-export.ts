@@ -7,6 +7,7 @@ import { component } from "../../auth/components";
 import type { HttpAuthentication } from "../../http/authentication";
 import type { HttpDoorPort } from "../../http/door-port";
 import { listenPipelineHttp } from "./http-server";
+import type { HttpListenerLimits } from "../../http/listener-limits";
 import { refusedAnswer } from "./refused";
 import type { ExportAudit } from "../../exports/door";
 import type { ExportServing } from "../../api/types";
@@ -29,6 +30,8 @@ export interface PipelineExportDeps {
   /** The export's own verifier settings over the profiles'. */
   overrides?: OverridesByVerifier;
   progress: RevisionedKv<PipelineProgress>;
+  /** Timeouts and connection cap of the HTTP port; absent: the defaults. */
+  listenerLimits?: HttpListenerLimits;
 }
 
 /** Every node serving pipeline requests joins this queue group: one answers each request. */
@@ -53,7 +56,7 @@ export class PipelineExport {
     const redactor = new PipelineRedactor(deps.decider, record.resolverGroup);
     const { overrides } = deps;
     const credentials = new NatsCredentialCheck(deps.auth.authenticator, component("pipeline"), record.id, audit, overrides);
-    const http = await listenPipelineHttp({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls, overrides });
+    const http = await listenPipelineHttp({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls, overrides, listenerLimits: deps.listenerLimits });
     const requests = nc.subscribe(PipelineSubjects.request(record.id), {
       queue: requestQueue,
       callback: (error, msg) => {

@@ -130,6 +130,7 @@ function accept(exportId: string, connectionId: string, socket: Socket | undefin
     policy: settings.policy,
     pushdown: settings.policy.pushdown && remoteVerdicts(served),
     analyses: sharedAnalyses,
+    onLoggedIn: () => send({ kind: "logged-in", exportId, connectionId }),
     onEnd: (counts, identity) => {
       served.sessions.delete(session);
       const live = liveCounts(served);

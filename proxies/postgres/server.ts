@@ -14,6 +14,8 @@ import type { ExportServing } from "../../api/types";
 import { loadSqlParser } from "./analysis/sql-parser";
 import { sharedAnalyses, type StatementPolicy } from "./analysis/statement-analysis";
 import type { PushdownVerdicts } from "./verdict-watch";
+import { LoginSlots, loginSlotMessage } from "../../exports/login-slots";
+import { RepeatedAudit } from "../../auth/repeated-audit";
 
 export interface ExportServerOptions {
   exportId: string;
@@ -49,11 +51,16 @@ export class PostgresExportServer {
   private readonly userIds = new UserIdMemo();
   private readonly totals = { total: 0, refused: 0, rows: emptyRowCounts() };
   private readonly since = new Date().toISOString();
+  private readonly loggingIn: LoginSlots;
+  private readonly refusals: RepeatedAudit;
 
   private constructor(
     private readonly server: Server,
     private readonly options: ExportServerOptions,
-  ) {}
+  ) {
+    this.loggingIn = new LoginSlots(options.limits);
+    this.refusals = new RepeatedAudit((message, details, count) => options.audit("warn", "connection.refused", message, { ...details, count }));
+  }
 
   /** Opens the port; rejects (EADDRINUSE, EACCES...) when it cannot be opened. */
   static async listen(options: ExportServerOptions): Promise<PostgresExportServer> {
@@ -71,6 +78,7 @@ export class PostgresExportServer {
       directVerification: options.directVerification,
       policy: options.policy,
       pushdown: options.pushdown,
+      loggedIn: (connectionId) => endpoint.loggingIn.free(connectionId),
       ended: (connectionId, counts, identity) => endpoint.ended(connectionId, counts, identity),
     });
     try {
@@ -93,15 +101,21 @@ export class PostgresExportServer {
     socket.once("close", () => this.sockets.delete(socket));
     socket.on("error", () => socket.destroy());
     const { exportId, limits, workers } = this.options;
-    if (this.open() >= limits.maxConnections) {
-      this.totals.refused++;
-      this.options.audit("warn", "connection.refused", `export ${exportId} is at its limit of ${limits.maxConnections} connections`, { exportId, component: "postgres", remote: socket.remoteAddress ?? null });
-      socket.end(fatalMessage("53300", "too many connections to this export"));
+    const remote = socket.remoteAddress ?? null;
+    // Connections logging in have places of their own: unauthenticated clients cannot fill the sessions'.
+    if (this.open() - this.loggingIn.size >= limits.maxConnections) {
+      this.refuse(socket, "sessions", `export ${exportId} is at its limit of ${limits.maxConnections} connections`, "too many connections to this export", remote);
       return;
     }
     const connectionId = randomUUID();
+    const refusal = this.loggingIn.take(connectionId, socket.remoteAddress);
+    if (refusal) {
+      this.refuse(socket, refusal, `export ${exportId}: ${loginSlotMessage(refusal, limits)}`, loginSlotMessage(refusal, limits), remote);
+      return;
+    }
     if (workers) {
       if (workers.handOver(exportId, connectionId, socket)) return;
+      this.loggingIn.free(connectionId);
       this.totals.refused++;
       this.options.audit("warn", "connection.refused", `export ${exportId} has no proxy worker running (they are being started again)`, { exportId, component: "postgres", remote: socket.remoteAddress ?? null });
       socket.end(fatalMessage("08006", "the export cannot take connections at this moment; try again"));
@@ -122,6 +136,7 @@ export class PostgresExportServer {
       policy: this.options.policy,
       pushdown: this.options.pushdown,
       analyses: sharedAnalyses,
+      onLoggedIn: () => this.loggingIn.free(connectionId),
       onEnd: (counts, identity) => {
         this.sessions.delete(session);
         this.ended(connectionId, counts, identity);
@@ -130,8 +145,16 @@ export class PostgresExportServer {
     this.sessions.add(session);
   }
 
+  /** Refuses a connection for want of a place (SQLSTATE 53300). */
+  private refuse(socket: Socket, reason: string, audited: string, told: string, remote: string | null): void {
+    this.totals.refused++;
+    this.refusals.record(reason, audited, { exportId: this.options.exportId, component: "postgres", remote, reason });
+    socket.end(fatalMessage("53300", told));
+  }
+
   /** A connection ended (here or in a worker): its counts join the export's totals and its trace. */
   private ended(connectionId: string, counts: SessionCounts, identity: { user?: string; database?: string }): void {
+    this.loggingIn.free(connectionId);
     addRowCounts(this.totals.rows, counts);
     this.totals.refused += counts.refused > 0 ? 1 : 0;
     this.options.onConnectionEnd?.(connectionId, counts, identity);

@@ -46,7 +46,10 @@ export class ProxySession {
       attachClient: (secure) => this.attachClient(secure),
       backendReads: () => this.backendPump,
       backendClosed: () => this.backendPump.backendClosed(),
-      ready: () => this.clientPump.sessionReady(),
+      ready: () => {
+        this.clientPump.sessionReady();
+        deps.onLoggedIn?.();
+      },
     });
     const rows = new RowFilter(deps.decider, deps.userIds, connection.counts);
     const descriptions = new RowDescriptions(deps.decider, catalog, recent);
@@ -73,6 +76,9 @@ export class ProxySession {
 
   private attachClient(socket: Socket): void {
     socket.setNoDelay(true);
+    const idleMs = this.connection.deps.limits.idleTimeoutMs;
+    // A silent connection keeps its backend connection open too: both go after this long.
+    if (idleMs > 0) socket.setTimeout(idleMs, () => this.connection.fatal("57P05", `terminating connection: nothing was sent or received for ${idleMs / 1000} s`));
     socket.on("data", (chunk: Buffer) => this.clientPump.received(chunk));
     socket.on("drain", () => {
       if (!this.backendPump.pumping) this.connection.backend?.resume();

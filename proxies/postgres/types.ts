@@ -1,6 +1,8 @@
 import type { RowCounts } from "../../exports/row-counts";
 
 export type { RowCounts };
+import { defaultWireExportLimits, type WireExportLimits } from "../../exports/wire-limits";
+
 /** Reads UTF-8 bytes (a user id) into a string. */
 export interface TextDecoding {
   text(bytes: Buffer, start: number, end: number): string;
@@ -9,16 +11,16 @@ export interface TextDecoding {
 /** Where an audit record of the proxy goes (category `postgres`). */
 export type { ExportAudit as ProxyAudit } from "../../exports/door";
 
-export interface ProxyLimits {
-  /** Largest message accepted from a client or a backend, in bytes. */
+/** The wire limits every wire export shares, and the PostgreSQL door's own. */
+export interface ProxyLimits extends WireExportLimits {
+  /** Largest message accepted from the backend, in bytes (a row of the store: the operator's own data). */
   maxMessageBytes: number;
-  /** Connections served at once; past this a client gets SQLSTATE 53300. */
-  maxConnections: number;
   /** How long opening the backend connection may take. */
   connectTimeoutMs: number;
 }
 
-export const defaultProxyLimits: ProxyLimits = { maxMessageBytes: 64 * 1024 * 1024, maxConnections: 500, connectTimeoutMs: 10_000 };
+/** The defaults (docs/operations.md, "Limits on listeners"). */
+export const defaultProxyLimits: ProxyLimits = { ...defaultWireExportLimits, maxMessageBytes: 64 * 1024 * 1024, connectTimeoutMs: 10_000 };
 
 /** What one connection counted, for the connection's trace record and the export's totals. */
 export interface SessionCounts extends RowCounts {

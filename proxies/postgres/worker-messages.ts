@@ -63,6 +63,8 @@ export type FromWorker =
   | { kind: "decide"; requestId: number; exportId: string; userIds: string[] }
   | { kind: "verify"; requestId: number; exportId: string; user: string; password: string; connectionId: string }
   | { kind: "audit"; exportId: string; level: "debug" | "info" | "warn" | "error"; event: string; message: string; details: Record<string, unknown> }
+  /** A connection logged in: it no longer holds a place of those logging in. */
+  | { kind: "logged-in"; exportId: string; connectionId: string }
   /** A connection ended; `live` is what the export's other sessions in this worker count now. */
   | { kind: "ended"; exportId: string; connectionId: string; counts: SessionCounts; identity: { user?: string; database?: string }; live: LiveCounts }
   | { kind: "live"; exportId: string; live: LiveCounts }

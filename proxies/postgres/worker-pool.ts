@@ -27,6 +27,8 @@ export interface PooledExport {
   policy: StatementPolicy;
   /** Pushdown: the export's verdict tables on this node. */
   pushdown?: PushdownVerdicts;
+  /** A connection logged in, in a worker. */
+  loggedIn(connectionId: string): void;
   /** A connection ended in a worker, with what it counted. */
   ended(connectionId: string, counts: SessionCounts, identity: { user?: string; database?: string }): void;
 }
@@ -258,6 +260,9 @@ export class ProxyWorkerPool {
         worker.connections.get(message.exportId)?.delete(message.connectionId);
         worker.live.set(message.exportId, message.live);
         served.ended(message.connectionId, message.counts, message.identity);
+        return;
+      case "logged-in":
+        served?.loggedIn(message.connectionId);
         return;
       case "live":
         if (served) worker.live.set(message.exportId, message.live);

@@ -43,7 +43,7 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
         ],
       },
     ],
-    enforcedComponents: [{ componentName: "config" }, { componentName: "mapping" }, { componentName: "decision" }, { componentName: "postgres" }, { componentName: "pipeline" }],
+    enforcedComponents: [{ componentName: "config" }, { componentName: "mapping" }, { componentName: "decision" }, { componentName: "export" }, { componentName: "postgres" }, { componentName: "pipeline" }],
   };
 }
 
@@ -89,14 +89,14 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     });
     const exportBody = { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } };
     exportWithCredentials = await freePort();
-    const created = await call("PUT", "/export", { ...exportBody, port: exportWithCredentials, credentials: { user: roles.scram.user, password: roles.scram.password } });
+    const created = await call("PUT", "/export", { ...exportBody, port: exportWithCredentials, credentials: { user: roles.scram.user, password: roles.scram.password } }, asAlice);
     assert.equal(created.status, 200, created.body);
     assert.equal(json(created).backendIdentity, "export");
     assert.ok(!created.body.includes(roles.scram.password), "the export's password is never read back");
     exportWithClientIdentity = await freePort();
-    assert.equal((await call("PUT", "/export", { ...exportBody, port: exportWithClientIdentity })).status, 200);
+    assert.equal((await call("PUT", "/export", { ...exportBody, port: exportWithClientIdentity }, asAlice)).status, 200);
     pipelinePort = await freePort();
-    const pipeline = await call("PUT", "/export", { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: pipelinePort });
+    const pipeline = await call("PUT", "/export", { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: pipelinePort }, asAlice);
     assert.equal(pipeline.status, 200, pipeline.body);
     pipelineId = json(pipeline).id as string;
   });
@@ -232,10 +232,10 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
   test("a pipeline export's own cloud-signing id and key (spec 5.5): its signatures pass, the profile's and other exports' do not; the key is never read back", async () => {
     const body = { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } };
     const signedPort = await freePort();
-    const created = await call("PUT", "/export", { ...body, port: signedPort, cloudSigning: pipelineSigning });
+    const created = await call("PUT", "/export", { ...body, port: signedPort, cloudSigning: pipelineSigning }, asAlice);
     assert.equal(created.status, 200, created.body);
     assert.deepEqual(json(created).cloudSigning, { id: pipelineSigning.id, key: "(set)" });
-    const listed = await call("GET", "/export");
+    const listed = await call("GET", "/export", undefined, asAlice);
     assert.ok(!listed.body.includes(pipelineSigning.key) && !created.body.includes(pipelineSigning.key), "the export's key is never read back");
 
     const record = JSON.stringify({ "users.id": "accepted" });
@@ -258,13 +258,13 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     assert.equal(signedPost(signedPort, pipelineSigning, "us-east-1"), "401", "the profile's region still applies");
     assert.equal(signedPost(pipelinePort, pipelineSigning), "401", "an export without its own id and key takes no signature: the profile names none");
 
-    const refusedForPostgres = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: body.metadata, cloudSigning: pipelineSigning });
+    const refusedForPostgres = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: body.metadata, cloudSigning: pipelineSigning }, asAlice);
     assert.equal(refusedForPostgres.status, 400);
     assert.equal(json(refusedForPostgres).error?.code, "ERR_EXPORT_INVALID");
-    const badId = await call("PUT", "/export", { ...body, cloudSigning: { id: "not/an/id" } });
+    const badId = await call("PUT", "/export", { ...body, cloudSigning: { id: "not/an/id" } }, asAlice);
     assert.equal(badId.status, 400);
     assert.match(badId.body, /cloudSigning\.id/);
-    assert.equal((await call("DELETE", `/export?id=${json(created).id as string}`)).status, 200);
+    assert.equal((await call("DELETE", `/export?id=${json(created).id as string}`, undefined, asAlice)).status, 200);
   });
 
   test("every kind of audit record, with its level and category, on the audit subjects; no secret in any of them", async () => {
@@ -275,13 +275,13 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
 
     assert.deepEqual(subjectsOf("config.active"), ["warden.audit.service.info"]);
     const active = records.find((r) => r.record.event === "config.active")!.record.details as { authentication: { enforcedComponentNames: string[]; configurationFile: string } };
-    assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "decision", "mapping", "pipeline", "postgres"]);
+    assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "decision", "export", "mapping", "pipeline", "postgres"]);
     assert.deepEqual(subjectsOf("port.opened"), ["warden.audit.pipeline.info", "warden.audit.postgres.info", "warden.audit.service.info"], "the gateway's port and each export's port");
     assert.deepEqual(subjectsOf("connection.outgoing"), ["warden.audit.postgres.info"]);
     const outgoing = records.filter((r) => r.record.event === "connection.outgoing").map((r) => r.record.details as { identity: string; identitySource: string });
     assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "export"));
     assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "client"));
-    assert.deepEqual(subjectsOf("connection.authenticated"), ["warden.audit.config.info", "warden.audit.decision.info", "warden.audit.mapping.info", "warden.audit.pipeline.info", "warden.audit.postgres.info"]);
+    assert.deepEqual(subjectsOf("connection.authenticated"), ["warden.audit.config.info", "warden.audit.decision.info", "warden.audit.export.info", "warden.audit.mapping.info", "warden.audit.pipeline.info", "warden.audit.postgres.info"]);
     assert.deepEqual(subjectsOf("connection.denied"), ["warden.audit.config.warn", "warden.audit.mapping.warn", "warden.audit.pipeline.warn", "warden.audit.postgres.warn"]);
     assert.deepEqual(subjectsOf("connection.unsupported"), ["warden.audit.config.warn", "warden.audit.pipeline.warn"]);
     assert.ok(subjectsOf("connection.unauthenticated").includes("warden.audit.user.debug"), "API use without authentication, at debug");
@@ -301,15 +301,19 @@ describe("a security configuration the node refuses to start with", () => {
     await nats?.stop();
   });
 
-  test("an unreachable LDAP server, a duplicate profile, an enforced postgres without export TLS: the node exits naming the entry", async () => {
+  test("an unreachable LDAP server, a duplicate profile, an enforced postgres without export TLS, an export type enforced without the export API: the node exits naming the entry", async () => {
     const dir = tempDir("bad-security");
     const closedPort = await freePort();
     const cases: Array<[unknown, RegExp]> = [
       [{ verifiers: [{ verifier: "ldap", profiles: [{ profile: "p", configuration: { hostname: `127.0.0.1:${closedPort}` } }] }] }, /verifiers\[0\]\.profiles\[0\]: verifier 'ldap' profile 'p': .*not reachable/],
       [{ verifiers: [{ verifier: "ldap", profiles: [{ profile: "p", configuration: { hostname: "x" } }, { profile: "p", configuration: { hostname: "y" } }] }] }, /verifiers\[0\]\.profiles\[1\]\.profile: duplicate profile name 'p'/],
       [
-        { verifiers: [{ verifier: "ldap", default: "p", profiles: [{ profile: "p", configuration: { hostname: "x" } }] }], credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }], enforcedComponents: [{ componentName: "postgres" }] },
+        { verifiers: [{ verifier: "ldap", default: "p", profiles: [{ profile: "p", configuration: { hostname: "x" } }] }], credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }], enforcedComponents: [{ componentName: "export" }, { componentName: "postgres" }] },
         /component 'postgres' enforces authentication, which takes passwords only over TLS/,
+      ],
+      [
+        { verifiers: [{ verifier: "ldap", default: "p", profiles: [{ profile: "p", configuration: { hostname: "x" } }] }], credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }], enforcedComponents: [{ componentName: "pipeline" }, { componentName: "config" }] },
+        /export type 'pipeline' enforces authentication but the 'export' API that manages them does not: add \{"componentName": "export"\} to enforcedComponents/,
       ],
     ];
     for (const [index, [config, message]] of cases.entries()) {

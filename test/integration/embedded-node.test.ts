@@ -1,11 +1,12 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { connect } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
-import { connectTo, storedMessages } from "../../testkit/nats";
+import { storedMessages } from "../../testkit/nats";
 import { isRunning } from "../../service/nats-server";
 import { mainScript, NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
@@ -33,7 +34,15 @@ test("the embedded default: own nats-server, audited start, real HTTP, clean sto
   assert.equal(wrongMethod.status, 405, "a known path with a wrong method");
   assert.equal(wrongMethod.headers.get("allow"), "DELETE, GET, HEAD");
 
-  const nc = await connectTo(`nats://127.0.0.1:${natsPort}`);
+  const natsUrl = `nats://127.0.0.1:${natsPort}`;
+  const tokenFile = join(dataDir, "nats", "client.token");
+  const token = readFileSync(tokenFile, "utf8");
+  assert.equal(statSync(tokenFile).mode & 0o777, 0o600, "the token file is the node user's alone");
+  assert.ok(!readFileSync(join(dataDir, "nats", "nats-server.conf"), "utf8").includes(token), "the token is not in the server's configuration file");
+  // Any local process could call actors directly, around the gateway's authentication: without the token it cannot connect.
+  await assert.rejects(connect({ servers: natsUrl, reconnect: false }), /Authorization Violation/i, "no token: refused");
+  await assert.rejects(connect({ servers: natsUrl, reconnect: false, token: `${token}x` }), /Authorization Violation/i, "a wrong token: refused");
+  const nc = await connect({ servers: natsUrl, token });
   const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT")).map(({ subject, data }) => ({ subject, record: data }));
   await nc.close();
   const byEvent = (event: string) => records.filter((r) => r.record.event === event);
@@ -46,6 +55,7 @@ test("the embedded default: own nats-server, audited start, real HTTP, clean sto
 
   assert.equal(await node.stop(), 0, "exits 0 on SIGTERM");
   assert.ok(node.logged(/node stopped/));
+  assert.ok(!existsSync(tokenFile), "the token goes with the server");
   assert.ok(!isRunning(natsPid), "the embedded nats-server stopped with it");
 });
 
@@ -54,11 +64,13 @@ test("a node killed with SIGKILL leaves its nats-server behind; the next start s
   const dataDir = tempDir("orphan");
   const first = await NodeProcess.start({ nodeId: "phoenix", dataDir, env: { NATS_PORT: String(natsPort) } });
   const orphanPid = Number(readFileSync(join(dataDir, "nats", "nats-server.pid"), "utf8"));
+  const firstToken = readFileSync(join(dataDir, "nats", "client.token"), "utf8");
   await first.kill();
   assert.ok(isRunning(orphanPid), "the orphan is still there");
   const second = await NodeProcess.start({ nodeId: "phoenix", dataDir, env: { NATS_PORT: String(natsPort) } });
   started.push(second);
   assert.ok(!isRunning(orphanPid), "the orphan was stopped");
+  assert.notEqual(readFileSync(join(dataDir, "nats", "client.token"), "utf8"), firstToken, "a new token at each start");
   assert.equal((await second.readiness()).status, 200);
 });
 

@@ -391,7 +391,7 @@ describe("oauth profile configuration", () => {
     configError(undefined, "serverMetadataUrl", /is required/);
     configError({ resourceServerId: "urn:test", serverMetadataUrl: "ftp://idp.example/metadata" }, "serverMetadataUrl", /is not an http or https URL/);
     configError({ resourceServerId: "urn:test", serverMetadataUrl: "idp.example" }, "serverMetadataUrl", /: is not a URL/);
-    configError({ resourceServerId: "urn:test", serverMetadataUrl: "https://user:hunter2@idp.example/metadata", introspectionUrl: "ftp://user:hunter2@idp.example/" }, "introspectionUrl", /^(?!.*hunter2).*'ftp:\/\/idp\.example\/' is not an http or https URL/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: "https://user:hunter2@idp.example/metadata", introspectionUrl: "ftp://user:hunter2@idp.example/" }, "introspectionUrl", /^(?!.*hunter2).*'ftp:\/\/\*\*\*@idp\.example\/' is not an http or https URL/);
     configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, introspectionUrl: "file:///etc/passwd" }, "introspectionUrl", /is not an http or https URL/);
     configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, clientRequestTimeout: "60" }, "clientRequestTimeout", /whole number/);
     configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, clientRequestTimeout: 0 }, "clientRequestTimeout", /whole number from 1/);

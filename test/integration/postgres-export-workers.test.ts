@@ -2,16 +2,14 @@ import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { Client } from "pg";
-import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
-import { createPopulation } from "../fixtures/population";
-import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
+import { roles } from "../fixtures/postgres-population";
 import { call as request } from "../../testkit/http";
-import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
 import { PostgresServer } from "../../testkit/postgres";
 import { eventually } from "../helpers/client";
+import { startUsersExport, type UsersExportStack } from "../helpers/users-export";
 import { errorsOf, WireClient } from "../helpers/pg-wire";
 import { connect } from "node:net";
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
@@ -54,7 +52,6 @@ function acceptingPids(port: number): number[] {
 }
 
 describe(`PostgreSQL exports served by ${workers} proxy worker processes`, () => {
-  let nats: NatsServerProcess;
   let node: NodeProcess;
   let pg: PostgresServer;
   let exportPort: number;
@@ -70,26 +67,26 @@ describe(`PostgreSQL exports served by ${workers} proxy worker processes`, () =>
   const seen = async (c: Client, userId: string): Promise<boolean> => (await c.query("SELECT id FROM users WHERE id = $1", [userId])).rowCount === 1;
   const rowsReceived = async (c: Client): Promise<number> => (await c.query("SELECT id, email FROM users")).rowCount ?? -1;
 
+  let stack: UsersExportStack | undefined;
   before(async () => {
-    pg = await PostgresServer.start({ hba: populationHba });
-    createAppDatabase(pg);
-    pg.sql(`CREATE TABLE big AS SELECT 'accepted'::text AS uid, repeat('x', 2000) AS payload FROM generate_series(1, ${bigRows})`, "app");
-    pg.sql(`GRANT SELECT ON big TO ${roles.trusted.user}`, "app");
-    nats = await startNats();
-    node = await NodeProcess.start({ nodeId: "pg-workers-1", natsUrl: nats.url, env: { EXPORT_WORKERS: String(workers) } });
-    assert.equal((await call("PUT", "/config", policy())).status, 200);
-    await createPopulation(call);
-    exportPort = await freePort();
-    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: exportPort });
-    assert.equal(created.status, 200, JSON.stringify(created.body));
-    exportId = created.body.id;
-    await until("the export accepts connections", async () => (await connected().then((c) => c.end().then(() => true), () => false)));
+    stack = await startUsersExport({
+      nodeId: "pg-workers-1",
+      env: { EXPORT_WORKERS: String(workers) },
+      policy: policy(),
+      prepare: (server) => {
+        server.sql(`CREATE TABLE big AS SELECT 'accepted'::text AS uid, repeat('x', 2000) AS payload FROM generate_series(1, ${bigRows})`, "app");
+        server.sql(`GRANT SELECT ON big TO ${roles.trusted.user}`, "app");
+      },
+      connect: (port) => {
+        exportPort = port;
+        return connected();
+      },
+    });
+    ({ pg, node, exportPort, exportId } = stack);
   });
 
   after(async () => {
-    await node?.stop();
-    await nats?.stop();
-    await pg?.stop();
+    await stack?.stop();
   });
 
   test("connections are spread over the workers, not served by the node; GET /export counts them and their rows", async () => {

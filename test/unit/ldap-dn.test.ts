@@ -91,7 +91,10 @@ test("parse: each bad property names its path", () => {
   }
   configError({ hostname: "ldap", useTLS: "true" }, "useTLS");
   for (const nameComponent of ["", "u id", "uid=", 5]) configError({ hostname: "ldap", nameComponent }, "nameComponent");
-  for (const rootComponents of ["dc=example;dc=org", "dc=example, dc=org", "example.org", 7]) configError({ hostname: "ldap", rootComponents }, "rootComponents");
+  for (const rootComponents of ["dc=example; dc=org", "dc=example, dc=org", "example.org", "dc=a;;dc=b", 7]) configError({ hostname: "ldap", rootComponents }, "rootComponents");
+  // Spec 5.5's form: ';' between components, read as RFC 4514's ','; an escaped ';' stays in its value.
+  assert.equal(ldapVerifierFactory.parse({ hostname: "ldap", rootComponents: "ou=people;dc=example;dc=org" }, path).rootComponents, "ou=people,dc=example,dc=org");
+  assert.equal(ldapVerifierFactory.parse({ hostname: "ldap", rootComponents: "o=a\\;b;dc=org" }, path).rootComponents, "o=a\\;b,dc=org");
 });
 
 test("parse: caFile must be readable PEM and only goes with useTLS; describe shows the path, not the certificates", () => {

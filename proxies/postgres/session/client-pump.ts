@@ -67,7 +67,7 @@ export class ClientPump {
 
   /** The session is ready for queries: messages up to the export's limit are taken. */
   sessionReady(): void {
-    this.fromClient.limit(this.connection.deps.limits.maxMessageBytes);
+    this.fromClient.limit(this.connection.deps.limits.maxClientMessageBytes);
   }
 
   private async pump(): Promise<void> {
@@ -87,7 +87,7 @@ export class ClientPump {
           continue;
         }
         const frames = this.frames;
-        const consumed = frames.split(bytes, connection.phase === "ready" ? connection.deps.limits.maxMessageBytes : maxAuthenticationMessageBytes);
+        const consumed = frames.split(bytes, connection.phase === "ready" ? connection.deps.limits.maxClientMessageBytes : maxAuthenticationMessageBytes);
         if (consumed < bytes.length) this.fromClient.unshift(bytes.subarray(consumed));
         // Only part of a message: wait for the rest.
         if (frames.count === 0) return;

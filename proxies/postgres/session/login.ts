@@ -22,8 +22,6 @@ import type { SessionCatalog } from "./session-catalog";
 
 /** Startup packets are small; PostgreSQL itself refuses those over 10,000 bytes. */
 export const maxStartupBytes = 10_000;
-/** A connection that is not ready by then is closed (PostgreSQL's authentication_timeout default). */
-const authenticationTimeoutMs = 60_000;
 
 /** Where the backend's bytes go: read into `readBuffer`, `length` bytes at a time, handled by `read` (plain TCP), or handed to `received`. */
 export interface BackendReads {
@@ -74,9 +72,11 @@ export class Login {
     private readonly hooks: LoginHooks,
   ) {
     this.sessionReady = new Promise((resolve) => (this.markReady = resolve));
+    // Held open by a client that says nothing, a connection would keep a place others need to log in.
+    const timeoutMs = connection.deps.limits.loginTimeoutMs;
     this.authenticationTimer = setTimeout(() => {
-      if (connection.phase !== "ready") connection.refuse("08006", "the connection was not ready in time (startup and authentication take at most a minute)", "authentication.timeout");
-    }, authenticationTimeoutMs);
+      if (connection.phase !== "ready") connection.refuse("08006", `the connection was not ready in time (startup and authentication take at most ${timeoutMs / 1000} s)`, "authentication.timeout");
+    }, timeoutMs);
   }
 
   /** Direct verification: the proxy logs in to the backend itself, so the client has nothing to say during authentication. */

@@ -30,5 +30,7 @@ export interface SessionDeps {
   pushdown?: PushdownVerdicts;
   /** Statement analyses by text, shared by the export's connections in this process. */
   analyses: AnalysisCache;
+  /** The connection logged in: it is a session now, no longer one logging in. */
+  onLoggedIn?(): void;
   onEnd(counts: SessionCounts, identity: { user?: string; database?: string }): void;
 }
