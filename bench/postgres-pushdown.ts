@@ -44,7 +44,7 @@ async function main(): Promise<void> {
       "app",
     );
     pg.sql("VACUUM ANALYZE", "app");
-    const security = ldapSecurityFile(dir, slapd, ["postgres"]);
+    const security = ldapSecurityFile(dir, slapd, ["postgres", "export"]);
     Object.assign(process.env, { SECURITY_CONFIG: security, EXPORT_TLS_CERT_FILE: certFile, EXPORT_TLS_KEY_FILE: join(dir, "warden-key.pem") });
     const started = await startBenchNode();
     node = started.node;
@@ -67,7 +67,8 @@ async function main(): Promise<void> {
     }
     const exportPort = async (resolverGroup: string, pushdown: boolean) => {
       const port = await freePort();
-      const created = await fetch(`${base}/export`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup, metadata: { type: "platformUse", purposeId: "analytics" }, port, credentials: { user: benchRole, password }, ...(pushdown ? { pushdown: true } : {}) }) });
+      // The export API is enforced (it manages an enforced export type): the bench's LDAP user signs in.
+      const created = await fetch(`${base}/export`, { method: "PUT", headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${benchRole}:${password}`).toString("base64")}` }, body: JSON.stringify({ type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup, metadata: { type: "platformUse", purposeId: "analytics" }, port, credentials: { user: benchRole, password }, ...(pushdown ? { pushdown: true } : {}) }) });
       if (created.status !== 200) throw new Error(`export not created: ${await created.text()}`);
       await new Promise((resolve) => setTimeout(resolve, 1500));
       return port;

@@ -36,7 +36,8 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
       { type: "rawBearerToken", verifiers: [{ verifier: "oauth", profile: "idp" }] },
       { type: "cloudSigningCredentials", verifiers: [{ verifier: "cloud", profile: "fhir", selectors: { componentName: "fhir" } }] },
     ],
-    enforcedComponents: [{ componentName: "fhir" }],
+    // The export API is enforced too: it manages an enforced export type (the node refuses to start otherwise).
+    enforcedComponents: [{ componentName: "fhir" }, { componentName: "export" }],
   };
 }
 
@@ -49,7 +50,7 @@ describe("FHIR exports with component fhir enforced", () => {
   const fhir = new FhirServerFixture();
   let clientIdentityPort: number;
   let exportIdentityPort: number;
-  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
+  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body, path.startsWith("/export") ? { authorization: basic(alice.uid, alice.password) } : {});
 
   before(async () => {
     const dir = tempDir("fhir-auth");

@@ -15,7 +15,7 @@ import { signedRequestFrom } from "../../auth/signed-request";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
-import { call as request } from "../../testkit/http";
+import { type Answer, call as request } from "../../testkit/http";
 import { connectTo, startNats, storedMessages } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { freePorts } from "../../testkit/ports";
@@ -27,6 +27,8 @@ import { listening, until } from "../../testkit/wait";
 const region = "eu-west-1";
 /** The export's own signing identity (set at export time over a profile that names only the region). */
 const signing = { id: "AKIDOBJECTS", key: "objects-secret-key" };
+/** Who manages exports through the gateway (cloud-signed). */
+const admin = { id: "AKIDADMIN", key: "admin-secret-key" };
 const csv = "users.id,users.email,users.secret\naccepted,a@example.com,s3cret-a\nnot-accepted,n@example.com,s3cret-n\n";
 
 /** The S3 code and status a command fails with. */
@@ -55,7 +57,15 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
   let node: NodeProcess;
   let nc: NatsConnection;
   let ports: number[];
-  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
+  /** The gateway; /export signed by the admin key with curl --aws-sigv4 (the export API is enforced). */
+  const call = async (method: string, path: string, body?: unknown): Promise<Answer> => {
+    if (!path.startsWith("/export")) return request(node, method, path, body);
+    const args = ["-s", "-X", method, "--aws-sigv4", `aws:amz:${region}:warden`, "--user", `${admin.id}:${admin.key}`, "-w", "\n%{http_code}"];
+    if (body !== undefined) args.push("-H", "content-type: application/json", "--data-binary", JSON.stringify(body));
+    const { stdout } = await promisify(execFile)("curl", [...args, `${node.url}${path}`], { encoding: "utf8" });
+    const text = stdout.slice(0, stdout.lastIndexOf("\n"));
+    return { status: Number(stdout.slice(stdout.lastIndexOf("\n") + 1)), etag: null, body: text.startsWith("{") ? JSON.parse(text) : text };
+  };
   const body = (extra: Record<string, unknown>) => ({ type: "objectstore", endpoint: store.endpoint, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, ...extra });
 
   before(async () => {
@@ -66,9 +76,18 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     writeFileSync(
       file,
       JSON.stringify({
-        verifiers: [{ verifier: "cloud", profiles: [{ profile: "exports", configuration: { region } }] }],
-        credentials: [{ type: "cloudSigningCredentials", verifiers: [{ verifier: "cloud", profile: "exports", selectors: { componentName: "objectstore" } }] }],
-        enforcedComponents: [{ componentName: "objectstore" }],
+        verifiers: [{ verifier: "cloud", profiles: [{ profile: "exports", configuration: { region } }, { profile: "admin", configuration: { ...admin, region } }] }],
+        credentials: [
+          {
+            type: "cloudSigningCredentials",
+            verifiers: [
+              { verifier: "cloud", profile: "exports", selectors: { componentName: "objectstore" } },
+              { verifier: "cloud", profile: "admin", selectors: { componentName: "export" } },
+            ],
+          },
+        ],
+        // The export API is enforced too: it manages an enforced export type (the node refuses to start otherwise).
+        enforcedComponents: [{ componentName: "objectstore" }, { componentName: "export" }],
       }),
     );
     node = await NodeProcess.start({ nodeId: "os-auth-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file } });

@@ -8,134 +8,22 @@
 // Sessions run in proxy worker processes (the default), so the verdict state crosses to them.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { Client } from "pg";
-import { compilePolicy } from "../../decision/compiled-policy";
-import type { PolicyConfig } from "../../policy/model";
-import type { NatsServerProcess } from "../../service/nats-server";
-import { call as request } from "../../testkit/http";
-import { startNats } from "../../testkit/nats";
-import { NodeProcess } from "../../testkit/node-process";
-import { realisticPolicy } from "../../testkit/policy";
 import { freePort } from "../../testkit/ports";
-import { PostgresServer } from "../../testkit/postgres";
-import { tempDir } from "../../testkit/temp";
-import { createPopulation } from "../fixtures/population";
-import { createAppDatabase, populationHba, roles, usersRows } from "../fixtures/postgres-population";
-import { categoryOf, filtered, forbiddenValues, verdictsOf, type Verdicts } from "../fixtures/postgres-verdicts";
-import { selfSignedCertificate } from "../../testkit/certificates";
-import { ldapSecurityFile, SlapdServer } from "../../testkit/slapd";
-
-const analyst = { uid: "analyst", password: "analyst-pw" };
-const DROPPED = "not-accepted";
-const ALLOWED = "accepted";
-
-/** The realistic policy with orders mapped too: user_id decides, item is usage. */
-function policyWithOrders(): PolicyConfig {
-  const policy = realisticPolicy();
-  const group = policy.mappingGroups.find((g) => g.name === "users-table")!;
-  group.fieldMappings.push({ recordField: "orders.user_id", resourceContext: true }, { recordField: "orders.item", categoryId: "usage" });
-  return policy;
-}
-
-type Cell = unknown;
+import { ALLOWED, analyst, DROPPED, PushdownHarness } from "../fixtures/postgres-pushdown";
+import { roles } from "../fixtures/postgres-population";
+import { usersRows } from "../fixtures/postgres-population";
+import { forbiddenValues } from "../fixtures/postgres-verdicts";
 
 describe("PostgreSQL exports with pushdown: aggregates, joins and predicates over allowed data only", () => {
-  let slapd: SlapdServer;
-  let pg: PostgresServer;
-  let nats: NatsServerProcess;
-  let node: NodeProcess;
-  let ca: Buffer;
-  let port: number;
-  let allowed: Verdicts;
-  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
+  const harness = new PushdownHarness();
+  const { run, onCopy, call } = harness;
 
-  /** Rows of `sql` through the export (TLS, the analyst's LDAP password) or directly (the reader role); arrays, in order. */
-  const run = async (where: "export" | "direct", sql: string): Promise<Cell[][]> => {
-    const client =
-      where === "export"
-        ? new Client({ host: "127.0.0.1", port, user: analyst.uid, password: analyst.password, database: "app", ssl: { ca, rejectUnauthorized: false } })
-        : new Client({ host: "127.0.0.1", port: pg.port, user: roles.scram.user, password: roles.scram.password, database: "app" });
-    await client.connect();
-    try {
-      return (await client.query({ text: sql, rowMode: "array" })).rows;
-    } finally {
-      await client.end().catch(() => undefined);
-    }
-  };
-  /** The same statement directly, reading the copy of allowed data. */
-  const onCopy = (sql: string) => run("direct", sql.replaceAll(/\b(users|orders)\b/g, "allowed_$1"));
-
-  /**
-   * Builds tables allowed_users and allowed_orders: users and orders as the purpose may see them
-   * (rows of allowed users, disallowed values NULL). Other names than users and orders: a second
-   * relation of the same name would make the mapping's `users.email` ambiguous (it maps neither).
-   */
-  const buildCopy = (verdicts: Verdicts) => {
-    const users = filtered(usersRows() as unknown as Array<Record<string, unknown>>, verdicts, { ...categoryOf, id: undefined, secret: undefined });
-    const orders = filtered(
-      usersRows()
-        .filter((r) => r.id)
-        .map((r) => ({ id: r.id, user_id: r.id, item: `item-${r.id}` })),
-      verdicts,
-      { user_id: undefined, item: "usage", id: undefined },
-    );
-    const value = (v: unknown) => (v === null || v === undefined ? "NULL" : typeof v === "number" ? String(v) : `'${String(v).replaceAll("'", "''")}'`);
-    pg.sql(
-      [
-        "DROP TABLE IF EXISTS allowed_users, allowed_orders",
-        "CREATE TABLE allowed_users (id text, email text, login text, name text, clicks float8, secret text)",
-        "CREATE TABLE allowed_orders (id int, user_id text, item text)",
-        ...(users.length ? [`INSERT INTO allowed_users VALUES ${users.map((r) => `(${[r.id, r.email, r.login, r.name, r.clicks, r.secret].map(value).join(", ")})`).join(", ")}`] : []),
-        ...(orders.length ? [`INSERT INTO allowed_orders VALUES ${orders.map((r) => `(NULL, ${value(r.user_id)}, ${value(r.item)})`).join(", ")}`] : []),
-        `GRANT SELECT ON allowed_users, allowed_orders TO ${roles.scram.user}`,
-      ].join("; "),
-      "app",
-    );
-  };
-
-  before(async () => {
-    const dir = tempDir("pushdown");
-    const { certFile } = selfSignedCertificate(dir, "warden");
-    ca = readFileSync(certFile);
-    slapd = await SlapdServer.start({ suffix: "dc=example,dc=org", users: [analyst] });
-    pg = await PostgresServer.start({ hba: populationHba });
-    createAppDatabase(pg);
-    const orders = usersRows()
-      .filter((r) => r.id)
-      .map((r) => `('${r.id}', 'item-${r.id}')`)
-      .join(", ");
-    // The export's identity (reader) may create the schema warden: it keeps the verdict table there.
-    pg.sql(`CREATE TABLE orders (id serial PRIMARY KEY, user_id text, item text); INSERT INTO orders (user_id, item) VALUES ${orders}; GRANT ALL ON orders TO ${roles.scram.user}; GRANT CREATE ON DATABASE app TO ${roles.scram.user}`, "app");
-    nats = await startNats();
-    const security = ldapSecurityFile(dir, slapd, ["postgres"]);
-    node = await NodeProcess.start({ nodeId: "pushdown-1", natsUrl: nats.url, env: { SECURITY_CONFIG: security, EXPORT_TLS_CERT_FILE: certFile, EXPORT_TLS_KEY_FILE: join(dir, "warden-key.pem"), EXPORT_WORKERS: "2" } });
-    assert.equal((await call("PUT", "/config", policyWithOrders())).status, 200);
-    await createPopulation(call);
-    const revision = Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));
-    allowed = await verdictsOf(call, compilePolicy(policyWithOrders(), revision), "service");
-    assert.ok(allowed.get(ALLOWED) && !allowed.get(DROPPED), "one allowed and one dropped user at least");
-    buildCopy(allowed);
-    port = await freePort();
-    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port, credentials: { user: roles.scram.user, password: roles.scram.password }, pushdown: true });
-    assert.equal(created.status, 200, JSON.stringify(created.body));
-    const until = Date.now() + 20_000;
-    while (!(await run("export", "SELECT 1").then(() => true, () => false))) {
-      if (Date.now() > until) throw new Error("the pushdown export did not open");
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  });
-
-  after(async () => {
-    await node?.stop();
-    await nats?.stop();
-    await pg?.stop();
-    await slapd?.stop();
-  });
+  before(() => harness.start("pushdown"));
+  after(() => harness.stop());
 
   test("pushdown needs the export's credentials", async () => {
-    const refused = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, pushdown: true });
+    const refused = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${harness.pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, pushdown: true });
     assert.equal(refused.status, 400);
     assert.match(JSON.stringify(refused.body), /pushdown needs the export's credentials/);
   });
@@ -157,12 +45,12 @@ describe("PostgreSQL exports with pushdown: aggregates, joins and predicates ove
       assert.deepEqual(await run("export", sql), expected, sql);
     }
     const [[count]] = (await run("export", "SELECT count(*) FROM users")) as [[string]];
-    assert.equal(Number(count), [...allowed.values()].filter(Boolean).length, "counts the allowed users only");
+    assert.equal(Number(count), [...harness.allowed.values()].filter(Boolean).length, "counts the allowed users only");
   });
 
   test("the attacks of the row-by-row suites that leak directly do not leak through a pushdown export", async () => {
     // Users' values, and orders items of users whose usage may not be used.
-    const forbidden = [...forbiddenValues(allowed), ...usersRows().flatMap((r) => (r.id && !allowed.get(r.id)?.has("usage") ? [`item-${r.id}`] : []))];
+    const forbidden = [...forbiddenValues(harness.allowed), ...usersRows().flatMap((r) => (r.id && !harness.allowed.get(r.id)?.has("usage") ? [`item-${r.id}`] : []))];
     const attacks = [
       "SELECT a.id, b.email FROM users a, users b",
       `SELECT (SELECT string_agg(email, ',') FROM users) AS everyone`,
@@ -197,10 +85,10 @@ describe("PostgreSQL exports with pushdown: aggregates, joins and predicates ove
 
   test("a consent revoked between two statements changes the second answer (an opt-in purpose)", async () => {
     const optInPort = await freePort();
-    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "personalization" }, port: optInPort, credentials: { user: roles.scram.user, password: roles.scram.password }, pushdown: true });
+    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${harness.pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "personalization" }, port: optInPort, credentials: { user: roles.scram.user, password: roles.scram.password }, pushdown: true });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     assert.equal((await call("PUT", "/user/consent", { userId: ALLOWED, consents: { affirmativeConsents: [{ purposeId: "personalization" }] } })).status, 200);
-    const client = new Client({ host: "127.0.0.1", port: optInPort, user: analyst.uid, password: analyst.password, database: "app", ssl: { ca, rejectUnauthorized: false } });
+    const client = new Client({ host: "127.0.0.1", port: optInPort, user: analyst.uid, password: analyst.password, database: "app", ssl: { ca: harness.ca, rejectUnauthorized: false } });
     const until = Date.now() + 15_000;
     while (!(await client.connect().then(() => true, () => false))) {
       if (Date.now() > until) throw new Error("the opt-in export did not open");

@@ -137,6 +137,8 @@ export class ClientPump {
             if (!current || connection.closed) return;
             connection.releaseClient();
           }
+          // Pushdown: named results made under older verdicts are no longer trusted (named-results.ts).
+          if (this.verdicts) this.named.verdictVersion = this.verdicts.state().version;
           if (!this.clientFrame(bytes, frame, out)) return;
           const limited = this.limitedExecute;
           if (limited) {
@@ -216,8 +218,9 @@ export class ClientPump {
       case FrontendCode.Bind: {
         queue.extendedOpen = true;
         const { portalEnd, statementStart, statementEnd } = locateBind(bytes, frame.bodyStart, frame.end);
-        const effect = named.statement(bytes.toString("latin1", statementStart, statementEnd));
-        named.setPortal(bytes.toString("latin1", frame.bodyStart, portalEnd), effect ?? { kind: "other" });
+        const statement = bytes.toString("latin1", statementStart, statementEnd);
+        const effect = named.statement(statement);
+        named.setPortal(bytes.toString("latin1", frame.bodyStart, portalEnd), effect ?? { kind: "other" }, statement);
         queue.push(stateless.bindComplete);
         const rebound = effect ? withHiddenResultFormats(bytes.subarray(frame.bodyStart, frame.end), named.shapeOf(effect)) : undefined;
         if (rebound) {
