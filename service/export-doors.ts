@@ -36,8 +36,8 @@ export function exportDoors(settings: ExportDoorSettings): { doors: ExportDoors;
   const doors: ExportDoors = {
     postgres,
     pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas, httpLimits: settings.httpLimits }),
-    fhir: new FhirDoor({ decisions: settings.decisions }),
-    objectstore: new ObjectstoreDoor({ csvThreading: csvThreading(settings.redactionThreads) }),
+    fhir: new FhirDoor({ decisions: settings.decisions, httpLimits: settings.httpLimits }),
+    objectstore: new ObjectstoreDoor({ csvThreading: csvThreading(settings.redactionThreads), httpLimits: settings.httpLimits }),
     mysql: new MysqlDoor(),
   };
   return { doors, postgres };

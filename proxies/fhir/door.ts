@@ -1,3 +1,4 @@
+import type { HttpListenerLimits } from "../../http/listener-limits";
 import { HandlerError } from "../../actors/runtime/errors";
 import type { ExportBody } from "../../api/types";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
@@ -38,7 +39,7 @@ function endpointProblem(endpoint: string): string | undefined {
 export class FhirDoor implements ExportDoorType {
   readonly type = "fhir" as const;
 
-  constructor(private readonly settings: { decisions: DecisionService }) {}
+  constructor(private readonly settings: { decisions: DecisionService; httpLimits?: HttpListenerLimits }) {}
 
   async validate(body: ExportBody): Promise<void> {
     if (body.endpoint === undefined) throw new HandlerError("EXPORT_INVALID", "a fhir export needs the FHIR base URL of its backing server", { details: [{ path: "endpoint", problem: "required: http://host:port/base" }] });
@@ -65,6 +66,6 @@ export class FhirDoor implements ExportDoorType {
     const backend = new FhirBackend(record.endpoint!);
     const redactor = new ResourceRedactor(services.decider, backend.base);
     const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
-    return listenFhir({ record, host: services.listenHost, backend, redactor, auth, overrides: services.overrides, audit: services.audit, logger: services.log, tls: tls && { cert: tls.cert, key: tls.key } });
+    return listenFhir({ record, host: services.listenHost, backend, redactor, auth, overrides: services.overrides, audit: services.audit, logger: services.log, tls: tls && { cert: tls.cert, key: tls.key }, listenerLimits: this.settings.httpLimits });
   }
 }

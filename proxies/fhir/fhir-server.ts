@@ -1,4 +1,6 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyRequest } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyRequest } from "fastify";
+import { doorApp } from "../../http/door-app";
+import type { HttpListenerLimits } from "../../http/listener-limits";
 import type { Logger } from "pino";
 import { isDatabaseCredentials, type ExportRecord } from "../../actors/export/export-actor";
 import { component } from "../../auth/components";
@@ -27,6 +29,8 @@ export interface FhirServerOptions {
   tls?: { cert: Buffer; key: Buffer };
   /** A request body (a search form, a written resource), in bytes. */
   maxBodyBytes?: number;
+  /** The listener's timeouts and connection cap (absent: the defaults). */
+  listenerLimits?: HttpListenerLimits;
 }
 
 const fhirJson = "application/fhir+json; charset=utf-8";
@@ -85,14 +89,7 @@ function backendAuthorization(record: ExportRecord, request: FastifyRequest): Re
  */
 export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
   const { record, backend, redactor } = options;
-  const app = Fastify({
-    ...(options.tls ? { https: options.tls } : {}),
-    loggerInstance: options.logger.child({ component: "fhir", exportId: record.id }) as FastifyBaseLogger,
-    bodyLimit: options.maxBodyBytes ?? 16 * 1024 * 1024,
-    onProtoPoisoning: "error",
-    onConstructorPoisoning: "error",
-    logController: new LogController({ disableRequestLogging: true }),
-  });
+  const app = doorApp({ exportId: record.id, component: "fhir", tls: options.tls, logger: options.logger, audit: options.audit, limits: options.listenerLimits, fastify: { bodyLimit: options.maxBodyBytes ?? 16 * 1024 * 1024 } });
   app.setErrorHandler((error, request, reply) => {
     const { failure, retryAfter } = fhirErrorOf(error, request.method);
     if (failure.status >= 500) request.log.warn({ err: failure.cause ?? failure, status: failure.status }, failure.message);

@@ -1,3 +1,4 @@
+import type { HttpListenerLimits } from "../../http/listener-limits";
 import { isObjectstoreCredentials } from "../../actors/export/export-actor";
 import { HandlerError } from "../../actors/runtime/errors";
 import type { ExportBody } from "../../api/types";
@@ -34,7 +35,7 @@ export function storeEndpoint(endpoint: string): URL {
 export class ObjectstoreDoor implements ExportDoorType {
   readonly type = "objectstore" as const;
 
-  constructor(private readonly settings: { csvThreading: CsvThreading }) {}
+  constructor(private readonly settings: { csvThreading: CsvThreading; httpLimits?: HttpListenerLimits }) {}
 
   validate(body: ExportBody): void {
     if (body.endpoint === undefined) invalid("endpoint", "required: http://host:port", "an objectstore export needs the S3 endpoint of its store (http://host:port)");
@@ -69,6 +70,7 @@ export class ObjectstoreDoor implements ExportDoorType {
         threading: this.settings.csvThreading,
         tls: services.tls && { cert: services.tls.cert, key: services.tls.key },
         overrides: services.overrides,
+        listenerLimits: this.settings.httpLimits,
       }).then((server) => ({
         serving: () => server.serving(),
         close: async () => {

@@ -1,7 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { doorApp } from "../../http/door-app";
+import type { HttpListenerLimits } from "../../http/listener-limits";
 import type { Logger } from "pino";
 import type { ExportRecord } from "../../actors/export/export-actor";
 import type { EventLog } from "../../actors/runtime/event-log";
@@ -33,6 +35,8 @@ export interface ObjectServerOptions {
   threading: CsvThreading;
   tls?: { cert: Buffer; key: Buffer };
   overrides?: OverridesByVerifier;
+  /** The listener's timeouts and connection cap (absent: the defaults). */
+  listenerLimits?: HttpListenerLimits;
 }
 
 /** Headers of a write that pass to the store with its body (never the client's signature or host). */
@@ -70,13 +74,8 @@ export class ObjectServer {
   }
 
   static async listen(options: ObjectServerOptions): Promise<ObjectServer> {
-    const app = Fastify({
-      ...(options.tls ? { https: options.tls } : {}),
-      loggerInstance: options.logger.child({ component: "objectstore", exportId: options.record.id }) as FastifyBaseLogger,
-      genReqId: requestId,
-      exposeHeadRoutes: false,
-      logController: new LogController({ disableRequestLogging: true }),
-    });
+    // Objects of any size stream both ways: no whole-request deadline.
+    const app = doorApp({ exportId: options.record.id, component: "objectstore", tls: options.tls, logger: options.logger, audit: options.audit, limits: options.listenerLimits, streaming: true, fastify: { genReqId: requestId, exposeHeadRoutes: false } });
     const server = new ObjectServer(app, options);
     server.routes();
     await app.listen({ host: options.host, port: options.record.listen.port });

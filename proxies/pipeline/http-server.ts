@@ -1,5 +1,5 @@
 import { Readable } from "node:stream";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { JsonDepthError, skipWhitespace, valueEnd } from "../../redaction/json-scan";
 import { component } from "../../auth/components";
@@ -8,10 +8,10 @@ import { authentication, domainOf } from "../../http/authentication";
 import { HttpDoorPort } from "../../http/door-port";
 import { installErrorHandling } from "../../http/error-handler";
 import { HttpError } from "../../http/errors";
-import { defaultHttpListenerLimits, limitedServerFactory, streamingLimits, type HttpListenerLimits } from "../../http/listener-limits";
+import { doorApp } from "../../http/door-app";
+import type { HttpListenerLimits } from "../../http/listener-limits";
 import type { HttpAuthentication } from "../../http/authentication";
 import type { ExportAudit } from "../../exports/door";
-import { RepeatedAudit } from "../../auth/repeated-audit";
 import { ndjsonBatches } from "./ndjson-lines";
 import type { PipelineAnswer, RecordCounts, RecordRedactor } from "./types";
 import { refusedAnswer } from "./refused";
@@ -63,17 +63,7 @@ function recordOfLine(bytes: Buffer, number: number, limits: PipelineHttpLimits)
  */
 export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance {
   const limits = options.limits ?? defaultPipelineHttpLimits;
-  const listener = streamingLimits(options.listenerLimits ?? defaultHttpListenerLimits);
-  const refusals = new RepeatedAudit((message, details, count) => options.audit("warn", "connection.refused", message, { ...details, count }));
-  const onRefused = (remote: string | undefined) => refusals.record("connections", `pipeline export ${options.exportId} is at its limit of ${listener.maxConnections} connections`, { exportId: options.exportId, component: "pipeline", remote: remote ?? null });
-  const app = Fastify({
-    serverFactory: limitedServerFactory(listener, { tls: options.tls, onRefused }),
-    loggerInstance: options.logger.child({ component: "pipeline", exportId: options.exportId }) as FastifyBaseLogger,
-    bodyLimit: limits.maxRecordBytes,
-    onProtoPoisoning: "error",
-    onConstructorPoisoning: "error",
-    logController: new LogController({ disableRequestLogging: true }),
-  });
+  const app = doorApp({ exportId: options.exportId, component: "pipeline", tls: options.tls, logger: options.logger, audit: options.audit, limits: options.listenerLimits, streaming: true, fastify: { bodyLimit: limits.maxRecordBytes } });
   installErrorHandling(app);
   void app.register(authentication, { auth: options.auth, overrides: options.overrides, componentOf: (request) => (request.routeOptions.url ? component("pipeline", domainOf(request)) : undefined) });
   void app.register(async (scope) => {

@@ -1,0 +1,42 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyHttpOptions, type FastifyInstance } from "fastify";
+import type { Server } from "node:http";
+import type { Logger } from "pino";
+import { RepeatedAudit } from "../auth/repeated-audit";
+import type { ExportAudit } from "../exports/door";
+import { defaultHttpListenerLimits, limitedServerFactory, streamingLimits, type HttpListenerLimits } from "./listener-limits";
+
+export interface DoorAppOptions {
+  exportId: string;
+  /** The export type: audit category, log component and messages. */
+  component: string;
+  tls?: { cert: Buffer; key: Buffer };
+  logger: Logger;
+  audit: ExportAudit;
+  /** The listener's timeouts and connection cap (absent: the defaults). */
+  limits?: HttpListenerLimits;
+  /** Requests or answers are streams of any length: no whole-request deadline (idle and header timeouts still apply). */
+  streaming?: boolean;
+  /** Fastify's other options for this door (body limits, request ids...). */
+  fastify?: Omit<FastifyHttpOptions<Server>, "serverFactory" | "https" | "loggerInstance" | "logger" | "logController">;
+}
+
+/**
+ * The Fastify instance of an HTTP export door (pipeline, FHIR, object storage): its listener
+ * with the node's limits (http/listener-limits.ts; connections over the cap refused and audited
+ * as counts), TLS when the export has it, its own logger and no per-request logging.
+ */
+export function doorApp(options: DoorAppOptions): FastifyInstance {
+  const limits = options.limits ?? defaultHttpListenerLimits;
+  const listener = options.streaming ? streamingLimits(limits) : limits;
+  const { exportId, component } = options;
+  const refusals = new RepeatedAudit((message, details, count) => options.audit("warn", "connection.refused", message, { ...details, count }));
+  const onRefused = (remote: string | undefined) => refusals.record("connections", `${component} export ${exportId} is at its limit of ${listener.maxConnections} connections`, { exportId, component, remote: remote ?? null });
+  return Fastify({
+    onProtoPoisoning: "error",
+    onConstructorPoisoning: "error",
+    ...options.fastify,
+    serverFactory: limitedServerFactory(listener, { tls: options.tls, onRefused }),
+    loggerInstance: options.logger.child({ component, exportId }) as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+  }) as unknown as FastifyInstance;
+}
