@@ -108,19 +108,18 @@ export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView, s
   for (const [oid, list] of byRelation) {
     list.sort((a, b) => a.attributeNumber - b.attributeNumber);
     const subjects: Array<{ column: string; order: number }> = [];
+    const categories: Array<string | undefined> = [];
     let mapped = false;
     for (const row of list) {
       const field = columns.get(columnKey(oid, row.attributeNumber));
+      const mappedField = field === undefined ? undefined : mapping.fields.get(field);
+      categories.push(mappedField?.category);
       if (field === undefined) continue;
       mapped = true;
-      const order = mapping.fields.get(field)?.resourceOrder ?? -1;
+      const order = mappedField?.resourceOrder ?? -1;
       if (order >= 0) subjects.push({ column: row.column, order });
     }
     subjects.sort((a, b) => a.order - b.order);
-    const categories = list.map((row) => {
-      const field = columns.get(columnKey(oid, row.attributeNumber));
-      return field === undefined ? undefined : mapping.fields.get(field)?.category;
-    });
     const textual = new Set(list.filter((row) => row.typeOid !== undefined && textTypeOids.has(row.typeOid)).map((row) => row.column));
     relations.push({ schema: list[0]!.schema, name: list[0]!.table, columns: list.map((r) => r.column), subjectColumns: subjects.map((s) => s.column), mapped, categories, textColumns: textual });
   }

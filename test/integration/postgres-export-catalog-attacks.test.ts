@@ -6,14 +6,6 @@
 // through a read-only export; each is shown leaking a forbidden value directly and not through it.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Client } from "pg";
-import { compilePolicy } from "../../decision/compiled-policy";
-import type { NatsServerProcess } from "../../service/nats-server";
-import { call as request } from "../../testkit/http";
-import { startNats } from "../../testkit/nats";
-import { NodeProcess } from "../../testkit/node-process";
-import { realisticPolicy } from "../../testkit/policy";
-import { freePort } from "../../testkit/ports";
 import { PostgresServer } from "../../testkit/postgres";
 import { encodeBind } from "../../protocols/postgres/bind";
 import { encodeExecute } from "../../protocols/postgres/execute";
@@ -21,24 +13,19 @@ import { encodeParse } from "../../protocols/postgres/parse";
 import { encodeQuery } from "../../protocols/postgres/query";
 import { encodeSync } from "../../protocols/postgres/sync";
 import { WireClient } from "../helpers/pg-wire";
-import { createPopulation } from "../fixtures/population";
-import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
-import { forbiddenValues, verdictsOf } from "../fixtures/postgres-verdicts";
+import { CatalogExports, DROPPED, droppedEmail } from "../fixtures/postgres-catalog";
+import { roles } from "../fixtures/postgres-population";
 
-const DROPPED = "not-accepted";
-const droppedEmail = `${DROPPED}@example.com`;
 
 describe("PostgreSQL exports: catalog reads do not read back state a statement set from values", () => {
-  let nats: NatsServerProcess;
-  let node: NodeProcess;
+  const world = new CatalogExports();
   let pg: PostgresServer;
   let readOnlyPort: number;
   let forbidden: string[];
-  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
 
   /** Runs the statements in order on one connection; the rows of each (or its error message), as text. */
   const session = async (port: number, statements: readonly string[]): Promise<string[]> => {
-    const client = new Client({ host: "127.0.0.1", port, user: roles.scram.user, password: roles.scram.password, database: "app" });
+    const client = world.client(port);
     await client.connect();
     try {
       const out: string[] = [];
@@ -74,43 +61,22 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
   const leaked = (text: string) => forbidden.filter((value) => text.includes(value));
 
   before(async () => {
-    pg = await PostgresServer.start({ hba: populationHba });
-    createAppDatabase(pg);
     // Application code a DBA defined (SECURITY DEFINER, as such functions often are): one opens a
     // cursor over dynamic SQL that embeds a value, one takes any row (anyelement) and reads users;
     // and objects a DBA (or an extension) put into the catalog schemas that read users.
-    pg.sql(
-      [
-        "CREATE FUNCTION public.user_cursor(uid text) RETURNS refcursor LANGUAGE plpgsql SECURITY DEFINER AS $$ DECLARE c refcursor; BEGIN OPEN c FOR EXECUTE format('SELECT %L::text AS email', (SELECT email FROM users WHERE id = uid)); RETURN c; END $$",
-        "CREATE FUNCTION public.contacts_of(anyelement) RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
-        "CREATE VIEW information_schema.user_contacts AS SELECT email FROM public.users",
-        "GRANT SELECT ON information_schema.user_contacts TO PUBLIC",
-        "CREATE FUNCTION pg_catalog.app_contacts() RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
-      ].join("; "),
-      "app",
-    );
-    nats = await startNats();
-    node = await NodeProcess.start({ nodeId: "pg-catalog-attacks-1", natsUrl: nats.url });
-    assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
-    await createPopulation(call);
-    const revision = Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));
-    forbidden = forbiddenValues(await verdictsOf(call, compilePolicy(realisticPolicy(), revision), "service"));
-    assert.ok(forbidden.includes(droppedEmail));
-    readOnlyPort = await freePort();
-    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: readOnlyPort, allowWrites: false });
-    assert.equal(created.status, 200, JSON.stringify(created.body));
-    const until = Date.now() + 15_000;
-    while (!(await session(readOnlyPort, ["SELECT 1"]).then((out) => !out[0]!.startsWith("error"), () => false))) {
-      if (Date.now() > until) throw new Error("the export did not open");
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    await world.start("pg-catalog-attacks-1", {
+      setupSql: [
+          "CREATE FUNCTION public.user_cursor(uid text) RETURNS refcursor LANGUAGE plpgsql SECURITY DEFINER AS $$ DECLARE c refcursor; BEGIN OPEN c FOR EXECUTE format('SELECT %L::text AS email', (SELECT email FROM users WHERE id = uid)); RETURN c; END $$",
+          "CREATE FUNCTION public.contacts_of(anyelement) RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
+          "CREATE VIEW information_schema.user_contacts AS SELECT email FROM public.users",
+          "GRANT SELECT ON information_schema.user_contacts TO PUBLIC",
+          "CREATE FUNCTION pg_catalog.app_contacts() RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
+        ].join("; "),
+    });
+    ({ pg, readOnlyPort, forbidden } = world);
   });
 
-  after(async () => {
-    await node?.stop();
-    await nats?.stop();
-    await pg?.stop();
-  });
+  after(() => world.stop());
 
   /** Each attack: what a client on one connection to `port` reads. */
   const attacks: Record<string, (port: number) => Promise<string>> = {

@@ -10,36 +10,24 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { Client } from "pg";
-import { compilePolicy } from "../../decision/compiled-policy";
 import { encodeBind } from "../../protocols/postgres/bind";
 import { encodeExecute } from "../../protocols/postgres/execute";
 import { encodeParse } from "../../protocols/postgres/parse";
 import { encodeQuery } from "../../protocols/postgres/query";
 import { encodeSync } from "../../protocols/postgres/sync";
-import type { NatsServerProcess } from "../../service/nats-server";
-import { call as request } from "../../testkit/http";
-import { startNats } from "../../testkit/nats";
-import { NodeProcess } from "../../testkit/node-process";
-import { realisticPolicy } from "../../testkit/policy";
-import { freePort } from "../../testkit/ports";
 import { jdbcJar, PostgresServer } from "../../testkit/postgres";
 import { tempDir } from "../../testkit/temp";
-import { createPopulation } from "../fixtures/population";
-import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
-import { forbiddenValues, verdictsOf } from "../fixtures/postgres-verdicts";
+import { CatalogExports, DROPPED, droppedEmail } from "../fixtures/postgres-catalog";
+import { roles } from "../fixtures/postgres-population";
 import { rowsOf, WireClient } from "../helpers/pg-wire";
 
-const DROPPED = "not-accepted";
-const droppedEmail = `${DROPPED}@example.com`;
 
 describe("PostgreSQL exports: schema browsing (catalog reads pass, values in the catalog do not)", () => {
-  let nats: NatsServerProcess;
-  let node: NodeProcess;
+  const world = new CatalogExports();
+  const { leaked } = world;
   let pg: PostgresServer;
   let readOnlyPort: number;
   let writablePort: number;
-  let forbidden: string[];
-  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
 
   const psql = (port: number, ...commands: string[]) => {
     const args = ["-h", "127.0.0.1", "-p", String(port), "-U", roles.scram.user, "-d", "app", "-X", ...commands.flatMap((c) => ["-c", c])];
@@ -48,7 +36,7 @@ describe("PostgreSQL exports: schema browsing (catalog reads pass, values in the
     return out.stdout;
   };
   const query = async (port: number, sql: string): Promise<unknown[][]> => {
-    const client = new Client({ host: "127.0.0.1", port, user: roles.scram.user, password: roles.scram.password, database: "app" });
+    const client = world.client(port);
     await client.connect();
     try {
       return (await client.query({ text: sql, rowMode: "array" })).rows;
@@ -56,40 +44,14 @@ describe("PostgreSQL exports: schema browsing (catalog reads pass, values in the
       await client.end().catch(() => undefined);
     }
   };
-  const leaked = (text: string) => forbidden.filter((value) => text.includes(value));
 
   before(async () => {
-    pg = await PostgresServer.start({ hba: populationHba });
-    createAppDatabase(pg);
     // pg_statistic is for superusers only; a role granted it (as monitoring roles often are) shows the attack.
-    pg.sql(`ALTER TABLE users ADD PRIMARY KEY (email); ANALYZE users; GRANT SELECT ON pg_catalog.pg_statistic TO ${roles.scram.user}`, "app");
-    nats = await startNats();
-    node = await NodeProcess.start({ nodeId: "pg-catalog-1", natsUrl: nats.url });
-    assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
-    await createPopulation(call);
-    const revision = Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));
-    forbidden = forbiddenValues(await verdictsOf(call, compilePolicy(realisticPolicy(), revision), "service"));
-    assert.ok(forbidden.includes(droppedEmail));
-    readOnlyPort = await freePort();
-    writablePort = await freePort();
-    for (const [port, allowWrites] of [[readOnlyPort, false], [writablePort, true]] as const) {
-      const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port, allowWrites });
-      assert.equal(created.status, 200, JSON.stringify(created.body));
-    }
-    for (const port of [readOnlyPort, writablePort]) {
-      const until = Date.now() + 15_000;
-      while (!(await query(port, "SELECT 1").then(() => true, () => false))) {
-        if (Date.now() > until) throw new Error(`export on ${port} did not open`);
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-    }
+    await world.start("pg-catalog-1", { setupSql: `ALTER TABLE users ADD PRIMARY KEY (email); ANALYZE users; GRANT SELECT ON pg_catalog.pg_statistic TO ${roles.scram.user}`, writable: true });
+    ({ pg, readOnlyPort, writablePort } = world);
   });
 
-  after(async () => {
-    await node?.stop();
-    await nats?.stop();
-    await pg?.stop();
-  });
+  after(() => world.stop());
 
   test("psql \\dt, \\d users, \\d+ users, \\df and \\dn answer as they do directly", () => {
     for (const command of ["\\dt", "\\d users", "\\d+ users", "\\df", "\\dn", "\\dv"]) {

@@ -33,11 +33,11 @@ export function categoryColumn(category: string): string {
   return `c_${createHash("sha256").update(category).digest("hex").slice(0, 16)}`;
 }
 
-export type PushdownResult = { kind: "rewritten"; node: Node } | { kind: "refused"; message: string };
+export type PushdownResult = { kind: "rewritten"; node: Node } | { kind: "catalog" } | { kind: "refused"; message: string };
 
 /**
- * Rewrites one SELECT (a `{SelectStmt}` node, changed in place) for pushdown, or says why it
- * cannot be: it may read the mapped tables (each resolved to exactly one relation of the
+ * Rewrites one SELECT (a `{SelectStmt}` node, changed in place) for pushdown, says it reads only
+ * the system catalogs (nothing to rewrite: it passes as it is), or says why it cannot be: it may read the mapped tables (each resolved to exactly one relation of the
  * mapping) and the system catalogs, with built-in functions only (catalog-reads.ts's rules);
  * anything else (an unmapped table, a view, the database's own functions) could carry values
  * past the derived tables.
@@ -65,6 +65,8 @@ export function pushdownSelect(statement: Node, schema: SchemaView, target: Push
   if (!readsOnlyCatalogs(select[1], schema.shadows, onRelation)) {
     return { kind: "refused", message: `with pushdown, a SELECT may read only the export's mapped tables and the system catalogs, with built-in functions${problem ? ` (${problem})` : ""}` };
   }
+  // The walk accepted no relation of the hook's: every name was the catalogs' (catalog-reads.ts).
+  if (found.length === 0) return { kind: "catalog" };
   for (const { wrapper, relation } of found) {
     const rangeVar = wrapper.RangeVar as Node;
     delete wrapper.RangeVar;

@@ -116,8 +116,9 @@ function analyzePushdown(sql: string, parsed: ParsedStatement[], schema: SchemaV
   let shift = 0;
   for (const statement of parsed) {
     const select = selectOf(statement.node);
-    if (!select || readsOnlyCatalogs(nodeType(select)![1], schema.shadows)) continue;
+    if (!select) continue;
     const result = pushdownSelect(select, schema, target);
+    if (result.kind === "catalog") continue;
     if (result.kind === "refused") return { ...base, refusal: { sqlState: "42501", message: result.message } };
     const text = deparseChecked(statement.node);
     if (text === undefined) return { ...base, refusal: { sqlState: "0A000", message: "with pushdown, the export could not rewrite this statement exactly; write it more simply" } };
