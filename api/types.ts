@@ -85,7 +85,11 @@ export interface DecisionPort {
 
 /** Users, terms, consent and guardians, as actor calls (the user actor). */
 export interface UserPort {
-  create(userId: string, attributes: Record<string, string> | undefined, contractualRelationship: { purposeId: string; termsId: string } | undefined): Promise<UserRecord>;
+  create(
+    userId: string,
+    attributes: Record<string, string> | undefined,
+    contractualRelationship: { purposeId: string; termsId: string } | undefined,
+  ): Promise<UserRecord>;
   get(userId: string): Promise<UserRecord>;
   erase(userId: string, by: Requester): Promise<{ erased: string }>;
   termsFor(context: TermsContext): Promise<PersonalizedTerms>;
@@ -125,7 +129,23 @@ export interface DocumentPort {
 }
 
 /** The body of PUT /export (spec 2.12): the stored fields a client sets (each type checks its own), the type, and an optional listen port. */
-export interface ExportBody extends Pick<ExportRecord, "endpoint" | "resolverGroup" | "metadata" | "credentials" | "resourceServerId" | "cloudSigning" | "allowWrites" | "strict" | "backendTls" | "backendCa" | "pushdown" | "buckets" | "formats"> {
+export interface ExportBody
+  extends Pick<
+    ExportRecord,
+    | "endpoint"
+    | "resolverGroup"
+    | "metadata"
+    | "credentials"
+    | "resourceServerId"
+    | "cloudSigning"
+    | "allowWrites"
+    | "strict"
+    | "backendTls"
+    | "backendCa"
+    | "pushdown"
+    | "buckets"
+    | "formats"
+  > {
   /** Checked against the known types before anything else. */
   type: string;
   /** Asks for this listen port; otherwise one is allocated from the export port range. */

@@ -3,7 +3,17 @@ import { choicesFor, isEnforced, openSecurityConfig, type SecurityConfig, type V
 import { CountTree } from "../metrics/count-tree";
 import { FailureBudget, type FailureKeys } from "./failure-budget";
 import { CredentialRejected, SecurityConfigError, VerifierUnavailable } from "./types";
-import type { Component, ComponentName, Credential, CredentialType, Verifier, VerifierDependencies, OverridesByVerifier, VerifierType, VerifiedIdentity } from "./types";
+import type {
+  Component,
+  ComponentName,
+  Credential,
+  CredentialType,
+  Verifier,
+  VerifierDependencies,
+  OverridesByVerifier,
+  VerifierType,
+  VerifiedIdentity,
+} from "./types";
 
 /** Which verifier answered: for the audit record. */
 export interface VerifierRef {
@@ -51,7 +61,13 @@ export class Authenticator {
    * Creates a verifier for every profile and checks their endpoints (spec 5.2: named endpoints
    * must be available). Throws `SecurityConfigError` naming the profile whose endpoint failed.
    */
-  static async start(config: SecurityConfig, factories: VerifierFactories, dependencies: VerifierDependencies, file: string, failures = new FailureBudget()): Promise<Authenticator> {
+  static async start(
+    config: SecurityConfig,
+    factories: VerifierFactories,
+    dependencies: VerifierDependencies,
+    file: string,
+    failures = new FailureBudget(),
+  ): Promise<Authenticator> {
     rejectUnusableEnforcement(config);
     const verifiers = new Map<string, Verifier>();
     const checks: Array<Promise<void>> = [];
@@ -81,7 +97,12 @@ export class Authenticator {
       })),
       credentials: [...config.credentials].map(([type, choices]) => ({
         type,
-        verifiers: choices.map((choice) => ({ verifier: choice.verifier, profile: choice.profile, selectors: choice.selectors ?? null, default: choice.isDefault })),
+        verifiers: choices.map((choice) => ({
+          verifier: choice.verifier,
+          profile: choice.profile,
+          selectors: choice.selectors ?? null,
+          default: choice.isDefault,
+        })),
       })),
       enforcedComponents: config.enforcedComponents,
     };
@@ -110,7 +131,10 @@ export class Authenticator {
   /** Verifies a credential for a component; `from` names the client's address when the door knows it (its failures count against it). */
   async verify(component: Component, credential: Credential, overrides?: OverridesByVerifier, from?: { address?: string }): Promise<AccessOutcome> {
     const outcome = await this.verifyWithinBudget(component, credential, overrides, from?.address);
-    this.outcomes.child(component.name).child("by" in outcome ? outcome.by.verifier : "none").child(outcome.kind).value++;
+    this.outcomes
+      .child(component.name)
+      .child("by" in outcome ? outcome.by.verifier : "none")
+      .child(outcome.kind).value++;
     return outcome;
   }
 
@@ -119,17 +143,28 @@ export class Authenticator {
    * to spare (cloud signatures cannot be guessed: their secret never crosses). A token rejected
    * a moment ago is refused again without asking.
    */
-  private async verifyWithinBudget(component: Component, credential: Credential, overrides: OverridesByVerifier | undefined, address: string | undefined): Promise<AccessOutcome> {
+  private async verifyWithinBudget(
+    component: Component,
+    credential: Credential,
+    overrides: OverridesByVerifier | undefined,
+    address: string | undefined,
+  ): Promise<AccessOutcome> {
     if (credential.type === "cloudSigningCredentials") return this.verifyOnce(component, credential, overrides);
     const scope = `${component.name}\0${component.domainName ?? ""}`;
-    const secret = credential.type === "namepwd" ? FailureBudget.digest(scope, credential.user, credential.password) : FailureBudget.digest(scope, credential.token);
+    const secret =
+      credential.type === "namepwd" ? FailureBudget.digest(scope, credential.user, credential.password) : FailureBudget.digest(scope, credential.token);
     if (credential.type === "rawBearerToken") {
       const remembered = this.failures.rejectedToken<AccessOutcome>(secret);
       if (remembered) return remembered;
     }
     const keys: FailureKeys = { address, user: credential.type === "namepwd" ? credential.user : undefined };
     const wait = this.failures.retryAfterSeconds(keys, secret);
-    if (wait !== undefined) return { kind: "throttled", reason: `too many failed logins${keys.user === undefined ? "" : ` for '${keys.user}' or`} from this address; try again in ${wait} s`, retryAfterSeconds: wait };
+    if (wait !== undefined)
+      return {
+        kind: "throttled",
+        reason: `too many failed logins${keys.user === undefined ? "" : ` for '${keys.user}' or`} from this address; try again in ${wait} s`,
+        retryAfterSeconds: wait,
+      };
     const outcome = await this.verifyOnce(component, credential, overrides);
     if (outcome.kind === "verified") this.failures.succeeded(keys, secret);
     if (outcome.kind === "rejected") {
@@ -141,7 +176,12 @@ export class Authenticator {
 
   private async verifyOnce(component: Component, credential: Credential, overrides?: OverridesByVerifier): Promise<AccessOutcome> {
     const choice = choicesFor(this.config, component).get(credential.type);
-    if (!choice) return { kind: "unsupported", credentialType: credential.type, reason: `no verifier takes '${credential.type}' credentials for component '${component.name}'` };
+    if (!choice)
+      return {
+        kind: "unsupported",
+        credentialType: credential.type,
+        reason: `no verifier takes '${credential.type}' credentials for component '${component.name}'`,
+      };
     const by: VerifierRef = { credentialType: credential.type, verifier: choice.verifier, profile: choice.profile };
     const verifier = this.verifiers.get(verifierKey(choice.verifier, choice.profile));
     if (!verifier) return { kind: "unavailable", reason: `verifier ${verifierKey(choice.verifier, choice.profile)} is not running`, by };
@@ -166,7 +206,10 @@ function rejectUnusableEnforcement(config: SecurityConfig): void {
     for (const name of servedComponents) {
       const candidate: Component = { name, type: componentTypes[name], ...(selector.domainName ? { domainName: selector.domainName } : {}) };
       if (isEnforced({ ...config, enforcedComponents: [selector] }, candidate) && choicesFor(config, candidate).size === 0) {
-        throw new SecurityConfigError(`enforcedComponents[${index}]`, `enforces component '${name}' but no credential verifier selects it: every client would be refused`);
+        throw new SecurityConfigError(
+          `enforcedComponents[${index}]`,
+          `enforces component '${name}' but no credential verifier selects it: every client would be refused`,
+        );
       }
     }
   });

@@ -90,7 +90,10 @@ export function amzDateMillis(amzDate: string): number | undefined {
 }
 
 export function formatAmzDate(date: Date): string {
-  return date.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+  return date
+    .toISOString()
+    .replace(/[-:]/g, "")
+    .replace(/\.\d{3}/, "");
 }
 
 function parseCredential(value: string): { accessKeyId: string; scope: CredentialScope } | { error: string } {
@@ -192,7 +195,10 @@ export function parseSignature(request: SignedRequest): ParsedSignature | { erro
   if (!/^[0-9a-f]{64}$/.test(fields.signature)) return { error: "the signature is not 64 lower-case hex digits" };
   const signedAtMs = amzDateMillis(fields.amzDate);
   if (signedAtMs === undefined) return { error: "X-Amz-Date is missing or not yyyymmddThhmmssZ" };
-  const required = [...(form === "header" ? ["host", "x-amz-date"] : ["host"]), ...(header(request, "x-amz-content-sha256") !== undefined ? ["x-amz-content-sha256"] : [])];
+  const required = [
+    ...(form === "header" ? ["host", "x-amz-date"] : ["host"]),
+    ...(header(request, "x-amz-content-sha256") !== undefined ? ["x-amz-content-sha256"] : []),
+  ];
   const unsigned = required.filter((name) => !fields.signedHeaders.includes(name));
   if (unsigned.length > 0) return { error: `SignedHeaders must include ${unsigned.join(", ")}` };
   const absent = fields.signedHeaders.filter((name) => header(request, name) === undefined);
@@ -224,7 +230,14 @@ export function canonicalQuery(pairs: Array<[string, string]>): string {
 
 export function canonicalRequest(request: SignedRequest, parsed: ParsedSignature, payloadHash: string): string {
   const headers = parsed.signedHeaders.map((name) => `${name}:${(header(request, name) ?? "").trim().replace(/\s+/g, " ")}\n`).join("");
-  return [request.method.toUpperCase(), canonicalUri(request.path, request.convention), canonicalQuery(parsed.query), headers, parsed.signedHeaders.join(";"), payloadHash].join("\n");
+  return [
+    request.method.toUpperCase(),
+    canonicalUri(request.path, request.convention),
+    canonicalQuery(parsed.query),
+    headers,
+    parsed.signedHeaders.join(";"),
+    payloadHash,
+  ].join("\n");
 }
 
 export function credentialScope(scope: CredentialScope): string {

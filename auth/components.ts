@@ -17,7 +17,7 @@ export const componentTypes: Record<ComponentName, Component["type"]> = {
 };
 
 export function isComponentName(name: string): name is ComponentName {
-  return  Object.hasOwn(componentTypes, name);
+  return Object.hasOwn(componentTypes, name);
 }
 
 export function component(name: ComponentName, domainName?: string): Component {
@@ -25,4 +25,16 @@ export function component(name: ComponentName, domainName?: string): Component {
 }
 
 /** The components this service serves; the others of spec 5.3 may be selected but have no endpoint yet. */
-export const servedComponents: readonly ComponentName[] = ["config", "decision", "export", "mapping", "redact", "user", "postgres", "pipeline", "fhir", "objectstore", "mysql"];
+export const servedComponents: readonly ComponentName[] = [
+  "config",
+  "decision",
+  "export",
+  "mapping",
+  "redact",
+  "user",
+  "postgres",
+  "pipeline",
+  "fhir",
+  "objectstore",
+  "mysql",
+];

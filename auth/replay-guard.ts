@@ -36,7 +36,8 @@ export class KvReplayGuard implements ReplayGuard {
     const { ttl } = await kv.status();
     // 0 is "keep for ever": safe, though the bucket then only grows.
     const maxAgeMs = ttl === 0 ? Number.POSITIVE_INFINITY : ttl;
-    if (maxAgeMs < KvReplayGuard.maxAgeMs) throw new Error(`KV bucket ${KvReplayGuard.bucket} keeps keys ${ttl} ms, less than the ${KvReplayGuard.maxAgeMs} ms the replay guard needs`);
+    if (maxAgeMs < KvReplayGuard.maxAgeMs)
+      throw new Error(`KV bucket ${KvReplayGuard.bucket} keeps keys ${ttl} ms, less than the ${KvReplayGuard.maxAgeMs} ms the replay guard needs`);
     return new KvReplayGuard(kv, maxAgeMs);
   }
 

@@ -79,7 +79,8 @@ function parseSelector(value: unknown, path: string): Selector {
   const selector: Selector = {};
   const name = optionalString(raw.componentName, `${path}.componentName`);
   if (name) {
-    if (!isComponentName(name)) throw new SecurityConfigError(`${path}.componentName`, `'${name}' is not a component (components: ${Object.keys(componentTypes).join(", ")})`);
+    if (!isComponentName(name))
+      throw new SecurityConfigError(`${path}.componentName`, `'${name}' is not a component (components: ${Object.keys(componentTypes).join(", ")})`);
     selector.componentName = name;
   }
   const type = optionalString(raw.componentType, `${path}.componentType`);
@@ -122,12 +123,18 @@ function parseVerifiers(value: unknown, factories: VerifierFactories): ParsedVer
       if (!name) throw new SecurityConfigError(`${profilePath}.profile`, "is required and must not be empty");
       if (names.has(name)) throw new SecurityConfigError(`${profilePath}.profile`, `duplicate profile name '${name}' in verifier '${type}'`);
       names.add(name);
-      const configuration = rawProfile.configuration === undefined || rawProfile.configuration === null ? undefined : objectAt(rawProfile.configuration, `${profilePath}.configuration`);
+      const configuration =
+        rawProfile.configuration === undefined || rawProfile.configuration === null
+          ? undefined
+          : objectAt(rawProfile.configuration, `${profilePath}.configuration`);
       return { name, configuration: factory.parse(configuration, `${profilePath}.configuration`), path: profilePath };
     });
     const defaultProfile = optionalString(raw.default, `${path}.default`) || undefined;
     if (defaultProfile !== undefined && !names.has(defaultProfile)) {
-      throw new SecurityConfigError(`${path}.default`, `default profile '${defaultProfile}' is not defined in verifier '${type}' (profiles: ${[...names].join(", ") || "none"})`);
+      throw new SecurityConfigError(
+        `${path}.default`,
+        `default profile '${defaultProfile}' is not defined in verifier '${type}' (profiles: ${[...names].join(", ") || "none"})`,
+      );
     }
     return { type: type as VerifierType, profiles, defaultProfile, path };
   });
@@ -144,9 +151,12 @@ function parseCredentials(value: unknown, verifiers: readonly ParsedVerifier[]):
       throw new SecurityConfigError(`${path}.type`, `'${type ?? ""}' is not a credential type (${credentialTypes.join(", ")})`);
     }
     if (credentials.has(type as CredentialType)) throw new SecurityConfigError(`${path}.type`, `credential type '${type}' is listed twice`);
-    const choices = arrayAt(raw.verifiers, `${path}.verifiers`).map((choiceEntry, choiceIndex) => parseChoice(choiceEntry, `${path}.verifiers[${choiceIndex}]`, type as CredentialType, verifiers));
+    const choices = arrayAt(raw.verifiers, `${path}.verifiers`).map((choiceEntry, choiceIndex) =>
+      parseChoice(choiceEntry, `${path}.verifiers[${choiceIndex}]`, type as CredentialType, verifiers),
+    );
     const defaults = choices.filter((choice) => choice.isDefault);
-    if (defaults.length > 1) throw new SecurityConfigError(defaults[1].path, `more than one default verifier for credential type '${type}' (the first is ${defaults[0].path})`);
+    if (defaults.length > 1)
+      throw new SecurityConfigError(defaults[1].path, `more than one default verifier for credential type '${type}' (the first is ${defaults[0].path})`);
     credentials.set(type as CredentialType, [...choices.filter((choice) => !choice.isDefault), ...defaults]);
   });
   return credentials;
@@ -165,15 +175,21 @@ function parseChoice(value: unknown, path: string, credentialType: CredentialTyp
   const named = optionalString(raw.profile, `${path}.profile`);
   let profile: string;
   if (named) {
-    if (!configured.profiles.some((p) => p.name === named)) throw new SecurityConfigError(`${path}.profile`, `unknown profile '${named}' of verifier '${type}' (profiles: ${configured.profiles.map((p) => p.name).join(", ") || "none"})`);
+    if (!configured.profiles.some((p) => p.name === named))
+      throw new SecurityConfigError(
+        `${path}.profile`,
+        `unknown profile '${named}' of verifier '${type}' (profiles: ${configured.profiles.map((p) => p.name).join(", ") || "none"})`,
+      );
     profile = named;
   } else {
-    if (!configured.defaultProfile) throw new SecurityConfigError(`${path}.profile`, `is empty but verifier '${type}' has no default profile: name one, or set '${configured.path}.default'`);
+    if (!configured.defaultProfile)
+      throw new SecurityConfigError(`${path}.profile`, `is empty but verifier '${type}' has no default profile: name one, or set '${configured.path}.default'`);
     profile = configured.defaultProfile;
   }
   if (raw.default !== undefined && typeof raw.default !== "boolean") throw new SecurityConfigError(`${path}.default`, "must be true or false");
   const isDefault = raw.default === true;
-  if (isDefault && raw.selectors !== undefined) throw new SecurityConfigError(`${path}.selectors`, "a default verifier selects every component: remove its selectors");
+  if (isDefault && raw.selectors !== undefined)
+    throw new SecurityConfigError(`${path}.selectors`, "a default verifier selects every component: remove its selectors");
   const selectors = raw.selectors === undefined ? undefined : parseSelector(raw.selectors, `${path}.selectors`);
   return { verifier: type as VerifierType, profile, selectors, isDefault, path };
 }

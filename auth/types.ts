@@ -13,7 +13,19 @@ export interface Component {
   /** The DNS name the client asked for (HTTP Host or TLS SNI), when known. */
   domainName?: string;
 }
-export type ComponentName = "config" | "decision" | "export" | "fhir" | "mapping" | "mongodb" | "mysql" | "pipeline" | "postgres" | "objectstore" | "redact" | "user";
+export type ComponentName =
+  | "config"
+  | "decision"
+  | "export"
+  | "fhir"
+  | "mapping"
+  | "mongodb"
+  | "mysql"
+  | "pipeline"
+  | "postgres"
+  | "objectstore"
+  | "redact"
+  | "user";
 
 /** A request as signed by a cloud-signing client: everything the signature covers. */
 export interface SignedRequest {
@@ -71,7 +83,10 @@ export interface Verifier {
 /** The credential is not valid. `reason` is for the audit log only; clients never see it. */
 export class CredentialRejected extends Error {
   readonly retryable = false;
-  constructor(readonly reason: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
     super(reason, options);
   }
 }
@@ -79,14 +94,20 @@ export class CredentialRejected extends Error {
 /** The verifier could not reach its service or read its answer; the request is denied. */
 export class VerifierUnavailable extends Error {
   readonly retryable = true;
-  constructor(readonly reason: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
     super(reason, options);
   }
 }
 
 /** An error in the security configuration file; `path` names the offending entry (e.g. `verifiers[1].profiles[0].profile`). */
 export class SecurityConfigError extends Error {
-  constructor(readonly path: string, message: string) {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
     super(`${path}: ${message}`);
   }
 }

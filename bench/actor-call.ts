@@ -90,8 +90,22 @@ async function main(): Promise<void> {
     `throughput ratio (actor / raw, 64 in flight): ${(actorTput / rawTput).toFixed(2)}x  (target >= 0.6x)`,
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
-  reportFigure({ figure: "actor call latency vs raw NATS request/reply (median)", measured: `${actorMedian.toFixed(1)} us`, baseline: `${rawMedian.toFixed(1)} us`, ratio: actorMedian / rawMedian, target: "<= 1.5x", met: actorMedian / rawMedian <= 1.5 });
-  reportFigure({ figure: `actor call throughput vs raw NATS (${inFlight} in flight)`, measured: `${Math.round(actorTput)} calls/s`, baseline: `${Math.round(rawTput)} req/s`, ratio: actorTput / rawTput, target: ">= 0.6x", met: actorTput / rawTput >= 0.6 });
+  reportFigure({
+    figure: "actor call latency vs raw NATS request/reply (median)",
+    measured: `${actorMedian.toFixed(1)} us`,
+    baseline: `${rawMedian.toFixed(1)} us`,
+    ratio: actorMedian / rawMedian,
+    target: "<= 1.5x",
+    met: actorMedian / rawMedian <= 1.5,
+  });
+  reportFigure({
+    figure: `actor call throughput vs raw NATS (${inFlight} in flight)`,
+    measured: `${Math.round(actorTput)} calls/s`,
+    baseline: `${Math.round(rawTput)} req/s`,
+    ratio: actorTput / rawTput,
+    target: ">= 0.6x",
+    met: actorTput / rawTput >= 0.6,
+  });
 
   await runtime.stop();
   await nc.close();

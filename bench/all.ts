@@ -57,7 +57,8 @@ function run(name: string, env: Record<string, string>): Promise<{ figures: Figu
 function commitId(): string {
   const head = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).stdout.trim() || "unknown";
   // RESULTS.md itself does not count: an earlier run's section not yet committed changes no code measured.
-  const dirty = spawnSync("git", ["status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/RESULTS.md"], { cwd: root, encoding: "utf8" }).stdout.trim() !== "";
+  const dirty =
+    spawnSync("git", ["status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/RESULTS.md"], { cwd: root, encoding: "utf8" }).stdout.trim() !== "";
   return dirty ? `${head} + uncommitted changes` : head;
 }
 
@@ -67,7 +68,13 @@ async function main(): Promise<void> {
   const failed: string[] = [];
   for (const bench of benches) {
     if (only && !only.includes(bench.name)) continue;
-    process.stderr.write(`bench ${bench.name} (${Object.entries(bench.env).map(([k, v]) => `${k}=${v}`).join(" ") || "defaults"})\n`);
+    process.stderr.write(
+      `bench ${bench.name} (${
+        Object.entries(bench.env)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(" ") || "defaults"
+      })\n`,
+    );
     const { figures, failure } = await run(bench.name, bench.env);
     rows.push(...figures.map((figure) => ({ bench: bench.name, ...figure })));
     if (failure) failed.push(`${bench.name}: ${failure}`);
@@ -76,7 +83,10 @@ async function main(): Promise<void> {
   const table = [
     "| Benchmark | Figure | Measured | Baseline | Ratio | Target | Met |",
     "| --- | --- | --- | --- | --- | --- | --- |",
-    ...rows.map((r) => `| ${r.bench} | ${cell(r.figure)} | ${r.measured} | ${r.baseline} | ${r.ratio === null ? "-" : `${r.ratio.toFixed(2)}x`} | ${cell(r.target)} | ${r.met === undefined ? "-" : r.met ? "yes" : "**no**"} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.bench} | ${cell(r.figure)} | ${r.measured} | ${r.baseline} | ${r.ratio === null ? "-" : `${r.ratio.toFixed(2)}x`} | ${cell(r.target)} | ${r.met === undefined ? "-" : r.met ? "yes" : "**no**"} |`,
+    ),
     ...failed.map((f) => `| ${cell(f.split(":")[0]!)} | did not run to the end | | | | | **failed**: ${cell(f.slice(f.indexOf(":") + 2))} |`),
   ].join("\n");
   process.stdout.write(`${table}\n`);

@@ -36,7 +36,9 @@ export async function writeBenchCsv(path: string, megabytes: number, users: numb
     for (let i = 0; i < 5000; i++, rows++) {
       const user = rows % users;
       if (benchUserAllowed(user)) kept++;
-      lines.push(`${benchUserId(user)},user${user}@example.com,"Surname, Given ""G"" ${user}","${rows % 997} Main Street, Springfield, ${rows % 50}",+1-555-${String(rows % 10000).padStart(4, "0")},${rows % 1000},"note, with comma ${rows}",2026-11-${String((rows % 28) + 1).padStart(2, "0")}T10:00:00Z`);
+      lines.push(
+        `${benchUserId(user)},user${user}@example.com,"Surname, Given ""G"" ${user}","${rows % 997} Main Street, Springfield, ${rows % 50}",+1-555-${String(rows % 10000).padStart(4, "0")},${rows % 1000},"note, with comma ${rows}",2026-11-${String((rows % 28) + 1).padStart(2, "0")}T10:00:00Z`,
+      );
     }
     const chunk = `${lines.join("\n")}\n`;
     written += chunk.length;
@@ -50,7 +52,10 @@ export async function writeBenchCsv(path: string, megabytes: number, users: numb
 /** Loads the realistic policy with the bench mapping group into a node, and its `users` users (half of them accepted the terms). */
 export async function setUpBenchPolicy(nodeUrl: string, users: number): Promise<void> {
   const put = (path: string, body?: unknown) =>
-    fetch(`${nodeUrl}${path}`, { method: "PUT", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) });
+    fetch(`${nodeUrl}${path}`, {
+      method: "PUT",
+      ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+    });
   const policy = realisticPolicy();
   await put("/config", { ...policy, mappingGroups: [...policy.mappingGroups, benchGroup] });
   for (let start = 0; start < users; start += 50) {

@@ -37,5 +37,7 @@ const heapBefore = process.memoryUsage().heapUsed;
 const withCounting = loop(true);
 const heapAfter = process.memoryUsage().heapUsed;
 const without = loop(false);
-process.stdout.write(`countedDecision: ${((withCounting * 1e6) / calls).toFixed(1)} ns per decision; the loop without it: ${((without * 1e6) / calls).toFixed(1)} ns (${calls.toLocaleString("en")} calls)\n`);
+process.stdout.write(
+  `countedDecision: ${((withCounting * 1e6) / calls).toFixed(1)} ns per decision; the loop without it: ${((without * 1e6) / calls).toFixed(1)} ns (${calls.toLocaleString("en")} calls)\n`,
+);
 process.stdout.write(`heap used across the counted loop: ${((heapAfter - heapBefore) / 1024).toFixed(0)} KiB\n`);

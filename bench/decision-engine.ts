@@ -14,9 +14,18 @@ import type { PolicyConfig } from "../policy/model";
  * Target: at least 1,000,000 decisions per second.
  */
 function typicalPolicy(): PolicyConfig {
-  const categories = Array.from({ length: 20 }, (_, c) => ({ stableId: `cat${c}`, name: `Category ${c}`, fields: Array.from({ length: 5 }, (_, f) => ({ stableId: `cat${c}.f${f}`, name: `Field ${f}` })) }));
+  const categories = Array.from({ length: 20 }, (_, c) => ({
+    stableId: `cat${c}`,
+    name: `Category ${c}`,
+    fields: Array.from({ length: 5 }, (_, f) => ({ stableId: `cat${c}.f${f}`, name: `Field ${f}` })),
+  }));
   const pick = (seed: number, n: number) => Array.from({ length: n }, (_, i) => `cat${(seed * 7 + i * 3) % 20}`).filter((v, i, all) => all.indexOf(v) === i);
-  const use = Array.from({ length: 30 }, (_, p) => ({ stableId: `use${p}`, name: `Use ${p}`, categoryIds: pick(p, 6), ...(p % 6 === 5 ? { optIn: true } : {}) }));
+  const use = Array.from({ length: 30 }, (_, p) => ({
+    stableId: `use${p}`,
+    name: `Use ${p}`,
+    categoryIds: pick(p, 6),
+    ...(p % 6 === 5 ? { optIn: true } : {}),
+  }));
   const sharing = Array.from({ length: 15 }, (_, p) => ({
     stableId: `share${p}`,
     name: `Share ${p}`,
@@ -24,7 +33,19 @@ function typicalPolicy(): PolicyConfig {
     categoryCeilingIds: use[p].categoryIds.slice(0, 3),
     thirdParties: Array.from({ length: 3 }, (_, t) => ({ stableId: `tp${p}-${t}`, name: `Party ${t}`, serviceProvider: t === 0 })),
   }));
-  const contractual = Array.from({ length: 5 }, (_, p) => ({ stableId: `contract${p}`, name: `Contract ${p}`, terms: [{ stableId: `contract${p}-terms`, name: "Terms", contractAccessCategoryIds: pick(p, 3), platformUsePurposeIds: [`use${p}`, `use${p + 1}`], platformSharingPurposeIds: [`share${p}`] }] }));
+  const contractual = Array.from({ length: 5 }, (_, p) => ({
+    stableId: `contract${p}`,
+    name: `Contract ${p}`,
+    terms: [
+      {
+        stableId: `contract${p}-terms`,
+        name: "Terms",
+        contractAccessCategoryIds: pick(p, 3),
+        platformUsePurposeIds: [`use${p}`, `use${p + 1}`],
+        platformSharingPurposeIds: [`share${p}`],
+      },
+    ],
+  }));
   const overrides = Array.from({ length: 8 }, (_, o) =>
     o % 2 === 0
       ? { name: `Age ${o}`, propertyName: "age" as const, values: [String(10 + o)], allowedPurposeIds: use.slice(0, 20 + o).map((p) => p.stableId) }
@@ -33,7 +54,13 @@ function typicalPolicy(): PolicyConfig {
   return {
     categories,
     platformUse: { purposes: use, overrides },
-    platformSharing: { purposes: sharing, overrides: [{ name: "Under 16", propertyName: "age", values: ["16"], allowedPurposeIds: ["share0"] }, { name: "Region R2", propertyName: "location", values: ["R2"], allowedPurposeIds: ["share1", "share2"] }] },
+    platformSharing: {
+      purposes: sharing,
+      overrides: [
+        { name: "Under 16", propertyName: "age", values: ["16"], allowedPurposeIds: ["share0"] },
+        { name: "Region R2", propertyName: "location", values: ["R2"], allowedPurposeIds: ["share1", "share2"] },
+      ],
+    },
     userAccess: { categoryIds: ["cat0"] },
     guardian: { thresholdAge: 13, allowedToDisable: [{ purposeId: "share3", thirdPartyIds: ["tp3-1"] }], categoryIds: ["cat0"] },
     contractualExchange: { purposes: contractual },
@@ -49,7 +76,14 @@ function main(): void {
     const attributes = { dob: `${1950 + (u % 60)}-0${1 + (u % 9)}-1${u % 9}`, location: u % 10 === 3 ? "R3-X" : "US-CA" };
     const terms = personalizedTerms(policy, { attributes }, now);
     const optIns: UserPolicyState["optIns"] = u % 2 ? { use5: {} } : {};
-    return { userId: `u${u}`, attributes, optIns, consents: {}, disabledFlows: [], acceptance: { termsHash: terms.hash, grants: terms.grants, acceptedAt: now.toISOString() } };
+    return {
+      userId: `u${u}`,
+      attributes,
+      optIns,
+      consents: {},
+      disabledFlows: [],
+      acceptance: { termsHash: terms.hash, grants: terms.grants, acceptedAt: now.toISOString() },
+    };
   });
   const requests: DecisionRequest[] = [
     ...Array.from({ length: 30 }, (_, p): DecisionRequest => ({ type: "platformUse", purposeId: `use${p}` })),
@@ -71,7 +105,14 @@ function main(): void {
   const lookup = run("baseline (Map lookup of a precomputed answer)", (user, request) => precomputed.get(`${user.userId}|${request.purposeId}`)!);
   const engine = run("engine decide()", (user, request) => decide(policy, user, request, now).allowed);
   process.stdout.write(`engine / lookup: ${(engine / lookup).toFixed(2)}x; engine vs target (1,000,000/s): ${(engine / 1_000_000).toFixed(2)}x\n`);
-  reportFigure({ figure: "decision engine decisions per second, one core", measured: `${Math.round(engine).toLocaleString("en")}/s`, baseline: `lookup ${Math.round(lookup).toLocaleString("en")}/s`, ratio: engine / 1_000_000, target: ">= 1,000,000/s", met: engine >= 1_000_000 });
+  reportFigure({
+    figure: "decision engine decisions per second, one core",
+    measured: `${Math.round(engine).toLocaleString("en")}/s`,
+    baseline: `lookup ${Math.round(lookup).toLocaleString("en")}/s`,
+    ratio: engine / 1_000_000,
+    target: ">= 1,000,000/s",
+    met: engine >= 1_000_000,
+  });
 }
 
 main();

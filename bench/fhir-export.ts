@@ -26,9 +26,20 @@ const patientId = (n: number) => `bench-patient-${n}`;
 async function serveFhir(): Promise<void> {
   const fhir = await new FhirServerFixture().start();
   for (let p = 0; p < patients; p++) {
-    await fhir.repo.createResource({ resourceType: "Patient", id: patientId(p), name: [{ family: `Family ${p}` }], birthDate: "1990-01-01" }, { assignedId: true });
+    await fhir.repo.createResource(
+      { resourceType: "Patient", id: patientId(p), name: [{ family: `Family ${p}` }], birthDate: "1990-01-01" },
+      { assignedId: true },
+    );
     for (let o = 0; o < observationsPerPatient; o++) {
-      await fhir.create({ resourceType: "Observation", status: "final", code: { coding: [{ system: "http://loinc.org", code: "29463-7", display: "Body weight" }], text: "weight" }, subject: { reference: `Patient/${patientId(p)}` }, valueQuantity: { value: 60 + (o % 40), unit: "kg", system: "http://unitsofmeasure.org", code: "kg" }, effectiveDateTime: "2026-01-01T10:00:00Z", note: [{ text: `note ${o}` }] });
+      await fhir.create({
+        resourceType: "Observation",
+        status: "final",
+        code: { coding: [{ system: "http://loinc.org", code: "29463-7", display: "Body weight" }], text: "weight" },
+        subject: { reference: `Patient/${patientId(p)}` },
+        valueQuantity: { value: 60 + (o % 40), unit: "kg", system: "http://unitsofmeasure.org", code: "kg" },
+        effectiveDateTime: "2026-01-01T10:00:00Z",
+        note: [{ text: `note ${o}` }],
+      });
     }
   }
   process.send!({ base: fhir.base });
@@ -58,15 +69,35 @@ async function pageWork(backendBase: string): Promise<number> {
   const text = await (await fetch(`${backendBase}Observation?_count=${pageSize}`)).text();
   const group = fhirPolicy().mappingGroups.find((g) => g.name === "fhir-clinical")!;
   const context = group.fieldMappings.filter((field) => field.resourceContext).map((field) => field.recordField);
-  const fields = new Map<string, MappedField>(group.fieldMappings.map((field) => [field.recordField, { recordField: field.recordField, category: field.categoryId, resourceOrder: context.indexOf(field.recordField) }]));
+  const fields = new Map<string, MappedField>(
+    group.fieldMappings.map((field) => [
+      field.recordField,
+      { recordField: field.recordField, category: field.categoryId, resourceOrder: context.indexOf(field.recordField) },
+    ]),
+  );
   const mapping = { key: "bench", fields };
-  const verdict = (allowed: boolean): Decision => ({ allowed, flow: "platform", categoryIds: allowed ? ["contact", "credentials", "identity", "usage"] : [], reasons: [], summary: "", revision: 1 });
+  const verdict = (allowed: boolean): Decision => ({
+    allowed,
+    flow: "platform",
+    categoryIds: allowed ? ["contact", "credentials", "identity", "usage"] : [],
+    reasons: [],
+    summary: "",
+    revision: 1,
+  });
   const remembered = new Map(Array.from({ length: patients }, (_, p) => [patientId(p), verdict(p % 2 === 0)]));
-  const decider = { hasPolicy: () => true, mapping: () => mapping, decision: (userId: string) => remembered.get(userId), load: async () => new Map() } as unknown as ExportDecider;
+  const decider = {
+    hasPolicy: () => true,
+    mapping: () => mapping,
+    decision: (userId: string) => remembered.get(userId),
+    load: async () => new Map(),
+  } as unknown as ExportDecider;
   const redactor = new ResourceRedactor(decider, backendBase);
   const plan = planOf(mapping);
   const once = async () => {
-    const answer = await answerOf({ status: 200, json: JSON.parse(text), headers: new Headers() }, { interaction: { kind: "search", types: ["Observation"] }, plan, redactor, backendBase, exportBase: "http://127.0.0.1:1/" });
+    const answer = await answerOf(
+      { status: 200, json: JSON.parse(text), headers: new Headers() },
+      { interaction: { kind: "search", types: ["Observation"] }, plan, redactor, backendBase, exportBase: "http://127.0.0.1:1/" },
+    );
     return JSON.stringify(answer.body).length;
   };
   for (let i = 0; i < 20; i++) await once();
@@ -88,7 +119,10 @@ async function main(): Promise<void> {
   const { node, base } = await startBenchNode();
   try {
     const put = async (path: string, body?: unknown) => {
-      const response = await fetch(`${base}${path}`, { method: "PUT", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) });
+      const response = await fetch(`${base}${path}`, {
+        method: "PUT",
+        ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+      });
       if (response.status !== 200) throw new Error(`PUT ${path}: ${response.status} ${await response.text()}`);
       return (await response.json()) as { id: string };
     };
@@ -98,10 +132,22 @@ async function main(): Promise<void> {
       if (p % 2 === 0) await put(`/user/terms?userId=${patientId(p)}`);
     }
     const port = await freePort();
-    await put("/export", { type: "fhir", endpoint: backendBase, resolverGroup: "fhir-clinical", metadata: { type: "platformUse", purposeId: "service" }, port });
+    await put("/export", {
+      type: "fhir",
+      endpoint: backendBase,
+      resolverGroup: "fhir-clinical",
+      metadata: { type: "platformUse", purposeId: "service" },
+      port,
+    });
     const exportBase = `http://127.0.0.1:${port}/`;
     for (let attempt = 0; attempt < 50; attempt++) {
-      if (await fetch(`${exportBase}Patient?_count=1`).then(() => true, () => false)) break;
+      if (
+        await fetch(`${exportBase}Patient?_count=1`).then(
+          () => true,
+          () => false,
+        )
+      )
+        break;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     // Warm-up (decisions made and traced, JIT): not measured.
@@ -122,12 +168,35 @@ async function main(): Promise<void> {
     const exportMs = median(through);
     const ratio = directMs / exportMs;
     const perResourceUs = ((exportMs - directMs) / directResources) * 1000;
-    process.stdout.write(`${directResources} Observations in pages of ${pageSize} (${warm.resources} kept through the export): direct ${directMs.toFixed(0)} ms, export ${exportMs.toFixed(0)} ms, throughput ratio ${ratio.toFixed(2)}x, export cost ${perResourceUs.toFixed(1)} us per resource read from the backend\n`);
-    reportFigure({ figure: "FHIR export: searches of 1,000 Observations per page, throughput vs direct", measured: `${((directResources / exportMs) * 1000).toFixed(0)} resources/s`, baseline: `${((directResources / directMs) * 1000).toFixed(0)} resources/s`, ratio, target: ">= 0.6x", met: ratio >= 0.6 });
-    reportFigure({ figure: "FHIR export: cost per resource read from the backend", measured: `${perResourceUs.toFixed(1)} us`, baseline: "-", ratio: null, target: "recorded" });
+    process.stdout.write(
+      `${directResources} Observations in pages of ${pageSize} (${warm.resources} kept through the export): direct ${directMs.toFixed(0)} ms, export ${exportMs.toFixed(0)} ms, throughput ratio ${ratio.toFixed(2)}x, export cost ${perResourceUs.toFixed(1)} us per resource read from the backend\n`,
+    );
+    reportFigure({
+      figure: "FHIR export: searches of 1,000 Observations per page, throughput vs direct",
+      measured: `${((directResources / exportMs) * 1000).toFixed(0)} resources/s`,
+      baseline: `${((directResources / directMs) * 1000).toFixed(0)} resources/s`,
+      ratio,
+      target: ">= 0.6x",
+      met: ratio >= 0.6,
+    });
+    reportFigure({
+      figure: "FHIR export: cost per resource read from the backend",
+      measured: `${perResourceUs.toFixed(1)} us`,
+      baseline: "-",
+      ratio: null,
+      target: "recorded",
+    });
     const pageMs = await pageWork(backendBase);
-    process.stdout.write(`the export's own work on one page of ${pageSize} (parse, decide, rebuild, serialize; in process): ${pageMs.toFixed(2)} ms, ${((pageMs / pageSize) * 1000).toFixed(1)} us per resource\n`);
-    reportFigure({ figure: "FHIR export: its own work per resource (in process)", measured: `${((pageMs / pageSize) * 1000).toFixed(1)} us`, baseline: "-", ratio: null, target: "recorded" });
+    process.stdout.write(
+      `the export's own work on one page of ${pageSize} (parse, decide, rebuild, serialize; in process): ${pageMs.toFixed(2)} ms, ${((pageMs / pageSize) * 1000).toFixed(1)} us per resource\n`,
+    );
+    reportFigure({
+      figure: "FHIR export: its own work per resource (in process)",
+      measured: `${((pageMs / pageSize) * 1000).toFixed(1)} us`,
+      baseline: "-",
+      ratio: null,
+      target: "recorded",
+    });
   } finally {
     await node.stop();
     child.kill();

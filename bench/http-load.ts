@@ -27,14 +27,24 @@ export interface LoadResult {
 export function load(url: string, body: string): Promise<LoadResult> {
   const cpuBefore = process.cpuUsage();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [autocannon, "-c", "50", "-d", String(benchSeconds), "-m", "PUT", "-H", "content-type=application/json", "-b", body, "-j", url], { stdio: ["ignore", "pipe", "ignore"] });
+    const child = spawn(
+      process.execPath,
+      [autocannon, "-c", "50", "-d", String(benchSeconds), "-m", "PUT", "-H", "content-type=application/json", "-b", body, "-j", url],
+      { stdio: ["ignore", "pipe", "ignore"] },
+    );
     let output = "";
     child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")));
     child.once("error", reject);
     child.once("exit", () => {
       const result = JSON.parse(output) as { requests: { average: number }; latency: { p99: number }; errors: number; non2xx: number };
       const cpu = process.cpuUsage(cpuBefore);
-      resolve({ requests: result.requests.average, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx, cpuMicrosPerRequest: (cpu.user + cpu.system) / (result.requests.average * benchSeconds) });
+      resolve({
+        requests: result.requests.average,
+        p99: result.latency.p99,
+        errors: result.errors,
+        non2xx: result.non2xx,
+        cpuMicrosPerRequest: (cpu.user + cpu.system) / (result.requests.average * benchSeconds),
+      });
     });
   });
 }
@@ -43,11 +53,22 @@ export function load(url: string, body: string): Promise<LoadResult> {
 export async function startBenchNode(): Promise<{ node: RunningNode; base: string }> {
   const logger = pino({ level: "warn" });
   // Settings under test (e.g. EXPORT_WORKERS, REDACTION_THREADS) come from the bench's environment.
-  const config = loadConfig([], { ...process.env, PORT: String(await freePort()), NATS_PORT: String(await freePort()), NATS_URL: undefined, DATA_DIR: tempDir("bench-node"), NODE_ID: "bench", LOG_LEVEL: "warn" });
+  const config = loadConfig([], {
+    ...process.env,
+    PORT: String(await freePort()),
+    NATS_PORT: String(await freePort()),
+    NATS_URL: undefined,
+    DATA_DIR: tempDir("bench-node"),
+    NODE_ID: "bench",
+    LOG_LEVEL: "warn",
+  });
   const node = await startServiceNode(config, logger);
   const base = `http://127.0.0.1:${node.gatewayPort}`;
   const put = (path: string, body?: unknown) =>
-    fetch(`${base}${path}`, { method: "PUT", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) }).then((r) => r.json());
+    fetch(`${base}${path}`, {
+      method: "PUT",
+      ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+    }).then((r) => r.json());
   await put("/config", realisticPolicy());
   await put("/user", { userId: "bench-user", attributes: { dob: "1990-01-01", location: "US" } });
   await put("/user/terms?userId=bench-user");
@@ -97,7 +118,9 @@ export async function compareWithNoop(name: string, url: string, body: string, t
     const order = round % 2 ? ["noop", "measured"] : ["measured", "noop"];
     for (const which of order) (which === "noop" ? baselines : measures).push(await load(which === "noop" ? noop.url : url, body));
     const [b, m] = [baselines.at(-1)!, measures.at(-1)!];
-    process.stdout.write(`round ${round}: no-op ${Math.round(b.requests)} req/s p99 ${b.p99} ms ${b.cpuMicrosPerRequest.toFixed(1)} us CPU/req; ${name} ${Math.round(m.requests)} req/s p99 ${m.p99} ms ${m.cpuMicrosPerRequest.toFixed(1)} us CPU/req (errors ${m.errors}, non-2xx ${m.non2xx}); ratio ${(m.requests / b.requests).toFixed(2)}x\n`);
+    process.stdout.write(
+      `round ${round}: no-op ${Math.round(b.requests)} req/s p99 ${b.p99} ms ${b.cpuMicrosPerRequest.toFixed(1)} us CPU/req; ${name} ${Math.round(m.requests)} req/s p99 ${m.p99} ms ${m.cpuMicrosPerRequest.toFixed(1)} us CPU/req (errors ${m.errors}, non-2xx ${m.non2xx}); ratio ${(m.requests / b.requests).toFixed(2)}x\n`,
+    );
   }
   await noop.gateway.close();
   const result: Comparison = {
@@ -109,8 +132,22 @@ export async function compareWithNoop(name: string, url: string, body: string, t
   };
   result.ratio = result.measured.requests / result.baseline.requests;
   const clean = result.failures === 0;
-  reportFigure({ figure: `${name} throughput vs no-op route (50 connections, durable traces)`, measured: reqPerSecond(result.measured.requests), baseline: reqPerSecond(result.baseline.requests), ratio: result.ratio, target: `>= ${target}x`, met: clean && result.ratio >= target });
-  reportFigure({ figure: `${name} p99 latency (50 connections)`, measured: `${result.measured.p99} ms`, baseline: `no-op ${result.baseline.p99} ms`, ratio: result.measured.p99 / p99TargetMs, target: `< ${p99TargetMs} ms`, met: clean && result.measured.p99 < p99TargetMs });
+  reportFigure({
+    figure: `${name} throughput vs no-op route (50 connections, durable traces)`,
+    measured: reqPerSecond(result.measured.requests),
+    baseline: reqPerSecond(result.baseline.requests),
+    ratio: result.ratio,
+    target: `>= ${target}x`,
+    met: clean && result.ratio >= target,
+  });
+  reportFigure({
+    figure: `${name} p99 latency (50 connections)`,
+    measured: `${result.measured.p99} ms`,
+    baseline: `no-op ${result.baseline.p99} ms`,
+    ratio: result.measured.p99 / p99TargetMs,
+    target: `< ${p99TargetMs} ms`,
+    met: clean && result.measured.p99 < p99TargetMs,
+  });
   process.stdout.write(
     `${[
       `median no-op route (same build()): ${Math.round(result.baseline.requests)} req/s, p99 ${result.baseline.p99} ms`,

@@ -30,7 +30,11 @@ function timedGet(port: number, path: string): Promise<{ bytes: number; ms: numb
     const outgoing = httpRequest({ host: "127.0.0.1", port, path }, (response) => {
       let bytes = 0;
       response.on("data", (chunk: Buffer) => (bytes += chunk.length));
-      response.on("end", () => (response.statusCode === 200 && response.complete ? resolve({ bytes, ms: performance.now() - started }) : reject(new Error(`GET ${path}: ${response.statusCode}, complete ${response.complete}`))));
+      response.on("end", () =>
+        response.statusCode === 200 && response.complete
+          ? resolve({ bytes, ms: performance.now() - started })
+          : reject(new Error(`GET ${path}: ${response.statusCode}, complete ${response.complete}`)),
+      );
       response.on("error", reject);
     });
     outgoing.on("error", reject);
@@ -41,10 +45,13 @@ function timedGet(port: number, path: string): Promise<{ bytes: number; ms: numb
 /** Stores the file in the store as it is read (no SDK buffering a large body). */
 function upload(port: number, path: string, file: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const outgoing = httpRequest({ host: "127.0.0.1", port, path, method: "PUT", headers: { "content-type": "text/csv", "content-length": String(statSync(file).size) } }, (response) => {
-      response.resume();
-      response.on("end", () => (response.statusCode === 200 ? resolve() : reject(new Error(`upload: ${response.statusCode}`))));
-    });
+    const outgoing = httpRequest(
+      { host: "127.0.0.1", port, path, method: "PUT", headers: { "content-type": "text/csv", "content-length": String(statSync(file).size) } },
+      (response) => {
+        response.resume();
+        response.on("end", () => (response.statusCode === 200 ? resolve() : reject(new Error(`upload: ${response.statusCode}`))));
+      },
+    );
     outgoing.on("error", reject);
     createReadStream(file, { highWaterMark: 1 << 20 }).pipe(outgoing);
   });
@@ -70,7 +77,13 @@ async function main(): Promise<void> {
     const created = await fetch(`${node.url}/export`, {
       method: "PUT",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ type: "objectstore", endpoint: store.endpoint, resolverGroup: "bench", metadata: { type: "platformUse", purposeId: "service" }, port: exportPort }),
+      body: JSON.stringify({
+        type: "objectstore",
+        endpoint: store.endpoint,
+        resolverGroup: "bench",
+        metadata: { type: "platformUse", purposeId: "service" },
+        port: exportPort,
+      }),
     });
     if (created.status !== 200) throw new Error(`export not created: ${await created.text()}`);
     for (let tries = 0; tries < 100; tries++) {
@@ -87,7 +100,9 @@ async function main(): Promise<void> {
       const redacted = await timedGet(exportPort, "/bench/input.csv");
       outBytes = redacted.bytes;
       exportMs.push(redacted.ms);
-      process.stdout.write(`round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s, through the export ${(redacted.ms / 1000).toFixed(2)} s (${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n`);
+      process.stdout.write(
+        `round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s, through the export ${(redacted.ms / 1000).toFixed(2)} s (${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n`,
+      );
     }
     const rss = peakRss(node.child.pid!);
     const view = (await (await fetch(`${node.url}/export`)).json()) as { exports: Array<{ serving: { rows: { in: number; kept: number } } }> };
@@ -104,8 +119,22 @@ async function main(): Promise<void> {
         `node peak RSS: ${(rss / 2 ** 20).toFixed(0)} MiB (target < 300 MiB)`,
       ].join("\n")}\n`,
     );
-    reportFigure({ figure: `objectstore GetObject through the export vs direct (${megabytes} MiB CSV)`, measured: `${(through / 1000).toFixed(2)} s`, baseline: `${(direct / 1000).toFixed(2)} s`, ratio: direct / through, target: ">= 0.7x", met: direct / through >= 0.7 });
-    reportFigure({ figure: `objectstore GetObject (${megabytes} MiB): node peak RSS`, measured: `${(rss / 2 ** 20).toFixed(0)} MiB`, baseline: "-", ratio: rss / (300 * 2 ** 20), target: "< 300 MiB", met: rss < 300 * 2 ** 20 });
+    reportFigure({
+      figure: `objectstore GetObject through the export vs direct (${megabytes} MiB CSV)`,
+      measured: `${(through / 1000).toFixed(2)} s`,
+      baseline: `${(direct / 1000).toFixed(2)} s`,
+      ratio: direct / through,
+      target: ">= 0.7x",
+      met: direct / through >= 0.7,
+    });
+    reportFigure({
+      figure: `objectstore GetObject (${megabytes} MiB): node peak RSS`,
+      measured: `${(rss / 2 ** 20).toFixed(0)} MiB`,
+      baseline: "-",
+      ratio: rss / (300 * 2 ** 20),
+      target: "< 300 MiB",
+      met: rss < 300 * 2 ** 20,
+    });
   } finally {
     await node.stop();
     await nats.stop();

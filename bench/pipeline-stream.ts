@@ -15,7 +15,15 @@ import { NodeProcess } from "../testkit/node-process";
 const records = Number(process.env.BENCH_RECORDS ?? 50_000);
 const publishWindow = 500;
 
-const recordOf = (n: number) => JSON.stringify({ "users.id": `bench-user-${n % 10}`, "users.email": `user${n}@example.com`, "users.login": `login${n}`, "users.name": `User ${n}`, "users.clicks": n, "users.secret": "s3cret" });
+const recordOf = (n: number) =>
+  JSON.stringify({
+    "users.id": `bench-user-${n % 10}`,
+    "users.email": `user${n}@example.com`,
+    "users.login": `login${n}`,
+    "users.name": `User ${n}`,
+    "users.clicks": n,
+    "users.secret": "s3cret",
+  });
 
 /** Publishes every record (at most `publishWindow` unacknowledged) while `consume` reads the other end; returns records per second end to end. */
 async function run(js: JetStreamClient, stream: string, input: string, output: string, label: string): Promise<number> {
@@ -67,7 +75,14 @@ async function main(): Promise<void> {
     const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
     process.stdout.write(`ratio pipeline / bare JetStream: ${(mean(measured) / mean(baseline)).toFixed(2)}x (target >= 0.5x)\n`);
     const ratio = mean(measured) / mean(baseline);
-    reportFigure({ figure: "pipeline export stream vs bare JetStream publish-consume", measured: `${Math.round(mean(measured))} records/s`, baseline: `${Math.round(mean(baseline))} records/s`, ratio, target: ">= 0.5x", met: ratio >= 0.5 });
+    reportFigure({
+      figure: "pipeline export stream vs bare JetStream publish-consume",
+      measured: `${Math.round(mean(measured))} records/s`,
+      baseline: `${Math.round(mean(baseline))} records/s`,
+      ratio,
+      target: ">= 0.5x",
+      met: ratio >= 0.5,
+    });
     await nc.close();
   } finally {
     await node.stop();

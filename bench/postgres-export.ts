@@ -54,7 +54,12 @@ function exportPids(): number[] {
 }
 
 /** pgbench's TPS, and the CPU `pids` used per transaction meanwhile (microseconds; 0 with no pids). */
-async function pgbenchWithCpu(port: number, script: string, pids: readonly number[], run: Parameters<typeof pgbench>[2]): Promise<{ tps: number; user: number; system: number }> {
+async function pgbenchWithCpu(
+  port: number,
+  script: string,
+  pids: readonly number[],
+  run: Parameters<typeof pgbench>[2],
+): Promise<{ tps: number; user: number; system: number }> {
   const before = cpuSeconds(pids);
   const tps = await pgbench(port, script, run);
   const after = cpuSeconds(pids);
@@ -79,7 +84,16 @@ function timeQuery(port: number, sql: string): Promise<{ seconds: number; rows: 
     let ready = 0;
     let started = 0n;
     socket.on("error", reject);
-    socket.on("connect", () => socket.write(encodeStartup(new Map([["user", benchRole], ["database", "app"]]))));
+    socket.on("connect", () =>
+      socket.write(
+        encodeStartup(
+          new Map([
+            ["user", benchRole],
+            ["database", "app"],
+          ]),
+        ),
+      ),
+    );
     socket.on("data", (chunk: Buffer) => {
       buffer = buffer.length ? Buffer.concat([buffer, chunk]) : chunk;
       const { frames, consumed } = splitFrames(buffer, 1 << 30);
@@ -104,7 +118,9 @@ function timeQuery(port: number, sql: string): Promise<{ seconds: number; rows: 
  * each time (parsed, attributed), and found in the cache; 20,000 of each after a warm-up.
  */
 function parseCost(): void {
-  const schema = schemaView([{ schema: "public", name: "pgbench_accounts", columns: ["aid", "bid", "abalance", "filler"], subjectColumns: ["aid"], mapped: true }]);
+  const schema = schemaView([
+    { schema: "public", name: "pgbench_accounts", columns: ["aid", "bid", "abalance", "filler"], subjectColumns: ["aid"], mapped: true },
+  ]);
   const policy = { allowWrites: false, strict: false };
   const count = 20_000;
   const time = (work: (i: number) => void) => {
@@ -117,7 +133,9 @@ function parseCost(): void {
   const hidden = time((i) => analyzeQuery(`SELECT abalance FROM pgbench_accounts WHERE aid = ${i + 1};`, schema, policy));
   const cache = new AnalysisCache();
   const cached = time(() => cache.get("SELECT aid, abalance FROM pgbench_accounts WHERE aid = $1", schema, policy));
-  console.log(`\nstatement analysis in this process (libpg-query parse + read-only check + attribution), µs per statement: ${fresh.toFixed(1)} parsed; ${hidden.toFixed(1)} parsed with a hidden resource-context column spliced in and checked by a second parse; ${cached.toFixed(2)} from the cache`);
+  console.log(
+    `\nstatement analysis in this process (libpg-query parse + read-only check + attribution), µs per statement: ${fresh.toFixed(1)} parsed; ${hidden.toFixed(1)} parsed with a hidden resource-context column spliced in and checked by a second parse; ${cached.toFixed(2)} from the cache`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -141,14 +159,34 @@ async function main(): Promise<void> {
     const base = started.base;
 
     // Policy: purpose 'analytics' allows 'usage' only; a user for every aid the script selects (accepted), and wide's users half accepted.
-    const put = (path: string, body?: unknown) => fetch(`${base}${path}`, { method: "PUT", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) }).then((r) => r.status);
+    const put = (path: string, body?: unknown) =>
+      fetch(`${base}${path}`, {
+        method: "PUT",
+        ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+      }).then((r) => r.status);
     const policy = realisticPolicy();
     policy.mappingGroups.push(
-      { name: "accounts", fieldMappings: [{ recordField: "pgbench_accounts.aid", resourceContext: true, categoryId: "usage" }, { recordField: "pgbench_accounts.abalance", categoryId: "usage" }] },
-      { name: "wide", fieldMappings: [{ recordField: "wide.uid", resourceContext: true, categoryId: "usage" }, ...["c1", "c2", "c3", "c4"].map((c) => ({ recordField: `wide.${c}`, categoryId: "usage" })), ...["c5", "c6", "c7"].map((c) => ({ recordField: `wide.${c}`, categoryId: "contact" }))] },
+      {
+        name: "accounts",
+        fieldMappings: [
+          { recordField: "pgbench_accounts.aid", resourceContext: true, categoryId: "usage" },
+          { recordField: "pgbench_accounts.abalance", categoryId: "usage" },
+        ],
+      },
+      {
+        name: "wide",
+        fieldMappings: [
+          { recordField: "wide.uid", resourceContext: true, categoryId: "usage" },
+          ...["c1", "c2", "c3", "c4"].map((c) => ({ recordField: `wide.${c}`, categoryId: "usage" })),
+          ...["c5", "c6", "c7"].map((c) => ({ recordField: `wide.${c}`, categoryId: "contact" })),
+        ],
+      },
     );
     if ((await put("/config", policy)) !== 200) throw new Error("policy not accepted");
-    const users = [...Array.from({ length: accounts }, (_, i) => ({ id: String(i + 1), accept: true })), ...Array.from({ length: wideUsers }, (_, i) => ({ id: `w${i}`, accept: i % 2 === 0 }))];
+    const users = [
+      ...Array.from({ length: accounts }, (_, i) => ({ id: String(i + 1), accept: true })),
+      ...Array.from({ length: wideUsers }, (_, i) => ({ id: `w${i}`, accept: i % 2 === 0 })),
+    ];
     for (let i = 0; i < users.length; i += 64) {
       await Promise.all(
         users.slice(i, i + 64).map(async (u) => {
@@ -159,7 +197,17 @@ async function main(): Promise<void> {
     }
     const exportPort = async (resolverGroup: string) => {
       const port = await freePort();
-      const created = await fetch(`${base}/export`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup, metadata: { type: "platformUse", purposeId: "analytics" }, port }) });
+      const created = await fetch(`${base}/export`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          type: "postgres",
+          endpoint: `127.0.0.1:${pg.port}`,
+          resolverGroup,
+          metadata: { type: "platformUse", purposeId: "analytics" },
+          port,
+        }),
+      });
       if (created.status !== 200) throw new Error(`export not created: ${await created.text()}`);
       await new Promise((resolve) => setTimeout(resolve, 1500));
       return port;
@@ -183,12 +231,16 @@ async function main(): Promise<void> {
     ].filter((path) => parts.has(path.name));
     /** The export's statement counts (GET /export: analysed, and parsed rather than found in the analysis cache). */
     const statementCounts = async () => {
-      const listed = (await (await fetch(`${base}/export`)).json()) as { exports: Array<{ listen: { port: number }; serving?: { statements?: { analysed: number; parsed: number } } }> };
+      const listed = (await (await fetch(`${base}/export`)).json()) as {
+        exports: Array<{ listen: { port: number }; serving?: { statements?: { analysed: number; parsed: number } } }>;
+      };
       return listed.exports.find((e) => e.listen.port === accountsExport)?.serving?.statements ?? { analysed: 0, parsed: 0 };
     };
     for (const mode of modes) {
       const run = { ...pgbenchRun, mode };
-      console.log(`pgbench select-only, 8 clients, 2 threads, -M ${mode}, ${warmUpSeconds} s warm-up then ${rounds} rounds of ${seconds} s per path, aid in 1..${accounts} (every one a user allowed 'usage' for 'analytics')`);
+      console.log(
+        `pgbench select-only, 8 clients, 2 threads, -M ${mode}, ${warmUpSeconds} s warm-up then ${rounds} rounds of ${seconds} s per path, aid in 1..${accounts} (every one a user allowed 'usage' for 'analytics')`,
+      );
       const tps = new Map<string, number[]>(paths.map((path) => [path.name, []]));
       const cpu = new Map<string, string[]>(paths.map((path) => [path.name, []]));
       // Steady state is measured: the warm-up fills the export's verdict memory (each worker's too) and lets the JIT settle, for every path alike.
@@ -211,16 +263,34 @@ async function main(): Promise<void> {
       for (const path of paths) {
         const label = path.name === "pipe" ? "node pipe" : path.name === "export" ? `export (${exportProcesses})` : path.name;
         const cpuNote = cpu.get(path.name)!.length > 0 ? `; CPU µs per transaction, user + system: ${cpu.get(path.name)!.join(" / ")}` : "";
-        console.log(`  ${label.padEnd(26)} ${tps.get(path.name)!.map((t) => t.toFixed(0)).join(" / ")} TPS, median ${median(tps.get(path.name)!).toFixed(0)}${cpuNote}`);
+        console.log(
+          `  ${label.padEnd(26)} ${tps
+            .get(path.name)!
+            .map((t) => t.toFixed(0))
+            .join(" / ")} TPS, median ${median(tps.get(path.name)!).toFixed(0)}${cpuNote}`,
+        );
       }
       const ratio = (a: string, b: string) => (tps.get(a)?.length && tps.get(b)?.length ? `${(median(tps.get(a)!) / median(tps.get(b)!)).toFixed(2)}x` : "-");
       const target = mode === "prepared" ? 0.7 : 0.6;
       const [exportTps, bouncerTps] = ["export", "pgbouncer"].map((name) => (tps.get(name)?.length ? median(tps.get(name)!) : undefined));
-      if (exportTps !== undefined && bouncerTps !== undefined) reportFigure({ figure: `pgbench -M ${mode} select-only through a PostgreSQL export vs PgBouncer (${exportProcesses})`, measured: `${exportTps.toFixed(0)} TPS`, baseline: `${bouncerTps.toFixed(0)} TPS`, ratio: exportTps / bouncerTps, target: `>= ${target}x`, met: exportTps / bouncerTps >= target });
-      console.log(`  export vs pgbouncer (medians): ${ratio("export", "pgbouncer")} (target >= ${target.toFixed(2)}x); vs direct ${ratio("export", "direct")}; node pipe vs pgbouncer ${ratio("pipe", "pgbouncer")}; export vs node pipe ${ratio("export", "pipe")}`);
+      if (exportTps !== undefined && bouncerTps !== undefined)
+        reportFigure({
+          figure: `pgbench -M ${mode} select-only through a PostgreSQL export vs PgBouncer (${exportProcesses})`,
+          measured: `${exportTps.toFixed(0)} TPS`,
+          baseline: `${bouncerTps.toFixed(0)} TPS`,
+          ratio: exportTps / bouncerTps,
+          target: `>= ${target}x`,
+          met: exportTps / bouncerTps >= target,
+        });
+      console.log(
+        `  export vs pgbouncer (medians): ${ratio("export", "pgbouncer")} (target >= ${target.toFixed(2)}x); vs direct ${ratio("export", "direct")}; node pipe vs pgbouncer ${ratio("pipe", "pgbouncer")}; export vs node pipe ${ratio("export", "pipe")}`,
+      );
       const analysed = after.analysed - before.analysed;
       const parsed = after.parsed - before.parsed;
-      if (analysed > 0) console.log(`  statements through the export in the measured rounds: ${analysed.toLocaleString("en")} analysed, ${parsed.toLocaleString("en")} parsed: analysis cache hit rate ${(((analysed - parsed) / analysed) * 100).toFixed(1)}%`);
+      if (analysed > 0)
+        console.log(
+          `  statements through the export in the measured rounds: ${analysed.toLocaleString("en")} analysed, ${parsed.toLocaleString("en")} parsed: analysis cache hit rate ${(((analysed - parsed) / analysed) * 100).toFixed(1)}%`,
+        );
     }
     if (!parts.has("rows")) return;
     const sql = "SELECT uid, c1, c2, c3, c4, c5, c6, c7 FROM wide";
@@ -238,10 +308,19 @@ async function main(): Promise<void> {
     if (kept !== wideRows / 2) throw new Error(`expected half the rows through the export, got ${kept}`);
     const rate = (s: number) => Math.round(wideRows / s);
     console.log(`  direct  ${runs.direct.map((s) => s.toFixed(2)).join(" / ")} s -> ${rate(median(runs.direct)).toLocaleString("en")} rows/s (median)`);
-    console.log(`  export  ${runs.export.map((s) => s.toFixed(2)).join(" / ")} s -> ${rate(median(runs.export)).toLocaleString("en")} rows/s read from the backend, ${kept.toLocaleString("en")} sent (median)`);
+    console.log(
+      `  export  ${runs.export.map((s) => s.toFixed(2)).join(" / ")} s -> ${rate(median(runs.export)).toLocaleString("en")} rows/s read from the backend, ${kept.toLocaleString("en")} sent (median)`,
+    );
     console.log(`  export vs direct: ${(median(runs.direct) / median(runs.export)).toFixed(2)}x (target >= 0.50x)`);
     const rowsRatio = median(runs.direct) / median(runs.export);
-    reportFigure({ figure: `${wideRows.toLocaleString("en")}-row SELECT through an export vs directly`, measured: `${rate(median(runs.export)).toLocaleString("en")} rows/s`, baseline: `${rate(median(runs.direct)).toLocaleString("en")} rows/s`, ratio: rowsRatio, target: ">= 0.5x", met: rowsRatio >= 0.5 });
+    reportFigure({
+      figure: `${wideRows.toLocaleString("en")}-row SELECT through an export vs directly`,
+      measured: `${rate(median(runs.export)).toLocaleString("en")} rows/s`,
+      baseline: `${rate(median(runs.direct)).toLocaleString("en")} rows/s`,
+      ratio: rowsRatio,
+      target: ">= 0.5x",
+      met: rowsRatio >= 0.5,
+    });
   } finally {
     bouncer?.kill("SIGINT");
     pipe?.kill();

@@ -27,7 +27,16 @@ function allowEveryAccount(): RowDecider {
 
 /** A proxy process: `serve <port> <backend port>`; tells its parent when it listens. */
 async function serve(port: number, backendPort: number): Promise<void> {
-  await PostgresExportServer.listen({ exportId: "bench", host: "127.0.0.1", port, backend: { host: "127.0.0.1", port: backendPort }, decider: allowEveryAccount(), audit: () => undefined, limits: defaultProxyLimits, policy: { allowWrites: false, strict: false } });
+  await PostgresExportServer.listen({
+    exportId: "bench",
+    host: "127.0.0.1",
+    port,
+    backend: { host: "127.0.0.1", port: backendPort },
+    decider: allowEveryAccount(),
+    audit: () => undefined,
+    limits: defaultProxyLimits,
+    policy: { allowWrites: false, strict: false },
+  });
   process.send?.("listening");
 }
 
@@ -63,12 +72,27 @@ async function main(): Promise<void> {
     console.log(`pgbench select-only, -M prepared, ${seconds} s per run, through the export proxy alone (every account allowed)`);
     for (let round = 0; round < rounds; round++) {
       const single = await measure([[one.port, 8]], [one.child]);
-      const split = await measure([[one.port, 4], [two.port, 4]], [one.child, two.child]);
+      const split = await measure(
+        [
+          [one.port, 4],
+          [two.port, 4],
+        ],
+        [one.child, two.child],
+      );
       const total = split.tps.reduce((a, b) => a + b, 0);
       console.log(`  one loop, 8 clients:         ${single.tps[0]!.toFixed(0)} TPS, proxy ${single.cpuPerTransaction.toFixed(1)} us CPU per transaction`);
-      console.log(`  two loops, 4 clients each:   ${split.tps.map((t) => t.toFixed(0)).join(" + ")} = ${total.toFixed(0)} TPS, proxies ${split.cpuPerTransaction.toFixed(1)} us CPU per transaction (${(total / single.tps[0]!).toFixed(2)}x)`);
+      console.log(
+        `  two loops, 4 clients each:   ${split.tps.map((t) => t.toFixed(0)).join(" + ")} = ${total.toFixed(0)} TPS, proxies ${split.cpuPerTransaction.toFixed(1)} us CPU per transaction (${(total / single.tps[0]!).toFixed(2)}x)`,
+      );
       // Recorded, no target: how much a second event loop gives the export proxy on this machine.
-      if (round === rounds - 1) reportFigure({ figure: "export proxy: two event loops vs one (pgbench, 8 clients)", measured: `${total.toFixed(0)} TPS`, baseline: `${single.tps[0]!.toFixed(0)} TPS`, ratio: total / single.tps[0]!, target: "-" });
+      if (round === rounds - 1)
+        reportFigure({
+          figure: "export proxy: two event loops vs one (pgbench, 8 clients)",
+          measured: `${total.toFixed(0)} TPS`,
+          baseline: `${single.tps[0]!.toFixed(0)} TPS`,
+          ratio: total / single.tps[0]!,
+          target: "-",
+        });
     }
   } finally {
     for (const proxy of proxies) proxy.kill();

@@ -49,14 +49,35 @@ async function main(): Promise<void> {
     const started = await startBenchNode();
     node = started.node;
     const { base } = started;
-    const put = (path: string, body?: unknown) => fetch(`${base}${path}`, { method: "PUT", ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }) }).then((r) => r.status);
+    const put = (path: string, body?: unknown) =>
+      fetch(`${base}${path}`, {
+        method: "PUT",
+        ...(body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(body) }),
+      }).then((r) => r.status);
     const policy = realisticPolicy();
     policy.mappingGroups.push(
-      { name: "events", fieldMappings: [{ recordField: "events.uid", resourceContext: true, categoryId: "usage" }, { recordField: "events.amount", categoryId: "usage" }, { recordField: "events.region", categoryId: "usage" }, { recordField: "events.note", categoryId: "contact" }] },
-      { name: "accounts", fieldMappings: [{ recordField: "pgbench_accounts.aid", resourceContext: true, categoryId: "usage" }, { recordField: "pgbench_accounts.abalance", categoryId: "usage" }] },
+      {
+        name: "events",
+        fieldMappings: [
+          { recordField: "events.uid", resourceContext: true, categoryId: "usage" },
+          { recordField: "events.amount", categoryId: "usage" },
+          { recordField: "events.region", categoryId: "usage" },
+          { recordField: "events.note", categoryId: "contact" },
+        ],
+      },
+      {
+        name: "accounts",
+        fieldMappings: [
+          { recordField: "pgbench_accounts.aid", resourceContext: true, categoryId: "usage" },
+          { recordField: "pgbench_accounts.abalance", categoryId: "usage" },
+        ],
+      },
     );
     if ((await put("/config", policy)) !== 200) throw new Error("policy not accepted");
-    const people = [...Array.from({ length: users }, (_, i) => ({ id: `u${i}`, accept: i % 2 === 0 })), ...Array.from({ length: accounts }, (_, i) => ({ id: String(i + 1), accept: true }))];
+    const people = [
+      ...Array.from({ length: users }, (_, i) => ({ id: `u${i}`, accept: i % 2 === 0 })),
+      ...Array.from({ length: accounts }, (_, i) => ({ id: String(i + 1), accept: true })),
+    ];
     for (let i = 0; i < people.length; i += 64) {
       await Promise.all(
         people.slice(i, i + 64).map(async (u) => {
@@ -68,14 +89,33 @@ async function main(): Promise<void> {
     const exportPort = async (resolverGroup: string, pushdown: boolean) => {
       const port = await freePort();
       // The export API is enforced (it manages an enforced export type): the bench's LDAP user signs in.
-      const created = await fetch(`${base}/export`, { method: "PUT", headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${benchRole}:${password}`).toString("base64")}` }, body: JSON.stringify({ type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup, metadata: { type: "platformUse", purposeId: "analytics" }, port, credentials: { user: benchRole, password }, ...(pushdown ? { pushdown: true } : {}) }) });
+      const created = await fetch(`${base}/export`, {
+        method: "PUT",
+        headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${benchRole}:${password}`).toString("base64")}` },
+        body: JSON.stringify({
+          type: "postgres",
+          endpoint: `127.0.0.1:${pg.port}`,
+          resolverGroup,
+          metadata: { type: "platformUse", purposeId: "analytics" },
+          port,
+          credentials: { user: benchRole, password },
+          ...(pushdown ? { pushdown: true } : {}),
+        }),
+      });
       if (created.status !== 200) throw new Error(`export not created: ${await created.text()}`);
       await new Promise((resolve) => setTimeout(resolve, 1500));
       return port;
     };
     const eventsExport = await exportPort("events", true);
     const client = async (port: number) => {
-      const c = new Client({ host: "127.0.0.1", port, user: benchRole, password, database: "app", ...(port === pg.port ? {} : { ssl: { ca, rejectUnauthorized: false } }) });
+      const c = new Client({
+        host: "127.0.0.1",
+        port,
+        user: benchRole,
+        password,
+        database: "app",
+        ...(port === pg.port ? {} : { ssl: { ca, rejectUnauthorized: false } }),
+      });
       await c.connect();
       return c;
     };
@@ -107,7 +147,14 @@ async function main(): Promise<void> {
     console.log(`  direct  ${times.direct.map((s) => s.toFixed(3)).join(" / ")} s, median ${median(times.direct).toFixed(3)}`);
     console.log(`  export  ${times.export.map((s) => s.toFixed(3)).join(" / ")} s, median ${median(times.export).toFixed(3)}`);
     console.log(`  pushdown export vs direct: ${ratio.toFixed(2)}x (target >= 0.7x)`);
-    reportFigure({ figure: `GROUP BY over ${rows.toLocaleString("en")} rows through a pushdown export vs directly`, measured: `${median(times.export).toFixed(3)} s`, baseline: `${median(times.direct).toFixed(3)} s`, ratio, target: ">= 0.7x", met: ratio >= 0.7 });
+    reportFigure({
+      figure: `GROUP BY over ${rows.toLocaleString("en")} rows through a pushdown export vs directly`,
+      measured: `${median(times.export).toFixed(3)} s`,
+      baseline: `${median(times.direct).toFixed(3)} s`,
+      ratio,
+      target: ">= 0.7x",
+      met: ratio >= 0.7,
+    });
 
     // 3. A user change before a statement.
     const small = "SELECT count(*) FROM events WHERE uid = 'u0'";
@@ -121,7 +168,9 @@ async function main(): Promise<void> {
       await through.query(small);
       waits.changed.push(Number(process.hrtime.bigint() - startedAt) / 1e6);
     }
-    console.log(`\na user's change then a statement (${changes} times, alternating with a statement alone), ms: change + statement median ${median(waits.changed).toFixed(2)}, statement alone median ${median(waits.unchanged).toFixed(2)}`);
+    console.log(
+      `\na user's change then a statement (${changes} times, alternating with a statement alone), ms: change + statement median ${median(waits.changed).toFixed(2)}, statement alone median ${median(waits.unchanged).toFixed(2)}`,
+    );
     await direct.end();
     await through.end();
 
@@ -140,11 +189,25 @@ async function main(): Promise<void> {
     const tps = new Map<string, number[]>(paths.map((p) => [p.name, []]));
     for (let round = 0; round < 3; round++) for (const path of paths) tps.get(path.name)!.push(await pgbench(path.port, script, { ...run, env: path.env }));
     console.log(`\npgbench select-only -M prepared, 8 clients, 3 rounds of ${seconds} s per path (exports: TLS, LDAP-verified clients)`);
-    for (const path of paths) console.log(`  ${path.name.padEnd(20)} ${tps.get(path.name)!.map((t) => t.toFixed(0)).join(" / ")} TPS, median ${median(tps.get(path.name)!).toFixed(0)}`);
+    for (const path of paths)
+      console.log(
+        `  ${path.name.padEnd(20)} ${tps
+          .get(path.name)!
+          .map((t) => t.toFixed(0))
+          .join(" / ")} TPS, median ${median(tps.get(path.name)!).toFixed(0)}`,
+      );
     const pushdownTps = median(tps.get("pushdown export")!);
     const bouncerTps = median(tps.get("pgbouncer")!);
-    console.log(`  pushdown vs pgbouncer ${(pushdownTps / bouncerTps).toFixed(2)}x; row-by-row vs pgbouncer ${(median(tps.get("row-by-row export")!) / bouncerTps).toFixed(2)}x`);
-    reportFigure({ figure: "pgbench -M prepared select-only through a pushdown export vs PgBouncer", measured: `${pushdownTps.toFixed(0)} TPS`, baseline: `${bouncerTps.toFixed(0)} TPS`, ratio: pushdownTps / bouncerTps, target: "recorded beside row-by-row" });
+    console.log(
+      `  pushdown vs pgbouncer ${(pushdownTps / bouncerTps).toFixed(2)}x; row-by-row vs pgbouncer ${(median(tps.get("row-by-row export")!) / bouncerTps).toFixed(2)}x`,
+    );
+    reportFigure({
+      figure: "pgbench -M prepared select-only through a pushdown export vs PgBouncer",
+      measured: `${pushdownTps.toFixed(0)} TPS`,
+      baseline: `${bouncerTps.toFixed(0)} TPS`,
+      ratio: pushdownTps / bouncerTps,
+      target: "recorded beside row-by-row",
+    });
   } finally {
     await node?.stop().catch(() => undefined);
     bouncer.child.kill();

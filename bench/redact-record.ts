@@ -8,7 +8,14 @@ import { compareWithNoop, startBenchNode } from "./http-load";
  */
 async function main(): Promise<void> {
   const { node, base } = await startBenchNode();
-  const record = { "users.id": "bench-user", "users.email": "bench@example.com", "users.login": "bench", "users.name": "Bench User", "users.clicks": 7, "users.secret": "s3cret" };
+  const record = {
+    "users.id": "bench-user",
+    "users.email": "bench@example.com",
+    "users.login": "bench",
+    "users.name": "Bench User",
+    "users.clicks": 7,
+    "users.secret": "s3cret",
+  };
   await compareWithNoop("/redact/record", `${base}/redact/record?purposeId=service&type=platformUse&mappingGroup=users-table`, JSON.stringify(record));
   await node.stop();
 }

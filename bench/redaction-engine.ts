@@ -73,7 +73,11 @@ async function csvParsePipeline(): Promise<number> {
 /** The part of @duckdb/node-api used here. It is installed by the bench's npm script, not a dependency: its
  * lock entries name platform packages some registries do not carry, which would break `npm ci`. */
 interface DuckDb {
-  DuckDBInstance: { create(path: string): Promise<{ connect(): Promise<{ run(sql: string): Promise<unknown>; runAndReadAll(sql: string): Promise<{ getRows(): unknown[][] }>; closeSync(): void }> }> };
+  DuckDBInstance: {
+    create(path: string): Promise<{
+      connect(): Promise<{ run(sql: string): Promise<unknown>; runAndReadAll(sql: string): Promise<{ getRows(): unknown[][] }>; closeSync(): void }>;
+    }>;
+  };
 }
 
 async function duckdb(): Promise<{ ms: number; kept: number }> {
@@ -109,15 +113,25 @@ async function main(): Promise<void> {
   const single = await ours(new CsvRedactor(plan, benchDecisions()), "ours-one-thread.csv");
   process.stdout.write(`engine, one thread:           ${rate(bytes, single.ms).toFixed(1)} MiB/s (${(single.ms / 1000).toFixed(1)} s)\n`);
   if (engine.sha256 !== single.sha256) throw new Error(`the outputs differ: ${engine.sha256} with threads, ${single.sha256} on one thread`);
-  if (!isDeepStrictEqual(engine.tally, single.tally)) throw new Error(`the stats differ: ${JSON.stringify(engine.tally)} with threads, ${JSON.stringify(single.tally)} on one thread`);
+  if (!isDeepStrictEqual(engine.tally, single.tally))
+    throw new Error(`the stats differ: ${JSON.stringify(engine.tally)} with threads, ${JSON.stringify(single.tally)} on one thread`);
   process.stdout.write(`same output (sha256 ${engine.sha256.slice(0, 16)}…) and stats with threads and on one thread\n`);
   const duck = await duckdb();
   if (duck.kept !== generated.kept) throw new Error(`DuckDB kept ${duck.kept} rows, expected ${generated.kept}`);
   process.stdout.write(`DuckDB COPY with a join:      ${rate(bytes, duck.ms).toFixed(1)} MiB/s (${(duck.ms / 1000).toFixed(1)} s)\n`);
   const bare = await csvParsePipeline();
   process.stdout.write(`csv-parse -> csv-stringify:   ${rate(bytes, bare).toFixed(1)} MiB/s (${(bare / 1000).toFixed(1)} s)\n`);
-  process.stdout.write(`ratio engine / DuckDB: ${(duck.ms / engine.ms).toFixed(2)}x (target >= 0.5x; one thread ${(duck.ms / single.ms).toFixed(2)}x); engine / csv-parse: ${(bare / engine.ms).toFixed(2)}x\n`);
-  reportFigure({ figure: `CSV redaction engine vs DuckDB, file to file (${megabytes} MiB, ${threading.threads} threads)`, measured: `${rate(bytes, engine.ms).toFixed(1)} MiB/s`, baseline: `${rate(bytes, duck.ms).toFixed(1)} MiB/s`, ratio: duck.ms / engine.ms, target: ">= 0.5x", met: duck.ms / engine.ms >= 0.5 });
+  process.stdout.write(
+    `ratio engine / DuckDB: ${(duck.ms / engine.ms).toFixed(2)}x (target >= 0.5x; one thread ${(duck.ms / single.ms).toFixed(2)}x); engine / csv-parse: ${(bare / engine.ms).toFixed(2)}x\n`,
+  );
+  reportFigure({
+    figure: `CSV redaction engine vs DuckDB, file to file (${megabytes} MiB, ${threading.threads} threads)`,
+    measured: `${rate(bytes, engine.ms).toFixed(1)} MiB/s`,
+    baseline: `${rate(bytes, duck.ms).toFixed(1)} MiB/s`,
+    ratio: duck.ms / engine.ms,
+    target: ">= 0.5x",
+    met: duck.ms / engine.ms >= 0.5,
+  });
 }
 
 main().catch((error: unknown) => {

@@ -1,4 +1,15 @@
-import type { Category, ConsentTerms, ContractTerms, ContractualPurpose, GuardianRights, Override, PlatformSharingPurpose, PlatformUsePurpose, PolicyConfig, ThirdParty } from "../policy/model";
+import type {
+  Category,
+  ConsentTerms,
+  ContractTerms,
+  ContractualPurpose,
+  GuardianRights,
+  Override,
+  PlatformSharingPurpose,
+  PlatformUsePurpose,
+  PolicyConfig,
+  ThirdParty,
+} from "../policy/model";
 
 /** A configuration revision indexed for decisions: built once per revision, read by every decision. */
 export interface CompiledPolicy {
@@ -23,16 +34,20 @@ export const termsKey = (purposeId: string, termsId: string) => `${purposeId}/${
 
 export function compilePolicy(config: PolicyConfig, revision: number): CompiledPolicy {
   const contracts = new Map<string, { purpose: ContractualPurpose; terms: ContractTerms }>();
-  for (const purpose of config.contractualExchange.purposes) for (const terms of purpose.terms) contracts.set(termsKey(purpose.stableId, terms.stableId), { purpose, terms });
+  for (const purpose of config.contractualExchange.purposes)
+    for (const terms of purpose.terms) contracts.set(termsKey(purpose.stableId, terms.stableId), { purpose, terms });
   const consentTerms = new Map<string, ConsentTerms>();
-  for (const purpose of config.consentedSharing.purposes) for (const terms of purpose.terms) consentTerms.set(termsKey(purpose.stableId, terms.stableId), terms);
+  for (const purpose of config.consentedSharing.purposes)
+    for (const terms of purpose.terms) consentTerms.set(termsKey(purpose.stableId, terms.stableId), terms);
   return {
     revision,
     config,
     categories: new Map(config.categories.map((c) => [c.stableId, c])),
     fieldCategory: new Map(config.categories.flatMap((c) => c.fields.map((f) => [f.stableId, c.stableId] as const))),
     platformUse: new Map(config.platformUse.purposes.map((p) => [p.stableId, p])),
-    sharing: new Map(config.platformSharing.purposes.map((p) => [p.stableId, { purpose: p, thirdParties: new Map(p.thirdParties.map((t) => [t.stableId, t])) }])),
+    sharing: new Map(
+      config.platformSharing.purposes.map((p) => [p.stableId, { purpose: p, thirdParties: new Map(p.thirdParties.map((t) => [t.stableId, t])) }]),
+    ),
     contractualPurposes: new Map(config.contractualExchange.purposes.map((p) => [p.stableId, p])),
     contracts,
     consentTerms,

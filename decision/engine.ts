@@ -20,7 +20,9 @@ class EngineDecision implements Decision {
 
   get summary(): string {
     const main = this.reasons[this.reasons.length - 1];
-    return this.allowed ? `Kept for ${this.purposeName}: ${this.categoryIds.join(", ")} may be used (${main.text}).` : `Dropped for ${this.purposeName}: ${main.text}.`;
+    return this.allowed
+      ? `Kept for ${this.purposeName}: ${this.categoryIds.join(", ")} may be used (${main.text}).`
+      : `Dropped for ${this.purposeName}: ${main.text}.`;
   }
 
   toJSON(): Decision {
@@ -63,7 +65,11 @@ export function purposeName(policy: CompiledPolicy, request: DecisionRequest): s
     case "contractualExchange":
       return policy.contractualPurposes.get(request.purposeId)?.name;
     case "consentedSharing":
-      return request.termsId === undefined ? undefined : policy.consentTerms.has(termsKey(request.purposeId, request.termsId)) ? (policy.config.consentedSharing.purposes.find((p) => p.stableId === request.purposeId)?.name ?? request.purposeId) : undefined;
+      return request.termsId === undefined
+        ? undefined
+        : policy.consentTerms.has(termsKey(request.purposeId, request.termsId))
+          ? (policy.config.consentedSharing.purposes.find((p) => p.stableId === request.purposeId)?.name ?? request.purposeId)
+          : undefined;
   }
 }
 
@@ -82,7 +88,8 @@ const intersect = (values: readonly string[], allowed: readonly string[]) => val
 export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined, request: DecisionRequest, now: Date): Decision {
   const name = purposeName(policy, request) ?? request.purposeId;
   const reasons: Reason[] = [];
-  const finish = (flow: Flow, allowed: boolean, categoryIds: string[]): Decision => new EngineDecision(allowed, flow, allowed ? categoryIds : [], reasons, policy.revision, name);
+  const finish = (flow: Flow, allowed: boolean, categoryIds: string[]): Decision =>
+    new EngineDecision(allowed, flow, allowed ? categoryIds : [], reasons, policy.revision, name);
   const deny = (flow: Flow, code: ReasonCode, text: string) => {
     reasons.push(reason(code, text));
     return finish(flow, false, []);
@@ -93,12 +100,18 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
     return finish(flow, true, categoryIds);
   };
   const overridden = (flow: Flow, match: OverrideMatch) => {
-    if (match.missingProperty) reasons.push(reason("OVERRIDE_PROPERTY_MISSING", `the user has no ${match.missingProperty}, so override '${match.override.name}' applies`));
+    if (match.missingProperty)
+      reasons.push(reason("OVERRIDE_PROPERTY_MISSING", `the user has no ${match.missingProperty}, so override '${match.override.name}' applies`));
     return deny(flow, "OVERRIDDEN", `override '${match.override.name}' does not allow this purpose for this user`);
   };
 
   const requestFlow = flowOf(request.type);
-  if (purposeName(policy, request) === undefined) return deny(requestFlow, "UNKNOWN_PURPOSE", `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""} is configured`);
+  if (purposeName(policy, request) === undefined)
+    return deny(
+      requestFlow,
+      "UNKNOWN_PURPOSE",
+      `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""} is configured`,
+    );
   if (!user) return deny(requestFlow, "UNKNOWN_USER", "the user is unknown");
 
   const accepted = user.acceptance;
@@ -106,7 +119,11 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
   const contract = relation ? policy.contracts.get(termsKey(relation.purposeId, relation.termsId)) : undefined;
   const thirdPartyUser = relation !== undefined && !accepted;
   if (relation && !contract && request.type !== "consentedSharing") {
-    return deny(thirdPartyUser ? "contractual" : requestFlow, "CONTRACT_UNKNOWN", `the user's contract terms '${relation.purposeId}/${relation.termsId}' are not configured`);
+    return deny(
+      thirdPartyUser ? "contractual" : requestFlow,
+      "CONTRACT_UNKNOWN",
+      `the user's contract terms '${relation.purposeId}/${relation.termsId}' are not configured`,
+    );
   }
 
   if (request.type === "consentedSharing") {
@@ -130,7 +147,11 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
   }
 
   /** Opt-in: needed while the purpose is opt-in, or was when the user accepted; narrows to the opted-in categories. */
-  const optedInCategories = (purpose: { stableId: string; name: string; optIn?: boolean }, acceptedAsOptIn: boolean, categories: string[]): string[] | undefined => {
+  const optedInCategories = (
+    purpose: { stableId: string; name: string; optIn?: boolean },
+    acceptedAsOptIn: boolean,
+    categories: string[],
+  ): string[] | undefined => {
     if (!purpose.optIn && !acceptedAsOptIn) return categories;
     const optIn = own(user.optIns, purpose.stableId);
     if (!optIn) return undefined;
@@ -158,7 +179,8 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
     const grant = own(accepted.grants.platformUse, purpose.stableId);
     if (!grant) return deny(flow, "NOT_IN_ACCEPTED_TERMS", "the purpose was not in the terms the user accepted");
     const acceptedCategories = intersect(purpose.categoryIds, grant.categoryIds);
-    if (acceptedCategories.length < purpose.categoryIds.length) reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
+    if (acceptedCategories.length < purpose.categoryIds.length)
+      reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
     const categories = optedInCategories(purpose, grant.optIn, acceptedCategories);
     if (!categories) return deny(flow, "NOT_OPTED_IN", "the user has not opted in to this purpose");
     return allow(flow, categories, "ALLOWED_BY_TERMS", "the user accepted terms that include it");
@@ -169,17 +191,23 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
   const purpose = sharing.purpose;
   const flow: Flow = thirdPartyUser ? "contractual" : "platform";
   const thirdParty = request.thirdPartyId === undefined ? undefined : sharing.thirdParties.get(request.thirdPartyId);
-  if (request.thirdPartyId !== undefined && !thirdParty) return deny(flow, "UNKNOWN_THIRD_PARTY", `'${request.thirdPartyId}' is not a third party of this purpose`);
+  if (request.thirdPartyId !== undefined && !thirdParty)
+    return deny(flow, "UNKNOWN_THIRD_PARTY", `'${request.thirdPartyId}' is not a third party of this purpose`);
   const excluded = excludingOverride(sharingMatches, purpose.stableId);
   if (excluded) return overridden(flow, excluded);
   const disabled = user.disabledFlows.filter((f) => f.purposeId === purpose.stableId);
   if (thirdParty ? disabled.some((f) => f.thirdPartyId === thirdParty.stableId) : disabled.length > 0) {
-    return deny(flow, "GUARDIAN_DISABLED", thirdParty ? `a guardian turned off sharing with ${thirdParty.name}` : "a guardian turned off some flows of this purpose; name the third party");
+    return deny(
+      flow,
+      "GUARDIAN_DISABLED",
+      thirdParty ? `a guardian turned off sharing with ${thirdParty.name}` : "a guardian turned off some flows of this purpose; name the third party",
+    );
   }
   let categories = [...purpose.categoryCeilingIds];
   if (thirdParty?.categoryIds) {
     categories = intersect(categories, thirdParty.categoryIds);
-    if (categories.length < purpose.categoryCeilingIds.length) reasons.push(reason("NARROWED_BY_THIRD_PARTY", `${thirdParty.name} receives a narrower set of categories`));
+    if (categories.length < purpose.categoryCeilingIds.length)
+      reasons.push(reason("NARROWED_BY_THIRD_PARTY", `${thirdParty.name} receives a narrower set of categories`));
   }
   if (contract && !contract.terms.platformSharingPurposeIds.includes(purpose.stableId)) {
     return deny(flow, "CONTRACT_EXCLUDES", `contract terms '${contract.terms.stableId}' do not allow this purpose`);
@@ -195,14 +223,19 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
     const acceptedForParty = thirdParty ? own(grant.thirdParties, thirdParty.stableId) : grant.categoryIds;
     if (!acceptedForParty) return deny(flow, "NOT_IN_ACCEPTED_TERMS", `${thirdParty!.name} was not in the terms the user accepted`);
     const acceptedCategories = intersect(categories, acceptedForParty);
-    if (acceptedCategories.length < categories.length) reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
+    if (acceptedCategories.length < categories.length)
+      reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
     categories = acceptedCategories;
   }
   // Sharing never exceeds what its linked platform use purpose allows this user (spec 2.5).
   if (purpose.platformUsePurposeId !== undefined) {
     const linked = decide(policy, user, { type: "platformUse", purposeId: purpose.platformUsePurposeId }, now);
     if (!linked.allowed) {
-      return deny(flow, "LINKED_PURPOSE_DENIED", `sharing depends on '${purpose.platformUsePurposeId}', which is not allowed for this user (${linked.reasons.at(-1)!.text})`);
+      return deny(
+        flow,
+        "LINKED_PURPOSE_DENIED",
+        `sharing depends on '${purpose.platformUsePurposeId}', which is not allowed for this user (${linked.reasons.at(-1)!.text})`,
+      );
     }
     categories = intersect(categories, linked.categoryIds);
   }

@@ -114,7 +114,11 @@ function setOwn(target: { [key: string]: Json }, key: string, value: Json): void
  * emptied to null. A mapping on an object keeps or empties all of it; unmapped objects are
  * walked. Returns the record and, for every field, whether it was kept and why.
  */
-export function redactRecord(record: { [key: string]: Json }, plan: RecordPlan, decision: Decision): { record: { [key: string]: Json }; fields: Record<string, FieldOutcome> } {
+export function redactRecord(
+  record: { [key: string]: Json },
+  plan: RecordPlan,
+  decision: Decision,
+): { record: { [key: string]: Json }; fields: Record<string, FieldOutcome> } {
   const allowed = new Set(decision.categoryIds);
   const fields: Record<string, FieldOutcome> = {};
   const outcome = (path: string) => fieldOutcome(plan, allowed, path);

@@ -32,8 +32,23 @@ export interface PersonalizedTerms {
     thirdParties: Array<{ stableId: string; name: string; summary?: string; serviceProvider: boolean; categoryIds: string[] }>;
   }>;
   /** The contract the user is onboarded under, with the categories the contract party may access. */
-  contract: { purposeId: string; purposeName: string; termsId: string; termsName: string; summary?: string; fullDetails?: string; categories: TermsCategory[]; platformUsePurposeIds: string[]; platformSharingPurposeIds: string[] } | null;
-  consentedSharing: Array<{ stableId: string; name: string; summary?: string; terms: Array<{ stableId: string; name: string; summary?: string; categories: TermsCategory[] }> }>;
+  contract: {
+    purposeId: string;
+    purposeName: string;
+    termsId: string;
+    termsName: string;
+    summary?: string;
+    fullDetails?: string;
+    categories: TermsCategory[];
+    platformUsePurposeIds: string[];
+    platformSharingPurposeIds: string[];
+  } | null;
+  consentedSharing: Array<{
+    stableId: string;
+    name: string;
+    summary?: string;
+    terms: Array<{ stableId: string; name: string; summary?: string; categories: TermsCategory[] }>;
+  }>;
   /** Purposes left out for this context, and why (overrides, contract). */
   omitted: Array<{ purposeId: string; reason: string }>;
   grants: Grants;
@@ -52,12 +67,21 @@ function categoryDetails(policy: CompiledPolicy, ids: readonly string[]): TermsC
   return ids.flatMap((id) => {
     const category: Category | undefined = policy.categories.get(id);
     if (!category) return [];
-    return [{ stableId: id, name: category.name, ...describe(category), fields: category.fields.map((f) => ({ stableId: f.stableId, name: f.name, ...(f.summary === undefined ? {} : { summary: f.summary }) })) }];
+    return [
+      {
+        stableId: id,
+        name: category.name,
+        ...describe(category),
+        fields: category.fields.map((f) => ({ stableId: f.stableId, name: f.name, ...(f.summary === undefined ? {} : { summary: f.summary }) })),
+      },
+    ];
   });
 }
 
 function overrideReason(match: OverrideMatch): string {
-  return match.missingProperty ? `override '${match.override.name}' applies because ${match.missingProperty} is unknown` : `override '${match.override.name}' applies`;
+  return match.missingProperty
+    ? `override '${match.override.name}' applies because ${match.missingProperty} is unknown`
+    : `override '${match.override.name}' applies`;
 }
 
 /**
@@ -79,15 +103,25 @@ export function personalizedTerms(policy: CompiledPolicy, context: TermsContext,
   const platformUse = policy.config.platformUse.purposes.flatMap((purpose) => {
     const excluded = excludingOverride(useMatches, purpose.stableId);
     if (excluded) return omitted.push({ purposeId: purpose.stableId, reason: overrideReason(excluded) }), [];
-    if (contract && !contract.terms.platformUsePurposeIds.includes(purpose.stableId)) return omitted.push({ purposeId: purpose.stableId, reason: `not allowed by contract terms '${contract.terms.stableId}'` }), [];
+    if (contract && !contract.terms.platformUsePurposeIds.includes(purpose.stableId))
+      return omitted.push({ purposeId: purpose.stableId, reason: `not allowed by contract terms '${contract.terms.stableId}'` }), [];
     grants.platformUse[purpose.stableId] = { categoryIds: [...purpose.categoryIds], optIn: purpose.optIn === true };
-    return [{ stableId: purpose.stableId, name: purpose.name, ...describe(purpose), optIn: purpose.optIn === true, categories: categoryDetails(policy, purpose.categoryIds) }];
+    return [
+      {
+        stableId: purpose.stableId,
+        name: purpose.name,
+        ...describe(purpose),
+        optIn: purpose.optIn === true,
+        categories: categoryDetails(policy, purpose.categoryIds),
+      },
+    ];
   });
 
   const platformSharing = policy.config.platformSharing.purposes.flatMap((purpose) => {
     const excluded = excludingOverride(sharingMatches, purpose.stableId);
     if (excluded) return omitted.push({ purposeId: purpose.stableId, reason: overrideReason(excluded) }), [];
-    if (contract && !contract.terms.platformSharingPurposeIds.includes(purpose.stableId)) return omitted.push({ purposeId: purpose.stableId, reason: `not allowed by contract terms '${contract.terms.stableId}'` }), [];
+    if (contract && !contract.terms.platformSharingPurposeIds.includes(purpose.stableId))
+      return omitted.push({ purposeId: purpose.stableId, reason: `not allowed by contract terms '${contract.terms.stableId}'` }), [];
     grants.platformSharing[purpose.stableId] = {
       categoryIds: [...purpose.categoryCeilingIds],
       thirdParties: Object.fromEntries(purpose.thirdParties.map((t) => [t.stableId, t.categoryIds ?? [...purpose.categoryCeilingIds]])),
@@ -99,7 +133,13 @@ export function personalizedTerms(policy: CompiledPolicy, context: TermsContext,
         ...describe(purpose),
         ...(purpose.platformUsePurposeId === undefined ? {} : { platformUsePurposeId: purpose.platformUsePurposeId }),
         categories: categoryDetails(policy, purpose.categoryCeilingIds),
-        thirdParties: purpose.thirdParties.map((t) => ({ stableId: t.stableId, name: t.name, ...(t.summary === undefined ? {} : { summary: t.summary }), serviceProvider: t.serviceProvider, categoryIds: t.categoryIds ?? [...purpose.categoryCeilingIds] })),
+        thirdParties: purpose.thirdParties.map((t) => ({
+          stableId: t.stableId,
+          name: t.name,
+          ...(t.summary === undefined ? {} : { summary: t.summary }),
+          serviceProvider: t.serviceProvider,
+          categoryIds: t.categoryIds ?? [...purpose.categoryCeilingIds],
+        })),
       },
     ];
   });
@@ -124,7 +164,12 @@ export function personalizedTerms(policy: CompiledPolicy, context: TermsContext,
       stableId: p.stableId,
       name: p.name,
       ...(p.summary === undefined ? {} : { summary: p.summary }),
-      terms: p.terms.map((t) => ({ stableId: t.stableId, name: t.name, ...(t.summary === undefined ? {} : { summary: t.summary }), categories: categoryDetails(policy, t.requestedCategoryIds) })),
+      terms: p.terms.map((t) => ({
+        stableId: t.stableId,
+        name: t.name,
+        ...(t.summary === undefined ? {} : { summary: t.summary }),
+        categories: categoryDetails(policy, t.requestedCategoryIds),
+      })),
     })),
     omitted,
     grants,

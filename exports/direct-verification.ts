@@ -26,7 +26,12 @@ export interface CredentialVerification {
  * component, otherwise a password for the client's user name. Every attempt is audited in the
  * component's category (spec 6 items 5-7). Absent when the component does not enforce.
  */
-export function directVerificationFor(record: ExportRecord, authenticator: Authenticator, audit: ExportAudit, overrides: OverridesByVerifier | undefined): CredentialVerification | undefined {
+export function directVerificationFor(
+  record: ExportRecord,
+  authenticator: Authenticator,
+  audit: ExportAudit,
+  overrides: OverridesByVerifier | undefined,
+): CredentialVerification | undefined {
   const exportComponent = component(record.type);
   if (!authenticator.isEnforced(exportComponent)) return undefined;
   return {
@@ -37,15 +42,33 @@ export function directVerificationFor(record: ExportRecord, authenticator: Authe
       const base = { exportId: record.id, connectionId, component: exportComponent.name, user, credentialType: credential.type };
       // A token is no database password: logging in with it as the client's user would make any token holder any database user.
       if (credential.type === "rawBearerToken" && !record.credentials) {
-        audit("warn", "connection.denied", `connection to export ${record.id} refused: a bearer token needs the export's own back-end credentials`, { ...base, outcome: "rejected", reason: "token login without export credentials" });
-        return { ok: false, failure: "token-needs-export-credentials", reason: "this export takes bearer tokens only when it has its own back-end credentials" };
+        audit("warn", "connection.denied", `connection to export ${record.id} refused: a bearer token needs the export's own back-end credentials`, {
+          ...base,
+          outcome: "rejected",
+          reason: "token login without export credentials",
+        });
+        return {
+          ok: false,
+          failure: "token-needs-export-credentials",
+          reason: "this export takes bearer tokens only when it has its own back-end credentials",
+        };
       }
       const outcome = await authenticator.verify(exportComponent, credential, overrides);
       if (outcome.kind === "verified") {
-        audit("info", "connection.authenticated", `'${outcome.identity.subject}' authenticated for export ${record.id}`, { ...base, subject: outcome.identity.subject, assertions: outcome.identity.assertions, verifier: outcome.by });
+        audit("info", "connection.authenticated", `'${outcome.identity.subject}' authenticated for export ${record.id}`, {
+          ...base,
+          subject: outcome.identity.subject,
+          assertions: outcome.identity.assertions,
+          verifier: outcome.by,
+        });
         return { ok: true, subject: outcome.identity.subject, assertions: outcome.identity.assertions };
       }
-      audit("warn", outcome.kind === "unsupported" ? "connection.unsupported" : "connection.denied", `connection to export ${record.id} refused: ${outcome.reason}`, { ...base, outcome: outcome.kind, reason: outcome.reason, ...("by" in outcome ? { verifier: outcome.by } : {}) });
+      audit(
+        "warn",
+        outcome.kind === "unsupported" ? "connection.unsupported" : "connection.denied",
+        `connection to export ${record.id} refused: ${outcome.reason}`,
+        { ...base, outcome: outcome.kind, reason: outcome.reason, ...("by" in outcome ? { verifier: outcome.by } : {}) },
+      );
       // A throttled login may be tried again later, as one whose verifier did not answer.
       return { ok: false, failure: outcome.kind === "unavailable" || outcome.kind === "throttled" ? "unavailable" : "rejected", reason: outcome.reason };
     },

@@ -9,14 +9,18 @@ export function splitEndpoint(endpoint: string): [string, number] {
 
 /** A wire export's backing store, checked as PUT /export takes it: present, `host:port`, a port in range. */
 export function checkHostPortEndpoint(type: string, endpoint: string | undefined): void {
-  if (endpoint === undefined) throw new HandlerError("EXPORT_INVALID", `a ${type} export needs the endpoint of its backing store`, { details: [{ path: "endpoint", problem: "required: host:port" }] });
+  if (endpoint === undefined)
+    throw new HandlerError("EXPORT_INVALID", `a ${type} export needs the endpoint of its backing store`, {
+      details: [{ path: "endpoint", problem: "required: host:port" }],
+    });
   let port: number;
   try {
     [, port] = splitEndpoint(endpoint);
   } catch {
     throw new HandlerError("EXPORT_INVALID", `endpoint '${endpoint}' is not host:port`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
   }
-  if (port < 1 || port > 65535) throw new HandlerError("EXPORT_INVALID", `endpoint port ${port} is out of range`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
+  if (port < 1 || port > 65535)
+    throw new HandlerError("EXPORT_INVALID", `endpoint port ${port} is out of range`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
 }
 
 /** A field the export type does not take: refused with why, rather than stored and ignored. */
@@ -29,5 +33,6 @@ export function refuseField(type: string, path: string, why: string): never {
  * saying): a field added for another type later is refused, not stored and ignored.
  */
 export function refuseFieldsNotTaken(type: string, body: object, taken: ReadonlySet<string>, reasons: Readonly<Record<string, string>> = {}): void {
-  for (const [field, value] of Object.entries(body)) if (value !== undefined && !taken.has(field)) refuseField(type, field, reasons[field] ?? `${field} does not apply to a ${type} export`);
+  for (const [field, value] of Object.entries(body))
+    if (value !== undefined && !taken.has(field)) refuseField(type, field, reasons[field] ?? `${field} does not apply to a ${type} export`);
 }

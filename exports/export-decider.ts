@@ -10,7 +10,6 @@ import type { UserRecord } from "../actors/user/user-actor";
 import type { DecisionService } from "../ports/decision-service";
 import { allStored, decideTraced, withUserStates } from "../ports/traced-decisions";
 
-
 const unavailable: MappingView = { key: "unavailable", fields: new Map() };
 
 interface View {
@@ -94,7 +93,8 @@ export class ExportDecider implements RowDecider {
     if (!group) return { mapping: { key: `${compiled.revision}/missing`, fields: new Map() } };
     const plan = planRecords(compiled, group);
     const fields = new Map<string, MappedField>();
-    for (const [recordField, category] of plan.categoryOf) fields.set(recordField, { recordField, category, resourceOrder: plan.resourceFields.indexOf(recordField) });
+    for (const [recordField, category] of plan.categoryOf)
+      fields.set(recordField, { recordField, category, resourceOrder: plan.resourceFields.indexOf(recordField) });
     return { mapping: { key: `${compiled.revision}/${group.name}`, fields }, plan };
   }
 
@@ -139,15 +139,26 @@ export class ExportDecider implements RowDecider {
         stored.push(inFlight.traced);
       } else undecided.push(userId);
     }
-    await withUserStates(undecided, (userId) => this.decisions.userState(userId), (userId, state) => {
-      const { decision, stored: traced } = this.decideFor(compiled, userId, state);
-      made.set(userId, decision);
-      // Remembered now, so a change to the user meanwhile still voids it; handed out only once stored.
-      const entry: Remembered = { verdict: this.verdicts.of(decision), decision, madeUnder: compiled.revision, expiresAt: verdictExpiry(Date.now()), stored: false, traced };
-      this.memo.set(userId, entry);
-      entries.push([userId, entry]);
-      stored.push(traced);
-    });
+    await withUserStates(
+      undecided,
+      (userId) => this.decisions.userState(userId),
+      (userId, state) => {
+        const { decision, stored: traced } = this.decideFor(compiled, userId, state);
+        made.set(userId, decision);
+        // Remembered now, so a change to the user meanwhile still voids it; handed out only once stored.
+        const entry: Remembered = {
+          verdict: this.verdicts.of(decision),
+          decision,
+          madeUnder: compiled.revision,
+          expiresAt: verdictExpiry(Date.now()),
+          stored: false,
+          traced,
+        };
+        this.memo.set(userId, entry);
+        entries.push([userId, entry]);
+        stored.push(traced);
+      },
+    );
     try {
       await allStored(stored);
     } catch (error) {

@@ -63,15 +63,26 @@ export class ExportService implements ExportPort {
         ...(body.formats !== undefined ? { formats: body.formats } : {}),
       });
     } catch (error) {
-      await this.deps.runtime.client.ref(exportPort, String(port)).release({ exportId: id }).catch(() => undefined);
+      await this.deps.runtime.client
+        .ref(exportPort, String(port))
+        .release({ exportId: id })
+        .catch(() => undefined);
       throw error;
     }
-    await this.audit("export.created", `export ${id} created: ${type}${body.endpoint ? ` in front of ${body.endpoint}` : ""}, listening on port ${port}`, record, by);
+    await this.audit(
+      "export.created",
+      `export ${id} created: ${type}${body.endpoint ? ` in front of ${body.endpoint}` : ""}, listening on port ${port}`,
+      record,
+      by,
+    );
     return this.view(record);
   }
 
   private async validate(body: ExportBody): Promise<ExportType> {
-    if (!(exportTypes as readonly string[]).includes(body.type)) throw new HandlerError("EXPORT_INVALID", `unknown export type '${body.type}' (known: ${exportTypes.join(", ")})`, { details: [{ path: "type", problem: "unknown export type" }] });
+    if (!(exportTypes as readonly string[]).includes(body.type))
+      throw new HandlerError("EXPORT_INVALID", `unknown export type '${body.type}' (known: ${exportTypes.join(", ")})`, {
+        details: [{ path: "type", problem: "unknown export type" }],
+      });
     const type = body.type as ExportType;
     await this.deps.doors[type].validate(body);
     for (const [name, value] of Object.entries(body.cloudSigning ?? {})) {
@@ -81,12 +92,19 @@ export class ExportService implements ExportPort {
     try {
       await this.deps.decisions.redactionPlan({ ...body.metadata, mappingGroup: body.resolverGroup });
     } catch (error) {
-      if (error instanceof RuntimeError && error.code === "REDACT_INVALID") throw new HandlerError("EXPORT_INVALID", error.message.replace("no mapping group", "no resolverGroup"), { details: [{ path: error.message.includes("mapping group") ? "resolverGroup" : "metadata", problem: error.message }] });
+      if (error instanceof RuntimeError && error.code === "REDACT_INVALID")
+        throw new HandlerError("EXPORT_INVALID", error.message.replace("no mapping group", "no resolverGroup"), {
+          details: [{ path: error.message.includes("mapping group") ? "resolverGroup" : "metadata", problem: error.message }],
+        });
       throw error;
     }
     // Export credentials with pass-through would let anyone in as the export's user: they need the proxy to verify clients itself.
     if (body.credentials && !this.deps.authenticator.isEnforced(component(type))) {
-      throw new HandlerError("EXPORT_INVALID", `export credentials need direct verification: enforce authentication on component '${body.type}' in the security configuration`, { details: [{ path: "credentials", problem: "needs an enforced component" }] });
+      throw new HandlerError(
+        "EXPORT_INVALID",
+        `export credentials need direct verification: enforce authentication on component '${body.type}' in the security configuration`,
+        { details: [{ path: "credentials", problem: "needs an enforced component" }] },
+      );
     }
     return type;
   }
@@ -173,13 +191,27 @@ export class ExportService implements ExportPort {
   }
 
   private async audit(event: string, message: string, record: ExportRecord, by: Requester): Promise<void> {
-    await this.deps.runtime.events.audit({ category: "export", level: "info", event, message, details: { exportId: record.id, type: record.type, endpoint: record.endpoint, port: record.listen.port, status: record.status, by } });
+    await this.deps.runtime.events.audit({
+      category: "export",
+      level: "info",
+      event,
+      message,
+      details: { exportId: record.id, type: record.type, endpoint: record.endpoint, port: record.listen.port, status: record.status, by },
+    });
   }
 
   /** The record as reads show it: the export's credentials never leave the service. */
   private publicRecord(record: ExportRecord): Omit<ExportView, "serving" | "servingError"> {
     const { credentials, cloudSigning, ...rest } = record;
-    const signing = cloudSigning ? { cloudSigning: { ...(cloudSigning.id ? { id: cloudSigning.id } : {}), ...(cloudSigning.region ? { region: cloudSigning.region } : {}), ...(cloudSigning.key ? { key: "(set)" as const } : {}) } } : {};
+    const signing = cloudSigning
+      ? {
+          cloudSigning: {
+            ...(cloudSigning.id ? { id: cloudSigning.id } : {}),
+            ...(cloudSigning.region ? { region: cloudSigning.region } : {}),
+            ...(cloudSigning.key ? { key: "(set)" as const } : {}),
+          },
+        }
+      : {};
     return { ...rest, ...signing, backendIdentity: credentials ? "export" : "client", ...this.deps.doors[record.type].view?.(record) };
   }
 }

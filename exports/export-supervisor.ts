@@ -128,7 +128,9 @@ export class ExportSupervisor {
   /** Audit records of an export's endpoint, in the category of its component (`postgres`, `pipeline`). */
   private audit(category: string): ExportAudit {
     return (level, event, message, details) => {
-      this.deps.runtime.events.audit({ category, level, event, message, details }).catch((error: unknown) => this.deps.log.warn({ err: error, event }, "audit record not stored"));
+      this.deps.runtime.events
+        .audit({ category, level, event, message, details })
+        .catch((error: unknown) => this.deps.log.warn({ err: error, event }, "audit record not stored"));
     };
   }
 
@@ -169,8 +171,17 @@ export class ExportSupervisor {
       .catch((error: unknown) => {
         const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
         log.warn({ err: error, exportId: record.id, port: record.listen.port }, "export port could not be opened; will retry");
-        this.audit(record.type)("warn", "port.failed", `export ${record.id} could not open ${this.deps.listenHost}:${record.listen.port} (${reason})`, { exportId: record.id, component: record.type, host: this.deps.listenHost, port: record.listen.port, error: reason });
-        this.failures.set(record.id, { error: reason === "EADDRINUSE" ? `port ${record.listen.port} is in use by another program` : `cannot listen: ${reason}`, retryAt: Date.now() + retryListenAfterMs });
+        this.audit(record.type)("warn", "port.failed", `export ${record.id} could not open ${this.deps.listenHost}:${record.listen.port} (${reason})`, {
+          exportId: record.id,
+          component: record.type,
+          host: this.deps.listenHost,
+          port: record.listen.port,
+          error: reason,
+        });
+        this.failures.set(record.id, {
+          error: reason === "EADDRINUSE" ? `port ${record.listen.port} is in use by another program` : `cannot listen: ${reason}`,
+          retryAt: Date.now() + retryListenAfterMs,
+        });
         if (this.listeners.get(record.id) === listener) this.listeners.delete(record.id);
         decider.close();
       })

@@ -30,7 +30,10 @@ const defaultBodyLimit = 1024 * 1024;
 export function build(deps: GatewayDeps): FastifyInstance {
   const refused = refusalCounter(deps.metrics);
   const app = Fastify({
-    serverFactory: limitedServerFactory(deps.limits ?? defaultHttpListenerLimits, { tls: deps.https, onRefused: () => refused("ERR_SERVICE_CONNECTIONS_FULL") }),
+    serverFactory: limitedServerFactory(deps.limits ?? defaultHttpListenerLimits, {
+      tls: deps.https,
+      onRefused: () => refused("ERR_SERVICE_CONNECTIONS_FULL"),
+    }),
     loggerInstance: deps.logger.child({ component: "gateway" }) as FastifyBaseLogger,
     bodyLimit: deps.bodyLimit ?? defaultBodyLimit,
     requestIdHeader: false,
@@ -54,7 +57,12 @@ export function build(deps: GatewayDeps): FastifyInstance {
   documentResponses(app);
   void app.register(swagger, {
     openapi: {
-      info: { title: "warden", description: "Data-use policy enforcement service: REST APIs by root path", version, license: { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" } },
+      info: {
+        title: "warden",
+        description: "Data-use policy enforcement service: REST APIs by root path",
+        version,
+        license: { name: "Apache-2.0", url: "https://www.apache.org/licenses/LICENSE-2.0" },
+      },
       tags: [...rootPaths, "health"].map((name) => ({ name })),
       components: { securitySchemes },
       security,
@@ -74,7 +82,9 @@ export function build(deps: GatewayDeps): FastifyInstance {
   };
   for (const root of rootPaths) void app.register(implemented[root] ?? notImplemented(root));
   // The web UIs: static pages under /config/, /mapping/ and /redact/ (a root not implemented here keeps its bare path for the 501).
-  void app.register(uiRoutes({ manifest: deps.uiManifest, redirects: [...(deps.policy ? (["mapping"] as const) : []), ...(deps.redact ? (["redact"] as const) : [])] }));
+  void app.register(
+    uiRoutes({ manifest: deps.uiManifest, redirects: [...(deps.policy ? (["mapping"] as const) : []), ...(deps.redact ? (["redact"] as const) : [])] }),
+  );
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   return app;
 }

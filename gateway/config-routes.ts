@@ -29,13 +29,69 @@ interface ListSection {
 }
 
 const listSections: ListSection[] = [
-  { path: "categories", bodyKey: "categories", itemSchema: categorySchema, kind: "category", read: (c) => c.categories, write: (items) => ({ section: "categories", items }), summary: "categories and their fields" },
-  { path: "platform-use", bodyKey: "purposes", itemSchema: platformUsePurposeSchema, kind: "platformUsePurpose", read: (c) => c.platformUse.purposes, write: (items) => ({ section: "platformUse", items }), summary: "platform use purposes" },
-  { path: "platform-use/overrides", bodyKey: "overrides", itemSchema: overrideSchema, kind: "platformUseOverride", read: (c) => c.platformUse.overrides, write: (items) => ({ section: "platformUseOverrides", items }), summary: "overrides of platform use (and contractual) purposes" },
-  { path: "platform-sharing", bodyKey: "purposes", itemSchema: platformSharingPurposeSchema, kind: "platformSharingPurpose", read: (c) => c.platformSharing.purposes, write: (items) => ({ section: "platformSharing", items }), summary: "platform sharing purposes with their third parties" },
-  { path: "platform-sharing/overrides", bodyKey: "overrides", itemSchema: overrideSchema, kind: "platformSharingOverride", read: (c) => c.platformSharing.overrides, write: (items) => ({ section: "platformSharingOverrides", items }), summary: "overrides of platform sharing purposes" },
-  { path: "contractual-exchange", bodyKey: "purposes", itemSchema: contractualPurposeSchema, kind: "contractualPurpose", read: (c) => c.contractualExchange.purposes, write: (items) => ({ section: "contractualExchange", items }), summary: "contractual exchange purposes and their terms" },
-  { path: "consented-sharing", bodyKey: "purposes", itemSchema: consentedPurposeSchema, kind: "consentedPurpose", read: (c) => c.consentedSharing.purposes, write: (items) => ({ section: "consentedSharing", items }), summary: "consented sharing purposes and their terms" },
+  {
+    path: "categories",
+    bodyKey: "categories",
+    itemSchema: categorySchema,
+    kind: "category",
+    read: (c) => c.categories,
+    write: (items) => ({ section: "categories", items }),
+    summary: "categories and their fields",
+  },
+  {
+    path: "platform-use",
+    bodyKey: "purposes",
+    itemSchema: platformUsePurposeSchema,
+    kind: "platformUsePurpose",
+    read: (c) => c.platformUse.purposes,
+    write: (items) => ({ section: "platformUse", items }),
+    summary: "platform use purposes",
+  },
+  {
+    path: "platform-use/overrides",
+    bodyKey: "overrides",
+    itemSchema: overrideSchema,
+    kind: "platformUseOverride",
+    read: (c) => c.platformUse.overrides,
+    write: (items) => ({ section: "platformUseOverrides", items }),
+    summary: "overrides of platform use (and contractual) purposes",
+  },
+  {
+    path: "platform-sharing",
+    bodyKey: "purposes",
+    itemSchema: platformSharingPurposeSchema,
+    kind: "platformSharingPurpose",
+    read: (c) => c.platformSharing.purposes,
+    write: (items) => ({ section: "platformSharing", items }),
+    summary: "platform sharing purposes with their third parties",
+  },
+  {
+    path: "platform-sharing/overrides",
+    bodyKey: "overrides",
+    itemSchema: overrideSchema,
+    kind: "platformSharingOverride",
+    read: (c) => c.platformSharing.overrides,
+    write: (items) => ({ section: "platformSharingOverrides", items }),
+    summary: "overrides of platform sharing purposes",
+  },
+  {
+    path: "contractual-exchange",
+    bodyKey: "purposes",
+    itemSchema: contractualPurposeSchema,
+    kind: "contractualPurpose",
+    read: (c) => c.contractualExchange.purposes,
+    write: (items) => ({ section: "contractualExchange", items }),
+    summary: "contractual exchange purposes and their terms",
+  },
+  {
+    path: "consented-sharing",
+    bodyKey: "purposes",
+    itemSchema: consentedPurposeSchema,
+    kind: "consentedPurpose",
+    read: (c) => c.consentedSharing.purposes,
+    write: (items) => ({ section: "consentedSharing", items }),
+    summary: "consented sharing purposes and their terms",
+  },
 ];
 
 /** Overrides merge by replacing the whole list; every other list is upserted by stableId. */
@@ -71,7 +127,6 @@ export function answerWrite(reply: FastifyReply, result: ConfigWriteResult): Fas
   return withRevision(reply, result.revision).send(result);
 }
 
-
 function registerListSection(app: FastifyInstance, port: PolicyPort, section: ListSection): void {
   const tags = ["config"];
   app.put(
@@ -84,7 +139,12 @@ function registerListSection(app: FastifyInstance, port: PolicyPort, section: Li
           ? `Replaces the whole list of ${section.summary}.`
           : `Each item creates or replaces the item with the same stableId; items not given stay. Delete with DELETE /config/${section.path}/{id}.`,
         headers: ifMatchHeader,
-        body: { type: "object", additionalProperties: false, properties: { [section.bodyKey]: { type: "array", maxItems: 10_000, items: section.itemSchema } }, required: [section.bodyKey] },
+        body: {
+          type: "object",
+          additionalProperties: false,
+          properties: { [section.bodyKey]: { type: "array", maxItems: 10_000, items: section.itemSchema } },
+          required: [section.bodyKey],
+        },
         response: { 200: writeResultSchema },
       },
     },
@@ -97,16 +157,28 @@ function registerListSection(app: FastifyInstance, port: PolicyPort, section: Li
     const { revision, config } = await port.read();
     return withRevision(reply, revision).send({ [section.bodyKey]: section.read(config) });
   });
-  app.get(`/config/${section.path}/:id`, { schema: { tags, summary: `Read one of the ${section.summary} by stableId`, params: idParams } }, async (request, reply) => {
-    const { id } = request.params as { id: string };
-    const { revision, config } = await port.read();
-    const item = findItem(config, section.kind, id);
-    if (item === undefined) throw new HttpError("ERR_RESOURCE_NOT_FOUND", `no ${section.kind} '${id}'`);
-    return withRevision(reply, revision).send(item);
-  });
+  app.get(
+    `/config/${section.path}/:id`,
+    { schema: { tags, summary: `Read one of the ${section.summary} by stableId`, params: idParams } },
+    async (request, reply) => {
+      const { id } = request.params as { id: string };
+      const { revision, config } = await port.read();
+      const item = findItem(config, section.kind, id);
+      if (item === undefined) throw new HttpError("ERR_RESOURCE_NOT_FOUND", `no ${section.kind} '${id}'`);
+      return withRevision(reply, revision).send(item);
+    },
+  );
   app.delete(
     `/config/${section.path}/:id`,
-    { schema: { tags, summary: `Delete one of the ${section.summary} (refused with 409 while anything refers to it)`, params: idParams, headers: ifMatchHeader, response: { 200: writeResultSchema } } },
+    {
+      schema: {
+        tags,
+        summary: `Delete one of the ${section.summary} (refused with 409 while anything refers to it)`,
+        params: idParams,
+        headers: ifMatchHeader,
+        response: { 200: writeResultSchema },
+      },
+    },
     async (request, reply) => {
       const { id } = request.params as { id: string };
       return answerWrite(reply, await port.remove(section.kind, id, requester(request), expectedRevisionOf(request)));
@@ -118,10 +190,14 @@ function registerListSection(app: FastifyInstance, port: PolicyPort, section: Li
 export function configRoutes(port: PolicyPort): FastifyPluginAsync {
   return async (app) => {
     const tags = ["config"];
-    app.get("/config", { schema: { tags, summary: "Read the complete configuration (mapping groups included); the revision is in the ETag" } }, async (_request, reply) => {
-      const { revision, config } = await port.read();
-      return withRevision(reply, revision).send(config);
-    });
+    app.get(
+      "/config",
+      { schema: { tags, summary: "Read the complete configuration (mapping groups included); the revision is in the ETag" } },
+      async (_request, reply) => {
+        const { revision, config } = await port.read();
+        return withRevision(reply, revision).send(config);
+      },
+    );
     app.put(
       "/config",
       {
@@ -141,8 +217,24 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
 
     app.put(
       "/config/user-access",
-      { schema: { tags, summary: "Set the categories on which users have core rights", headers: ifMatchHeader, body: userAccessSchema, response: { 200: writeResultSchema } } },
-      async (request, reply) => answerWrite(reply, await port.write({ section: "userAccess", categoryIds: (request.body as { categoryIds: string[] }).categoryIds }, requester(request), expectedRevisionOf(request))),
+      {
+        schema: {
+          tags,
+          summary: "Set the categories on which users have core rights",
+          headers: ifMatchHeader,
+          body: userAccessSchema,
+          response: { 200: writeResultSchema },
+        },
+      },
+      async (request, reply) =>
+        answerWrite(
+          reply,
+          await port.write(
+            { section: "userAccess", categoryIds: (request.body as { categoryIds: string[] }).categoryIds },
+            requester(request),
+            expectedRevisionOf(request),
+          ),
+        ),
     );
     app.get("/config/user-access", { schema: { tags, summary: "Read user access" } }, async (_request, reply) => {
       const { revision, config } = await port.read();
@@ -151,7 +243,8 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
     app.put(
       "/config/user-access/guardian",
       { schema: { tags, summary: "Set guardian rights", headers: ifMatchHeader, body: guardianSchema, response: { 200: writeResultSchema } } },
-      async (request, reply) => answerWrite(reply, await port.write({ section: "guardian", guardian: request.body as never }, requester(request), expectedRevisionOf(request))),
+      async (request, reply) =>
+        answerWrite(reply, await port.write({ section: "guardian", guardian: request.body as never }, requester(request), expectedRevisionOf(request))),
     );
     app.get("/config/user-access/guardian", { schema: { tags, summary: "Read guardian rights (404 until configured)" } }, async (_request, reply) => {
       const { revision, config } = await port.read();
@@ -166,7 +259,14 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
           tags,
           summary: "The revision history, newest first: who changed what, when",
           // Query values are strings (bodies are never coerced, so neither are these): digits, parsed below.
-          querystring: { type: "object", additionalProperties: false, properties: { before: { type: "string", pattern: "^[1-9][0-9]{0,14}$" }, limit: { type: "string", pattern: "^([1-9]|[1-9][0-9]|1[0-9][0-9]|200)$" } } },
+          querystring: {
+            type: "object",
+            additionalProperties: false,
+            properties: {
+              before: { type: "string", pattern: "^[1-9][0-9]{0,14}$" },
+              limit: { type: "string", pattern: "^([1-9]|[1-9][0-9]|1[0-9][0-9]|200)$" },
+            },
+          },
         },
       },
       async (request) => {
@@ -182,7 +282,13 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
     );
     app.get(
       "/config/history/:revision",
-      { schema: { tags, summary: "One revision as it was written, with the complete configuration", params: { type: "object", properties: { revision: { type: "string", pattern: "^[1-9][0-9]{0,14}$" } }, required: ["revision"] } } },
+      {
+        schema: {
+          tags,
+          summary: "One revision as it was written, with the complete configuration",
+          params: { type: "object", properties: { revision: { type: "string", pattern: "^[1-9][0-9]{0,14}$" } }, required: ["revision"] },
+        },
+      },
       async (request) => {
         const wanted = Number((request.params as { revision: string }).revision);
         // A record above the current revision is left over from a write that failed to commit.

@@ -11,7 +11,10 @@ const query = {
 } as const;
 const tags = ["decision"];
 
-const reasons = { type: "array", items: { type: "object", properties: { code: { type: "string" }, text: { type: "string" } }, required: ["code", "text"] } } as const;
+const reasons = {
+  type: "array",
+  items: { type: "object", properties: { code: { type: "string" }, text: { type: "string" } }, required: ["code", "text"] },
+} as const;
 /** The answer's shape: documents it, and lets Fastify serialize it with a compiled serializer. */
 const answer = {
   type: "object",
@@ -35,7 +38,15 @@ export function decisionRoutes(decisions: DecisionPort): FastifyPluginAsync {
   return async (app) => {
     app.put(
       "/decision",
-      { schema: { tags, summary: "Decide whether a user's data may be used for a purpose: allowed, categories, fields of a mapping group when asked, reasons, revision, trace id", body: query, response: { 200: answer } } },
+      {
+        schema: {
+          tags,
+          summary:
+            "Decide whether a user's data may be used for a purpose: allowed, categories, fields of a mapping group when asked, reasons, revision, trace id",
+          body: query,
+          response: { 200: answer },
+        },
+      },
       async (request) => decisions.decide(request.body as DecisionQuery, "decision", request.access),
     );
     app.put(
@@ -44,11 +55,18 @@ export function decisionRoutes(decisions: DecisionPort): FastifyPluginAsync {
         schema: {
           tags,
           summary: "Many decisions at once (up to 1000), answered in order",
-          body: { type: "object", additionalProperties: false, properties: { queries: { type: "array", minItems: 1, maxItems: 1000, items: query } }, required: ["queries"] },
+          body: {
+            type: "object",
+            additionalProperties: false,
+            properties: { queries: { type: "array", minItems: 1, maxItems: 1000, items: query } },
+            required: ["queries"],
+          },
           response: { 200: { type: "object", properties: { decisions: { type: "array", items: answer } }, required: ["decisions"] } },
         },
       },
-      async (request) => ({ decisions: await Promise.all((request.body as { queries: DecisionQuery[] }).queries.map((q) => decisions.decide(q, "decision", request.access))) }),
+      async (request) => ({
+        decisions: await Promise.all((request.body as { queries: DecisionQuery[] }).queries.map((q) => decisions.decide(q, "decision", request.access))),
+      }),
     );
   };
 }

@@ -9,7 +9,9 @@ import type { DocumentPort, RedactRequest } from "../api/types";
 
 const tags = ["redact"];
 const jobQuery = { type: "object", additionalProperties: false, properties: { jobName: id }, required: ["jobName"] } as const;
-const formatOfMediaType = new Map<string, DocumentFormat>(Object.entries(documentFormats).map(([format, mediaType]): [string, DocumentFormat] => [mediaType, format as DocumentFormat]));
+const formatOfMediaType = new Map<string, DocumentFormat>(
+  Object.entries(documentFormats).map(([format, mediaType]): [string, DocumentFormat] => [mediaType, format as DocumentFormat]),
+);
 
 function links(jobName: string) {
   const query = `jobName=${encodeURIComponent(jobName)}`;
@@ -82,7 +84,12 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
         schema: {
           tags,
           summary: "Upload a CSV, JSON array or NDJSON document for redaction; answers with the job's name once the document is stored",
-          querystring: { type: "object", additionalProperties: false, properties: { purposeId: id, type: { type: "string", enum: [...purposeTypes] }, mappingGroup: id, thirdPartyId: id, termsId: id }, required: ["purposeId", "type", "mappingGroup"] },
+          querystring: {
+            type: "object",
+            additionalProperties: false,
+            properties: { purposeId: id, type: { type: "string", enum: [...purposeTypes] }, mappingGroup: id, thirdPartyId: id, termsId: id },
+            required: ["purposeId", "type", "mappingGroup"],
+          },
         },
       },
       async (request) => {
@@ -94,28 +101,56 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
       },
     );
 
-    app.get("/redact/stats", { schema: { tags, summary: "What a finished job did (404 while it runs; status 'failed' with the error and where)", querystring: jobQuery } }, async (request) => {
-      const job = await documents.job((request.query as { jobName: string }).jobName);
-      if (job.status === "running") throw new HttpError("ERR_REDACT_JOB_RUNNING", undefined, { progress: links(job.jobName).progress });
-      return statsOf(job);
-    });
-
-    app.get("/redact/progress", { schema: { tags, summary: "How far a job is: bytes and rows processed, for a progress bar", querystring: jobQuery } }, async (request) =>
-      progressOf(await documents.job((request.query as { jobName: string }).jobName)),
+    app.get(
+      "/redact/stats",
+      { schema: { tags, summary: "What a finished job did (404 while it runs; status 'failed' with the error and where)", querystring: jobQuery } },
+      async (request) => {
+        const job = await documents.job((request.query as { jobName: string }).jobName);
+        if (job.status === "running") throw new HttpError("ERR_REDACT_JOB_RUNNING", undefined, { progress: links(job.jobName).progress });
+        return statsOf(job);
+      },
     );
 
-    app.get("/redact/document", { schema: { tags, summary: "The redacted document of a complete job, in the uploaded format, rows in their original order", querystring: jobQuery, response: { 200: { description: "the redacted document, in the uploaded format", content: Object.fromEntries(Object.values(documentFormats).map((type) => [type, { schema: { type: "string" } }])) } } } }, async (request, reply) => {
-      const { job, chunks } = await documents.download((request.query as { jobName: string }).jobName);
-      void reply
-        .type(documentFormats[job.format])
-        .header("content-length", job.output!.bytes)
-        .header("content-disposition", `attachment; filename="${job.jobName}.${job.format}"`);
-      return reply.send(Readable.from(chunks));
-    });
+    app.get(
+      "/redact/progress",
+      { schema: { tags, summary: "How far a job is: bytes and rows processed, for a progress bar", querystring: jobQuery } },
+      async (request) => progressOf(await documents.job((request.query as { jobName: string }).jobName)),
+    );
+
+    app.get(
+      "/redact/document",
+      {
+        schema: {
+          tags,
+          summary: "The redacted document of a complete job, in the uploaded format, rows in their original order",
+          querystring: jobQuery,
+          response: {
+            200: {
+              description: "the redacted document, in the uploaded format",
+              content: Object.fromEntries(Object.values(documentFormats).map((type) => [type, { schema: { type: "string" } }])),
+            },
+          },
+        },
+      },
+      async (request, reply) => {
+        const { job, chunks } = await documents.download((request.query as { jobName: string }).jobName);
+        void reply
+          .type(documentFormats[job.format])
+          .header("content-length", job.output!.bytes)
+          .header("content-disposition", `attachment; filename="${job.jobName}.${job.format}"`);
+        return reply.send(Readable.from(chunks));
+      },
+    );
 
     app.get(
       "/redact/jobs",
-      { schema: { tags, summary: "Redaction jobs, newest first", querystring: { type: "object", additionalProperties: false, properties: { status: { type: "string", enum: ["running", "complete", "failed"] } } } } },
+      {
+        schema: {
+          tags,
+          summary: "Redaction jobs, newest first",
+          querystring: { type: "object", additionalProperties: false, properties: { status: { type: "string", enum: ["running", "complete", "failed"] } } },
+        },
+      },
       async (request) => {
         const { status } = request.query as { status?: string };
         const jobs = documents.list().filter((job) => status === undefined || job.status === status);
@@ -124,9 +159,13 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
       },
     );
 
-    app.delete("/redact/document", { schema: { tags, summary: "Delete a job and its documents (a running job stops)", querystring: jobQuery } }, async (request) => {
-      const job = await documents.remove((request.query as { jobName: string }).jobName);
-      return { jobName: job.jobName, deleted: true, status: job.status };
-    });
+    app.delete(
+      "/redact/document",
+      { schema: { tags, summary: "Delete a job and its documents (a running job stops)", querystring: jobQuery } },
+      async (request) => {
+        const job = await documents.remove((request.query as { jobName: string }).jobName);
+        return { jobName: job.jobName, deleted: true, status: job.status };
+      },
+    );
   };
 }

@@ -14,7 +14,12 @@ const exportBody = {
   required: ["type", "resolverGroup", "metadata"],
   properties: {
     type: { type: "string", minLength: 1, maxLength: 64 },
-    endpoint: { type: "string", minLength: 3, maxLength: 300, description: "the backing store: host:port (postgres, mysql), http://host:port (objectstore), the FHIR base URL (fhir); a pipeline export has none" },
+    endpoint: {
+      type: "string",
+      minLength: 3,
+      maxLength: 300,
+      description: "the backing store: host:port (postgres, mysql), http://host:port (objectstore), the FHIR base URL (fhir); a pipeline export has none",
+    },
     resolverGroup: id,
     metadata: {
       type: "object",
@@ -24,7 +29,8 @@ const exportBody = {
     },
     port: { type: "integer", minimum: 1, maximum: 65535, description: "listen port; allocated from the export range when absent" },
     credentials: {
-      description: "the export's own back-end identity, in its type's shape: {user, password} (postgres) or {accessKeyId, secretAccessKey, region?, sessionToken?} (objectstore); needs direct verification; never shown by reads",
+      description:
+        "the export's own back-end identity, in its type's shape: {user, password} (postgres) or {accessKeyId, secretAccessKey, region?, sessionToken?} (objectstore); needs direct verification; never shown by reads",
       oneOf: [
         {
           type: "object",
@@ -46,12 +52,41 @@ const exportBody = {
       ],
     },
     resourceServerId: { type: "string", minLength: 1, maxLength: 300, description: "OAuth audience of tokens given to this export (overrides the verifier's)" },
-    allowWrites: { type: "boolean", description: "postgres, mysql: let clients write (INSERT, UPDATE, DDL...); objectstore: pass PutObject, DeleteObject and CopyObject unchanged; fhir: pass writes; without it the export is read-only" },
-    strict: { type: "boolean", description: "postgres (mysql exports refuse it): refuse statements whose WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, window or DISTINCT ON use columns other than resource-context ones" },
-    backendTls: { type: "string", enum: [...backendTlsModes], description: "postgres (mysql exports refuse it): TLS to the backend, as libpq's sslmode: disable (default), prefer, require, verify-ca, verify-full; require and the verify modes never fall back to cleartext" },
-    backendCa: { type: "string", minLength: 1, maxLength: 65536, description: "postgres, verify-ca and verify-full: the CA certificates (PEM) the backend's certificate must chain to; absent: the system's" },
-    pushdown: { type: "boolean", description: "postgres: rewrite every SELECT so that mapped tables are read through derived tables of allowed rows and values (aggregates, joins and predicates see allowed data only); needs credentials, which keep a verdict table in the schema warden of the backing database" },
-    buckets: { type: "array", minItems: 1, maxItems: 1000, uniqueItems: true, items: { type: "string", minLength: 3, maxLength: 63 }, description: "objectstore: the buckets clients may see and use; absent: every bucket of the store" },
+    allowWrites: {
+      type: "boolean",
+      description:
+        "postgres, mysql: let clients write (INSERT, UPDATE, DDL...); objectstore: pass PutObject, DeleteObject and CopyObject unchanged; fhir: pass writes; without it the export is read-only",
+    },
+    strict: {
+      type: "boolean",
+      description:
+        "postgres (mysql exports refuse it): refuse statements whose WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, window or DISTINCT ON use columns other than resource-context ones",
+    },
+    backendTls: {
+      type: "string",
+      enum: [...backendTlsModes],
+      description:
+        "postgres (mysql exports refuse it): TLS to the backend, as libpq's sslmode: disable (default), prefer, require, verify-ca, verify-full; require and the verify modes never fall back to cleartext",
+    },
+    backendCa: {
+      type: "string",
+      minLength: 1,
+      maxLength: 65536,
+      description: "postgres, verify-ca and verify-full: the CA certificates (PEM) the backend's certificate must chain to; absent: the system's",
+    },
+    pushdown: {
+      type: "boolean",
+      description:
+        "postgres: rewrite every SELECT so that mapped tables are read through derived tables of allowed rows and values (aggregates, joins and predicates see allowed data only); needs credentials, which keep a verdict table in the schema warden of the backing database",
+    },
+    buckets: {
+      type: "array",
+      minItems: 1,
+      maxItems: 1000,
+      uniqueItems: true,
+      items: { type: "string", minLength: 3, maxLength: 63 },
+      description: "objectstore: the buckets clients may see and use; absent: every bucket of the store",
+    },
     formats: {
       type: "object",
       maxProperties: 100,
@@ -62,7 +97,8 @@ const exportBody = {
       type: "object",
       additionalProperties: false,
       minProperties: 1,
-      description: "cloud-signing properties of this export over the verifier profile's (pipeline exports, whose HTTP door takes signed requests); the key is never shown by reads",
+      description:
+        "cloud-signing properties of this export over the verifier profile's (pipeline exports, whose HTTP door takes signed requests); the key is never shown by reads",
       properties: { id: { type: "string", maxLength: 128 }, key: { type: "string", maxLength: 1024 }, region: { type: "string", maxLength: 64 } },
     },
   },
@@ -75,9 +111,10 @@ const idBody = { type: ["object", "null"], additionalProperties: false, properti
 function exportIdOf(request: FastifyRequest): string {
   const fromQuery = (request.query as { id?: string } | undefined)?.id;
   const fromBody = (request.body as { id?: string } | null | undefined)?.id;
-  if (fromQuery !== undefined && fromBody !== undefined && fromQuery !== fromBody) throw new HttpError("ERR_REQUEST_INVALID", "the id in the query and the id in the body differ");
+  if (fromQuery !== undefined && fromBody !== undefined && fromQuery !== fromBody)
+    throw new HttpError("ERR_REQUEST_INVALID", "the id in the query and the id in the body differ");
   const exportId = fromQuery ?? fromBody;
-  if (exportId === undefined) throw new HttpError("ERR_REQUEST_INVALID", "name the export: ?id=<id> or a JSON body {\"id\": \"<id>\"}");
+  if (exportId === undefined) throw new HttpError("ERR_REQUEST_INVALID", 'name the export: ?id=<id> or a JSON body {"id": "<id>"}');
   return exportId;
 }
 
@@ -90,22 +127,47 @@ export function exportRoutes(exports: ExportPort): FastifyPluginAsync {
       else done(new HttpError("ERR_REQUEST_CONTENT_TYPE", "send the id as ?id= or as a JSON body"), undefined);
     });
 
-    app.put("/export", { schema: { tags, summary: "Create an export: a new endpoint in front of a backing store that applies one purpose (active at once)", body: exportBody } }, async (request) =>
-      exports.create(request.body as ExportBody, requesterOf(request)),
+    app.put(
+      "/export",
+      { schema: { tags, summary: "Create an export: a new endpoint in front of a backing store that applies one purpose (active at once)", body: exportBody } },
+      async (request) => exports.create(request.body as ExportBody, requesterOf(request)),
     );
 
-    app.get("/export", { schema: { tags, summary: "Every export with its status, listen address, backing endpoint, purpose, mapping group and connection counts; ?id= for one", querystring: idQuery } }, async (request) => {
-      const { id: exportId } = request.query as { id?: string };
-      if (exportId !== undefined) return exports.get(exportId);
-      return { exports: await exports.list() };
-    });
+    app.get(
+      "/export",
+      {
+        schema: {
+          tags,
+          summary: "Every export with its status, listen address, backing endpoint, purpose, mapping group and connection counts; ?id= for one",
+          querystring: idQuery,
+        },
+      },
+      async (request) => {
+        const { id: exportId } = request.query as { id?: string };
+        if (exportId !== undefined) return exports.get(exportId);
+        return { exports: await exports.list() };
+      },
+    );
 
     for (const action of ["stop", "start"] as const) {
-      app.put(`/export/${action}`, { schema: { tags, summary: `${action === "stop" ? "Stop an active export (its port closes)" : "Start an inactive export (its port opens again)"}; the id as ?id= or {id}`, querystring: idQuery, body: idBody } }, async (request) =>
-        exports[action](exportIdOf(request), requesterOf(request)),
+      app.put(
+        `/export/${action}`,
+        {
+          schema: {
+            tags,
+            summary: `${action === "stop" ? "Stop an active export (its port closes)" : "Start an inactive export (its port opens again)"}; the id as ?id= or {id}`,
+            querystring: idQuery,
+            body: idBody,
+          },
+        },
+        async (request) => exports[action](exportIdOf(request), requesterOf(request)),
       );
     }
 
-    app.delete("/export", { schema: { tags, summary: "Remove an export from durable state (its port closes); the id as ?id= or {id}", querystring: idQuery, body: idBody } }, async (request) => exports.remove(exportIdOf(request), requesterOf(request)));
+    app.delete(
+      "/export",
+      { schema: { tags, summary: "Remove an export from durable state (its port closes); the id as ?id= or {id}", querystring: idQuery, body: idBody } },
+      async (request) => exports.remove(exportIdOf(request), requesterOf(request)),
+    );
   };
 }

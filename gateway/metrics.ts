@@ -18,14 +18,29 @@ const metricsPlugin: FastifyPluginAsync<{ metrics: Registry }> = async (app, { m
   app.addHook("onResponse", async (request, reply) => {
     duration.observe({ method: request.method, route: request.routeOptions.url ?? "unmatched", status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
-  app.get("/metrics", { schema: { tags: ["health"], summary: "Prometheus metrics (text exposition format; docs/metrics.md)", response: { 200: { description: "Prometheus text", content: { "text/plain": { schema: { type: "string" } } } } } } }, async (_request, reply) => reply.type(metrics.contentType).send(await metrics.metrics()));
+  app.get(
+    "/metrics",
+    {
+      schema: {
+        tags: ["health"],
+        summary: "Prometheus metrics (text exposition format; docs/metrics.md)",
+        response: { 200: { description: "Prometheus text", content: { "text/plain": { schema: { type: "string" } } } } },
+      },
+    },
+    async (_request, reply) => reply.type(metrics.contentType).send(await metrics.metrics()),
+  );
 };
 
 export const metricsRoutes = fastifyPlugin(metricsPlugin, { name: "warden-metrics" });
 
 /** Counts the gateway's refusals by error code (its kind), a child bound per code. */
 export function refusalCounter(metrics: Registry): (code: HttpErrorCode) => void {
-  const refusals = new Counter({ name: "warden_refusals_total", help: "Requests the gateway refused, by error code (the registry in http/errors.ts)", labelNames: ["kind"], registers: [metrics] });
+  const refusals = new Counter({
+    name: "warden_refusals_total",
+    help: "Requests the gateway refused, by error code (the registry in http/errors.ts)",
+    labelNames: ["kind"],
+    registers: [metrics],
+  });
   const byCode = new Map<HttpErrorCode, Counter.Internal>();
   return (code) => {
     let child = byCode.get(code);

@@ -15,7 +15,18 @@ const inert = new Proxy(
 
 /** The OpenAPI document of a node's gateway with every component in place (openapi.json is this, written by scripts/openapi.mjs). */
 export async function openApiDocument(): Promise<Record<string, unknown>> {
-  const deps: GatewayDeps = { logger: pino({ level: "silent" }), metrics: new Registry(), nodeId: "openapi", health: () => ({ ready: true, checks: {} }), policy: inert, users: inert, decisions: inert, redact: inert, documents: inert, exports: inert };
+  const deps: GatewayDeps = {
+    logger: pino({ level: "silent" }),
+    metrics: new Registry(),
+    nodeId: "openapi",
+    health: () => ({ ready: true, checks: {} }),
+    policy: inert,
+    users: inert,
+    decisions: inert,
+    redact: inert,
+    documents: inert,
+    exports: inert,
+  };
   const app = build(deps);
   await app.ready();
   const document = app.swagger() as unknown as Record<string, unknown>;

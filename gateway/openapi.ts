@@ -5,7 +5,8 @@ import { httpErrors } from "../http/errors";
 export const errorBodySchema = {
   $id: "ErrorBody",
   type: "object",
-  description: "Every error answer: a registered code (http/errors.ts), a message for people, and details when the code has them (validation problems, referring paths)",
+  description:
+    "Every error answer: a registered code (http/errors.ts), a message for people, and details when the code has them (validation problems, referring paths)",
   properties: {
     error: {
       type: "object",
@@ -32,7 +33,13 @@ const jsonAnswer = { description: "The answer (JSON); see the summary and docs/"
 export const securitySchemes = {
   basicAuth: { type: "http", scheme: "basic", description: "user name and password (namepwd), checked by the LDAP verifier" },
   bearerAuth: { type: "http", scheme: "bearer", description: "an OAuth access token (rawBearerToken), checked by the OAuth verifier" },
-  cloudSignature: { type: "apiKey", in: "header", name: "Authorization", description: "AWS Signature Version 4 (AWS4-HMAC-SHA256, service 'warden'): cloudSigningCredentials, checked by the cloud verifier; see docs/cloud-signing.md" },
+  cloudSignature: {
+    type: "apiKey",
+    in: "header",
+    name: "Authorization",
+    description:
+      "AWS Signature Version 4 (AWS4-HMAC-SHA256, service 'warden'): cloudSigningCredentials, checked by the cloud verifier; see docs/cloud-signing.md",
+  },
 } as const;
 
 export const security: Array<Record<string, string[]>> = [{}, { basicAuth: [] }, { bearerAuth: [] }, { cloudSignature: [] }];

@@ -15,8 +15,14 @@ export function redactRoutes(redact: RedactPort, documents: DocumentPort | undef
       {
         schema: {
           tags,
-          summary: "Redact one JSON record for a purpose: dropped (no values returned) or with every field the purpose does not allow set to null; always with the summary advice",
-          querystring: { type: "object", additionalProperties: false, properties: { purposeId: id, type: { type: "string", enum: [...purposeTypes] }, mappingGroup: id, thirdPartyId: id, termsId: id }, required: ["purposeId", "type", "mappingGroup"] },
+          summary:
+            "Redact one JSON record for a purpose: dropped (no values returned) or with every field the purpose does not allow set to null; always with the summary advice",
+          querystring: {
+            type: "object",
+            additionalProperties: false,
+            properties: { purposeId: id, type: { type: "string", enum: [...purposeTypes] }, mappingGroup: id, thirdPartyId: id, termsId: id },
+            required: ["purposeId", "type", "mappingGroup"],
+          },
           body: { type: "object", maxProperties: 10_000 },
         },
       },

@@ -25,4 +25,3 @@ export function componentOfRequest(request: FastifyRequest): Component | undefin
 
 /** Components by matched route and Host header: working them out (a split, three replaces) for every request showed in profiles. */
 const knownComponents = new Map<string, Component | null>();
-

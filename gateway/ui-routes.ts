@@ -23,7 +23,8 @@ const contentTypes: Record<string, string> = {
 
 /** Sent with every UI file: nothing is loaded from another origin, nothing inline runs, no framing. */
 export const uiSecurityHeaders = {
-  "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
 } as const;
@@ -127,7 +128,9 @@ export function uiRoutes(options: UiRoutesOptions = {}): FastifyPluginAsync {
     }
     for (const root of options.redirects ?? []) {
       if (!manifest.has(`/${root}/`)) continue;
-      app.get(`/${root}`, { config: { uiAsset: true } satisfies UiRouteConfig, schema: { hide: true } }, async (_request, reply) => reply.headers(uiSecurityHeaders).redirect(`/${root}/`, 301));
+      app.get(`/${root}`, { config: { uiAsset: true } satisfies UiRouteConfig, schema: { hide: true } }, async (_request, reply) =>
+        reply.headers(uiSecurityHeaders).redirect(`/${root}/`, 301),
+      );
     }
   };
 }

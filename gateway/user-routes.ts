@@ -14,45 +14,106 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
   return async (app) => {
     app.put(
       "/user",
-      { schema: { tags, summary: "Create a user (409 if the userId exists)", body: { type: "object", additionalProperties: false, properties: { userId: id, attributes, contractualRelationship: relationship }, required: ["userId"] } } },
+      {
+        schema: {
+          tags,
+          summary: "Create a user (409 if the userId exists)",
+          body: {
+            type: "object",
+            additionalProperties: false,
+            properties: { userId: id, attributes, contractualRelationship: relationship },
+            required: ["userId"],
+          },
+        },
+      },
       async (request) => {
         const body = request.body as { userId: string; attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } };
         return users.create(body.userId, body.attributes, body.contractualRelationship);
       },
     );
-    app.get("/user/:userId", { schema: { tags, summary: "A user: attributes, accepted terms, consents, guardian links", params: userParams } }, async (request) => users.get((request.params as { userId: string }).userId));
-    app.delete("/user/:userId", { schema: { tags, summary: "Erase a user (audited)", params: userParams } }, async (request) => users.erase((request.params as { userId: string }).userId, requester(request)));
+    app.get(
+      "/user/:userId",
+      { schema: { tags, summary: "A user: attributes, accepted terms, consents, guardian links", params: userParams } },
+      async (request) => users.get((request.params as { userId: string }).userId),
+    );
+    app.delete("/user/:userId", { schema: { tags, summary: "Erase a user (audited)", params: userParams } }, async (request) =>
+      users.erase((request.params as { userId: string }).userId, requester(request)),
+    );
 
     app.put(
       "/user/terms/query",
-      { schema: { tags, summary: "Personalized terms for a context; {} gives the terms that apply to all users by default", body: { type: "object", additionalProperties: false, properties: { attributes, contractualRelationship: relationship } } } },
-      async (request) => users.termsFor(request.body as { attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } }),
+      {
+        schema: {
+          tags,
+          summary: "Personalized terms for a context; {} gives the terms that apply to all users by default",
+          body: { type: "object", additionalProperties: false, properties: { attributes, contractualRelationship: relationship } },
+        },
+      },
+      async (request) =>
+        users.termsFor(request.body as { attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } }),
     );
-    app.get("/user/:userId/terms", { schema: { tags, summary: "The user's current personalized terms, the accepted version, and reacceptRequired", params: userParams } }, async (request) =>
-      users.termsOf((request.params as { userId: string }).userId),
+    app.get(
+      "/user/:userId/terms",
+      { schema: { tags, summary: "The user's current personalized terms, the accepted version, and reacceptRequired", params: userParams } },
+      async (request) => users.termsOf((request.params as { userId: string }).userId),
     );
-    app.get("/user/:userId/reaccept", { schema: { tags, summary: "The reacceptance check: reacceptRequired is true when the current terms grant more than what was accepted", params: userParams } }, async (request) => {
-      const { userId } = request.params as { userId: string };
-      const { reacceptRequired, acceptedTermsHash, terms } = await users.termsOf(userId);
-      return { userId, reacceptRequired, acceptedTermsHash, currentTermsHash: terms.hash };
-    });
+    app.get(
+      "/user/:userId/reaccept",
+      {
+        schema: {
+          tags,
+          summary: "The reacceptance check: reacceptRequired is true when the current terms grant more than what was accepted",
+          params: userParams,
+        },
+      },
+      async (request) => {
+        const { userId } = request.params as { userId: string };
+        const { reacceptRequired, acceptedTermsHash, terms } = await users.termsOf(userId);
+        return { userId, reacceptRequired, acceptedTermsHash, currentTermsHash: terms.hash };
+      },
+    );
     app.put(
       "/user/terms",
-      { schema: { tags, summary: "Record acceptance of the user's current personalized terms (a child's by a guardian: acceptorId)", querystring: { type: "object", additionalProperties: false, properties: { userId: id, acceptorId: id }, required: ["userId"] } } },
+      {
+        schema: {
+          tags,
+          summary: "Record acceptance of the user's current personalized terms (a child's by a guardian: acceptorId)",
+          querystring: { type: "object", additionalProperties: false, properties: { userId: id, acceptorId: id }, required: ["userId"] },
+        },
+      },
       async (request) => {
         const { userId, acceptorId } = request.query as { userId: string; acceptorId?: string };
         return users.accept(userId, acceptorId);
       },
     );
 
-    const consentEntry = { type: "object", additionalProperties: false, properties: { purposeId: id, termsId: id, categoryIds: { type: "array", maxItems: 1000, uniqueItems: true, items: id } }, required: ["purposeId"] } as const;
+    const consentEntry = {
+      type: "object",
+      additionalProperties: false,
+      properties: { purposeId: id, termsId: id, categoryIds: { type: "array", maxItems: 1000, uniqueItems: true, items: id } },
+      required: ["purposeId"],
+    } as const;
     app.put(
       "/user/consent",
       {
         schema: {
           tags,
           summary: "Record consents (spec 2.11); a consent naming an opt-in purpose opts in. A child's need a guardian grantorId",
-          body: { type: "object", additionalProperties: false, properties: { userId: id, grantorId: id, consents: { type: "object", additionalProperties: false, properties: { affirmativeConsents: { type: "array", minItems: 1, maxItems: 100, items: consentEntry } }, required: ["affirmativeConsents"] } }, required: ["userId", "consents"] },
+          body: {
+            type: "object",
+            additionalProperties: false,
+            properties: {
+              userId: id,
+              grantorId: id,
+              consents: {
+                type: "object",
+                additionalProperties: false,
+                properties: { affirmativeConsents: { type: "array", minItems: 1, maxItems: 100, items: consentEntry } },
+                required: ["affirmativeConsents"],
+              },
+            },
+            required: ["userId", "consents"],
+          },
         },
       },
       async (request) => {
@@ -62,7 +123,18 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
     );
     app.put(
       "/user/consent/revoke",
-      { schema: { tags, summary: "Revoke a consent (termsId given) or an opt-in (no termsId)", body: { type: "object", additionalProperties: false, properties: { userId: id, grantorId: id, purposeId: id, termsId: id }, required: ["userId", "purposeId"] } } },
+      {
+        schema: {
+          tags,
+          summary: "Revoke a consent (termsId given) or an opt-in (no termsId)",
+          body: {
+            type: "object",
+            additionalProperties: false,
+            properties: { userId: id, grantorId: id, purposeId: id, termsId: id },
+            required: ["userId", "purposeId"],
+          },
+        },
+      },
       async (request) => {
         const body = request.body as { userId: string; grantorId?: string; purposeId: string; termsId?: string };
         return users.revoke(body.userId, body.grantorId, body.purposeId, body.termsId);
@@ -70,14 +142,22 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
     );
     app.put(
       "/user/guardian",
-      { schema: { tags, summary: "Link a guardian to a child", body: { type: "object", additionalProperties: false, properties: { childId: id, guardianId: id }, required: ["childId", "guardianId"] } } },
+      {
+        schema: {
+          tags,
+          summary: "Link a guardian to a child",
+          body: { type: "object", additionalProperties: false, properties: { childId: id, guardianId: id }, required: ["childId", "guardianId"] },
+        },
+      },
       async (request) => {
         const body = request.body as { childId: string; guardianId: string };
         return users.addGuardian(body.childId, body.guardianId);
       },
     );
-    app.get("/user/:userId/guardian-options", { schema: { tags, summary: "getGuardianOptions: the sharing flows a guardian may turn off for this child, and which are off", params: userParams } }, async (request) =>
-      users.guardianOptions((request.params as { userId: string }).userId),
+    app.get(
+      "/user/:userId/guardian-options",
+      { schema: { tags, summary: "getGuardianOptions: the sharing flows a guardian may turn off for this child, and which are off", params: userParams } },
+      async (request) => users.guardianOptions((request.params as { userId: string }).userId),
     );
     app.put(
       "/user/:userId/flows",
@@ -86,7 +166,12 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
           tags,
           summary: "A guardian turns a sharing flow off (disabled: true) or on again for this child",
           params: userParams,
-          body: { type: "object", additionalProperties: false, properties: { guardianId: id, purposeId: id, thirdPartyId: id, disabled: { type: "boolean" } }, required: ["guardianId", "purposeId", "thirdPartyId", "disabled"] },
+          body: {
+            type: "object",
+            additionalProperties: false,
+            properties: { guardianId: id, purposeId: id, thirdPartyId: id, disabled: { type: "boolean" } },
+            required: ["guardianId", "purposeId", "thirdPartyId", "disabled"],
+          },
         },
       },
       async (request) => {

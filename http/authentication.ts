@@ -40,7 +40,10 @@ export interface HttpAuthentication {
 
 /** The domain name a request was sent to (the Host header without port, brackets or final dot): what domain selectors match. */
 export function domainOf(request: FastifyRequest): string | undefined {
-  return request.headers.host?.replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
+  return request.headers.host
+    ?.replace(/:\d+$/, "")
+    .replace(/^\[(.*)\]$/, "$1")
+    .replace(/\.$/, "");
 }
 
 function hasBody(request: FastifyRequest): boolean {
@@ -75,7 +78,12 @@ function isUiAsset(request: FastifyRequest): boolean {
  * WWW-Authenticate. Audit (spec 6): denials at warn on every request; a connection's first
  * success at info, its first unauthenticated use at debug.
  */
-export const authentication = fp<{ auth: HttpAuthentication; componentOf: (request: FastifyRequest) => Component | undefined; overrides?: OverridesByVerifier; signing?: "s3" }>(async (app: FastifyInstance, { auth, componentOf, overrides, signing }) => {
+export const authentication = fp<{
+  auth: HttpAuthentication;
+  componentOf: (request: FastifyRequest) => Component | undefined;
+  overrides?: OverridesByVerifier;
+  signing?: "s3";
+}>(async (app: FastifyInstance, { auth, componentOf, overrides, signing }) => {
   const connections = new WeakMap<Socket, ConnectionState>();
   const connectionOf = (request: FastifyRequest): ConnectionState => {
     const socket = request.raw.socket;
@@ -93,14 +101,26 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
   // Throttled logins repeat by the thousand under guessing: one record per address, user and minute, with the count.
   // Written from a timer, outside any request: a record JetStream does not take is still in the node log (audit logs first), never an unhandled rejection.
   const throttledAudit = new RepeatedAudit((message, details, count) => {
-    auth.audit({ category: String(details.component), level: "warn", event: "connection.throttled", message, details: { ...details, count } }).catch(() => undefined);
+    auth
+      .audit({ category: String(details.component), level: "warn", event: "connection.throttled", message, details: { ...details, count } })
+      .catch(() => undefined);
   });
 
-  const deny = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState, outcome: Exclude<AccessOutcome, { kind: "verified" }> | { kind: "missing" | "malformed"; reason: string }): Promise<HttpError> => {
+  const deny = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    component: Component,
+    state: ConnectionState,
+    outcome: Exclude<AccessOutcome, { kind: "verified" }> | { kind: "missing" | "malformed"; reason: string },
+  ): Promise<HttpError> => {
     const unsupported = outcome.kind === "unsupported";
     if (outcome.kind === "throttled") {
       const user = offeredUser(request);
-      throttledAudit.record(`${component.name}\0${request.ip}\0${user ?? ""}`, `${request.method} ${request.routeOptions.url ?? ""} refused: ${outcome.reason}`, { component: component.name, outcome: outcome.kind, remote: request.ip, user: user ?? null });
+      throttledAudit.record(
+        `${component.name}\0${request.ip}\0${user ?? ""}`,
+        `${request.method} ${request.routeOptions.url ?? ""} refused: ${outcome.reason}`,
+        { component: component.name, outcome: outcome.kind, remote: request.ip, user: user ?? null },
+      );
       void reply.header("retry-after", String(outcome.retryAfterSeconds));
       return new HttpError("ERR_AUTH_THROTTLED", outcome.reason);
     }
@@ -110,7 +130,13 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
       event: unsupported ? "connection.unsupported" : "connection.denied",
       message: `${request.method} ${request.routeOptions.url ?? ""} refused: ${outcome.reason}`,
       connectionId: state.connectionId,
-      details: { component: component.name, outcome: outcome.kind, reason: outcome.reason, remote: request.ip, ...("by" in outcome ? { verifier: outcome.by } : {}) },
+      details: {
+        component: component.name,
+        outcome: outcome.kind,
+        reason: outcome.reason,
+        remote: request.ip,
+        ...("by" in outcome ? { verifier: outcome.by } : {}),
+      },
     });
     const types = auth.authenticator.credentialTypesFor(component);
     void reply.header("www-authenticate", challenges(types, realm));
@@ -129,7 +155,13 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
         event: "connection.authenticated",
         message: `'${outcome.identity.subject}' authenticated for ${component.name}`,
         connectionId: state.connectionId,
-        details: { component: component.name, subject: outcome.identity.subject, assertions: outcome.identity.assertions, verifier: outcome.by, remote: request.ip },
+        details: {
+          component: component.name,
+          subject: outcome.identity.subject,
+          assertions: outcome.identity.assertions,
+          verifier: outcome.by,
+          remote: request.ip,
+        },
       }),
     );
   };
@@ -138,17 +170,41 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
     if (credential.type !== "namepwd") return auth.authenticator.verify(component, credential, overrides, from);
     const digest = sha256Hex(`${component.name}\0${component.domainName ?? ""}\0${credential.user}\0${credential.password}`);
     const known = state.verifiedPasswords.get(digest);
-    if (known && known.until > Date.now()) return { kind: "verified", identity: { subject: known.subject, assertions: [] }, by: { credentialType: "namepwd", verifier: "ldap", profile: "(reused on this connection)" } };
+    if (known && known.until > Date.now())
+      return {
+        kind: "verified",
+        identity: { subject: known.subject, assertions: [] },
+        by: { credentialType: "namepwd", verifier: "ldap", profile: "(reused on this connection)" },
+      };
     const outcome = await auth.authenticator.verify(component, credential, overrides, from);
     if (outcome.kind === "verified") state.verifiedPasswords.set(digest, { until: Date.now() + passwordReuseMs, subject: outcome.identity.subject });
     return outcome;
   };
 
   const verifySignature = (request: FastifyRequest, component: Component, bodySha256: string) =>
-    auth.authenticator.verify(component, { type: "cloudSigningCredentials", request: signedRequestFrom({ method: request.method, url: request.url, headers: request.raw.headersDistinct ?? request.headers, bodySha256, ...(signing ? { convention: signing } : {}) }) }, overrides);
+    auth.authenticator.verify(
+      component,
+      {
+        type: "cloudSigningCredentials",
+        request: signedRequestFrom({
+          method: request.method,
+          url: request.url,
+          headers: request.raw.headersDistinct ?? request.headers,
+          bodySha256,
+          ...(signing ? { convention: signing } : {}),
+        }),
+      },
+      overrides,
+    );
 
   /** Admits a verified request; any other outcome is audited and thrown as the request's answer. */
-  const conclude = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState, outcome: AccessOutcome): Promise<void> => {
+  const conclude = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    component: Component,
+    state: ConnectionState,
+    outcome: AccessOutcome,
+  ): Promise<void> => {
     if (outcome.kind !== "verified") throw await deny(request, reply, component, state, outcome);
     await admit(request, component, state, outcome);
   };
@@ -164,7 +220,14 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
       const key = `open:${component.name}`;
       if (state.audited.has(key)) return done();
       auditOnce(state, key, () =>
-        auth.audit({ category: component.name, level: "debug", event: "connection.unauthenticated", message: `${component.name} used without authentication (not enforced)`, connectionId: state.connectionId, details: { component: component.name, remote: request.ip } }),
+        auth.audit({
+          category: component.name,
+          level: "debug",
+          event: "connection.unauthenticated",
+          message: `${component.name} used without authentication (not enforced)`,
+          connectionId: state.connectionId,
+          details: { component: component.name, remote: request.ip },
+        }),
       ).then(() => done(), done);
       return;
     }
@@ -174,14 +237,26 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
   const enforce = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState): Promise<void> => {
     const offered = offeredCredential(request.headers.authorization, request.url.split("?", 2)[1] ?? "");
     if (offered.kind === "none") throw await deny(request, reply, component, state, { kind: "missing", reason: "no credentials" });
-    if (offered.kind === "malformed") throw await deny(request, reply, component, state, { kind: "malformed", reason: `malformed ${offered.scheme} credentials` });
-    if (offered.kind === "unsupported") throw await deny(request, reply, component, state, { kind: "unsupported", credentialType: offered.scheme, reason: `unknown authentication scheme '${offered.scheme}'` });
-    if (offered.kind === "credential") return conclude(request, reply, component, state, await verifyCredential(component, state, offered.credential, { address: request.ip }));
+    if (offered.kind === "malformed")
+      throw await deny(request, reply, component, state, { kind: "malformed", reason: `malformed ${offered.scheme} credentials` });
+    if (offered.kind === "unsupported")
+      throw await deny(request, reply, component, state, {
+        kind: "unsupported",
+        credentialType: offered.scheme,
+        reason: `unknown authentication scheme '${offered.scheme}'`,
+      });
+    if (offered.kind === "credential")
+      return conclude(request, reply, component, state, await verifyCredential(component, state, offered.credential, { address: request.ip }));
     if (!auth.authenticator.credentialTypesFor(component).includes("cloudSigningCredentials")) {
-      throw await deny(request, reply, component, state, { kind: "unsupported", credentialType: "cloudSigningCredentials", reason: `no verifier takes 'cloudSigningCredentials' credentials for component '${component.name}'` });
+      throw await deny(request, reply, component, state, {
+        kind: "unsupported",
+        credentialType: "cloudSigningCredentials",
+        reason: `no verifier takes 'cloudSigningCredentials' credentials for component '${component.name}'`,
+      });
     }
     if (!hasBody(request)) return conclude(request, reply, component, state, await verifySignature(request, component, emptySha256));
-    if (request.method === "GET" || request.method === "HEAD") throw await deny(request, reply, component, state, { kind: "malformed", reason: `a signed ${request.method} with a body` });
+    if (request.method === "GET" || request.method === "HEAD")
+      throw await deny(request, reply, component, state, { kind: "malformed", reason: `a signed ${request.method} with a body` });
     // A declared body hash is checked with the signature now, and against the bytes as they arrive.
     const declared = declaredBodySha256(request);
     if (declared) {
@@ -190,7 +265,8 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
       return;
     }
     // A stored upload must not start before its signature is known to be good.
-    if (streamsBody(request)) throw await deny(request, reply, component, state, { kind: "malformed", reason: "a signed upload must declare and sign x-amz-content-sha256" });
+    if (streamsBody(request))
+      throw await deny(request, reply, component, state, { kind: "malformed", reason: "a signed upload must declare and sign x-amz-content-sha256" });
     // Otherwise the signature is checked when the last byte has arrived, before the route sees the end of the body.
     request.access = { connectionId: state.connectionId, subject: null, assertions: [] };
     bodyChecks.set(request, { component, state });
@@ -214,7 +290,8 @@ export const authentication = fp<{ auth: HttpAuthentication; componentOf: (reque
         const received = hash.digest("hex");
         const settle = async (): Promise<void> => {
           if (check.expected === undefined) return conclude(request, reply, component, state, await verifySignature(request, component, received));
-          if (received !== check.expected) throw await deny(request, reply, component, state, { kind: "malformed", reason: "the body does not match its signed x-amz-content-sha256" });
+          if (received !== check.expected)
+            throw await deny(request, reply, component, state, { kind: "malformed", reason: "the body does not match its signed x-amz-content-sha256" });
         };
         settle().then(
           () => callback(null, held),

@@ -30,7 +30,12 @@ export function doorApp(options: DoorAppOptions): FastifyInstance {
   const listener = options.streaming ? streamingLimits(limits) : limits;
   const { exportId, component } = options;
   const refusals = new RepeatedAudit((message, details, count) => options.audit("warn", "connection.refused", message, { ...details, count }));
-  const onRefused = (remote: string | undefined) => refusals.record("connections", `${component} export ${exportId} is at its limit of ${listener.maxConnections} connections`, { exportId, component, remote: remote ?? null });
+  const onRefused = (remote: string | undefined) =>
+    refusals.record("connections", `${component} export ${exportId} is at its limit of ${listener.maxConnections} connections`, {
+      exportId,
+      component,
+      remote: remote ?? null,
+    });
   return Fastify({
     onProtoPoisoning: "error",
     onConstructorPoisoning: "error",

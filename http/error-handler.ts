@@ -31,7 +31,29 @@ const actorCodes: Record<string, ConstructorParameters<typeof HttpError>[0]> = {
 };
 
 /** Actor errors whose message and details are written for clients; others get the registry's message. */
-const clientFacingMessages = new Set(["CONFIG_INVALID", "CONFIG_REFERENCED", "REVISION_MISMATCH", "NOT_FOUND", "USER_EXISTS", "USER_INVALID", "GUARDIAN_REQUIRED", "GUARDIAN_INVALID", "NOT_A_GUARDIAN", "CONSENT_INVALID", "FLOW_NOT_DISABLEABLE", "REDACT_INVALID", "REDACT_RECORD_INVALID", "BAD_ACTOR_ID", "JOB_NOT_FOUND", "JOB_RUNNING", "JOB_FAILED", "EXPORT_INVALID", "EXPORT_NOT_FOUND", "EXPORT_PORT_TAKEN", "EXPORT_NO_PORT"]);
+const clientFacingMessages = new Set([
+  "CONFIG_INVALID",
+  "CONFIG_REFERENCED",
+  "REVISION_MISMATCH",
+  "NOT_FOUND",
+  "USER_EXISTS",
+  "USER_INVALID",
+  "GUARDIAN_REQUIRED",
+  "GUARDIAN_INVALID",
+  "NOT_A_GUARDIAN",
+  "CONSENT_INVALID",
+  "FLOW_NOT_DISABLEABLE",
+  "REDACT_INVALID",
+  "REDACT_RECORD_INVALID",
+  "BAD_ACTOR_ID",
+  "JOB_NOT_FOUND",
+  "JOB_RUNNING",
+  "JOB_FAILED",
+  "EXPORT_INVALID",
+  "EXPORT_NOT_FOUND",
+  "EXPORT_PORT_TAKEN",
+  "EXPORT_NO_PORT",
+]);
 
 /** Fastify's own error codes, translated into the registry. */
 const fastifyCodes: Record<string, ConstructorParameters<typeof HttpError>[0]> = {
@@ -55,10 +77,13 @@ export function toGatewayError(error: FastifyError | Error, method: string): Htt
     return new HttpError("ERR_REQUEST_INVALID", `the request is not valid: ${details.map((d) => `${d.path} ${d.problem}`).join("; ")}`, details);
   }
   if (fastifyError.code && fastifyCodes[fastifyError.code]) return new HttpError(fastifyCodes[fastifyError.code], undefined, undefined, { cause: error });
-  if (error instanceof SyntaxError && fastifyError.statusCode === 400) return new HttpError("ERR_REQUEST_BODY_MALFORMED", undefined, undefined, { cause: error });
-  if (fastifyError.code?.startsWith("FST_") && fastifyError.statusCode && fastifyError.statusCode < 500) return new HttpError("ERR_REQUEST_INVALID", undefined, undefined, { cause: error });
+  if (error instanceof SyntaxError && fastifyError.statusCode === 400)
+    return new HttpError("ERR_REQUEST_BODY_MALFORMED", undefined, undefined, { cause: error });
+  if (fastifyError.code?.startsWith("FST_") && fastifyError.statusCode && fastifyError.statusCode < 500)
+    return new HttpError("ERR_REQUEST_INVALID", undefined, undefined, { cause: error });
   // A write that ran out of time may still have been stored: say so rather than "did not answer".
-  if (error instanceof DeadlineExceededError) return new HttpError(method === "GET" ? "ERR_ACTOR_TIMEOUT" : "ERR_ACTOR_OUTCOME_UNKNOWN", undefined, undefined, { cause: error });
+  if (error instanceof DeadlineExceededError)
+    return new HttpError(method === "GET" ? "ERR_ACTOR_TIMEOUT" : "ERR_ACTOR_OUTCOME_UNKNOWN", undefined, undefined, { cause: error });
   if (error instanceof RuntimeError && actorCodes[error.code]) {
     const message = clientFacingMessages.has(error.code) ? error.message : undefined;
     return new HttpError(actorCodes[error.code], message, clientFacingMessages.has(error.code) ? error.details : undefined, { cause: error });
@@ -92,7 +117,8 @@ const defaultRetryAfterSeconds = 1;
 export function installErrorHandling(app: FastifyInstance, refused?: (code: HttpErrorCode) => void): void {
   const methodsOf = knownMethods(app);
   app.addHook("onSend", async (_request, reply) => {
-    if ((reply.statusCode === 503 || reply.statusCode === 429) && !reply.hasHeader("retry-after")) void reply.header("retry-after", String(defaultRetryAfterSeconds));
+    if ((reply.statusCode === 503 || reply.statusCode === 429) && !reply.hasHeader("retry-after"))
+      void reply.header("retry-after", String(defaultRetryAfterSeconds));
   });
   app.setErrorHandler((error, request, reply) => {
     const failure = toGatewayError(error as FastifyError, request.method);

@@ -56,7 +56,9 @@ export function limitedServerFactory(limits: HttpListenerLimits, options: Listen
       // Node checks the two timeouts above on this interval (30 s by default): a 10 s limit would hold up to 40 s.
       connectionsCheckingInterval: Math.max(250, Math.min(1_000, limits.headersTimeoutMs / 4)),
     };
-    const server = options.tls ? createHttpsServer({ ...serverOptions, cert: options.tls.cert, key: options.tls.key }, handler) : createHttpServer(serverOptions, handler);
+    const server = options.tls
+      ? createHttpsServer({ ...serverOptions, cert: options.tls.cert, key: options.tls.key }, handler)
+      : createHttpServer(serverOptions, handler);
     server.maxConnections = limits.maxConnections;
     // A silent or stalled connection (0: never); with no 'timeout' listener Node destroys it.
     server.setTimeout(limits.idleTimeoutMs);
@@ -70,6 +72,7 @@ export function checkListenerLimits(limits: HttpListenerLimits): string[] {
   const problems: string[] = [];
   if (limits.maxConnections < 1) problems.push("maxConnections must be at least 1");
   if (limits.headersTimeoutMs < 1) problems.push("the headers timeout cannot be off");
-  if (limits.requestTimeoutMs > 0 && limits.headersTimeoutMs > limits.requestTimeoutMs) problems.push("the headers timeout must not exceed the request timeout");
+  if (limits.requestTimeoutMs > 0 && limits.headersTimeoutMs > limits.requestTimeoutMs)
+    problems.push("the headers timeout must not exceed the request timeout");
   return problems;
 }

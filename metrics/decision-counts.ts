@@ -9,7 +9,11 @@ import { CountTree } from "./count-tree";
 export const decisionCounts = new CountTree();
 
 export function countDecision(door: string, flow: string, allowed: boolean, reason: string): void {
-  decisionCounts.child(door).child(flow).child(allowed ? "true" : "false").child(reason).value++;
+  decisionCounts
+    .child(door)
+    .child(flow)
+    .child(allowed ? "true" : "false")
+    .child(reason).value++;
 }
 
 /** The first reason names why (the others add detail): the label, so the label set stays the engine's reason codes. */

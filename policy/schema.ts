@@ -20,18 +20,37 @@ const list = (items: unknown) => ({ type: "array", maxItems: 10_000, items }) as
 
 export const fieldSchema = object({ stableId, name, ...described }, ["stableId", "name"]);
 export const categorySchema = object({ stableId, name, ...described, fields: list(fieldSchema) }, ["stableId", "name", "fields"]);
-export const platformUsePurposeSchema = object({ stableId, name, ...described, categoryIds: references, optIn: { type: "boolean" } }, ["stableId", "name", "categoryIds"]);
+export const platformUsePurposeSchema = object({ stableId, name, ...described, categoryIds: references, optIn: { type: "boolean" } }, [
+  "stableId",
+  "name",
+  "categoryIds",
+]);
 export const overrideSchema = object(
-  { stableId, name, ...described, propertyName: { type: "string", enum: ["age", "location"] }, values: { type: "array", minItems: 1, maxItems: 1_000, items: { type: "string", minLength: 1, maxLength: 100 } }, allowedPurposeIds: references },
+  {
+    stableId,
+    name,
+    ...described,
+    propertyName: { type: "string", enum: ["age", "location"] },
+    values: { type: "array", minItems: 1, maxItems: 1_000, items: { type: "string", minLength: 1, maxLength: 100 } },
+    allowedPurposeIds: references,
+  },
   ["name", "propertyName", "values", "allowedPurposeIds"],
 );
-export const thirdPartySchema = object({ stableId, name, ...described, serviceProvider: { type: "boolean" }, categoryIds: references }, ["stableId", "name", "serviceProvider"]);
+export const thirdPartySchema = object({ stableId, name, ...described, serviceProvider: { type: "boolean" }, categoryIds: references }, [
+  "stableId",
+  "name",
+  "serviceProvider",
+]);
 export const platformSharingPurposeSchema = object(
   { stableId, name, ...described, platformUsePurposeId: reference, categoryCeilingIds: references, thirdParties: list(thirdPartySchema) },
   ["stableId", "name", "categoryCeilingIds", "thirdParties"],
 );
 export const guardianSchema = object(
-  { thresholdAge: { type: "integer", minimum: 0, maximum: 150 }, allowedToDisable: list(object({ purposeId: reference, thirdPartyIds: references }, ["purposeId", "thirdPartyIds"])), categoryIds: references },
+  {
+    thresholdAge: { type: "integer", minimum: 0, maximum: 150 },
+    allowedToDisable: list(object({ purposeId: reference, thirdPartyIds: references }, ["purposeId", "thirdPartyIds"])),
+    categoryIds: references,
+  },
   ["thresholdAge", "allowedToDisable", "categoryIds"],
 );
 export const contractTermsSchema = object(

@@ -90,19 +90,56 @@ export function duplicatesInWrite(write: SectionWrite): Problem[] {
 }
 
 /** Items that can be read and deleted one at a time, and the key that names them. */
-export const itemKinds = ["category", "platformUsePurpose", "platformUseOverride", "platformSharingPurpose", "platformSharingOverride", "contractualPurpose", "consentedPurpose", "mappingGroup"] as const;
+export const itemKinds = [
+  "category",
+  "platformUsePurpose",
+  "platformUseOverride",
+  "platformSharingPurpose",
+  "platformSharingOverride",
+  "contractualPurpose",
+  "consentedPurpose",
+  "mappingGroup",
+] as const;
 export type ItemKind = (typeof itemKinds)[number];
 
-type ListOf = { get: (config: PolicyConfig) => readonly unknown[]; set: (config: PolicyConfig, items: unknown[]) => PolicyConfig; key: (item: never) => string | undefined };
+type ListOf = {
+  get: (config: PolicyConfig) => readonly unknown[];
+  set: (config: PolicyConfig, items: unknown[]) => PolicyConfig;
+  key: (item: never) => string | undefined;
+};
 
 const lists: Record<ItemKind, ListOf> = {
   category: { get: (c) => c.categories, set: (c, items) => ({ ...c, categories: items as Category[] }), key: byStableId },
-  platformUsePurpose: { get: (c) => c.platformUse.purposes, set: (c, items) => ({ ...c, platformUse: { ...c.platformUse, purposes: items as PlatformUsePurpose[] } }), key: byStableId },
-  platformUseOverride: { get: (c) => c.platformUse.overrides, set: (c, items) => ({ ...c, platformUse: { ...c.platformUse, overrides: items as Override[] } }), key: (o: Override) => o.stableId },
-  platformSharingPurpose: { get: (c) => c.platformSharing.purposes, set: (c, items) => ({ ...c, platformSharing: { ...c.platformSharing, purposes: items as PlatformSharingPurpose[] } }), key: byStableId },
-  platformSharingOverride: { get: (c) => c.platformSharing.overrides, set: (c, items) => ({ ...c, platformSharing: { ...c.platformSharing, overrides: items as Override[] } }), key: (o: Override) => o.stableId },
-  contractualPurpose: { get: (c) => c.contractualExchange.purposes, set: (c, items) => ({ ...c, contractualExchange: { purposes: items as ContractualPurpose[] } }), key: byStableId },
-  consentedPurpose: { get: (c) => c.consentedSharing.purposes, set: (c, items) => ({ ...c, consentedSharing: { purposes: items as ConsentedPurpose[] } }), key: byStableId },
+  platformUsePurpose: {
+    get: (c) => c.platformUse.purposes,
+    set: (c, items) => ({ ...c, platformUse: { ...c.platformUse, purposes: items as PlatformUsePurpose[] } }),
+    key: byStableId,
+  },
+  platformUseOverride: {
+    get: (c) => c.platformUse.overrides,
+    set: (c, items) => ({ ...c, platformUse: { ...c.platformUse, overrides: items as Override[] } }),
+    key: (o: Override) => o.stableId,
+  },
+  platformSharingPurpose: {
+    get: (c) => c.platformSharing.purposes,
+    set: (c, items) => ({ ...c, platformSharing: { ...c.platformSharing, purposes: items as PlatformSharingPurpose[] } }),
+    key: byStableId,
+  },
+  platformSharingOverride: {
+    get: (c) => c.platformSharing.overrides,
+    set: (c, items) => ({ ...c, platformSharing: { ...c.platformSharing, overrides: items as Override[] } }),
+    key: (o: Override) => o.stableId,
+  },
+  contractualPurpose: {
+    get: (c) => c.contractualExchange.purposes,
+    set: (c, items) => ({ ...c, contractualExchange: { purposes: items as ContractualPurpose[] } }),
+    key: byStableId,
+  },
+  consentedPurpose: {
+    get: (c) => c.consentedSharing.purposes,
+    set: (c, items) => ({ ...c, consentedSharing: { purposes: items as ConsentedPurpose[] } }),
+    key: byStableId,
+  },
   mappingGroup: { get: (c) => c.mappingGroups, set: (c, items) => ({ ...c, mappingGroups: items as MappingGroup[] }), key: (g: MappingGroup) => g.name },
 };
 

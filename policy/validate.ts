@@ -83,7 +83,8 @@ export function validatePolicy(config: PolicyConfig): Problem[] {
       else {
         const allowed = new Set(linked.categoryIds);
         p.categoryCeilingIds.forEach((id, k) => {
-          if (isCategory(id) && !allowed.has(id)) report(`${path}/categoryCeilingIds/${k}`, `category '${id}' is wider than the linked platform use purpose '${linked.stableId}' allows`);
+          if (isCategory(id) && !allowed.has(id))
+            report(`${path}/categoryCeilingIds/${k}`, `category '${id}' is wider than the linked platform use purpose '${linked.stableId}' allows`);
         });
       }
     }
@@ -106,7 +107,8 @@ export function validatePolicy(config: PolicyConfig): Problem[] {
       else if (!/^\d+$/.test(o.values[0])) report(`${path}/values/0`, `age threshold '${o.values[0]}' is not a whole number`);
     } else {
       o.values.forEach((v, k) => {
-        if (!/^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/.test(v)) report(`${path}/values/${k}`, `'${v}' is not a region code (letters and digits, parts joined by '-', e.g. US or US-CA)`);
+        if (!/^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/.test(v))
+          report(`${path}/values/${k}`, `'${v}' is not a region code (letters and digits, parts joined by '-', e.g. US or US-CA)`);
       });
     }
     checkRefs(o.allowedPurposeIds, `${path}/allowedPurposeIds`, knownPurpose, what);
@@ -145,7 +147,8 @@ export function validatePolicy(config: PolicyConfig): Problem[] {
   const groupNames = new Map<string, number>();
   config.mappingGroups.forEach((group, i) => {
     const path = `/mappingGroups/${i}`;
-    if (groupNames.has(group.name)) report(`${path}/name`, `duplicate mapping group name '${group.name}' (also at /mappingGroups/${groupNames.get(group.name)})`);
+    if (groupNames.has(group.name))
+      report(`${path}/name`, `duplicate mapping group name '${group.name}' (also at /mappingGroups/${groupNames.get(group.name)})`);
     else groupNames.set(group.name, i);
     const recordFields = new Set<string>();
     group.fieldMappings.forEach((m, j) => {

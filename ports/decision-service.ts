@@ -61,11 +61,26 @@ export class DecisionService implements DecisionPort, RedactPort {
       const summary = noUserSummary(group.name);
       const traceId = randomUUID();
       await this.runtime.events.trace("redact", flowOf(request.type), {
-        traceId, time: new Date().toISOString(), door: "redact", nodeId: this.runtime.membership.nodeId, userId: null, type: request.type, purposeId: request.purposeId, allowed: false, reasons: ["UNKNOWN_USER"], summary, revision: compiled.revision, ...(caller ? { caller } : {}),
+        traceId,
+        time: new Date().toISOString(),
+        door: "redact",
+        nodeId: this.runtime.membership.nodeId,
+        userId: null,
+        type: request.type,
+        purposeId: request.purposeId,
+        allowed: false,
+        reasons: ["UNKNOWN_USER"],
+        summary,
+        revision: compiled.revision,
+        ...(caller ? { caller } : {}),
       });
       return { dropped: true, traceId, reasons, advice: [advice(summary)], revision: compiled.revision };
     }
-    const decision = await this.decide({ userId, type: request.type, purposeId: request.purposeId, thirdPartyId: request.thirdPartyId, termsId: request.termsId }, "redact", caller);
+    const decision = await this.decide(
+      { userId, type: request.type, purposeId: request.purposeId, thirdPartyId: request.thirdPartyId, termsId: request.termsId },
+      "redact",
+      caller,
+    );
     const common = { traceId: decision.traceId, reasons: decision.reasons, revision: decision.revision };
     const outcome = recordOutcome(record as never, plan, decision);
     if (outcome.kind === "invalid") throw new HandlerError("REDACT_RECORD_INVALID", outcome.message);
@@ -89,7 +104,11 @@ export class DecisionService implements DecisionPort, RedactPort {
   private planOf(compiled: CompiledPolicy, request: RedactRequest): { compiled: CompiledPolicy; group: MappingGroup; plan: RecordPlan } {
     const group = compiled.config.mappingGroups.find((g) => g.name === request.mappingGroup);
     if (!group) throw new HandlerError("REDACT_INVALID", `no mapping group '${request.mappingGroup}'`);
-    if (purposeName(compiled, request) === undefined) throw new HandlerError("REDACT_INVALID", `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""}`);
+    if (purposeName(compiled, request) === undefined)
+      throw new HandlerError(
+        "REDACT_INVALID",
+        `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""}`,
+      );
     const planKey = `${compiled.revision}/${group.name}`;
     let plan = this.plans.get(planKey);
     if (!plan) {
@@ -151,7 +170,12 @@ export class DecisionService implements DecisionPort, RedactPort {
     const cachedUser = this.users.peek(query.userId);
     const stored = cachedUser ? cachedUser.state : await this.userState(query.userId);
     const now = new Date();
-    const decision = decide(compiled, stored ?? undefined, { type: query.type, purposeId: query.purposeId, thirdPartyId: query.thirdPartyId, termsId: query.termsId }, now);
+    const decision = decide(
+      compiled,
+      stored ?? undefined,
+      { type: query.type, purposeId: query.purposeId, thirdPartyId: query.thirdPartyId, termsId: query.termsId },
+      now,
+    );
     const traceId = randomUUID();
     const summary = decision.summary;
     const answer: DecisionAnswer = {
@@ -167,7 +191,16 @@ export class DecisionService implements DecisionPort, RedactPort {
       ...(group ? { fields: allowedFields(group, decision, (fieldId) => compiled.fieldCategory.get(fieldId)) } : {}),
     };
     // Rule 8: the answer leaves only once its trace record is stored (TRACE_UNAVAILABLE otherwise).
-    await this.runtime.events.trace(door, decision.flow, decisionTrace({ traceId, time: answer.decidedAt, door, nodeId: this.runtime.membership.nodeId, userId: query.userId }, query, decision, caller && { caller }));
+    await this.runtime.events.trace(
+      door,
+      decision.flow,
+      decisionTrace(
+        { traceId, time: answer.decidedAt, door, nodeId: this.runtime.membership.nodeId, userId: query.userId },
+        query,
+        decision,
+        caller && { caller },
+      ),
+    );
     return answer;
   }
 }
@@ -184,7 +217,15 @@ export function decisionTrace(
   extra?: Record<string, unknown>,
 ): Record<string, unknown> {
   countedDecision(at.door, decision);
-  const record: Record<string, unknown> = { traceId: at.traceId, time: at.time, door: at.door, nodeId: at.nodeId, userId: at.userId, type: request.type, purposeId: request.purposeId };
+  const record: Record<string, unknown> = {
+    traceId: at.traceId,
+    time: at.time,
+    door: at.door,
+    nodeId: at.nodeId,
+    userId: at.userId,
+    type: request.type,
+    purposeId: request.purposeId,
+  };
   if (request.thirdPartyId) record.thirdPartyId = request.thirdPartyId;
   if (request.termsId) record.termsId = request.termsId;
   record.flow = decision.flow;

@@ -11,7 +11,13 @@ export function policyPort(runtime: ActorRuntime): PolicyPort {
   const revisionRecord = (revision: number) => runtime.client.ref(policyRevision, `${policyId}.${revision}`).get();
   const audited = async (result: ConfigWriteResult, by: string, change: string): Promise<ConfigWriteResult> => {
     if (result.changed) {
-      await runtime.events.audit({ category: "config", level: "info", event: "config.changed", message: `configuration revision ${result.revision}: ${change}`, details: { revision: result.revision, by, change } });
+      await runtime.events.audit({
+        category: "config",
+        level: "info",
+        event: "config.changed",
+        message: `configuration revision ${result.revision}: ${change}`,
+        details: { revision: result.revision, by, change },
+      });
     }
     return result;
   };

@@ -10,7 +10,11 @@ import { decisionTrace } from "./decision-service";
 const lookupConcurrency = 64;
 
 /** Each user's committed state, looked up `lookupConcurrency` at a time, handed to `use` in the order given. */
-export async function withUserStates(userIds: readonly string[], userState: (userId: string) => Promise<UserRecord | null>, use: (userId: string, state: UserRecord | null) => void): Promise<void> {
+export async function withUserStates(
+  userIds: readonly string[],
+  userState: (userId: string) => Promise<UserRecord | null>,
+  use: (userId: string, state: UserRecord | null) => void,
+): Promise<void> {
   for (let i = 0; i < userIds.length; i += lookupConcurrency) {
     const batch = userIds.slice(i, i + lookupConcurrency);
     const states = await Promise.all(batch.map((userId) => userState(userId)));
@@ -24,10 +28,22 @@ export async function withUserStates(userIds: readonly string[], userState: (use
  * record values. `stored` settles once JetStream has the record: the decision may not be
  * used before (see `EventLog.trace`).
  */
-export function decideTraced(events: EventLog, at: { door: string; nodeId: string }, compiled: CompiledPolicy, userId: string, state: UserRecord | null, request: DecisionRequest, details: Record<string, unknown>): { decision: Decision; stored: Promise<void> } {
+export function decideTraced(
+  events: EventLog,
+  at: { door: string; nodeId: string },
+  compiled: CompiledPolicy,
+  userId: string,
+  state: UserRecord | null,
+  request: DecisionRequest,
+  details: Record<string, unknown>,
+): { decision: Decision; stored: Promise<void> } {
   const now = new Date();
   const decision = decide(compiled, state ?? undefined, request, now);
-  const stored = events.trace(at.door, decision.flow, decisionTrace({ traceId: randomUUID(), time: now.toISOString(), door: at.door, nodeId: at.nodeId, userId }, request, decision, details));
+  const stored = events.trace(
+    at.door,
+    decision.flow,
+    decisionTrace({ traceId: randomUUID(), time: now.toISOString(), door: at.door, nodeId: at.nodeId, userId }, request, decision, details),
+  );
   return { decision, stored };
 }
 

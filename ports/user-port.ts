@@ -20,7 +20,13 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
     }
   };
   const auditLink = (childId: string, guardianId: string) =>
-    runtime.events.audit({ category: "user", level: "info", event: "guardian.linked", message: `${guardianId} acts as guardian of ${childId}`, details: { childId, guardianId } });
+    runtime.events.audit({
+      category: "user",
+      level: "info",
+      event: "guardian.linked",
+      message: `${guardianId} acts as guardian of ${childId}`,
+      details: { childId, guardianId },
+    });
   return {
     create: (userId, attributes, contractualRelationship) => written([userId], ref(userId).create({ attributes, contractualRelationship })),
     get: (userId) => ref(userId).get(),
@@ -29,7 +35,11 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
       await runtime.events.audit({ category: "user", level: "info", event: "user.erased", message: `user ${userId} erased`, details: { userId, by } });
       for (const other of linked) {
         await written([other], ref(other).unlink(userId)).catch((error: { code?: string }) => {
-          if (error.code !== "NOT_FOUND") runtime.host.log.warn({ err: error, userId, other }, "could not remove the other side of a guardian link; it confers nothing (guardianship is checked on both sides)");
+          if (error.code !== "NOT_FOUND")
+            runtime.host.log.warn(
+              { err: error, userId, other },
+              "could not remove the other side of a guardian link; it confers nothing (guardianship is checked on both sides)",
+            );
         });
       }
       return { erased };
@@ -52,6 +62,7 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
       return result;
     },
     guardianOptions: (userId) => ref(userId).guardianOptions(),
-    setFlow: (userId, guardianId, purposeId, thirdPartyId, disabled) => written([userId], ref(userId).setFlow({ guardianId, purposeId, thirdPartyId, disabled })),
+    setFlow: (userId, guardianId, purposeId, thirdPartyId, disabled) =>
+      written([userId], ref(userId).setFlow({ guardianId, purposeId, thirdPartyId, disabled })),
   };
 }

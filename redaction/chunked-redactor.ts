@@ -66,4 +66,3 @@ export abstract class ChunkedRedactor implements DocumentRedactor {
   /** Moves counts kept in faster structures into the tally. */
   protected flushCounts(): void {}
 }
-

@@ -28,7 +28,14 @@ export class CsvRedactor extends ChunkedRedactor {
   /** What another redactor needs to go on with this document after the rows this one has redacted. */
   handOver(): CsvHandover {
     if (!this.header || !this.verdicts) throw new Error("the CSV header has not been read yet");
-    const handover: CsvHandover = { header: this.header, verdicts: this.verdicts, tally: this.counts, line: this.line, carry: this.carry, offset: this.counts.bytesIn - this.carry.length };
+    const handover: CsvHandover = {
+      header: this.header,
+      verdicts: this.verdicts,
+      tally: this.counts,
+      line: this.line,
+      carry: this.carry,
+      offset: this.counts.bytesIn - this.carry.length,
+    };
     this.carry = emptyBuffer;
     return handover;
   }

@@ -94,12 +94,24 @@ export function scanRows(buf: Buffer, start: number, final: boolean, line: numbe
       } else {
         while (p < n && ordinary[buf[p]] === 1) p++;
         if (p < n && buf[p] === Byte.Quote) {
-          refuse(rowStart, rowLine, p, "CSV_INVALID_QUOTE", `has a quote inside an unquoted field (field ${fields - rowFields + 1}); quote the whole field and double the quote`);
+          refuse(
+            rowStart,
+            rowLine,
+            p,
+            "CSV_INVALID_QUOTE",
+            `has a quote inside an unquoted field (field ${fields - rowFields + 1}); quote the whole field and double the quote`,
+          );
           break scan;
         }
         // RFC 4180 has no bare CR outside quotes: reading one as data would merge rows that other readers split.
         if (p + 1 < n && buf[p] === Byte.CR && buf[p + 1] !== Byte.LF) {
-          refuse(rowStart, rowLine, p, "CSV_BARE_CR", `has a carriage return not followed by a line feed (field ${fields - rowFields + 1}); rows must end with LF or CRLF, and a CR inside a field must be quoted`);
+          refuse(
+            rowStart,
+            rowLine,
+            p,
+            "CSV_BARE_CR",
+            `has a carriage return not followed by a line feed (field ${fields - rowFields + 1}); rows must end with LF or CRLF, and a CR inside a field must be quoted`,
+          );
           break scan;
         }
       }
@@ -170,7 +182,14 @@ export function userIdsOf(buf: Buffer, rows: ScannedRows, first: number, userCol
  * row names no user), each kept field byte for byte and every other one empty, and counts them.
  * The output has its own ArrayBuffer, so a worker can hand it over without a copy.
  */
-export function writeRows(buf: Buffer, rows: ScannedRows, first: number, verdicts: ReadonlyArray<CsvVerdict | undefined>, terminator: Buffer, counts: CsvCounts): Buffer {
+export function writeRows(
+  buf: Buffer,
+  rows: ScannedRows,
+  first: number,
+  verdicts: ReadonlyArray<CsvVerdict | undefined>,
+  terminator: Buffer,
+  counts: CsvCounts,
+): Buffer {
   const { bounds, columns } = rows;
   const out = Buffer.allocUnsafeSlow(rows.end + (rows.count + 1) * terminator.length);
   let at = 0;

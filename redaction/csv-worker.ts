@@ -72,7 +72,10 @@ function write(task: number, block: Scanned): void {
   const counts = emptyCounts();
   const output = writeRows(block.buf, block.rows, 0, block.rowVerdicts, terminator, counts);
   spareRows.push(block.rows);
-  report({ kind: "done", task, input: block.input, output: output.buffer as ArrayBuffer, outputLength: output.length, counts }, [block.input, output.buffer as ArrayBuffer]);
+  report({ kind: "done", task, input: block.input, output: output.buffer as ArrayBuffer, outputLength: output.length, counts }, [
+    block.input,
+    output.buffer as ArrayBuffer,
+  ]);
 }
 
 port.on("message", (request: CsvWorkerRequest) => {

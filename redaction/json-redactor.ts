@@ -55,7 +55,8 @@ export class JsonRedactor extends ChunkedRedactor {
   private state: "open" | "element" | "after" | "closed" = "open";
   private records = 0;
   private line = 1;
-  private anyOut = false;  private readonly sink = new ByteSink();
+  private anyOut = false;
+  private readonly sink = new ByteSink();
 
   constructor(
     plan: RecordPlan,
@@ -67,14 +68,19 @@ export class JsonRedactor extends ChunkedRedactor {
 
   protected finish(): void {
     if (this.framing === "array" && this.state !== "closed") {
-      throw new DocumentError("JSON_INCOMPLETE", this.state === "open" ? "the document is not a JSON array" : `the JSON array is not closed (after record ${this.records})`, { record: this.records });
+      throw new DocumentError(
+        "JSON_INCOMPLETE",
+        this.state === "open" ? "the document is not a JSON array" : `the JSON array is not closed (after record ${this.records})`,
+        { record: this.records },
+      );
     }
   }
 
   protected async process(buf: Buffer, start: number, final: boolean): Promise<Buffer> {
     const found: Found[] = [];
     const carryFrom = this.framing === "array" ? this.findElements(buf, start, final, found) : this.findLines(buf, start, final, found);
-    const tooLarge = (at: number) => new DocumentError("RECORD_TOO_LARGE", `${this.label(at)} is longer than ${documentLimits.maxRecordBytes} bytes`, this.where(at));
+    const tooLarge = (at: number) =>
+      new DocumentError("RECORD_TOO_LARGE", `${this.label(at)} is longer than ${documentLimits.maxRecordBytes} bytes`, this.where(at));
     if (buf.length - carryFrom > documentLimits.maxRecordBytes) throw tooLarge(this.framing === "array" ? this.records + 1 : this.line);
     for (const record of found) if (record.end - record.start > documentLimits.maxRecordBytes) throw tooLarge(record.at);
     this.carry = carryFrom < buf.length ? Buffer.from(buf.subarray(carryFrom)) : emptyBuffer;
@@ -120,7 +126,8 @@ export class JsonRedactor extends ChunkedRedactor {
             break;
           }
           const at = this.records + 1;
-          if (byte === JsonByte.CloseBracket) throw new DocumentError("JSON_INVALID", `a comma after record ${this.records} is followed by the end of the array`, { record: this.records });
+          if (byte === JsonByte.CloseBracket)
+            throw new DocumentError("JSON_INVALID", `a comma after record ${this.records} is followed by the end of the array`, { record: this.records });
           if (byte !== JsonByte.OpenBrace) throw new DocumentError("JSON_NOT_OBJECT", `record ${at} is not an object`, { record: at });
           const end = this.depthChecked(buf, p, final, n, at);
           if (end === -1) return p;
@@ -158,7 +165,8 @@ export class JsonRedactor extends ChunkedRedactor {
       } else {
         if (buf[start] !== JsonByte.OpenBrace) throw new DocumentError("JSON_NOT_OBJECT", `the record on line ${at} is not an object`, { line: at });
         const end = this.depthChecked(buf, start, true, lineEnd, at);
-        if (end === -1 || skipWhitespace(buf, end, lineEnd) !== lineEnd) throw new DocumentError("JSON_INVALID", `line ${at} is not one JSON object`, { line: at });
+        if (end === -1 || skipWhitespace(buf, end, lineEnd) !== lineEnd)
+          throw new DocumentError("JSON_INVALID", `line ${at} is not one JSON object`, { line: at });
         this.records++;
         found.push({ start, end, at });
       }
@@ -216,7 +224,8 @@ export class JsonRedactor extends ChunkedRedactor {
       const keyEnd = stringEnd(buf, p);
       const key = JSON.parse(buf.toString("utf8", p, keyEnd)) as string;
       // A repeated key makes the record ambiguous (which one names the user?): refuse it.
-      if (keys.has(key)) throw new DocumentError("JSON_DUPLICATE_KEY", `${this.label(at)} has the key '${prefix ? `${prefix}.` : ""}${key}' twice`, this.where(at));
+      if (keys.has(key))
+        throw new DocumentError("JSON_DUPLICATE_KEY", `${this.label(at)} has the key '${prefix ? `${prefix}.` : ""}${key}' twice`, this.where(at));
       keys.add(key);
       const valueStart = skipWhitespace(buf, skipWhitespace(buf, keyEnd) + 1);
       const end = valueEnd(buf, valueStart, Number.MAX_SAFE_INTEGER, true);

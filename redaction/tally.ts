@@ -27,7 +27,14 @@ export class Tally {
     entry = this.fields.get(path);
     if (!entry) {
       const category = path === otherFields ? undefined : this.plan.categoryOf.get(path);
-      const why = path === otherFields ? "various" : !this.plan.categoryOf.has(path) ? "not in the mapping group" : category === undefined ? "mapped to no category" : `category '${category}': emptied in rows whose user the purpose may not use it for`;
+      const why =
+        path === otherFields
+          ? "various"
+          : !this.plan.categoryOf.has(path)
+            ? "not in the mapping group"
+            : category === undefined
+              ? "mapped to no category"
+              : `category '${category}': emptied in rows whose user the purpose may not use it for`;
       entry = { category: category ?? null, kept: 0, emptied: 0, why };
       this.fields.set(path, entry);
     }

@@ -25,7 +25,7 @@ export function buildInputs(root) {
   const tsconfig = JSON.parse(readFileSync(join(root, "tsconfig.json"), "utf8"));
   const include = tsconfig.include;
   if (!Array.isArray(include) || include.length === 0 || !include.every((entry) => typeof entry === "string")) {
-    throw new Error("tsconfig.json has no \"include\" list of folders");
+    throw new Error('tsconfig.json has no "include" list of folders');
   }
   return [...include, "tsconfig.json", "package-lock.json"];
 }

@@ -68,9 +68,14 @@ for (const { op, args } of instructions(readFileSync(join(repo, "deploy", "Docke
     }
   } else if (op === "RUN") {
     if (args.startsWith("apt-get")) {
-      const packages = /install\s+(.*?)(?:&&|$)/.exec(args)?.[1].split(/\s+/).filter((word) => word && !word.startsWith("-")) ?? [];
+      const packages =
+        /install\s+(.*?)(?:&&|$)/
+          .exec(args)?.[1]
+          .split(/\s+/)
+          .filter((word) => word && !word.startsWith("-")) ?? [];
       for (const name of packages) {
-        if (spawnSync("dpkg", ["-s", name], { stdio: "ignore" }).status !== 0) fail(`the image installs Debian package ${name}; install it here too ('apt-get install ${name}')`);
+        if (spawnSync("dpkg", ["-s", name], { stdio: "ignore" }).status !== 0)
+          fail(`the image installs Debian package ${name}; install it here too ('apt-get install ${name}')`);
       }
     } else if (args.startsWith("mkdir -p ")) {
       for (const path of args.slice("mkdir -p ".length).split("&&")[0].trim().split(/\s+/)) mkdirSync(inStage(stage, path), { recursive: true });
@@ -92,4 +97,6 @@ for (const { op, args } of instructions(readFileSync(join(repo, "deploy", "Docke
 
 const final = stages.get("final");
 if (!final) fail("the Dockerfile has no final (unnamed) stage");
-process.stdout.write(`${JSON.stringify({ root: final.root, workdir: join(final.root, final.workdir), env: final.env, user: final.user, entrypoint: final.entrypoint, healthcheck: final.healthcheck })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ root: final.root, workdir: join(final.root, final.workdir), env: final.env, user: final.user, entrypoint: final.entrypoint, healthcheck: final.healthcheck })}\n`,
+);

@@ -48,8 +48,7 @@ function ensureNpmDependencies() {
   const lock = join(root, "package-lock.json");
   const manifest = join(root, "package.json");
   const needed =
-    !existsSync(installedLock) ||
-    statSync(installedLock).mtimeMs < Math.max(statSync(manifest).mtimeMs, existsSync(lock) ? statSync(lock).mtimeMs : 0);
+    !existsSync(installedLock) || statSync(installedLock).mtimeMs < Math.max(statSync(manifest).mtimeMs, existsSync(lock) ? statSync(lock).mtimeMs : 0);
   if (!needed) return;
   say("installing npm dependencies");
   const result = run("npm", existsSync(lock) ? ["ci", "--no-audit", "--no-fund"] : ["install", "--no-audit", "--no-fund"]);

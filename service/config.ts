@@ -87,42 +87,127 @@ export const settings = {
   natsToken: { env: "NATS_TOKEN", flag: "--nats-token", describe: "token for the servers of NATS_URL (prefer the variable: flags show in ps)" },
   natsCredsFile: { env: "NATS_CREDS_FILE", flag: "--nats-creds-file", describe: "credentials file (user JWT and nkey seed) for the servers of NATS_URL" },
   natsNkeyFile: { env: "NATS_NKEY_FILE", flag: "--nats-nkey-file", describe: "file holding an nkey seed (SU...) for the servers of NATS_URL" },
-  natsCaFile: { env: "NATS_TLS_CA_FILE", flag: "--nats-tls-ca-file", describe: "PEM CA bundle for the NATS servers' certificates; set: NATS connections need TLS" },
-  natsTlsCert: { env: "NATS_TLS_CERT_FILE", flag: "--nats-tls-cert-file", describe: "PEM client certificate for NATS servers that verify clients; needs NATS_TLS_KEY_FILE" },
+  natsCaFile: {
+    env: "NATS_TLS_CA_FILE",
+    flag: "--nats-tls-ca-file",
+    describe: "PEM CA bundle for the NATS servers' certificates; set: NATS connections need TLS",
+  },
+  natsTlsCert: {
+    env: "NATS_TLS_CERT_FILE",
+    flag: "--nats-tls-cert-file",
+    describe: "PEM client certificate for NATS servers that verify clients; needs NATS_TLS_KEY_FILE",
+  },
   natsTlsKey: { env: "NATS_TLS_KEY_FILE", flag: "--nats-tls-key-file", describe: "PEM private key of NATS_TLS_CERT_FILE" },
   nodeId: { env: "NODE_ID", flag: "--node-id", describe: "unique node id in the cluster (default <hostname>-<port>)" },
   logLevel: { env: "LOG_LEVEL", flag: "--log-level", describe: "trace, debug, info, warn, error, fatal or silent (default info)" },
-  logFormat: { env: "LOG_FORMAT", flag: "--log-format", describe: "json (default: one JSON object a line, for log collectors) or pretty (readable lines for a terminal)" },
+  logFormat: {
+    env: "LOG_FORMAT",
+    flag: "--log-format",
+    describe: "json (default: one JSON object a line, for log collectors) or pretty (readable lines for a terminal)",
+  },
   jsReplicas: { env: "JS_REPLICAS", flag: "--js-replicas", describe: "JetStream replicas of buckets and streams (default 1; 3 on a NATS cluster)" },
   partitions: { env: "PARTITIONS", flag: "--partitions", describe: "actor partitions, fixed at the cluster's first start (default 64)" },
   heartbeatMs: { env: "HEARTBEAT_MS", flag: "--heartbeat-ms", describe: "lease renewal interval (default 1000)" },
   leaseTtlMs: { env: "LEASE_TTL_MS", flag: "--lease-ttl-ms", describe: "a node silent this long is dead; bounds failover time (default 4000)" },
   callTimeoutMs: { env: "CALL_TIMEOUT_MS", flag: "--call-timeout-ms", describe: "default deadline of an actor call (default 5000)" },
   actorModules: { env: "ACTOR_MODULES", flag: "--actor-modules", describe: "extra actor modules to host, comma-separated paths" },
-  redactRetentionHours: { env: "REDACT_RETENTION_HOURS", flag: "--redact-retention-hours", describe: "hours a finished redaction job and its documents are kept (default 168)" },
-  redactionThreads: { env: "REDACTION_THREADS", flag: "--redaction-threads", describe: "worker threads a CSV redaction job uses (default: the cores, at most 4; 1: none, the event loop's thread)" },
-  exportWorkers: { env: "EXPORT_WORKERS", flag: "--export-workers", describe: "processes that run PostgreSQL export connections, each on its own event loop, started with the first PostgreSQL export served (default 2; 0: the node's own loop)" },
+  redactRetentionHours: {
+    env: "REDACT_RETENTION_HOURS",
+    flag: "--redact-retention-hours",
+    describe: "hours a finished redaction job and its documents are kept (default 168)",
+  },
+  redactionThreads: {
+    env: "REDACTION_THREADS",
+    flag: "--redaction-threads",
+    describe: "worker threads a CSV redaction job uses (default: the cores, at most 4; 1: none, the event loop's thread)",
+  },
+  exportWorkers: {
+    env: "EXPORT_WORKERS",
+    flag: "--export-workers",
+    describe:
+      "processes that run PostgreSQL export connections, each on its own event loop, started with the first PostgreSQL export served (default 2; 0: the node's own loop)",
+  },
   exportHost: { env: "EXPORT_HOST", flag: "--export-host", describe: "address export ports are opened on (default: the gateway's HOST)" },
-  exportTls: { env: "EXPORT_TLS_CERT_FILE", flag: "--export-tls-cert-file", describe: "PEM certificate (chain) exports present to TLS clients; needs EXPORT_TLS_KEY_FILE" },
+  exportTls: {
+    env: "EXPORT_TLS_CERT_FILE",
+    flag: "--export-tls-cert-file",
+    describe: "PEM certificate (chain) exports present to TLS clients; needs EXPORT_TLS_KEY_FILE",
+  },
   exportTlsKey: { env: "EXPORT_TLS_KEY_FILE", flag: "--export-tls-key-file", describe: "PEM private key of EXPORT_TLS_CERT_FILE" },
   tls: { env: "TLS_CERT_FILE", flag: "--tls-cert-file", describe: "PEM certificate (chain) of the gateway: HTTPS instead of HTTP; needs TLS_KEY_FILE" },
   tlsKey: { env: "TLS_KEY_FILE", flag: "--tls-key-file", describe: "PEM private key of TLS_CERT_FILE" },
-  securityConfig: { env: "SECURITY_CONFIG", flag: "--security-config", describe: "security configuration file (verifiers, credentials, enforced components); absent: nothing needs authentication" },
-  httpHeadersTimeoutMs: { env: "HTTP_HEADERS_TIMEOUT_MS", flag: "--http-headers-timeout-ms", describe: "a request's headers must arrive within this, on the gateway and HTTP export doors (default 10000)" },
-  httpRequestTimeoutMs: { env: "HTTP_REQUEST_TIMEOUT_MS", flag: "--http-request-timeout-ms", describe: "a request, body included, must arrive within this (default 300000; 0: off; streaming doors: off)" },
-  httpKeepAliveTimeoutMs: { env: "HTTP_KEEPALIVE_TIMEOUT_MS", flag: "--http-keepalive-timeout-ms", describe: "an idle kept-alive HTTP connection is closed after this (default 5000)" },
-  httpIdleTimeoutMs: { env: "HTTP_IDLE_TIMEOUT_MS", flag: "--http-idle-timeout-ms", describe: "an HTTP connection silent this long is closed (default 60000; 0: never)" },
+  securityConfig: {
+    env: "SECURITY_CONFIG",
+    flag: "--security-config",
+    describe: "security configuration file (verifiers, credentials, enforced components); absent: nothing needs authentication",
+  },
+  httpHeadersTimeoutMs: {
+    env: "HTTP_HEADERS_TIMEOUT_MS",
+    flag: "--http-headers-timeout-ms",
+    describe: "a request's headers must arrive within this, on the gateway and HTTP export doors (default 10000)",
+  },
+  httpRequestTimeoutMs: {
+    env: "HTTP_REQUEST_TIMEOUT_MS",
+    flag: "--http-request-timeout-ms",
+    describe: "a request, body included, must arrive within this (default 300000; 0: off; streaming doors: off)",
+  },
+  httpKeepAliveTimeoutMs: {
+    env: "HTTP_KEEPALIVE_TIMEOUT_MS",
+    flag: "--http-keepalive-timeout-ms",
+    describe: "an idle kept-alive HTTP connection is closed after this (default 5000)",
+  },
+  httpIdleTimeoutMs: {
+    env: "HTTP_IDLE_TIMEOUT_MS",
+    flag: "--http-idle-timeout-ms",
+    describe: "an HTTP connection silent this long is closed (default 60000; 0: never)",
+  },
   httpMaxConnections: { env: "HTTP_MAX_CONNECTIONS", flag: "--http-max-connections", describe: "connections open at once per HTTP listener (default 1000)" },
   exportMaxConnections: { env: "EXPORT_MAX_CONNECTIONS", flag: "--export-max-connections", describe: "logged-in sessions per wire export (default 500)" },
-  exportMaxLoggingIn: { env: "EXPORT_MAX_LOGGING_IN", flag: "--export-max-logging-in", describe: "connections logging in at once per wire export, apart from sessions (default 64)" },
-  exportMaxLoggingInPerAddress: { env: "EXPORT_MAX_LOGGING_IN_PER_ADDRESS", flag: "--export-max-logging-in-per-address", describe: "connections logging in at once from one client address (default 16)" },
-  exportLoginTimeoutMs: { env: "EXPORT_LOGIN_TIMEOUT_MS", flag: "--export-login-timeout-ms", describe: "a wire export connection not logged in by then is closed (default 15000)" },
-  exportIdleTimeoutMs: { env: "EXPORT_IDLE_TIMEOUT_MS", flag: "--export-idle-timeout-ms", describe: "a wire export connection silent this long is closed (default 3600000; 0: never)" },
-  exportMaxMessageBytes: { env: "EXPORT_MAX_MESSAGE_BYTES", flag: "--export-max-message-bytes", describe: "largest message a logged-in wire client may send (default 8388608)" },
-  authFailuresPerAddress: { env: "AUTH_FAILURES_PER_ADDRESS", flag: "--auth-failures-per-address", describe: "failed logins from one client address before it waits, answered 429 (default 20)" },
-  authFailuresPerUser: { env: "AUTH_FAILURES_PER_USER", flag: "--auth-failures-per-user", describe: "failed logins for one user name before it waits, answered 429 (default 10)" },
-  authMaxBackoffMs: { env: "AUTH_MAX_BACKOFF_MS", flag: "--auth-max-backoff-ms", describe: "the longest wait after failed logins; the first is 1 s, doubling (default 300000)" },
-  authRejectedTokenMs: { env: "AUTH_REJECTED_TOKEN_MS", flag: "--auth-rejected-token-ms", describe: "a rejected token is refused again without asking its verifier for this long (default 30000)" },
+  exportMaxLoggingIn: {
+    env: "EXPORT_MAX_LOGGING_IN",
+    flag: "--export-max-logging-in",
+    describe: "connections logging in at once per wire export, apart from sessions (default 64)",
+  },
+  exportMaxLoggingInPerAddress: {
+    env: "EXPORT_MAX_LOGGING_IN_PER_ADDRESS",
+    flag: "--export-max-logging-in-per-address",
+    describe: "connections logging in at once from one client address (default 16)",
+  },
+  exportLoginTimeoutMs: {
+    env: "EXPORT_LOGIN_TIMEOUT_MS",
+    flag: "--export-login-timeout-ms",
+    describe: "a wire export connection not logged in by then is closed (default 15000)",
+  },
+  exportIdleTimeoutMs: {
+    env: "EXPORT_IDLE_TIMEOUT_MS",
+    flag: "--export-idle-timeout-ms",
+    describe: "a wire export connection silent this long is closed (default 3600000; 0: never)",
+  },
+  exportMaxMessageBytes: {
+    env: "EXPORT_MAX_MESSAGE_BYTES",
+    flag: "--export-max-message-bytes",
+    describe: "largest message a logged-in wire client may send (default 8388608)",
+  },
+  authFailuresPerAddress: {
+    env: "AUTH_FAILURES_PER_ADDRESS",
+    flag: "--auth-failures-per-address",
+    describe: "failed logins from one client address before it waits, answered 429 (default 20)",
+  },
+  authFailuresPerUser: {
+    env: "AUTH_FAILURES_PER_USER",
+    flag: "--auth-failures-per-user",
+    describe: "failed logins for one user name before it waits, answered 429 (default 10)",
+  },
+  authMaxBackoffMs: {
+    env: "AUTH_MAX_BACKOFF_MS",
+    flag: "--auth-max-backoff-ms",
+    describe: "the longest wait after failed logins; the first is 1 s, doubling (default 300000)",
+  },
+  authRejectedTokenMs: {
+    env: "AUTH_REJECTED_TOKEN_MS",
+    flag: "--auth-rejected-token-ms",
+    describe: "a rejected token is refused again without asking its verifier for this long (default 30000)",
+  },
   exportPorts: { env: "EXPORT_PORTS", flag: "--export-ports", describe: "range export ports are allocated from, first-last (default 15432-15631)" },
 } satisfies Record<
   | Exclude<keyof NodeConfig, "httpLimits" | "wireLimits" | "failureBudget">
@@ -201,7 +286,8 @@ function portRange(setting: Setting, raw: string): { first: number; last: number
   const match = /^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$/.exec(raw);
   const first = Number(match?.[1]);
   const last = Number(match?.[2]);
-  if (!match || first < 1 || last > 65535 || first > last) throw new StartupError(`${setting.env} (${setting.flag}) must be a port range first-last within 1-65535, got '${raw}'`);
+  if (!match || first < 1 || last > 65535 || first > last)
+    throw new StartupError(`${setting.env} (${setting.flag}) must be a port range first-last within 1-65535, got '${raw}'`);
   return { first, last };
 }
 
@@ -241,11 +327,21 @@ function wireLimits(raw: Raw): WireExportLimits {
   return {
     maxConnections: integer(settings.exportMaxConnections, raw("exportMaxConnections") ?? String(d.maxConnections), 1, 1_000_000),
     maxLoggingIn: integer(settings.exportMaxLoggingIn, raw("exportMaxLoggingIn") ?? String(d.maxLoggingIn), 1, 1_000_000),
-    maxLoggingInPerAddress: integer(settings.exportMaxLoggingInPerAddress, raw("exportMaxLoggingInPerAddress") ?? String(d.maxLoggingInPerAddress), 1, 1_000_000),
+    maxLoggingInPerAddress: integer(
+      settings.exportMaxLoggingInPerAddress,
+      raw("exportMaxLoggingInPerAddress") ?? String(d.maxLoggingInPerAddress),
+      1,
+      1_000_000,
+    ),
     loginTimeoutMs: integer(settings.exportLoginTimeoutMs, raw("exportLoginTimeoutMs") ?? String(d.loginTimeoutMs), 100, 3_600_000),
     idleTimeoutMs: integer(settings.exportIdleTimeoutMs, raw("exportIdleTimeoutMs") ?? String(d.idleTimeoutMs), 0, 86_400_000 * 7),
     // PostgreSQL's own messages may be up to 1 GiB; a proxy that buffers them must stop far sooner.
-    maxClientMessageBytes: integer(settings.exportMaxMessageBytes, raw("exportMaxMessageBytes") ?? String(d.maxClientMessageBytes), 64 * 1024, 64 * 1024 * 1024),
+    maxClientMessageBytes: integer(
+      settings.exportMaxMessageBytes,
+      raw("exportMaxMessageBytes") ?? String(d.maxClientMessageBytes),
+      64 * 1024,
+      64 * 1024 * 1024,
+    ),
   };
 }
 
@@ -276,10 +372,18 @@ function natsCredentials(raw: Raw, external: boolean): NatsCredentialSettings {
   };
   const given = (Object.keys(found) as Array<keyof NatsCredentialSettings>).filter((key) => found[key] !== null);
   if (given.length > 0 && !external) {
-    throw new StartupError(`${given.map((key) => settings[key].env).join(", ")} apply to the NATS servers of ${settings.natsUrls.env}: the embedded nats-server makes a token of its own at each start`);
+    throw new StartupError(
+      `${given.map((key) => settings[key].env).join(", ")} apply to the NATS servers of ${settings.natsUrls.env}: the embedded nats-server makes a token of its own at each start`,
+    );
   }
-  if ((found.natsUser === null) !== (found.natsPassword === null)) throw new StartupError(`${settings.natsUser.env} and ${settings.natsPassword.env} go together: set both or neither`);
-  const kinds = [found.natsUser !== null && settings.natsUser.env, found.natsToken !== null && settings.natsToken.env, found.natsCredsFile && settings.natsCredsFile.env, found.natsNkeyFile && settings.natsNkeyFile.env].filter(Boolean);
+  if ((found.natsUser === null) !== (found.natsPassword === null))
+    throw new StartupError(`${settings.natsUser.env} and ${settings.natsPassword.env} go together: set both or neither`);
+  const kinds = [
+    found.natsUser !== null && settings.natsUser.env,
+    found.natsToken !== null && settings.natsToken.env,
+    found.natsCredsFile && settings.natsCredsFile.env,
+    found.natsNkeyFile && settings.natsNkeyFile.env,
+  ].filter(Boolean);
   if (kinds.length > 1) throw new StartupError(`NATS takes one kind of credentials, but ${kinds.join(" and ")} are set: keep one`);
   return found;
 }
@@ -296,11 +400,15 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
   if (!logLevels.includes(logLevel)) throw new StartupError(`LOG_LEVEL must be one of ${logLevels.join(", ")}, got '${logLevel}'`);
   const logFormat = (raw("logFormat") ?? "json") as LogFormat;
   if (!logFormats.includes(logFormat)) throw new StartupError(`LOG_FORMAT must be one of ${logFormats.join(", ")}, got '${logFormat}'`);
-  const natsUrls = (raw("natsUrls") ?? "").split(",").map((u) => u.trim()).filter(Boolean);
+  const natsUrls = (raw("natsUrls") ?? "")
+    .split(",")
+    .map((u) => u.trim())
+    .filter(Boolean);
   const heartbeatMs = integer(settings.heartbeatMs, raw("heartbeatMs") ?? "1000", 50, 60_000);
   const natsAuth = natsCredentials(raw, natsUrls.length > 0);
   const leaseTtlMs = integer(settings.leaseTtlMs, raw("leaseTtlMs") ?? "4000", 200, 600_000);
-  if (leaseTtlMs < heartbeatMs * 3) throw new StartupError(`LEASE_TTL_MS (${leaseTtlMs}) must be at least three heartbeats (3 x HEARTBEAT_MS = ${heartbeatMs * 3})`);
+  if (leaseTtlMs < heartbeatMs * 3)
+    throw new StartupError(`LEASE_TTL_MS (${leaseTtlMs}) must be at least three heartbeats (3 x HEARTBEAT_MS = ${heartbeatMs * 3})`);
 
   return {
     port,
@@ -317,7 +425,11 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     heartbeatMs,
     leaseTtlMs,
     callTimeoutMs: integer(settings.callTimeoutMs, raw("callTimeoutMs") ?? "5000", 10, 600_000),
-    actorModules: (raw("actorModules") ?? "").split(",").map((m) => m.trim()).filter(Boolean).map((m) => resolve(m)),
+    actorModules: (raw("actorModules") ?? "")
+      .split(",")
+      .map((m) => m.trim())
+      .filter(Boolean)
+      .map((m) => resolve(m)),
     redactRetentionHours: integer(settings.redactRetentionHours, raw("redactRetentionHours") ?? "168", 1, 24 * 366),
     redactionThreads: integer(settings.redactionThreads, raw("redactionThreads") ?? String(defaultRedactionThreads()), 1, 64),
     exportWorkers: integer(settings.exportWorkers, raw("exportWorkers") ?? "2", 0, 64),

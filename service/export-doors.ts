@@ -32,7 +32,13 @@ export interface ExportDoorSettings {
 
 /** The registry of export types: one line per type (exports/door.ts says what a type provides). */
 export function exportDoors(settings: ExportDoorSettings): { doors: ExportDoors; postgres: PostgresDoor } {
-  const postgres = new PostgresDoor({ limits: { ...defaultProxyLimits, ...settings.wireLimits }, workers: settings.proxyWorkers, tls: settings.tls, decisions: settings.decisions, log: settings.log });
+  const postgres = new PostgresDoor({
+    limits: { ...defaultProxyLimits, ...settings.wireLimits },
+    workers: settings.proxyWorkers,
+    tls: settings.tls,
+    decisions: settings.decisions,
+    log: settings.log,
+  });
   const doors: ExportDoors = {
     postgres,
     pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas, httpLimits: settings.httpLimits }),

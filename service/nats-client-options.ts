@@ -26,7 +26,8 @@ export function natsClientOptions(config: NodeConfig, embeddedToken: string | un
   if (config.natsCredsFile) options.authenticator = credsAuthenticator(readSecretFile(config.natsCredsFile, settings.natsCredsFile));
   if (config.natsNkeyFile) {
     const seed = new TextDecoder().decode(readSecretFile(config.natsNkeyFile, settings.natsNkeyFile)).trim();
-    if (!/^SU[A-Z2-7]{50,}$/.test(seed)) throw new StartupError(`${config.natsNkeyFile} does not hold a user nkey seed (SU...): check ${settings.natsNkeyFile.env}`);
+    if (!/^SU[A-Z2-7]{50,}$/.test(seed))
+      throw new StartupError(`${config.natsNkeyFile} does not hold a user nkey seed (SU...): check ${settings.natsNkeyFile.env}`);
     options.authenticator = nkeyAuthenticator(new TextEncoder().encode(seed));
   }
   if (config.natsCaFile || config.natsTlsCert) {

@@ -118,12 +118,17 @@ export class NatsServerProcess {
 
   static async start(options: NatsServerOptions): Promise<NatsServerProcess> {
     const binary = findNatsServer();
-    if (!binary) throw new StartupError("nats-server is not installed: run 'npm start' (it installs it) or 'sudo apt-get install nats-server', or set NATS_URL to join an existing NATS");
+    if (!binary)
+      throw new StartupError(
+        "nats-server is not installed: run 'npm start' (it installs it) or 'sudo apt-get install nats-server', or set NATS_URL to join an existing NATS",
+      );
     mkdirSync(options.dir, { recursive: true });
     const pidFile = join(options.dir, "nats-server.pid");
     await NatsServerProcess.stopOrphan(pidFile, options.log);
     if (!(await portIsFree(options.host, options.port))) {
-      throw new StartupError(`port ${options.port} on ${options.host} is in use, so the embedded nats-server cannot start: set NATS_PORT to a free port, or NATS_URL to join the NATS already there`);
+      throw new StartupError(
+        `port ${options.port} on ${options.host} is in use, so the embedded nats-server cannot start: set NATS_PORT to a free port, or NATS_URL to join the NATS already there`,
+      );
     }
     if (options.cluster && !(await portIsFree(options.host, options.cluster.port))) {
       throw new StartupError(`cluster port ${options.cluster.port} on ${options.host} is in use`);

@@ -70,9 +70,20 @@ async function connectToNats(urls: string[], config: NodeConfig, credentials: Na
     // noAsyncTraces: otherwise every request and JetStream publish builds Error objects with stack
     // traces up front, in case it fails (22 % of the node's CPU under a pipeline stream). Failures still
     // say what failed, without the caller's stack.
-    return await connect({ ...credentials, servers: urls, name: `warden-${config.nodeId}`, maxReconnectAttempts: -1, reconnectTimeWait: 500, timeout: 5000, noAsyncTraces: true });
+    return await connect({
+      ...credentials,
+      servers: urls,
+      name: `warden-${config.nodeId}`,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 500,
+      timeout: 5000,
+      noAsyncTraces: true,
+    });
   } catch (error) {
-    throw new StartupError(`cannot connect to NATS at ${urls.map(withoutUserInfo).join(", ")} (${(error as Error).message}): check ${settings.natsUrls.env} and that the servers run`, { cause: error });
+    throw new StartupError(
+      `cannot connect to NATS at ${urls.map(withoutUserInfo).join(", ")} (${(error as Error).message}): check ${settings.natsUrls.env} and that the servers run`,
+      { cause: error },
+    );
   }
 }
 
@@ -90,9 +101,13 @@ async function whenJetStreamAnswers<T>(what: () => Promise<T>, log: Logger): Pro
       return await what();
     } catch (error) {
       const message = String((error as Error).message);
-      const transient = /no responders|timeout|temporarily unavailable|insufficient resources|no suitable peers|jetstream not (enabled|ready)|503/i.test(message);
+      const transient = /no responders|timeout|temporarily unavailable|insufficient resources|no suitable peers|jetstream not (enabled|ready)|503/i.test(
+        message,
+      );
       if (!transient || Date.now() > until) {
-        throw new StartupError(`JetStream is not usable on the NATS servers (${message}): they must run with JetStream enabled (nats-server -js)`, { cause: error });
+        throw new StartupError(`JetStream is not usable on the NATS servers (${message}): they must run with JetStream enabled (nats-server -js)`, {
+          cause: error,
+        });
       }
       log.debug({ err: error }, "JetStream not ready yet; retrying");
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -102,7 +117,11 @@ async function whenJetStreamAnswers<T>(what: () => Promise<T>, log: Logger): Pro
 
 /** Starts one node: embedded NATS when no NATS_URL, the actor runtime, the gateway; audits the start. */
 /** A certificate and key from PEM files, checked as a pair at startup; unreadable or mismatched: the node does not start. */
-function loadTlsFiles(files: { certFile: string; keyFile: string } | null, what: string, variables: string): { cert: Buffer; key: Buffer; context: SecureContext } | undefined {
+function loadTlsFiles(
+  files: { certFile: string; keyFile: string } | null,
+  what: string,
+  variables: string,
+): { cert: Buffer; key: Buffer; context: SecureContext } | undefined {
   if (!files) return undefined;
   try {
     const pair = { cert: readFileSync(files.certFile), key: readFileSync(files.keyFile) };
@@ -129,11 +148,15 @@ function loadSecurity(config: NodeConfig, exportTls: SecureContext | undefined):
   // The exports' own doors would ask for credentials while anyone could create, repoint or delete them through the API.
   const enforcedExports = servedComponents.filter((name) => componentTypes[name] === "export" && isEnforced(security, component(name)));
   if (enforcedExports.length > 0 && !isEnforced(security, component("export"))) {
-    throw new StartupError(`security configuration ${config.securityConfig}: export type${enforcedExports.length > 1 ? "s" : ""} ${enforcedExports.map((name) => `'${name}'`).join(", ")} enforce${enforcedExports.length > 1 ? "" : "s"} authentication but the 'export' API that manages them does not: add {"componentName": "export"} to enforcedComponents`);
+    throw new StartupError(
+      `security configuration ${config.securityConfig}: export type${enforcedExports.length > 1 ? "s" : ""} ${enforcedExports.map((name) => `'${name}'`).join(", ")} enforce${enforcedExports.length > 1 ? "" : "s"} authentication but the 'export' API that manages them does not: add {"componentName": "export"} to enforcedComponents`,
+    );
   }
   for (const name of ["postgres", "mysql"] as const) {
     if (!exportTls && isEnforced(security, component(name))) {
-      throw new StartupError(`security configuration ${config.securityConfig}: component '${name}' enforces authentication, which takes passwords only over TLS: set ${settings.exportTls.env} and ${settings.exportTlsKey.env}`);
+      throw new StartupError(
+        `security configuration ${config.securityConfig}: component '${name}' enforces authentication, which takes passwords only over TLS: set ${settings.exportTls.env} and ${settings.exportTlsKey.env}`,
+      );
     }
   }
   return security;
@@ -143,7 +166,13 @@ function loadSecurity(config: NodeConfig, exportTls: SecureContext | undefined):
 async function startAuthenticator(config: NodeConfig, security: SecurityConfig, nc: NatsConnection, replicas: number): Promise<Authenticator> {
   if (!config.securityConfig) return Authenticator.open();
   try {
-    return await Authenticator.start(security, verifierFactories, { replayGuard: await KvReplayGuard.open(nc, { replicas }) }, config.securityConfig, new FailureBudget(config.failureBudget));
+    return await Authenticator.start(
+      security,
+      verifierFactories,
+      { replayGuard: await KvReplayGuard.open(nc, { replicas }) },
+      config.securityConfig,
+      new FailureBudget(config.failureBudget),
+    );
   } catch (error) {
     throw securityStartupError(config.securityConfig, error);
   }
@@ -161,7 +190,14 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   const embeddedToken = config.natsUrls.length === 0 ? `wt${randomBytes(32).toString("hex")}` : undefined;
   const credentials = natsClientOptions(config, embeddedToken);
   if (embeddedToken) {
-    natsServer = await NatsServerProcess.start({ host: "127.0.0.1", port: config.natsPort, dir: join(config.dataDir, "nats"), serverName: `warden-${config.nodeId}`, token: embeddedToken, log: logger });
+    natsServer = await NatsServerProcess.start({
+      host: "127.0.0.1",
+      port: config.natsPort,
+      dir: join(config.dataDir, "nats"),
+      serverName: `warden-${config.nodeId}`,
+      token: embeddedToken,
+      log: logger,
+    });
   }
   const urls = natsServer ? [natsServer.url] : config.natsUrls;
   const nc = await connectToNats(urls, config, credentials).catch(async (error) => {
@@ -190,7 +226,13 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     nc,
     logger,
     metrics,
-    options: { nodeId: config.nodeId, partitions: config.partitions, heartbeatMs: config.heartbeatMs, leaseTtlMs: config.leaseTtlMs, callTimeoutMs: config.callTimeoutMs },
+    options: {
+      nodeId: config.nodeId,
+      partitions: config.partitions,
+      heartbeatMs: config.heartbeatMs,
+      leaseTtlMs: config.leaseTtlMs,
+      callTimeoutMs: config.callTimeoutMs,
+    },
     provision: { replicas: config.jsReplicas },
   };
   // Only provisioning is retried (it is idempotent): a fresh NATS cluster elects its JetStream leader first.
@@ -211,17 +253,47 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     const checks = {
       nats: { ok: status.natsConnected },
       lease: { ok: status.leaseValid, detail: { incarnation: status.incarnation } },
-      partitions: { ok: status.assignedPartitions === status.partitions, detail: { assigned: status.assignedPartitions, total: status.partitions, ownedHere: status.ownedPartitions, liveNodes: status.liveNodes } },
+      partitions: {
+        ok: status.assignedPartitions === status.partitions,
+        detail: { assigned: status.assignedPartitions, total: status.partitions, ownedHere: status.ownedPartitions, liveNodes: status.liveNodes },
+      },
     };
     return { ready: Object.values(checks).every((check) => check.ok), checks };
   };
   const decisions = await DecisionService.start(runtime);
-  const documents = await DocumentService.start({ nc, runtime, decisions, log: logger, retentionHours: config.redactRetentionHours, threads: config.redactionThreads, jsReplicas: config.jsReplicas });
-  const { doors, postgres } = exportDoors({ nc, decisions, log: logger, tls: exportTls && { cert: exportTls.cert, key: exportTls.key }, jsReplicas: config.jsReplicas, proxyWorkers: config.exportWorkers, redactionThreads: config.redactionThreads, httpLimits: config.httpLimits, wireLimits: config.wireLimits });
+  const documents = await DocumentService.start({
+    nc,
+    runtime,
+    decisions,
+    log: logger,
+    retentionHours: config.redactRetentionHours,
+    threads: config.redactionThreads,
+    jsReplicas: config.jsReplicas,
+  });
+  const { doors, postgres } = exportDoors({
+    nc,
+    decisions,
+    log: logger,
+    tls: exportTls && { cert: exportTls.cert, key: exportTls.key },
+    jsReplicas: config.jsReplicas,
+    proxyWorkers: config.exportWorkers,
+    redactionThreads: config.redactionThreads,
+    httpLimits: config.httpLimits,
+    wireLimits: config.wireLimits,
+  });
   const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, tls: exportTls, authenticator, doors });
   await exportSupervisor.start();
   registerNodeMetrics(metrics, { runtime, nats, exports: exportSupervisor, postgres, documents, authenticator });
-  const exports = new ExportService({ nc, runtime, decisions, supervisor: exportSupervisor, listenHost: config.exportHost, portRange: config.exportPorts, authenticator, doors });
+  const exports = new ExportService({
+    nc,
+    runtime,
+    decisions,
+    supervisor: exportSupervisor,
+    listenHost: config.exportHost,
+    portRange: config.exportPorts,
+    authenticator,
+    doors,
+  });
   /** The one shutdown order: doors first (no new work), then what they call, then the connection and the server. */
   const shutDown = async (gatewayOpen: boolean): Promise<void> => {
     if (gatewayOpen) await gateway.close();
@@ -232,7 +304,21 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     await nc.drain();
     await natsServer?.stop();
   };
-  const gateway = build({ logger, metrics, nodeId: config.nodeId, health, policy: policyPort(runtime), users: userPort(runtime, (userId) => decisions.forgetUser(userId)), decisions, redact: decisions, documents, exports, https: gatewayTls, limits: config.httpLimits, auth: { authenticator, audit: (entry) => runtime.events.audit(entry) } });
+  const gateway = build({
+    logger,
+    metrics,
+    nodeId: config.nodeId,
+    health,
+    policy: policyPort(runtime),
+    users: userPort(runtime, (userId) => decisions.forgetUser(userId)),
+    decisions,
+    redact: decisions,
+    documents,
+    exports,
+    https: gatewayTls,
+    limits: config.httpLimits,
+    auth: { authenticator, audit: (entry) => runtime.events.audit(entry) },
+  });
   try {
     await gateway.listen({ port: config.port, host: config.host });
   } catch (error) {

@@ -7,7 +7,11 @@ import { until } from "./wait";
  * SIGKILLs the node serving export `id` and waits until the export `answers` again; checks that
  * a surviving node reports serving it. Returns the nodes left and how long the export was gone.
  */
-export async function failOverServingNode(nodes: readonly NodeProcess[], id: string, answers: () => Promise<boolean>): Promise<{ survivors: NodeProcess[]; gapMs: number }> {
+export async function failOverServingNode(
+  nodes: readonly NodeProcess[],
+  id: string,
+  answers: () => Promise<boolean>,
+): Promise<{ survivors: NodeProcess[]; gapMs: number }> {
   await until("the export answers", answers);
   let servedBy = "";
   await until("a node reports serving it", async () => {

@@ -17,5 +17,9 @@ export async function call(node: NodeProcess, method: string, path: string, body
     body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
   });
   const text = await response.text();
-  return { status: response.status, etag: response.headers.get("etag"), body: text && response.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text };
+  return {
+    status: response.status,
+    etag: response.headers.get("etag"),
+    body: text && response.headers.get("content-type")?.includes("json") ? JSON.parse(text) : text,
+  };
 }

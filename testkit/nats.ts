@@ -16,7 +16,13 @@ export async function startNatsCluster(size = 3): Promise<NatsServerProcess[]> {
   const clusterPorts = ports.slice(size);
   const routes = clusterPorts.map((port) => `nats-route://127.0.0.1:${port}`);
   const starting = clusterPorts.map((clusterPort, index) =>
-    NatsServerProcess.start({ host: "127.0.0.1", port: ports[index], dir: tempDir(`nats${index}`), serverName: `test-${index}`, cluster: { name: "test", port: clusterPort, routes: routes.filter((_, i) => i !== index) } }),
+    NatsServerProcess.start({
+      host: "127.0.0.1",
+      port: ports[index],
+      dir: tempDir(`nats${index}`),
+      serverName: `test-${index}`,
+      cluster: { name: "test", port: clusterPort, routes: routes.filter((_, i) => i !== index) },
+    }),
   );
   const outcomes = await Promise.allSettled(starting);
   const failed = outcomes.find((outcome) => outcome.status === "rejected");
@@ -46,7 +52,9 @@ export async function storedMessages<T>(nc: NatsConnection, stream: string, filt
 
 /** Every trace record WARDEN_TRACE holds under `filter` (a message carries one or more, one JSON object a line). */
 export async function storedTraceRecords<T>(nc: NatsConnection, filter = "warden.trace.>"): Promise<Array<{ subject: string; record: T }>> {
-  return (await storedPayloads(nc, "WARDEN_TRACE", filter)).flatMap(({ subject, payload }) => payload.split("\n").map((line) => ({ subject, record: JSON.parse(line) as T })));
+  return (await storedPayloads(nc, "WARDEN_TRACE", filter)).flatMap(({ subject, payload }) =>
+    payload.split("\n").map((line) => ({ subject, record: JSON.parse(line) as T })),
+  );
 }
 
 /** The payloads of every message a stream holds when called, as text, in order. */

@@ -14,7 +14,10 @@ export const jdbcJar = "/usr/share/java/postgresql.jar";
  */
 export function postgresSystemUser(ownedPaths: readonly string[]): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const user = { uid: Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" })), gid: Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" })) };
+  const user = {
+    uid: Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" })),
+    gid: Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" })),
+  };
   for (const path of ownedPaths) chownSync(path, user.uid, user.gid);
   return user;
 }
@@ -24,7 +27,11 @@ export function postgresBinDir(): string {
   const fromPath = spawnSync("pg_config", ["--bindir"], { encoding: "utf8" });
   if (fromPath.status === 0 && existsSync(join(fromPath.stdout.trim(), "initdb"))) return fromPath.stdout.trim();
   const debian = "/usr/lib/postgresql";
-  const versions = existsSync(debian) ? readdirSync(debian).filter((v) => existsSync(join(debian, v, "bin", "initdb"))).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(debian)
+    ? readdirSync(debian)
+        .filter((v) => existsSync(join(debian, v, "bin", "initdb")))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   if (versions.length === 0) throw new Error("PostgreSQL server programs not found: run 'npm test' (it installs them) or apt-get install postgresql");
   return join(debian, versions[0]!, "bin");
 }
@@ -56,13 +63,31 @@ export class PostgresServer {
     writeFileSync(pwfile, "postgres\n");
     const runAs = postgresSystemUser([dir, pwfile]);
     chmodSync(dir, 0o700);
-    const init = spawnSync(join(bin, "initdb"), ["-D", data, "-U", "postgres", `--pwfile=${pwfile}`, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"], { encoding: "utf8", ...(runAs ?? {}) });
+    const init = spawnSync(
+      join(bin, "initdb"),
+      ["-D", data, "-U", "postgres", `--pwfile=${pwfile}`, "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--locale=C", "--no-sync"],
+      { encoding: "utf8", ...(runAs ?? {}) },
+    );
     if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
     const hba = join(data, "pg_hba.conf");
     writeFileSync(hba, `${[...(options.hba ?? []), "local all all trust", "host all all 127.0.0.1/32 scram-sha-256"].join("\n")}\n`);
     const port = await freePort();
-    const settings = { listen_addresses: "'127.0.0.1'", port: String(port), unix_socket_directories: `'${dir}'`, fsync: "off", synchronous_commit: "off", full_page_writes: "off", max_connections: "100", ...(options.settings ?? {}) };
-    appendFileSync(join(data, "postgresql.conf"), `${Object.entries(settings).map(([k, v]) => `${k} = ${v}`).join("\n")}\n`);
+    const settings = {
+      listen_addresses: "'127.0.0.1'",
+      port: String(port),
+      unix_socket_directories: `'${dir}'`,
+      fsync: "off",
+      synchronous_commit: "off",
+      full_page_writes: "off",
+      max_connections: "100",
+      ...(options.settings ?? {}),
+    };
+    appendFileSync(
+      join(data, "postgresql.conf"),
+      `${Object.entries(settings)
+        .map(([k, v]) => `${k} = ${v}`)
+        .join("\n")}\n`,
+    );
     const child = spawn(join(bin, "postgres"), ["-D", data], { stdio: ["ignore", "ignore", "pipe"], ...(runAs ?? {}) });
     let log = "";
     child.stderr!.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-8000)));
@@ -82,7 +107,11 @@ export class PostgresServer {
 
   /** Runs SQL as the superuser over the server's Unix socket (psql, stopping at the first error). */
   sql(sql: string, database = "postgres"): string {
-    const result = spawnSync("psql", ["-h", this.dir, "-p", String(this.port), "-U", "postgres", "-d", database, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql], { encoding: "utf8" });
+    const result = spawnSync(
+      "psql",
+      ["-h", this.dir, "-p", String(this.port), "-U", "postgres", "-d", database, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", sql],
+      { encoding: "utf8" },
+    );
     if (result.status !== 0) throw new Error(`psql failed: ${result.stderr}`);
     return result.stdout;
   }

@@ -8,7 +8,13 @@ interface S3rverInstance {
   run(): Promise<{ port: number }>;
   close(): Promise<void>;
 }
-type S3rverConstructor = new (options: { address: string; port: number; directory: string; silent: boolean; configureBuckets: Array<{ name: string }> }) => S3rverInstance;
+type S3rverConstructor = new (options: {
+  address: string;
+  port: number;
+  directory: string;
+  silent: boolean;
+  configureBuckets: Array<{ name: string }>;
+}) => S3rverInstance;
 
 /** The default account of s3rver: the only access key it takes for signed requests. */
 export const s3rverCredentials = Object.freeze({ accessKeyId: "S3RVER", secretAccessKey: "S3RVER" });

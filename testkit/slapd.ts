@@ -35,7 +35,8 @@ function hexEscape(value: string): string {
 
 function baseEntry(suffix: string): string[] {
   const [type, value] = suffix.split(",")[0].split("=") as [string, string];
-  if (type.toLowerCase() === "dc") return [ldifLine("dn", suffix), "objectClass: dcObject", "objectClass: organization", ldifLine("dc", value), ldifLine("o", value)];
+  if (type.toLowerCase() === "dc")
+    return [ldifLine("dn", suffix), "objectClass: dcObject", "objectClass: organization", ldifLine("dc", value), ldifLine("o", value)];
   if (type.toLowerCase() === "o") return [ldifLine("dn", suffix), "objectClass: organization", ldifLine("o", value)];
   throw new Error(`SlapdServer: suffix '${suffix}' must start with dc= or o=`);
 }
@@ -174,7 +175,13 @@ export function ldapSecurityFile(dir: string, slapd: SlapdServer, components: re
   writeFileSync(
     file,
     JSON.stringify({
-      verifiers: [{ verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }] }],
+      verifiers: [
+        {
+          verifier: "ldap",
+          default: "directory",
+          profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }],
+        },
+      ],
       credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
       enforcedComponents: components.map((componentName) => ({ componentName })),
     }),

@@ -158,7 +158,8 @@ export const exportPort = actor({
     holder: shared((ctx: SharedContext<ClaimState>) => ctx.state),
 
     claim: exclusive((ctx: ExclusiveContext<ClaimState>, arg: { exportId: string }) => {
-      if (ctx.state && ctx.state.exportId !== arg.exportId) throw new HandlerError("EXPORT_PORT_TAKEN", `port ${ctx.id} is used by export '${ctx.state.exportId}'`);
+      if (ctx.state && ctx.state.exportId !== arg.exportId)
+        throw new HandlerError("EXPORT_PORT_TAKEN", `port ${ctx.id} is used by export '${ctx.state.exportId}'`);
       ctx.setState({ exportId: arg.exportId, claimedAt: new Date().toISOString() });
     }),
 

@@ -49,7 +49,9 @@ async function commit(ctx: Exclusive, options: WriteOptions, change: string, can
   if (isDeepStrictEqual(checked.config, ctx.state.config)) return { revision: ctx.state.revision, changed: false };
   const revision = ctx.state.revision + 1;
   const at = new Date().toISOString();
-  await ctx.actors.ref(policyRevision, `${ctx.id}.${revision}`).record({ revision, at, by: options.by, change, config: checked.config }, { timeoutMs: ctx.remainingMs() });
+  await ctx.actors
+    .ref(policyRevision, `${ctx.id}.${revision}`)
+    .record({ revision, at, by: options.by, change, config: checked.config }, { timeoutMs: ctx.remainingMs() });
   ctx.setState({ revision, config: checked.config, updatedAt: at, updatedBy: options.by, change });
   return { revision, changed: true };
 }
@@ -73,7 +75,8 @@ export const policy = actor({
     write: exclusive(async (ctx: Exclusive, arg: WriteOptions & { write: SectionWrite }) => {
       checkExpectedRevision(ctx, arg);
       const duplicates = duplicatesInWrite(arg.write);
-      if (duplicates.length) throw new HandlerError("CONFIG_INVALID", `the write has ${duplicates.length} problem(s); nothing was changed`, { details: duplicates });
+      if (duplicates.length)
+        throw new HandlerError("CONFIG_INVALID", `the write has ${duplicates.length} problem(s); nothing was changed`, { details: duplicates });
       return commit(ctx, arg, `wrote ${arg.write.section}`, applySectionWrite(ctx.state.config, arg.write));
     }),
 

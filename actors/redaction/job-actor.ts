@@ -58,7 +58,8 @@ function existing(ctx: { state: Readonly<State>; id: string }): JobRecord {
 /** The running job, if `attempt` is still its current attempt; a superseded runner is told to stop. */
 function currentAttempt(ctx: Exclusive, attempt: number): JobRecord {
   const job = existing(ctx);
-  if (job.status !== "running" || job.attempt !== attempt) throw new HandlerError("ATTEMPT_SUPERSEDED", `attempt ${attempt} of job '${ctx.id}' is no longer current (status ${job.status}, attempt ${job.attempt})`);
+  if (job.status !== "running" || job.attempt !== attempt)
+    throw new HandlerError("ATTEMPT_SUPERSEDED", `attempt ${attempt} of job '${ctx.id}' is no longer current (status ${job.status}, attempt ${job.attempt})`);
   return job;
 }
 
@@ -107,11 +108,22 @@ export const redactionJob = actor({
       if (job.status !== "running") return { run: false, job };
       const now = new Date();
       if (job.attempt >= maxAttempts) {
-        const failed: JobRecord = { ...finished(job, "failed", now), error: { code: "JOB_ATTEMPTS_EXHAUSTED", message: `the job was started ${job.attempt} times without finishing; the last runner was ${job.runner?.nodeId ?? "unknown"}` } };
+        const failed: JobRecord = {
+          ...finished(job, "failed", now),
+          error: {
+            code: "JOB_ATTEMPTS_EXHAUSTED",
+            message: `the job was started ${job.attempt} times without finishing; the last runner was ${job.runner?.nodeId ?? "unknown"}`,
+          },
+        };
         ctx.setState(failed);
         return { run: false, job: failed };
       }
-      const next: JobRecord = { ...job, attempt: job.attempt + 1, runner: { nodeId: arg.nodeId, since: now.toISOString() }, progress: { bytesProcessed: 0, rowsProcessed: 0, at: now.toISOString() } };
+      const next: JobRecord = {
+        ...job,
+        attempt: job.attempt + 1,
+        runner: { nodeId: arg.nodeId, since: now.toISOString() },
+        progress: { bytesProcessed: 0, rowsProcessed: 0, at: now.toISOString() },
+      };
       ctx.setState(next);
       return { run: true, job: next };
     }),
@@ -124,7 +136,12 @@ export const redactionJob = actor({
     complete: exclusive((ctx: Exclusive, arg: { attempt: number; stats: JobStats; output: { bytes: number; chunks: number } }) => {
       const job = currentAttempt(ctx, arg.attempt);
       const now = new Date();
-      ctx.setState({ ...finished(job, "complete", now), stats: arg.stats, output: { attempt: arg.attempt, ...arg.output }, progress: { bytesProcessed: job.input.bytes, rowsProcessed: arg.stats.rowsIn, at: now.toISOString() } });
+      ctx.setState({
+        ...finished(job, "complete", now),
+        stats: arg.stats,
+        output: { attempt: arg.attempt, ...arg.output },
+        progress: { bytesProcessed: job.input.bytes, rowsProcessed: arg.stats.rowsIn, at: now.toISOString() },
+      });
     }),
 
     fail: exclusive((ctx: Exclusive, arg: { attempt: number; error: JobError; stats: JobStats }) => {

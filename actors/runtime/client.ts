@@ -44,7 +44,8 @@ export class ActorClient implements ActorCaller {
   async call<R = unknown>(type: string, id: string, handler: string, arg?: unknown, options?: CallOptions): Promise<R> {
     const started = performance.now();
     let bound = this.latencyOf.get(type);
-    if (!bound) this.latencyOf.set(type, (bound = { ok: this.latency.labels({ type, outcome: "ok" }), error: this.latency.labels({ type, outcome: "error" }) }));
+    if (!bound)
+      this.latencyOf.set(type, (bound = { ok: this.latency.labels({ type, outcome: "ok" }), error: this.latency.labels({ type, outcome: "error" }) }));
     try {
       const answer = await this.route<R>(type, id, handler, arg, options);
       bound.ok.observe((performance.now() - started) / 1000);
@@ -85,7 +86,8 @@ export class ActorClient implements ActorCaller {
         const request = this.nc.request(Subjects.call(owner.incarnation, partition), JSON.stringify(envelope), { timeout: Math.ceil(remaining) });
         request.catch(() => undefined); // when the owner left first, its outcome is nobody's
         const lost = ownerWatch.left.then(async () => {
-          if (await this.incarnationGone(owner.incarnation!)) throw new FatalError("OUTCOME_UNKNOWN", `${type}/${id} lost its owner while ${handler} was in flight: whether it ran is unknown`);
+          if (await this.incarnationGone(owner.incarnation!))
+            throw new FatalError("OUTCOME_UNKNOWN", `${type}/${id} lost its owner while ${handler} was in flight: whether it ran is unknown`);
           return new Promise<never>(() => undefined); // still there (paused, partitioned): its answer, NOT_OWNER at worst, is awaited
         });
         reply = (await Promise.race([request, lost])).json<ReplyEnvelope>();

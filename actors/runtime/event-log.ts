@@ -54,7 +54,11 @@ export class EventLog {
     this.js = jetstream(nc);
     this.batchIdPrefix = `${options.nodeId}.${randomUUID()}`;
     this.tracesStored = new Counter({ name: "warden_trace_records_stored_total", help: "Trace records JetStream acknowledged", registers: [metrics] });
-    this.tracesFailed = new Counter({ name: "warden_trace_records_failed_total", help: "Trace records JetStream did not acknowledge within their deadline (their answers failed closed)", registers: [metrics] });
+    this.tracesFailed = new Counter({
+      name: "warden_trace_records_failed_total",
+      help: "Trace records JetStream did not acknowledge within their deadline (their answers failed closed)",
+      registers: [metrics],
+    });
   }
 
   async audit(entry: Omit<AuditRecord, "id" | "time" | "nodeId">): Promise<AuditRecord> {
@@ -119,7 +123,10 @@ export class EventLog {
       (error: unknown) => {
         this.lostTraceRecords += batch.lines.length;
         this.tracesFailed.inc(batch.lines.length);
-        this.log.error({ err: error, subject, msgID, records: batch.lines.length, failedTotal: this.lostTraceRecords }, "trace records not acknowledged by JetStream: their answers fail closed");
+        this.log.error(
+          { err: error, subject, msgID, records: batch.lines.length, failedTotal: this.lostTraceRecords },
+          "trace records not acknowledged by JetStream: their answers fail closed",
+        );
         batch.stored.reject(new TraceUnavailableError(`JetStream did not store the trace records on ${subject}`, { cause: error }));
       },
     );

@@ -47,7 +47,12 @@ export class ActorHost extends EventEmitter implements ActivationHost {
     super();
     this.log = log;
     this.store = new RevisionedKv<unknown>(buckets.state);
-    this.calls = new Counter({ name: "warden_actor_calls_total", help: "Actor calls handled on this node", labelNames: ["type", "handler", "outcome"], registers: [metrics] });
+    this.calls = new Counter({
+      name: "warden_actor_calls_total",
+      help: "Actor calls handled on this node",
+      labelNames: ["type", "handler", "outcome"],
+      registers: [metrics],
+    });
     this.duration = new Histogram({
       name: "warden_actor_call_duration_seconds",
       help: "Time from arrival to reply of actor calls handled on this node",
@@ -215,7 +220,9 @@ export class ActorHost extends EventEmitter implements ActivationHost {
     } catch (error) {
       this.log.error({ err: error, bytes: payload.length }, "could not send an actor reply");
       try {
-        msg.respond(JSON.stringify({ e: errorToWire(new FatalError("REPLY_NOT_SENT", "the reply could not be sent (too large, or the connection is closing)")) }));
+        msg.respond(
+          JSON.stringify({ e: errorToWire(new FatalError("REPLY_NOT_SENT", "the reply could not be sent (too large, or the connection is closing)")) }),
+        );
       } catch {
         // The connection is gone: the caller's deadline answers for us.
       }

@@ -178,7 +178,8 @@ export class Placement {
       await this.reconcile();
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    if (this.ownedCount() > 0) this.log.warn({ partitions: this.ownedCount() }, "left without handing every partition over; peers take them when the lease lapses");
+    if (this.ownedCount() > 0)
+      this.log.warn({ partitions: this.ownedCount() }, "left without handing every partition over; peers take them when the lease lapses");
     if (this.timer) clearInterval(this.timer);
   }
 }

@@ -68,7 +68,19 @@ export async function provision(nc: NatsConnection, options: ProvisionOptions): 
   }
   const day = 24 * 60 * 60 * 1000;
   const streamDefaults = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: options.replicas };
-  await ensureStream(nc, { ...streamDefaults, name: Streams.audit.name, subjects: [...Streams.audit.subjects], max_age: nanos(options.auditRetention.maxAgeDays * day), max_bytes: options.auditRetention.maxBytes });
-  await ensureStream(nc, { ...streamDefaults, name: Streams.trace.name, subjects: [...Streams.trace.subjects], max_age: nanos(options.traceRetention.maxAgeDays * day), max_bytes: options.traceRetention.maxBytes });
+  await ensureStream(nc, {
+    ...streamDefaults,
+    name: Streams.audit.name,
+    subjects: [...Streams.audit.subjects],
+    max_age: nanos(options.auditRetention.maxAgeDays * day),
+    max_bytes: options.auditRetention.maxBytes,
+  });
+  await ensureStream(nc, {
+    ...streamDefaults,
+    name: Streams.trace.name,
+    subjects: [...Streams.trace.subjects],
+    max_age: nanos(options.traceRetention.maxAgeDays * day),
+    max_bytes: options.traceRetention.maxBytes,
+  });
   return { buckets: { nodes, partitions: partitionsBucket, state }, partitions };
 }

@@ -47,7 +47,12 @@ export class RevisionedKv<T> {
   constructor(readonly kv: KV) {}
 
   async read(key: string, retryForMs = 0): Promise<Revisioned<T>> {
-    const entry = await this.retrying(`reading ${key}`, retryForMs, (error) => notDelivered(error) || timedOut(error), () => this.kv.get(key));
+    const entry = await this.retrying(
+      `reading ${key}`,
+      retryForMs,
+      (error) => notDelivered(error) || timedOut(error),
+      () => this.kv.get(key),
+    );
     if (!entry) return { value: undefined, revision: 0 };
     if (entry.operation !== "PUT") return { value: undefined, revision: entry.revision };
     return { value: entry.json<T>(), revision: entry.revision };

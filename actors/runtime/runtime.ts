@@ -139,7 +139,10 @@ export class ActorRuntime {
 }
 
 /** Provisions JetStream, builds a node's services and starts it. */
-export async function startNode(setup: RuntimeSetup, definitions: readonly AnyActorDefinition[]): Promise<{ runtime: ActorRuntime; container: DependencyContainer }> {
+export async function startNode(
+  setup: RuntimeSetup,
+  definitions: readonly AnyActorDefinition[],
+): Promise<{ runtime: ActorRuntime; container: DependencyContainer }> {
   const container = await buildContainer(setup);
   const runtime = container.resolve(ActorRuntime);
   await runtime.start(definitions);

@@ -51,11 +51,12 @@ export class StateCache<S> extends EventEmitter {
     while (!this.stopped) {
       try {
         // Only a watch that was actually created is iterated: an ended one cannot be again.
-        if (this.watcher) for await (const entry of this.watcher) {
-          const { id } = addressOfStateKey(entry.key);
-          this.remember(id, { value: entry.operation === "PUT" ? entry.json<S>() : undefined, revision: entry.revision });
-          this.emit("change", id, entry.revision);
-        }
+        if (this.watcher)
+          for await (const entry of this.watcher) {
+            const { id } = addressOfStateKey(entry.key);
+            this.remember(id, { value: entry.operation === "PUT" ? entry.json<S>() : undefined, revision: entry.revision });
+            this.emit("change", id, entry.revision);
+          }
       } catch (error) {
         this.log.error({ err: error, type: this.definition.type }, "state cache watch failed");
       }

@@ -55,14 +55,15 @@ export class WatchedBucket<T> extends EventEmitter {
     while (!this.stopped) {
       try {
         // Only a watch that was actually created is iterated: an ended one cannot be again.
-        if (this.watcher) for await (const entry of this.watcher) {
-          try {
-            this.apply(entry);
-          } catch (error) {
-            // A listener's failure must not end the watch: the replica would silently go stale.
-            this.log.error({ err: error, bucket: this.name, key: entry.key }, "handling a bucket change failed");
+        if (this.watcher)
+          for await (const entry of this.watcher) {
+            try {
+              this.apply(entry);
+            } catch (error) {
+              // A listener's failure must not end the watch: the replica would silently go stale.
+              this.log.error({ err: error, bucket: this.name, key: entry.key }, "handling a bucket change failed");
+            }
           }
-        }
       } catch (error) {
         this.log.error({ err: error, bucket: this.name }, "bucket watch failed");
       }

@@ -53,17 +53,28 @@ function termsFor(compiled: CompiledPolicy, user: UserRecord, now: Date): Person
  * own record must confirm (a link half-removed by an erasure confers nothing); an adult acts for
  * themselves.
  */
-async function actingFor(ctx: { actors: ActorCaller; remainingMs(): number }, compiled: CompiledPolicy, record: UserRecord, actingId: string | undefined, what: string, now: Date): Promise<string> {
+async function actingFor(
+  ctx: { actors: ActorCaller; remainingMs(): number },
+  compiled: CompiledPolicy,
+  record: UserRecord,
+  actingId: string | undefined,
+  what: string,
+  now: Date,
+): Promise<string> {
   if (!isChild(compiled, record, now)) {
-    if (actingId !== undefined && actingId !== record.userId) throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child: they act for themselves`);
+    if (actingId !== undefined && actingId !== record.userId)
+      throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child: they act for themselves`);
     return record.userId;
   }
   if (!actingId) throw new HandlerError("GUARDIAN_REQUIRED", `${record.userId} is a child: ${what} needs a guardian (grantorId)`);
   const notGuardian = new HandlerError("NOT_A_GUARDIAN", `${actingId} is not a guardian of ${record.userId}`);
   if (!record.guardians.includes(actingId)) throw notGuardian;
-  const guardian = await ctx.actors.ref(user, actingId).get(undefined, { timeoutMs: ctx.remainingMs() }).catch((error: { code?: string }) => {
-    throw error.code === "NOT_FOUND" ? notGuardian : error;
-  });
+  const guardian = await ctx.actors
+    .ref(user, actingId)
+    .get(undefined, { timeoutMs: ctx.remainingMs() })
+    .catch((error: { code?: string }) => {
+      throw error.code === "NOT_FOUND" ? notGuardian : error;
+    });
   if (!guardian.children.includes(record.userId)) throw notGuardian;
   return actingId;
 }
@@ -81,30 +92,34 @@ export const user = actor({
   handlers: {
     get: shared((ctx: SharedContext<State>) => existing(ctx)),
 
-    create: exclusive(async (ctx: Exclusive, arg: { attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } }) => {
-      if (ctx.state) throw new HandlerError("USER_EXISTS", `user '${ctx.id}' already exists`);
-      const attributes = arg.attributes ?? {};
-      if (attributes.dob !== undefined && ageOn(attributes.dob, new Date()) === undefined) throw new HandlerError("USER_INVALID", `dob '${attributes.dob}' is not a date (YYYY-MM-DD)`);
-      if (arg.contractualRelationship) {
-        const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
-        const { purposeId, termsId } = arg.contractualRelationship;
-        if (!compiled.contracts.has(termsKey(purposeId, termsId))) throw new HandlerError("USER_INVALID", `no contractual exchange terms '${purposeId}/${termsId}'`);
-      }
-      const record: UserRecord = {
-        userId: ctx.id,
-        attributes,
-        ...(arg.contractualRelationship ? { contractualRelationship: arg.contractualRelationship } : {}),
-        optIns: {},
-        consents: {},
-        disabledFlows: [],
-        createdAt: new Date().toISOString(),
-        guardians: [],
-        children: [],
-        consentHistory: [],
-      };
-      ctx.setState(record);
-      return record;
-    }),
+    create: exclusive(
+      async (ctx: Exclusive, arg: { attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } }) => {
+        if (ctx.state) throw new HandlerError("USER_EXISTS", `user '${ctx.id}' already exists`);
+        const attributes = arg.attributes ?? {};
+        if (attributes.dob !== undefined && ageOn(attributes.dob, new Date()) === undefined)
+          throw new HandlerError("USER_INVALID", `dob '${attributes.dob}' is not a date (YYYY-MM-DD)`);
+        if (arg.contractualRelationship) {
+          const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
+          const { purposeId, termsId } = arg.contractualRelationship;
+          if (!compiled.contracts.has(termsKey(purposeId, termsId)))
+            throw new HandlerError("USER_INVALID", `no contractual exchange terms '${purposeId}/${termsId}'`);
+        }
+        const record: UserRecord = {
+          userId: ctx.id,
+          attributes,
+          ...(arg.contractualRelationship ? { contractualRelationship: arg.contractualRelationship } : {}),
+          optIns: {},
+          consents: {},
+          disabledFlows: [],
+          createdAt: new Date().toISOString(),
+          guardians: [],
+          children: [],
+          consentHistory: [],
+        };
+        ctx.setState(record);
+        return record;
+      },
+    ),
 
     /** The user's current personalized terms, and whether they grant more than what the user accepted. */
     terms: shared(async (ctx: SharedContext<State>) => {
@@ -129,9 +144,12 @@ export const user = actor({
       if (child) {
         if (!arg.acceptorId) throw new HandlerError("GUARDIAN_REQUIRED", `${record.userId} is a child: terms must be accepted by a guardian (acceptorId)`);
         if (arg.acceptorId === record.userId) throw new HandlerError("GUARDIAN_INVALID", "a child cannot be their own guardian");
-        const acceptor = await ctx.actors.ref(user, arg.acceptorId).get(undefined, { timeoutMs: ctx.remainingMs() }).catch((error: { code?: string }) => {
-          throw error.code === "NOT_FOUND" ? new HandlerError("GUARDIAN_INVALID", `acceptor '${arg.acceptorId}' is not a user`) : error;
-        });
+        const acceptor = await ctx.actors
+          .ref(user, arg.acceptorId)
+          .get(undefined, { timeoutMs: ctx.remainingMs() })
+          .catch((error: { code?: string }) => {
+            throw error.code === "NOT_FOUND" ? new HandlerError("GUARDIAN_INVALID", `acceptor '${arg.acceptorId}' is not a user`) : error;
+          });
         if (isChild(compiled, acceptor, now)) throw new HandlerError("GUARDIAN_INVALID", `acceptor '${arg.acceptorId}' is a child`);
         // Idempotent, and repairs a link one side lost. Guardians' handlers never call a child's exclusive ones: no cycle.
         await ctx.actors.ref(user, arg.acceptorId).linkChild(record.userId, { timeoutMs: ctx.remainingMs() });
@@ -152,9 +170,12 @@ export const user = actor({
       const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
       if (!isChild(compiled, record, now)) throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child`);
       if (guardianId === record.userId) throw new HandlerError("GUARDIAN_INVALID", "a child cannot be their own guardian");
-      const guardian = await ctx.actors.ref(user, guardianId).get(undefined, { timeoutMs: ctx.remainingMs() }).catch((error: { code?: string }) => {
-        throw error.code === "NOT_FOUND" ? new HandlerError("GUARDIAN_INVALID", `guardian '${guardianId}' is not a user`) : error;
-      });
+      const guardian = await ctx.actors
+        .ref(user, guardianId)
+        .get(undefined, { timeoutMs: ctx.remainingMs() })
+        .catch((error: { code?: string }) => {
+          throw error.code === "NOT_FOUND" ? new HandlerError("GUARDIAN_INVALID", `guardian '${guardianId}' is not a user`) : error;
+        });
       if (isChild(compiled, guardian, now)) throw new HandlerError("GUARDIAN_INVALID", `guardian '${guardianId}' is a child`);
       if (record.guardians.includes(guardianId)) return { guardians: record.guardians };
       await ctx.actors.ref(user, guardianId).linkChild(record.userId, { timeoutMs: ctx.remainingMs() });
@@ -205,7 +226,10 @@ export const user = actor({
         }
         const terms = entry.termsId === undefined ? undefined : compiled.consentTerms.get(termsKey(entry.purposeId, entry.termsId));
         if (!terms) {
-          problems.push({ path: `/consents/${i}`, problem: `'${entry.purposeId}'${entry.termsId ? `/'${entry.termsId}'` : ""} is neither an opt-in purpose nor consented sharing terms` });
+          problems.push({
+            path: `/consents/${i}`,
+            problem: `'${entry.purposeId}'${entry.termsId ? `/'${entry.termsId}'` : ""} is neither an opt-in purpose nor consented sharing terms`,
+          });
           continue;
         }
         const categoryIds = [...new Set(entry.categoryIds ?? terms.requestedCategoryIds)];
@@ -217,7 +241,8 @@ export const user = actor({
         consents[termsKey(entry.purposeId, entry.termsId!)] = { categoryIds };
         history.push({ at: now.toISOString(), purposeId: entry.purposeId, termsId: entry.termsId, categoryIds, by });
       }
-      if (problems.length) throw new HandlerError("CONSENT_INVALID", `the consent has ${problems.length} problem(s); nothing was recorded`, { details: problems });
+      if (problems.length)
+        throw new HandlerError("CONSENT_INVALID", `the consent has ${problems.length} problem(s); nothing was recorded`, { details: problems });
       ctx.setState({ ...record, optIns, consents, consentHistory: history.slice(-maxConsentHistory) });
       return { optIns, consents };
     }),
@@ -252,7 +277,17 @@ export const user = actor({
         if (!sharing) return [];
         return flow.thirdPartyIds.flatMap((thirdPartyId) => {
           const party = sharing.thirdParties.get(thirdPartyId);
-          return party ? [{ purposeId: flow.purposeId, purposeName: sharing.purpose.name, thirdPartyId, thirdPartyName: party.name, disabled: record.disabledFlows.some((f) => f.purposeId === flow.purposeId && f.thirdPartyId === thirdPartyId) }] : [];
+          return party
+            ? [
+                {
+                  purposeId: flow.purposeId,
+                  purposeName: sharing.purpose.name,
+                  thirdPartyId,
+                  thirdPartyName: party.name,
+                  disabled: record.disabledFlows.some((f) => f.purposeId === flow.purposeId && f.thirdPartyId === thirdPartyId),
+                },
+              ]
+            : [];
         });
       });
     }),
@@ -265,7 +300,8 @@ export const user = actor({
       if (!isChild(compiled, record, now)) throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child`);
       await actingFor(ctx, compiled, record, arg.guardianId, "changing a flow", now);
       const permitted = compiled.guardian?.allowedToDisable.some((f) => f.purposeId === arg.purposeId && f.thirdPartyIds.includes(arg.thirdPartyId));
-      if (!permitted) throw new HandlerError("FLOW_NOT_DISABLEABLE", `guardian rights do not let a guardian turn off '${arg.purposeId}' to '${arg.thirdPartyId}'`);
+      if (!permitted)
+        throw new HandlerError("FLOW_NOT_DISABLEABLE", `guardian rights do not let a guardian turn off '${arg.purposeId}' to '${arg.thirdPartyId}'`);
       const others = record.disabledFlows.filter((f) => !(f.purposeId === arg.purposeId && f.thirdPartyId === arg.thirdPartyId));
       const disabledFlows = arg.disabled ? [...others, { purposeId: arg.purposeId, thirdPartyId: arg.thirdPartyId }] : others;
       ctx.setState({ ...record, disabledFlows });

@@ -51,7 +51,8 @@ export function cloudPropertyProblem(property: CloudProperty, value: unknown): s
 function parseConfiguration(raw: Record<string, unknown> | undefined, path: string): CloudConfiguration {
   const configuration: CloudConfiguration = {};
   for (const [name, value] of Object.entries(raw ?? {})) {
-    if (!(cloudProperties as readonly string[]).includes(name)) throw new SecurityConfigError(`${path}.${name}`, `unknown property; a cloud profile takes ${cloudProperties.join(", ")}`);
+    if (!(cloudProperties as readonly string[]).includes(name))
+      throw new SecurityConfigError(`${path}.${name}`, `unknown property; a cloud profile takes ${cloudProperties.join(", ")}`);
     const problem = cloudPropertyProblem(name as CloudProperty, value);
     if (problem) throw new SecurityConfigError(`${path}.${name}`, problem);
     configuration[name as CloudProperty] = value as string;
@@ -108,14 +109,17 @@ export class CloudVerifier implements Verifier {
   private resolve(overrides: VerifierOverrides): Required<CloudConfiguration> {
     const merged: CloudConfiguration = { ...this.configuration };
     for (const [name, value] of Object.entries(overrides)) {
-      if (!(cloudProperties as readonly string[]).includes(name)) throw new CredentialRejected(`not configured: the export overrides unknown property '${name}'`);
+      if (!(cloudProperties as readonly string[]).includes(name))
+        throw new CredentialRejected(`not configured: the export overrides unknown property '${name}'`);
       const problem = cloudPropertyProblem(name as CloudProperty, value);
       if (problem) throw new CredentialRejected(`not configured: the export's ${name} ${problem}`);
       merged[name as CloudProperty] = value;
     }
     const { id, key, region } = merged;
     if (id === undefined || key === undefined || region === undefined) {
-      throw new CredentialRejected(`not configured: profile '${this.profile}' has no ${cloudProperties.filter((name) => merged[name] === undefined).join(", ")}`);
+      throw new CredentialRejected(
+        `not configured: profile '${this.profile}' has no ${cloudProperties.filter((name) => merged[name] === undefined).join(", ")}`,
+      );
     }
     return { id, key, region };
   }
@@ -123,9 +127,11 @@ export class CloudVerifier implements Verifier {
   private checkTime(amzDate: string, signedAt: number, expiresSeconds: number | undefined): void {
     const now = this.now();
     if (signedAt - now > maxClockSkewMs) throw new CredentialRejected(`X-Amz-Date ${amzDate} is more than 5 minutes ahead`);
-    if (expiresSeconds !== undefined && expiresSeconds > maxExpiresSeconds) throw new CredentialRejected(`X-Amz-Expires ${expiresSeconds} is above ${maxExpiresSeconds}`);
+    if (expiresSeconds !== undefined && expiresSeconds > maxExpiresSeconds)
+      throw new CredentialRejected(`X-Amz-Expires ${expiresSeconds} is above ${maxExpiresSeconds}`);
     const validUntil = signedAt + (expiresSeconds !== undefined ? expiresSeconds * 1000 : maxClockSkewMs);
-    if (now > validUntil) throw new CredentialRejected(expiresSeconds !== undefined ? "the presigned URL has expired" : `X-Amz-Date ${amzDate} is more than 5 minutes old`);
+    if (now > validUntil)
+      throw new CredentialRejected(expiresSeconds !== undefined ? "the presigned URL has expired" : `X-Amz-Date ${amzDate} is more than 5 minutes old`);
   }
 }
 

@@ -4,7 +4,15 @@ import { connect as connectTcp, isIPv4, isIPv6, type Socket } from "node:net";
 import { connect as connectTls, rootCertificates, type ConnectionOptions } from "node:tls";
 import { Client, ResultCodeError } from "ldapts";
 import { bindDn, isAttributeType, isDistinguishedName, withCommaSeparators } from "../dn";
-import { CredentialRejected, SecurityConfigError, VerifierUnavailable, type Credential, type VerifiedIdentity, type Verifier, type VerifierFactory } from "../types";
+import {
+  CredentialRejected,
+  SecurityConfigError,
+  VerifierUnavailable,
+  type Credential,
+  type VerifiedIdentity,
+  type Verifier,
+  type VerifierFactory,
+} from "../types";
 
 /**
  * An `ldap` verifier profile (spec 5.5). The bind DN is `<nameComponent>=<user name>,<rootComponents>`:
@@ -142,7 +150,12 @@ class LdapVerifier implements Verifier {
     if (password === "") throw new CredentialRejected(`empty password for '${user}'`);
 
     const dn = bindDn(this.configuration.nameComponent, user, this.configuration.rootComponents);
-    const client = new Client({ url: this.endpoint.url, timeout: timeoutMs, connectTimeout: timeoutMs, ...(this.tlsOptions ? { tlsOptions: this.tlsOptions } : {}) });
+    const client = new Client({
+      url: this.endpoint.url,
+      timeout: timeoutMs,
+      connectTimeout: timeoutMs,
+      ...(this.tlsOptions ? { tlsOptions: this.tlsOptions } : {}),
+    });
     try {
       await client.bind(dn, password);
     } catch (error) {
@@ -209,7 +222,10 @@ function parseConfiguration(raw: Record<string, unknown> | undefined, path: stri
   // Spec 5.5 writes components with ';' between them: read as RFC 4514's ','.
   const rootComponents = withCommaSeparators(written);
   if (!isDistinguishedName(rootComponents)) {
-    throw error("rootComponents", `'${written}' is not a distinguished name, e.g. ou=people,dc=example,dc=org or ou=people;dc=example;dc=org (',' or ';' between components, no spaces around them, special characters escaped)`);
+    throw error(
+      "rootComponents",
+      `'${written}' is not a distinguished name, e.g. ou=people,dc=example,dc=org or ou=people;dc=example;dc=org (',' or ';' between components, no spaces around them, special characters escaped)`,
+    );
   }
 
   const configuration: LdapConfiguration = { hostname, useTLS, nameComponent, rootComponents };
@@ -233,6 +249,12 @@ function parseConfiguration(raw: Record<string, unknown> | undefined, path: stri
 export const ldapVerifierFactory: VerifierFactory<LdapConfiguration> = {
   type: "ldap",
   parse: parseConfiguration,
-  describe: ({ hostname, useTLS, nameComponent, rootComponents, caFile }) => ({ hostname, useTLS, nameComponent, rootComponents, ...(caFile === undefined ? {} : { caFile }) }),
+  describe: ({ hostname, useTLS, nameComponent, rootComponents, caFile }) => ({
+    hostname,
+    useTLS,
+    nameComponent,
+    rootComponents,
+    ...(caFile === undefined ? {} : { caFile }),
+  }),
   create: (profile, configuration) => new LdapVerifier(profile, configuration),
 };

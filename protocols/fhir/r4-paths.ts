@@ -68,6 +68,7 @@ export function pathProblem(path: string, resourceContext: boolean): string | un
   }
   if (!isResourceType(parts.type)) return `'${parts.type}' is no FHIR R4 resource type`;
   if (!isElementOf(parts.type, parts.element)) return `'${parts.element}' is no element of ${parts.type} in FHIR R4`;
-  if (resourceContext && !(parts.type === "Patient" && parts.element === "id") && !isReferenceElement(parts.type, parts.element)) return "a resource-context element is Patient.id or a Reference element";
+  if (resourceContext && !(parts.type === "Patient" && parts.element === "id") && !isReferenceElement(parts.type, parts.element))
+    return "a resource-context element is Patient.id or a Reference element";
   return undefined;
 }

@@ -63,7 +63,13 @@ export interface BinaryValueExtent {
  * The value of `type` at `offset`, not past `end`, written into `into` (rows reuse one object: no
  * allocation per value). A type with no binary form is a ProtocolError.
  */
-export function binaryValueExtent(type: number, bytes: Buffer, offset: number, end: number, into: BinaryValueExtent = { start: 0, length: 0, next: 0 }): BinaryValueExtent {
+export function binaryValueExtent(
+  type: number,
+  bytes: Buffer,
+  offset: number,
+  end: number,
+  into: BinaryValueExtent = { start: 0, length: 0, next: 0 },
+): BinaryValueExtent {
   const width = fixedWidth.get(type);
   if (width !== undefined) {
     if (offset + width > end) throw new ProtocolError(`binary value of type 0x${type.toString(16)} overruns the packet`);

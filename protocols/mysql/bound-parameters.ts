@@ -53,7 +53,8 @@ export function readBoundParameters(reader: PayloadReader, count: number, option
       if (options.named) names.push(reader.lengthEncodedString());
     }
   } else {
-    if (!options.previousTypes || options.previousTypes.length !== count) throw new ProtocolError("parameter types were not sent and none are known for this statement");
+    if (!options.previousTypes || options.previousTypes.length !== count)
+      throw new ProtocolError("parameter types were not sent and none are known for this statement");
     types = [...options.previousTypes];
   }
   const parameters: BoundParameter[] = [];

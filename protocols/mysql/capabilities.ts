@@ -51,5 +51,5 @@ export const MariaDbCapability = {
 
 /** Whether every bit of `flag` is set in `capabilities` (the high bit makes `&` negative, so compare unsigned). */
 export function hasCapability(capabilities: number, flag: number): boolean {
-  return ((capabilities & flag) >>> 0) === flag >>> 0;
+  return (capabilities & flag) >>> 0 === flag >>> 0;
 }

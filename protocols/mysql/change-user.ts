@@ -40,8 +40,16 @@ export function encodeChangeUser(change: ChangeUser, capabilities: number): Buff
   // before it as its default), none after it, as a client that left them out.
   const optional = [
     { needed: true, present: change.characterSet !== undefined, write: () => writer.int2(change.characterSet ?? 0) },
-    { needed: hasCapability(capabilities, Capability.PluginAuth), present: change.authPluginName !== undefined, write: () => writer.nulTerminatedString(change.authPluginName ?? "") },
-    { needed: hasCapability(capabilities, Capability.ConnectAttrs), present: change.attributes !== undefined, write: () => writeConnectionAttributes(writer, change.attributes ?? new Map()) },
+    {
+      needed: hasCapability(capabilities, Capability.PluginAuth),
+      present: change.authPluginName !== undefined,
+      write: () => writer.nulTerminatedString(change.authPluginName ?? ""),
+    },
+    {
+      needed: hasCapability(capabilities, Capability.ConnectAttrs),
+      present: change.attributes !== undefined,
+      write: () => writeConnectionAttributes(writer, change.attributes ?? new Map()),
+    },
   ].filter((field) => field.needed);
   const last = optional.map((field) => field.present).lastIndexOf(true);
   for (const field of optional.slice(0, last + 1)) field.write();

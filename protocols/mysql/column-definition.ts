@@ -93,5 +93,13 @@ export function encodeColumnDefinition(column: ColumnDefinition, options: Column
     if (column.extendedFormat !== undefined) block.int1(ExtendedMetadataKind.Format).lengthEncodedString(column.extendedFormat);
     writer.lengthEncodedBytes(block.finish());
   }
-  return writer.lengthEncoded(fixedFieldsLength).int2(column.characterSet).int4(column.columnLength).int1(column.type).int2(column.flags).int1(column.decimals).zeros(2).finish();
+  return writer
+    .lengthEncoded(fixedFieldsLength)
+    .int2(column.characterSet)
+    .int4(column.columnLength)
+    .int1(column.type)
+    .int2(column.flags)
+    .int1(column.decimals)
+    .zeros(2)
+    .finish();
 }

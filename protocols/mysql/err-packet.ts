@@ -69,5 +69,13 @@ export function decodeProgressReport(payload: Buffer): ProgressReport {
 }
 
 export function encodeProgressReport(report: ProgressReport): Buffer {
-  return new PayloadWriter().int1(errHeader).int2(progressReportCode).int1(1).int1(report.stage).int1(report.maxStage).int3(report.progress).lengthEncodedString(report.info).finish();
+  return new PayloadWriter()
+    .int1(errHeader)
+    .int2(progressReportCode)
+    .int1(1)
+    .int1(report.stage)
+    .int1(report.maxStage)
+    .int3(report.progress)
+    .lengthEncodedString(report.info)
+    .finish();
 }

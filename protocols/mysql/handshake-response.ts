@@ -71,8 +71,16 @@ export function encodeHandshakeResponse(response: HandshakeResponse): Buffer {
   const optional = [
     { flag: Capability.ConnectWithDb, present: response.database !== undefined, write: () => writer.nulTerminatedString(response.database ?? "") },
     { flag: Capability.PluginAuth, present: response.authPluginName !== undefined, write: () => writer.nulTerminatedString(response.authPluginName ?? "") },
-    { flag: Capability.ConnectAttrs, present: response.attributes !== undefined, write: () => writeConnectionAttributes(writer, response.attributes ?? new Map()) },
-    { flag: Capability.ZstdCompressionAlgorithm, present: response.zstdCompressionLevel !== undefined, write: () => writer.int1(response.zstdCompressionLevel ?? 3) },
+    {
+      flag: Capability.ConnectAttrs,
+      present: response.attributes !== undefined,
+      write: () => writeConnectionAttributes(writer, response.attributes ?? new Map()),
+    },
+    {
+      flag: Capability.ZstdCompressionAlgorithm,
+      present: response.zstdCompressionLevel !== undefined,
+      write: () => writer.int1(response.zstdCompressionLevel ?? 3),
+    },
   ].filter((field) => hasCapability(capabilities, field.flag));
   const last = optional.map((field) => field.present).lastIndexOf(true);
   for (const field of optional.slice(0, last + 1)) field.write();

@@ -33,7 +33,17 @@ export function decodeHandshake(payload: Buffer): Handshake {
   let capabilities = reader.int2();
   // A 4.1-era server may stop here; nothing this proxy talks to does, but the format allows it.
   if (reader.atEnd) {
-    return { protocolVersion, serverVersion, connectionId, authPluginData: Buffer.from(part1), capabilities, mariaDbCapabilities: 0, characterSet: 0, statusFlags: 0, authPluginName: "" };
+    return {
+      protocolVersion,
+      serverVersion,
+      connectionId,
+      authPluginData: Buffer.from(part1),
+      capabilities,
+      mariaDbCapabilities: 0,
+      characterSet: 0,
+      statusFlags: 0,
+      authPluginName: "",
+    };
   }
   const characterSet = reader.int1();
   const statusFlags = reader.int2();

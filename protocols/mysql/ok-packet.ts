@@ -61,7 +61,8 @@ export function encodeOkPacket(ok: OkPacket, capabilities: number): Buffer {
   else if (hasCapability(capabilities, Capability.Transactions)) writer.int2(ok.statusFlags);
   if (hasCapability(capabilities, Capability.SessionTrack)) {
     const stateChanged = (ok.statusFlags & ServerStatus.SessionStateChanged) !== 0;
-    if (stateChanged !== (ok.sessionStateChanges !== undefined)) throw new ProtocolError("session-state changes go with the SESSION_STATE_CHANGED status flag, and only with it");
+    if (stateChanged !== (ok.sessionStateChanges !== undefined))
+      throw new ProtocolError("session-state changes go with the SESSION_STATE_CHANGED status flag, and only with it");
     if (ok.info !== "" || stateChanged) writer.lengthEncodedString(ok.info);
     if (ok.sessionStateChanges) writer.lengthEncodedBytes(ok.sessionStateChanges);
   } else {

@@ -30,7 +30,13 @@ export function isResultsetEnd(payload: Buffer, capabilities: number): boolean {
 export function decodeResultsetEnd(payload: Buffer, capabilities: number): ResultsetEnd {
   if (hasCapability(capabilities, Capability.DeprecateEof)) {
     const ok = decodeOkPacket(payload, capabilities);
-    const end: ResultsetEnd = { warnings: ok.warnings, statusFlags: ok.statusFlags, info: ok.info, affectedRows: ok.affectedRows, lastInsertId: ok.lastInsertId };
+    const end: ResultsetEnd = {
+      warnings: ok.warnings,
+      statusFlags: ok.statusFlags,
+      info: ok.info,
+      affectedRows: ok.affectedRows,
+      lastInsertId: ok.lastInsertId,
+    };
     if (ok.sessionStateChanges) end.sessionStateChanges = ok.sessionStateChanges;
     return end;
   }

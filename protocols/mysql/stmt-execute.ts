@@ -54,7 +54,11 @@ export function decodeStmtExecute(payload: Buffer, context: StmtExecuteContext):
     if (queryAttributes) count = reader.lengthEncodedNumber("parameter count");
     if (count < context.parameterCount) throw new ProtocolError(`COM_STMT_EXECUTE binds ${count} parameters of ${context.parameterCount}`);
     if (count > 0) {
-      const options = { named: queryAttributes, ...(context.previousTypes ? { previousTypes: context.previousTypes } : {}), ...(context.longData ? { longData: context.longData } : {}) };
+      const options = {
+        named: queryAttributes,
+        ...(context.previousTypes ? { previousTypes: context.previousTypes } : {}),
+        ...(context.longData ? { longData: context.longData } : {}),
+      };
       const bound = readBoundParameters(reader, count, options);
       execute.parameters = bound.parameters;
       execute.typesSent = bound.typesSent;

@@ -104,7 +104,7 @@ export function writeMaskedRowFrom(target: Buffer, offset: number, bytes: Buffer
   for (let i = 0; i < count; i++) {
     if (from + 4 > end) throw new ProtocolError("DataRow too short for its values");
     const length = bytes.readInt32BE(from);
-    const next = from + 4 + (Math.max(length , 0));
+    const next = from + 4 + Math.max(length, 0);
     if (length < -1 || next > end) throw new ProtocolError("DataRow value overruns the message");
     const action = keep[i];
     if (action === -1) {

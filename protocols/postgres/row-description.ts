@@ -36,6 +36,14 @@ export function decodeRowDescription(body: Buffer): ColumnDescription[] {
 
 export function encodeRowDescription(columns: readonly ColumnDescription[]): Buffer {
   const writer = new MessageWriter().int16(columns.length);
-  for (const c of columns) writer.cstring(c.name).int32(c.tableOid | 0).int16(c.attributeNumber).int32(c.typeOid | 0).int16(c.typeSize).int32(c.typeModifier).int16(c.format);
+  for (const c of columns)
+    writer
+      .cstring(c.name)
+      .int32(c.tableOid | 0)
+      .int16(c.attributeNumber)
+      .int32(c.typeOid | 0)
+      .int16(c.typeSize)
+      .int32(c.typeModifier)
+      .int16(c.format);
   return writer.finish(BackendCode.RowDescription);
 }

@@ -42,11 +42,15 @@ export class FhirDoor implements ExportDoorType {
   constructor(private readonly settings: { decisions: DecisionService; httpLimits?: HttpListenerLimits }) {}
 
   async validate(body: ExportBody): Promise<void> {
-    if (body.endpoint === undefined) throw new HandlerError("EXPORT_INVALID", "a fhir export needs the FHIR base URL of its backing server", { details: [{ path: "endpoint", problem: "required: http://host:port/base" }] });
+    if (body.endpoint === undefined)
+      throw new HandlerError("EXPORT_INVALID", "a fhir export needs the FHIR base URL of its backing server", {
+        details: [{ path: "endpoint", problem: "required: http://host:port/base" }],
+      });
     const problem = endpointProblem(body.endpoint);
     if (problem) throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' ${problem}`, { details: [{ path: "endpoint", problem }] });
     refuseFieldsNotTaken(this.type, body, takenFields, refusedBecause);
-    if (body.credentials && !isDatabaseCredentials(body.credentials)) refuseField(this.type, "credentials", "a FHIR export logs in to its backing server with {user, password} (HTTP Basic), not an access key");
+    if (body.credentials && !isDatabaseCredentials(body.credentials))
+      refuseField(this.type, "credentials", "a FHIR export logs in to its backing server with {user, password} (HTTP Basic), not an access key");
     await this.checkMapping(body.resolverGroup);
   }
 
@@ -57,7 +61,11 @@ export class FhirDoor implements ExportDoorType {
     if (!group) return;
     const problems = mappingProblems(group.fieldMappings.map((field) => ({ recordField: field.recordField, resourceContext: field.resourceContext === true })));
     if (problems.length > 0) {
-      throw new HandlerError("EXPORT_INVALID", `mapping group '${groupName}' names paths that are no FHIR R4 elements: ${problems.map((p) => p.expression).join(", ")}`, { details: problems.map((p) => ({ path: `resolverGroup:${p.expression}`, problem: p.diagnostics })) });
+      throw new HandlerError(
+        "EXPORT_INVALID",
+        `mapping group '${groupName}' names paths that are no FHIR R4 elements: ${problems.map((p) => p.expression).join(", ")}`,
+        { details: problems.map((p) => ({ path: `resolverGroup:${p.expression}`, problem: p.diagnostics })) },
+      );
     }
   }
 
@@ -66,6 +74,17 @@ export class FhirDoor implements ExportDoorType {
     const backend = new FhirBackend(record.endpoint!);
     const redactor = new ResourceRedactor(services.decider, backend.base);
     const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
-    return listenFhir({ record, host: services.listenHost, backend, redactor, auth, overrides: services.overrides, audit: services.audit, logger: services.log, tls: tls && { cert: tls.cert, key: tls.key }, listenerLimits: this.settings.httpLimits });
+    return listenFhir({
+      record,
+      host: services.listenHost,
+      backend,
+      redactor,
+      auth,
+      overrides: services.overrides,
+      audit: services.audit,
+      logger: services.log,
+      tls: tls && { cert: tls.cert, key: tls.key },
+      listenerLimits: this.settings.httpLimits,
+    });
   }
 }

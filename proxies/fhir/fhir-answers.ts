@@ -48,7 +48,8 @@ export async function answerOf(backend: BackendAnswer, context: AnswerContext): 
       return { status, body: statement };
     }
     case "read": {
-      if (!isObject(json) || json.resourceType !== interaction.type || typeof json.id !== "string") throw malformed(`a read of ${interaction.type} answered no ${interaction.type}`);
+      if (!isObject(json) || json.resourceType !== interaction.type || typeof json.id !== "string")
+        throw malformed(`a read of ${interaction.type} answered no ${interaction.type}`);
       const [kept] = await context.redactor.decideAll([json], context.plan!);
       if (!kept) throw notFound();
       return { status, body: kept };
@@ -62,9 +63,21 @@ export async function answerOf(backend: BackendAnswer, context: AnswerContext): 
       if (json === undefined) return { status, headers: location };
       if (!isObject(json) || typeof json.resourceType !== "string") throw malformed("a write answered no resource");
       if (json.resourceType === "Bundle") return { status, body: await releaseBundle(json, context), headers: location };
-      if (json.resourceType === "OperationOutcome") return { status, body: { resourceType: "OperationOutcome", issue: [{ severity: "information", code: "informational", diagnostics: "done" }] }, headers: location };
+      if (json.resourceType === "OperationOutcome")
+        return {
+          status,
+          body: { resourceType: "OperationOutcome", issue: [{ severity: "information", code: "informational", diagnostics: "done" }] },
+          headers: location,
+        };
       const [kept] = await context.redactor.decideAll([json], context.plan!);
-      return { status, body: kept ?? { resourceType: "OperationOutcome", issue: [{ severity: "information", code: "informational", diagnostics: "done; the resource is not shown through this export" }] }, headers: location };
+      return {
+        status,
+        body: kept ?? {
+          resourceType: "OperationOutcome",
+          issue: [{ severity: "information", code: "informational", diagnostics: "done; the resource is not shown through this export" }],
+        },
+        headers: location,
+      };
     }
   }
 }
@@ -72,8 +85,10 @@ export async function answerOf(backend: BackendAnswer, context: AnswerContext): 
 /** The backend's refusal in the export's words: a missing resource is the export's one 404, others say only the status. */
 function refusalOf(status: number): FhirError {
   if (status === 404 || status === 410) return notFound();
-  if (status === 401 || status === 403) return new FhirError(status, status === 401 ? "login" : "forbidden", `the FHIR server refused the request's identity (status ${status})`);
-  if (status < 500) return new FhirError(status, status === 400 || status === 422 ? "invalid" : "processing", `the FHIR server refused the request (status ${status})`);
+  if (status === 401 || status === 403)
+    return new FhirError(status, status === 401 ? "login" : "forbidden", `the FHIR server refused the request's identity (status ${status})`);
+  if (status < 500)
+    return new FhirError(status, status === 400 || status === 422 ? "invalid" : "processing", `the FHIR server refused the request (status ${status})`);
   return new FhirError(502, "exception", `the FHIR server failed (status ${status})`);
 }
 
@@ -117,7 +132,8 @@ async function releaseBundle(bundle: Json, context: AnswerContext): Promise<Json
       const fullUrl = exportUrl(entry.fullUrl, context.backendBase, context.exportBase);
       if (fullUrl !== undefined) released.fullUrl = fullUrl;
       released.resource = resource;
-      if (isObject(entry.search) && (entry.search.mode === "match" || entry.search.mode === "include")) released.search = { mode: entry.search.mode, ...(typeof entry.search.score === "number" ? { score: entry.search.score } : {}) };
+      if (isObject(entry.search) && (entry.search.mode === "match" || entry.search.mode === "include"))
+        released.search = { mode: entry.search.mode, ...(typeof entry.search.score === "number" ? { score: entry.search.score } : {}) };
     }
     if (response) released.response = response;
     kept.push(released);
@@ -136,4 +152,3 @@ function responseOf(response: Json, context: AnswerContext): Json | undefined {
   if (typeof response.lastModified === "string") out.lastModified = response.lastModified;
   return out;
 }
-

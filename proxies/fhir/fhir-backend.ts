@@ -43,16 +43,24 @@ export class FhirBackend {
   async send(method: string, pathAndQuery: string, headers: Record<string, string>, body?: Buffer): Promise<BackendAnswer> {
     let response: Response;
     try {
-      response = await fetch(new URL(pathAndQuery, this.base), { method, headers: { accept: "application/fhir+json", ...headers }, body, redirect: "manual", signal: AbortSignal.timeout(this.limits.timeoutMs) });
+      response = await fetch(new URL(pathAndQuery, this.base), {
+        method,
+        headers: { accept: "application/fhir+json", ...headers },
+        body,
+        redirect: "manual",
+        signal: AbortSignal.timeout(this.limits.timeoutMs),
+      });
     } catch (error) {
       if ((error as Error).name === "TimeoutError") throw new FhirError(504, "timeout", "the FHIR server did not answer in time", undefined, { cause: error });
       throw new FhirError(502, "transient", "the FHIR server cannot be reached; try again", undefined, { cause: error });
     }
     const text = await this.read(response);
-    if (response.status >= 300 && response.status < 400) throw new FhirError(502, "exception", "the FHIR server answered with a redirect, which this export does not follow");
+    if (response.status >= 300 && response.status < 400)
+      throw new FhirError(502, "exception", "the FHIR server answered with a redirect, which this export does not follow");
     if (text.length === 0) return { status: response.status, json: undefined, headers: response.headers };
     const type = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
-    if (type !== "application/fhir+json" && type !== "application/json" && type !== "application/json+fhir") throw new FhirError(502, "exception", "the FHIR server's answer is not FHIR JSON");
+    if (type !== "application/fhir+json" && type !== "application/json" && type !== "application/json+fhir")
+      throw new FhirError(502, "exception", "the FHIR server's answer is not FHIR JSON");
     try {
       return { status: response.status, json: JSON.parse(text) as unknown, headers: response.headers };
     } catch (error) {

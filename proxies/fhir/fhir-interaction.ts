@@ -11,7 +11,8 @@ export type FhirInteraction =
   /** create, update, patch, delete, transaction and batch: only with allowWrites. */
   | { kind: "write" };
 
-const refusedOperation = (what: string) => new FhirError(400, "not-supported", `${what} is not served by this export: its answer cannot be decided resource by resource`);
+const refusedOperation = (what: string) =>
+  new FhirError(400, "not-supported", `${what} is not served by this export: its answer cannot be decided resource by resource`);
 
 /**
  * Reads what a request is, or throws the refusal: history and operations (`$everything`,
@@ -23,7 +24,8 @@ export function interactionOf(method: string, segments: readonly string[]): Fhir
   if (segments.some((segment) => /^\.+$/.test(segment))) throw notFound();
   const operation = segments.find((segment) => segment.startsWith("$"));
   if (operation) throw refusedOperation(`the operation ${operation}`);
-  if (segments.includes("_history") && !(segments.length === 4 && segments[2] === "_history" && (method === "GET" || method === "HEAD"))) throw refusedOperation("history");
+  if (segments.includes("_history") && !(segments.length === 4 && segments[2] === "_history" && (method === "GET" || method === "HEAD")))
+    throw refusedOperation("history");
   const [type, id, third, fourth] = segments;
   if (type === undefined) {
     if (method === "GET" || method === "HEAD") return { kind: "search" };

@@ -47,7 +47,10 @@ export function planOf(mapping: MappingView): FhirMappingPlan {
   }
   const types = new Map<string, TypePlan>();
   for (const type of new Set([...context.keys(), ...categories.keys()])) {
-    types.set(type, { context: (context.get(type) ?? []).sort((a, b) => a.order - b.order).map((entry) => entry.element), categories: categories.get(type) ?? new Map() });
+    types.set(type, {
+      context: (context.get(type) ?? []).sort((a, b) => a.order - b.order).map((entry) => entry.element),
+      categories: categories.get(type) ?? new Map(),
+    });
   }
   return { key: mapping.key, types, problems };
 }

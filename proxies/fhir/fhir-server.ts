@@ -41,10 +41,13 @@ const formType = "application/x-www-form-urlencoded";
 
 /** JSON only: a `_format` or an Accept that asks for anything else (XML, Turtle) is answered 406. */
 function checkFormat(formats: readonly string[], accept: string | undefined): void {
-  for (const format of formats) if (!jsonFormats.has(format.trim().toLowerCase())) throw new FhirError(406, "not-supported", `_format '${format}' is not served: this export answers application/fhir+json only`);
+  for (const format of formats)
+    if (!jsonFormats.has(format.trim().toLowerCase()))
+      throw new FhirError(406, "not-supported", `_format '${format}' is not served: this export answers application/fhir+json only`);
   if (accept === undefined || accept.trim() === "") return;
   const types = accept.split(",").map((part) => part.split(";")[0]!.trim().toLowerCase());
-  if (!types.some((type) => acceptedTypes.has(type))) throw new FhirError(406, "not-supported", `Accept '${accept}' is not served: this export answers application/fhir+json only`);
+  if (!types.some((type) => acceptedTypes.has(type)))
+    throw new FhirError(406, "not-supported", `Accept '${accept}' is not served: this export answers application/fhir+json only`);
 }
 
 function mediaTypeOf(request: FastifyRequest): string {
@@ -67,7 +70,10 @@ function issueCodeOf(status: number): IssueCode {
 function fhirErrorOf(error: unknown, method: string): { failure: FhirError; retryAfter?: number } {
   if (error instanceof FhirError) return { failure: error };
   const http = toGatewayError(error as FastifyError, method);
-  return { failure: new FhirError(http.statusCode, issueCodeOf(http.statusCode), http.message, undefined, { cause: error }), ...(http.retryAfterSeconds === undefined ? {} : { retryAfter: http.retryAfterSeconds }) };
+  return {
+    failure: new FhirError(http.statusCode, issueCodeOf(http.statusCode), http.message, undefined, { cause: error }),
+    ...(http.retryAfterSeconds === undefined ? {} : { retryAfter: http.retryAfterSeconds }),
+  };
 }
 
 /**
@@ -76,7 +82,8 @@ function fhirErrorOf(error: unknown, method: string): { failure: FhirError; retr
  * export, not for the backend, and is not passed on.
  */
 function backendAuthorization(record: ExportRecord, request: FastifyRequest): Record<string, string> {
-  if (isDatabaseCredentials(record.credentials)) return { authorization: `Basic ${Buffer.from(`${record.credentials.user}:${record.credentials.password}`).toString("base64")}` };
+  if (isDatabaseCredentials(record.credentials))
+    return { authorization: `Basic ${Buffer.from(`${record.credentials.user}:${record.credentials.password}`).toString("base64")}` };
   const offered = request.headers.authorization;
   return offered && /^(basic|bearer) /i.test(offered) ? { authorization: offered } : {};
 }
@@ -89,7 +96,15 @@ function backendAuthorization(record: ExportRecord, request: FastifyRequest): Re
  */
 export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
   const { record, backend, redactor } = options;
-  const app = doorApp({ exportId: record.id, component: "fhir", tls: options.tls, logger: options.logger, audit: options.audit, limits: options.listenerLimits, fastify: { bodyLimit: options.maxBodyBytes ?? 16 * 1024 * 1024 } });
+  const app = doorApp({
+    exportId: record.id,
+    component: "fhir",
+    tls: options.tls,
+    logger: options.logger,
+    audit: options.audit,
+    limits: options.listenerLimits,
+    fastify: { bodyLimit: options.maxBodyBytes ?? 16 * 1024 * 1024 },
+  });
   app.setErrorHandler((error, request, reply) => {
     const { failure, retryAfter } = fhirErrorOf(error, request.method);
     if (failure.status >= 500) request.log.warn({ err: failure.cause ?? failure, status: failure.status }, failure.message);
@@ -98,7 +113,10 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
     void reply.status(failure.status).type(fhirJson).send(JSON.stringify(failure.outcome()));
   });
   app.setNotFoundHandler((request, reply) => {
-    void reply.status(404).type(fhirJson).send(JSON.stringify(new FhirError(404, "not-found", `no such path: ${request.method} ${request.url.split("?")[0]}`).outcome()));
+    void reply
+      .status(404)
+      .type(fhirJson)
+      .send(JSON.stringify(new FhirError(404, "not-found", `no such path: ${request.method} ${request.url.split("?")[0]}`).outcome()));
   });
   app.removeAllContentTypeParsers();
   // Bodies are passed on as bytes (a search form is also read for its parameters).
@@ -116,7 +134,10 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
         const url = new URL(request.url, "http://export.invalid");
         let segments: string[];
         try {
-          segments = url.pathname.split("/").filter(Boolean).map((segment) => decodeURIComponent(segment));
+          segments = url.pathname
+            .split("/")
+            .filter(Boolean)
+            .map((segment) => decodeURIComponent(segment));
         } catch {
           throw new FhirError(400, "invalid", "the path is not well-formed");
         }
@@ -132,14 +153,17 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
         checkFormat(params.getAll("_format"), request.headers.accept);
         if (interaction.kind === "write") {
           if (!record.allowWrites) throw new FhirError(403, "forbidden", "this export is read-only: it serves read, vread and search");
-          if (body && !["application/fhir+json", "application/json", "application/json+fhir", "application/json-patch+json"].includes(type)) throw new FhirError(415, "not-supported", `'${type || "no content type"}' is not taken: this export takes application/fhir+json`);
+          if (body && !["application/fhir+json", "application/json", "application/json+fhir", "application/json-patch+json"].includes(type))
+            throw new FhirError(415, "not-supported", `'${type || "no content type"}' is not taken: this export takes application/fhir+json`);
         }
         // The mapping is checked (and the configuration in memory) before the backend is asked anything.
         const plan = interaction.kind === "capabilities" ? undefined : await redactor.plan();
         const requirement = interaction.kind === "search" ? searchRequirement(params, interaction.types, plan!) : undefined;
         const headers: Record<string, string> = { ...backendAuthorization(record, request) };
         if (body) headers["content-type"] = request.headers["content-type"]!;
-        if (interaction.kind === "write") for (const name of ["if-match", "if-none-exist", "if-none-match", "prefer"]) if (typeof request.headers[name] === "string") headers[name] = request.headers[name] as string;
+        if (interaction.kind === "write")
+          for (const name of ["if-match", "if-none-exist", "if-none-match", "prefer"])
+            if (typeof request.headers[name] === "string") headers[name] = request.headers[name] as string;
         const pathAndQuery = segments.map((segment) => encodeURIComponent(segment)).join("/") + url.search;
         // HEAD is answered as GET without the body (Fastify drops it): the backend is asked GET, so its answer can be decided.
         const answer = await backend.send(request.method === "HEAD" ? "GET" : request.method, pathAndQuery, headers, body);

@@ -21,7 +21,8 @@ const structural = new Set(["resourceType", "id", "meta"]);
 /** The security label of a resource with elements removed (http://terminology.hl7.org/CodeSystem/v3-ObservationValue). */
 export const redactedLabel = { system: "http://terminology.hl7.org/CodeSystem/v3-ObservationValue", code: "REDACTED", display: "redacted" } as const;
 
-const isResource = (value: unknown): value is Resource => typeof value === "object" && value !== null && !Array.isArray(value) && typeof (value as Resource).resourceType === "string";
+const isResource = (value: unknown): value is Resource =>
+  typeof value === "object" && value !== null && !Array.isArray(value) && typeof (value as Resource).resourceType === "string";
 
 /**
  * One FHIR export's per-resource decisions (policy-semantics 4 applied to resources): each
@@ -45,7 +46,8 @@ export class ResourceRedactor {
     if (!this.decider.hasPolicy()) throw new FhirError(503, "transient", "the configuration is not in memory yet; try again");
     const mapping = this.decider.mapping();
     if (this.cached?.key !== mapping.key) this.cached = planOf(mapping);
-    if (this.cached.problems.length > 0) throw new FhirError(400, "invalid", "the export's mapping group names paths that are no FHIR R4 elements", this.cached.problems);
+    if (this.cached.problems.length > 0)
+      throw new FhirError(400, "invalid", "the export's mapping group names paths that are no FHIR R4 elements", this.cached.problems);
     return this.cached;
   }
 

@@ -12,7 +12,23 @@ export interface SearchRequirement {
 }
 
 /** Parameters that say how to answer, not what to match (paging cursors of common servers included: HAPI's `_getpages`, `_getpagesoffset`, `_bundletype`). */
-const controls = new Set(["_count", "_offset", "_skip", "_cursor", "_getpages", "_getpagesoffset", "_bundletype", "_pageId", "_page", "_elements", "_summary", "_format", "_pretty", "_total", "_type"]);
+const controls = new Set([
+  "_count",
+  "_offset",
+  "_skip",
+  "_cursor",
+  "_getpages",
+  "_getpagesoffset",
+  "_bundletype",
+  "_pageId",
+  "_page",
+  "_elements",
+  "_summary",
+  "_format",
+  "_pretty",
+  "_total",
+  "_type",
+]);
 /** Parameters that read only the structural elements (id, meta), which every released resource shows. */
 const structural = new Set(["_id", "_lastUpdated", "_tag", "_profile", "_security", "_source"]);
 const structuralElements = new Set(["id", "meta"]);
@@ -25,7 +41,12 @@ const structuralElements = new Set(["id", "meta"]);
  * category). `types` are the searched types (undefined: a system search without `_type`).
  */
 export function searchRequirement(params: URLSearchParams, searchedTypes: readonly string[] | undefined, plan: FhirMappingPlan): SearchRequirement {
-  const types = searchedTypes ?? params.getAll("_type").flatMap((value) => value.split(",")).filter(Boolean);
+  const types =
+    searchedTypes ??
+    params
+      .getAll("_type")
+      .flatMap((value) => value.split(","))
+      .filter(Boolean);
   const categories = new Set<string>();
   const refused: Array<{ expression: string; diagnostics: string }> = [];
   const read = (name: string, type: string, code: string): void => {
@@ -48,12 +69,14 @@ export function searchRequirement(params: URLSearchParams, searchedTypes: readon
     if (controls.has(code) || structural.has(code)) continue;
     if (code === "_include" || code === "_revinclude") {
       const [type, parameter] = value.split(":");
-      if (!type || !parameter || value.includes("*")) refused.push({ expression: `${name}=${value}`, diagnostics: "an include names Type:parameter, no wildcard" });
+      if (!type || !parameter || value.includes("*"))
+        refused.push({ expression: `${name}=${value}`, diagnostics: "an include names Type:parameter, no wildcard" });
       else read(`${name}=${value}`, type, parameter);
       continue;
     }
     if (code === "_sort") {
-      for (const key of value.split(",").filter(Boolean)) for (const type of types.length > 0 ? types : [""]) read(`${name}=${key}`, type, key.replace(/^-/, ""));
+      for (const key of value.split(",").filter(Boolean))
+        for (const type of types.length > 0 ? types : [""]) read(`${name}=${key}`, type, key.replace(/^-/, ""));
       continue;
     }
     if (code.includes(".") || code === "_has") {

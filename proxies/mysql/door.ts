@@ -28,7 +28,8 @@ export class MysqlDoor implements ExportDoorType {
   validate(body: ExportBody): void {
     if (body.strict) refuseField(this.type, "strict", "strict predicates are not built for mysql exports yet (docs/mysql-export.md)");
     refuseFieldsNotTaken(this.type, body, takenFields, refusedBecause);
-    if (body.credentials && !isDatabaseCredentials(body.credentials)) refuseField(this.type, "credentials", "a mysql export logs in with {user, password}, not an access key");
+    if (body.credentials && !isDatabaseCredentials(body.credentials))
+      refuseField(this.type, "credentials", "a mysql export logs in with {user, password}, not an access key");
     checkHostPortEndpoint(this.type, body.endpoint);
   }
 

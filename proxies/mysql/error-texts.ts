@@ -9,7 +9,10 @@ import type { ErrPacket } from "../../protocols/mysql/err-packet";
  * wording must match and every quoted part must be in the statement.
  */
 const kept = new Map<number, RegExp>([
-  [1064, /^You have an error in your SQL syntax; check the manual that corresponds to your (?:MariaDB|MySQL) server version for the right syntax to use near '([\s\S]*)' at line \d+$/],
+  [
+    1064,
+    /^You have an error in your SQL syntax; check the manual that corresponds to your (?:MariaDB|MySQL) server version for the right syntax to use near '([\s\S]*)' at line \d+$/,
+  ],
   [1054, /^Unknown column '([^']*)' in '(?:field list|where clause|order clause|having clause|on clause|group statement|IN \(\.\.\.\)|SELECT)'$/],
   [1146, /^Table '(?:[^'.]*\.)?([^'.]*)' doesn't exist$/],
 ]);

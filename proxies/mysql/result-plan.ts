@@ -55,7 +55,13 @@ function mappedField(mapping: MappingView, column: ColumnDefinition, relationMap
  * resource-context columns in the same result; an instance whose user column is not in the
  * result decides nothing (its values are NULL). Without a shape, nothing is attributed.
  */
-export function planMysqlResult(columns: readonly ColumnDefinition[], shape: SelectShape | undefined, mapping: MappingView, relationMaps: RelationCheck, database: string | undefined): MysqlResultPlan {
+export function planMysqlResult(
+  columns: readonly ColumnDefinition[],
+  shape: SelectShape | undefined,
+  mapping: MappingView,
+  relationMaps: RelationCheck,
+  database: string | undefined,
+): MysqlResultPlan {
   const count = columns.length;
   const categories: Array<string | undefined> = new Array(count).fill(undefined);
   const groupOf: number[] = new Array(count).fill(-1);

@@ -2,7 +2,18 @@ import { ColumnFlag } from "../../protocols/mysql/column-flags";
 import { ColumnType } from "../../protocols/mysql/column-types";
 
 /** String-like types whose binary value is the text itself (as in a text row). */
-const textTypes = new Set<number>([ColumnType.VarChar, ColumnType.VarString, ColumnType.String, ColumnType.TinyBlob, ColumnType.MediumBlob, ColumnType.LongBlob, ColumnType.Blob, ColumnType.NewDecimal, ColumnType.Enum, ColumnType.Set]);
+const textTypes = new Set<number>([
+  ColumnType.VarChar,
+  ColumnType.VarString,
+  ColumnType.String,
+  ColumnType.TinyBlob,
+  ColumnType.MediumBlob,
+  ColumnType.LongBlob,
+  ColumnType.Blob,
+  ColumnType.NewDecimal,
+  ColumnType.Enum,
+  ColumnType.Set,
+]);
 
 /**
  * The user id a value names, or undefined when it names none (NULL, empty, or a binary type the

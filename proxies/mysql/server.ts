@@ -37,7 +37,13 @@ export class MysqlExportServer {
     const endpoint = new MysqlExportServer(server, options);
     server.on("connection", (socket) => endpoint.accept(socket));
     await listenExclusive(server, options.host, options.port);
-    options.audit("info", "port.opened", `export ${options.exportId} listening on ${options.host}:${options.port}`, { exportId: options.exportId, datastore: `${options.backend.host}:${options.backend.port}`, component: "mysql", host: options.host, port: options.port });
+    options.audit("info", "port.opened", `export ${options.exportId} listening on ${options.host}:${options.port}`, {
+      exportId: options.exportId,
+      datastore: `${options.backend.host}:${options.backend.port}`,
+      component: "mysql",
+      host: options.host,
+      port: options.port,
+    });
     return endpoint;
   }
 
@@ -49,7 +55,11 @@ export class MysqlExportServer {
     const { exportId, limits } = this.options;
     if (this.sessions.size >= limits.maxConnections) {
       this.totals.refused++;
-      this.options.audit("warn", "connection.refused", `export ${exportId} is at its limit of ${limits.maxConnections} connections`, { exportId, component: "mysql", remote: socket.remoteAddress ?? null });
+      this.options.audit("warn", "connection.refused", `export ${exportId} is at its limit of ${limits.maxConnections} connections`, {
+        exportId,
+        component: "mysql",
+        remote: socket.remoteAddress ?? null,
+      });
       // ER_CON_COUNT_ERROR, in place of the greeting (as the server answers).
       socket.end(encodePacket(encodeErrPacket({ code: 1040, sqlState: "08004", message: "Too many connections" }), 0));
       return;
@@ -72,7 +82,11 @@ export class MysqlExportServer {
   serving(): ExportServing {
     const rows = addRowCounts(emptyRowCounts(), this.totals.rows);
     for (const session of this.sessions) addRowCounts(rows, session.counts);
-    return sqlServing({ host: this.options.host, port: this.options.port, since: this.since }, { open: this.sessions.size, total: this.totals.total, refused: this.totals.refused }, rows);
+    return sqlServing(
+      { host: this.options.host, port: this.options.port, since: this.since },
+      { open: this.sessions.size, total: this.totals.total, refused: this.totals.refused },
+      rows,
+    );
   }
 
   /** Closes the port and every connection through it. */
@@ -81,6 +95,11 @@ export class MysqlExportServer {
     for (const session of [...this.sessions]) session.close();
     for (const socket of this.sockets) socket.destroy();
     await closed;
-    this.options.audit("info", "port.closed", `export ${this.options.exportId} stopped listening on ${this.options.host}:${this.options.port}`, { exportId: this.options.exportId, component: "mysql", host: this.options.host, port: this.options.port });
+    this.options.audit("info", "port.closed", `export ${this.options.exportId} stopped listening on ${this.options.host}:${this.options.port}`, {
+      exportId: this.options.exportId,
+      component: "mysql",
+      host: this.options.host,
+      port: this.options.port,
+    });
   }
 }

@@ -8,7 +8,6 @@ import { ChannelClosed, PacketChannel } from "./session/packet-channel";
 import { SessionFailure } from "./session/session-failure";
 import type { MysqlSessionCounts, MysqlSessionDeps } from "./session/session-deps";
 
-
 /**
  * One client connection to a MySQL export: the backend connection opened for it, the login
  * (session/login.ts), then the command phase (session/command-phase.ts) until either side
@@ -39,7 +38,11 @@ export class MysqlSession {
     let failure: SessionFailure | undefined;
     const timer = setTimeout(() => {
       failure = new SessionFailure("login timeout", { code: 1159, sqlState: "08S01", message: "connecting and logging in took too long" });
-      deps.audit("warn", "authentication.timeout", `connection to export ${deps.exportId} did not log in within ${deps.limits.loginTimeoutMs} ms`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql" });
+      deps.audit("warn", "authentication.timeout", `connection to export ${deps.exportId} did not log in within ${deps.limits.loginTimeoutMs} ms`, {
+        exportId: deps.exportId,
+        connectionId: deps.connectionId,
+        component: "mysql",
+      });
       this.close(failure);
     }, deps.limits.loginTimeoutMs);
     try {
@@ -54,10 +57,20 @@ export class MysqlSession {
       clearTimeout(timer);
       if (error instanceof SessionFailure) failure = error;
       else if (error instanceof ProtocolError) {
-        deps.audit("warn", "protocol.invalid", `export ${deps.exportId} ended a connection: ${error.message}`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", reason: error.message });
+        deps.audit("warn", "protocol.invalid", `export ${deps.exportId} ended a connection: ${error.message}`, {
+          exportId: deps.exportId,
+          connectionId: deps.connectionId,
+          component: "mysql",
+          reason: error.message,
+        });
         failure = new SessionFailure(error.message, { code: 1043, sqlState: "08S01", message: "malformed packet: the export ended the connection" });
       } else if (!(error instanceof LoginEnded) && !(error instanceof ChannelClosed)) {
-        deps.audit("error", "connection.failed", `export ${deps.exportId} ended a connection: ${(error as Error).message}`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", reason: (error as Error).message });
+        deps.audit("error", "connection.failed", `export ${deps.exportId} ended a connection: ${(error as Error).message}`, {
+          exportId: deps.exportId,
+          connectionId: deps.connectionId,
+          component: "mysql",
+          reason: (error as Error).message,
+        });
         failure = new SessionFailure((error as Error).message, { code: 2013, sqlState: "HY000", message: "the export ended the connection" });
       }
       this.close(failure);
@@ -71,7 +84,18 @@ export class MysqlSession {
       const timer = setTimeout(() => fail(new Error("timeout")), deps.limits.connectTimeoutMs);
       const fail = (error: Error) => {
         clearTimeout(timer);
-        deps.audit("warn", "connection.backend-unreachable", `export ${deps.exportId} cannot reach its backend ${deps.backend.host}:${deps.backend.port}: ${error.message}`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", endpoint: `${deps.backend.host}:${deps.backend.port}`, reason: error.message });
+        deps.audit(
+          "warn",
+          "connection.backend-unreachable",
+          `export ${deps.exportId} cannot reach its backend ${deps.backend.host}:${deps.backend.port}: ${error.message}`,
+          {
+            exportId: deps.exportId,
+            connectionId: deps.connectionId,
+            component: "mysql",
+            endpoint: `${deps.backend.host}:${deps.backend.port}`,
+            reason: error.message,
+          },
+        );
         reject(new SessionFailure("backend unreachable", { code: 2003, sqlState: "HY000", message: "the export cannot reach its backend now" }));
       };
       socket.once("error", fail);

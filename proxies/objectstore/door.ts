@@ -22,9 +22,16 @@ export function storeEndpoint(endpoint: string): URL {
   } catch {
     return invalid("endpoint", "must be http://host:port", `endpoint '${endpoint}' is not http://host:port`);
   }
-  if (url.protocol !== "http:" && url.protocol !== "https:") invalid("endpoint", "must be http://host:port", `endpoint '${endpoint}' is not http:// or https://`);
-  if (url.username || url.password) invalid("endpoint", "must not carry credentials", "the endpoint must not carry credentials: give them as credentials (never shown)");
-  if ((url.pathname !== "/" && url.pathname !== "") || url.search || url.hash || !/^https?:\/\/[^/]+\/?$/.test(endpoint)) invalid("endpoint", "must be http://host:port", `endpoint '${endpoint}' has a path or query: name the store only (path-style buckets are added per request)`);
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    invalid("endpoint", "must be http://host:port", `endpoint '${endpoint}' is not http:// or https://`);
+  if (url.username || url.password)
+    invalid("endpoint", "must not carry credentials", "the endpoint must not carry credentials: give them as credentials (never shown)");
+  if ((url.pathname !== "/" && url.pathname !== "") || url.search || url.hash || !/^https?:\/\/[^/]+\/?$/.test(endpoint))
+    invalid(
+      "endpoint",
+      "must be http://host:port",
+      `endpoint '${endpoint}' has a path or query: name the store only (path-style buckets are added per request)`,
+    );
   return url;
 }
 
@@ -38,13 +45,18 @@ export class ObjectstoreDoor implements ExportDoorType {
   constructor(private readonly settings: { csvThreading: CsvThreading; httpLimits?: HttpListenerLimits }) {}
 
   validate(body: ExportBody): void {
-    if (body.endpoint === undefined) invalid("endpoint", "required: http://host:port", "an objectstore export needs the S3 endpoint of its store (http://host:port)");
+    if (body.endpoint === undefined)
+      invalid("endpoint", "required: http://host:port", "an objectstore export needs the S3 endpoint of its store (http://host:port)");
     storeEndpoint(body.endpoint);
-    if (body.credentials && !isObjectstoreCredentials(body.credentials)) refuseField(this.type, "credentials", "an objectstore export signs with {accessKeyId, secretAccessKey, region?, sessionToken?}, not {user, password}");
-    for (const option of ["strict", "pushdown", "backendTls", "backendCa"] as const) if (body[option] !== undefined) refuseField(this.type, option, "an objectstore export runs no SQL and reaches its store by the endpoint's scheme (https:// for TLS)");
+    if (body.credentials && !isObjectstoreCredentials(body.credentials))
+      refuseField(this.type, "credentials", "an objectstore export signs with {accessKeyId, secretAccessKey, region?, sessionToken?}, not {user, password}");
+    for (const option of ["strict", "pushdown", "backendTls", "backendCa"] as const)
+      if (body[option] !== undefined)
+        refuseField(this.type, option, "an objectstore export runs no SQL and reaches its store by the endpoint's scheme (https:// for TLS)");
     // S3 clients sign requests; they send no bearer tokens whose audience this would set.
     if (body.resourceServerId !== undefined) refuseField(this.type, "resourceServerId", "an objectstore export takes SigV4-signed requests, not OAuth tokens");
-    for (const [index, bucket] of (body.buckets ?? []).entries()) if (!bucketName.test(bucket)) invalid(`buckets[${index}]`, "must be an S3 bucket name (3-63 of a-z 0-9 . -)");
+    for (const [index, bucket] of (body.buckets ?? []).entries())
+      if (!bucketName.test(bucket)) invalid(`buckets[${index}]`, "must be an S3 bucket name (3-63 of a-z 0-9 . -)");
     for (const [name, format] of Object.entries(body.formats ?? {})) {
       const problem = formatKeyProblem(name);
       if (problem) invalid(`formats.${name}`, problem);

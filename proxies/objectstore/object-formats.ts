@@ -25,7 +25,11 @@ export function formatKeyProblem(name: string): string | undefined {
  * then the longest key suffix that names one; undefined: not a document this export can
  * redact, so it is refused.
  */
-export function formatOf(contentType: string | undefined, key: string, overrides: Readonly<Record<string, DocumentFormat>> | undefined): DocumentFormat | undefined {
+export function formatOf(
+  contentType: string | undefined,
+  key: string,
+  overrides: Readonly<Record<string, DocumentFormat>> | undefined,
+): DocumentFormat | undefined {
   const formats = { ...defaultFormats, ...overrides };
   const mediaType = (contentType ?? "").split(";")[0]!.trim().toLowerCase();
   if (mediaType !== "" && Object.hasOwn(formats, mediaType) && mediaType.includes("/")) return formats[mediaType];

@@ -40,7 +40,25 @@ export interface ObjectServerOptions {
 }
 
 /** Headers of a write that pass to the store with its body (never the client's signature or host). */
-const writeHeaders = ["content-type", "content-length", "content-md5", "cache-control", "content-disposition", "content-encoding", "content-language", "expires", "x-amz-storage-class", "x-amz-tagging", "x-amz-metadata-directive", "x-amz-copy-source", "x-amz-checksum-crc32", "x-amz-checksum-crc32c", "x-amz-checksum-sha1", "x-amz-checksum-sha256", "x-amz-sdk-checksum-algorithm"];
+const writeHeaders = [
+  "content-type",
+  "content-length",
+  "content-md5",
+  "cache-control",
+  "content-disposition",
+  "content-encoding",
+  "content-language",
+  "expires",
+  "x-amz-storage-class",
+  "x-amz-tagging",
+  "x-amz-metadata-directive",
+  "x-amz-copy-source",
+  "x-amz-checksum-crc32",
+  "x-amz-checksum-crc32c",
+  "x-amz-checksum-sha1",
+  "x-amz-checksum-sha256",
+  "x-amz-sdk-checksum-algorithm",
+];
 /** Headers of a store's answer to a write or a HEAD that pass back. */
 const answerHeaders = ["content-type", "etag", "x-amz-version-id", "last-modified", "content-length"];
 
@@ -75,12 +93,27 @@ export class ObjectServer {
 
   static async listen(options: ObjectServerOptions): Promise<ObjectServer> {
     // Objects of any size stream both ways: no whole-request deadline.
-    const app = doorApp({ exportId: options.record.id, component: "objectstore", tls: options.tls, logger: options.logger, audit: options.audit, limits: options.listenerLimits, streaming: true, fastify: { genReqId: requestId, exposeHeadRoutes: false } });
+    const app = doorApp({
+      exportId: options.record.id,
+      component: "objectstore",
+      tls: options.tls,
+      logger: options.logger,
+      audit: options.audit,
+      limits: options.listenerLimits,
+      streaming: true,
+      fastify: { genReqId: requestId, exposeHeadRoutes: false },
+    });
     const server = new ObjectServer(app, options);
     server.routes();
     await app.listen({ host: options.host, port: options.record.listen.port });
     const { record } = options;
-    options.audit("info", "port.opened", `objectstore export ${record.id} listening on ${options.host}:${record.listen.port}`, { exportId: record.id, component: "objectstore", host: options.host, port: record.listen.port, tls: options.tls !== undefined });
+    options.audit("info", "port.opened", `objectstore export ${record.id} listening on ${options.host}:${record.listen.port}`, {
+      exportId: record.id,
+      component: "objectstore",
+      host: options.host,
+      port: record.listen.port,
+      tls: options.tls !== undefined,
+    });
     return server;
   }
 
@@ -94,10 +127,16 @@ export class ObjectServer {
       done();
     });
     app.setErrorHandler((error, request, reply) => this.answerError(error, request, reply));
-    void app.register(authentication, { auth: options.auth, overrides: options.overrides, signing: "s3", componentOf: (request) => component("objectstore", domainOf(request)) });
+    void app.register(authentication, {
+      auth: options.auth,
+      overrides: options.overrides,
+      signing: "s3",
+      componentOf: (request) => component("objectstore", domainOf(request)),
+    });
     void app.register(async (scope) => {
       const handler = (request: FastifyRequest, reply: FastifyReply) => this.handle(request, reply);
-      for (const url of ["/", "/*"]) scope.route({ method: ["GET", "HEAD", "PUT", "DELETE", "POST"], url, config: { streamedBody: true } as Record<string, unknown>, handler });
+      for (const url of ["/", "/*"])
+        scope.route({ method: ["GET", "HEAD", "PUT", "DELETE", "POST"], url, config: { streamedBody: true } as Record<string, unknown>, handler });
     });
   }
 
@@ -105,8 +144,18 @@ export class ObjectServer {
     const s3 = s3ErrorOf(error);
     if (s3.refusal && error instanceof S3Error) {
       const { record } = this.options;
-      this.options.audit("warn", "request.refused", `${request.method} ${request.url.split("?")[0]} refused: ${s3.message}`, { exportId: record.id, component: "objectstore", requestId: request.id, connectionId: request.access?.connectionId, subject: request.access?.subject ?? null, code: s3.code, status: s3.status, remote: request.ip });
-    } else if (s3.status >= 500) this.options.logger.warn({ exportId: this.options.record.id, requestId: request.id, code: s3.code, err: error }, "objectstore request failed");
+      this.options.audit("warn", "request.refused", `${request.method} ${request.url.split("?")[0]} refused: ${s3.message}`, {
+        exportId: record.id,
+        component: "objectstore",
+        requestId: request.id,
+        connectionId: request.access?.connectionId,
+        subject: request.access?.subject ?? null,
+        code: s3.code,
+        status: s3.status,
+        remote: request.ip,
+      });
+    } else if (s3.status >= 500)
+      this.options.logger.warn({ exportId: this.options.record.id, requestId: request.id, code: s3.code, err: error }, "objectstore request failed");
     if (reply.sent || reply.raw.headersSent) {
       reply.raw.destroy();
       return;
@@ -151,7 +200,13 @@ export class ObjectServer {
         if (answer.statusCode !== 200) throw S3Error.fromStore(answer.statusCode ?? 502, "");
         const mapping = this.options.decider.mapping();
         return reply
-          .headers({ ...passedHeaders(answer, ["content-type", "content-length"]), etag: redactedEtag(record.id, mapping.key, answer), "last-modified": new Date().toUTCString(), "cache-control": "no-store", "accept-ranges": "none" })
+          .headers({
+            ...passedHeaders(answer, ["content-type", "content-length"]),
+            etag: redactedEtag(record.id, mapping.key, answer),
+            "last-modified": new Date().toUTCString(),
+            "cache-control": "no-store",
+            "accept-ranges": "none",
+          })
           .send();
       }
       case "GetObject":
@@ -161,7 +216,12 @@ export class ObjectServer {
     }
   }
 
-  private async getObject(request: FastifyRequest, reply: FastifyReply, operation: Extract<S3Operation, { kind: "GetObject" }>, signal: AbortSignal): Promise<unknown> {
+  private async getObject(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    operation: Extract<S3Operation, { kind: "GetObject" }>,
+    signal: AbortSignal,
+  ): Promise<unknown> {
     this.refuseRange(request);
     const { decider, record, store } = this.options;
     let plan = decider.recordPlan();
@@ -177,7 +237,10 @@ export class ObjectServer {
     const format = formatOf(stored.headers["content-type"], operation.key, record.formats);
     if (!format) {
       stored.destroy();
-      throw new S3Error("AccessDenied", `'${operation.key}' is not a document this export redacts (CSV, JSON array or NDJSON by content type, then key suffix); it is not served`);
+      throw new S3Error(
+        "AccessDenied",
+        `'${operation.key}' is not a document this export redacts (CSV, JSON array or NDJSON by content type, then key suffix); it is not served`,
+      );
     }
     const started = Date.now();
     const redacted = await redactedObject({
@@ -194,7 +257,15 @@ export class ObjectServer {
   }
 
   /** Counts a document's rows and traces its summary (no values): how many rows of how many users went out, and how it ended. */
-  private objectEnded(request: FastifyRequest, operation: { bucket: string; key: string }, format: string, outcome: string, tally: RedactionTally | undefined, error: Error | undefined, ms: number): void {
+  private objectEnded(
+    request: FastifyRequest,
+    operation: { bucket: string; key: string },
+    format: string,
+    outcome: string,
+    tally: RedactionTally | undefined,
+    error: Error | undefined,
+    ms: number,
+  ): void {
     const { record, events, nodeId, logger } = this.options;
     if (tally) {
       this.rows.in += tally.rowsIn;
@@ -225,11 +296,19 @@ export class ObjectServer {
     });
   }
 
-  private async write(request: FastifyRequest, reply: FastifyReply, operation: Extract<S3Operation, { kind: "PutObject" | "DeleteObject" | "CopyObject" }>, signal: AbortSignal): Promise<unknown> {
+  private async write(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    operation: Extract<S3Operation, { kind: "PutObject" | "DeleteObject" | "CopyObject" }>,
+    signal: AbortSignal,
+  ): Promise<unknown> {
     const { record, store } = this.options;
     if (!record.allowWrites) throw new S3Error("AccessDenied", `${operation.kind} is refused: this export is read-only (allowWrites is off)`);
     if (/aws-chunked/i.test(String(request.headers["content-encoding"] ?? ""))) {
-      throw new S3Error("NotImplemented", "aws-chunked uploads (streaming signatures, trailing checksums) are not passed; send the body as it is (SDK: requestChecksumCalculation WHEN_REQUIRED)");
+      throw new S3Error(
+        "NotImplemented",
+        "aws-chunked uploads (streaming signatures, trailing checksums) are not passed; send the body as it is (SDK: requestChecksumCalculation WHEN_REQUIRED)",
+      );
     }
     const headers: Record<string, string> = {};
     for (const name of writeHeaders) {
@@ -249,7 +328,8 @@ export class ObjectServer {
 
   /** Byte ranges of a redacted document would be ranges of other bytes than the stored ones: not served. */
   private refuseRange(request: FastifyRequest): void {
-    if (request.headers.range !== undefined) throw new S3Error("NotImplemented", "Range requests are not served: a redacted document has other bytes than the stored object; read it whole");
+    if (request.headers.range !== undefined)
+      throw new S3Error("NotImplemented", "Range requests are not served: a redacted document has other bytes than the stored object; read it whole");
   }
 
   /** `buckets` limits what clients see and use: any other bucket is refused, a copy's source included. */
@@ -263,13 +343,24 @@ export class ObjectServer {
 
   serving(): ExportServing {
     const { record, host } = this.options;
-    return { host, port: record.listen.port, since: this.since, connections: { open: this.sockets.size, total: this.total, refused: 0 }, rows: { ...this.rows } };
+    return {
+      host,
+      port: record.listen.port,
+      since: this.since,
+      connections: { open: this.sockets.size, total: this.total, refused: 0 },
+      rows: { ...this.rows },
+    };
   }
 
   async close(): Promise<void> {
     for (const socket of this.sockets) socket.destroy();
     await this.app.close();
     const { record, host } = this.options;
-    this.options.audit("info", "port.closed", `objectstore export ${record.id} stopped listening on ${host}:${record.listen.port}`, { exportId: record.id, component: "objectstore", host, port: record.listen.port });
+    this.options.audit("info", "port.closed", `objectstore export ${record.id} stopped listening on ${host}:${record.listen.port}`, {
+      exportId: record.id,
+      component: "objectstore",
+      host,
+      port: record.listen.port,
+    });
   }
 }

@@ -56,13 +56,24 @@ export class ObjectStore {
     const host = this.endpoint.host;
     const headers: Record<string, string> = { ...request.headers, host, ...(request.body ? { "x-amz-content-sha256": "UNSIGNED-PAYLOAD" } : {}) };
     const query = request.query ?? {};
-    const signed = this.signer ? (await this.signer.sign({ method: request.method, protocol, hostname, port: port ? Number(port) : undefined, path: request.path, query, headers })).headers : headers;
+    const signed = this.signer
+      ? (await this.signer.sign({ method: request.method, protocol, hostname, port: port ? Number(port) : undefined, path: request.path, query, headers }))
+          .headers
+      : headers;
     const search = Object.entries(query)
       .map(([name, value]) => `${uriEncode(name)}=${uriEncode(value)}`)
       .join("&");
     const send = protocol === "https:" ? httpsRequest : httpRequest;
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const outgoing = send({ protocol, hostname: hostname.replace(/^\[(.*)\]$/, "$1"), port, method: request.method, path: search ? `${request.path}?${search}` : request.path, headers: signed, agent: this.agent });
+      const outgoing = send({
+        protocol,
+        hostname: hostname.replace(/^\[(.*)\]$/, "$1"),
+        port,
+        method: request.method,
+        path: search ? `${request.path}?${search}` : request.path,
+        headers: signed,
+        agent: this.agent,
+      });
       outgoing.setTimeout(storeIdleMs, () => outgoing.destroy(new Error(`the store sent nothing for ${storeIdleMs / 1000} s`)));
       // Aborting destroys this request only (and its connection): the answer's reader sees the error, nothing else does.
       const abort = () => outgoing.destroy(new Error("the client's request ended before the store's answer"));

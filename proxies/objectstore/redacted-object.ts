@@ -23,7 +23,9 @@ export interface RedactedObject {
  * cache or client mistakes it for the stored object's (whose ETag is its bytes' digest).
  */
 export function redactedEtag(exportId: string, mappingKey: string, stored: IncomingMessage): string {
-  const digest = createHash("sha256").update(`${exportId}\0${mappingKey}\0${stored.headers.etag ?? ""}\0${stored.headers["last-modified"] ?? ""}`).digest("hex");
+  const digest = createHash("sha256")
+    .update(`${exportId}\0${mappingKey}\0${stored.headers.etag ?? ""}\0${stored.headers["last-modified"] ?? ""}`)
+    .digest("hex");
   return `W/"${digest.slice(0, 32)}"`;
 }
 

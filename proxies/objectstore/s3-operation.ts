@@ -62,7 +62,12 @@ export function virtualHostBucket(host: string | undefined, exportHost: string):
  * virtual-host style when `virtualBucket` (from the Host) is given (/key). Operations this door
  * does not serve are refused as NotImplemented, naming what was asked.
  */
-export function s3OperationOf(method: string, url: string, headers: Readonly<Record<string, string | string[] | undefined>>, virtualBucket?: string): S3Operation {
+export function s3OperationOf(
+  method: string,
+  url: string,
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  virtualBucket?: string,
+): S3Operation {
   const question = url.indexOf("?");
   const sentPath = question < 0 ? url : url.slice(0, question);
   const path = virtualBucket === undefined ? sentPath : `/${uriEncode(virtualBucket)}${sentPath === "/" ? "" : sentPath}`;
@@ -79,7 +84,12 @@ export function s3OperationOf(method: string, url: string, headers: Readonly<Rec
   if (key === "") {
     if (method === "GET" && query.get("list-type") === "2" && extra.every((name) => listParameters.has(name))) return { kind: "ListObjectsV2", bucket, query };
     if (method === "HEAD" && extra.length === 0) return { kind: "HeadBucket", bucket, query };
-    const what = extra.length > 0 ? `the bucket subresource '${extra.join("', '")}'` : method === "GET" ? "ListObjects (version 1; use ListObjectsV2)" : `${method} on a bucket`;
+    const what =
+      extra.length > 0
+        ? `the bucket subresource '${extra.join("', '")}'`
+        : method === "GET"
+          ? "ListObjects (version 1; use ListObjectsV2)"
+          : `${method} on a bucket`;
     throw new S3Error("NotImplemented", `${what} is not served by this export`);
   }
   if (extra.length > 0) throw new S3Error("NotImplemented", `the object subresource or parameter '${extra.join("', '")}' is not served by this export`);

@@ -25,8 +25,10 @@ export class PipelineDoor implements ExportDoorType {
     // Records come in and go out through the export itself: nothing to connect to, nobody to log in as.
     if (body.endpoint !== undefined) refuseField(this.type, "endpoint", "a pipeline export has no backing store");
     if (body.credentials) refuseField(this.type, "credentials", "a pipeline export has no back end to log in to");
-    for (const option of ["allowWrites", "strict", "pushdown"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export runs no statements");
-    for (const option of ["backendTls", "backendCa", "buckets", "formats"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export has no backing store to connect to");
+    for (const option of ["allowWrites", "strict", "pushdown"] as const)
+      if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export runs no statements");
+    for (const option of ["backendTls", "backendCa", "buckets", "formats"] as const)
+      if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export has no backing store to connect to");
   }
 
   /** Producers may publish to the input subject as soon as the export exists. */
@@ -37,7 +39,19 @@ export class PipelineDoor implements ExportDoorType {
   async open(services: DoorServices): Promise<OpenDoor> {
     const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
     const { tls } = services;
-    return PipelineExport.start({ nc: services.nc, record: services.record, decider: services.decider, auth, audit: services.audit, log: services.log, listenHost: services.listenHost, tls: tls && { cert: tls.cert, key: tls.key }, overrides: services.overrides, listenerLimits: this.settings.httpLimits, progress: await this.progress() });
+    return PipelineExport.start({
+      nc: services.nc,
+      record: services.record,
+      decider: services.decider,
+      auth,
+      audit: services.audit,
+      log: services.log,
+      listenHost: services.listenHost,
+      tls: tls && { cert: tls.cert, key: tls.key },
+      overrides: services.overrides,
+      listenerLimits: this.settings.httpLimits,
+      progress: await this.progress(),
+    });
   }
 
   /** A removed export's input and answers are purged, its progress forgotten. */

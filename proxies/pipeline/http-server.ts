@@ -63,9 +63,22 @@ function recordOfLine(bytes: Buffer, number: number, limits: PipelineHttpLimits)
  */
 export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance {
   const limits = options.limits ?? defaultPipelineHttpLimits;
-  const app = doorApp({ exportId: options.exportId, component: "pipeline", tls: options.tls, logger: options.logger, audit: options.audit, limits: options.listenerLimits, streaming: true, fastify: { bodyLimit: limits.maxRecordBytes } });
+  const app = doorApp({
+    exportId: options.exportId,
+    component: "pipeline",
+    tls: options.tls,
+    logger: options.logger,
+    audit: options.audit,
+    limits: options.listenerLimits,
+    streaming: true,
+    fastify: { bodyLimit: limits.maxRecordBytes },
+  });
   installErrorHandling(app);
-  void app.register(authentication, { auth: options.auth, overrides: options.overrides, componentOf: (request) => (request.routeOptions.url ? component("pipeline", domainOf(request)) : undefined) });
+  void app.register(authentication, {
+    auth: options.auth,
+    overrides: options.overrides,
+    componentOf: (request) => (request.routeOptions.url ? component("pipeline", domainOf(request)) : undefined),
+  });
   void app.register(async (scope) => {
     // Streams reach the handler unparsed; single records are parsed by Fastify's JSON parser.
     scope.addContentTypeParser(ndjson, (_request, payload, done) => done(null, payload));
@@ -75,7 +88,11 @@ export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance 
         const [answer] = await options.redactor.redactAll([request.body]).catch((error: unknown) => {
           throw new HttpError("ERR_PIPELINE_UNAVAILABLE", undefined, undefined, { cause: error });
         });
-        if ("error" in answer!) throw new HttpError(answer.error.code === "ERR_PIPELINE_RECORD_INVALID" ? "ERR_PIPELINE_RECORD_INVALID" : "ERR_PIPELINE_UNAVAILABLE", answer.error.message);
+        if ("error" in answer!)
+          throw new HttpError(
+            answer.error.code === "ERR_PIPELINE_RECORD_INVALID" ? "ERR_PIPELINE_RECORD_INVALID" : "ERR_PIPELINE_UNAVAILABLE",
+            answer.error.message,
+          );
         return answer;
       }
       if (mediaType !== ndjson) throw new HttpError("ERR_REQUEST_CONTENT_TYPE", `send one record as application/json or a stream as ${ndjson}`);
@@ -90,7 +107,8 @@ export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance 
           const records: unknown[] = [];
           const places: number[] = [];
           batch.forEach((line, index) => {
-            if ("overlong" in line) out[index] = refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `line ${line.number} is longer than ${limits.maxRecordBytes} bytes`);
+            if ("overlong" in line)
+              out[index] = refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `line ${line.number} is longer than ${limits.maxRecordBytes} bytes`);
             else {
               const parsed = recordOfLine(line.bytes, line.number, limits);
               if ("refused" in parsed) out[index] = parsed.refused;
@@ -101,7 +119,9 @@ export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance 
             }
           });
           // Nothing decidable now: these lines say so and the stream goes on (the client may send them again).
-          const redacted = await redactor.redactAll(records).catch(() => records.map(() => refusedAnswer("ERR_PIPELINE_UNAVAILABLE", "the record could not be decided now; send it again")));
+          const redacted = await redactor
+            .redactAll(records)
+            .catch(() => records.map(() => refusedAnswer("ERR_PIPELINE_UNAVAILABLE", "the record could not be decided now; send it again")));
           places.forEach((place, index) => (out[place] = redacted[index]!));
           yield out.map((answer) => `${JSON.stringify(answer)}\n`).join("");
         }

@@ -10,7 +10,11 @@ const headerRoom = 1024;
 export function encodedAnswer(answer: PipelineAnswer, maxPayload = 1024 * 1024): Buffer {
   const encoded = Buffer.from(JSON.stringify(answer));
   if (encoded.length <= maxPayload - headerRoom) return encoded;
-  return Buffer.from(JSON.stringify(refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the answer would be larger than the NATS server's max_payload (${maxPayload} bytes): send smaller records`)));
+  return Buffer.from(
+    JSON.stringify(
+      refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the answer would be larger than the NATS server's max_payload (${maxPayload} bytes): send smaller records`),
+    ),
+  );
 }
 
 /** The credentials could not be verified now: the record is not answered (a stream retries it, a request says so). */
@@ -21,7 +25,12 @@ export class CredentialsUnavailable extends Error {}
  * its JSON, its redaction. Throws CredentialsUnavailable, or the redactor's PipelineUnavailable,
  * when it cannot be answered now.
  */
-export async function answerMessage(msg: Pick<Msg, "headers" | "json">, door: "request" | "stream", credentials: NatsCredentialCheck, redactor: RecordRedactor): Promise<PipelineAnswer> {
+export async function answerMessage(
+  msg: Pick<Msg, "headers" | "json">,
+  door: "request" | "stream",
+  credentials: NatsCredentialCheck,
+  redactor: RecordRedactor,
+): Promise<PipelineAnswer> {
   // No promise per message when nothing is enforced: the stream's hot path.
   const access = credentials.enforced ? await credentials.check(msg.headers, door) : credentials.open(door);
   if (!access.ok && access.code === "ERR_AUTH_UNAVAILABLE") throw new CredentialsUnavailable(access.reason);

@@ -41,7 +41,13 @@ export class NatsCredentialCheck {
 
   /** Use without authentication (not enforced), audited at debug once a minute; no promise on the hot path. */
   open(door: "request" | "stream"): NatsAccess {
-    this.auditOnce("open", () => this.audit("debug", "connection.unauthenticated", `pipeline export ${this.exportId} used over NATS without authentication (not enforced)`, { exportId: this.exportId, component: this.component.name, door }));
+    this.auditOnce("open", () =>
+      this.audit("debug", "connection.unauthenticated", `pipeline export ${this.exportId} used over NATS without authentication (not enforced)`, {
+        exportId: this.exportId,
+        component: this.component.name,
+        door,
+      }),
+    );
     return { ok: true, subject: null };
   }
 
@@ -51,7 +57,8 @@ export class NatsCredentialCheck {
     const authorization = headers?.get("Authorization") || headers?.get("authorization") || undefined;
     const offered = offeredCredential(authorization, "");
     if (offered.kind === "none") return this.deny("none", "ERR_AUTH_REQUIRED", "no Authorization header", base);
-    if (offered.kind === "signature") return this.deny("signature", "ERR_AUTH_UNSUPPORTED", "cloud signatures sign HTTP requests: use the export's HTTP port", base);
+    if (offered.kind === "signature")
+      return this.deny("signature", "ERR_AUTH_UNSUPPORTED", "cloud signatures sign HTTP requests: use the export's HTTP port", base);
     if (offered.kind !== "credential") {
       return offered.kind === "malformed"
         ? this.deny(`malformed:${offered.scheme}`, "ERR_AUTH_INVALID", `malformed ${offered.scheme} credentials`, base)
@@ -68,11 +75,21 @@ export class NatsCredentialCheck {
       if (this.verified.size >= maxRemembered) this.verified.clear();
       this.verified.set(digest, { subject: outcome.identity.subject, until: Date.now() + reuseMs });
       this.auditOnce(`ok:${digest}`, () =>
-        this.audit("info", "connection.authenticated", `'${outcome.identity.subject}' authenticated for pipeline export ${this.exportId} over NATS`, { ...base, subject: outcome.identity.subject, assertions: outcome.identity.assertions, verifier: outcome.by }),
+        this.audit("info", "connection.authenticated", `'${outcome.identity.subject}' authenticated for pipeline export ${this.exportId} over NATS`, {
+          ...base,
+          subject: outcome.identity.subject,
+          assertions: outcome.identity.assertions,
+          verifier: outcome.by,
+        }),
       );
       return { ok: true, subject: outcome.identity.subject };
     }
-    const codes: Record<typeof outcome.kind, PipelineRecordError> = { unavailable: "ERR_AUTH_UNAVAILABLE", unsupported: "ERR_AUTH_UNSUPPORTED", throttled: "ERR_AUTH_THROTTLED", rejected: "ERR_AUTH_INVALID" };
+    const codes: Record<typeof outcome.kind, PipelineRecordError> = {
+      unavailable: "ERR_AUTH_UNAVAILABLE",
+      unsupported: "ERR_AUTH_UNSUPPORTED",
+      throttled: "ERR_AUTH_THROTTLED",
+      rejected: "ERR_AUTH_INVALID",
+    };
     const code = codes[outcome.kind];
     if (outcome.kind === "rejected") {
       if (this.refused.size >= maxRemembered) this.refused.clear();
@@ -83,7 +100,9 @@ export class NatsCredentialCheck {
 
   private deny(key: string, code: PipelineRecordError, reason: string, details: Record<string, unknown>): NatsAccess {
     const event = code === "ERR_AUTH_UNSUPPORTED" ? "connection.unsupported" : "connection.denied";
-    this.auditOnce(`deny:${key}`, () => this.audit("warn", event, `pipeline export ${this.exportId} refused a NATS message: ${reason}`, { ...details, outcome: code, reason }));
+    this.auditOnce(`deny:${key}`, () =>
+      this.audit("warn", event, `pipeline export ${this.exportId} refused a NATS message: ${reason}`, { ...details, outcome: code, reason }),
+    );
     return { ok: false, code, reason };
   }
 

@@ -56,7 +56,19 @@ export class PipelineExport {
     const redactor = new PipelineRedactor(deps.decider, record.resolverGroup);
     const { overrides } = deps;
     const credentials = new NatsCredentialCheck(deps.auth.authenticator, component("pipeline"), record.id, audit, overrides);
-    const http = await listenPipelineHttp({ exportId: record.id, host: deps.listenHost, port: record.listen.port, redactor, counts: redactor.counts, auth: deps.auth, audit, logger: deps.log, tls: deps.tls, overrides, listenerLimits: deps.listenerLimits });
+    const http = await listenPipelineHttp({
+      exportId: record.id,
+      host: deps.listenHost,
+      port: record.listen.port,
+      redactor,
+      counts: redactor.counts,
+      auth: deps.auth,
+      audit,
+      logger: deps.log,
+      tls: deps.tls,
+      overrides,
+      listenerLimits: deps.listenerLimits,
+    });
     const requests = nc.subscribe(PipelineSubjects.request(record.id), {
       queue: requestQueue,
       callback: (error, msg) => {
@@ -78,7 +90,13 @@ export class PipelineExport {
     });
     const stream = new PipelineStream({ nc, exportId: record.id, redactor, credentials, progress: deps.progress, log: deps.log });
     stream.start();
-    audit("info", "subjects.opened", `pipeline export ${record.id} serving NATS subjects`, { exportId: record.id, component: "pipeline", request: PipelineSubjects.request(record.id), input: PipelineSubjects.input(record.id), output: PipelineSubjects.output(record.id) });
+    audit("info", "subjects.opened", `pipeline export ${record.id} serving NATS subjects`, {
+      exportId: record.id,
+      component: "pipeline",
+      request: PipelineSubjects.request(record.id),
+      input: PipelineSubjects.input(record.id),
+      output: PipelineSubjects.output(record.id),
+    });
     return new PipelineExport(deps, http, requests, stream);
   }
 
@@ -89,6 +107,9 @@ export class PipelineExport {
   async close(): Promise<void> {
     this.requests.unsubscribe();
     await Promise.all([this.http.close(), this.stream.stop()]);
-    this.deps.audit("info", "subjects.closed", `pipeline export ${this.deps.record.id} stopped serving NATS subjects`, { exportId: this.deps.record.id, component: "pipeline" });
+    this.deps.audit("info", "subjects.closed", `pipeline export ${this.deps.record.id} stopped serving NATS subjects`, {
+      exportId: this.deps.record.id,
+      component: "pipeline",
+    });
   }
 }

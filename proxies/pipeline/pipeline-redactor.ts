@@ -52,7 +52,8 @@ export class PipelineRedactor implements RecordRedactor {
 
   private answer(record: unknown, plan: RecordPlan | undefined, decided: ReadonlyMap<string, Decision>): PipelineAnswer {
     if (!isObject(record)) return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", "a record is one JSON object");
-    if (nestsDeeperThan(record, recordLimits.depth)) return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the record nests deeper than ${recordLimits.depth} levels`);
+    if (nestsDeeperThan(record, recordLimits.depth))
+      return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the record nests deeper than ${recordLimits.depth} levels`);
     if (!plan) return dropped(`Dropped: the export's mapping group '${this.mappingGroup}' is not configured.`);
     const userId = userIdOf(record, plan);
     const decision = userId === undefined ? null : decided.get(userId);

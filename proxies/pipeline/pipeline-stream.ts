@@ -96,7 +96,11 @@ export class PipelineStream {
     this.stored = { lastSeq: read.value?.lastSeq ?? 0, revision: read.revision };
     this.answered = this.stored.lastSeq;
     const js = jetstream(nc);
-    const consumer = await js.consumers.get(PipelineStreams.input.name, { filter_subjects: PipelineSubjects.input(exportId), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.stored.lastSeq + 1 });
+    const consumer = await js.consumers.get(PipelineStreams.input.name, {
+      filter_subjects: PipelineSubjects.input(exportId),
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: this.stored.lastSeq + 1,
+    });
     if (this.stopped) return;
     const messages = await consumer.consume({ max_messages: 2048 });
     this.messages = messages;
@@ -108,10 +112,12 @@ export class PipelineStream {
     let checkpointing: Promise<void> = Promise.resolve();
     let checkpointFailure: unknown;
     const timer = setInterval(() => {
-      checkpointing = checkpointing.then(() => this.checkpoint()).catch((error: unknown) => {
-        checkpointFailure = error;
-        messages.stop();
-      });
+      checkpointing = checkpointing
+        .then(() => this.checkpoint())
+        .catch((error: unknown) => {
+          checkpointFailure = error;
+          messages.stop();
+        });
     }, checkpointEveryMs);
     const output = PipelineSubjects.output(exportId);
     try {
@@ -122,7 +128,11 @@ export class PipelineStream {
         answerHeaders.set("Warden-Input-Seq", String(msg.seq));
         const inputId = msg.headers?.get("Nats-Msg-Id");
         if (inputId) answerHeaders.set("Warden-Input-Msg-Id", inputId);
-        const entry: InFlight = { seq: msg.seq, done: false, stored: js.publish(output, encodedAnswer(answer, nc.info?.max_payload), { msgID: `${exportId}.${msg.seq}`, headers: answerHeaders }) };
+        const entry: InFlight = {
+          seq: msg.seq,
+          done: false,
+          stored: js.publish(output, encodedAnswer(answer, nc.info?.max_payload), { msgID: `${exportId}.${msg.seq}`, headers: answerHeaders }),
+        };
         entry.stored.then(
           () => (entry.done = true),
           (error: unknown) => (entry.failed = error ?? new Error("publish failed")),

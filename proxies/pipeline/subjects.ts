@@ -34,6 +34,12 @@ export async function provisionPipelines(nc: NatsConnection, replicas: number): 
   // Input is purged as its answers are stored; a week covers an export stopped for a while.
   await ensureStream(nc, { ...streamDefaults, name: PipelineStreams.input.name, subjects: [...PipelineStreams.input.subjects], max_age: nanos(7 * day) });
   // The duplicate window is what makes a replay after a failover exactly-once: answers are published with their input's sequence as the message id.
-  await ensureStream(nc, { ...streamDefaults, name: PipelineStreams.output.name, subjects: [...PipelineStreams.output.subjects], max_age: nanos(7 * day), duplicate_window: nanos(pipelineDuplicateWindowMs) });
+  await ensureStream(nc, {
+    ...streamDefaults,
+    name: PipelineStreams.output.name,
+    subjects: [...PipelineStreams.output.subjects],
+    max_age: nanos(7 * day),
+    duplicate_window: nanos(pipelineDuplicateWindowMs),
+  });
   return openBucket(new Kvm(nc), pipelineProgressBucket, replicas);
 }

@@ -14,7 +14,14 @@ export type PipelineAnswer =
   | { dropped: true; error: { code: PipelineRecordError; message: string }; advice: [SummaryAdvice] };
 
 /** Why one record was refused (the others of a stream go on). */
-export type PipelineRecordError = "ERR_PIPELINE_RECORD_INVALID" | "ERR_PIPELINE_UNAVAILABLE" | "ERR_AUTH_REQUIRED" | "ERR_AUTH_INVALID" | "ERR_AUTH_UNSUPPORTED" | "ERR_AUTH_UNAVAILABLE" | "ERR_AUTH_THROTTLED";
+export type PipelineRecordError =
+  | "ERR_PIPELINE_RECORD_INVALID"
+  | "ERR_PIPELINE_UNAVAILABLE"
+  | "ERR_AUTH_REQUIRED"
+  | "ERR_AUTH_INVALID"
+  | "ERR_AUTH_UNSUPPORTED"
+  | "ERR_AUTH_UNAVAILABLE"
+  | "ERR_AUTH_THROTTLED";
 
 /** Redacts records for one export; answers in the order given. */
 export interface RecordRedactor {

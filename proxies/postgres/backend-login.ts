@@ -32,7 +32,8 @@ export class BackendLogin {
         return encodePasswordMessage(`md5${md5Hex(Buffer.concat([Buffer.from(inner, "ascii"), request.salt]))}`);
       }
       case "sasl": {
-        if (!request.mechanisms.includes("SCRAM-SHA-256")) throw new BackendLoginError(`the backend offers no SASL mechanism the proxy speaks (${request.mechanisms.join(", ")})`);
+        if (!request.mechanisms.includes("SCRAM-SHA-256"))
+          throw new BackendLoginError(`the backend offers no SASL mechanism the proxy speaks (${request.mechanisms.join(", ")})`);
         const nonce = randomBytes(18).toString("base64");
         const clientFirstBare = `n=,r=${nonce}`;
         this.scram = { clientFirstBare, nonce };
@@ -54,7 +55,14 @@ export class BackendLogin {
     const serverNonce = attributes.get("r");
     const salt = attributes.get("s");
     const iterations = Number(attributes.get("i"));
-    if (!serverNonce?.startsWith(this.scram.nonce) || serverNonce.length === this.scram.nonce.length || !salt || !Number.isInteger(iterations) || iterations < 1 || iterations > 10_000_000) {
+    if (
+      !serverNonce?.startsWith(this.scram.nonce) ||
+      serverNonce.length === this.scram.nonce.length ||
+      !salt ||
+      !Number.isInteger(iterations) ||
+      iterations < 1 ||
+      iterations > 10_000_000
+    ) {
       throw new BackendLoginError("the backend's SCRAM challenge is not valid");
     }
     const saltedPassword = pbkdf2Sync(Buffer.from(this.password.normalize("NFKC"), "utf8"), Buffer.from(salt, "base64"), iterations, 32, "sha256");
@@ -73,7 +81,8 @@ export class BackendLogin {
     const attributes = scramAttributes(serverFinal);
     const verifier = Buffer.from(attributes.get("v") ?? "", "base64");
     const expected = this.scram?.serverSignature;
-    if (!expected || verifier.length !== expected.length || !timingSafeEqual(verifier, expected)) throw new BackendLoginError("the backend's SCRAM signature is wrong: it does not know the password");
+    if (!expected || verifier.length !== expected.length || !timingSafeEqual(verifier, expected))
+      throw new BackendLoginError("the backend's SCRAM signature is wrong: it does not know the password");
     this.scram!.verified = true;
   }
 }

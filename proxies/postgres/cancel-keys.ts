@@ -64,10 +64,15 @@ export interface CancelTarget {
 export function honourCancel(keys: CancelKeys, proxy: BackendKeyData, target: CancelTarget, cancellingConnectionId: string): void {
   const backendKeys = keys.backendFor(proxy);
   if (!backendKeys) {
-    target.audit("warn", "cancel.refused", "cancel request with keys this export did not issue", { exportId: target.exportId, connectionId: cancellingConnectionId });
+    target.audit("warn", "cancel.refused", "cancel request with keys this export did not issue", {
+      exportId: target.exportId,
+      connectionId: cancellingConnectionId,
+    });
     return;
   }
-  const socket = connectTcp({ host: target.backend.host, port: target.backend.port }, () => socket.end(encodeCancelRequest(backendKeys.processId, backendKeys.secretKey)));
+  const socket = connectTcp({ host: target.backend.host, port: target.backend.port }, () =>
+    socket.end(encodeCancelRequest(backendKeys.processId, backendKeys.secretKey)),
+  );
   socket.on("error", () => socket.destroy());
   socket.setTimeout(target.limits.connectTimeoutMs, () => socket.destroy());
 }

@@ -121,7 +121,15 @@ export function catalogFrom(rows: readonly CatalogRow[], mapping: MappingView, s
     }
     subjects.sort((a, b) => a.order - b.order);
     const textual = new Set(list.filter((row) => row.typeOid !== undefined && textTypeOids.has(row.typeOid)).map((row) => row.column));
-    relations.push({ schema: list[0]!.schema, name: list[0]!.table, columns: list.map((r) => r.column), subjectColumns: subjects.map((s) => s.column), mapped, categories, textColumns: textual });
+    relations.push({
+      schema: list[0]!.schema,
+      name: list[0]!.table,
+      columns: list.map((r) => r.column),
+      subjectColumns: subjects.map((s) => s.column),
+      mapped,
+      categories,
+      textColumns: textual,
+    });
   }
   relations.sort((a, b) => (`${a.schema}.${a.name}` < `${b.schema}.${b.name}` ? -1 : 1));
   return { columns, rows: new Map(rows.map((row) => [columnKey(row.tableOid, row.attributeNumber), row])), schema: schemaView(relations, shadows) };

@@ -46,13 +46,18 @@ function postgresVerification(verification: CredentialVerification): DirectVerif
 /** `backendCa` belongs to the verify modes (the others check no certificate) and must be PEM certificates Node can read. */
 function checkBackendTls(body: ExportBody): void {
   if (body.backendCa === undefined) return;
-  if (body.backendTls !== "verify-ca" && body.backendTls !== "verify-full") throw new HandlerError("EXPORT_INVALID", "backendCa is used only to verify the backend's certificate: give backendTls verify-ca or verify-full", { details: [{ path: "backendCa", problem: "needs backendTls verify-ca or verify-full" }] });
+  if (body.backendTls !== "verify-ca" && body.backendTls !== "verify-full")
+    throw new HandlerError("EXPORT_INVALID", "backendCa is used only to verify the backend's certificate: give backendTls verify-ca or verify-full", {
+      details: [{ path: "backendCa", problem: "needs backendTls verify-ca or verify-full" }],
+    });
   const pems = body.backendCa.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
   try {
     if (pems.length === 0) throw new Error("no certificate");
     for (const pem of pems) new X509Certificate(pem);
   } catch {
-    throw new HandlerError("EXPORT_INVALID", "backendCa is not PEM certificates", { details: [{ path: "backendCa", problem: "must be one or more PEM certificates" }] });
+    throw new HandlerError("EXPORT_INVALID", "backendCa is not PEM certificates", {
+      details: [{ path: "backendCa", problem: "must be one or more PEM certificates" }],
+    });
   }
 }
 
@@ -64,7 +69,11 @@ function pgSslOf(record: ExportRecord): ClientConfig["ssl"] {
   const mode = record.backendTls ?? "disable";
   if (mode === "disable") return false;
   if (mode === "prefer" || mode === "require") return { rejectUnauthorized: false };
-  return { rejectUnauthorized: true, ...(record.backendCa !== undefined ? { ca: record.backendCa } : {}), ...(mode === "verify-ca" ? { checkServerIdentity: () => undefined } : {}) };
+  return {
+    rejectUnauthorized: true,
+    ...(record.backendCa !== undefined ? { ca: record.backendCa } : {}),
+    ...(mode === "verify-ca" ? { checkServerIdentity: () => undefined } : {}),
+  };
 }
 
 /** Rewritten statements carry this 20-digit literal where the verdict version goes (random per process: no client text can aim at it). */
@@ -93,12 +102,19 @@ export class PostgresDoor implements ExportDoorType {
 
   validate(body: ExportBody): void {
     if (body.cloudSigning) refuseField(this.type, "cloudSigning", "a postgres export's clients cannot sign requests");
-    if (body.credentials && !isDatabaseCredentials(body.credentials)) refuseField(this.type, "credentials", "a postgres export logs in with {user, password}, not an access key");
-    for (const option of ["buckets", "formats"] as const) if (body[option] !== undefined) refuseField(this.type, option, "a postgres export serves tables, not objects");
+    if (body.credentials && !isDatabaseCredentials(body.credentials))
+      refuseField(this.type, "credentials", "a postgres export logs in with {user, password}, not an access key");
+    for (const option of ["buckets", "formats"] as const)
+      if (body[option] !== undefined) refuseField(this.type, option, "a postgres export serves tables, not objects");
     checkHostPortEndpoint(this.type, body.endpoint);
     checkBackendTls(body);
     // The verdict table is written with the export's own identity: clients' identities vary, and may not write there.
-    if (body.pushdown && !body.credentials) throw new HandlerError("EXPORT_INVALID", "pushdown needs the export's credentials: the service keeps the verdict table in the backing database with them", { details: [{ path: "pushdown", problem: "needs credentials" }] });
+    if (body.pushdown && !body.credentials)
+      throw new HandlerError(
+        "EXPORT_INVALID",
+        "pushdown needs the export's credentials: the service keeps the verdict table in the backing database with them",
+        { details: [{ path: "pushdown", problem: "needs credentials" }] },
+      );
   }
 
   async open(services: DoorServices): Promise<OpenDoor> {
@@ -109,7 +125,14 @@ export class PostgresDoor implements ExportDoorType {
     const pushdown =
       target &&
       login &&
-      new VerdictTables({ target, connection: { host, port, user: login.user, password: login.password, ssl: pgSslOf(record) }, decider: services.decider, decisions: this.settings.decisions, nc: services.nc, log: services.log });
+      new VerdictTables({
+        target,
+        connection: { host, port, user: login.user, password: login.password, ssl: pgSslOf(record) },
+        decider: services.decider,
+        decisions: this.settings.decisions,
+        nc: services.nc,
+        log: services.log,
+      });
     const server = await PostgresExportServer.listen({
       exportId: record.id,
       host: services.listenHost,
@@ -150,7 +173,11 @@ export class PostgresDoor implements ExportDoorType {
     this.workersStarting ??= ProxyWorkerPool.start({ workers, tls, log: this.countingRestarts(log) }).then(
       (pool) => {
         this.pool = pool;
-        this.unsubscribe.push(decisions.onUserChange((userId) => pool.userChanged(userId)), decisions.onUsersReset(() => pool.usersReset()), decisions.onPolicyChange(() => pool.refreshMappings()));
+        this.unsubscribe.push(
+          decisions.onUserChange((userId) => pool.userChanged(userId)),
+          decisions.onUsersReset(() => pool.usersReset()),
+          decisions.onPolicyChange(() => pool.refreshMappings()),
+        );
         return pool;
       },
       (error: unknown) => {

@@ -72,7 +72,8 @@ function directVerification(settings: WorkerExport): DirectVerification | undefi
   if (!settings.directVerification) return undefined;
   return {
     backendIdentity: settings.directVerification.backendIdentity,
-    verify: (user, password, connectionId) => request<VerifyAnswer>({ kind: "verify", requestId: nextRequestId++, exportId: settings.exportId, user, password, connectionId }),
+    verify: (user, password, connectionId) =>
+      request<VerifyAnswer>({ kind: "verify", requestId: nextRequestId++, exportId: settings.exportId, user, password, connectionId }),
   };
 }
 
@@ -83,8 +84,18 @@ function serve(settings: WorkerExport): void {
     known.decider.remap(settings.mapping);
     return;
   }
-  const decider = new RemoteDecider(settings.mapping, verdicts, (userIds) => request<DecideAnswer>({ kind: "decide", requestId: nextRequestId++, exportId: settings.exportId, userIds: [...userIds] }));
-  servedExports.set(settings.exportId, { settings, decider, verdicts: new Map(), cancelKeys: new CancelKeys(slot, slots), userIds: new UserIdMemo(), sessions: new Set(), sent: "" });
+  const decider = new RemoteDecider(settings.mapping, verdicts, (userIds) =>
+    request<DecideAnswer>({ kind: "decide", requestId: nextRequestId++, exportId: settings.exportId, userIds: [...userIds] }),
+  );
+  servedExports.set(settings.exportId, {
+    settings,
+    decider,
+    verdicts: new Map(),
+    cancelKeys: new CancelKeys(slot, slots),
+    userIds: new UserIdMemo(),
+    sessions: new Set(),
+    sent: "",
+  });
 }
 
 /** The node's verdict tables as this worker's sessions see them: asked for per database, then fed by the node. */

@@ -22,7 +22,16 @@ export interface ResultPlan extends DecisionPlan {
  */
 export function planResult(columns: readonly ColumnDescription[], shape: ResultShape | undefined, catalog: Catalog, mapping: MappingView): ResultPlan {
   const count = columns.length;
-  if (passesWhole(shape)) return { columns, categories: new Array(count).fill(undefined), groupOf: new Array(count).fill(-1), hidden: new Array(count).fill(false), groups: [], passAll: true, masks: new Map() };
+  if (passesWhole(shape))
+    return {
+      columns,
+      categories: new Array(count).fill(undefined),
+      groupOf: new Array(count).fill(-1),
+      hidden: new Array(count).fill(false),
+      groups: [],
+      passAll: true,
+      masks: new Map(),
+    };
   const hidden = columns.map((column) => shape !== undefined && column.name.startsWith(shape.hiddenPrefix));
   const categories: Array<string | undefined> = new Array(count).fill(undefined);
   const groupOf: number[] = new Array(count).fill(-1);

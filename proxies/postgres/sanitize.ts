@@ -1,7 +1,14 @@
 import { ErrorField, type ErrorFields } from "../../protocols/postgres/error-response";
 
 /** Fields kept in every error and notice: severity, position in the client's own query, the server's source location. */
-const alwaysKept = new Set<number>([ErrorField.Severity, ErrorField.SeverityNonLocalized, ErrorField.Position, ErrorField.File, ErrorField.Line, ErrorField.Routine]);
+const alwaysKept = new Set<number>([
+  ErrorField.Severity,
+  ErrorField.SeverityNonLocalized,
+  ErrorField.Position,
+  ErrorField.File,
+  ErrorField.Line,
+  ErrorField.Routine,
+]);
 /** Object names: kept only with the message (RAISE ... USING TABLE/COLUMN can set them to anything). */
 const keptWithMessage = new Set<number>([ErrorField.Schema, ErrorField.Table, ErrorField.Column, ErrorField.DataType, ErrorField.Constraint]);
 
@@ -18,8 +25,39 @@ const messageSafeCodes = new Set(["42501", "55P03", "55006", "0A000"]);
 
 /** SQLSTATEs an application may rely on, kept even when raised inside server-side code (others could spell data). */
 const wellKnownCodes = new Set([
-  "23000", "23001", "23502", "23503", "23505", "23514", "23P01", "40001", "40P01", "55P03", "57014", "42501", "42P01", "42703", "42883",
-  "22001", "22003", "22007", "22008", "22012", "22023", "22P02", "25P02", "P0001", "P0002", "P0003", "P0004", "0A000", "53100", "53200", "53300", "54000", "XX000",
+  "23000",
+  "23001",
+  "23502",
+  "23503",
+  "23505",
+  "23514",
+  "23P01",
+  "40001",
+  "40P01",
+  "55P03",
+  "57014",
+  "42501",
+  "42P01",
+  "42703",
+  "42883",
+  "22001",
+  "22003",
+  "22007",
+  "22008",
+  "22012",
+  "22023",
+  "22P02",
+  "25P02",
+  "P0001",
+  "P0002",
+  "P0003",
+  "P0004",
+  "0A000",
+  "53100",
+  "53200",
+  "53300",
+  "54000",
+  "XX000",
 ]);
 
 /** Whether an error's message (and object names) may cross: written by the server about the query, not about data. */
@@ -71,7 +109,11 @@ export function sanitizeError(fields: ErrorFields, known: KnownName = () => fals
     else if (field === ErrorField.Code) out.set(field, codeThatMayCross(fields, code, "P0001"));
     else if (field === ErrorField.Message) {
       if (integrity) out.set(field, integrityMessages[code] ?? "integrity constraint violation");
-      else out.set(field, keepMessage ? value : `error ${codeThatMayCross(fields, code, "P0001")} (the server's message is withheld by the export: it can quote data values)`);
+      else
+        out.set(
+          field,
+          keepMessage ? value : `error ${codeThatMayCross(fields, code, "P0001")} (the server's message is withheld by the export: it can quote data values)`,
+        );
     }
   }
   if (!out.has(ErrorField.Message)) out.set(ErrorField.Message, "error");

@@ -87,7 +87,13 @@ export class PostgresExportServer {
       await options.workers?.detach(options.exportId);
       throw error;
     }
-    options.audit("info", "port.opened", `export ${options.exportId} listening on ${options.host}:${options.port}`, { exportId: options.exportId, datastore: `${options.backend.host}:${options.backend.port}`, component: "postgres", host: options.host, port: options.port });
+    options.audit("info", "port.opened", `export ${options.exportId} listening on ${options.host}:${options.port}`, {
+      exportId: options.exportId,
+      datastore: `${options.backend.host}:${options.backend.port}`,
+      component: "postgres",
+      host: options.host,
+      port: options.port,
+    });
     return endpoint;
   }
 
@@ -104,7 +110,13 @@ export class PostgresExportServer {
     const remote = socket.remoteAddress ?? null;
     // Connections logging in have places of their own: unauthenticated clients cannot fill the sessions'.
     if (this.open() - this.loggingIn.size >= limits.maxConnections) {
-      this.refuse(socket, "sessions", `export ${exportId} is at its limit of ${limits.maxConnections} connections`, "too many connections to this export", remote);
+      this.refuse(
+        socket,
+        "sessions",
+        `export ${exportId} is at its limit of ${limits.maxConnections} connections`,
+        "too many connections to this export",
+        remote,
+      );
       return;
     }
     const connectionId = randomUUID();
@@ -117,7 +129,11 @@ export class PostgresExportServer {
       if (workers.handOver(exportId, connectionId, socket)) return;
       this.loggingIn.free(connectionId);
       this.totals.refused++;
-      this.options.audit("warn", "connection.refused", `export ${exportId} has no proxy worker running (they are being started again)`, { exportId, component: "postgres", remote: socket.remoteAddress ?? null });
+      this.options.audit("warn", "connection.refused", `export ${exportId} has no proxy worker running (they are being started again)`, {
+        exportId,
+        component: "postgres",
+        remote: socket.remoteAddress ?? null,
+      });
       socket.end(fatalMessage("08006", "the export cannot take connections at this moment; try again"));
       return;
     }
@@ -163,7 +179,11 @@ export class PostgresExportServer {
   serving(): ExportServing {
     const rows = addRowCounts(this.options.workers?.live(this.options.exportId) ?? emptyRowCounts(), this.totals.rows);
     for (const session of this.sessions) addRowCounts(rows, session.counts);
-    return sqlServing({ host: this.options.host, port: this.options.port, since: this.since }, { open: this.open(), total: this.totals.total, refused: this.totals.refused }, rows);
+    return sqlServing(
+      { host: this.options.host, port: this.options.port, since: this.since },
+      { open: this.open(), total: this.totals.total, refused: this.totals.refused },
+      rows,
+    );
   }
 
   /** Closes the port and every connection through it. */
@@ -173,6 +193,11 @@ export class PostgresExportServer {
     for (const socket of this.sockets) socket.destroy();
     await this.options.workers?.detach(this.options.exportId);
     await closed;
-    this.options.audit("info", "port.closed", `export ${this.options.exportId} stopped listening on ${this.options.host}:${this.options.port}`, { exportId: this.options.exportId, component: "postgres", host: this.options.host, port: this.options.port });
+    this.options.audit("info", "port.closed", `export ${this.options.exportId} stopped listening on ${this.options.host}:${this.options.port}`, {
+      exportId: this.options.exportId,
+      component: "postgres",
+      host: this.options.host,
+      port: this.options.port,
+    });
   }
 }

@@ -35,7 +35,11 @@ export interface SessionCounts extends RowCounts {
  * byte reaches the backend; then logs in to the backend itself.
  */
 export interface DirectVerification {
-  verify(user: string, password: string, connectionId: string): Promise<{ ok: true; subject: string; assertions: string[] } | { ok: false; sqlState: string; message: string }>;
+  verify(
+    user: string,
+    password: string,
+    connectionId: string,
+  ): Promise<{ ok: true; subject: string; assertions: string[] } | { ok: false; sqlState: string; message: string }>;
   /** The export's own back-end identity; absent: the client's user name and password. */
   backendIdentity?: { user: string; password: string };
 }

@@ -19,7 +19,14 @@ const utf8: TextDecoding = { text: (bytes, start, end) => bytes.toString("utf8",
  * The user id a value names, or undefined when it names none (NULL, empty, or a binary type the
  * proxy does not read: such a row has no user and is dropped). Text is read by `decoding`.
  */
-export function userIdFromValue(bytes: Buffer, start: number, length: number, typeOid: number, format: number, decoding: TextDecoding = utf8): string | undefined {
+export function userIdFromValue(
+  bytes: Buffer,
+  start: number,
+  length: number,
+  typeOid: number,
+  format: number,
+  decoding: TextDecoding = utf8,
+): string | undefined {
   if (length <= 0) return undefined;
   if (format === 0) return decoding.text(bytes, start, start + length);
   switch (typeOid) {

@@ -117,7 +117,10 @@ export class VerdictTable {
           this.writtenHeard = heard;
           this.setState({ version: this.state.version, current: this.writtenHeard === this.heard });
         } catch (error) {
-          this.settings.log.error({ err: error, database: this.settings.database }, "the pushdown verdict table could not be brought up to date; statements wait and are refused meanwhile");
+          this.settings.log.error(
+            { err: error, database: this.settings.database },
+            "the pushdown verdict table could not be brought up to date; statements wait and are refused meanwhile",
+          );
           this.setState({ ...this.state, current: false, error: `the export's verdicts could not be brought up to date (${(error as Error).message})` });
           await this.client?.end().catch(() => undefined);
           this.client = undefined;
@@ -156,7 +159,9 @@ export class VerdictTable {
     }
     const version = Math.max((this.settings.clock?.now() ?? Date.now()) * 1000, this.state.version + 1);
     const { table, exportKey } = this.settings.target;
-    const categories = [...new Set([...this.settings.decider.mapping().fields.values()].flatMap((field) => (field.category === undefined ? [] : [field.category])))].sort();
+    const categories = [
+      ...new Set([...this.settings.decider.mapping().fields.values()].flatMap((field) => (field.category === undefined ? [] : [field.category]))),
+    ].sort();
     await client.query("BEGIN");
     try {
       for (const category of categories) {
@@ -174,7 +179,10 @@ export class VerdictTable {
         `INSERT INTO ${table} (user_id, categories${columns.map((c) => `, ${c}`).join("")}) SELECT key, ARRAY(SELECT jsonb_array_elements_text(value))${flags} FROM jsonb_each($1::jsonb) ON CONFLICT (user_id) DO UPDATE SET categories = EXCLUDED.categories${updates}`,
         [JSON.stringify(verdicts), ...categories],
       );
-      const raised = await client.query(`INSERT INTO ${verdictSchema}.verdict_versions (export_id, version) VALUES ($1, $2) ON CONFLICT (export_id) DO UPDATE SET version = EXCLUDED.version WHERE ${verdictSchema}.verdict_versions.version < EXCLUDED.version`, [exportKey, String(version)]);
+      const raised = await client.query(
+        `INSERT INTO ${verdictSchema}.verdict_versions (export_id, version) VALUES ($1, $2) ON CONFLICT (export_id) DO UPDATE SET version = EXCLUDED.version WHERE ${verdictSchema}.verdict_versions.version < EXCLUDED.version`,
+        [exportKey, String(version)],
+      );
       // Another node wrote a newer version (it serves the export now): this write is not the truth.
       if (raised.rowCount !== 1) throw new Error("a newer version of the verdicts was written by another node");
       await client.query("COMMIT");
@@ -226,10 +234,13 @@ export class VerdictTable {
     const clock = this.settings.clock ?? { now: Date.now, setTimeout };
     const now = new Date(clock.now());
     const next = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1);
-    this.midnight = clock.setTimeout(() => {
-      this.rebuild();
-      this.scheduleMidnight();
-    }, next - now.getTime() + 1);
+    this.midnight = clock.setTimeout(
+      () => {
+        this.rebuild();
+        this.scheduleMidnight();
+      },
+      next - now.getTime() + 1,
+    );
     this.midnight.unref();
   }
 }

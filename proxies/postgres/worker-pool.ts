@@ -74,7 +74,16 @@ export class ProxyWorkerPool {
   private stopping = false;
 
   private constructor(private readonly options: ProxyWorkerPoolOptions) {
-    this.workers = Array.from({ length: options.workers }, (_, index) => ({ index, ready: false, startedAt: 0, restartDelayMs: firstRestartDelayMs, connections: new Map(), live: new Map(), mappingKeys: new Map(), verdictFeeds: new Map() }));
+    this.workers = Array.from({ length: options.workers }, (_, index) => ({
+      index,
+      ready: false,
+      startedAt: 0,
+      restartDelayMs: firstRestartDelayMs,
+      connections: new Map(),
+      live: new Map(),
+      mappingKeys: new Map(),
+      verdictFeeds: new Map(),
+    }));
   }
 
   /** Starts the workers; resolves when each has taken its settings. */
@@ -299,7 +308,8 @@ export class ProxyWorkerPool {
       // None when the configuration moved on during the decision: the row is dropped, never guessed.
       const verdict = served.decider.verdict(userId);
       const expiresAt = served.decider.expiresAt(userId);
-      if (verdict && expiresAt !== undefined) verdicts.push({ userId, allowed: verdict.allowed, reason: verdict.reason, categories: [...verdict.categories], expiresAt });
+      if (verdict && expiresAt !== undefined)
+        verdicts.push({ userId, allowed: verdict.allowed, reason: verdict.reason, categories: [...verdict.categories], expiresAt });
     }
     return { mapping, verdicts };
   }

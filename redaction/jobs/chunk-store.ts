@@ -78,7 +78,13 @@ async function chunksHeld(jsm: JetStreamManager, subject: string): Promise<numbe
  * before reading and whenever the next chunk is slow to come (a deleted or expired document
  * would otherwise leave the reader waiting for ever); `stop` is asked at those moments too.
  */
-export async function* readChunks(js: JetStreamClient, jsm: JetStreamManager, subject: string, stored: StoredDocument, stop?: () => boolean): AsyncGenerator<Buffer> {
+export async function* readChunks(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  subject: string,
+  stored: StoredDocument,
+  stop?: () => boolean,
+): AsyncGenerator<Buffer> {
   if (stored.chunks === 0) return;
   const missing = async () => {
     const held = await chunksHeld(jsm, subject);

@@ -30,11 +30,26 @@ export class DocumentService implements DocumentPort {
     private readonly retentionHours: number,
   ) {}
 
-  static async start(options: { nc: NatsConnection; runtime: ActorRuntime; decisions: DecisionService; log: Logger; retentionHours: number; threads: number; jsReplicas: number }): Promise<DocumentService> {
+  static async start(options: {
+    nc: NatsConnection;
+    runtime: ActorRuntime;
+    decisions: DecisionService;
+    log: Logger;
+    retentionHours: number;
+    threads: number;
+    jsReplicas: number;
+  }): Promise<DocumentService> {
     await provisionDocuments(options.nc, options.jsReplicas, options.retentionHours);
     const js = jetstream(options.nc);
     const jsm = await jetstreamManager(options.nc);
-    const supervisor = new JobSupervisor({ runtime: options.runtime, decisions: options.decisions, js, jsm, log: options.log.child({ component: "redaction" }), csvThreading: csvThreading(options.threads) });
+    const supervisor = new JobSupervisor({
+      runtime: options.runtime,
+      decisions: options.decisions,
+      js,
+      jsm,
+      log: options.log.child({ component: "redaction" }),
+      csvThreading: csvThreading(options.threads),
+    });
     await supervisor.start();
     return new DocumentService(options.runtime, options.decisions, js, jsm, supervisor, options.retentionHours);
   }
@@ -65,10 +80,12 @@ export class DocumentService implements DocumentPort {
       });
     } catch (error) {
       // A job that was not created leaves no one to delete its input: do it now, unless it may exist.
-      const exists = await this.ref(jobName).get().then(
-        () => true,
-        (readError: { code?: string }) => readError.code !== "JOB_NOT_FOUND",
-      );
+      const exists = await this.ref(jobName)
+        .get()
+        .then(
+          () => true,
+          (readError: { code?: string }) => readError.code !== "JOB_NOT_FOUND",
+        );
       if (!exists) await purgeDocuments(this.jsm, DocumentSubjects.job(jobName)).catch(() => undefined);
       throw error;
     }
@@ -81,7 +98,8 @@ export class DocumentService implements DocumentPort {
   async download(jobName: string): Promise<{ job: JobRecord; chunks: AsyncIterable<Buffer> }> {
     const job = await this.job(jobName);
     if (job.status === "running") throw new HandlerError("JOB_RUNNING", `redaction job '${jobName}' is still running`);
-    if (job.status === "failed" || !job.output) throw new HandlerError("JOB_FAILED", `redaction job '${jobName}' failed: ${job.error?.message ?? "no output"}`, { details: job.error });
+    if (job.status === "failed" || !job.output)
+      throw new HandlerError("JOB_FAILED", `redaction job '${jobName}' failed: ${job.error?.message ?? "no output"}`, { details: job.error });
     return { job, chunks: this.countedOut(readChunks(this.js, this.jsm, DocumentSubjects.output(jobName, job.output.attempt), job.output)) };
   }
 

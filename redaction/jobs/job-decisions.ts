@@ -52,7 +52,11 @@ export class JobDecisions implements DecisionSource {
 
   private decideFor(userId: string, state: UserRecord | null): { decision: RowDecision; stored: Promise<void> } {
     const { compiled, request, events, jobName, nodeId, attempt } = this.context;
-    const { decision, stored } = decideTraced(events, { door: "redact", nodeId }, compiled, userId, state, request, { kind: "document.user", jobName, attempt });
+    const { decision, stored } = decideTraced(events, { door: "redact", nodeId }, compiled, userId, state, request, {
+      kind: "document.user",
+      jobName,
+      attempt,
+    });
     this.users.seen++;
     if (decision.allowed) this.users.allowed++;
     else this.users.denied++;

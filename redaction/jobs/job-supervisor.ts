@@ -60,7 +60,8 @@ export class JobSupervisor {
     for (const [, { value: job }] of this.jobs.all()) {
       if (!this.owns(job.jobName)()) continue;
       if (job.status === "running" && !this.running.has(job.jobName) && (this.retryAt.get(job.jobName) ?? 0) <= now) this.begin(job.jobName);
-      else if (job.status !== "running" && job.expiresAt !== null && Date.parse(job.expiresAt) <= now && !this.expiring.has(job.jobName)) this.expire(job.jobName);
+      else if (job.status !== "running" && job.expiresAt !== null && Date.parse(job.expiresAt) <= now && !this.expiring.has(job.jobName))
+        this.expire(job.jobName);
     }
   }
 

@@ -17,5 +17,13 @@ export const documentStream = { name: "WARDEN_REDACT", subjects: ["warden.redact
 /** The documents' stream, created or updated at every node start (idempotent). */
 export async function provisionDocuments(nc: NatsConnection, replicas: number, retentionHours: number): Promise<void> {
   // No size limit and no discard: a running job's document must never be dropped to make room; a day past the jobs' retention is the backstop.
-  await ensureStream(nc, { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: replicas, name: documentStream.name, subjects: [...documentStream.subjects], max_age: nanos((retentionHours + 24) * 3_600_000) });
+  await ensureStream(nc, {
+    retention: RetentionPolicy.Limits,
+    storage: StorageType.File,
+    discard: DiscardPolicy.Old,
+    num_replicas: replicas,
+    name: documentStream.name,
+    subjects: [...documentStream.subjects],
+    max_age: nanos((retentionHours + 24) * 3_600_000),
+  });
 }

@@ -89,7 +89,11 @@ interface Connection {
   infile: Buffer[];
 }
 
-const { publicKey: rsaPublicKey, privateKey: rsaPrivateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs8", format: "pem" } });
+const { publicKey: rsaPublicKey, privateKey: rsaPrivateKey } = generateKeyPairSync("rsa", {
+  modulusLength: 2048,
+  publicKeyEncoding: { type: "spki", format: "pem" },
+  privateKeyEncoding: { type: "pkcs8", format: "pem" },
+});
 
 /** 20 random bytes that are never NUL (servers' scrambles avoid it: clients may treat it as the end). */
 function printableScramble(): Buffer {
@@ -97,7 +101,16 @@ function printableScramble(): Buffer {
 }
 
 export class CodecServer {
-  readonly recorded: Recorded = { handshakeResponses: [], queries: [], prepares: [], executes: [], changeUsers: [], commands: [], infileData: [], authOutcomes: [] };
+  readonly recorded: Recorded = {
+    handshakeResponses: [],
+    queries: [],
+    prepares: [],
+    executes: [],
+    changeUsers: [],
+    commands: [],
+    infileData: [],
+    authOutcomes: [],
+  };
   private readonly sockets = new Set<Socket>();
   private nextStatementId = 1;
 
@@ -126,7 +139,18 @@ export class CodecServer {
   private accept(socket: Socket): void {
     this.sockets.add(socket);
     socket.on("close", () => this.sockets.delete(socket));
-    const connection: Connection = { socket, reader: new PacketReader(), scramble: printableScramble(), capabilities: 0, mariaDbCapabilities: 0, state: "handshake", username: "", pluginInUse: this.options.authPlugin, statements: new Map(), infile: [] };
+    const connection: Connection = {
+      socket,
+      reader: new PacketReader(),
+      scramble: printableScramble(),
+      capabilities: 0,
+      mariaDbCapabilities: 0,
+      state: "handshake",
+      username: "",
+      pluginInUse: this.options.authPlugin,
+      statements: new Map(),
+      infile: [],
+    };
     this.send(connection, 0, [
       encodeHandshake({
         protocolVersion: 10,
@@ -165,12 +189,17 @@ export class CodecServer {
   }
 
   private ok(connection: Connection, partial: Partial<OkPacket> = {}): Buffer {
-    return encodeOkPacket({ header: OkHeader.Ok, affectedRows: 0, lastInsertId: 0, statusFlags: ServerStatus.Autocommit, warnings: 0, info: "", ...partial }, connection.capabilities);
+    return encodeOkPacket(
+      { header: OkHeader.Ok, affectedRows: 0, lastInsertId: 0, statusFlags: ServerStatus.Autocommit, warnings: 0, info: "", ...partial },
+      connection.capabilities,
+    );
   }
 
   private denied(connection: Connection, sequenceId: number): void {
     this.recorded.authOutcomes.push(`denied ${connection.username}`);
-    this.send(connection, sequenceId, [encodeErrPacket({ code: 1045, sqlState: "28000", message: `Access denied for user '${connection.username}'@'localhost' (using password: YES)` })]);
+    this.send(connection, sequenceId, [
+      encodeErrPacket({ code: 1045, sqlState: "28000", message: `Access denied for user '${connection.username}'@'localhost' (using password: YES)` }),
+    ]);
   }
 
   private accepted(connection: Connection, sequenceId: number, how: string, payloads: Buffer[] = []): void {
@@ -187,7 +216,9 @@ export class CodecServer {
         this.recorded.handshakeResponses.push(response);
         connection.capabilities = (response.capabilities & this.options.capabilities) >>> 0;
         // MariaDB's own capabilities count only when both leave CLIENT_MYSQL clear (decodeHandshakeResponse reads 0 otherwise).
-        connection.mariaDbCapabilities = hasCapability(this.options.capabilities, Capability.LongPassword) ? 0 : response.mariaDbCapabilities & (this.options.mariaDbCapabilities ?? 0);
+        connection.mariaDbCapabilities = hasCapability(this.options.capabilities, Capability.LongPassword)
+          ? 0
+          : response.mariaDbCapabilities & (this.options.mariaDbCapabilities ?? 0);
         connection.username = response.username;
         this.authenticate(connection, reply, response.authPluginName ?? nativePasswordPlugin, response.authResponse);
         return;
@@ -242,7 +273,8 @@ export class CodecServer {
       return;
     }
     if (this.options.sha2Cached) {
-      if (verifyCachingSha2(authResponse, connection.scramble, cachingSha2Hash(user.password))) this.accepted(connection, reply, "fast-auth", [encodeAuthMoreData(Buffer.from([CachingSha2.FastAuthSuccess]))]);
+      if (verifyCachingSha2(authResponse, connection.scramble, cachingSha2Hash(user.password)))
+        this.accepted(connection, reply, "fast-auth", [encodeAuthMoreData(Buffer.from([CachingSha2.FastAuthSuccess]))]);
       else this.denied(connection, reply);
       return;
     }
@@ -271,7 +303,8 @@ export class CodecServer {
             connection.infile = [];
             out.push(encodeLocalInfileRequest(answer.fileName));
           } else if (answer.kind === "err") out.push(encodeErrPacket(answer.err));
-          else if (answer.kind === "ok") out.push(this.ok(connection, { ...answer.ok, statusFlags: (answer.ok.statusFlags ?? ServerStatus.Autocommit) | more }));
+          else if (answer.kind === "ok")
+            out.push(this.ok(connection, { ...answer.ok, statusFlags: (answer.ok.statusFlags ?? ServerStatus.Autocommit) | more }));
           else out.push(...this.resultset(connection, answer, "text", more));
         });
         return this.send(connection, reply, out);
@@ -285,8 +318,22 @@ export class CodecServer {
         const parameterCount = sql.split("?").length - 1;
         const statementId = this.nextStatementId++;
         connection.statements.set(statementId, { sql, parameterCount, columns });
-        const parameter: ColumnDefinition = { catalog: "def", schema: "", table: "", orgTable: "", name: "?", orgName: "", characterSet: 63, columnLength: 0, type: ColumnType.VarString, flags: 0, decimals: 0 };
-        const out = [encodeStmtPrepareOk({ statementId, columnCount: columns.length, parameterCount, warnings: 0, metadataFollows: true }, connection.capabilities)];
+        const parameter: ColumnDefinition = {
+          catalog: "def",
+          schema: "",
+          table: "",
+          orgTable: "",
+          name: "?",
+          orgName: "",
+          characterSet: 63,
+          columnLength: 0,
+          type: ColumnType.VarString,
+          flags: 0,
+          decimals: 0,
+        };
+        const out = [
+          encodeStmtPrepareOk({ statementId, columnCount: columns.length, parameterCount, warnings: 0, metadataFollows: true }, connection.capabilities),
+        ];
         if (parameterCount > 0) out.push(...Array.from({ length: parameterCount }, () => encodeColumnDefinition(parameter)), ...this.eof(connection, 0));
         if (columns.length > 0) out.push(...columns.map((c) => encodeColumnDefinition(c, this.definitionOptions(connection))), ...this.eof(connection, 0));
         return this.send(connection, reply, out);
@@ -294,7 +341,8 @@ export class CodecServer {
       case Command.StmtExecute: {
         const statementId = payload.readUInt32LE(1);
         const statement = connection.statements.get(statementId);
-        if (!statement) return this.send(connection, reply, [encodeErrPacket({ code: 1243, sqlState: "HY000", message: "Unknown prepared statement handler" })]);
+        if (!statement)
+          return this.send(connection, reply, [encodeErrPacket({ code: 1243, sqlState: "HY000", message: "Unknown prepared statement handler" })]);
         const execute = decodeStmtExecute(payload, { parameterCount: statement.parameterCount, capabilities: connection.capabilities });
         this.recorded.executes.push(execute);
         const answer = this.options.answer(statement.sql)[0];
@@ -320,7 +368,9 @@ export class CodecServer {
   }
 
   private eof(connection: Connection, statusFlags: number): Buffer[] {
-    return hasCapability(connection.capabilities, Capability.DeprecateEof) ? [] : [encodeEofPacket({ warnings: 0, statusFlags: statusFlags | ServerStatus.Autocommit }, connection.capabilities)];
+    return hasCapability(connection.capabilities, Capability.DeprecateEof)
+      ? []
+      : [encodeEofPacket({ warnings: 0, statusFlags: statusFlags | ServerStatus.Autocommit }, connection.capabilities)];
   }
 
   private resultset(connection: Connection, answer: Extract<ScriptedAnswer, { kind: "resultset" }>, form: "text" | "binary", more: number): Buffer[] {
@@ -337,7 +387,13 @@ export class CodecServer {
       }
     }
     const status = ServerStatus.Autocommit | more;
-    if (hasCapability(connection.capabilities, Capability.DeprecateEof)) out.push(encodeOkPacket({ header: OkHeader.EndOfResultset, affectedRows: 0, lastInsertId: 0, statusFlags: status, warnings: 0, info: "" }, connection.capabilities));
+    if (hasCapability(connection.capabilities, Capability.DeprecateEof))
+      out.push(
+        encodeOkPacket(
+          { header: OkHeader.EndOfResultset, affectedRows: 0, lastInsertId: 0, statusFlags: status, warnings: 0, info: "" },
+          connection.capabilities,
+        ),
+      );
     else out.push(encodeEofPacket({ warnings: 0, statusFlags: status }, connection.capabilities));
     return out;
   }

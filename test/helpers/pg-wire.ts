@@ -45,7 +45,13 @@ export class WireClient {
   }
 
   static connect(port: number, user: string, database: string): Promise<WireClient> {
-    return WireClient.connectWith(port, new Map([["user", user], ["database", database]]));
+    return WireClient.connectWith(
+      port,
+      new Map([
+        ["user", user],
+        ["database", database],
+      ]),
+    );
   }
 
   static async connectWith(port: number, parameters: Map<string, string>): Promise<WireClient> {
@@ -95,14 +101,18 @@ export function rowsOf(messages: readonly WireMessage[]): Array<Array<string | n
     .filter((m) => m.code === String.fromCharCode(BackendCode.DataRow))
     .map((m) => {
       const row = decodeDataRow(m.body, 0, m.body.length, newRowValues());
-      return Array.from({ length: row.count }, (_, i) => (row.lengths[i]! < 0 ? null : m.body.toString("utf8", row.starts[i]!, row.starts[i]! + row.lengths[i]!)));
+      return Array.from({ length: row.count }, (_, i) =>
+        row.lengths[i]! < 0 ? null : m.body.toString("utf8", row.starts[i]!, row.starts[i]! + row.lengths[i]!),
+      );
     });
 }
 
 /** The SQLSTATE and message of each ErrorResponse among `messages`. */
 export function errorsOf(messages: readonly WireMessage[]): Array<{ code: string; message: string }> {
-  return messages.filter((m) => m.code === "E").map((m) => {
-    const fields = decodeErrorFields(m.body);
-    return { code: fields.get(ErrorField.Code) ?? "", message: fields.get(ErrorField.Message) ?? "" };
-  });
+  return messages
+    .filter((m) => m.code === "E")
+    .map((m) => {
+      const fields = decodeErrorFields(m.body);
+      return { code: fields.get(ErrorField.Code) ?? "", message: fields.get(ErrorField.Message) ?? "" };
+    });
 }

@@ -4,7 +4,10 @@ import { S3Client, S3ServiceException, type S3ClientConfig } from "@aws-sdk/clie
  * An S3 client of the AWS SDK on a loopback port, path-style, without retries. `unsigned`: its
  * requests carry no signature at all. Checksums only when required, so a body is sent as it is.
  */
-export function s3Client(port: number, options: { region?: string; unsigned?: boolean; credentials?: { accessKeyId: string; secretAccessKey: string }; systemClockOffset?: number } = {}): S3Client {
+export function s3Client(
+  port: number,
+  options: { region?: string; unsigned?: boolean; credentials?: { accessKeyId: string; secretAccessKey: string }; systemClockOffset?: number } = {},
+): S3Client {
   const config: S3ClientConfig = {
     endpoint: `http://127.0.0.1:${port}`,
     forcePathStyle: true,

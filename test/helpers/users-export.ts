@@ -40,9 +40,22 @@ export async function startUsersExport(options: UsersExportOptions): Promise<Use
   assert.equal((await request("PUT", "/config", options.policy)).status, 200);
   await createPopulation(request);
   const exportPort = await freePort();
-  const created = await request("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: exportPort });
+  const created = await request("PUT", "/export", {
+    type: "postgres",
+    endpoint: `127.0.0.1:${pg.port}`,
+    resolverGroup: "users-table",
+    metadata: { type: "platformUse", purposeId: "service" },
+    port: exportPort,
+  });
   assert.equal(created.status, 200, JSON.stringify(created.body));
-  await eventually("the export accepts connections", async () => await options.connect(exportPort).then((c) => c.end().then(() => true), () => false));
+  await eventually(
+    "the export accepts connections",
+    async () =>
+      await options.connect(exportPort).then(
+        (c) => c.end().then(() => true),
+        () => false,
+      ),
+  );
   const stop = async () => {
     await node.stop();
     await nats.stop();

@@ -77,7 +77,11 @@ test("a call whose owner is only paused waits for it: when it wakes and answers 
         }),
       );
     });
-    subscriptions.push(nc.subscribe(Subjects.call("heir-2-incarnation", partition), { callback: (_error, msg) => void msg.respond(JSON.stringify({ r: { count: 2, node: "heir-2" } })) }));
+    subscriptions.push(
+      nc.subscribe(Subjects.call("heir-2-incarnation", partition), {
+        callback: (_error, msg) => void msg.respond(JSON.stringify({ r: { count: 2, node: "heir-2" } })),
+      }),
+    );
     await partitions.put(partitionKey(partition), JSON.stringify({ owner: "paused", incarnation: "paused-incarnation", epoch: 1 } satisfies PartitionRecord));
     const call = client.call<{ count: number; node: string }>("counter", "paused", "increment", 1);
     await received;

@@ -28,9 +28,24 @@ const alice = { uid: "alice", password: "wonderland" };
 function securityConfig(ldapPort: number, provider: OidcProvider) {
   return {
     verifiers: [
-      { verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${ldapPort}`, rootComponents: "ou=people,dc=example,dc=org" } }] },
-      { verifier: "oauth", profiles: [{ profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } }] },
-      { verifier: "cloud", profiles: [{ profile: "dev", configuration: cloud }, { profile: "exports", configuration: { region: cloud.region } }] },
+      {
+        verifier: "ldap",
+        default: "directory",
+        profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${ldapPort}`, rootComponents: "ou=people,dc=example,dc=org" } }],
+      },
+      {
+        verifier: "oauth",
+        profiles: [
+          { profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } },
+        ],
+      },
+      {
+        verifier: "cloud",
+        profiles: [
+          { profile: "dev", configuration: cloud },
+          { profile: "exports", configuration: { region: cloud.region } },
+        ],
+      },
     ],
     credentials: [
       { type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] },
@@ -43,7 +58,14 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
         ],
       },
     ],
-    enforcedComponents: [{ componentName: "config" }, { componentName: "mapping" }, { componentName: "decision" }, { componentName: "export" }, { componentName: "postgres" }, { componentName: "pipeline" }],
+    enforcedComponents: [
+      { componentName: "config" },
+      { componentName: "mapping" },
+      { componentName: "decision" },
+      { componentName: "export" },
+      { componentName: "postgres" },
+      { componentName: "pipeline" },
+    ],
   };
 }
 
@@ -64,7 +86,12 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
   let pipelineId: string;
 
   const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpsAnswer> =>
-    httpsRequest(`${node.url}${path}`, { ca, method, headers: body === undefined ? headers : { "content-type": "application/json", ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+    httpsRequest(`${node.url}${path}`, {
+      ca,
+      method,
+      headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
   const asAlice = { authorization: basic(alice.uid, alice.password) };
   const json = (answer: HttpsAnswer) => JSON.parse(answer.body) as { error?: { code: string } } & Record<string, unknown>;
 
@@ -81,22 +108,42 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     nats = await startNats();
     const file = join(dir, "security.json");
     writeFileSync(file, JSON.stringify(securityConfig(slapd.port, provider)));
-    node = await NodeProcess.start({ nodeId: "auth-1", natsUrl: nats.url, caFile: certFile, env: { SECURITY_CONFIG: file, TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, EXPORT_TLS_CERT_FILE: certFile, EXPORT_TLS_KEY_FILE: keyFile } });
+    node = await NodeProcess.start({
+      nodeId: "auth-1",
+      natsUrl: nats.url,
+      caFile: certFile,
+      env: { SECURITY_CONFIG: file, TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, EXPORT_TLS_CERT_FILE: certFile, EXPORT_TLS_KEY_FILE: keyFile },
+    });
     assert.equal((await call("PUT", "/config", realisticPolicy(), asAlice)).status, 200);
     await createPopulation(async (method, path, body) => {
       const answer = await call(method, path, body);
       return { status: answer.status, etag: null, body: answer.body ? JSON.parse(answer.body) : answer.body };
     });
-    const exportBody = { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } };
+    const exportBody = {
+      type: "postgres",
+      endpoint: `127.0.0.1:${pg.port}`,
+      resolverGroup: "users-table",
+      metadata: { type: "platformUse", purposeId: "service" },
+    };
     exportWithCredentials = await freePort();
-    const created = await call("PUT", "/export", { ...exportBody, port: exportWithCredentials, credentials: { user: roles.scram.user, password: roles.scram.password } }, asAlice);
+    const created = await call(
+      "PUT",
+      "/export",
+      { ...exportBody, port: exportWithCredentials, credentials: { user: roles.scram.user, password: roles.scram.password } },
+      asAlice,
+    );
     assert.equal(created.status, 200, created.body);
     assert.equal(json(created).backendIdentity, "export");
     assert.ok(!created.body.includes(roles.scram.password), "the export's password is never read back");
     exportWithClientIdentity = await freePort();
     assert.equal((await call("PUT", "/export", { ...exportBody, port: exportWithClientIdentity }, asAlice)).status, 200);
     pipelinePort = await freePort();
-    const pipeline = await call("PUT", "/export", { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: pipelinePort }, asAlice);
+    const pipeline = await call(
+      "PUT",
+      "/export",
+      { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: pipelinePort },
+      asAlice,
+    );
     assert.equal(pipeline.status, 200, pipeline.body);
     pipelineId = json(pipeline).id as string;
   });
@@ -117,7 +164,13 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     assert.equal(refused.headers["www-authenticate"], 'Basic realm="warden", charset="UTF-8", Bearer realm="warden", AWS4-HMAC-SHA256 realm="warden"');
 
     assert.equal((await call("GET", "/config", undefined, asAlice)).status, 200, "LDAP: good credentials");
-    for (const [user, password] of [["alice", "wrong"], ["alice", ""], ["nobody", "wonderland"], ["*", "wonderland"], ["alice,ou=people,dc=example,dc=org", "wonderland"]]) {
+    for (const [user, password] of [
+      ["alice", "wrong"],
+      ["alice", ""],
+      ["nobody", "wonderland"],
+      ["*", "wonderland"],
+      ["alice,ou=people,dc=example,dc=org", "wonderland"],
+    ]) {
       const answer = await call("GET", "/config", undefined, { authorization: basic(user!, password!) });
       assert.equal(answer.status, 401, `${user}:${password}`);
       assert.equal(json(answer).error?.code, "ERR_AUTH_INVALID");
@@ -129,7 +182,10 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     for (const [what, bad] of [
       ["expired", await provider.sign({ iat: now - 600, exp: now - 300 })],
       ["wrong audience", await provider.sign({ aud: "urn:someone:else" })],
-      ["alg none", `${Buffer.from('{"alg":"none"}').toString("base64url")}.${Buffer.from(JSON.stringify({ iss: provider.issuer, aud: OidcProvider.resource, exp: now + 300 })).toString("base64url")}.`],
+      [
+        "alg none",
+        `${Buffer.from('{"alg":"none"}').toString("base64url")}.${Buffer.from(JSON.stringify({ iss: provider.issuer, aud: OidcProvider.resource, exp: now + 300 })).toString("base64url")}.`,
+      ],
     ] as const) {
       assert.equal((await call("GET", "/mapping/groups", undefined, { authorization: `Bearer ${bad}` })).status, 401, what);
     }
@@ -149,10 +205,31 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     assert.equal(trace.traceId, json(decided).traceId);
     assert.equal(trace.caller.connectionId, connectionId);
     assert.equal(trace.caller.subject, provider.client.id);
-    assert.deepEqual(trace.caller.assertions, OidcProvider.scope.split(" ").map((scope) => `scope:${scope}`), "the token's scopes, as assertions");
+    assert.deepEqual(
+      trace.caller.assertions,
+      OidcProvider.scope.split(" ").map((scope) => `scope:${scope}`),
+      "the token's scopes, as assertions",
+    );
 
     const curl = (key: string, path: string) =>
-      spawnSync("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", certFile, "--aws-sigv4", `aws:amz:${cloud.region}:warden`, "--user", `${cloud.id}:${key}`, `${node.url}${path}`], { encoding: "utf8" });
+      spawnSync(
+        "curl",
+        [
+          "-s",
+          "-o",
+          "/dev/null",
+          "-w",
+          "%{http_code}",
+          "--cacert",
+          certFile,
+          "--aws-sigv4",
+          `aws:amz:${cloud.region}:warden`,
+          "--user",
+          `${cloud.id}:${key}`,
+          `${node.url}${path}`,
+        ],
+        { encoding: "utf8" },
+      );
     assert.equal(curl(cloud.key, "/config").stdout, "200", "curl --aws-sigv4 signs a request the cloud verifier accepts");
     assert.equal(curl("wrong-key", "/config").stdout, "401");
 
@@ -162,7 +239,18 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
 
   test("the export verifies clients itself over TLS (LDAP password or OAuth token) and logs in to PostgreSQL as the export or as the client", async () => {
     const psql = (port: number, user: string, password: string, sslmode = "require") =>
-      spawnSync("psql", [`host=127.0.0.1 port=${port} user=${user} dbname=app sslmode=${sslmode} connect_timeout=10`, "-X", "-A", "-t", "-c", "SELECT id, name FROM users WHERE id = 'accepted'"], { encoding: "utf8", env: { ...process.env, PGPASSWORD: password } });
+      spawnSync(
+        "psql",
+        [
+          `host=127.0.0.1 port=${port} user=${user} dbname=app sslmode=${sslmode} connect_timeout=10`,
+          "-X",
+          "-A",
+          "-t",
+          "-c",
+          "SELECT id, name FROM users WHERE id = 'accepted'",
+        ],
+        { encoding: "utf8", env: { ...process.env, PGPASSWORD: password } },
+      );
     // The export opens its port within a second or so of being created.
     const deadline = Date.now() + 15_000;
     let first = psql(exportWithCredentials, alice.uid, alice.password);
@@ -197,7 +285,8 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
 
   test("a pipeline export takes the credentials of component pipeline: over HTTPS as the gateway does, over NATS in an Authorization header", async () => {
     const record = JSON.stringify({ "users.id": "accepted", "users.email": "a@example.com" });
-    const post = (headers: Record<string, string>) => httpsRequest(`https://127.0.0.1:${pipelinePort}/`, { ca, method: "POST", headers: { "content-type": "application/json", ...headers }, body: record });
+    const post = (headers: Record<string, string>) =>
+      httpsRequest(`https://127.0.0.1:${pipelinePort}/`, { ca, method: "POST", headers: { "content-type": "application/json", ...headers }, body: record });
     const deadline = Date.now() + 15_000;
     let refused = await post({}).catch(() => undefined);
     while (!refused && Date.now() < deadline) {
@@ -218,7 +307,10 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     const ask = async (authorization?: string) => {
       const h = headers();
       if (authorization) h.set("Authorization", authorization);
-      return (await nc.request(`warden.pipeline.${pipelineId}.request`, record, { timeout: 5000, headers: h })).json<{ dropped: boolean; error?: { code: string } }>();
+      return (await nc.request(`warden.pipeline.${pipelineId}.request`, record, { timeout: 5000, headers: h })).json<{
+        dropped: boolean;
+        error?: { code: string };
+      }>();
     };
     assert.equal((await ask()).error?.code, "ERR_AUTH_REQUIRED");
     assert.equal((await ask(basic(alice.uid, "wrong"))).error?.code, "ERR_AUTH_INVALID");
@@ -244,7 +336,26 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     const signedPost = (port: number, { id, key }: { id: string; key: string }, region = cloud.region) =>
       spawnSync(
         "curl",
-        ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", certFile, "--aws-sigv4", `aws:amz:${region}:warden`, "--user", `${id}:${key}`, "-H", "content-type: application/json", "-H", `x-amz-content-sha256: ${bodyHash}`, "--data-binary", record, `https://127.0.0.1:${port}/`],
+        [
+          "-s",
+          "-o",
+          "/dev/null",
+          "-w",
+          "%{http_code}",
+          "--cacert",
+          certFile,
+          "--aws-sigv4",
+          `aws:amz:${region}:warden`,
+          "--user",
+          `${id}:${key}`,
+          "-H",
+          "content-type: application/json",
+          "-H",
+          `x-amz-content-sha256: ${bodyHash}`,
+          "--data-binary",
+          record,
+          `https://127.0.0.1:${port}/`,
+        ],
         { encoding: "utf8" },
       ).stdout;
     const deadline = Date.now() + 15_000;
@@ -258,7 +369,12 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     assert.equal(signedPost(signedPort, pipelineSigning, "us-east-1"), "401", "the profile's region still applies");
     assert.equal(signedPost(pipelinePort, pipelineSigning), "401", "an export without its own id and key takes no signature: the profile names none");
 
-    const refusedForPostgres = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: body.metadata, cloudSigning: pipelineSigning }, asAlice);
+    const refusedForPostgres = await call(
+      "PUT",
+      "/export",
+      { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: body.metadata, cloudSigning: pipelineSigning },
+      asAlice,
+    );
     assert.equal(refusedForPostgres.status, 400);
     assert.equal(json(refusedForPostgres).error?.code, "ERR_EXPORT_INVALID");
     const badId = await call("PUT", "/export", { ...body, cloudSigning: { id: "not/an/id" } }, asAlice);
@@ -274,21 +390,42 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     const subjectsOf = (event: string) => [...new Set(records.filter((r) => r.record.event === event).map((r) => r.subject))].sort();
 
     assert.deepEqual(subjectsOf("config.active"), ["warden.audit.service.info"]);
-    const active = records.find((r) => r.record.event === "config.active")!.record.details as { authentication: { enforcedComponentNames: string[]; configurationFile: string } };
+    const active = records.find((r) => r.record.event === "config.active")!.record.details as {
+      authentication: { enforcedComponentNames: string[]; configurationFile: string };
+    };
     assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "decision", "export", "mapping", "pipeline", "postgres"]);
-    assert.deepEqual(subjectsOf("port.opened"), ["warden.audit.pipeline.info", "warden.audit.postgres.info", "warden.audit.service.info"], "the gateway's port and each export's port");
+    assert.deepEqual(
+      subjectsOf("port.opened"),
+      ["warden.audit.pipeline.info", "warden.audit.postgres.info", "warden.audit.service.info"],
+      "the gateway's port and each export's port",
+    );
     assert.deepEqual(subjectsOf("connection.outgoing"), ["warden.audit.postgres.info"]);
-    const outgoing = records.filter((r) => r.record.event === "connection.outgoing").map((r) => r.record.details as { identity: string; identitySource: string });
+    const outgoing = records
+      .filter((r) => r.record.event === "connection.outgoing")
+      .map((r) => r.record.details as { identity: string; identitySource: string });
     assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "export"));
     assert.ok(outgoing.some((o) => o.identity === roles.scram.user && o.identitySource === "client"));
-    assert.deepEqual(subjectsOf("connection.authenticated"), ["warden.audit.config.info", "warden.audit.decision.info", "warden.audit.export.info", "warden.audit.mapping.info", "warden.audit.pipeline.info", "warden.audit.postgres.info"]);
-    assert.deepEqual(subjectsOf("connection.denied"), ["warden.audit.config.warn", "warden.audit.mapping.warn", "warden.audit.pipeline.warn", "warden.audit.postgres.warn"]);
+    assert.deepEqual(subjectsOf("connection.authenticated"), [
+      "warden.audit.config.info",
+      "warden.audit.decision.info",
+      "warden.audit.export.info",
+      "warden.audit.mapping.info",
+      "warden.audit.pipeline.info",
+      "warden.audit.postgres.info",
+    ]);
+    assert.deepEqual(subjectsOf("connection.denied"), [
+      "warden.audit.config.warn",
+      "warden.audit.mapping.warn",
+      "warden.audit.pipeline.warn",
+      "warden.audit.postgres.warn",
+    ]);
     assert.deepEqual(subjectsOf("connection.unsupported"), ["warden.audit.config.warn", "warden.audit.pipeline.warn"]);
     assert.ok(subjectsOf("connection.unauthenticated").includes("warden.audit.user.debug"), "API use without authentication, at debug");
     assert.ok(subjectsOf("connection.tls-required").includes("warden.audit.postgres.warn"));
 
     const text = JSON.stringify(records);
-    for (const secret of [alice.password, cloud.key, pipelineSigning.key, roles.scram.password]) assert.ok(!text.includes(secret), `'${secret}' appears in the audit log`);
+    for (const secret of [alice.password, cloud.key, pipelineSigning.key, roles.scram.password])
+      assert.ok(!text.includes(secret), `'${secret}' appears in the audit log`);
   });
 });
 
@@ -305,14 +442,38 @@ describe("a security configuration the node refuses to start with", () => {
     const dir = tempDir("bad-security");
     const closedPort = await freePort();
     const cases: Array<[unknown, RegExp]> = [
-      [{ verifiers: [{ verifier: "ldap", profiles: [{ profile: "p", configuration: { hostname: `127.0.0.1:${closedPort}` } }] }] }, /verifiers\[0\]\.profiles\[0\]: verifier 'ldap' profile 'p': .*not reachable/],
-      [{ verifiers: [{ verifier: "ldap", profiles: [{ profile: "p", configuration: { hostname: "x" } }, { profile: "p", configuration: { hostname: "y" } }] }] }, /verifiers\[0\]\.profiles\[1\]\.profile: duplicate profile name 'p'/],
       [
-        { verifiers: [{ verifier: "ldap", default: "p", profiles: [{ profile: "p", configuration: { hostname: "x" } }] }], credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }], enforcedComponents: [{ componentName: "export" }, { componentName: "postgres" }] },
+        { verifiers: [{ verifier: "ldap", profiles: [{ profile: "p", configuration: { hostname: `127.0.0.1:${closedPort}` } }] }] },
+        /verifiers\[0\]\.profiles\[0\]: verifier 'ldap' profile 'p': .*not reachable/,
+      ],
+      [
+        {
+          verifiers: [
+            {
+              verifier: "ldap",
+              profiles: [
+                { profile: "p", configuration: { hostname: "x" } },
+                { profile: "p", configuration: { hostname: "y" } },
+              ],
+            },
+          ],
+        },
+        /verifiers\[0\]\.profiles\[1\]\.profile: duplicate profile name 'p'/,
+      ],
+      [
+        {
+          verifiers: [{ verifier: "ldap", default: "p", profiles: [{ profile: "p", configuration: { hostname: "x" } }] }],
+          credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
+          enforcedComponents: [{ componentName: "export" }, { componentName: "postgres" }],
+        },
         /component 'postgres' enforces authentication, which takes passwords only over TLS/,
       ],
       [
-        { verifiers: [{ verifier: "ldap", default: "p", profiles: [{ profile: "p", configuration: { hostname: "x" } }] }], credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }], enforcedComponents: [{ componentName: "pipeline" }, { componentName: "config" }] },
+        {
+          verifiers: [{ verifier: "ldap", default: "p", profiles: [{ profile: "p", configuration: { hostname: "x" } }] }],
+          credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
+          enforcedComponents: [{ componentName: "pipeline" }, { componentName: "config" }],
+        },
         /export type 'pipeline' enforces authentication but the 'export' API that manages them does not: add \{"componentName": "export"\} to enforcedComponents/,
       ],
     ];

@@ -34,7 +34,11 @@ describe("three node processes on one nats-server", () => {
     assert.deepEqual([...origins].sort(), ["n1", "n2", "n3"], "calls originated on every node");
     assert.equal(new Set(results.map((r) => r.node)).size, 1, "one activation handled every increment");
     const seen = results.map((r) => r.count).sort((a, b) => a - b);
-    assert.deepEqual(seen, Array.from({ length: 500 }, (_, i) => i + 1), "each increment saw a distinct count: one at a time");
+    assert.deepEqual(
+      seen,
+      Array.from({ length: 500 }, (_, i) => i + 1),
+      "each increment saw a distinct count: one at a time",
+    );
     const stored = await caller.client.ref(counter, target).get();
     assert.equal(stored.count, 500);
   });
@@ -47,7 +51,10 @@ describe("three node processes on one nats-server", () => {
   });
 
   test("an unknown handler or actor type is a clear, non-retryable error", async () => {
-    await assert.rejects(caller.client.call("counter", "x", "nope"), (error: Error & { code?: string; retryable?: boolean }) => error.code === "UNKNOWN_HANDLER" && error.retryable === false);
+    await assert.rejects(
+      caller.client.call("counter", "x", "nope"),
+      (error: Error & { code?: string; retryable?: boolean }) => error.code === "UNKNOWN_HANDLER" && error.retryable === false,
+    );
     await assert.rejects(caller.client.call("no-such-type", "x", "get"), (error: Error & { code?: string }) => error.code === "UNKNOWN_ACTOR_TYPE");
   });
 
@@ -60,6 +67,9 @@ describe("three node processes on one nats-server", () => {
   });
 
   test("a call whose deadline passes is answered DEADLINE_EXCEEDED", async () => {
-    await assert.rejects(caller.client.ref(counter, "slow").slowIncrement(2000, { timeoutMs: 300 }), (error: Error & { code?: string }) => error.code === "DEADLINE_EXCEEDED");
+    await assert.rejects(
+      caller.client.ref(counter, "slow").slowIncrement(2000, { timeoutMs: 300 }),
+      (error: Error & { code?: string }) => error.code === "DEADLINE_EXCEEDED",
+    );
   });
 });

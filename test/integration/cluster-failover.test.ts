@@ -55,6 +55,9 @@ test("failover: SIGKILL the owner mid-load; the actor answers from another node 
   assert.notEqual(answeredBy, owner, "another node answers");
   const stored = await ref.get();
   assert.equal(stored.count, lastAcknowledgedCount, "the stored count is the last acknowledged one");
-  assert.ok(stored.count >= acknowledged && stored.count <= acknowledged + failures, `every acknowledged increment is there (${stored.count} vs ${acknowledged} acknowledged, ${failures} unknown)`);
+  assert.ok(
+    stored.count >= acknowledged && stored.count <= acknowledged + failures,
+    `every acknowledged increment is there (${stored.count} vs ${acknowledged} acknowledged, ${failures} unknown)`,
+  );
   process.stdout.write(`# failover: answered again ${gapMs} ms after SIGKILL; ${failures} calls failed during the gap\n`);
 });

@@ -71,7 +71,11 @@ test("rebalancing: nodes join under load and each takes a share; a graceful leav
   await new Promise((resolve) => setTimeout(resolve, 500));
   await load.stop();
 
-  assert.deepEqual(load.errors.map((e) => e.message), [], "no caller saw an error while partitions moved");
+  assert.deepEqual(
+    load.errors.map((e) => e.message),
+    [],
+    "no caller saw an error while partitions moved",
+  );
   let total = 0;
   for (const [id, applied] of load.applied) {
     assert.equal((await caller.client.ref(counter, id).get()).count, applied, `${id} kept every write`);

@@ -38,7 +38,10 @@ describe("/config and /mapping over HTTP, two nodes", () => {
     const writes: Array<[string, unknown]> = [
       ["/config/categories", { categories: policy.categories }],
       ["/config/platform-use", { purposes: policy.platformUse.purposes }],
-      ["/config/contractual-exchange", { purposes: policy.contractualExchange.purposes.map((p) => ({ ...p, terms: p.terms.map((t) => ({ ...t, platformSharingPurposeIds: [] })) })) }],
+      [
+        "/config/contractual-exchange",
+        { purposes: policy.contractualExchange.purposes.map((p) => ({ ...p, terms: p.terms.map((t) => ({ ...t, platformSharingPurposeIds: [] })) })) },
+      ],
       ["/config/platform-use/overrides", { overrides: policy.platformUse.overrides }],
       ["/config/platform-sharing", { purposes: policy.platformSharing.purposes }],
       ["/config/contractual-exchange", { purposes: policy.contractualExchange.purposes }],
@@ -79,7 +82,9 @@ describe("/config and /mapping over HTTP, two nodes", () => {
     assert.equal(answer.body.error.code, "ERR_REQUEST_INVALID");
     assert.deepEqual(answer.body.error.details, [{ path: "/purposes/0/stableId", problem: "a stableId may contain only letters, digits, '.', '-' and '_'" }]);
 
-    const semantic = await call(a, "PUT", "/config/platform-use", { purposes: [{ stableId: "analytics", name: "Analytics", categoryIds: ["usage", "ghost"] }] });
+    const semantic = await call(a, "PUT", "/config/platform-use", {
+      purposes: [{ stableId: "analytics", name: "Analytics", categoryIds: ["usage", "ghost"] }],
+    });
     assert.equal(semantic.status, 400);
     assert.equal(semantic.body.error.code, "ERR_CONFIG_INVALID");
     assert.deepEqual(semantic.body.error.details, [{ path: "/platformUse/purposes/2/categoryIds/1", problem: "unknown category 'ghost'" }]);
@@ -102,12 +107,23 @@ describe("/config and /mapping over HTTP, two nodes", () => {
   });
 
   test("a mapping group redefined by name is what the next request sees, on every node", async () => {
-    const group = { name: "events-csv", fieldMappings: [{ recordField: "uid", resourceContext: true }, { recordField: "where", categoryId: "location", fieldId: "location.region" }] };
+    const group = {
+      name: "events-csv",
+      fieldMappings: [
+        { recordField: "uid", resourceContext: true },
+        { recordField: "where", categoryId: "location", fieldId: "location.region" },
+      ],
+    };
     assert.equal((await call(a, "PUT", "/mapping/groups/", group)).status, 200);
     assert.deepEqual((await call(b, "GET", "/mapping/groups/events-csv")).body, group);
-    const wrongField = await call(a, "PUT", "/mapping/groups/", { name: "x", fieldMappings: [{ recordField: "f", categoryId: "usage", fieldId: "contact.email" }] });
+    const wrongField = await call(a, "PUT", "/mapping/groups/", {
+      name: "x",
+      fieldMappings: [{ recordField: "f", categoryId: "usage", fieldId: "contact.email" }],
+    });
     assert.equal(wrongField.status, 400);
-    assert.deepEqual(wrongField.body.error.details, [{ path: "/mappingGroups/2/fieldMappings/0/fieldId", problem: "field 'contact.email' belongs to category 'contact', not 'usage'" }]);
+    assert.deepEqual(wrongField.body.error.details, [
+      { path: "/mappingGroups/2/fieldMappings/0/fieldId", problem: "field 'contact.email' belongs to category 'contact', not 'usage'" },
+    ]);
   });
 
   test("deleting something still referenced is 409 with the references; an unreferenced item is deleted", async () => {
@@ -125,9 +141,26 @@ describe("/config and /mapping over HTTP, two nodes", () => {
     const cases: Array<[string, string, Record<string, string>, number, string]> = [
       ["/config/categories", "{not json", json, 400, "ERR_REQUEST_BODY_MALFORMED"],
       ["/config/categories", "<categories/>", { "content-type": "application/xml" }, 415, "ERR_REQUEST_CONTENT_TYPE"],
-      ["/config/categories", JSON.stringify({ categories: [{ stableId: "x", name: "y".repeat(2 * 1024 * 1024), fields: [] }] }), json, 413, "ERR_REQUEST_BODY_TOO_LARGE"],
+      [
+        "/config/categories",
+        JSON.stringify({ categories: [{ stableId: "x", name: "y".repeat(2 * 1024 * 1024), fields: [] }] }),
+        json,
+        413,
+        "ERR_REQUEST_BODY_TOO_LARGE",
+      ],
       ["/config/categories", '{"categories":[{"stableId":"x","name":"y","fields":[],"__proto__":{"polluted":true}}]}', json, 400, "ERR_REQUEST_BODY_MALFORMED"],
-      ["/config/categories", JSON.stringify({ categories: [{ stableId: "zz", name: "one", fields: [] }, { stableId: "zz", name: "two", fields: [] }] }), json, 400, "ERR_CONFIG_INVALID"],
+      [
+        "/config/categories",
+        JSON.stringify({
+          categories: [
+            { stableId: "zz", name: "one", fields: [] },
+            { stableId: "zz", name: "two", fields: [] },
+          ],
+        }),
+        json,
+        400,
+        "ERR_CONFIG_INVALID",
+      ],
     ];
     for (const [path, body, headers, status, code] of cases) {
       const answer = await call(a, "PUT", path, body, headers);
@@ -141,7 +174,10 @@ describe("/config and /mapping over HTTP, two nodes", () => {
     const history = await call(a, "GET", "/config/history?limit=3");
     assert.equal(history.status, 200, JSON.stringify(history.body));
     const latest = Number((await call(a, "GET", "/config")).etag!.replaceAll('"', ""));
-    assert.deepEqual(history.body.revisions.map((r: { revision: number }) => r.revision), [latest, latest - 1, latest - 2]);
+    assert.deepEqual(
+      history.body.revisions.map((r: { revision: number }) => r.revision),
+      [latest, latest - 1, latest - 2],
+    );
     assert.deepEqual(history.body.revisions[0].change, "removed consentedPurpose 'research'");
     assert.equal(history.body.revisions[0].by, "anonymous");
     const first = await call(b, "GET", "/config/history/1");
@@ -165,7 +201,10 @@ describe("/config and /mapping over HTTP, two nodes", () => {
   test("every configuration change is audited with its revision", async () => {
     const latest = Number((await call(a, "GET", "/config")).etag!.replaceAll('"', ""));
     const revisions = audits.filter((r) => r.event === "config.changed").map((r) => (r.details as { revision: number }).revision);
-    assert.deepEqual(revisions.sort((x, y) => x - y), Array.from({ length: latest }, (_, i) => i + 1));
+    assert.deepEqual(
+      revisions.sort((x, y) => x - y),
+      Array.from({ length: latest }, (_, i) => i + 1),
+    );
   });
 
   test("the OpenAPI document covers /config and /mapping, with an API page served locally", async () => {

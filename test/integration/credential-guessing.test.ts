@@ -52,8 +52,17 @@ describe("credential guessing is slowed: failure budgets per address and per use
       file,
       JSON.stringify({
         verifiers: [
-          { verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }] },
-          { verifier: "oauth", profiles: [{ profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } }] },
+          {
+            verifier: "ldap",
+            default: "directory",
+            profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }],
+          },
+          {
+            verifier: "oauth",
+            profiles: [
+              { profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } },
+            ],
+          },
         ],
         credentials: [
           { type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] },
@@ -62,7 +71,11 @@ describe("credential guessing is slowed: failure budgets per address and per use
         enforcedComponents: [{ componentName: "config" }],
       }),
     );
-    node = await NodeProcess.start({ nodeId: "guessing-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file, AUTH_FAILURES_PER_ADDRESS: String(perAddress), AUTH_FAILURES_PER_USER: String(perUser) } });
+    node = await NodeProcess.start({
+      nodeId: "guessing-1",
+      natsUrl: nats.url,
+      env: { SECURITY_CONFIG: file, AUTH_FAILURES_PER_ADDRESS: String(perAddress), AUTH_FAILURES_PER_USER: String(perUser) },
+    });
   });
 
   after(async () => {
@@ -90,7 +103,11 @@ describe("credential guessing is slowed: failure budgets per address and per use
       throttled.every((a) => a.code === "ERR_AUTH_THROTTLED" && Number(a.retryAfter) >= 1),
       "each 429 says ERR_AUTH_THROTTLED and when to come back",
     );
-    assert.equal((await getConfig(node.port, basic(alice.uid, alice.password))).status, 200, "alice, verified before, is not locked out by the guesser at her address");
+    assert.equal(
+      (await getConfig(node.port, basic(alice.uid, alice.password))).status,
+      200,
+      "alice, verified before, is not locked out by the guesser at her address",
+    );
     assert.equal((await getConfig(node.port, basic(bob.uid, bob.password), "127.0.0.2")).status, 200, "a caller from another address logs in");
   });
 
@@ -123,11 +140,16 @@ describe("credential guessing is slowed: failure budgets per address and per use
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     const nc = await connectTo(nats.url);
     try {
-      const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.config.>")).filter((m) => m.data.event === "connection.throttled" && (m.data.details as { remote: string }).remote === "127.0.0.1");
+      const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.config.>")).filter(
+        (m) => m.data.event === "connection.throttled" && (m.data.details as { remote: string }).remote === "127.0.0.1",
+      );
       const counted = records.reduce((sum, m) => sum + (m.data.details as { count: number }).count, 0);
       assert.equal(counted, throttledAnswers, "every throttled login is counted");
       assert.ok(records.length <= 2 * 50 + 10, `a record per user name and minute at most, not one per login: ${records.length} for ${throttledAnswers}`);
-      assert.ok(records.some((m) => (m.data.details as { count: number }).count > 1), "repeats are folded into a count");
+      assert.ok(
+        records.some((m) => (m.data.details as { count: number }).count > 1),
+        "repeats are folded into a count",
+      );
     } finally {
       await nc.close();
     }

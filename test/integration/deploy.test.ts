@@ -33,7 +33,12 @@ function manifests(): Manifest[] {
 /** Checks a manifest against the Kubernetes API's JSON schema (kubernetes-models, offline); throws when it does not conform. */
 async function validate(manifest: Manifest): Promise<void> {
   const [group, version] = manifest.apiVersion.includes("/") ? manifest.apiVersion.split("/") : [undefined, manifest.apiVersion];
-  const module = (await import(`kubernetes-models/${group ? `${group}/` : ""}${version}/${manifest.kind}`)) as Record<string, new (value: unknown) => { validate(): void }>;
+  const module = (await import(`kubernetes-models/${group ? `${group}/` : ""}${version}/${manifest.kind}`)) as Record<
+    string,
+    new (
+      value: unknown,
+    ) => { validate(): void }
+  >;
   new module[manifest.kind]!(manifest).validate();
 }
 
@@ -61,7 +66,9 @@ test("Kubernetes: warden nodes with readiness and liveness probes, a disruption 
   assert.equal(container.livenessProbe.httpGet.path, "/healthz");
   assert.equal(pod.spec.securityContext.runAsNonRoot, true);
   assert.ok(pod.spec.terminationGracePeriodSeconds >= 30, "time to hand actors over");
-  const env = Object.fromEntries(container.env.filter((e: { value?: string }) => e.value !== undefined).map((e: { name: string; value: string }) => [e.name, e.value]));
+  const env = Object.fromEntries(
+    container.env.filter((e: { value?: string }) => e.value !== undefined).map((e: { name: string; value: string }) => [e.name, e.value]),
+  );
   assert.equal(env.JS_REPLICAS, "3");
   assert.equal(env.HOST, "0.0.0.0");
 
@@ -82,13 +89,26 @@ test("Kubernetes: warden nodes with readiness and liveness probes, a disruption 
   for (const service of all.filter((m) => m.kind === "Service")) {
     const target = service.metadata.name.startsWith("warden-nats") ? nats.spec.template : pod;
     assert.ok(selects(service.spec.selector, target.metadata.labels), `${service.metadata.name} selects pods`);
-    const named = new Set(target.spec.containers.flatMap((c: { ports: Array<{ name: string; containerPort: number }> }) => c.ports.flatMap((p) => [p.name, p.containerPort])));
-    for (const port of service.spec.ports) assert.ok(named.has(port.targetPort), `${service.metadata.name}: target port ${port.targetPort} is a container port`);
+    const named = new Set(
+      target.spec.containers.flatMap((c: { ports: Array<{ name: string; containerPort: number }> }) => c.ports.flatMap((p) => [p.name, p.containerPort])),
+    );
+    for (const port of service.spec.ports)
+      assert.ok(named.has(port.targetPort), `${service.metadata.name}: target port ${port.targetPort} is a container port`);
   }
 });
 
 test("compose: three clustered nats-servers and two warden nodes that name all three", () => {
-  const compose = parse(readFileSync(join(deploy, "compose.yaml"), "utf8"), { merge: true }) as { services: Record<string, { command?: string[]; environment?: Record<string, string>; build?: { context: string; dockerfile: string }; depends_on?: Record<string, { condition: string }> }> };
+  const compose = parse(readFileSync(join(deploy, "compose.yaml"), "utf8"), { merge: true }) as {
+    services: Record<
+      string,
+      {
+        command?: string[];
+        environment?: Record<string, string>;
+        build?: { context: string; dockerfile: string };
+        depends_on?: Record<string, { condition: string }>;
+      }
+    >;
+  };
   const nats = Object.keys(compose.services).filter((name) => name.startsWith("nats-"));
   const nodes = Object.keys(compose.services).filter((name) => name.startsWith("warden-"));
   assert.deepEqual(nats, ["nats-1", "nats-2", "nats-3"]);
@@ -126,7 +146,14 @@ test("the image's root filesystem, built by the Dockerfile's own steps, starts a
   const out = tempDir("rootfs");
   const built = spawnSync(process.execPath, [join(root, "scripts", "build-rootfs.mjs"), out], { encoding: "utf8", timeout: 540_000 });
   assert.equal(built.status, 0, built.stderr);
-  const image = JSON.parse(built.stdout) as { root: string; workdir: string; env: Record<string, string>; user: string; entrypoint: string[]; healthcheck: string[] };
+  const image = JSON.parse(built.stdout) as {
+    root: string;
+    workdir: string;
+    env: Record<string, string>;
+    user: string;
+    entrypoint: string[];
+    healthcheck: string[];
+  };
   assert.equal(image.user, "node", "not root");
   assert.ok(!existsSync(join(image.workdir, "node_modules", "typescript")), "no devDependencies");
   assert.ok(!existsSync(join(image.workdir, "dist", "test")), "no tests");
@@ -135,7 +162,15 @@ test("the image's root filesystem, built by the Dockerfile's own steps, starts a
 
   // The image's environment, with this machine's ports and paths.
   const port = await freePort();
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", ...image.env, HOST: "127.0.0.1", PORT: String(port), NATS_PORT: String(await freePort()), DATA_DIR: join(image.root, image.env.DATA_DIR!), NATS_SERVER_BIN: findNatsServer() ?? "" };
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    ...image.env,
+    HOST: "127.0.0.1",
+    PORT: String(port),
+    NATS_PORT: String(await freePort()),
+    DATA_DIR: join(image.root, image.env.DATA_DIR!),
+    NATS_SERVER_BIN: findNatsServer() ?? "",
+  };
   const node = spawn(process.execPath, image.entrypoint.slice(1), { cwd: image.workdir, env, stdio: ["ignore", "pipe", "pipe"] });
   const log: string[] = [];
   node.stdout!.on("data", (chunk: Buffer) => log.push(chunk.toString()));

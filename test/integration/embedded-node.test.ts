@@ -51,7 +51,13 @@ test("the embedded default: own nats-server, audited start, real HTTP, clean sto
   assert.equal((config.record.details as { node: { nodeId: string } }).node.nodeId, "solo");
   assert.equal(byEvent("authentication.disabled")[0].subject, "warden.audit.service.debug");
   const ports = byEvent("port.opened").map((r) => r.record.details as { endpointTypes: string[]; port: number });
-  assert.deepEqual(ports.map((p) => [p.endpointTypes, p.port]).sort(), [[["api", "metrics"], node.port], [["peer"], natsPort]].sort());
+  assert.deepEqual(
+    ports.map((p) => [p.endpointTypes, p.port]).sort(),
+    [
+      [["api", "metrics"], node.port],
+      [["peer"], natsPort],
+    ].sort(),
+  );
 
   assert.equal(await node.stop(), 0, "exits 0 on SIGTERM");
   assert.ok(node.logged(/node stopped/));
@@ -76,7 +82,11 @@ test("a node killed with SIGKILL leaves its nats-server behind; the next start s
 
 function startAndFail(env: Record<string, string>): { status: number | null; stderr: string } {
   const { NATS_URL: _ignored, ...base } = process.env;
-  const result = spawnSync(process.execPath, [mainScript], { env: { ...base, DATA_DIR: tempDir("fail"), LOG_LEVEL: "silent", ...env }, encoding: "utf8", timeout: 30_000 });
+  const result = spawnSync(process.execPath, [mainScript], {
+    env: { ...base, DATA_DIR: tempDir("fail"), LOG_LEVEL: "silent", ...env },
+    encoding: "utf8",
+    timeout: 30_000,
+  });
   return { status: result.status, stderr: result.stderr };
 }
 
@@ -86,10 +96,19 @@ test("a missing or broken prerequisite is one clear line, never a stack trace", 
   const busyPort = (busy.address() as { port: number }).port;
   const unreachable = await freePort();
   const cases: Array<[Record<string, string>, RegExp]> = [
-    [{ NATS_SERVER_BIN: "/nonexistent/nats-server", PORT: "0" }, /^warden: nats-server is not installed: run 'npm start' \(it installs it\) or 'sudo apt-get install nats-server', or set NATS_URL/],
+    [
+      { NATS_SERVER_BIN: "/nonexistent/nats-server", PORT: "0" },
+      /^warden: nats-server is not installed: run 'npm start' \(it installs it\) or 'sudo apt-get install nats-server', or set NATS_URL/,
+    ],
     [{ NATS_URL: `nats://127.0.0.1:${unreachable}`, PORT: "0" }, /^warden: cannot connect to NATS at nats:\/\/127\.0\.0\.1:\d+ .*check NATS_URL/],
-    [{ NATS_PORT: String(busyPort), PORT: "0" }, new RegExp(`^warden: port ${busyPort} on 127\\.0\\.0\\.1 is in use, so the embedded nats-server cannot start`)],
-    [{ PORT: String(busyPort), NATS_PORT: String(await freePort()) }, new RegExp(`^warden: port ${busyPort} on 127\\.0\\.0\\.1 is in use: set PORT to a free port$`)],
+    [
+      { NATS_PORT: String(busyPort), PORT: "0" },
+      new RegExp(`^warden: port ${busyPort} on 127\\.0\\.0\\.1 is in use, so the embedded nats-server cannot start`),
+    ],
+    [
+      { PORT: String(busyPort), NATS_PORT: String(await freePort()) },
+      new RegExp(`^warden: port ${busyPort} on 127\\.0\\.0\\.1 is in use: set PORT to a free port$`),
+    ],
     [{ LOG_LEVEL: "loud" }, /^warden: LOG_LEVEL must be one of/],
   ];
   try {
@@ -113,7 +132,11 @@ test("Ctrl-C at a terminal (SIGINT to the whole process group) drains the node a
   started.push(node);
   const natsPid = Number(readFileSync(join(dataDir, "nats", "nats-server.pid"), "utf8"));
   // Some state to write, so the drain has partitions and a live actor to hand over.
-  const response = await fetch(`${node.url}/user`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ userId: "ctrl-c-user" }) });
+  const response = await fetch(`${node.url}/user`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ userId: "ctrl-c-user" }),
+  });
   assert.equal(response.status, 200, "user created");
   assert.ok(await node.waitLogged(/node ready to serve/));
 
@@ -147,5 +170,8 @@ test("LOG_FORMAT=pretty writes readable lines through pino-pretty instead of JSO
   assert.ok(ready, "the ready line is there");
   assert.match(ready, /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: node ready to serve$/);
   assert.match(node.lines[node.lines.indexOf(ready) + 1], /^ +port: \d+$/, "fields on the lines below");
-  assert.ok(node.lines.every((line) => !line.startsWith("{\"level\"")), "no JSON lines");
+  assert.ok(
+    node.lines.every((line) => !line.startsWith('{"level"')),
+    "no JSON lines",
+  );
 });

@@ -26,7 +26,8 @@ after(async () => {
   await server?.stop();
 });
 
-const eventLog = (connection: NatsConnection, callTimeoutMs = defaultRuntimeOptions.callTimeoutMs) => new EventLog(connection, { ...defaultRuntimeOptions, callTimeoutMs, nodeId: "t" }, silentLogger, new Registry());
+const eventLog = (connection: NatsConnection, callTimeoutMs = defaultRuntimeOptions.callTimeoutMs) =>
+  new EventLog(connection, { ...defaultRuntimeOptions, callTimeoutMs, nodeId: "t" }, silentLogger, new Registry());
 
 /** The stored payloads of one subject (NDJSON, so not read through storedMessages' JSON decoding). */
 async function traceMessages(subject: string): Promise<string[]> {
@@ -53,7 +54,11 @@ test("trace records of one turn are one stored NDJSON message per subject, and e
   await Promise.all([0, 1, 2, 3, 4].map((i) => log.trace("redact", "unit-c", { i, big })));
   const payloads = await traceMessages("warden.trace.redact.unit-c");
   assert.ok(payloads.length >= 2, "a batch never grows past the byte bound");
-  assert.equal(payloads.reduce((n, p) => n + p.split("\n").length, 0), 5, "every record is stored once");
+  assert.equal(
+    payloads.reduce((n, p) => n + p.split("\n").length, 0),
+    5,
+    "every record is stored once",
+  );
   assert.equal(log.lostTraceRecords, 0);
 });
 
@@ -64,7 +69,12 @@ test("a batch JetStream does not acknowledge within the deadline fails closed: e
   try {
     const log = eventLog(bareConnection, 600);
     const started = Date.now();
-    const waits = [0, 1, 2].map((i) => log.trace("decision", "unit", { i }).then(() => "stored", (error: unknown) => error));
+    const waits = [0, 1, 2].map((i) =>
+      log.trace("decision", "unit", { i }).then(
+        () => "stored",
+        (error: unknown) => error,
+      ),
+    );
     const outcomes = await Promise.all(waits);
     for (const outcome of outcomes) assert.ok(outcome instanceof TraceUnavailableError, `rejected with TraceUnavailableError, got ${String(outcome)}`);
     assert.ok(Date.now() - started < 3000, "within the deadline, not forever");

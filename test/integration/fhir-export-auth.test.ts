@@ -27,8 +27,17 @@ const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:
 function securityConfig(ldapPort: number, provider: OidcProvider) {
   return {
     verifiers: [
-      { verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${ldapPort}`, rootComponents: "ou=people,dc=example,dc=org" } }] },
-      { verifier: "oauth", profiles: [{ profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } }] },
+      {
+        verifier: "ldap",
+        default: "directory",
+        profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${ldapPort}`, rootComponents: "ou=people,dc=example,dc=org" } }],
+      },
+      {
+        verifier: "oauth",
+        profiles: [
+          { profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } },
+        ],
+      },
       { verifier: "cloud", profiles: [{ profile: "fhir", configuration: signing }] },
     ],
     credentials: [
@@ -50,11 +59,17 @@ describe("FHIR exports with component fhir enforced", () => {
   const fhir = new FhirServerFixture();
   let clientIdentityPort: number;
   let exportIdentityPort: number;
-  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body, path.startsWith("/export") ? { authorization: basic(alice.uid, alice.password) } : {});
+  const call = (method: string, path: string, body?: unknown) =>
+    request(node, method, path, body, path.startsWith("/export") ? { authorization: basic(alice.uid, alice.password) } : {});
 
   before(async () => {
     const dir = tempDir("fhir-auth");
-    [slapd, provider, nats] = await Promise.all([SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice] }), OidcProvider.start(), startNats(), fhir.start()]);
+    [slapd, provider, nats] = await Promise.all([
+      SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice] }),
+      OidcProvider.start(),
+      startNats(),
+      fhir.start(),
+    ]);
     const file = join(dir, "security.json");
     writeFileSync(file, JSON.stringify(securityConfig(slapd.port, provider)));
     node = await NodeProcess.start({ nodeId: "fhir-auth-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file } });
@@ -85,7 +100,12 @@ describe("FHIR exports with component fhir enforced", () => {
     for (;;) {
       try {
         const response = await fetch(`http://127.0.0.1:${port}/Patient/accepted`, { headers });
-        return { status: response.status, type: response.headers.get("content-type"), challenge: response.headers.get("www-authenticate"), json: (await response.json()) as { resourceType: string; issue?: Array<{ code: string }> } };
+        return {
+          status: response.status,
+          type: response.headers.get("content-type"),
+          challenge: response.headers.get("www-authenticate"),
+          json: (await response.json()) as { resourceType: string; issue?: Array<{ code: string }> },
+        };
       } catch (error) {
         if (Date.now() > deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, 250));
@@ -117,7 +137,21 @@ describe("FHIR exports with component fhir enforced", () => {
 
     // Signed with the cloud profile's id and key (curl signs): admitted, and the signature is not passed on.
     // The FHIR server runs in this process: curl runs asynchronously so that it can answer.
-    const signedStatus = async (key: string) => (await promisify(execFile)("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--aws-sigv4", `aws:amz:${signing.region}:warden`, "--user", `${signing.id}:${key}`, `http://127.0.0.1:${clientIdentityPort}/Patient/accepted`])).stdout;
+    const signedStatus = async (key: string) =>
+      (
+        await promisify(execFile)("curl", [
+          "-s",
+          "-o",
+          "/dev/null",
+          "-w",
+          "%{http_code}",
+          "--aws-sigv4",
+          `aws:amz:${signing.region}:warden`,
+          "--user",
+          `${signing.id}:${key}`,
+          `http://127.0.0.1:${clientIdentityPort}/Patient/accepted`,
+        ])
+      ).stdout;
     assert.equal(await signedStatus(signing.key), "200");
     assert.equal(lastAuthorization(), undefined, "a signature made for the export is not the backend's");
     assert.equal(await signedStatus("wrong-key"), "401");

@@ -46,7 +46,8 @@ function assertOutcome(answer: FhirAnswer, status: number, code: string, what: s
 }
 
 const entriesOf = (bundle: Body): Body[] => (bundle.entry ?? []).map((entry: Body) => entry.resource);
-const hasRedactedLabel = (resource: Body) => (resource.meta?.security ?? []).some((label: Body) => label.system === redactedSystem && label.code === "REDACTED");
+const hasRedactedLabel = (resource: Body) =>
+  (resource.meta?.security ?? []).some((label: Body) => label.system === redactedSystem && label.code === "REDACTED");
 
 describe("FHIR exports (issue 23)", () => {
   let nats: NatsServerProcess;
@@ -57,7 +58,13 @@ describe("FHIR exports (issue 23)", () => {
   const dead = new Set<NodeProcess>();
   const live = () => nodes.find((n) => !dead.has(n))!;
   const call = (method: string, path: string, body?: unknown) => request(live(), method, path, body);
-  const fhirBody = (extra: Record<string, unknown> = {}) => ({ type: "fhir", endpoint: fhir.base, resolverGroup: "fhir-clinical", metadata: { type: "platformUse", purposeId: "service" }, ...extra });
+  const fhirBody = (extra: Record<string, unknown> = {}) => ({
+    type: "fhir",
+    endpoint: fhir.base,
+    resolverGroup: "fhir-clinical",
+    metadata: { type: "platformUse", purposeId: "service" },
+    ...extra,
+  });
   /** Observation ids by patient. */
   const observations = new Map<string, string[]>();
   let groupObservation = "";
@@ -75,16 +82,35 @@ describe("FHIR exports (issue 23)", () => {
     nc = await connectTo(nats.url);
     // Patients whose ids are user ids: accepted (allowed), not-accepted (no terms: dropped), child (allowed through the guardian).
     for (const userId of ["accepted", "not-accepted", "child"]) {
-      await fhir.repo.createResource({ resourceType: "Patient", id: userId, name: [{ family: `Family-${userId}` }], birthDate: "1990-01-01", telecom: [{ system: "phone", value: `555-${userId}` }], address: [{ city: `City-${userId}` }], gender: "other" }, { assignedId: true });
+      await fhir.repo.createResource(
+        {
+          resourceType: "Patient",
+          id: userId,
+          name: [{ family: `Family-${userId}` }],
+          birthDate: "1990-01-01",
+          telecom: [{ system: "phone", value: `555-${userId}` }],
+          address: [{ city: `City-${userId}` }],
+          gender: "other",
+        },
+        { assignedId: true },
+      );
       const ids: string[] = [];
       for (let n = 0; n < 3; n++) {
-        const created = await fhir.create({ resourceType: "Observation", status: "final", code: { text: `code-${userId}-${n}` }, subject: { reference: `Patient/${userId}` }, valueQuantity: { value: n, unit: "kg" }, note: [{ text: `note-${userId}-${n}` }] });
+        const created = await fhir.create({
+          resourceType: "Observation",
+          status: "final",
+          code: { text: `code-${userId}-${n}` },
+          subject: { reference: `Patient/${userId}` },
+          valueQuantity: { value: n, unit: "kg" },
+          note: [{ text: `note-${userId}-${n}` }],
+        });
         ids.push(created.id);
       }
       observations.set(userId, ids);
       await fhir.create({ resourceType: "Condition", subject: { reference: `Patient/${userId}` }, code: { text: `condition-${userId}` } });
     }
-    groupObservation = (await fhir.create({ resourceType: "Observation", status: "final", code: { text: "group" }, subject: { reference: "Group/everyone" } })).id;
+    groupObservation = (await fhir.create({ resourceType: "Observation", status: "final", code: { text: "group" }, subject: { reference: "Group/everyone" } }))
+      .id;
     unownedObservation = (await fhir.create({ resourceType: "Observation", status: "final", code: { text: "unowned" } })).id;
   });
 
@@ -97,7 +123,16 @@ describe("FHIR exports (issue 23)", () => {
 
   test("lifecycle: bad bodies and mapping paths refused (each listed), create, stop, start, delete; audit in category fhir", async () => {
     const badGroup = fhirPolicy();
-    badGroup.mappingGroups.push({ name: "fhir-typos", fieldMappings: [{ recordField: "Patient.id", resourceContext: true }, { recordField: "Patient.nmae", categoryId: "identity" }, { recordField: "Obsrvation.code", categoryId: "usage" }, { recordField: "Observation.code.text", categoryId: "usage" }, { recordField: "Observation.status", resourceContext: true }] });
+    badGroup.mappingGroups.push({
+      name: "fhir-typos",
+      fieldMappings: [
+        { recordField: "Patient.id", resourceContext: true },
+        { recordField: "Patient.nmae", categoryId: "identity" },
+        { recordField: "Obsrvation.code", categoryId: "usage" },
+        { recordField: "Observation.code.text", categoryId: "usage" },
+        { recordField: "Observation.status", resourceContext: true },
+      ],
+    });
     assert.equal((await call("PUT", "/config", badGroup)).status, 200);
     const refused: Array<[Record<string, unknown>, string[]]> = [
       [fhirBody({ endpoint: undefined }), ["endpoint"]],
@@ -108,8 +143,14 @@ describe("FHIR exports (issue 23)", () => {
       [fhirBody({ backendTls: "require" }), ["backendTls"]],
       [fhirBody({ backendCa: "-----BEGIN CERTIFICATE-----" }), ["backendCa"]],
       [fhirBody({ credentials: { user: "u", password: "p" } }), ["credentials"]],
-      [fhirBody({ resolverGroup: "users-table" }), ["resolverGroup:users.id", "resolverGroup:users.email", "resolverGroup:users.login", "resolverGroup:users.name", "resolverGroup:users.clicks"]],
-      [fhirBody({ resolverGroup: "fhir-typos" }), ["resolverGroup:Patient.nmae", "resolverGroup:Obsrvation.code", "resolverGroup:Observation.code.text", "resolverGroup:Observation.status"]],
+      [
+        fhirBody({ resolverGroup: "users-table" }),
+        ["resolverGroup:users.id", "resolverGroup:users.email", "resolverGroup:users.login", "resolverGroup:users.name", "resolverGroup:users.clicks"],
+      ],
+      [
+        fhirBody({ resolverGroup: "fhir-typos" }),
+        ["resolverGroup:Patient.nmae", "resolverGroup:Obsrvation.code", "resolverGroup:Observation.code.text", "resolverGroup:Observation.status"],
+      ],
     ];
     for (const [body, paths] of refused) {
       const answer = await call("PUT", "/export", body);
@@ -144,11 +185,22 @@ describe("FHIR exports (issue 23)", () => {
     await until("the FHIR port closes for good", async () => !(await listening(ports[0]!)));
     assert.equal((await call("GET", `/export?id=${id}`)).status, 404);
 
-    const audit = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.fhir.>")).filter((m) => (m.data.details as { exportId?: string } | undefined)?.exportId === id);
-    assert.ok(audit.some((m) => m.data.event === "port.opened" && m.subject === "warden.audit.fhir.info"), "port opened, audited as fhir");
-    assert.ok(audit.some((m) => m.data.event === "port.closed" && m.subject === "warden.audit.fhir.info"), "port closed, audited as fhir");
+    const audit = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.fhir.>")).filter(
+      (m) => (m.data.details as { exportId?: string } | undefined)?.exportId === id,
+    );
+    assert.ok(
+      audit.some((m) => m.data.event === "port.opened" && m.subject === "warden.audit.fhir.info"),
+      "port opened, audited as fhir",
+    );
+    assert.ok(
+      audit.some((m) => m.data.event === "port.closed" && m.subject === "warden.audit.fhir.info"),
+      "port closed, audited as fhir",
+    );
     const traces = await storedTraceRecords<{ userId: string; exportId?: string; allowed: boolean }>(nc, "warden.trace.export.>");
-    assert.ok(traces.some(({ record }) => record.exportId === id && record.userId === "accepted" && record.allowed), "the decision for the patient read is traced with the export's id");
+    assert.ok(
+      traces.some(({ record }) => record.exportId === id && record.userId === "accepted" && record.allowed),
+      "the decision for the patient read is traced with the export's id",
+    );
     assert.equal((await call("PUT", "/config", fhirPolicy())).status, 200);
   });
 
@@ -184,7 +236,10 @@ describe("FHIR exports (issue 23)", () => {
     assertOutcome(dropped, 404, "not-found", "a patient without terms");
     assert.equal(dropped.text, absent.text, "a dropped resource answers exactly what an absent one does");
     assert.doesNotMatch(dropped.text, /not-accepted|Family/);
-    await assert.rejects(client.read({ resourceType: "Observation", id: observations.get("not-accepted")![0]! }), (error: Body) => error.response?.status === 404);
+    await assert.rejects(
+      client.read({ resourceType: "Observation", id: observations.get("not-accepted")![0]! }),
+      (error: Body) => error.response?.status === 404,
+    );
     assertOutcome(await fhirFetch(`${base}Observation/${groupObservation}`), 404, "not-found", "an observation of a Group (no patient)");
     assertOutcome(await fhirFetch(`${base}Observation/${unownedObservation}`), 404, "not-found", "an observation without subject");
 
@@ -203,58 +258,108 @@ describe("FHIR exports (issue 23)", () => {
     }
     assert.ok(pages >= 6, `paged through ${pages} pages`);
     const seenIds = seen.map((o) => o.id).sort();
-    assert.deepEqual(seenIds, [...observations.get("accepted")!, ...observations.get("child")!].sort(), "only the allowed patients' observations, every one of them");
+    assert.deepEqual(
+      seenIds,
+      [...observations.get("accepted")!, ...observations.get("child")!].sort(),
+      "only the allowed patients' observations, every one of them",
+    );
     for (const observation of seen) {
-      assert.deepEqual(Object.keys(observation).sort(), ["code", "id", "meta", "resourceType", "subject", "valueQuantity"], "status (no category) and note (unmapped) removed");
+      assert.deepEqual(
+        Object.keys(observation).sort(),
+        ["code", "id", "meta", "resourceType", "subject", "valueQuantity"],
+        "status (no category) and note (unmapped) removed",
+      );
       assert.ok(hasRedactedLabel(observation));
     }
 
     // _include and _revinclude: every included resource decided by its own patient.
     const included: Body = await client.search({ resourceType: "Observation", searchParams: { _include: "Observation:subject", _count: 50 } });
-    const includedPatients = entriesOf(included).filter((r) => r.resourceType === "Patient").map((r) => r.id).sort();
+    const includedPatients = entriesOf(included)
+      .filter((r) => r.resourceType === "Patient")
+      .map((r) => r.id)
+      .sort();
     assert.deepEqual(includedPatients, ["accepted", "child"]);
     const directIncluded: Body = await direct.search({ resourceType: "Observation", searchParams: { _include: "Observation:subject", _count: 50 } });
-    assert.ok(entriesOf(directIncluded).some((r) => r.id === "not-accepted"), "directly, the patient without terms is included");
+    assert.ok(
+      entriesOf(directIncluded).some((r) => r.id === "not-accepted"),
+      "directly, the patient without terms is included",
+    );
     const revincluded: Body = await client.search({ resourceType: "Patient", searchParams: { _revinclude: "Observation:subject", _count: 50 } });
     const byType = (type: string) => entriesOf(revincluded).filter((r) => r.resourceType === type);
-    assert.deepEqual(byType("Patient").map((r) => r.id).sort(), ["accepted", "child"]);
-    assert.deepEqual(byType("Observation").map((r) => r.id).sort(), [...observations.get("accepted")!, ...observations.get("child")!].sort());
+    assert.deepEqual(
+      byType("Patient")
+        .map((r) => r.id)
+        .sort(),
+      ["accepted", "child"],
+    );
+    assert.deepEqual(
+      byType("Observation")
+        .map((r) => r.id)
+        .sort(),
+      [...observations.get("accepted")!, ...observations.get("child")!].sort(),
+    );
     assert.ok(revincluded.entry.every((entry: Body) => entry.fullUrl === undefined || entry.fullUrl.startsWith(base)));
 
     // Observations of an allowed and a dropped patient asked for in one search.
     const mixed: Body = await client.search({ resourceType: "Observation", searchParams: { subject: "Patient/accepted,Patient/not-accepted" } });
-    assert.deepEqual(entriesOf(mixed).map((o) => o.subject.reference).sort(), ["Patient/accepted", "Patient/accepted", "Patient/accepted"]);
+    assert.deepEqual(
+      entriesOf(mixed)
+        .map((o) => o.subject.reference)
+        .sort(),
+      ["Patient/accepted", "Patient/accepted", "Patient/accepted"],
+    );
 
     // Searching on an element tells of it even when the element is removed: a search that reads a
     // category the purpose does not allow releases nothing of the patients who do not allow it,
     // and one that reads an element released to nobody is refused.
     const byCity: Body = await direct.search({ resourceType: "Patient", searchParams: { "address-city": "City-accepted" } });
-    assert.deepEqual(entriesOf(byCity).map((p) => p.id), ["accepted"], "directly, the city search finds the patient");
+    assert.deepEqual(
+      entriesOf(byCity).map((p) => p.id),
+      ["accepted"],
+      "directly, the city search finds the patient",
+    );
     const cityThrough = await fhirFetch(`${base}Patient?address-city=City-accepted`);
     assert.equal(cityThrough.status, 200, cityThrough.text);
     assert.deepEqual(entriesOf(cityThrough.json), [], "through the export the city (location) tells nothing");
     const byName = await fhirFetch(`${base}Patient?name=Family-accepted`);
-    assert.deepEqual(entriesOf(byName.json).map((p) => p.id), ["accepted"], "a search on an allowed element works");
+    assert.deepEqual(
+      entriesOf(byName.json).map((p) => p.id),
+      ["accepted"],
+      "a search on an allowed element works",
+    );
     const directByStatus: Body = await direct.search({ resourceType: "Observation", searchParams: { status: "final", _count: 50 } });
     assert.ok(entriesOf(directByStatus).length > 0);
     const byStatus = await fhirFetch(`${base}Observation?status=final&subject.name=Family-accepted&_text=x`);
     assertOutcome(byStatus, 400, "not-supported", "searches on what no one may see");
-    assert.deepEqual(byStatus.json.issue.map((issue: Body) => issue.expression[0]), ["status", "subject.name", "_text"]);
+    assert.deepEqual(
+      byStatus.json.issue.map((issue: Body) => issue.expression[0]),
+      ["status", "subject.name", "_text"],
+    );
 
     // _elements and _summary are passed to the backend; what comes back is still decided.
     fhir.requests.length = 0;
     const elements = await fhirFetch(`${base}Observation?_elements=code&_summary=data&_count=50`);
     assert.equal(elements.status, 200, elements.text);
-    assert.ok(fhir.requests.some((r) => r.url.includes("_elements=code") && r.url.includes("_summary=data")), JSON.stringify(fhir.requests));
+    assert.ok(
+      fhir.requests.some((r) => r.url.includes("_elements=code") && r.url.includes("_summary=data")),
+      JSON.stringify(fhir.requests),
+    );
     assert.equal(entriesOf(elements.json).length, 6);
 
     // Authentication is not enforced for fhir here: the client's Authorization reaches the backend as it was sent.
     fhir.requests.length = 0;
     assert.equal((await fhirFetch(`${base}Patient/accepted`, { headers: { authorization: "Bearer client-token" } })).status, 200);
-    assert.deepEqual(fhir.requests.map((r) => r.authorization), ["Bearer client-token"]);
+    assert.deepEqual(
+      fhir.requests.map((r) => r.authorization),
+      ["Bearer client-token"],
+    );
 
     // POST _search (form) and a system-level search.
-    const posted = await fhirFetch(`${base}Observation/_search`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "subject=Patient/not-accepted" });
+    const posted = await fhirFetch(`${base}Observation/_search`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "subject=Patient/not-accepted",
+    });
     assert.equal(posted.status, 200, posted.text);
     assert.deepEqual(entriesOf(posted.json), [], "the patient without terms' observations are left out");
     const system = await fhirFetch(`${base}?_type=Patient`);
@@ -265,7 +370,10 @@ describe("FHIR exports (issue 23)", () => {
     const exec = promisify(execFile);
     const curled = await exec("curl", ["-s", "-H", "accept: application/fhir+json", `${base}Condition?subject=Patient/child`]);
     const curledBundle = JSON.parse(curled.stdout);
-    assert.deepEqual(entriesOf(curledBundle).map((c: Body) => c.code.text), ["condition-child"]);
+    assert.deepEqual(
+      entriesOf(curledBundle).map((c: Body) => c.code.text),
+      ["condition-child"],
+    );
     const xml = await exec("curl", ["-s", "-w", "\n%{http_code}", `${base}Patient/accepted?_format=xml`]);
     const [xmlBody, xmlStatus] = xml.stdout.split("\n");
     assert.equal(xmlStatus, "406");
@@ -289,10 +397,29 @@ describe("FHIR exports (issue 23)", () => {
     assertOutcome(await fhirFetch(`${base}Patient/accepted/$everything`), 400, "not-supported", "$everything");
     assertOutcome(await fhirFetch(`${base}Observation/$lastn`), 400, "not-supported", "$lastn");
     const newPatient = JSON.stringify({ resourceType: "Patient", name: [{ family: "Intruder" }] });
-    assertOutcome(await fhirFetch(`${base}Patient`, { method: "POST", headers: { "content-type": "application/fhir+json" }, body: newPatient }), 403, "forbidden", "a create on a read-only export");
+    assertOutcome(
+      await fhirFetch(`${base}Patient`, { method: "POST", headers: { "content-type": "application/fhir+json" }, body: newPatient }),
+      403,
+      "forbidden",
+      "a create on a read-only export",
+    );
     assertOutcome(await fhirFetch(`${base}Patient/accepted`, { method: "DELETE" }), 403, "forbidden", "a delete");
-    assertOutcome(await fhirFetch(`${base}`, { method: "POST", headers: { "content-type": "application/fhir+json" }, body: JSON.stringify({ resourceType: "Bundle", type: "transaction", entry: [] }) }), 403, "forbidden", "a transaction");
-    assertOutcome(await fhirFetch(`${base}Patient/accepted`, { method: "PUT", headers: { "content-type": "application/xml" }, body: "<Patient/>" }), 403, "forbidden", "an XML update on a read-only export");
+    assertOutcome(
+      await fhirFetch(`${base}`, {
+        method: "POST",
+        headers: { "content-type": "application/fhir+json" },
+        body: JSON.stringify({ resourceType: "Bundle", type: "transaction", entry: [] }),
+      }),
+      403,
+      "forbidden",
+      "a transaction",
+    );
+    assertOutcome(
+      await fhirFetch(`${base}Patient/accepted`, { method: "PUT", headers: { "content-type": "application/xml" }, body: "<Patient/>" }),
+      403,
+      "forbidden",
+      "an XML update on a read-only export",
+    );
     // Dot segments, even encoded, are resolved within the export's own path (WHATWG URL): the backend request stays under its base.
     assertOutcome(await fhirFetch(`${base}Patient/%2E%2E/%2E%2E/admin`), 400, "not-supported", "an encoded .. does not leave the base");
     assert.deepEqual(fhir.requests, [], "no refused request reached the backend");
@@ -304,10 +431,22 @@ describe("FHIR exports (issue 23)", () => {
     // Malformed backend answers: the client gets the export's OperationOutcome, not the bytes.
     const oddities = [
       { status: 200, contentType: "text/html", body: "<html>Patient accepted secret-html</html>" },
-      { status: 200, contentType: "application/fhir+json", body: '{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"Patient","id":"not-accepted","name":"secret-cut' },
-      { status: 200, contentType: "application/fhir+json", body: '{"resourceType":"Bundle","type":"searchset","entry":{"resource":{"resourceType":"Patient","id":"not-accepted","name":"secret-entry"}}}' },
+      {
+        status: 200,
+        contentType: "application/fhir+json",
+        body: '{"resourceType":"Bundle","type":"searchset","entry":[{"resource":{"resourceType":"Patient","id":"not-accepted","name":"secret-cut',
+      },
+      {
+        status: 200,
+        contentType: "application/fhir+json",
+        body: '{"resourceType":"Bundle","type":"searchset","entry":{"resource":{"resourceType":"Patient","id":"not-accepted","name":"secret-entry"}}}',
+      },
       { status: 200, contentType: "application/fhir+json", body: '{"resourceType":"Patient","id":"not-accepted","name":"secret-patient"}' },
-      { status: 500, contentType: "application/fhir+json", body: '{"resourceType":"OperationOutcome","issue":[{"severity":"error","code":"exception","diagnostics":"secret-stack"}]}' },
+      {
+        status: 500,
+        contentType: "application/fhir+json",
+        body: '{"resourceType":"OperationOutcome","issue":[{"severity":"error","code":"exception","diagnostics":"secret-stack"}]}',
+      },
       { status: 302, contentType: "text/plain", body: "secret-redirect" },
     ];
     for (const odd of oddities) {
@@ -317,7 +456,11 @@ describe("FHIR exports (issue 23)", () => {
       assertOutcome(answer, 502, "exception", `malformed answer ${odd.body.slice(0, 40)}`);
       assert.doesNotMatch(answer.text, /secret/, "nothing of the backend's answer reaches the client");
     }
-    const backendRefusal = { status: 400, contentType: "application/fhir+json", body: '{"resourceType":"OperationOutcome","issue":[{"severity":"error","code":"invalid","diagnostics":"secret-diagnostics of Patient not-accepted"}]}' };
+    const backendRefusal = {
+      status: 400,
+      contentType: "application/fhir+json",
+      body: '{"resourceType":"OperationOutcome","issue":[{"severity":"error","code":"invalid","diagnostics":"secret-diagnostics of Patient not-accepted"}]}',
+    };
     fhir.misbehave = () => backendRefusal;
     const refusal = await fhirFetch(`${base}Patient?birthdate=nonsense`);
     fhir.misbehave = undefined;
@@ -326,13 +469,18 @@ describe("FHIR exports (issue 23)", () => {
 
     // A mapping group changed after the export was created is checked when it is used: a path FHIR R4 does not have serves nothing.
     const changed = fhirPolicy();
-    changed.mappingGroups.find((g) => g.name === "fhir-clinical")!.fieldMappings.push({ recordField: "Observation.valueQuantiy", categoryId: "usage" }, { recordField: "Specimen.subjekt", resourceContext: true });
+    changed.mappingGroups
+      .find((g) => g.name === "fhir-clinical")!
+      .fieldMappings.push({ recordField: "Observation.valueQuantiy", categoryId: "usage" }, { recordField: "Specimen.subjekt", resourceContext: true });
     assert.equal((await call("PUT", "/config", changed)).status, 200);
     await until("the changed mapping reaches the serving node", async () => (await fhirFetch(`${base}Patient/accepted`)).status === 400);
     fhir.requests.length = 0;
     const unusable = await fhirFetch(`${base}Observation?_count=5`);
     assertOutcome(unusable, 400, "invalid", "a mapping group with unknown paths");
-    assert.deepEqual(unusable.json.issue.map((issue: Body) => issue.expression[0]), ["Observation.valueQuantiy", "Specimen.subjekt"]);
+    assert.deepEqual(
+      unusable.json.issue.map((issue: Body) => issue.expression[0]),
+      ["Observation.valueQuantiy", "Specimen.subjekt"],
+    );
     assert.deepEqual(fhir.requests, [], "nothing is asked of the backend with an unusable mapping");
     assert.equal((await call("PUT", "/config", fhirPolicy())).status, 200);
     await until("the mapping is usable again", async () => (await fhirFetch(`${base}Patient/accepted`)).status === 200);
@@ -352,16 +500,35 @@ describe("FHIR exports (issue 23)", () => {
     assert.equal(created.status, 200, JSON.stringify(created.body));
     const base = `http://127.0.0.1:${ports[1]}/`;
     await until("the FHIR port answers", () => listening(ports[1]!));
-    const written = await fhirFetch(`${base}Observation`, { method: "POST", headers: { "content-type": "application/fhir+json" }, body: JSON.stringify({ resourceType: "Observation", status: "final", code: { text: "written" }, subject: { reference: "Patient/accepted" }, note: [{ text: "secret-note" }] }) });
+    const written = await fhirFetch(`${base}Observation`, {
+      method: "POST",
+      headers: { "content-type": "application/fhir+json" },
+      body: JSON.stringify({
+        resourceType: "Observation",
+        status: "final",
+        code: { text: "written" },
+        subject: { reference: "Patient/accepted" },
+        note: [{ text: "secret-note" }],
+      }),
+    });
     assert.equal(written.status, 201, written.text);
     assert.equal(written.json.code.text, "written");
     assert.equal(written.json.note, undefined, "the answer is decided as a read is");
     const stored: Body = await fhir.repo.readResource("Observation", written.json.id);
     assert.deepEqual(stored.note, [{ text: "secret-note" }], "the backend stored the whole resource");
-    const forDropped = await fhirFetch(`${base}Observation`, { method: "POST", headers: { "content-type": "application/fhir+json" }, body: JSON.stringify({ resourceType: "Observation", status: "final", code: { text: "hidden" }, subject: { reference: "Patient/not-accepted" } }) });
+    const forDropped = await fhirFetch(`${base}Observation`, {
+      method: "POST",
+      headers: { "content-type": "application/fhir+json" },
+      body: JSON.stringify({ resourceType: "Observation", status: "final", code: { text: "hidden" }, subject: { reference: "Patient/not-accepted" } }),
+    });
     assert.equal(forDropped.status, 201);
     assert.equal(forDropped.json.resourceType, "OperationOutcome", "a resource of a dropped patient is not shown back");
-    assertOutcome(await fhirFetch(`${base}Patient/accepted`, { method: "PUT", headers: { "content-type": "application/xml" }, body: "<Patient/>" }), 415, "not-supported", "XML body");
+    assertOutcome(
+      await fhirFetch(`${base}Patient/accepted`, { method: "PUT", headers: { "content-type": "application/xml" }, body: "<Patient/>" }),
+      415,
+      "not-supported",
+      "XML body",
+    );
     await call("DELETE", `/export?id=${created.body.id}`);
   });
 
@@ -378,7 +545,11 @@ describe("FHIR exports (issue 23)", () => {
     assert.ok(killed, `the serving node ${servingNode} is one of the test's`);
     await killed.kill();
     dead.add(killed);
-    await until("the surviving node serves the export", async () => (await listening(ports[3]!)) && (await fhirFetch(`http://127.0.0.1:${ports[3]}/Patient/accepted`)).status === 200, 30_000);
+    await until(
+      "the surviving node serves the export",
+      async () => (await listening(ports[3]!)) && (await fhirFetch(`http://127.0.0.1:${ports[3]}/Patient/accepted`)).status === 200,
+      30_000,
+    );
     assert.notEqual(await serving(), killed.nodeId);
     const after = await fhirFetch(`http://127.0.0.1:${ports[3]}/Patient/accepted`);
     assert.deepEqual(after.json, before.json, "the same answer from the new node");

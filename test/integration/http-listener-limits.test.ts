@@ -52,14 +52,27 @@ describe("HTTP listeners: timeouts and a connection cap (gateway and pipeline do
 
   before(async () => {
     nats = await startNats();
-    const env = { HTTP_HEADERS_TIMEOUT_MS: String(headersTimeoutMs), HTTP_IDLE_TIMEOUT_MS: String(idleTimeoutMs), HTTP_MAX_CONNECTIONS: String(maxConnections) };
+    const env = {
+      HTTP_HEADERS_TIMEOUT_MS: String(headersTimeoutMs),
+      HTTP_IDLE_TIMEOUT_MS: String(idleTimeoutMs),
+      HTTP_MAX_CONNECTIONS: String(maxConnections),
+    };
     node = await NodeProcess.start({ nodeId: "limits-1", natsUrl: nats.url, env });
     assert.equal((await request(node, "PUT", "/config", realisticPolicy())).status, 200);
     pipelinePort = await freePort();
-    const created = await request(node, "PUT", "/export", { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: pipelinePort });
+    const created = await request(node, "PUT", "/export", {
+      type: "pipeline",
+      resolverGroup: "users-table",
+      metadata: { type: "platformUse", purposeId: "service" },
+      port: pipelinePort,
+    });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     const deadline = Date.now() + 15_000;
-    while ((await fetch(`http://127.0.0.1:${pipelinePort}/`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).catch(() => undefined)) === undefined) {
+    while (
+      (await fetch(`http://127.0.0.1:${pipelinePort}/`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }).catch(
+        () => undefined,
+      )) === undefined
+    ) {
       if (Date.now() > deadline) throw new Error("the pipeline export did not open");
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
@@ -76,7 +89,10 @@ describe("HTTP listeners: timeouts and a connection cap (gateway and pipeline do
     await app.listen({ host: "127.0.0.1", port: 0 });
     try {
       const { socket, closedAfter } = slowloris((app.server.address() as { port: number }).port);
-      const outcome = await Promise.race([closedAfter.then(() => "closed"), new Promise((resolve) => setTimeout(() => resolve("still open"), headersTimeoutMs * 4))]);
+      const outcome = await Promise.race([
+        closedAfter.then(() => "closed"),
+        new Promise((resolve) => setTimeout(() => resolve("still open"), headersTimeoutMs * 4)),
+      ]);
       assert.equal(outcome, "still open");
       socket.destroy();
     } finally {
@@ -91,13 +107,19 @@ describe("HTTP listeners: timeouts and a connection cap (gateway and pipeline do
       const answered: number[] = [];
       const until = Date.now() + headersTimeoutMs * 2;
       while (Date.now() < until) {
-        const response = door === "gateway" ? await fetch(`${node.url}/healthz`) : await fetch(`http://127.0.0.1:${port}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "x" }) });
+        const response =
+          door === "gateway"
+            ? await fetch(`${node.url}/healthz`)
+            : await fetch(`http://127.0.0.1:${port}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: "x" }) });
         answered.push(response.status);
         await response.arrayBuffer();
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       assert.ok(answered.length >= 10, "requests were made throughout");
-      assert.ok(answered.every((status) => status === 200), `every normal request answered: ${answered.join(",")}`);
+      assert.ok(
+        answered.every((status) => status === 200),
+        `every normal request answered: ${answered.join(",")}`,
+      );
       const closedAfter = await within(Promise.all(slow.map((s) => s.closedAfter)), headersTimeoutMs * 4, "slowloris connections cut");
       // Node checks the deadline on an interval (a quarter of the timeout here): cut between the timeout and a little after.
       for (const ms of closedAfter) assert.ok(ms >= headersTimeoutMs * 0.9 && ms < headersTimeoutMs * 3, `cut after ${ms} ms`);
@@ -119,7 +141,7 @@ describe("HTTP listeners: timeouts and a connection cap (gateway and pipeline do
   test("gateway: a request whose body stalls is cut after the idle timeout", async () => {
     const started = Date.now();
     const stalled = silent(node.port);
-    stalled.socket.write("PUT /user HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"userId\":");
+    stalled.socket.write('PUT /user HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"userId":');
     await within(stalled.closed, idleTimeoutMs * 3, "the stalled request cut");
     assert.ok(Date.now() - started >= idleTimeoutMs * 0.9, "not before the idle timeout");
   });

@@ -122,7 +122,10 @@ describe("LDAP verifier against OpenLDAP slapd", () => {
     await ldapVerifier({ hostname: `127.0.0.1:${slapd.tlsPort}`, useTLS: true, caFile: slapd.caFile }).checkEndpoints();
     await assert.rejects(ldapVerifier({ hostname: `127.0.0.1:${closedPort}` }).checkEndpoints(), new RegExp(`ldap://127\\.0\\.0\\.1:${closedPort}`));
     // TLS is checked too: a certificate the verifier does not trust fails the startup check.
-    await assert.rejects(ldapVerifier({ hostname: `127.0.0.1:${slapd.tlsPort}`, useTLS: true }).checkEndpoints(), new RegExp(`ldaps://127\\.0\\.0\\.1:${slapd.tlsPort}`));
+    await assert.rejects(
+      ldapVerifier({ hostname: `127.0.0.1:${slapd.tlsPort}`, useTLS: true }).checkEndpoints(),
+      new RegExp(`ldaps://127\\.0\\.0\\.1:${slapd.tlsPort}`),
+    );
     await verifier.close();
   });
 });

@@ -58,7 +58,8 @@ describe("metrics: every series of docs/metrics.md, scraped from a real node aft
   let natsDir: string;
   let natsPort: number;
   const scrape = async () => (await fetch(`${node.url}/metrics`)).text();
-  const call = (method: string, path: string, body?: unknown) => fetch(`${node.url}${path}`, { method, ...(body === undefined ? {} : { headers: json, body: JSON.stringify(body) }) });
+  const call = (method: string, path: string, body?: unknown) =>
+    fetch(`${node.url}${path}`, { method, ...(body === undefined ? {} : { headers: json, body: JSON.stringify(body) }) });
 
   before(async () => {
     natsDir = tempDir("metrics-nats");
@@ -84,7 +85,11 @@ describe("metrics: every series of docs/metrics.md, scraped from a real node aft
   });
 
   test("decisions by door, flow, allowed and reason; actor call latency by type; refusals by kind", async () => {
-    assert.equal((await call("PUT", "/config/categories", { categories: [{ stableId: "usage", name: "Usage", fields: [{ stableId: "usage.clicks", name: "Clicks" }] }] })).status, 200);
+    assert.equal(
+      (await call("PUT", "/config/categories", { categories: [{ stableId: "usage", name: "Usage", fields: [{ stableId: "usage.clicks", name: "Clicks" }] }] }))
+        .status,
+      200,
+    );
     assert.equal((await call("PUT", "/config/platform-use", { purposes: [{ stableId: "service", name: "Service", categoryIds: ["usage"] }] })).status, 200);
     assert.equal((await call("PUT", "/user", { userId: "alice" })).status, 200);
     assert.equal((await call("PUT", "/user", { userId: "alice" })).status, 409, "the second create fails in the actor");
@@ -109,8 +114,32 @@ describe("metrics: every series of docs/metrics.md, scraped from a real node aft
   });
 
   test("authentication outcomes by component and verifier", async () => {
-    const mapping = JSON.stringify({ name: "events", fieldMappings: [{ recordField: "user", resourceContext: true }, { recordField: "clicks", categoryId: "usage" }] });
-    const signed = (key: string) => run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "PUT", "--aws-sigv4", `aws:amz:${signing.region}:warden`, "--user", `${signing.id}:${key}`, "-H", "content-type: application/json", "--data-binary", mapping, `${node.url}/mapping/groups`]);
+    const mapping = JSON.stringify({
+      name: "events",
+      fieldMappings: [
+        { recordField: "user", resourceContext: true },
+        { recordField: "clicks", categoryId: "usage" },
+      ],
+    });
+    const signed = (key: string) =>
+      run("curl", [
+        "-s",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-X",
+        "PUT",
+        "--aws-sigv4",
+        `aws:amz:${signing.region}:warden`,
+        "--user",
+        `${signing.id}:${key}`,
+        "-H",
+        "content-type: application/json",
+        "--data-binary",
+        mapping,
+        `${node.url}/mapping/groups`,
+      ]);
     assert.equal((await signed(signing.key)).stdout, "200");
     assert.equal((await signed("wrong-key")).stdout, "401");
     const basic = await fetch(`${node.url}/mapping/groups`, { headers: { authorization: `Basic ${Buffer.from("ada:pw").toString("base64")}` } });
@@ -126,7 +155,11 @@ describe("metrics: every series of docs/metrics.md, scraped from a real node aft
 
   test("redaction jobs by state, document bytes in and out", async () => {
     const csv = "user,clicks\nalice,42\nbob,7\n";
-    const upload = await fetch(`${node.url}/redact/document?type=platformUse&purposeId=service&mappingGroup=events`, { method: "PUT", headers: { "content-type": "text/csv" }, body: csv });
+    const upload = await fetch(`${node.url}/redact/document?type=platformUse&purposeId=service&mappingGroup=events`, {
+      method: "PUT",
+      headers: { "content-type": "text/csv" },
+      body: csv,
+    });
     assert.equal(upload.status, 200);
     const { jobName } = (await upload.json()) as { jobName: string };
     await until("the job to complete", async () => ((await fetch(`${node.url}/redact/stats?jobName=${jobName}`)).status === 200 ? true : undefined));
@@ -167,13 +200,23 @@ describe("metrics: every series of docs/metrics.md, scraped from a real node aft
     assert.equal(sample(text, `warden_export_rows_total{${labels},outcome="kept"}`), 2);
     assert.equal(sample(text, `warden_export_rows_total{${labels},outcome="dropped"}`), 1);
     assert.equal(sample(text, `warden_export_fields_emptied_total{${labels}}`), 2, "alice's user field, twice");
-    assert.equal(sample(text, 'warden_decisions_total{door="export",flow="platform",allowed="true",reason="ALLOWED_BY_TERMS"}'), 1, "alice, decided once for the export");
+    assert.equal(
+      sample(text, 'warden_decisions_total{door="export",flow="platform",allowed="true",reason="ALLOWED_BY_TERMS"}'),
+      1,
+      "alice, decided once for the export",
+    );
   });
 
   test("proxy worker count and restarts: workers start with the first PostgreSQL export; one killed is counted and started again", async () => {
     assert.equal(sample(await scrape(), "warden_proxy_workers"), 0, "none before a PostgreSQL export");
     // The backend is never reached: no client connects. Serving the export starts the workers.
-    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${await freePort()}`, resolverGroup: "events", metadata: { type: "platformUse", purposeId: "service" }, port: await freePort() });
+    const created = await call("PUT", "/export", {
+      type: "postgres",
+      endpoint: `127.0.0.1:${await freePort()}`,
+      resolverGroup: "events",
+      metadata: { type: "platformUse", purposeId: "service" },
+      port: await freePort(),
+    });
     assert.equal(created.status, 200);
     await until("two proxy workers", async () => (sample(await scrape(), "warden_proxy_workers") === 2 ? true : undefined));
     const [victim] = childrenOf(node.child.pid!, "proxy-worker.js");
@@ -205,7 +248,9 @@ describe("metrics: every series of docs/metrics.md, scraped from a real node aft
 
   test("docs/metrics.md lists exactly the warden_ metrics a node serves", async () => {
     const served = new Set([...(await scrape()).matchAll(/^# TYPE (warden_\w+) /gm)].map((m) => m[1]!));
-    const documented = new Set([...readFileSync(join(__dirname, "..", "..", "..", "docs", "metrics.md"), "utf8").matchAll(/^\| `(warden_\w+)` \|/gm)].map((m) => m[1]!));
+    const documented = new Set(
+      [...readFileSync(join(__dirname, "..", "..", "..", "docs", "metrics.md"), "utf8").matchAll(/^\| `(warden_\w+)` \|/gm)].map((m) => m[1]!),
+    );
     assert.deepEqual([...served].sort(), [...documented].sort());
   });
 });
@@ -230,7 +275,11 @@ test("trace batches pending and failed, read from a real event log on a real nat
     await nc.close();
     const failing = [events.trace("decision", "platform", { n: 3 }), events.trace("decision", "platform", { n: 4 })];
     await events.flushTraces();
-    assert.deepEqual((await Promise.allSettled(failing)).map((r) => r.status), ["rejected", "rejected"], "fail closed");
+    assert.deepEqual(
+      (await Promise.allSettled(failing)).map((r) => r.status),
+      ["rejected", "rejected"],
+      "fail closed",
+    );
     assert.equal(sample(await registry.metrics(), "warden_trace_records_failed_total"), 2, "a closed connection stores nothing");
   } finally {
     await nats.stop();

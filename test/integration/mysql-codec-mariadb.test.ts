@@ -33,7 +33,17 @@ import { CodecClient } from "../helpers/mysql-codec-client";
  * tracking, decoded from the bytes MariaDB writes.
  */
 
-const wanted = (Capability.Protocol41 | Capability.SecureConnection | Capability.PluginAuth | Capability.PluginAuthLenencClientData | Capability.ConnectWithDb | Capability.Transactions | Capability.MultiResults | Capability.SessionTrack | Capability.DeprecateEof) >>> 0;
+const wanted =
+  (Capability.Protocol41 |
+    Capability.SecureConnection |
+    Capability.PluginAuth |
+    Capability.PluginAuthLenencClientData |
+    Capability.ConnectWithDb |
+    Capability.Transactions |
+    Capability.MultiResults |
+    Capability.SessionTrack |
+    Capability.DeprecateEof) >>>
+  0;
 
 interface Resultset {
   columns: ColumnDefinition[];
@@ -74,7 +84,18 @@ describe("MySQL codec against a real MariaDB", () => {
     const handshake = decodeHandshake(await client.read());
     const capabilities = (wanted & handshake.capabilities) >>> 0;
     const authResponse = nativePasswordResponse(password, handshake.authPluginData);
-    client.send(encodeHandshakeResponse({ capabilities, maxPacketSize: 1 << 24, characterSet: 45, mariaDbCapabilities: 0, username: user, authResponse, database: "app", authPluginName: nativePasswordPlugin }));
+    client.send(
+      encodeHandshakeResponse({
+        capabilities,
+        maxPacketSize: 1 << 24,
+        characterSet: 45,
+        mariaDbCapabilities: 0,
+        username: user,
+        authResponse,
+        database: "app",
+        authPluginName: nativePasswordPlugin,
+      }),
+    );
     let answer = await client.read();
     let plugin = nativePasswordPlugin as string;
     if (answer[0] === 0xfe) {
@@ -130,7 +151,9 @@ describe("MySQL codec against a real MariaDB", () => {
     assert.equal(plugin, clientEd25519Plugin, "switched to ed25519 for this account");
     client.close();
     const admin = await mysql.createConnection(server.connectionOptions);
-    const [stored] = await admin.query<mysql.RowDataPacket[]>("SELECT JSON_VALUE(priv, '$.authentication_string') AS publicKey FROM mysql.global_priv WHERE user = 'ed'");
+    const [stored] = await admin.query<mysql.RowDataPacket[]>(
+      "SELECT JSON_VALUE(priv, '$.authentication_string') AS publicKey FROM mysql.global_priv WHERE user = 'ed'",
+    );
     await admin.end();
     assert.equal(stored[0]!.publicKey, ed25519PasswordHash("ed-secret"));
     await assert.rejects(login("ed", "wrong"), /Access denied/);
@@ -139,16 +162,21 @@ describe("MySQL codec against a real MariaDB", () => {
   test("a text resultset: column definitions with table and column origins, values and NULLs as byte ranges", async () => {
     const { client, capabilities } = await login(server.user, server.password);
     const result = await query(client, capabilities, "SELECT k.id, k.name AS who, k.price, k.born, k.note FROM kinds k ORDER BY k.id");
-    assert.deepEqual(result.columns.map((c) => [c.schema, c.table, c.orgTable, c.name, c.orgName, c.type]), [
-      ["app", "k", "kinds", "id", "id", ColumnType.Long],
-      ["app", "k", "kinds", "who", "name", ColumnType.VarString],
-      ["app", "k", "kinds", "price", "price", ColumnType.NewDecimal],
-      ["app", "k", "kinds", "born", "born", ColumnType.Date],
-      ["app", "k", "kinds", "note", "note", ColumnType.Blob],
-    ]);
+    assert.deepEqual(
+      result.columns.map((c) => [c.schema, c.table, c.orgTable, c.name, c.orgName, c.type]),
+      [
+        ["app", "k", "kinds", "id", "id", ColumnType.Long],
+        ["app", "k", "kinds", "who", "name", ColumnType.VarString],
+        ["app", "k", "kinds", "price", "price", ColumnType.NewDecimal],
+        ["app", "k", "kinds", "born", "born", ColumnType.Date],
+        ["app", "k", "kinds", "note", "note", ColumnType.Blob],
+      ],
+    );
     const values = result.rows.map((row) => {
       const located = decodeTextRow(row, 5, newRowValues());
-      return Array.from({ length: 5 }, (_, i) => (located.lengths[i] === -1 ? null : row.toString("utf8", located.starts[i], located.starts[i]! + located.lengths[i]!)));
+      return Array.from({ length: 5 }, (_, i) =>
+        located.lengths[i] === -1 ? null : row.toString("utf8", located.starts[i], located.starts[i]! + located.lengths[i]!),
+      );
     });
     assert.deepEqual(values, [
       ["1", "alice", "3.14", "2010-10-17", "hello"],
@@ -182,10 +210,38 @@ describe("MySQL codec against a real MariaDB", () => {
     for (let i = 0; i < prepared.columnCount; i++) columns.push(decodeColumnDefinition(await client.read()));
     const one = Buffer.alloc(4);
     one.writeInt32LE(1);
-    client.command(encodeStmtExecute({ statementId: prepared.statementId, flags: 0, iterationCount: 1, typesSent: true, parameters: [{ type: ColumnType.Long, unsigned: false, value: one }] }, capabilities));
+    client.command(
+      encodeStmtExecute(
+        {
+          statementId: prepared.statementId,
+          flags: 0,
+          iterationCount: 1,
+          typesSent: true,
+          parameters: [{ type: ColumnType.Long, unsigned: false, value: one }],
+        },
+        capabilities,
+      ),
+    );
     const result = await readResultset(client, capabilities, await client.read());
     const types = result.columns.map((c) => c.type);
-    assert.deepEqual(types, [ColumnType.Long, ColumnType.Tiny, ColumnType.Short, ColumnType.LongLong, ColumnType.NewDecimal, ColumnType.Double, ColumnType.Float, ColumnType.VarString, ColumnType.Blob, ColumnType.Blob, ColumnType.Date, ColumnType.DateTime, ColumnType.Time, ColumnType.Year, ColumnType.Bit, ColumnType.String]);
+    assert.deepEqual(types, [
+      ColumnType.Long,
+      ColumnType.Tiny,
+      ColumnType.Short,
+      ColumnType.LongLong,
+      ColumnType.NewDecimal,
+      ColumnType.Double,
+      ColumnType.Float,
+      ColumnType.VarString,
+      ColumnType.Blob,
+      ColumnType.Blob,
+      ColumnType.Date,
+      ColumnType.DateTime,
+      ColumnType.Time,
+      ColumnType.Year,
+      ColumnType.Bit,
+      ColumnType.String,
+    ]);
     const row = result.rows[0]!;
     const located = decodeBinaryRow(row, types, newRowValues());
     const value = (i: number) => row.subarray(located.starts[i], located.starts[i]! + located.lengths[i]!);
@@ -206,7 +262,10 @@ describe("MySQL codec against a real MariaDB", () => {
     assert.deepEqual(value(14), Buffer.from([0x05]));
     assert.equal(value(15).toString(), "green");
     const nulls = decodeBinaryRow(result.rows[1]!, types, newRowValues());
-    assert.deepEqual([...nulls.lengths.subarray(0, 16)].map((l) => l === -1), [false, ...Array(15).fill(true)]);
+    assert.deepEqual(
+      [...nulls.lengths.subarray(0, 16)].map((l) => l === -1),
+      [false, ...Array(15).fill(true)],
+    );
     const keep = types.map((_, i) => i % 2 === 0);
     const masked = decodeBinaryRow(maskBinaryRow(row, types, keep), types, newRowValues());
     for (let i = 0; i < 16; i++) assert.equal(masked.lengths[i] === -1, !keep[i], `column ${i}`);

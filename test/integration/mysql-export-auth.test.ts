@@ -39,7 +39,18 @@ describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
   let asClient: number;
   let asExport: number;
   const ssl = () => ({ ca, rejectUnauthorized: true });
-  const open = (port: number, user: string, password: string, extra: mysql.ConnectionOptions = {}) => mysql.createConnection({ host: "127.0.0.1", port, user, password, database: "app", ssl: ssl(), enableCleartextPlugin: true, connectTimeout: 3000, ...extra });
+  const open = (port: number, user: string, password: string, extra: mysql.ConnectionOptions = {}) =>
+    mysql.createConnection({
+      host: "127.0.0.1",
+      port,
+      user,
+      password,
+      database: "app",
+      ssl: ssl(),
+      enableCleartextPlugin: true,
+      connectTimeout: 3000,
+      ...extra,
+    });
 
   before(async () => {
     const dir = tempDir("mysql-export-auth");
@@ -51,15 +62,29 @@ describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
     await createMysqlPopulation(db);
     nats = await startNats();
     const security = {
-      verifiers: [{ verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }] }],
+      verifiers: [
+        {
+          verifier: "ldap",
+          default: "directory",
+          profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }],
+        },
+      ],
       credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
       enforcedComponents: [{ componentName: "mysql" }, { componentName: "config" }, { componentName: "export" }, { componentName: "user" }],
     };
     const file = join(dir, "security.json");
     writeFileSync(file, JSON.stringify(security));
-    node = await NodeProcess.start({ nodeId: "mysql-auth-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file, EXPORT_TLS_CERT_FILE: certFile, EXPORT_TLS_KEY_FILE: keyFile } });
+    node = await NodeProcess.start({
+      nodeId: "mysql-auth-1",
+      natsUrl: nats.url,
+      env: { SECURITY_CONFIG: file, EXPORT_TLS_CERT_FILE: certFile, EXPORT_TLS_KEY_FILE: keyFile },
+    });
     const call = async (method: string, path: string, body?: unknown) => {
-      const answer = await fetch(`${node.url}${path}`, { method, headers: { authorization: basic(alice.uid, alice.password), ...(body === undefined ? {} : { "content-type": "application/json" }) }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const answer = await fetch(`${node.url}${path}`, {
+        method,
+        headers: { authorization: basic(alice.uid, alice.password), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
       const text = await answer.text();
       return { status: answer.status, etag: null, body: text ? JSON.parse(text) : text };
     };
@@ -99,7 +124,11 @@ describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
     const [[one]] = (await c.query({ sql: "SELECT 1", rowsAsArray: true })) as unknown as [unknown[][]];
     assert.equal(one, undefined, "an expression names no user: no row");
     await c.end();
-    await assert.rejects(open(asClient, reader.user, reader.password, { ssl: { rejectUnauthorized: true } }), /self[- ]signed|certificate/i, "a client that does not trust the certificate refuses it");
+    await assert.rejects(
+      open(asClient, reader.user, reader.password, { ssl: { rejectUnauthorized: true } }),
+      /self[- ]signed|certificate/i,
+      "a client that does not trust the certificate refuses it",
+    );
   });
 
   test("an SSLRequest and the TLS ClientHello in one TCP segment: the bytes after the request go to TLS", async () => {
@@ -117,7 +146,20 @@ describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
       secure.once("secureConnect", resolve);
       secure.once("error", reject);
     });
-    secure.write(encodePacket(encodeHandshakeResponse({ capabilities, maxPacketSize: 1 << 24, characterSet: 45, mariaDbCapabilities: 0, username: reader.user, authResponse: Buffer.alloc(0), authPluginName: "mysql_native_password" }), 2));
+    secure.write(
+      encodePacket(
+        encodeHandshakeResponse({
+          capabilities,
+          maxPacketSize: 1 << 24,
+          characterSet: 45,
+          mariaDbCapabilities: 0,
+          username: reader.user,
+          authResponse: Buffer.alloc(0),
+          authPluginName: "mysql_native_password",
+        }),
+        2,
+      ),
+    );
     const answer = await new Promise<Buffer>((resolve) => secure.once("data", resolve));
     assert.equal(answer[4], 0xfe, "the export asks for the cleartext password (an auth switch) over the TLS session");
     assert.ok(answer.includes(Buffer.from("mysql_clear_password")));

@@ -34,14 +34,19 @@ async function answers(port: number): Promise<boolean> {
   }
 }
 
-
 describe("MySQL export lifecycle (spec 3.1): failover, restart, audit and traces", () => {
   let nats: NatsServerProcess;
   let db: MariaDbServer;
   let nodes: NodeProcess[] = [];
   let ports: number[];
   const call = (method: string, path: string, body?: unknown, node = nodes[0]!) => request(node, method, path, body);
-  const body = (extra: Record<string, unknown> = {}) => ({ type: "mysql", endpoint: `127.0.0.1:${db.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, ...extra });
+  const body = (extra: Record<string, unknown> = {}) => ({
+    type: "mysql",
+    endpoint: `127.0.0.1:${db.port}`,
+    resolverGroup: "users-table",
+    metadata: { type: "platformUse", purposeId: "service" },
+    ...extra,
+  });
 
   before(async () => {
     db = await MariaDbServer.start();
@@ -78,22 +83,35 @@ describe("MySQL export lifecycle (spec 3.1): failover, restart, audit and traces
     await until("the active export answers after the restart", () => answers(ports[1]!), 30_000);
     assert.equal(await answers(ports[2]!), false);
     assert.equal((await call("GET", `/export?id=${stopped.body.id}`)).body.status, "inactive");
-    const serving = (await call("GET", `/export?id=${active.body.id}`)).body.serving as { rows: { in: number; kept: number }; statements: { analysed: number } };
+    const serving = (await call("GET", `/export?id=${active.body.id}`)).body.serving as {
+      rows: { in: number; kept: number };
+      statements: { analysed: number };
+    };
     assert.ok(serving.rows.kept >= 1 && serving.statements.analysed >= 1, `GET /export counts rows and statements: ${JSON.stringify(serving)}`);
 
     const nc = await connectTo(nats.url);
     const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.mysql.>")).map(({ subject, data }) => ({ subject, record: data }));
     const of = (event: string) => records.filter((r) => r.record.event === event && (r.record.details as { exportId?: string }).exportId === active.body.id);
-    assert.ok(of("port.opened").some((r) => r.subject === "warden.audit.mysql.info"), "the port is audited in category mysql");
+    assert.ok(
+      of("port.opened").some((r) => r.subject === "warden.audit.mysql.info"),
+      "the port is audited in category mysql",
+    );
     const outgoing = of("connection.outgoing")[0];
     assert.ok(outgoing, "outgoing connections are audited");
     assert.equal((outgoing!.record.details as { endpoint: string }).endpoint, `127.0.0.1:${db.port}`);
     assert.equal((outgoing!.record.details as { identity: string }).identity, reader.user);
     assert.ok(of("connection.pass-through").length > 0 && of("connection.pass-through").every((r) => r.subject === "warden.audit.mysql.debug"));
     // Each decision is traced with the export's id before its rows leave; each connection's summary when it ends.
-    await until("the connections' summaries are traced", async () => (await storedTraceRecords<{ kind: string; exportId?: string }>(nc, "warden.trace.export.>")).some((t) => t.record.kind === "export.connection" && t.record.exportId === active.body.id));
+    await until("the connections' summaries are traced", async () =>
+      (await storedTraceRecords<{ kind: string; exportId?: string }>(nc, "warden.trace.export.>")).some(
+        (t) => t.record.kind === "export.connection" && t.record.exportId === active.body.id,
+      ),
+    );
     const traces = await storedTraceRecords<{ kind: string; exportId?: string; userId?: string; rowsKept?: number }>(nc, "warden.trace.export.>");
-    assert.ok(traces.some((t) => t.record.kind === "export.user" && t.record.exportId === active.body.id), "decisions are traced with the export's id");
+    assert.ok(
+      traces.some((t) => t.record.kind === "export.user" && t.record.exportId === active.body.id),
+      "decisions are traced with the export's id",
+    );
     assert.ok(traces.some((t) => t.record.kind === "export.connection" && t.record.exportId === active.body.id && (t.record.rowsKept ?? 0) >= 1));
     await nc.close();
   });

@@ -72,7 +72,10 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
   /** The attack reads a forbidden value straight from MariaDB, and none through the export. */
   const assertBlocked = async (sql: string, what: string, options: { prepared?: boolean; via?: () => mysql.Connection } = {}): Promise<Outcome> => {
     const straight = await attempt(direct, sql, options.prepared);
-    assert.ok(leaksIn(straight.text).includes(droppedEmail) || leaksIn(straight.text).length > 0, `${what}: the attack is real (straight from MariaDB it shows a forbidden value): ${straight.text}`);
+    assert.ok(
+      leaksIn(straight.text).includes(droppedEmail) || leaksIn(straight.text).length > 0,
+      `${what}: the attack is real (straight from MariaDB it shows a forbidden value): ${straight.text}`,
+    );
     const exported = await attempt(options.via?.() ?? through, sql, options.prepared);
     assert.deepEqual(leaksIn(exported.text), [], `${what}: forbidden values reached the client through the export: ${exported.text}`);
     return exported;
@@ -109,7 +112,12 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     const revision = Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));
     allowed = await verdictsOf(call, compilePolicy(policy, revision), "service");
     assert.ok(allowed.get(ALLOWED)?.has("contact") && allowed.get(DROPPED) === undefined);
-    forbidden = [...forbiddenValues(allowed), ...ordersRows().filter((o) => !allowed.get(o.userId)?.has(itemCategory)).map((o) => o.item)];
+    forbidden = [
+      ...forbiddenValues(allowed),
+      ...ordersRows()
+        .filter((o) => !allowed.get(o.userId)?.has(itemCategory))
+        .map((o) => o.item),
+    ];
     assert.ok(forbidden.includes(droppedEmail));
     readOnlyPort = await freePort();
     writablePort = await freePort();
@@ -134,29 +142,50 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     const sql = `SELECT a.id, a.email, b.email FROM users a JOIN users b ON b.id = '${DROPPED}' WHERE a.id = '${ALLOWED}'`;
     const shown = await assertBlocked(sql, "self-join, the other instance's user not selected");
     assert.deepEqual(shown.rows, [[null, `${ALLOWED}@example.com`, null]], "a's email still shows; b's is NULL (b's user is not in the result)");
-    const withUser = await assertBlocked(`SELECT a.id, a.email, b.id, b.email FROM users a JOIN users b ON b.id = '${DROPPED}' WHERE a.id = '${ALLOWED}'`, "self-join with both users");
+    const withUser = await assertBlocked(
+      `SELECT a.id, a.email, b.id, b.email FROM users a JOIN users b ON b.id = '${DROPPED}' WHERE a.id = '${ALLOWED}'`,
+      "self-join with both users",
+    );
     assert.deepEqual(withUser.rows, [], "a row naming a user who may not be used is dropped");
-    const swapped = await assertBlocked(`SELECT b.email AS email, a.id AS id FROM users a, users b WHERE a.id = '${ALLOWED}' AND b.id = '${DROPPED}'`, "labels swapped");
+    const swapped = await assertBlocked(
+      `SELECT b.email AS email, a.id AS id FROM users a, users b WHERE a.id = '${ALLOWED}' AND b.id = '${DROPPED}'`,
+      "labels swapped",
+    );
     assert.deepEqual(swapped.rows, [[null, null]]);
     // Aliases differ only in case: two instances on the server (lower_case_table_names=0).
     await assertBlocked(`SELECT A.id, a.email FROM users A JOIN users a ON a.id = '${DROPPED}' WHERE A.id = '${ALLOWED}'`, "aliases differing in case");
-    const outer = await attempt(through, `SELECT a.id, a.email, b.id, b.email FROM users a LEFT JOIN users b ON b.id = 'nobody-here' WHERE a.id = '${ALLOWED}'`);
+    const outer = await attempt(
+      through,
+      `SELECT a.id, a.email, b.id, b.email FROM users a LEFT JOIN users b ON b.id = 'nobody-here' WHERE a.id = '${ALLOWED}'`,
+    );
     assert.deepEqual(outer.rows, [[null, `${ALLOWED}@example.com`, null, null]], "the missing side of an outer join names no one: the row stays");
   });
 
   test("cross-table joins: orders' values under orders' user, users' under users'", async () => {
-    const shown = await assertBlocked(`SELECT u.id, u.email, o.item FROM users u JOIN orders o ON o.user_id = '${DROPPED}' WHERE u.id = '${ALLOWED}'`, "join to another user's order");
+    const shown = await assertBlocked(
+      `SELECT u.id, u.email, o.item FROM users u JOIN orders o ON o.user_id = '${DROPPED}' WHERE u.id = '${ALLOWED}'`,
+      "join to another user's order",
+    );
     assert.deepEqual(shown.rows, [[null, `${ALLOWED}@example.com`, null]]);
     const own = await attempt(through, `SELECT u.id, u.email, o.user_id, o.item FROM users u JOIN orders o ON o.user_id = u.id WHERE u.id = '${ALLOWED}'`);
     assert.deepEqual(own.rows, [[null, `${ALLOWED}@example.com`, null, `item-${ALLOWED}`]], "a join of the allowed user's own rows shows both tables' values");
   });
 
   test("subqueries, derived tables, CTEs (one named like the table), views and UNION are never attributed", async () => {
-    const scalar = await assertBlocked(`SELECT id, email, (SELECT email FROM users WHERE id = '${DROPPED}') FROM users WHERE id = '${ALLOWED}'`, "scalar subquery in the select list");
+    const scalar = await assertBlocked(
+      `SELECT id, email, (SELECT email FROM users WHERE id = '${DROPPED}') FROM users WHERE id = '${ALLOWED}'`,
+      "scalar subquery in the select list",
+    );
     assert.deepEqual(scalar.rows, [[null, `${ALLOWED}@example.com`, null]]);
     await assertBlocked(`SELECT x.id, x.email FROM (SELECT '${ALLOWED}' AS id, email FROM users WHERE id = '${DROPPED}') x`, "derived table");
-    await assertBlocked(`SELECT users.id, users.email FROM (SELECT '${ALLOWED}' AS id, email FROM app.users WHERE id = '${DROPPED}') users`, "derived table named like the table");
-    await assertBlocked(`WITH users AS (SELECT '${ALLOWED}' AS id, email FROM app.users WHERE id = '${DROPPED}') SELECT id, email FROM users`, "CTE named like the table");
+    await assertBlocked(
+      `SELECT users.id, users.email FROM (SELECT '${ALLOWED}' AS id, email FROM app.users WHERE id = '${DROPPED}') users`,
+      "derived table named like the table",
+    );
+    await assertBlocked(
+      `WITH users AS (SELECT '${ALLOWED}' AS id, email FROM app.users WHERE id = '${DROPPED}') SELECT id, email FROM users`,
+      "CTE named like the table",
+    );
     await assertBlocked(`SELECT id, email FROM users WHERE id = '${ALLOWED}' UNION ALL SELECT '${ALLOWED}', email FROM users WHERE id = '${DROPPED}'`, "UNION");
     await assertBlocked(`SELECT id, email FROM users_view WHERE id = '${DROPPED}'`, "a view the mapping does not name");
   });
@@ -184,7 +213,10 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     for (const [sql, what] of [
       [`SELECT ExtractValue('<a/>', CONCAT('/!', (SELECT email FROM users WHERE id = '${DROPPED}')))`, "ExtractValue XPath error"],
       [`SELECT UpdateXML('<a/>', CONCAT('/!', (SELECT email FROM users WHERE id = '${DROPPED}')), 'x')`, "UpdateXML XPath error"],
-      [`SELECT id FROM users WHERE id = 'x' AND (SELECT 1 FROM (SELECT COUNT(*), CONCAT((SELECT email FROM users WHERE id = '${DROPPED}'), FLOOR(RAND(0) * 2)) g FROM information_schema.columns GROUP BY g) t)`, "duplicate entry of a GROUP BY (double query)"],
+      [
+        `SELECT id FROM users WHERE id = 'x' AND (SELECT 1 FROM (SELECT COUNT(*), CONCAT((SELECT email FROM users WHERE id = '${DROPPED}'), FLOOR(RAND(0) * 2)) g FROM information_schema.columns GROUP BY g) t)`,
+        "duplicate entry of a GROUP BY (double query)",
+      ],
       ["SELECT leak_signal()", "SIGNAL in a function"],
       ["SELECT leak_as_parse_error()", "SIGNAL posing as a parse error (number 1064, its wording)"],
     ] as const) {
@@ -200,7 +232,11 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     assert.equal(duplicate.error?.sqlState, "23000");
     const unknown = await attempt(through, "SELECT nosuch FROM users");
     assert.equal(unknown.error?.errno, 1054);
-    assert.match(unknown.error!.message, /^Unknown column 'nosuch' in '(field list|SELECT)'$/, "an error quoting only the client's own statement keeps its message");
+    assert.match(
+      unknown.error!.message,
+      /^Unknown column 'nosuch' in '(field list|SELECT)'$/,
+      "an error quoting only the client's own statement keeps its message",
+    );
   });
 
   test("compound statements, executable comments and stored programs are refused", async () => {
@@ -209,16 +245,27 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     assert.equal(refused.error?.errno, 1064);
     const comment = await assertBlocked(`SELECT id /*!, email */ FROM users WHERE id = '${DROPPED}' OR id = '${ALLOWED}'`, "executable comment");
     assert.equal(comment.error?.errno, 1064);
-    const mariaComment = await assertBlocked(`SELECT id /*M!100000 , email */ FROM users WHERE id = '${DROPPED}' OR id = '${ALLOWED}'`, "MariaDB executable comment");
+    const mariaComment = await assertBlocked(
+      `SELECT id /*M!100000 , email */ FROM users WHERE id = '${DROPPED}' OR id = '${ALLOWED}'`,
+      "MariaDB executable comment",
+    );
     assert.equal(mariaComment.error?.errno, 1064);
     const writableCompound = await attempt(writable, compound);
     assert.equal(writableCompound.error?.errno, 1064, "refused with allowWrites too");
   });
 
   test("prepared statements (binary protocol) get the same decisions", async () => {
-    const joined = await assertBlocked(`SELECT a.id, a.email, b.email FROM users a JOIN users b ON b.id = '${DROPPED}' WHERE a.id = '${ALLOWED}'`, "prepared self-join", { prepared: true });
+    const joined = await assertBlocked(
+      `SELECT a.id, a.email, b.email FROM users a JOIN users b ON b.id = '${DROPPED}' WHERE a.id = '${ALLOWED}'`,
+      "prepared self-join",
+      { prepared: true },
+    );
     assert.deepEqual(joined.rows, [[null, `${ALLOWED}@example.com`, null]]);
-    await assertBlocked(`SELECT id, email FROM users WHERE id = '${ALLOWED}' UNION ALL SELECT '${ALLOWED}', email FROM users WHERE id = '${DROPPED}'`, "prepared UNION", { prepared: true });
+    await assertBlocked(
+      `SELECT id, email FROM users WHERE id = '${ALLOWED}' UNION ALL SELECT '${ALLOWED}', email FROM users WHERE id = '${DROPPED}'`,
+      "prepared UNION",
+      { prepared: true },
+    );
     await assertBlocked("SELECT leak_signal()", "prepared SIGNAL", { prepared: true });
   });
 
@@ -240,13 +287,37 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     };
     const straight = await greeting(db.port);
     straight.client.close();
-    for (const flag of [Capability.LocalFiles, Capability.MultiStatements, Capability.SessionTrack]) assert.ok(hasCapability(straight.handshake.capabilities, flag), "MariaDB offers it");
+    for (const flag of [Capability.LocalFiles, Capability.MultiStatements, Capability.SessionTrack])
+      assert.ok(hasCapability(straight.handshake.capabilities, flag), "MariaDB offers it");
     const { client, handshake } = await greeting(readOnlyPort);
-    for (const flag of [Capability.LocalFiles, Capability.MultiStatements, Capability.SessionTrack, Capability.Compress]) assert.ok(!hasCapability(handshake.capabilities, flag), `the export does not offer 0x${flag.toString(16)}`);
-    const capabilities = (Capability.Protocol41 | Capability.SecureConnection | Capability.PluginAuth | Capability.ConnectWithDb | Capability.Transactions) >>> 0;
-    client.send(encodeHandshakeResponse({ capabilities, maxPacketSize: 1 << 24, characterSet: 45, mariaDbCapabilities: 0, username: reader.user, authResponse: nativePasswordResponse(reader.password, handshake.authPluginData), database: "app", authPluginName: nativePasswordPlugin }));
+    for (const flag of [Capability.LocalFiles, Capability.MultiStatements, Capability.SessionTrack, Capability.Compress])
+      assert.ok(!hasCapability(handshake.capabilities, flag), `the export does not offer 0x${flag.toString(16)}`);
+    const capabilities =
+      (Capability.Protocol41 | Capability.SecureConnection | Capability.PluginAuth | Capability.ConnectWithDb | Capability.Transactions) >>> 0;
+    client.send(
+      encodeHandshakeResponse({
+        capabilities,
+        maxPacketSize: 1 << 24,
+        characterSet: 45,
+        mariaDbCapabilities: 0,
+        username: reader.user,
+        authResponse: nativePasswordResponse(reader.password, handshake.authPluginData),
+        database: "app",
+        authPluginName: nativePasswordPlugin,
+      }),
+    );
     assert.equal((await client.read())[0], 0x00, "logged in");
-    for (const command of [Command.BinlogDump, Command.BinlogDumpGtid, Command.RegisterSlave, Command.ProcessInfo, Command.ChangeUser, Command.FieldList, Command.SetOption, Command.ResetConnection, Command.Shutdown]) {
+    for (const command of [
+      Command.BinlogDump,
+      Command.BinlogDumpGtid,
+      Command.RegisterSlave,
+      Command.ProcessInfo,
+      Command.ChangeUser,
+      Command.FieldList,
+      Command.SetOption,
+      Command.ResetConnection,
+      Command.Shutdown,
+    ]) {
       client.command(Buffer.from([command, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]));
       const answer = await client.read();
       assert.ok(isErrPacket(answer), `command 0x${command.toString(16)} is refused`);
@@ -259,15 +330,21 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
   test("a view or a table named like a mapped table in another database does not take the mapping", async () => {
     const admin = await mysql.createConnection({ ...db.connectionOptions, multipleStatements: true });
     // And a table of the same name holding a copy made elsewhere, the dropped user's email under the allowed user's id.
-    await admin.query(`CREATE DATABASE other2; CREATE TABLE other2.users AS SELECT '${ALLOWED}' AS id, email FROM app.users WHERE id = '${DROPPED}'; GRANT SELECT ON other2.* TO '${reader.user}'@'127.0.0.1'`);
-    await admin.query(`CREATE DATABASE other; CREATE VIEW other.users AS SELECT a.id AS id, b.email AS email FROM app.users a JOIN app.users b ON a.id = '${ALLOWED}' AND b.id = '${DROPPED}'; GRANT SELECT ON other.* TO '${reader.user}'@'127.0.0.1'`);
+    await admin.query(
+      `CREATE DATABASE other2; CREATE TABLE other2.users AS SELECT '${ALLOWED}' AS id, email FROM app.users WHERE id = '${DROPPED}'; GRANT SELECT ON other2.* TO '${reader.user}'@'127.0.0.1'`,
+    );
+    await admin.query(
+      `CREATE DATABASE other; CREATE VIEW other.users AS SELECT a.id AS id, b.email AS email FROM app.users a JOIN app.users b ON a.id = '${ALLOWED}' AND b.id = '${DROPPED}'; GRANT SELECT ON other.* TO '${reader.user}'@'127.0.0.1'`,
+    );
     await admin.end();
     const fresh = await open(readOnlyPort);
     const straight = await open(db.port);
     try {
       const exported = await assertBlocked("SELECT id, email FROM other.users", "a look-alike view", { via: () => fresh });
       assert.deepEqual(exported.rows, []);
-      const copy = await assertBlocked("SELECT id, email FROM other2.users", "a base table named like the mapped one in another database", { via: () => fresh });
+      const copy = await assertBlocked("SELECT id, email FROM other2.users", "a base table named like the mapped one in another database", {
+        via: () => fresh,
+      });
       assert.deepEqual(copy.rows, [], "users.* names two base tables now: it maps neither");
       // Unqualified, from the view's database: MariaDB reports the view's columns with its base table's database (app).
       await straight.query("USE other");

@@ -23,7 +23,13 @@ import { categoryOf, verdictsOf, type Verdicts } from "../fixtures/postgres-verd
 
 type Cell = string | number | null;
 
-const exportBody = (endpoint: string, extra: Record<string, unknown> = {}) => ({ type: "mysql", endpoint, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, ...extra });
+const exportBody = (endpoint: string, extra: Record<string, unknown> = {}) => ({
+  type: "mysql",
+  endpoint,
+  resolverGroup: "users-table",
+  metadata: { type: "platformUse", purposeId: "service" },
+  ...extra,
+});
 
 /** The users rows the purpose may see for these columns (id always NULL: resource context without a category), in id order. */
 function expectedUsers(allowed: Verdicts, columns: readonly string[], ids?: readonly string[]): Cell[][] {
@@ -60,7 +66,8 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
   let exportId: string;
   let allowed: Verdicts;
   const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
-  const connect = (p = port, extra: mysql.ConnectionOptions = {}) => mysql.createConnection({ host: "127.0.0.1", port: p, user: reader.user, password: reader.password, database: "app", ...extra });
+  const connect = (p = port, extra: mysql.ConnectionOptions = {}) =>
+    mysql.createConnection({ host: "127.0.0.1", port: p, user: reader.user, password: reader.password, database: "app", ...extra });
 
   before(async () => {
     db = await MariaDbServer.start();
@@ -113,16 +120,26 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
   test("mysql2 text protocol: rows of users who may not be used vanish, disallowed values are NULL", async () => {
     const direct = await connect(db.port);
     const [all] = await direct.query({ sql: "SELECT id, email, login, name, clicks FROM users ORDER BY id", rowsAsArray: true });
-    assert.ok((all as Cell[][]).some((r) => r[0] === "not-accepted"), "directly, every row is there");
+    assert.ok(
+      (all as Cell[][]).some((r) => r[0] === "not-accepted"),
+      "directly, every row is there",
+    );
     await direct.end();
     const c = await connect();
     const [rows] = await c.query({ sql: "SELECT id, email, login, name, clicks FROM users ORDER BY id", rowsAsArray: true });
     const expected = expectedUsers(allowed, ["id", "email", "login", "name", "clicks"]);
     assert.equal((rows as Cell[][]).length, expected.length);
     assert.deepEqual(new Set((rows as Cell[][]).map((r) => JSON.stringify(r))), new Set(expected.map((r) => JSON.stringify(r))));
-    assert.ok(expected.some((r) => r[1] === "accepted@example.com"), "the allowed user's email crosses (the check is not vacuous)");
+    assert.ok(
+      expected.some((r) => r[1] === "accepted@example.com"),
+      "the allowed user's email crosses (the check is not vacuous)",
+    );
     const [star] = await c.query({ sql: "SELECT * FROM users WHERE id IN ('accepted', 'not-accepted')", rowsAsArray: true });
-    assert.deepEqual(star, [[null, "accepted@example.com", "login-accepted", "Name accepted", 0.25, null]], "SELECT *: secret is not mapped (NULL), the dropped user's row is gone");
+    assert.deepEqual(
+      star,
+      [[null, "accepted@example.com", "login-accepted", "Name accepted", 0.25, null]],
+      "SELECT *: secret is not mapped (NULL), the dropped user's row is gone",
+    );
     const [noUser] = await c.query({ sql: "SELECT email FROM users", rowsAsArray: true });
     assert.deepEqual(noUser, [], "a result without its instance's user column has no user: no row");
     await c.end();
@@ -135,10 +152,20 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
 
   test("mysql2 prepared statements (binary protocol): the same decisions", async () => {
     const c = await connect();
-    const [rows] = await c.execute({ sql: "SELECT id, email, name, clicks FROM users WHERE id = ? OR id = ?", rowsAsArray: true }, ["accepted", "not-accepted"]);
+    const [rows] = await c.execute({ sql: "SELECT id, email, name, clicks FROM users WHERE id = ? OR id = ?", rowsAsArray: true }, [
+      "accepted",
+      "not-accepted",
+    ]);
     assert.deepEqual(rows, [[null, "accepted@example.com", "Name accepted", 0.25]]);
-    const [again] = await c.execute({ sql: "SELECT id, email, name, clicks FROM users WHERE id = ? OR id = ?", rowsAsArray: true }, ["third-party", "not-accepted"]);
-    assert.deepEqual(again, expectedUsers(allowed, ["id", "email", "name", "clicks"], ["third-party"]), "a prepared statement run again is decided for its new rows");
+    const [again] = await c.execute({ sql: "SELECT id, email, name, clicks FROM users WHERE id = ? OR id = ?", rowsAsArray: true }, [
+      "third-party",
+      "not-accepted",
+    ]);
+    assert.deepEqual(
+      again,
+      expectedUsers(allowed, ["id", "email", "name", "clicks"], ["third-party"]),
+      "a prepared statement run again is decided for its new rows",
+    );
     assert.equal((again as Cell[][]).length, allowed.get("third-party") ? 1 : 0);
     await c.end();
   });
@@ -162,7 +189,12 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
   });
 
   test("the mariadb command-line client reads through the export", () => {
-    const run = (sql: string, p = port) => spawnSync("mariadb", ["--no-defaults", "-h", "127.0.0.1", "-P", String(p), "-u", reader.user, `-p${reader.password}`, "--skip-ssl", "-D", "app", "-N", "-B", "-e", sql], { encoding: "utf8" });
+    const run = (sql: string, p = port) =>
+      spawnSync(
+        "mariadb",
+        ["--no-defaults", "-h", "127.0.0.1", "-P", String(p), "-u", reader.user, `-p${reader.password}`, "--skip-ssl", "-D", "app", "-N", "-B", "-e", sql],
+        { encoding: "utf8" },
+      );
     const direct = run("SELECT id, email FROM users WHERE id IN ('accepted', 'not-accepted') ORDER BY id", db.port);
     assert.equal(direct.status, 0, direct.stderr);
     assert.equal(direct.stdout, "accepted\taccepted@example.com\nnot-accepted\tnot-accepted@example.com\n");
@@ -219,7 +251,9 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
     await assert.rejects(connect(port, { connectTimeout: 1000 }), "a stopped export does not answer");
     assert.equal((await call("PUT", `/export/start?id=${exportId}`)).status, 200);
     await waitOpen(port);
-    const shown = (await call("GET", `/export?id=${exportId}`)).body as { serving: { connections: { total: number }; rows: { in: number; kept: number; dropped: number } } | null };
+    const shown = (await call("GET", `/export?id=${exportId}`)).body as {
+      serving: { connections: { total: number }; rows: { in: number; kept: number; dropped: number } } | null;
+    };
     assert.ok(shown.serving, "the serving node reports it");
     const otherPort = await freePort();
     const other = await call("PUT", "/export", exportBody(`127.0.0.1:${db.port}`, { port: otherPort }));

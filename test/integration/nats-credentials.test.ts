@@ -13,7 +13,11 @@ import { selfSignedCertificate } from "../../testkit/certificates";
 /** A node that must not start: its one stderr line. */
 function startAndFail(env: Record<string, string>): string {
   const { NATS_URL: _ignored, ...base } = process.env;
-  const result = spawnSync(process.execPath, [mainScript], { env: { ...base, DATA_DIR: tempDir("nats-fail"), LOG_LEVEL: "silent", PORT: "0", ...env }, encoding: "utf8", timeout: 30_000 });
+  const result = spawnSync(process.execPath, [mainScript], {
+    env: { ...base, DATA_DIR: tempDir("nats-fail"), LOG_LEVEL: "silent", PORT: "0", ...env },
+    encoding: "utf8",
+    timeout: 30_000,
+  });
   assert.equal(result.status, 1, result.stderr);
   return result.stderr.trim();
 }
@@ -71,17 +75,30 @@ describe("NATS credentials and TLS for external servers", () => {
   });
 
   test("NATS_TLS_CA_FILE: TLS to a server whose certificate that CA signs; an unknown certificate is refused", async () => {
-    assert.match(startAndFail({ NATS_URL: encrypted.url }), /^warden: cannot connect to NATS/, "the server's self-signed certificate is not trusted by default");
+    assert.match(
+      startAndFail({ NATS_URL: encrypted.url }),
+      /^warden: cannot connect to NATS/,
+      "the server's self-signed certificate is not trusted by default",
+    );
     const node = await NodeProcess.start({ nodeId: "nats-tls", natsUrl: encrypted.url, env: { NATS_TLS_CA_FILE: tls.certFile } });
     nodes.push(node);
     assert.equal((await node.readiness()).status, 200);
   });
 
   test("credential settings are checked at startup", () => {
-    assert.match(startAndFail({ NATS_TOKEN: "x", NATS_PORT: "4999" }), /^warden: NATS_TOKEN apply to the NATS servers of NATS_URL: the embedded nats-server makes a token of its own/);
+    assert.match(
+      startAndFail({ NATS_TOKEN: "x", NATS_PORT: "4999" }),
+      /^warden: NATS_TOKEN apply to the NATS servers of NATS_URL: the embedded nats-server makes a token of its own/,
+    );
     assert.match(startAndFail({ NATS_URL: open.url, NATS_USER: "u" }), /^warden: NATS_USER and NATS_PASSWORD go together/);
-    assert.match(startAndFail({ NATS_URL: open.url, NATS_USER: "u", NATS_PASSWORD: "p", NATS_TOKEN: "t" }), /^warden: NATS takes one kind of credentials, but NATS_USER and NATS_TOKEN are set/);
-    assert.match(startAndFail({ NATS_URL: open.url, NATS_CREDS_FILE: "/nonexistent/user.creds" }), /^warden: cannot read \/nonexistent\/user\.creds .*check NATS_CREDS_FILE/);
+    assert.match(
+      startAndFail({ NATS_URL: open.url, NATS_USER: "u", NATS_PASSWORD: "p", NATS_TOKEN: "t" }),
+      /^warden: NATS takes one kind of credentials, but NATS_USER and NATS_TOKEN are set/,
+    );
+    assert.match(
+      startAndFail({ NATS_URL: open.url, NATS_CREDS_FILE: "/nonexistent/user.creds" }),
+      /^warden: cannot read \/nonexistent\/user\.creds .*check NATS_CREDS_FILE/,
+    );
     assert.match(startAndFail({ NATS_URL: open.url, NATS_NKEY_FILE: tls.certFile }), /does not hold a user nkey seed/);
   });
 });

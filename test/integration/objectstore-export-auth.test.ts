@@ -37,11 +37,18 @@ async function refusal(promise: Promise<unknown>): Promise<{ code: string; statu
   return { code, status };
 }
 
-const client = (port: number, credentials: { accessKeyId: string; secretAccessKey: string }, extra: { systemClockOffset?: number } = {}) => s3Client(port, { region, credentials, ...extra });
+const client = (port: number, credentials: { accessKeyId: string; secretAccessKey: string }, extra: { systemClockOffset?: number } = {}) =>
+  s3Client(port, { region, credentials, ...extra });
 
 /** A request signed by @smithy/signature-v4 as S3 SDKs sign (service s3, the path not encoded twice), header or query form. */
 async function signed(port: number, path: string, form: "header" | "query", key = signing.key): Promise<{ url: string; headers: Record<string, string> }> {
-  const signer = new SignatureV4({ service: "s3", region, credentials: { accessKeyId: signing.id, secretAccessKey: key }, sha256: Hash.bind(null, "sha256"), uriEscapePath: false });
+  const signer = new SignatureV4({
+    service: "s3",
+    region,
+    credentials: { accessKeyId: signing.id, secretAccessKey: key },
+    sha256: Hash.bind(null, "sha256"),
+    uriEscapePath: false,
+  });
   const base = { method: "GET", protocol: "http:", hostname: "127.0.0.1", port, path, query: {}, headers: { host: `127.0.0.1:${port}` } };
   const done = form === "header" ? await signer.sign(base) : await signer.presign(base, { expiresIn: 300 });
   const query = Object.entries(done.query ?? {})
@@ -66,7 +73,13 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     const text = stdout.slice(0, stdout.lastIndexOf("\n"));
     return { status: Number(stdout.slice(stdout.lastIndexOf("\n") + 1)), etag: null, body: text.startsWith("{") ? JSON.parse(text) : text };
   };
-  const body = (extra: Record<string, unknown>) => ({ type: "objectstore", endpoint: store.endpoint, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, ...extra });
+  const body = (extra: Record<string, unknown>) => ({
+    type: "objectstore",
+    endpoint: store.endpoint,
+    resolverGroup: "users-table",
+    metadata: { type: "platformUse", purposeId: "service" },
+    ...extra,
+  });
 
   before(async () => {
     nats = await startNats();
@@ -76,7 +89,15 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     writeFileSync(
       file,
       JSON.stringify({
-        verifiers: [{ verifier: "cloud", profiles: [{ profile: "exports", configuration: { region } }, { profile: "admin", configuration: { ...admin, region } }] }],
+        verifiers: [
+          {
+            verifier: "cloud",
+            profiles: [
+              { profile: "exports", configuration: { region } },
+              { profile: "admin", configuration: { ...admin, region } },
+            ],
+          },
+        ],
         credentials: [
           {
             type: "cloudSigningCredentials",
@@ -122,10 +143,26 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     assert.deepEqual(await refusal(sdk.send(new PutObjectCommand({ Bucket: "docs", Key: "x.csv", Body: "a" }))), { code: "AccessDenied", status: 403 });
 
     // Not spawnSync: s3rver runs on this process's event loop and must answer while curl waits.
-    const curl = await promisify(execFile)("curl", ["-s", "-w", "\n%{http_code}", "--aws-sigv4", `aws:amz:${region}:s3`, "--user", `${signing.id}:${signing.key}`, `http://127.0.0.1:${port}/docs/people.csv`], { encoding: "utf8" });
+    const curl = await promisify(execFile)(
+      "curl",
+      [
+        "-s",
+        "-w",
+        "\n%{http_code}",
+        "--aws-sigv4",
+        `aws:amz:${region}:s3`,
+        "--user",
+        `${signing.id}:${signing.key}`,
+        `http://127.0.0.1:${port}/docs/people.csv`,
+      ],
+      { encoding: "utf8" },
+    );
     assert.equal(curl.stdout, "users.id,users.email,users.secret\n,a@example.com,\n\n200", curl.stderr);
 
-    assert.deepEqual((await sdk.send(new ListObjectsV2Command({ Bucket: "docs" }))).Contents?.map((c) => c.Key), ["people.csv"]);
+    assert.deepEqual(
+      (await sdk.send(new ListObjectsV2Command({ Bucket: "docs" }))).Contents?.map((c) => c.Key),
+      ["people.csv"],
+    );
     const wrongKey = client(port, { accessKeyId: signing.id, secretAccessKey: "not-the-key" });
     assert.deepEqual(await refusal(wrongKey.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))), { code: "AccessDenied", status: 403 });
     const profileOnly = client(port, { accessKeyId: "AKIDSOMEONE", secretAccessKey: signing.key });
@@ -148,7 +185,11 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
 
     const audit = await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT");
     const denied = audit.filter((m) => m.data.category === "objectstore" && m.data.event === "connection.denied").map((m) => String(m.data.details?.reason));
-    for (const reason of [/signature does not match/, /not the profile's/, /more than 5 minutes old/, /replayed/, /no credentials/]) assert.ok(denied.some((r) => reason.test(r)), `${reason} audited: ${denied.join(" | ")}`);
+    for (const reason of [/signature does not match/, /not the profile's/, /more than 5 minutes old/, /replayed/, /no credentials/])
+      assert.ok(
+        denied.some((r) => reason.test(r)),
+        `${reason} audited: ${denied.join(" | ")}`,
+      );
     const text2 = JSON.stringify(audit.map((m) => m.data));
     assert.ok(!text2.includes(signing.key), "the export's signing key is not in the audit log");
     for (const c of [sdk, wrongKey, profileOnly, skewed]) c.destroy();
@@ -160,24 +201,42 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     const fake = createServer((req, res) => {
       const signedRequest = signedRequestFrom({ method: req.method!, url: req.url!, headers: req.headersDistinct, bodySha256: emptySha256, convention: "s3" });
       const parsed = parseSignature(signedRequest);
-      if (!("error" in parsed)) seen.push({ accessKeyId: parsed.accessKeyId, matches: signatureMatches(storeKey.secretAccessKey, signedRequest, parsed), scope: `${parsed.scope.region}/${parsed.scope.service}` });
+      if (!("error" in parsed))
+        seen.push({
+          accessKeyId: parsed.accessKeyId,
+          matches: signatureMatches(storeKey.secretAccessKey, signedRequest, parsed),
+          scope: `${parsed.scope.region}/${parsed.scope.service}`,
+        });
       res.writeHead(404, { "content-type": "application/xml" }).end("<Error><Code>NoSuchKey</Code><Message>no such key here</Message></Error>");
     });
     await new Promise<void>((resolve) => fake.listen(0, "127.0.0.1", resolve));
-    const created = await call("PUT", "/export", body({ endpoint: `http://127.0.0.1:${(fake.address() as { port: number }).port}`, port: ports[1], cloudSigning: signing, credentials: storeKey }));
+    const created = await call(
+      "PUT",
+      "/export",
+      body({ endpoint: `http://127.0.0.1:${(fake.address() as { port: number }).port}`, port: ports[1], cloudSigning: signing, credentials: storeKey }),
+    );
     assert.equal(created.status, 200, JSON.stringify(created.body));
     const port: number = created.body.listen.port;
     await until("the export listens", () => listening(port));
     const sdk = client(port, { accessKeyId: signing.id, secretAccessKey: signing.key });
-    assert.deepEqual(await refusal(sdk.send(new GetObjectCommand({ Bucket: "docs", Key: "some key+(1).csv" }))), { code: "NoSuchKey", status: 404 }, "the store's answer passes, with its code");
+    assert.deepEqual(
+      await refusal(sdk.send(new GetObjectCommand({ Bucket: "docs", Key: "some key+(1).csv" }))),
+      { code: "NoSuchKey", status: 404 },
+      "the store's answer passes, with its code",
+    );
     assert.ok(seen.length > 0);
-    for (const one of seen) assert.deepEqual(one, { accessKeyId: storeKey.accessKeyId, matches: true, scope: "us-west-2/s3" }, "signed with the export's key, never the client's");
+    for (const one of seen)
+      assert.deepEqual(one, { accessKeyId: storeKey.accessKeyId, matches: true, scope: "us-west-2/s3" }, "signed with the export's key, never the client's");
     assert.equal((await call("DELETE", `/export?id=${created.body.id}`)).status, 200);
     fake.close();
     fake.closeAllConnections();
 
     // s3rver checks the access key id of what it is sent: an export with a key it does not know gets its refusal.
-    const unknown = await call("PUT", "/export", body({ port: ports[1], cloudSigning: signing, credentials: { accessKeyId: "AKIDUNKNOWN", secretAccessKey: "x" } }));
+    const unknown = await call(
+      "PUT",
+      "/export",
+      body({ port: ports[1], cloudSigning: signing, credentials: { accessKeyId: "AKIDUNKNOWN", secretAccessKey: "x" } }),
+    );
     assert.equal(unknown.status, 200, JSON.stringify(unknown.body));
     await until("the export listens again", () => listening(port));
     assert.deepEqual(await refusal(sdk.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))), { code: "InvalidAccessKeyId", status: 403 });
@@ -194,14 +253,33 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     const direct = client(store.port, s3rverCredentials);
     assert.equal(await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "signed.csv" }))).Body!.transformToString(), csv);
 
-    const signer = new SignatureV4({ service: "s3", region, credentials: { accessKeyId: signing.id, secretAccessKey: signing.key }, sha256: Hash.bind(null, "sha256"), uriEscapePath: false });
+    const signer = new SignatureV4({
+      service: "s3",
+      region,
+      credentials: { accessKeyId: signing.id, secretAccessKey: signing.key },
+      sha256: Hash.bind(null, "sha256"),
+      uriEscapePath: false,
+    });
     const good = "users.id\naccepted\n";
     const evil = "users.id\nattacker\n";
-    const done = await signer.sign({ method: "PUT", protocol: "http:", hostname: "127.0.0.1", port, path: "/docs/tampered.csv", query: {}, headers: { host: `127.0.0.1:${port}`, "content-length": String(good.length) }, body: good });
+    const done = await signer.sign({
+      method: "PUT",
+      protocol: "http:",
+      hostname: "127.0.0.1",
+      port,
+      path: "/docs/tampered.csv",
+      query: {},
+      headers: { host: `127.0.0.1:${port}`, "content-length": String(good.length) },
+      body: good,
+    });
     const { host: _host, ...headers } = done.headers;
     const tampered = await fetch(`http://127.0.0.1:${port}/docs/tampered.csv`, { method: "PUT", headers, body: evil }).catch((error: Error) => error);
     if (!(tampered instanceof Error)) assert.notEqual(tampered.status, 200, "the tampered body is refused");
-    assert.equal((await refusal(direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "tampered.csv" })))).status, 404, "the store holds no tampered object");
+    assert.equal(
+      (await refusal(direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "tampered.csv" })))).status,
+      404,
+      "the store holds no tampered object",
+    );
     sdk.destroy();
     direct.destroy();
   });

@@ -1,7 +1,16 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, request as httpRequest, type Server, type ServerResponse } from "node:http";
-import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListBucketsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import {
+  CopyObjectCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListBucketsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  type S3Client,
+} from "@aws-sdk/client-s3";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
@@ -17,18 +26,30 @@ import { listening, until } from "../../testkit/wait";
 
 const cluster = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
 const columns = ["users.id", "users.email", "users.login", "users.name", "users.clicks", "users.secret"];
-const records = populationIds.map((id, n) => ({ "users.id": id, "users.email": `${id || "nobody"}@example.com`, "users.login": `login-${id}`, "users.name": `Name ${id}`, "users.clicks": n, "users.secret": `s3cret-${n}` }));
+const records = populationIds.map((id, n) => ({
+  "users.id": id,
+  "users.email": `${id || "nobody"}@example.com`,
+  "users.login": `login-${id}`,
+  "users.name": `Name ${id}`,
+  "users.clicks": n,
+  "users.secret": `s3cret-${n}`,
+}));
 const csv = `${columns.join(",")}\n${records.map((r) => columns.map((c) => String(r[c as keyof typeof r])).join(",")).join("\n")}\n`;
 const json = JSON.stringify(records);
 const ndjson = `${records.map((r) => JSON.stringify(r)).join("\n")}\n`;
 
 /** A raw GET of the export: status, headers, and the body as far as it came (`complete`: the chunked answer ended properly). */
-function rawGet(port: number, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string; complete: boolean }> {
+function rawGet(
+  port: number,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string; complete: boolean }> {
   return new Promise((resolve, reject) => {
     const outgoing = httpRequest({ host: "127.0.0.1", port, path, headers }, (response) => {
       const chunks: Buffer[] = [];
       response.on("data", (chunk: Buffer) => chunks.push(chunk));
-      const settle = (complete: boolean) => resolve({ status: response.statusCode!, headers: response.headers, body: Buffer.concat(chunks).toString("utf8"), complete });
+      const settle = (complete: boolean) =>
+        resolve({ status: response.statusCode!, headers: response.headers, body: Buffer.concat(chunks).toString("utf8"), complete });
       response.on("end", () => settle(response.complete));
       response.on("error", () => settle(false));
       response.on("aborted", () => settle(false));
@@ -48,7 +69,13 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
   const dead = new Set<NodeProcess>();
   const live = () => nodes.find((n) => !dead.has(n))!;
   const call = (method: string, path: string, body?: unknown) => request(live(), method, path, body);
-  const objectstoreBody = (extra: Record<string, unknown> = {}) => ({ type: "objectstore", endpoint: store.endpoint, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, ...extra });
+  const objectstoreBody = (extra: Record<string, unknown> = {}) => ({
+    type: "objectstore",
+    endpoint: store.endpoint,
+    resolverGroup: "users-table",
+    metadata: { type: "platformUse", purposeId: "service" },
+    ...extra,
+  });
   const created = async (extra: Record<string, unknown>): Promise<Body> => {
     const answer = await call("PUT", "/export", objectstoreBody(extra));
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
@@ -58,7 +85,11 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
 
   /** What /redact/document makes of the same document: the engines are the same, so the export must give these bytes. */
   const redactedByJob = async (contentType: string, document: string): Promise<string> => {
-    const upload = await fetch(`${live().url}/redact/document?purposeId=service&type=platformUse&mappingGroup=users-table`, { method: "PUT", headers: { "content-type": contentType }, body: document });
+    const upload = await fetch(`${live().url}/redact/document?purposeId=service&type=platformUse&mappingGroup=users-table`, {
+      method: "PUT",
+      headers: { "content-type": contentType },
+      body: document,
+    });
     const job = (await upload.json()) as Body;
     assert.equal(upload.status, 200, JSON.stringify(job));
     await until("the redaction job completes", async () => (await call("GET", `/redact/progress?jobName=${job.jobName}`)).body.status === "complete");
@@ -69,12 +100,15 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     nats = await startNats();
     store = await S3Store.start(["docs", "hidden"]);
     ports = await freePorts(6);
-    nodes = await NodeProcess.startAll(["os-1", "os-2"].map((nodeId) => ({ nodeId, natsUrl: nats.url, env: { ...cluster, EXPORT_PORTS: `${ports[5]}-${ports[5]}` } })));
+    nodes = await NodeProcess.startAll(
+      ["os-1", "os-2"].map((nodeId) => ({ nodeId, natsUrl: nats.url, env: { ...cluster, EXPORT_PORTS: `${ports[5]}-${ports[5]}` } })),
+    );
     assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
     await createPopulation(call);
     nc = await connectTo(nats.url);
     direct = s3Client(store.port, { credentials: s3rverCredentials });
-    const put = (Bucket: string, Key: string, Body: string, ContentType?: string) => direct.send(new PutObjectCommand({ Bucket, Key, Body, ...(ContentType ? { ContentType } : {}) }));
+    const put = (Bucket: string, Key: string, Body: string, ContentType?: string) =>
+      direct.send(new PutObjectCommand({ Bucket, Key, Body, ...(ContentType ? { ContentType } : {}) }));
     await put("docs", "people.csv", csv, "text/csv");
     await put("docs", "people.json", json, "application/json");
     await put("docs", "people.ndjson", ndjson, "application/octet-stream");
@@ -108,7 +142,16 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
       [objectstoreBody({ formats: { csv: "csv" } }), "formats.csv"],
       [objectstoreBody({ resolverGroup: "nope" }), "resolverGroup"],
       [{ type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, buckets: ["docs"] }, "buckets"],
-      [{ type: "postgres", endpoint: "127.0.0.1:5432", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, credentials: { accessKeyId: "A", secretAccessKey: "B" } }, "credentials"],
+      [
+        {
+          type: "postgres",
+          endpoint: "127.0.0.1:5432",
+          resolverGroup: "users-table",
+          metadata: { type: "platformUse", purposeId: "service" },
+          credentials: { accessKeyId: "A", secretAccessKey: "B" },
+        },
+        "credentials",
+      ],
     ];
     for (const [body, path] of refused) {
       const answer = await call("PUT", "/export", body);
@@ -158,7 +201,10 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
       const raw = await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: key }))).Body!.transformToString();
       assert.ok(raw.includes("s3cret-0") && raw.includes("not-accepted@example.com"), `${key}: the store itself hands out every row and field`);
       const expected = await redactedByJob(contentType, document);
-      for (const [what, sdk] of [["signed", client], ["unsigned", unsigned]] as const) {
+      for (const [what, sdk] of [
+        ["signed", client],
+        ["unsigned", unsigned],
+      ] as const) {
         const answer = await sdk.send(new GetObjectCommand({ Bucket: "docs", Key: key }));
         const text = await answer.Body!.transformToString();
         assert.equal(text, expected, `${key} (${what}): the export's bytes are the redaction engine's`);
@@ -184,7 +230,10 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     const users = traces.filter((t) => t.record.kind === "export.user" && t.record.exportId === body.id).map((t) => t.record.userId);
     for (const userId of ["accepted", "not-accepted", "child"]) assert.ok(users.includes(userId), `${userId} decided and traced`);
     const objects = traces.filter((t) => t.record.kind === "export.object" && t.record.exportId === body.id);
-    assert.ok(objects.some((t) => t.record.key === "people.csv" && t.record.outcome === "complete" && t.record.rowsIn === records.length), JSON.stringify(objects.map((o) => o.record)));
+    assert.ok(
+      objects.some((t) => t.record.key === "people.csv" && t.record.outcome === "complete" && t.record.rowsIn === records.length),
+      JSON.stringify(objects.map((o) => o.record)),
+    );
     client.destroy();
     unsigned.destroy();
   });
@@ -198,7 +247,11 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     const listing = await client.send(new ListObjectsV2Command({ Bucket: "docs", Prefix: "people" }));
     assert.deepEqual(listing.Contents?.map((c) => c.Key).sort(), ["people.csv", "people.json", "people.ndjson"]);
     const buckets = await client.send(new ListBucketsCommand({}));
-    assert.deepEqual(buckets.Buckets?.map((b) => b.Name), ["docs"], "a bucket outside `buckets` is not listed");
+    assert.deepEqual(
+      buckets.Buckets?.map((b) => b.Name),
+      ["docs"],
+      "a bucket outside `buckets` is not listed",
+    );
     assert.deepEqual((await direct.send(new ListBucketsCommand({}))).Buckets?.map((b) => b.Name).sort(), ["docs", "hidden"], "the store itself lists both");
 
     const hidden = await s3Failure(client.send(new GetObjectCommand({ Bucket: "hidden", Key: "people.csv" })));
@@ -223,7 +276,10 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
 
     const acl = await rawGet(ports[2]!, "/docs/people.csv?acl");
     assert.equal(acl.status, 501);
-    assert.match(acl.body, /<Error><Code>NotImplemented<\/Code><Message>[^<]+<\/Message><Resource>\/docs\/people.csv<\/Resource><RequestId>[0-9A-F]{16}<\/RequestId><\/Error>/);
+    assert.match(
+      acl.body,
+      /<Error><Code>NotImplemented<\/Code><Message>[^<]+<\/Message><Resource>\/docs\/people.csv<\/Resource><RequestId>[0-9A-F]{16}<\/RequestId><\/Error>/,
+    );
     assert.equal(acl.headers["x-amz-request-id"], /<RequestId>([0-9A-F]+)</.exec(acl.body)![1]);
     const v1 = await rawGet(ports[2]!, "/docs");
     assert.equal(v1.status, 501);
@@ -231,7 +287,9 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     assert.notEqual(/<RequestId>([0-9A-F]+)</.exec(again.body)![1], /<RequestId>([0-9A-F]+)</.exec(acl.body)![1], "a request id per request");
 
     const audit = await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT");
-    const refusals = audit.filter((m) => m.data.category === "objectstore" && m.data.event === "request.refused" && m.data.details?.exportId === body.id).map((m) => m.data.details?.code);
+    const refusals = audit
+      .filter((m) => m.data.category === "objectstore" && m.data.event === "request.refused" && m.data.details?.exportId === body.id)
+      .map((m) => m.data.details?.code);
     for (const code of ["AccessDenied", "NotImplemented"]) assert.ok(refusals.includes(code), `${code} audited: ${refusals.join(",")}`);
     client.destroy();
   });
@@ -240,11 +298,23 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     await created({ port: ports[3], buckets: ["docs"], allowWrites: true });
     const client = s3Client(ports[3]!);
     await client.send(new PutObjectCommand({ Bucket: "docs", Key: "written.csv", Body: csv, ContentType: "text/csv" }));
-    assert.equal(await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "written.csv" }))).Body!.transformToString(), csv, "the store got the body unchanged");
+    assert.equal(
+      await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "written.csv" }))).Body!.transformToString(),
+      csv,
+      "the store got the body unchanged",
+    );
     await client.send(new CopyObjectCommand({ Bucket: "docs", Key: "copied.csv", CopySource: "docs/written.csv" }));
     assert.equal(await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "copied.csv" }))).Body!.transformToString(), csv, "copied by the store");
-    assert.equal((await s3Failure(client.send(new PutObjectCommand({ Bucket: "hidden", Key: "x.csv", Body: csv })))).code, "AccessDenied", "a bucket outside `buckets` is refused");
-    assert.equal((await s3Failure(client.send(new CopyObjectCommand({ Bucket: "docs", Key: "y.csv", CopySource: "hidden/people.csv" })))).code, "AccessDenied", "a copy's source outside `buckets` too");
+    assert.equal(
+      (await s3Failure(client.send(new PutObjectCommand({ Bucket: "hidden", Key: "x.csv", Body: csv })))).code,
+      "AccessDenied",
+      "a bucket outside `buckets` is refused",
+    );
+    assert.equal(
+      (await s3Failure(client.send(new CopyObjectCommand({ Bucket: "docs", Key: "y.csv", CopySource: "hidden/people.csv" })))).code,
+      "AccessDenied",
+      "a copy's source outside `buckets` too",
+    );
     await assert.rejects(direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "y.csv" })), "nothing was copied out of a hidden bucket");
     await client.send(new DeleteObjectCommand({ Bucket: "docs", Key: "written.csv" }));
     const gone = await s3Failure(direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "written.csv" })));

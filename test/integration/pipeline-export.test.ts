@@ -16,7 +16,14 @@ const cluster = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
 const advice = "urn:service:attribute:message:summary";
 
 /** A record of the users-table mapping group for a user: every field the mapping knows, and one it does not. */
-const recordOf = (userId: string, n = 0) => ({ "users.id": userId, "users.email": `${userId}${n}@example.com`, "users.login": `login-${userId}`, "users.name": `Name ${userId}`, "users.clicks": n, "users.secret": `s3cret-${n}` });
+const recordOf = (userId: string, n = 0) => ({
+  "users.id": userId,
+  "users.email": `${userId}${n}@example.com`,
+  "users.login": `login-${userId}`,
+  "users.name": `Name ${userId}`,
+  "users.clicks": n,
+  "users.secret": `s3cret-${n}`,
+});
 
 /** What a pipeline answer must say, from PUT /redact/record for the same record. */
 interface Expected {
@@ -42,7 +49,12 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
   const dead = new Set<NodeProcess>();
   const live = () => nodes.find((n) => !dead.has(n))!;
   const call = (method: string, path: string, body?: unknown) => request(live(), method, path, body);
-  const pipelineBody = (extra: Record<string, unknown> = {}) => ({ type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, ...extra });
+  const pipelineBody = (extra: Record<string, unknown> = {}) => ({
+    type: "pipeline",
+    resolverGroup: "users-table",
+    metadata: { type: "platformUse", purposeId: "service" },
+    ...extra,
+  });
   const expectations = new Map<string, Expected>();
 
   const expectedFor = async (record: Record<string, unknown>): Promise<Expected> => {
@@ -65,7 +77,9 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
   before(async () => {
     nats = await startNats();
     ports = await freePorts(4);
-    nodes = await NodeProcess.startAll(["pipe-1", "pipe-2"].map((nodeId) => ({ nodeId, natsUrl: nats.url, env: { ...cluster, EXPORT_PORTS: `${ports[3]}-${ports[3]}` } })));
+    nodes = await NodeProcess.startAll(
+      ["pipe-1", "pipe-2"].map((nodeId) => ({ nodeId, natsUrl: nats.url, env: { ...cluster, EXPORT_PORTS: `${ports[3]}-${ports[3]}` } })),
+    );
     assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
     await createPopulation(call);
     nc = await connectTo(nats.url);
@@ -97,7 +111,11 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
     const id: string = created.body.id;
     assert.equal(created.body.type, "pipeline");
     assert.equal(created.body.endpoint, undefined);
-    assert.deepEqual(created.body.subjects, { request: `warden.pipeline.${id}.request`, input: `warden.pipeline.${id}.in`, output: `warden.pipeline.${id}.out` });
+    assert.deepEqual(created.body.subjects, {
+      request: `warden.pipeline.${id}.request`,
+      input: `warden.pipeline.${id}.in`,
+      output: `warden.pipeline.${id}.out`,
+    });
     await until("the HTTP port answers", () => listening(ports[0]!));
     const one = await post(ports[0]!, JSON.stringify(recordOf("accepted")), "application/json");
     assert.equal(one.status, 200, one.text);
@@ -108,7 +126,10 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
 
     assert.equal((await call("PUT", `/export/stop?id=${id}`)).body.status, "inactive");
     await until("the HTTP port closes", async () => !(await listening(ports[0]!)));
-    await assert.rejects(nc.request(`warden.pipeline.${id}.request`, JSON.stringify(recordOf("accepted")), { timeout: 1000 }), "no node answers a stopped export's requests");
+    await assert.rejects(
+      nc.request(`warden.pipeline.${id}.request`, JSON.stringify(recordOf("accepted")), { timeout: 1000 }),
+      "no node answers a stopped export's requests",
+    );
     assert.equal((await call("PUT", `/export/start?id=${id}`)).body.status, "active");
     await until("the HTTP port opens again", () => listening(ports[0]!));
     const reply = await nc.request(`warden.pipeline.${id}.request`, JSON.stringify(recordOf("accepted")), { timeout: 5000 });
@@ -128,7 +149,10 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
     records.push({ "users.email": "nobody@example.com" } as never, { "users.id": "accepted", "users.name": { nested: "object" } } as never);
     const expected = await Promise.all(records.map((record) => expectedFor(record)));
     assert.ok(expected.some((e) => e.dropped) && expected.some((e) => !e.dropped), "the population has kept and dropped records");
-    assert.ok(expected.some((e) => !e.dropped && /; emptied .*users\.secret \(not in the mapping group\)/.test(e.advice)), `the advice of a kept record names the emptied fields and why: ${JSON.stringify(expected)}`);
+    assert.ok(
+      expected.some((e) => !e.dropped && /; emptied .*users\.secret \(not in the mapping group\)/.test(e.advice)),
+      `the advice of a kept record names the emptied fields and why: ${JSON.stringify(expected)}`,
+    );
 
     for (const [index, record] of records.entries()) {
       const single = await post(ports[1]!, JSON.stringify(record), "application/json");
@@ -144,9 +168,16 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
     const stream = await post(ports[1]!, `${lines.join("\n")}\n`, "application/x-ndjson");
     assert.equal(stream.status, 200);
     assert.equal(stream.type, "application/x-ndjson");
-    const answers = stream.text.trimEnd().split("\n").map((line) => JSON.parse(line) as Body);
+    const answers = stream.text
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Body);
     assert.equal(answers.length, records.length + 1);
-    assert.deepEqual(answers[3], { dropped: true, error: { code: "ERR_PIPELINE_RECORD_INVALID", message: "line 4 is not JSON" }, advice: [{ id: advice, value: "Refused: line 4 is not JSON." }] });
+    assert.deepEqual(answers[3], {
+      dropped: true,
+      error: { code: "ERR_PIPELINE_RECORD_INVALID", message: "line 4 is not JSON" },
+      advice: [{ id: advice, value: "Refused: line 4 is not JSON." }],
+    });
     answers.splice(3, 1);
     answers.forEach((answer, index) => assertSame(answer, expected[index]!, `NDJSON line ${index}`));
 
@@ -182,12 +213,18 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
     }
     clearTimeout(timeout);
     assert.equal(streamed.length, records.length + 1, "every published record is answered");
-    assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b), "answers in input order");
+    assert.deepEqual(
+      seqs,
+      [...seqs].sort((a, b) => a - b),
+      "answers in input order",
+    );
     assert.equal(streamed[records.length].error.code, "ERR_PIPELINE_RECORD_INVALID");
     streamed.slice(0, records.length).forEach((answer, index) => assertSame(answer, expected[index]!, `streamed record ${index}`));
 
     // Audit (spec 6): the export's port and subjects, in the category pipeline.
-    const audit = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.pipeline.>")).filter((m) => (m.data.details as { exportId?: string } | undefined)?.exportId === id);
+    const audit = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.pipeline.>")).filter(
+      (m) => (m.data.details as { exportId?: string } | undefined)?.exportId === id,
+    );
     assert.ok(audit.some((m) => m.data.event === "port.opened" && m.subject === "warden.audit.pipeline.info"));
     assert.ok(audit.some((m) => m.data.event === "subjects.opened" && m.subject === "warden.audit.pipeline.info"));
     assert.ok(audit.some((m) => m.data.event === "connection.unauthenticated" && m.subject === "warden.audit.pipeline.debug"));
@@ -208,11 +245,16 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
     await until("a node serves the export", async () => (await serving()) !== undefined);
     const publishing = (async () => {
       for (let n = 0; n < total; n += 100) {
-        await Promise.all(Array.from({ length: Math.min(100, total - n) }, (_, i) => js.publish(`warden.pipeline.${id}.in`, JSON.stringify(recordAt(n + i)), { msgID: `record-${n + i}` })));
+        await Promise.all(
+          Array.from({ length: Math.min(100, total - n) }, (_, i) =>
+            js.publish(`warden.pipeline.${id}.in`, JSON.stringify(recordAt(n + i)), { msgID: `record-${n + i}` }),
+          ),
+        );
       }
     })();
     const jsm = await jetstreamManager(nc);
-    const answered = async () => (await jsm.streams.info("WARDEN_PIPELINE_OUT", { subjects_filter: `warden.pipeline.${id}.out` })).state.subjects?.[`warden.pipeline.${id}.out`] ?? 0;
+    const answered = async () =>
+      (await jsm.streams.info("WARDEN_PIPELINE_OUT", { subjects_filter: `warden.pipeline.${id}.out` })).state.subjects?.[`warden.pipeline.${id}.out`] ?? 0;
     await until("some records are answered", async () => (await answered()) > 200);
     const servingNode = await serving();
     const killed = nodes.find((n) => n.nodeId === servingNode);
@@ -231,11 +273,22 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
       inputIds.push(msg.headers?.get("Warden-Input-Msg-Id") ?? "");
       if (inputIds.length === total) break;
     }
-    assert.deepEqual(inputIds, Array.from({ length: total }, (_, n) => `record-${n}`), "each record once, in the order published");
+    assert.deepEqual(
+      inputIds,
+      Array.from({ length: total }, (_, n) => `record-${n}`),
+      "each record once, in the order published",
+    );
     out.forEach(({ data }, n) => {
       const base = expected[n % users.length]!;
       const record = recordAt(n);
-      const want: Expected = base.dropped ? base : { ...base, record: Object.fromEntries(Object.entries(base.record!).map(([field, value]) => [field, value === null ? null : (record as Record<string, unknown>)[field]])) };
+      const want: Expected = base.dropped
+        ? base
+        : {
+            ...base,
+            record: Object.fromEntries(
+              Object.entries(base.record!).map(([field, value]) => [field, value === null ? null : (record as Record<string, unknown>)[field]]),
+            ),
+          };
       assertSame(data, want, `record ${n}`);
     });
     assert.notEqual(await serving(), killed.nodeId, "the surviving node serves the export");

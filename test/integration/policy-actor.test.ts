@@ -70,22 +70,42 @@ describe("the policy actor", () => {
 
   test("section writes upsert by stable id, and a mapping group is redefined by name", async () => {
     const before = (await ref().get()).config;
-    const result = await ref().write({ write: { section: "categories", items: [{ stableId: "usage", name: "Product usage", fields: [{ stableId: "usage.clicks", name: "Clicks" }] }, { stableId: "billing", name: "Billing", fields: [] }] }, by });
+    const result = await ref().write({
+      write: {
+        section: "categories",
+        items: [
+          { stableId: "usage", name: "Product usage", fields: [{ stableId: "usage.clicks", name: "Clicks" }] },
+          { stableId: "billing", name: "Billing", fields: [] },
+        ],
+      },
+      by,
+    });
     assert.equal(result.changed, true);
     const after = (await ref().get()).config;
-    assert.deepEqual(after.categories.map((c) => c.stableId), [...before.categories.map((c) => c.stableId), "billing"]);
+    assert.deepEqual(
+      after.categories.map((c) => c.stableId),
+      [...before.categories.map((c) => c.stableId), "billing"],
+    );
     assert.equal(after.categories.find((c) => c.stableId === "usage")!.name, "Product usage");
 
-    await ref().write({ write: { section: "mappingGroup", group: { name: "events-csv", fieldMappings: [{ recordField: "uid", resourceContext: true }] } }, by });
+    await ref().write({
+      write: { section: "mappingGroup", group: { name: "events-csv", fieldMappings: [{ recordField: "uid", resourceContext: true }] } },
+      by,
+    });
     const groups = (await ref().get()).config.mappingGroups;
-    assert.deepEqual(groups.find((g) => g.name === "events-csv"), { name: "events-csv", fieldMappings: [{ recordField: "uid", resourceContext: true }] });
+    assert.deepEqual(
+      groups.find((g) => g.name === "events-csv"),
+      { name: "events-csv", fieldMappings: [{ recordField: "uid", resourceContext: true }] },
+    );
     assert.equal(groups.length, 2);
   });
 
   test("deleting an item that is still referenced is refused with the references; an unreferenced one goes", async () => {
     const { revision, config } = await ref().get();
     // Which of the two racing If-Match writes won decides whether user access names 'identity'.
-    const userAccessReference = config.userAccess.categoryIds.includes("identity") ? [{ path: "/userAccess/categoryIds/0", problem: "unknown category 'identity'" }] : [];
+    const userAccessReference = config.userAccess.categoryIds.includes("identity")
+      ? [{ path: "/userAccess/categoryIds/0", problem: "unknown category 'identity'" }]
+      : [];
     await assert.rejects(
       ref().remove({ kind: "category", id: "identity", by }),
       rejection("CONFIG_REFERENCED", (e) =>
@@ -107,13 +127,16 @@ describe("the policy actor", () => {
   test("every revision is kept in the history: what changed, when and by whom", async () => {
     const current = (await ref().get()).revision;
     const records = await Promise.all(Array.from({ length: current }, (_, i) => runtime.client.ref(policyRevision, `default.${i + 1}`).get()));
-    assert.deepEqual(records.map((r) => [r!.revision, r!.change, r!.by]), [
-      [1, "replaced the whole configuration", by],
-      [2, "wrote userAccess", by],
-      [3, "wrote categories", by],
-      [4, "wrote mappingGroup", by],
-      [5, "removed category 'billing'", by],
-    ]);
+    assert.deepEqual(
+      records.map((r) => [r!.revision, r!.change, r!.by]),
+      [
+        [1, "replaced the whole configuration", by],
+        [2, "wrote userAccess", by],
+        [3, "wrote categories", by],
+        [4, "wrote mappingGroup", by],
+        [5, "removed category 'billing'", by],
+      ],
+    );
     assert.deepEqual(records[4]!.config, (await ref().get()).config);
   });
 });

@@ -36,7 +36,23 @@ function serverCertificate(dir: string, ca: { certFile: string; keyFile: string 
   const extensions = join(dir, "server.ext");
   writeFileSync(extensions, "subjectAltName=DNS:localhost\n");
   openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", request, "-subj", "/CN=localhost"]);
-  openssl(["x509", "-req", "-in", request, "-CA", ca.certFile, "-CAkey", ca.keyFile, "-CAcreateserial", "-out", certFile, "-days", "2", "-extfile", extensions]);
+  openssl([
+    "x509",
+    "-req",
+    "-in",
+    request,
+    "-CA",
+    ca.certFile,
+    "-CAkey",
+    ca.keyFile,
+    "-CAcreateserial",
+    "-out",
+    certFile,
+    "-days",
+    "2",
+    "-extfile",
+    extensions,
+  ]);
   // PostgreSQL refuses a key others can read.
   chmodSync(keyFile, 0o600);
   return { certFile, keyFile };
@@ -57,7 +73,14 @@ describe("PostgreSQL exports: TLS to the backend (backendTls)", () => {
   /** An export of the users table in front of `endpoint` with these backend TLS fields; its port. */
   async function exportWith(name: string, endpoint: string, tls: Record<string, unknown>): Promise<number> {
     const port = await freePort();
-    const created = await call("PUT", "/export", { type: "postgres", endpoint, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port, ...tls });
+    const created = await call("PUT", "/export", {
+      type: "postgres",
+      endpoint,
+      resolverGroup: "users-table",
+      metadata: { type: "platformUse", purposeId: "service" },
+      port,
+      ...tls,
+    });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     exportPorts.set(name, port);
     return port;
@@ -67,7 +90,14 @@ describe("PostgreSQL exports: TLS to the backend (backendTls)", () => {
   async function connectThrough(name: string, applicationName = "backend-tls-test"): Promise<Client> {
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const client = new Client({ host: "127.0.0.1", port: exportPorts.get(name)!, user: roles.scram.user, password: roles.scram.password, database: "app", application_name: applicationName });
+      const client = new Client({
+        host: "127.0.0.1",
+        port: exportPorts.get(name)!,
+        user: roles.scram.user,
+        password: roles.scram.password,
+        database: "app",
+        application_name: applicationName,
+      });
       try {
         await client.connect();
         return client;
@@ -91,7 +121,10 @@ describe("PostgreSQL exports: TLS to the backend (backendTls)", () => {
     ca = readFileSync(authority.certFile, "utf8");
     otherCa = readFileSync(certificateAuthority(dir, "other-ca").certFile, "utf8");
     postgresSystemUser([dir, server.certFile, server.keyFile]);
-    tlsPg = await PostgresServer.start({ hba: populationHba, settings: { ssl: "on", ssl_cert_file: `'${server.certFile}'`, ssl_key_file: `'${server.keyFile}'` } });
+    tlsPg = await PostgresServer.start({
+      hba: populationHba,
+      settings: { ssl: "on", ssl_cert_file: `'${server.certFile}'`, ssl_key_file: `'${server.keyFile}'` },
+    });
     plainPg = await PostgresServer.start({ hba: populationHba });
     createAppDatabase(tlsPg);
     createAppDatabase(plainPg);
@@ -187,12 +220,22 @@ describe("PostgreSQL exports: TLS to the backend (backendTls)", () => {
     const disabled = listed.body.exports.find((e: { listen: { port: number } }) => e.listen.port === exportPorts.get("disable"));
     assert.equal(disabled.backendTls, undefined);
 
-    const base = { type: "postgres", endpoint: `127.0.0.1:${tlsPg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } };
+    const base = {
+      type: "postgres",
+      endpoint: `127.0.0.1:${tlsPg.port}`,
+      resolverGroup: "users-table",
+      metadata: { type: "platformUse", purposeId: "service" },
+    };
     const refusals: Array<[Record<string, unknown>, number, string, string | undefined]> = [
       [{ ...base, type: "pipeline", endpoint: undefined, backendTls: "require" }, 400, "ERR_EXPORT_INVALID", "backendTls"],
       [{ ...base, backendTls: "require", backendCa: ca }, 400, "ERR_EXPORT_INVALID", "backendCa"],
       [{ ...base, backendTls: "verify-full", backendCa: "not a certificate" }, 400, "ERR_EXPORT_INVALID", "backendCa"],
-      [{ ...base, backendTls: "verify-full", backendCa: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n" }, 400, "ERR_EXPORT_INVALID", "backendCa"],
+      [
+        { ...base, backendTls: "verify-full", backendCa: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n" },
+        400,
+        "ERR_EXPORT_INVALID",
+        "backendCa",
+      ],
       [{ ...base, backendTls: "allow" }, 400, "ERR_REQUEST_INVALID", undefined],
     ];
     for (const [body, status, code, path] of refusals) {

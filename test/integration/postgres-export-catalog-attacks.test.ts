@@ -16,7 +16,6 @@ import { WireClient } from "../helpers/pg-wire";
 import { CatalogExports, DROPPED, droppedEmail } from "../fixtures/postgres-catalog";
 import { roles } from "../fixtures/postgres-population";
 
-
 describe("PostgreSQL exports: catalog reads do not read back state a statement set from values", () => {
   const world = new CatalogExports();
   let pg: PostgresServer;
@@ -66,12 +65,12 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
     // and objects a DBA (or an extension) put into the catalog schemas that read users.
     await world.start("pg-catalog-attacks-1", {
       setupSql: [
-          "CREATE FUNCTION public.user_cursor(uid text) RETURNS refcursor LANGUAGE plpgsql SECURITY DEFINER AS $$ DECLARE c refcursor; BEGIN OPEN c FOR EXECUTE format('SELECT %L::text AS email', (SELECT email FROM users WHERE id = uid)); RETURN c; END $$",
-          "CREATE FUNCTION public.contacts_of(anyelement) RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
-          "CREATE VIEW information_schema.user_contacts AS SELECT email FROM public.users",
-          "GRANT SELECT ON information_schema.user_contacts TO PUBLIC",
-          "CREATE FUNCTION pg_catalog.app_contacts() RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
-        ].join("; "),
+        "CREATE FUNCTION public.user_cursor(uid text) RETURNS refcursor LANGUAGE plpgsql SECURITY DEFINER AS $$ DECLARE c refcursor; BEGIN OPEN c FOR EXECUTE format('SELECT %L::text AS email', (SELECT email FROM users WHERE id = uid)); RETURN c; END $$",
+        "CREATE FUNCTION public.contacts_of(anyelement) RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
+        "CREATE VIEW information_schema.user_contacts AS SELECT email FROM public.users",
+        "GRANT SELECT ON information_schema.user_contacts TO PUBLIC",
+        "CREATE FUNCTION pg_catalog.app_contacts() RETURNS text LANGUAGE sql SECURITY DEFINER AS 'SELECT string_agg(email, '','') FROM public.users'",
+      ].join("; "),
     });
     ({ pg, readOnlyPort, forbidden } = world);
   });
@@ -91,10 +90,16 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
     "the random generator seeded with each character of a value (setseed), read by random()": async (port) => {
       // What random() first returns after each seed: the attacker's own table, made on any server.
       const seeds = Array.from({ length: 95 }, (_, i) => i + 32);
-      const firsts = await session(pg.port, seeds.flatMap((code) => [`SELECT setseed(${code} / 256.0)`, "SELECT random()"]));
+      const firsts = await session(
+        pg.port,
+        seeds.flatMap((code) => [`SELECT setseed(${code} / 256.0)`, "SELECT random()"]),
+      );
       const codeOf = new Map(seeds.map((code, i) => [firsts[2 * i + 1]!, code]));
       const positions = Array.from({ length: droppedEmail.length }, (_, i) => i + 1);
-      const read = await session(port, positions.flatMap((i) => [`SELECT setseed(ascii(substr(email, ${i}, 1)) / 256.0) FROM users WHERE id = '${DROPPED}'`, "SELECT pg_catalog.random()"]));
+      const read = await session(
+        port,
+        positions.flatMap((i) => [`SELECT setseed(ascii(substr(email, ${i}, 1)) / 256.0) FROM users WHERE id = '${DROPPED}'`, "SELECT pg_catalog.random()"]),
+      );
       return positions.map((_, i) => String.fromCharCode(codeOf.get(read[2 * i + 1]!) ?? 63)).join("");
     },
     "TimeZone set to an abbreviation spelling a value (set_config), read by to_char": async (port) =>
@@ -107,7 +112,12 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
     "a cursor an application function opened over text that embeds a value, read by pg_cursor()": async (port) =>
       (await session(port, ["BEGIN", `SELECT public.user_cursor('${DROPPED}')`, "SELECT name, statement FROM pg_catalog.pg_cursor()", "COMMIT"])).join("\n"),
     "attribute notation: c.contacts_of calls a function of any row (anyelement) that reads users": async (port) =>
-      (await session(port, ["SELECT c.contacts_of FROM pg_catalog.pg_class c WHERE c.relname = 'pg_class'", "SELECT (c).contacts_of FROM pg_catalog.pg_class c WHERE c.relname = 'pg_class'"])).join("\n"),
+      (
+        await session(port, [
+          "SELECT c.contacts_of FROM pg_catalog.pg_class c WHERE c.relname = 'pg_class'",
+          "SELECT (c).contacts_of FROM pg_catalog.pg_class c WHERE c.relname = 'pg_class'",
+        ])
+      ).join("\n"),
     "a view a DBA created in information_schema, and a function in pg_catalog, that read users": async (port) =>
       (await session(port, ["SELECT * FROM information_schema.user_contacts", "SELECT pg_catalog.app_contacts()"])).join("\n"),
     "a Parse of a catalog read under the name of a prepared statement over users (refused: the name is taken), then Bind": (port) =>

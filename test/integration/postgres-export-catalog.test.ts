@@ -21,7 +21,6 @@ import { CatalogExports, DROPPED, droppedEmail } from "../fixtures/postgres-cata
 import { roles } from "../fixtures/postgres-population";
 import { rowsOf, WireClient } from "../helpers/pg-wire";
 
-
 describe("PostgreSQL exports: schema browsing (catalog reads pass, values in the catalog do not)", () => {
   const world = new CatalogExports();
   const { leaked } = world;
@@ -47,7 +46,10 @@ describe("PostgreSQL exports: schema browsing (catalog reads pass, values in the
 
   before(async () => {
     // pg_statistic is for superusers only; a role granted it (as monitoring roles often are) shows the attack.
-    await world.start("pg-catalog-1", { setupSql: `ALTER TABLE users ADD PRIMARY KEY (email); ANALYZE users; GRANT SELECT ON pg_catalog.pg_statistic TO ${roles.scram.user}`, writable: true });
+    await world.start("pg-catalog-1", {
+      setupSql: `ALTER TABLE users ADD PRIMARY KEY (email); ANALYZE users; GRANT SELECT ON pg_catalog.pg_statistic TO ${roles.scram.user}`,
+      writable: true,
+    });
     ({ pg, readOnlyPort, writablePort } = world);
   });
 
@@ -82,23 +84,30 @@ describe("PostgreSQL exports: schema browsing (catalog reads pass, values in the
     const compiled = spawnSync("javac", ["-cp", jdbcJar, "-d", dir, source], { encoding: "utf8" });
     assert.equal(compiled.status, 0, compiled.stderr);
     const run = (port: number) => {
-      const out = spawnSync("java", ["-cp", `${dir}:${jdbcJar}`, "MetadataClient", `jdbc:postgresql://127.0.0.1:${port}/app`, roles.scram.user, roles.scram.password], { encoding: "utf8", timeout: 60_000 });
+      const out = spawnSync(
+        "java",
+        ["-cp", `${dir}:${jdbcJar}`, "MetadataClient", `jdbc:postgresql://127.0.0.1:${port}/app`, roles.scram.user, roles.scram.password],
+        { encoding: "utf8", timeout: 60_000 },
+      );
       assert.equal(out.status, 0, out.stderr);
       return out.stdout.trim().split("\n");
     };
     const direct = run(pg.port);
-    for (const expected of ["table|users|TABLE", "columns1|email|text|2|NO", "columns7|email|text|2|NO", "key|users|email|1"]) assert.ok(direct.includes(expected), `${expected} directly: ${direct.join(" / ")}`);
+    for (const expected of ["table|users|TABLE", "columns1|email|text|2|NO", "columns7|email|text|2|NO", "key|users|email|1"])
+      assert.ok(direct.includes(expected), `${expected} directly: ${direct.join(" / ")}`);
     assert.deepEqual(run(readOnlyPort), direct);
   });
 
   describe("values the catalog holds or reaches: each leaks directly and not through the export", () => {
     const attacks: Record<string, string> = {
       "column statistics (pg_stats)": "SELECT histogram_bounds::text FROM pg_stats WHERE tablename = 'users' AND attname = 'email'",
-      "column statistics (pg_statistic)": "SELECT stavalues1::text FROM pg_catalog.pg_statistic s JOIN pg_catalog.pg_class c ON c.oid = s.starelid WHERE c.relname = 'users'",
+      "column statistics (pg_statistic)":
+        "SELECT stavalues1::text FROM pg_catalog.pg_statistic s JOIN pg_catalog.pg_class c ON c.oid = s.starelid WHERE c.relname = 'users'",
       "query_to_xml runs a statement given as text": "SELECT pg_catalog.query_to_xml('SELECT email FROM users', true, false, '')::text",
       "table_to_xml reads a table": "SELECT table_to_xml('users', true, false, '')::text",
       "a subquery inside a catalog read": "SELECT c.relname, (SELECT string_agg(email, ',') FROM users) FROM pg_catalog.pg_class c WHERE c.relname = 'users'",
-      "a WITH entry naming a later one that is a real table": "WITH a AS (SELECT * FROM users), users AS (SELECT relname FROM pg_catalog.pg_class) SELECT * FROM a",
+      "a WITH entry naming a later one that is a real table":
+        "WITH a AS (SELECT * FROM users), users AS (SELECT relname FROM pg_catalog.pg_class) SELECT * FROM a",
     };
     for (const [name, sql] of Object.entries(attacks)) {
       test(name, async () => {
@@ -115,7 +124,10 @@ describe("PostgreSQL exports: schema browsing (catalog reads pass, values in the
 
   test("an advisory lock keyed by a value, then pg_locks: leaks directly and not through the export", async () => {
     // The lock is taken by a row-by-row statement (its row is dropped, its function still runs): the catalog must not show the key.
-    const statements = [`SELECT pg_advisory_lock(ascii(substr(email, 1, 1))) FROM users WHERE id = '${DROPPED}'`, "SELECT objid::int FROM pg_catalog.pg_locks WHERE locktype = 'advisory'"];
+    const statements = [
+      `SELECT pg_advisory_lock(ascii(substr(email, 1, 1))) FROM users WHERE id = '${DROPPED}'`,
+      "SELECT objid::int FROM pg_catalog.pg_locks WHERE locktype = 'advisory'",
+    ];
     const run = async (port: number) => {
       const client = new Client({ host: "127.0.0.1", port, user: roles.scram.user, password: roles.scram.password, database: "app" });
       await client.connect();
@@ -136,11 +148,20 @@ describe("PostgreSQL exports: schema browsing (catalog reads pass, values in the
     const run = async (port: number) => {
       const wire = await WireClient.connect(port, roles.trusted.user, "app");
       try {
-        wire.send(encodeParse({ statement: "s1", sql: catalogRead, parameterTypes: [] }), encodeBind({ portal: "", statement: "s1", parameterFormats: [], parameters: [], resultFormats: [] }), encodeExecute({ portal: "", maxRows: 0 }), encodeSync());
+        wire.send(
+          encodeParse({ statement: "s1", sql: catalogRead, parameterTypes: [] }),
+          encodeBind({ portal: "", statement: "s1", parameterFormats: [], parameters: [], resultFormats: [] }),
+          encodeExecute({ portal: "", maxRows: 0 }),
+          encodeSync(),
+        );
         const before = rowsOf(await wire.until((m) => m.code === "Z"));
         wire.send(encodeQuery(swap));
         await wire.until((m) => m.code === "Z");
-        wire.send(encodeBind({ portal: "", statement: "s1", parameterFormats: [], parameters: [], resultFormats: [] }), encodeExecute({ portal: "", maxRows: 0 }), encodeSync());
+        wire.send(
+          encodeBind({ portal: "", statement: "s1", parameterFormats: [], parameters: [], resultFormats: [] }),
+          encodeExecute({ portal: "", maxRows: 0 }),
+          encodeSync(),
+        );
         const after = await wire.until((m) => m.code === "Z");
         wire.send(encodeQuery(`PREPARE s2 AS ${catalogRead}`));
         await wire.until((m) => m.code === "Z");
@@ -148,7 +169,11 @@ describe("PostgreSQL exports: schema browsing (catalog reads pass, values in the
         await wire.until((m) => m.code === "Z");
         wire.send(encodeQuery("EXECUTE s2"));
         const sqlLevel = await wire.until((m) => m.code === "Z");
-        return { before, after: after.map((m) => m.code + m.body.toString("latin1")).join(""), sqlLevel: sqlLevel.map((m) => m.code + m.body.toString("latin1")).join("") };
+        return {
+          before,
+          after: after.map((m) => m.code + m.body.toString("latin1")).join(""),
+          sqlLevel: sqlLevel.map((m) => m.code + m.body.toString("latin1")).join(""),
+        };
       } finally {
         wire.close();
       }

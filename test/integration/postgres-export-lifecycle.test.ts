@@ -30,14 +30,19 @@ async function answers(port: number): Promise<boolean> {
   }
 }
 
-
 describe("PostgreSQL export lifecycle (spec 3.1)", () => {
   let nats: NatsServerProcess;
   let pg: PostgresServer;
   let nodes: NodeProcess[] = [];
   let ports: number[];
   const call = (method: string, path: string, body?: unknown, node = nodes[0]!) => request(node, method, path, body);
-  const body = (extra: Record<string, unknown> = {}) => ({ type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, ...extra });
+  const body = (extra: Record<string, unknown> = {}) => ({
+    type: "postgres",
+    endpoint: `127.0.0.1:${pg.port}`,
+    resolverGroup: "users-table",
+    metadata: { type: "platformUse", purposeId: "service" },
+    ...extra,
+  });
 
   before(async () => {
     pg = await PostgresServer.start({ hba: populationHba });
@@ -151,7 +156,9 @@ describe("PostgreSQL export lifecycle (spec 3.1)", () => {
     const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.postgres.>")).map(({ subject, data }) => ({ subject, record: data }));
     await nc.close();
     const of = (event: string) => records.filter((r) => r.record.event === event);
-    assert.ok(of("port.opened").some((r) => (r.record.details as { exportId: string }).exportId === active.body.id && r.subject === "warden.audit.postgres.info"));
+    assert.ok(
+      of("port.opened").some((r) => (r.record.details as { exportId: string }).exportId === active.body.id && r.subject === "warden.audit.postgres.info"),
+    );
     const outgoing = of("connection.outgoing").find((r) => (r.record.details as { exportId: string }).exportId === active.body.id);
     assert.ok(outgoing, "outgoing connections are audited");
     assert.equal((outgoing!.record.details as { endpoint: string }).endpoint, `127.0.0.1:${pg.port}`);

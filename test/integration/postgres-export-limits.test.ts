@@ -33,7 +33,14 @@ describe("PostgreSQL exports: connections logging in are limited apart from sess
   let exportPort: number;
   let exportId: string;
   const loggedIn = async (): Promise<Client> => {
-    const c = new Client({ host: "127.0.0.1", port: exportPort, user: roles.scram.user, password: roles.scram.password, database: "app", connectionTimeoutMillis: 5_000 });
+    const c = new Client({
+      host: "127.0.0.1",
+      port: exportPort,
+      user: roles.scram.user,
+      password: roles.scram.password,
+      database: "app",
+      connectionTimeoutMillis: 5_000,
+    });
     c.on("error", () => undefined);
     await c.connect();
     return c;
@@ -43,7 +50,12 @@ describe("PostgreSQL exports: connections logging in are limited apart from sess
   let stack: UsersExportStack | undefined;
   before(async () => {
     // Proxy workers (the default): sessions log in in a worker, which tells the node.
-    const env = { EXPORT_WORKERS: "2", EXPORT_LOGIN_TIMEOUT_MS: String(loginTimeoutMs), EXPORT_MAX_LOGGING_IN: String(maxLoggingIn), EXPORT_MAX_LOGGING_IN_PER_ADDRESS: String(perAddress) };
+    const env = {
+      EXPORT_WORKERS: "2",
+      EXPORT_LOGIN_TIMEOUT_MS: String(loginTimeoutMs),
+      EXPORT_MAX_LOGGING_IN: String(maxLoggingIn),
+      EXPORT_MAX_LOGGING_IN_PER_ADDRESS: String(perAddress),
+    };
     stack = await startUsersExport({
       nodeId: "pg-limits-1",
       env,
@@ -69,8 +81,14 @@ describe("PostgreSQL exports: connections logging in are limited apart from sess
     const floodStarted = Date.now();
     try {
       for (let i = 0; i < 10; i++) assert.equal(await rows(client), expected, "the logged-in session answers as before");
-      const refused = await Promise.race([Promise.all(flood.slice(maxLoggingIn + 50).map((f) => f.closed)), new Promise<never>((_, reject) => setTimeout(() => reject(new Error("refusals not sent at once")), loginTimeoutMs - 500))]);
-      assert.ok(refused.every((told) => told.includes("53300") && told.includes("too many connections are logging in")), "the connections over the cap are told why (SQLSTATE 53300)");
+      const refused = await Promise.race([
+        Promise.all(flood.slice(maxLoggingIn + 50).map((f) => f.closed)),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error("refusals not sent at once")), loginTimeoutMs - 500)),
+      ]);
+      assert.ok(
+        refused.every((told) => told.includes("53300") && told.includes("too many connections are logging in")),
+        "the connections over the cap are told why (SQLSTATE 53300)",
+      );
       const told = await Promise.all(flood.map((f) => f.closed));
       const cutAtTimeout = told.filter((t) => t.includes("08006")).length;
       assert.ok(cutAtTimeout > 0 && cutAtTimeout <= maxLoggingIn, `at most ${maxLoggingIn} held a place until the login timeout, got ${cutAtTimeout}`);
@@ -85,7 +103,9 @@ describe("PostgreSQL exports: connections logging in are limited apart from sess
     }
     const nc = await connectTo(nats.url);
     try {
-      const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.postgres.>")).filter((m) => m.data.event === "connection.refused" && (m.data.details as { exportId: string }).exportId === exportId);
+      const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.postgres.>")).filter(
+        (m) => m.data.event === "connection.refused" && (m.data.details as { exportId: string }).exportId === exportId,
+      );
       assert.ok(records.length >= 1 && records.length <= 4, `refusals audited as counts, not ${600 - maxLoggingIn} records: ${records.length}`);
     } finally {
       await nc.close();
@@ -96,7 +116,10 @@ describe("PostgreSQL exports: connections logging in are limited apart from sess
     const flood = await Promise.all(Array.from({ length: perAddress + 10 }, () => idle(exportPort, "127.0.0.5")));
     try {
       const refused = await Promise.all(flood.slice(perAddress).map((f) => f.closed));
-      assert.ok(refused.every((told) => told.includes("too many connections from your address")), "the address's extra connections are refused at once");
+      assert.ok(
+        refused.every((told) => told.includes("too many connections from your address")),
+        "the address's extra connections are refused at once",
+      );
       const client = await loggedIn();
       assert.ok((await rows(client)) > 0, "another address still logs in");
       await client.end();

@@ -18,7 +18,8 @@ describe("PostgreSQL exports with pushdown: attacks", () => {
     const client = harness.client("export");
     await client.connect();
     try {
-      const rows = async (query: string | { name: string; text: string }) => JSON.stringify((await client.query(typeof query === "string" ? { text: query, rowMode: "array" } : { ...query, rowMode: "array" })).rows);
+      const rows = async (query: string | { name: string; text: string }) =>
+        JSON.stringify((await client.query(typeof query === "string" ? { text: query, rowMode: "array" } : { ...query, rowMode: "array" })).rows);
       // REPEATABLE READ: every statement of the transaction reads the verdict table as it was at the first.
       await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ");
       await client.query(`PREPARE by_sql AS ${sql}`);
@@ -26,7 +27,11 @@ describe("PostgreSQL exports with pushdown: attacks", () => {
       await client.query(`DECLARE declared CURSOR FOR ${sql}`);
       assert.equal((await call("DELETE", `/user/${ALLOWED}`)).status, 200);
       const after = [await rows("EXECUTE by_sql"), await rows({ name: "by_protocol", text: sql }), await rows("FETCH ALL FROM declared")];
-      assert.deepEqual(after.filter((text) => text.includes(victim)), [], "nothing of the erased user after the erase");
+      assert.deepEqual(
+        after.filter((text) => text.includes(victim)),
+        [],
+        "nothing of the erased user after the erase",
+      );
       await client.query("COMMIT");
       // A fresh statement reads the new verdicts; the statements made before the erase can be made again.
       assert.equal(await rows(sql), "[]");

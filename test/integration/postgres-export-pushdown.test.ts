@@ -23,7 +23,13 @@ describe("PostgreSQL exports with pushdown: aggregates, joins and predicates ove
   after(() => harness.stop());
 
   test("pushdown needs the export's credentials", async () => {
-    const refused = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${harness.pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, pushdown: true });
+    const refused = await call("PUT", "/export", {
+      type: "postgres",
+      endpoint: `127.0.0.1:${harness.pg.port}`,
+      resolverGroup: "users-table",
+      metadata: { type: "platformUse", purposeId: "service" },
+      pushdown: true,
+    });
     assert.equal(refused.status, 400);
     assert.match(JSON.stringify(refused.body), /pushdown needs the export's credentials/);
   });
@@ -50,7 +56,10 @@ describe("PostgreSQL exports with pushdown: aggregates, joins and predicates ove
 
   test("the attacks of the row-by-row suites that leak directly do not leak through a pushdown export", async () => {
     // Users' values, and orders items of users whose usage may not be used.
-    const forbidden = [...forbiddenValues(harness.allowed), ...usersRows().flatMap((r) => (r.id && !harness.allowed.get(r.id)?.has("usage") ? [`item-${r.id}`] : []))];
+    const forbidden = [
+      ...forbiddenValues(harness.allowed),
+      ...usersRows().flatMap((r) => (r.id && !harness.allowed.get(r.id)?.has("usage") ? [`item-${r.id}`] : [])),
+    ];
     const attacks = [
       "SELECT a.id, b.email FROM users a, users b",
       `SELECT (SELECT string_agg(email, ',') FROM users) AS everyone`,
@@ -60,7 +69,10 @@ describe("PostgreSQL exports with pushdown: aggregates, joins and predicates ove
     ];
     for (const sql of attacks) {
       const direct = JSON.stringify(await run("direct", sql));
-      assert.ok(forbidden.some((value) => direct.includes(value)), `the attack is real: ${sql}`);
+      assert.ok(
+        forbidden.some((value) => direct.includes(value)),
+        `the attack is real: ${sql}`,
+      );
       const exported = JSON.stringify(await run("export", sql));
       assert.deepEqual(
         forbidden.filter((value) => exported.includes(value)),
@@ -75,22 +87,50 @@ describe("PostgreSQL exports with pushdown: aggregates, joins and predicates ove
   });
 
   test("the verdict schema cannot be read, written or named through the export; directly it holds who may be used", async () => {
-    const [[table]] = (await run("direct", "SELECT relname FROM pg_catalog.pg_class WHERE relnamespace = 'warden'::regnamespace AND relname LIKE 'verdicts%'")) as [[string]];
+    const [[table]] = (await run(
+      "direct",
+      "SELECT relname FROM pg_catalog.pg_class WHERE relnamespace = 'warden'::regnamespace AND relname LIKE 'verdicts%'",
+    )) as [[string]];
     const direct = (await run("direct", `SELECT user_id FROM warden."${table}"`)).flat();
     assert.ok(direct.includes(ALLOWED) && !direct.includes(DROPPED), "directly, the table names who may be used");
-    for (const sql of ["SELECT * FROM warden.verdict_versions", "SELECT warden.require_verdicts('x', 0)", "DELETE FROM warden.verdict_versions", "SELECT * FROM users WHERE id IN (SELECT export_id FROM warden.verdict_versions)"]) {
+    for (const sql of [
+      "SELECT * FROM warden.verdict_versions",
+      "SELECT warden.require_verdicts('x', 0)",
+      "DELETE FROM warden.verdict_versions",
+      "SELECT * FROM users WHERE id IN (SELECT export_id FROM warden.verdict_versions)",
+    ]) {
       await assert.rejects(run("export", sql), (error: Error & { code?: string }) => error.code === "42501" || error.code === "25006", sql);
     }
   });
 
   test("a consent revoked between two statements changes the second answer (an opt-in purpose)", async () => {
     const optInPort = await freePort();
-    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${harness.pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "personalization" }, port: optInPort, credentials: { user: roles.scram.user, password: roles.scram.password }, pushdown: true });
+    const created = await call("PUT", "/export", {
+      type: "postgres",
+      endpoint: `127.0.0.1:${harness.pg.port}`,
+      resolverGroup: "users-table",
+      metadata: { type: "platformUse", purposeId: "personalization" },
+      port: optInPort,
+      credentials: { user: roles.scram.user, password: roles.scram.password },
+      pushdown: true,
+    });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     assert.equal((await call("PUT", "/user/consent", { userId: ALLOWED, consents: { affirmativeConsents: [{ purposeId: "personalization" }] } })).status, 200);
-    const client = new Client({ host: "127.0.0.1", port: optInPort, user: analyst.uid, password: analyst.password, database: "app", ssl: { ca: harness.ca, rejectUnauthorized: false } });
+    const client = new Client({
+      host: "127.0.0.1",
+      port: optInPort,
+      user: analyst.uid,
+      password: analyst.password,
+      database: "app",
+      ssl: { ca: harness.ca, rejectUnauthorized: false },
+    });
     const until = Date.now() + 15_000;
-    while (!(await client.connect().then(() => true, () => false))) {
+    while (
+      !(await client.connect().then(
+        () => true,
+        () => false,
+      ))
+    ) {
       if (Date.now() > until) throw new Error("the opt-in export did not open");
       await new Promise((resolve) => setTimeout(resolve, 200));
     }

@@ -38,7 +38,10 @@ describe("PostgreSQL exports under load and abuse", () => {
   before(async () => {
     pg = await PostgresServer.start({ hba: populationHba });
     createAppDatabase(pg);
-    const init = spawnSync("pgbench", ["-i", "-q", "-s", "1", "-h", "127.0.0.1", "-p", String(pg.port), "-U", "postgres", "app"], { encoding: "utf8", env: { ...process.env, PGPASSWORD: "postgres" } });
+    const init = spawnSync("pgbench", ["-i", "-q", "-s", "1", "-h", "127.0.0.1", "-p", String(pg.port), "-U", "postgres", "app"], {
+      encoding: "utf8",
+      env: { ...process.env, PGPASSWORD: "postgres" },
+    });
     assert.equal(init.status, 0, init.stderr);
     // 200 MB of rows of an allowed user, for the slow client.
     pg.sql(`CREATE TABLE big AS SELECT 'accepted'::text AS uid, repeat('x', 2000) AS payload FROM generate_series(1, ${bigRows})`, "app");
@@ -48,14 +51,33 @@ describe("PostgreSQL exports under load and abuse", () => {
     node = await NodeProcess.start({ nodeId: "pg-robust-1", natsUrl: nats.url, env: { EXPORT_WORKERS: "0" } });
     const policy = realisticPolicy();
     policy.mappingGroups.push(
-      { name: "accounts", fieldMappings: [{ recordField: "pgbench_accounts.aid", resourceContext: true }, { recordField: "pgbench_accounts.abalance", categoryId: "usage" }] },
-      { name: "big", fieldMappings: [{ recordField: "public.big.uid", resourceContext: true }, { recordField: "public.big.payload", categoryId: "contact" }] },
+      {
+        name: "accounts",
+        fieldMappings: [
+          { recordField: "pgbench_accounts.aid", resourceContext: true },
+          { recordField: "pgbench_accounts.abalance", categoryId: "usage" },
+        ],
+      },
+      {
+        name: "big",
+        fieldMappings: [
+          { recordField: "public.big.uid", resourceContext: true },
+          { recordField: "public.big.payload", categoryId: "contact" },
+        ],
+      },
     );
     assert.equal((await call("PUT", "/config", policy)).status, 200);
     await createPopulation(call);
     exportPort = await freePort();
     // Writes allowed: the TPC-B-like pgbench script updates through the export.
-    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "accounts", metadata: { type: "platformUse", purposeId: "service" }, port: exportPort, allowWrites: true });
+    const created = await call("PUT", "/export", {
+      type: "postgres",
+      endpoint: `127.0.0.1:${pg.port}`,
+      resolverGroup: "accounts",
+      metadata: { type: "platformUse", purposeId: "service" },
+      port: exportPort,
+      allowWrites: true,
+    });
     assert.equal(created.status, 200);
     const deadline = Date.now() + 15_000;
     while (!(await works())) {
@@ -72,7 +94,14 @@ describe("PostgreSQL exports under load and abuse", () => {
 
   let lastFailure = "";
   async function works(): Promise<boolean> {
-    const c = new Client({ host: "127.0.0.1", port: exportPort, user: roles.scram.user, password: roles.scram.password, database: "app", connectionTimeoutMillis: 3000 });
+    const c = new Client({
+      host: "127.0.0.1",
+      port: exportPort,
+      user: roles.scram.user,
+      password: roles.scram.password,
+      database: "app",
+      connectionTimeoutMillis: 3000,
+    });
     try {
       await c.connect();
       const result = await c.query("SELECT aid, abalance FROM pgbench_accounts WHERE aid = $1", [1]);
@@ -152,7 +181,12 @@ describe("PostgreSQL exports under load and abuse", () => {
         socket.once("connect", () => resolve());
         socket.once("close", () => resolve());
       });
-      const startup = encodeStartup(new Map([["user", roles.trusted.user], ["database", "app"]]));
+      const startup = encodeStartup(
+        new Map([
+          ["user", roles.trusted.user],
+          ["database", "app"],
+        ]),
+      );
       if (int(4) === 0) socket.write(mutate(Buffer.concat([Buffer.from([0]), startup])).subarray(1));
       else socket.write(startup);
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -184,7 +218,18 @@ describe("PostgreSQL exports under load and abuse", () => {
 
   test("a client that does not read gets backpressure: the node's memory stays bounded while 200 MB of allowed rows wait", async () => {
     const port = await freePort();
-    assert.equal((await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "big", metadata: { type: "platformUse", purposeId: "service" }, port })).status, 200);
+    assert.equal(
+      (
+        await call("PUT", "/export", {
+          type: "postgres",
+          endpoint: `127.0.0.1:${pg.port}`,
+          resolverGroup: "big",
+          metadata: { type: "platformUse", purposeId: "service" },
+          port,
+        })
+      ).status,
+      200,
+    );
     let wire: WireClient | undefined;
     const deadline = Date.now() + 15_000;
     while (!wire) {
@@ -201,7 +246,9 @@ describe("PostgreSQL exports under load and abuse", () => {
       await new Promise((resolve) => setTimeout(resolve, 200));
       highest = Math.max(highest, currentRss(pid));
     }
-    console.log(`# node RSS ${Math.round(before / 2 ** 20)} MiB before, at most ${Math.round(highest / 2 ** 20)} MiB while the client read nothing (${bigRows * 2} KB of rows pending)`);
+    console.log(
+      `# node RSS ${Math.round(before / 2 ** 20)} MiB before, at most ${Math.round(highest / 2 ** 20)} MiB while the client read nothing (${bigRows * 2} KB of rows pending)`,
+    );
     assert.ok(highest - before < 64 * 2 ** 20, `the node grew by ${Math.round((highest - before) / 2 ** 20)} MiB`);
     wire.socket.resume();
     const answer = await wire.until((m) => m.code === "Z", 1, 120_000);

@@ -114,7 +114,8 @@ const run = (port: number, statements: readonly string[], extra: Record<string, 
     extra,
   );
 
-const parameterStatus = (messages: readonly WireMessage[]) => new Map(messages.filter((m) => m.code === "S").map((m) => Object.values(decodeParameterStatus(m.body)) as [string, string]));
+const parameterStatus = (messages: readonly WireMessage[]) =>
+  new Map(messages.filter((m) => m.code === "S").map((m) => Object.values(decodeParameterStatus(m.body)) as [string, string]));
 
 /** Whether each expected row appears among `rows` once projected on `columns`. Id columns are left out of projections: through an export a resource-context column without a category is NULL (docs/postgres-export.md). */
 function assertShows(rows: readonly Cell[][], columns: readonly number[], expected: readonly Cell[][], what: string): void {
@@ -152,14 +153,22 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
   const assertClean = (answers: readonly Answer[], what: string) => {
     for (const answer of answers) {
       assert.deepEqual(leaksIn(answer.text), [], `${what}: forbidden values reached the client`);
-      for (const row of answer.rows) for (const cell of row) assert.ok(cell === null || !droppedIds.includes(cell), `${what}: a row of dropped user ${cell} crossed`);
+      for (const row of answer.rows)
+        for (const cell of row) assert.ok(cell === null || !droppedIds.includes(cell), `${what}: a row of dropped user ${cell} crossed`);
     }
   };
 
   /** Creates an export of purpose "service" over the users-table group on a fresh port and waits until it answers. */
   const createExport = async (extra: Record<string, unknown> = {}): Promise<number> => {
     const port = await freePort();
-    const created = await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port, ...extra });
+    const created = await call("PUT", "/export", {
+      type: "postgres",
+      endpoint: `127.0.0.1:${pg.port}`,
+      resolverGroup: "users-table",
+      metadata: { type: "platformUse", purposeId: "service" },
+      port,
+      ...extra,
+    });
     assert.equal(created.status, 200, `PUT /export ${JSON.stringify(extra)}: ${JSON.stringify(created.body)}`);
     const until = Date.now() + 15_000;
     for (;;) {
@@ -188,7 +197,11 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     if (last.status === "T" || last.status === "E") await ask(wire, "ROLLBACK");
     const after = await ask(wire, `SELECT id, email FROM users WHERE id = '${ALLOWED}'`);
     assert.deepEqual(after.errors, [], `${what}: the connection works after the refusal`);
-    assert.deepEqual(after.rows, [[null, email(ALLOWED)]], `${what}: the connection works after the refusal (the id, a resource context without a category, is NULL)`);
+    assert.deepEqual(
+      after.rows,
+      [[null, email(ALLOWED)]],
+      `${what}: the connection works after the refusal (the id, a resource context without a category, is NULL)`,
+    );
   };
 
   /** A refusal: one error, SQLSTATE 25006 or 42501, a message naming what is refused; nothing ran, nothing leaked. */
@@ -206,7 +219,9 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
   before(async () => {
     pg = await PostgresServer.start({ hba: populationHba });
     createAppDatabase(pg);
-    const orders = ordersRows().map((o) => `('${o.userId}', '${o.item}')`).join(", ");
+    const orders = ordersRows()
+      .map((o) => `('${o.userId}', '${o.item}')`)
+      .join(", ");
     pg.sql(
       [
         "CREATE TABLE orders (id serial PRIMARY KEY, user_id text, item text)",
@@ -230,7 +245,12 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     allowed = await verdictsOf(call, compilePolicy(policy, revision), "service");
     assert.ok(allowed.get(ALLOWED)?.has("contact") && allowed.get(ALLOWED)?.has(itemCategory), "the allowed user's email and items may cross");
     assert.equal(allowed.get(DROPPED), undefined, "the dropped user's rows are dropped");
-    forbidden = [...forbiddenValues(allowed), ...ordersRows().filter((o) => !allowed.get(o.userId)?.has(itemCategory)).map((o) => o.item)];
+    forbidden = [
+      ...forbiddenValues(allowed),
+      ...ordersRows()
+        .filter((o) => !allowed.get(o.userId)?.has(itemCategory))
+        .map((o) => o.item),
+    ];
     assert.ok(forbidden.includes(droppedEmail) && forbidden.includes(droppedItem));
     droppedIds = [...allowed].filter(([, categories]) => categories === undefined).map(([id]) => id);
     allowedIds = [...allowed].filter(([, categories]) => categories !== undefined).map(([id]) => id);
@@ -271,45 +291,175 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     { name: "self-join (issue 18)", sql: selfJoinSql, columns: [1], shows: selfJoin },
     { name: "self-join, JOIN ON true", sql: `SELECT a.id, b.email FROM users a JOIN users b ON true WHERE a.id = '${ALLOWED}'`, columns: [1], shows: selfJoin },
     { name: "self-join, CROSS JOIN", sql: `SELECT a.id, b.email FROM users a CROSS JOIN users b WHERE a.id = '${ALLOWED}'`, columns: [1], shows: selfJoin },
-    { name: "self-join, a.*, b.*", sql: `SELECT a.*, b.* FROM users a, users b WHERE a.id = '${ALLOWED}'`, columns: [1, 7], shows: () => contactIds.map((b) => [email(ALLOWED), email(b)]) },
-    { name: "self-join, SELECT * of two instances", sql: "SELECT * FROM users a, users b", columns: [1, 7], shows: () => contactIds.flatMap((a) => contactIds.map((b) => [email(a), email(b)])) },
-    { name: "LATERAL subquery over another instance", sql: `SELECT a.id, x.email FROM users a, LATERAL (SELECT email FROM users b WHERE b.id <> a.id) x WHERE a.id = '${ALLOWED}'`, columns: [1], shows: () => selfJoin().filter((r) => r[0] !== email(ALLOWED)) },
-    { name: "CTE referenced twice", sql: `WITH x AS (SELECT * FROM users) SELECT a.id, b.email FROM x a, x b WHERE a.id = '${ALLOWED}'`, columns: [1], shows: selfJoin },
-    { name: "subquery in FROM", sql: `SELECT a.id, s.email FROM users a, (SELECT id, email FROM users) s WHERE a.id = '${ALLOWED}'`, columns: [1], shows: selfJoin },
-    { name: "scalar subquery in the select list", sql: `SELECT id, email, (SELECT b.email FROM users b WHERE b.id = '${DROPPED}') AS other FROM users WHERE id = '${ALLOWED}'`, columns: [1], shows: onlyAllowed },
-    { name: "correlated scalar subquery aggregating the other instances", sql: `SELECT a.id, a.email, (SELECT string_agg(b.email, ',') FROM users b WHERE b.id <> a.id) AS others FROM users a WHERE a.id = '${ALLOWED}'`, columns: [1], shows: onlyAllowed },
-    { name: "scalar subquery with casts", sql: `SELECT id, email, (SELECT email FROM users WHERE id = '${DROPPED}')::varchar(64)::text AS theirs FROM users WHERE id = '${ALLOWED}'`, columns: [1], shows: onlyAllowed },
-    { name: "UNION ALL, the other user's row labelled with the allowed id", sql: `SELECT id, email FROM users WHERE id = '${ALLOWED}' UNION ALL SELECT '${ALLOWED}', email FROM users WHERE id = '${DROPPED}'`, columns: [1], unattributed: "set operation", shows: onlyAllowed },
-    { name: "UNION of two users", sql: `SELECT id, email FROM users WHERE id = '${ALLOWED}' UNION SELECT a.id, b.email FROM users a, users b WHERE a.id = '${ALLOWED}' AND b.id = '${DROPPED}'`, columns: [1], unattributed: "set operation", shows: onlyAllowed },
-    { name: "EXCEPT over a self-join", sql: `SELECT a.id, b.email FROM users a, users b WHERE a.id = '${ALLOWED}' EXCEPT SELECT id, email FROM users WHERE id = 'guardian'`, columns: [1], unattributed: "set operation", shows: () => selfJoin().filter((r) => r[0] !== email("guardian")) },
+    {
+      name: "self-join, a.*, b.*",
+      sql: `SELECT a.*, b.* FROM users a, users b WHERE a.id = '${ALLOWED}'`,
+      columns: [1, 7],
+      shows: () => contactIds.map((b) => [email(ALLOWED), email(b)]),
+    },
+    {
+      name: "self-join, SELECT * of two instances",
+      sql: "SELECT * FROM users a, users b",
+      columns: [1, 7],
+      shows: () => contactIds.flatMap((a) => contactIds.map((b) => [email(a), email(b)])),
+    },
+    {
+      name: "LATERAL subquery over another instance",
+      sql: `SELECT a.id, x.email FROM users a, LATERAL (SELECT email FROM users b WHERE b.id <> a.id) x WHERE a.id = '${ALLOWED}'`,
+      columns: [1],
+      shows: () => selfJoin().filter((r) => r[0] !== email(ALLOWED)),
+    },
+    {
+      name: "CTE referenced twice",
+      sql: `WITH x AS (SELECT * FROM users) SELECT a.id, b.email FROM x a, x b WHERE a.id = '${ALLOWED}'`,
+      columns: [1],
+      shows: selfJoin,
+    },
+    {
+      name: "subquery in FROM",
+      sql: `SELECT a.id, s.email FROM users a, (SELECT id, email FROM users) s WHERE a.id = '${ALLOWED}'`,
+      columns: [1],
+      shows: selfJoin,
+    },
+    {
+      name: "scalar subquery in the select list",
+      sql: `SELECT id, email, (SELECT b.email FROM users b WHERE b.id = '${DROPPED}') AS other FROM users WHERE id = '${ALLOWED}'`,
+      columns: [1],
+      shows: onlyAllowed,
+    },
+    {
+      name: "correlated scalar subquery aggregating the other instances",
+      sql: `SELECT a.id, a.email, (SELECT string_agg(b.email, ',') FROM users b WHERE b.id <> a.id) AS others FROM users a WHERE a.id = '${ALLOWED}'`,
+      columns: [1],
+      shows: onlyAllowed,
+    },
+    {
+      name: "scalar subquery with casts",
+      sql: `SELECT id, email, (SELECT email FROM users WHERE id = '${DROPPED}')::varchar(64)::text AS theirs FROM users WHERE id = '${ALLOWED}'`,
+      columns: [1],
+      shows: onlyAllowed,
+    },
+    {
+      name: "UNION ALL, the other user's row labelled with the allowed id",
+      sql: `SELECT id, email FROM users WHERE id = '${ALLOWED}' UNION ALL SELECT '${ALLOWED}', email FROM users WHERE id = '${DROPPED}'`,
+      columns: [1],
+      unattributed: "set operation",
+      shows: onlyAllowed,
+    },
+    {
+      name: "UNION of two users",
+      sql: `SELECT id, email FROM users WHERE id = '${ALLOWED}' UNION SELECT a.id, b.email FROM users a, users b WHERE a.id = '${ALLOWED}' AND b.id = '${DROPPED}'`,
+      columns: [1],
+      unattributed: "set operation",
+      shows: onlyAllowed,
+    },
+    {
+      name: "EXCEPT over a self-join",
+      sql: `SELECT a.id, b.email FROM users a, users b WHERE a.id = '${ALLOWED}' EXCEPT SELECT id, email FROM users WHERE id = 'guardian'`,
+      columns: [1],
+      unattributed: "set operation",
+      shows: () => selfJoin().filter((r) => r[0] !== email("guardian")),
+    },
     {
       name: "recursive CTE walking to other users",
       sql: `WITH RECURSIVE r(id, email, depth) AS (SELECT id, email, 0 FROM users WHERE id = '${ALLOWED}' UNION ALL SELECT r.id, u.email, r.depth + 1 FROM r JOIN users u ON u.id <> r.id WHERE r.depth < 1) SELECT id, email FROM r`,
       columns: [1],
-      unattributed: "recursive CTE", shows: onlyAllowed,
+      unattributed: "recursive CTE",
+      shows: onlyAllowed,
     },
-    { name: "INTERSECT over a self-join", sql: `SELECT a.id, b.email FROM users a, users b WHERE a.id = '${ALLOWED}' INTERSECT SELECT '${ALLOWED}', email FROM users`, columns: [1], unattributed: "set operation", shows: selfJoin },
-    { name: "CTE MATERIALIZED referenced twice", sql: `WITH x AS MATERIALIZED (SELECT * FROM users) SELECT a.id, b.email FROM x a, x b WHERE a.id = '${ALLOWED}'`, columns: [1], shows: selfJoin },
+    {
+      name: "INTERSECT over a self-join",
+      sql: `SELECT a.id, b.email FROM users a, users b WHERE a.id = '${ALLOWED}' INTERSECT SELECT '${ALLOWED}', email FROM users`,
+      columns: [1],
+      unattributed: "set operation",
+      shows: selfJoin,
+    },
+    {
+      name: "CTE MATERIALIZED referenced twice",
+      sql: `WITH x AS MATERIALIZED (SELECT * FROM users) SELECT a.id, b.email FROM x a, x b WHERE a.id = '${ALLOWED}'`,
+      columns: [1],
+      shows: selfJoin,
+    },
     { name: "SQL-level PREPARE and EXECUTE of the self-join", sql: `PREPARE sj AS ${selfJoinSql}; EXECUTE sj`, columns: [1], shows: selfJoin },
-    { name: "VALUES beside users: a literal where the id would be", sql: `SELECT v.x, b.email FROM (VALUES ('${ALLOWED}')) v(x), users b`, columns: [1], shows: selfJoin },
+    {
+      name: "VALUES beside users: a literal where the id would be",
+      sql: `SELECT v.x, b.email FROM (VALUES ('${ALLOWED}')) v(x), users b`,
+      columns: [1],
+      shows: selfJoin,
+    },
     {
       name: "FULL JOIN USING: merged columns come from either side",
       sql: `SELECT id, email FROM (SELECT id, email FROM users WHERE id = '${ALLOWED}') a FULL JOIN (SELECT id, email FROM users WHERE id = '${DROPPED}') b USING (id, email)`,
       columns: [1],
-      unattributed: "a merged USING column", shows: onlyAllowed,
+      unattributed: "a merged USING column",
+      shows: onlyAllowed,
     },
-    { name: "window function reading the next row of the same instance (lead)", sql: "SELECT id, email, lead(email) OVER (ORDER BY clicks) AS next FROM users", columns: [1], shows: () => contactIds.map((id) => [email(id)]) },
-    { name: "window aggregate over every row of the instance", sql: "SELECT id, email, string_agg(email, ',') OVER () AS everyone FROM users", columns: [1], shows: () => contactIds.map((id) => [email(id)]) },
+    {
+      name: "window function reading the next row of the same instance (lead)",
+      sql: "SELECT id, email, lead(email) OVER (ORDER BY clicks) AS next FROM users",
+      columns: [1],
+      shows: () => contactIds.map((id) => [email(id)]),
+    },
+    {
+      name: "window aggregate over every row of the instance",
+      sql: "SELECT id, email, string_agg(email, ',') OVER () AS everyone FROM users",
+      columns: [1],
+      shows: () => contactIds.map((id) => [email(id)]),
+    },
     { name: "ORDER BY another instance", sql: `${selfJoinSql} ORDER BY b.login DESC`, columns: [1], shows: selfJoin },
-    { name: "GROUP BY over a self-join", sql: `SELECT a.id, b.email, count(*) FROM users a, users b WHERE a.id = '${ALLOWED}' GROUP BY a.id, b.email`, columns: [1], unattributed: "grouped value", shows: selfJoin },
+    {
+      name: "GROUP BY over a self-join",
+      sql: `SELECT a.id, b.email, count(*) FROM users a, users b WHERE a.id = '${ALLOWED}' GROUP BY a.id, b.email`,
+      columns: [1],
+      unattributed: "grouped value",
+      shows: selfJoin,
+    },
     { name: "DISTINCT over a self-join", sql: `SELECT DISTINCT a.id, b.email FROM users a, users b WHERE a.id = '${ALLOWED}'`, columns: [1], shows: selfJoin },
-    { name: "DISTINCT ON another instance", sql: `SELECT DISTINCT ON (b.email) a.id, b.email FROM users a, users b WHERE a.id = '${ALLOWED}' ORDER BY b.email`, columns: [1], unattributed: "DISTINCT ON value", shows: selfJoin },
-    { name: "json_agg of another instance", sql: `SELECT a.id, a.email, json_agg(b.email) FROM users a, users b WHERE a.id = '${ALLOWED}' GROUP BY a.id, a.email`, columns: [1], unattributed: "grouped value", shows: onlyAllowed },
-    { name: "array_agg of another instance", sql: `SELECT a.id, a.email, array_agg(b.email ORDER BY b.email)::text FROM users a, users b WHERE a.id = '${ALLOWED}' GROUP BY a.id, a.email`, columns: [1], unattributed: "grouped value", shows: onlyAllowed },
-    { name: "row_to_json of another instance", sql: `SELECT a.id, a.email, row_to_json(b) FROM users a, users b WHERE a.id = '${ALLOWED}'`, columns: [1], shows: onlyAllowed },
-    { name: "whole row of another instance as text", sql: `SELECT a.id, a.email, b::text FROM users a, users b WHERE a.id = '${ALLOWED}'`, columns: [1], shows: onlyAllowed },
-    { name: "casts of another instance's column (hex through bytea)", sql: `SELECT a.id, a.email, b.email::varchar(100), b.email::bytea FROM users a, users b WHERE a.id = '${ALLOWED}'`, columns: [1], shows: onlyAllowed },
-    { name: "a view joined to another instance", sql: `SELECT a.id, a.email, v.email FROM users a, users_view v WHERE a.id = '${ALLOWED}'`, columns: [1], shows: onlyAllowed },
+    {
+      name: "DISTINCT ON another instance",
+      sql: `SELECT DISTINCT ON (b.email) a.id, b.email FROM users a, users b WHERE a.id = '${ALLOWED}' ORDER BY b.email`,
+      columns: [1],
+      unattributed: "DISTINCT ON value",
+      shows: selfJoin,
+    },
+    {
+      name: "json_agg of another instance",
+      sql: `SELECT a.id, a.email, json_agg(b.email) FROM users a, users b WHERE a.id = '${ALLOWED}' GROUP BY a.id, a.email`,
+      columns: [1],
+      unattributed: "grouped value",
+      shows: onlyAllowed,
+    },
+    {
+      name: "array_agg of another instance",
+      sql: `SELECT a.id, a.email, array_agg(b.email ORDER BY b.email)::text FROM users a, users b WHERE a.id = '${ALLOWED}' GROUP BY a.id, a.email`,
+      columns: [1],
+      unattributed: "grouped value",
+      shows: onlyAllowed,
+    },
+    {
+      name: "row_to_json of another instance",
+      sql: `SELECT a.id, a.email, row_to_json(b) FROM users a, users b WHERE a.id = '${ALLOWED}'`,
+      columns: [1],
+      shows: onlyAllowed,
+    },
+    {
+      name: "whole row of another instance as text",
+      sql: `SELECT a.id, a.email, b::text FROM users a, users b WHERE a.id = '${ALLOWED}'`,
+      columns: [1],
+      shows: onlyAllowed,
+    },
+    {
+      name: "casts of another instance's column (hex through bytea)",
+      sql: `SELECT a.id, a.email, b.email::varchar(100), b.email::bytea FROM users a, users b WHERE a.id = '${ALLOWED}'`,
+      columns: [1],
+      shows: onlyAllowed,
+    },
+    {
+      name: "a view joined to another instance",
+      sql: `SELECT a.id, a.email, v.email FROM users a, users_view v WHERE a.id = '${ALLOWED}'`,
+      columns: [1],
+      shows: onlyAllowed,
+    },
     {
       name: "pg_stats: the planner's histogram holds other users' values (not in the issue)",
       sql: `SELECT u.id, u.email, s.histogram_bounds::text FROM users u, pg_stats s WHERE u.id = '${ALLOWED}' AND s.tablename = 'users' AND s.attname = 'email'`,
@@ -317,7 +467,12 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       shows: onlyAllowed,
     },
     // Two mapped tables.
-    { name: "join across two mapped tables, ON <> (issue 18)", sql: "SELECT o.user_id, u.email FROM orders o JOIN users u ON u.id <> o.user_id", columns: [1], shows: () => contactIds.map((u) => [email(u)]) },
+    {
+      name: "join across two mapped tables, ON <> (issue 18)",
+      sql: "SELECT o.user_id, u.email FROM orders o JOIN users u ON u.id <> o.user_id",
+      columns: [1],
+      shows: () => contactIds.map((u) => [email(u)]),
+    },
     {
       name: "join across two mapped tables: the other table's items",
       sql: `SELECT u.id, u.email, o.item FROM users u JOIN orders o ON o.user_id <> u.id WHERE u.id = '${ALLOWED}'`,
@@ -350,7 +505,11 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       if (attack.unattributed)
         test(`shows no protected value it cannot attribute (${attack.unattributed}: emptied or dropped)`, async () => {
           const { rows } = await exported();
-          assert.deepEqual(rows.flatMap((row) => attack.columns.map((c) => row[c] ?? null)).filter((cell) => cell !== null), [], attack.sql);
+          assert.deepEqual(
+            rows.flatMap((row) => attack.columns.map((c) => row[c] ?? null)).filter((cell) => cell !== null),
+            [],
+            attack.sql,
+          );
         });
       else
         test("still shows the allowed values through the export (each instance decided by its own user)", async () => {
@@ -367,14 +526,27 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     });
     test("does not leak through the export, and still shows the allowed values", async () => {
       const answers = await run(readOnlyPort, statements);
-      assert.deepEqual(answers.flatMap((a) => a.errors), []);
+      assert.deepEqual(
+        answers.flatMap((a) => a.errors),
+        [],
+      );
       assertClean(answers, "cursor");
-      assertShows(answers.flatMap((a) => a.rows), [1], selfJoin(), "cursor");
+      assertShows(
+        answers.flatMap((a) => a.rows),
+        [1],
+        selfJoin(),
+        "cursor",
+      );
     });
   });
 
   describe("set_config() of a value, then SHOW, current_setting() and ParameterStatus (not in the issue: session settings hold data)", () => {
-    const statements = [`SELECT id, set_config('application_name', (SELECT email FROM users b WHERE b.id = '${DROPPED}'), false) FROM users WHERE id = '${ALLOWED}'`, "SHOW application_name", "SELECT current_setting('application_name')", `SELECT name, setting FROM pg_settings WHERE name = 'application_name'`];
+    const statements = [
+      `SELECT id, set_config('application_name', (SELECT email FROM users b WHERE b.id = '${DROPPED}'), false) FROM users WHERE id = '${ALLOWED}'`,
+      "SHOW application_name",
+      "SELECT current_setting('application_name')",
+      `SELECT name, setting FROM pg_settings WHERE name = 'application_name'`,
+    ];
     test("leaks on a direct connection", async () => {
       const answers = await run(pg.port, statements);
       assert.ok(answers.filter((a) => leaksIn(a.text).includes(droppedEmail)).length >= 3, "SHOW, current_setting() and pg_settings all return it");
@@ -389,7 +561,10 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
   // node-postgres, extended protocol: a named prepared statement, then the same in binary results.
   describe("node-postgres extended protocol: named prepared self-join, text and binary results", () => {
     const text = "SELECT a.id, b.email FROM users a, users b WHERE a.id = $1";
-    const queries = [{ name: "self-join", text, values: [ALLOWED] }, { name: "self-join-binary", text, values: [ALLOWED], binary: true }];
+    const queries = [
+      { name: "self-join", text, values: [ALLOWED] },
+      { name: "self-join-binary", text, values: [ALLOWED], binary: true },
+    ];
     /** Runs each query twice on one connection (a named statement runs prepared the second time); every byte received is kept. */
     const through = async (port: number) => {
       const c = new Client({ host: "127.0.0.1", port, user: roles.scram.user, password: roles.scram.password, database: "app" });
@@ -399,7 +574,10 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       try {
         const results: Array<{ rows: Array<Record<string, unknown>> }> = [];
         for (const query of queries) for (let i = 0; i < 2; i++) results.push(await c.query(query));
-        return { rows: results.map((r) => r.rows.map((row: Record<string, unknown>) => [row.id, row.email] as Cell[])), bytes: Buffer.concat(received).toString("latin1") };
+        return {
+          rows: results.map((r) => r.rows.map((row: Record<string, unknown>) => [row.id, row.email] as Cell[])),
+          bytes: Buffer.concat(received).toString("latin1"),
+        };
       } finally {
         await c.end().catch(() => undefined);
       }
@@ -428,10 +606,11 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       encodeExecute({ portal: "p", maxRows: 0 }),
       encodeSync(),
     ];
-    const through = (port: number) => withWire(port, async (wire) => {
-      wire.send(...batch());
-      return answerOf(await wire.until((m) => m.code === "Z", 1, 15_000));
-    });
+    const through = (port: number) =>
+      withWire(port, async (wire) => {
+        wire.send(...batch());
+        return answerOf(await wire.until((m) => m.code === "Z", 1, 15_000));
+      });
     test("leaks on a direct connection", async () => {
       assert.ok(leaksIn((await through(pg.port)).text).includes(droppedEmail));
     });
@@ -447,13 +626,25 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     // A POSIX zone's abbreviation between <> takes letters: the dropped user's email without its punctuation.
     const word = droppedEmail.split("@")[0]!.replace(/[^a-z]/g, "");
     const zone = `'<' || upper(translate(split_part(email, '@', 1), '-', '')) || '>5'`;
-    const statements = [`SELECT id, email, set_config('TimeZone', ${zone}, false) FROM users b WHERE b.id = '${DROPPED}'`, "SHOW TimeZone", `SELECT id, email FROM users WHERE id = '${ALLOWED}'`];
+    const statements = [
+      `SELECT id, email, set_config('TimeZone', ${zone}, false) FROM users b WHERE b.id = '${DROPPED}'`,
+      "SHOW TimeZone",
+      `SELECT id, email FROM users WHERE id = '${ALLOWED}'`,
+    ];
     const carries = (text: string) => text.toLowerCase().includes(word);
     const alterRole = `DO $$ BEGIN EXECUTE format('ALTER ROLE CURRENT_USER SET TimeZone = %L', (SELECT ${zone} FROM users b WHERE b.id = '${DROPPED}')); END $$`;
     const reset = () => pg.sql(`ALTER ROLE ${roles.trusted.user} RESET TimeZone`, "app");
     test("leaks on a direct connection: ParameterStatus after set_config(), SHOW, and at the next login after ALTER ROLE", async () => {
       const answers = await run(pg.port, statements);
-      assert.ok(carries(answers[0]!.messages.filter((m) => m.code === "S").map((m) => m.body.toString("latin1")).join()), "ParameterStatus TimeZone carries it");
+      assert.ok(
+        carries(
+          answers[0]!.messages
+            .filter((m) => m.code === "S")
+            .map((m) => m.body.toString("latin1"))
+            .join(),
+        ),
+        "ParameterStatus TimeZone carries it",
+      );
       assert.ok(carries(answers[1]!.text), "SHOW carries it");
       try {
         await run(pg.port, [alterRole]);
@@ -474,7 +665,16 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       try {
         const [answer] = await run(port, [alterRole]);
         assert.deepEqual(answer!.errors, [], "writes are allowed");
-        assert.ok(pg.sql(`SELECT array_to_string(setconfig, ',') FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = '${roles.trusted.user}'`, "app").toLowerCase().includes(word), "the check can fail: the role's default holds it");
+        assert.ok(
+          pg
+            .sql(
+              `SELECT array_to_string(setconfig, ',') FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = '${roles.trusted.user}'`,
+              "app",
+            )
+            .toLowerCase()
+            .includes(word),
+          "the check can fail: the role's default holds it",
+        );
         const login = await withWire(port, async (wire) => wire.startup);
         assert.ok(!carries(login.map((m) => m.body.toString("latin1")).join()), `${word} crossed at login`);
       } finally {
@@ -495,9 +695,29 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       "(SELECT id, email, login, name, clicks, secret FROM users UNION ALL SELECT id, email, login, name, clicks, secret FROM users WHERE false) b",
       "users_view b",
     ];
-    const projections = ["b.email", "b.email AS id", "lower(b.email)", "b.email || ''", "(b.email)::text", "coalesce(b.email, a.email)", "CASE WHEN true THEN b.email END", "concat_ws(',', b.id, b.email)", "(b).email", 'b.email COLLATE "C"', "ARRAY[b.email]::text"];
-    const wrappers = [(q: string) => q, (q: string) => `SELECT * FROM (${q}) w`, (q: string) => `WITH w AS (${q}) SELECT * FROM w`, (q: string) => `${q} ORDER BY 3`, (q: string) => `SELECT DISTINCT * FROM (${q}) w`];
-    const fuzzed = Array.from({ length: 16 }, () => pick(wrappers)(`SELECT a.id, a.email AS mine, ${pick(projections)} FROM users a, ${pick(sources)} WHERE a.id = '${ALLOWED}'`));
+    const projections = [
+      "b.email",
+      "b.email AS id",
+      "lower(b.email)",
+      "b.email || ''",
+      "(b.email)::text",
+      "coalesce(b.email, a.email)",
+      "CASE WHEN true THEN b.email END",
+      "concat_ws(',', b.id, b.email)",
+      "(b).email",
+      'b.email COLLATE "C"',
+      "ARRAY[b.email]::text",
+    ];
+    const wrappers = [
+      (q: string) => q,
+      (q: string) => `SELECT * FROM (${q}) w`,
+      (q: string) => `WITH w AS (${q}) SELECT * FROM w`,
+      (q: string) => `${q} ORDER BY 3`,
+      (q: string) => `SELECT DISTINCT * FROM (${q}) w`,
+    ];
+    const fuzzed = Array.from({ length: 16 }, () =>
+      pick(wrappers)(`SELECT a.id, a.email AS mine, ${pick(projections)} FROM users a, ${pick(sources)} WHERE a.id = '${ALLOWED}'`),
+    );
     test("each leaks on a direct connection", async () => {
       const answers = await run(pg.port, fuzzed);
       for (const [index, answer] of answers.entries()) assert.ok(leaksIn(answer.text).includes(droppedEmail), fuzzed[index]);
@@ -552,7 +772,11 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
 
   describe("ALTER ROLE CURRENT_USER SET application_name from a DO block: ParameterStatus at the next login (issue 18)", () => {
     const reset = () => pg.sql(`ALTER ROLE ${roles.trusted.user} RESET application_name`, "app");
-    const roleSettings = () => pg.sql(`SELECT coalesce(string_agg(array_to_string(setconfig, ','), ';'), '') FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = '${roles.trusted.user}'`, "app");
+    const roleSettings = () =>
+      pg.sql(
+        `SELECT coalesce(string_agg(array_to_string(setconfig, ','), ';'), '') FROM pg_db_role_setting s JOIN pg_roles r ON r.oid = s.setrole WHERE r.rolname = '${roles.trusted.user}'`,
+        "app",
+      );
     test("leaks on a direct connection", async () => {
       try {
         await run(pg.port, [alterRoleAttack]);
@@ -583,7 +807,10 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
         assert.ok(roleSettings().includes(droppedEmail), "the check can fail: the role's default now holds the value");
         const login = await withWire(port, async (wire) => wire.startup);
         assertClean([answerOf(login)], "login after ALTER ROLE");
-        assert.ok([undefined, ""].includes(parameterStatus(login).get("application_name")), "application_name crosses only as the client sent it (it sent none)");
+        assert.ok(
+          [undefined, ""].includes(parameterStatus(login).get("application_name")),
+          "application_name crosses only as the client sent it (it sent none)",
+        );
         // Not vacuous: what the client sends itself comes back.
         const named = await withWire(port, async (wire) => wire.startup, { application_name: "soundness-client" });
         assert.equal(parameterStatus(named).get("application_name"), "soundness-client");
@@ -611,8 +838,16 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     { name: "UPDATE", sql: `UPDATE users SET clicks = clicks WHERE id = '${ALLOWED}'`, names: /UPDATE/i },
     { name: "DELETE", sql: "DELETE FROM audit_notes WHERE false", names: /DELETE/i },
     { name: "MERGE", sql: "MERGE INTO audit_notes n USING users u ON false WHEN NOT MATCHED THEN DO NOTHING", names: /MERGE/i },
-    { name: "a data-modifying CTE under a SELECT", sql: "WITH d AS (DELETE FROM audit_notes WHERE false RETURNING *) SELECT * FROM d", names: /DELETE|WITH|modif/i },
-    { name: "EXPLAIN ANALYZE of an INSERT (it runs)", sql: "EXPLAIN ANALYZE INSERT INTO audit_notes (note) VALUES ('explained')", names: /EXPLAIN|ANALYZE|INSERT/i },
+    {
+      name: "a data-modifying CTE under a SELECT",
+      sql: "WITH d AS (DELETE FROM audit_notes WHERE false RETURNING *) SELECT * FROM d",
+      names: /DELETE|WITH|modif/i,
+    },
+    {
+      name: "EXPLAIN ANALYZE of an INSERT (it runs)",
+      sql: "EXPLAIN ANALYZE INSERT INTO audit_notes (note) VALUES ('explained')",
+      names: /EXPLAIN|ANALYZE|INSERT/i,
+    },
     { name: "PREPARE of an INSERT", sql: "PREPARE w AS INSERT INTO audit_notes (note) VALUES ('prepared')", names: /PREPARE|INSERT/i },
     { name: "CALL", sql: "CALL touch_notes()", names: /CALL/i },
     { name: "COPY FROM STDIN", sql: "COPY audit_notes (user_id, note) FROM STDIN", names: /COPY/i },
@@ -623,10 +858,20 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     { name: "ANALYZE", sql: "ANALYZE audit_notes", names: /ANALYZE/i },
     { name: "GRANT", sql: `GRANT SELECT ON audit_notes TO ${roles.md5.user}`, names: /GRANT/i },
     { name: "SET ROLE", sql: `SET ROLE ${roles.scram.user}`, names: /ROLE/i },
-    { name: "SELECT nextval() (a write inside a read)", sql: "SELECT nextval('audit_notes_id_seq')", names: /nextval|read-only|read only|write/i, backendMayRefuse: true },
+    {
+      name: "SELECT nextval() (a write inside a read)",
+      sql: "SELECT nextval('audit_notes_id_seq')",
+      names: /nextval|read-only|read only|write/i,
+      backendMayRefuse: true,
+    },
     // Not in the issue: PostgreSQL 15 lets large-object functions write in a read-only transaction, so
     // the backend's default_transaction_read_only does not stop them; only the export's analysis can.
-    { name: "SELECT lo_create() (a large object written inside a read)", sql: "SELECT lo_create(0)", names: /lo_create|large object|read-only|read only|write/i, passesReadOnlySession: true },
+    {
+      name: "SELECT lo_create() (a large object written inside a read)",
+      sql: "SELECT lo_create(0)",
+      names: /lo_create|large object|read-only|read only|write/i,
+      passesReadOnlySession: true,
+    },
     {
       name: "SELECT lo_from_bytea() of another user's email (a copy of a value written inside a read)",
       sql: `SELECT lo_from_bytea(0, convert_to((SELECT email FROM users WHERE id = '${DROPPED}'), 'UTF8'))`,
@@ -637,19 +882,23 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
   for (const refusal of refusals) {
     describe(`refused: ${refusal.name}`, () => {
       test(refusal.passesReadOnlySession ? "runs on a direct connection started read-only" : "runs on a direct connection", async () => {
-        await withWire(pg.port, async (wire) => {
-          if (refusal.passesReadOnlySession) assert.equal((await ask(wire, "SHOW default_transaction_read_only")).rows[0]?.[0], "on");
-          for (const sql of refusal.setup ?? []) assert.deepEqual((await ask(wire, sql)).errors, []);
-          wire.send(encodeQuery(refusal.sql));
-          const messages = await wire.until((m) => m.code === "Z" || m.code === "G");
-          if (messages.at(-1)!.code === "G") {
-            // COPY FROM STDIN started: the backend waits for data. End it (CopyFail).
-            wire.send(Buffer.from([0x66, 0, 0, 0, 7, 0x6e, 0x6f, 0]));
-            await wire.until((m) => m.code === "Z");
-            return;
-          }
-          assert.deepEqual(errorsOf(messages), [], `${refusal.sql} runs straight against PostgreSQL`);
-        }, refusal.passesReadOnlySession ? { options: "-c default_transaction_read_only=on" } : {});
+        await withWire(
+          pg.port,
+          async (wire) => {
+            if (refusal.passesReadOnlySession) assert.equal((await ask(wire, "SHOW default_transaction_read_only")).rows[0]?.[0], "on");
+            for (const sql of refusal.setup ?? []) assert.deepEqual((await ask(wire, sql)).errors, []);
+            wire.send(encodeQuery(refusal.sql));
+            const messages = await wire.until((m) => m.code === "Z" || m.code === "G");
+            if (messages.at(-1)!.code === "G") {
+              // COPY FROM STDIN started: the backend waits for data. End it (CopyFail).
+              wire.send(Buffer.from([0x66, 0, 0, 0, 7, 0x6e, 0x6f, 0]));
+              await wire.until((m) => m.code === "Z");
+              return;
+            }
+            assert.deepEqual(errorsOf(messages), [], `${refusal.sql} runs straight against PostgreSQL`);
+          },
+          refusal.passesReadOnlySession ? { options: "-c default_transaction_read_only=on" } : {},
+        );
       });
       test("refused through a read-only export; the connection still works", async () => {
         await withWire(readOnlyPort, async (wire) => {
@@ -665,16 +914,28 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
   }
 
   describe("refused in the extended protocol: a write sent as Parse/Bind/Execute by node-postgres (unnamed and named)", () => {
-    const writes = [{ text: "INSERT INTO audit_notes (note) VALUES ($1)", values: ["extended"] }, { name: "write-prepared", text: "UPDATE audit_notes SET note = $1 WHERE false", values: ["extended"] }];
+    const writes = [
+      { text: "INSERT INTO audit_notes (note) VALUES ($1)", values: ["extended"] },
+      { name: "write-prepared", text: "UPDATE audit_notes SET note = $1 WHERE false", values: ["extended"] },
+    ];
     const attempt = async (port: number) => {
       const c = new Client({ host: "127.0.0.1", port, user: roles.scram.user, password: roles.scram.password, database: "app" });
       await c.connect();
       try {
         const outcomes: Array<{ command?: string; code?: string; message?: string }> = [];
         for (const query of writes) {
-          outcomes.push(await c.query(query).then((r) => ({ command: r.command }), (error: Error & { code?: string }) => ({ code: error.code, message: error.message })));
+          outcomes.push(
+            await c.query(query).then(
+              (r) => ({ command: r.command }),
+              (error: Error & { code?: string }) => ({ code: error.code, message: error.message }),
+            ),
+          );
           const after = await c.query(`SELECT id, email FROM users WHERE id = '${ALLOWED}'`);
-          assert.deepEqual(after.rows.map((r: Record<string, unknown>) => r.email), [email(ALLOWED)], "the connection still works");
+          assert.deepEqual(
+            after.rows.map((r: Record<string, unknown>) => r.email),
+            [email(ALLOWED)],
+            "the connection still works",
+          );
         }
         return outcomes;
       } finally {
@@ -744,7 +1005,11 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
         const [blocked] = await run(pg.port, [write], options);
         assert.equal(blocked!.errors[0]?.code, "25006", "the session starts read-only");
         const answers = await run(pg.port, [...bypass.steps, write, "ROLLBACK"], options);
-        assert.deepEqual(answers.slice(0, -1).flatMap((a) => a.errors), [], bypass.name);
+        assert.deepEqual(
+          answers.slice(0, -1).flatMap((a) => a.errors),
+          [],
+          bypass.name,
+        );
         assert.equal(answers.at(-2)!.tags[0], "INSERT 0 1");
       });
       test("refused through a read-only export; the connection still works", async () => {
@@ -791,7 +1056,11 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       test("through an allowWrites export: the SQLSTATE crosses, the name does not", async () => {
         await withWire(await writablePort(), async (wire) => {
           const answer = await ask(wire, attack.sql);
-          assert.deepEqual(answer.errors.map((e) => e.code), [attack.code], "the error itself crosses, with its SQLSTATE");
+          assert.deepEqual(
+            answer.errors.map((e) => e.code),
+            [attack.code],
+            "the error itself crosses, with its SQLSTATE",
+          );
           assertClean([answer], attack.name);
           await assertStillWorks(wire, answer, attack.name);
         });
@@ -806,8 +1075,15 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     // any word sufficing, lets it cross). The client never writes "not" as a word: the dropped user
     // is named by clicks, not by id.
     const label = droppedEmail.split("-")[0]!;
-    const prepare = (name: string, expression: string) => `DO $$ BEGIN EXECUTE format('PREPARE ${name} AS SELECT 1 AS %I', (SELECT ${expression} FROM users WHERE clicks = ${droppedClicks})); END $$`;
-    const statements = [prepare("leak", "split_part(email, '-', 1)"), prepare("leak2", "email"), "SELECT 1 AS nothing, 2 AS accepted, 3 AS example, 4 AS com", "EXECUTE leak", "EXECUTE leak2"];
+    const prepare = (name: string, expression: string) =>
+      `DO $$ BEGIN EXECUTE format('PREPARE ${name} AS SELECT 1 AS %I', (SELECT ${expression} FROM users WHERE clicks = ${droppedClicks})); END $$`;
+    const statements = [
+      prepare("leak", "split_part(email, '-', 1)"),
+      prepare("leak2", "email"),
+      "SELECT 1 AS nothing, 2 AS accepted, 3 AS example, 4 AS com",
+      "EXECUTE leak",
+      "EXECUTE leak2",
+    ];
     test("leaks on a direct connection", async () => {
       const answers = await run(pg.port, statements);
       assert.equal(answers[3]!.descriptions[0]?.[0]?.name, label);
@@ -815,10 +1091,18 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     });
     test("through an allowWrites export the labels do not cross: whole labels matched against whole client-written tokens", async () => {
       const answers = await run(await writablePort(), statements);
-      assert.deepEqual(answers.slice(0, 2).flatMap((a) => a.errors), [], "writes (DO) are allowed");
+      assert.deepEqual(
+        answers.slice(0, 2).flatMap((a) => a.errors),
+        [],
+        "writes (DO) are allowed",
+      );
       for (const answer of answers) assertClean([answer], "label");
       const labels = answers.flatMap((a) => a.descriptions.flat().map((c) => c.name));
-      assert.deepEqual(answers[2]!.descriptions[0]?.map((c) => c.name), ["nothing", "accepted", "example", "com"], "the client's own aliases cross");
+      assert.deepEqual(
+        answers[2]!.descriptions[0]?.map((c) => c.name),
+        ["nothing", "accepted", "example", "com"],
+        "the client's own aliases cross",
+      );
       assert.ok(!labels.includes(label), `the label ${label} crossed`);
     });
   });
@@ -867,7 +1151,11 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       const [columns] = answer!.descriptions;
       for (const index of [2, 3, 4, 5]) {
         const c = columns![index]!;
-        assert.deepEqual({ typeOid: c.typeOid, typeSize: c.typeSize, tableOid: c.tableOid, attributeNumber: c.attributeNumber, typeModifier: c.typeModifier }, { typeOid: 25, typeSize: -1, tableOid: 0, attributeNumber: 0, typeModifier: -1 }, c.name);
+        assert.deepEqual(
+          { typeOid: c.typeOid, typeSize: c.typeSize, tableOid: c.tableOid, attributeNumber: c.attributeNumber, typeModifier: c.typeModifier },
+          { typeOid: 25, typeSize: -1, tableOid: 0, attributeNumber: 0, typeModifier: -1 },
+          c.name,
+        );
       }
       assert.deepEqual(answer!.rows, [[null, email(ALLOWED), null, null, null, null]]);
     });
@@ -891,7 +1179,10 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     ];
     test("on a direct connection the answer depends on the dropped user's email, and every probe runs", async () => {
       const answers = await run(pg.port, [probe("n"), probe("x"), ...probes.map((p) => p.sql)]);
-      assert.deepEqual(answers.slice(0, 2).map((a) => a.rows.length), [1, 0]);
+      assert.deepEqual(
+        answers.slice(0, 2).map((a) => a.rows.length),
+        [1, 0],
+      );
       for (const [index, answer] of answers.slice(2).entries()) assert.deepEqual(answer.errors, [], probes[index]!.sql);
     });
     test("a strict export refuses each probe and still answers joins and filters on resource-context columns", async () => {
@@ -910,7 +1201,10 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     });
     test("the same probes are answered by a default (not strict) export: what strict closes is real there", async () => {
       const answers = await run(readOnlyPort, [probe("n"), probe("x")]);
-      assert.deepEqual(answers.map((a) => a.errors), [[], []]);
+      assert.deepEqual(
+        answers.map((a) => a.errors),
+        [[], []],
+      );
       assertClean(answers, "non-strict probes");
     });
   });

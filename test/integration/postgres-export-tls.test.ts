@@ -36,7 +36,18 @@ describe("PostgreSQL exports over TLS", () => {
     assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
     await createPopulation(call);
     exportPort = await freePort();
-    assert.equal((await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port: exportPort })).status, 200);
+    assert.equal(
+      (
+        await call("PUT", "/export", {
+          type: "postgres",
+          endpoint: `127.0.0.1:${pg.port}`,
+          resolverGroup: "users-table",
+          metadata: { type: "platformUse", purposeId: "service" },
+          port: exportPort,
+        })
+      ).status,
+      200,
+    );
   });
 
   after(async () => {
@@ -48,7 +59,14 @@ describe("PostgreSQL exports over TLS", () => {
   test("SSLRequest is answered 'S' and the export presents its certificate: node-postgres and psql verify it", async () => {
     const deadline = Date.now() + 15_000;
     for (;;) {
-      const c = new Client({ host: "127.0.0.1", port: exportPort, user: roles.scram.user, password: roles.scram.password, database: "app", ssl: { ca: readFileSync(certFile), rejectUnauthorized: true } });
+      const c = new Client({
+        host: "127.0.0.1",
+        port: exportPort,
+        user: roles.scram.user,
+        password: roles.scram.password,
+        database: "app",
+        ssl: { ca: readFileSync(certFile), rejectUnauthorized: true },
+      });
       try {
         await c.connect();
         const result = await c.query("SELECT id, email FROM users WHERE id = 'not-accepted' OR id = 'accepted'");
@@ -61,7 +79,18 @@ describe("PostgreSQL exports over TLS", () => {
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     }
-    const psql = spawnSync("psql", [`host=127.0.0.1 port=${exportPort} user=${roles.scram.user} dbname=app sslmode=verify-full sslrootcert=${certFile}`, "-X", "-A", "-t", "-c", "SELECT id, name FROM users WHERE id = 'accepted'"], { encoding: "utf8", env: { ...process.env, PGPASSWORD: roles.scram.password } });
+    const psql = spawnSync(
+      "psql",
+      [
+        `host=127.0.0.1 port=${exportPort} user=${roles.scram.user} dbname=app sslmode=verify-full sslrootcert=${certFile}`,
+        "-X",
+        "-A",
+        "-t",
+        "-c",
+        "SELECT id, name FROM users WHERE id = 'accepted'",
+      ],
+      { encoding: "utf8", env: { ...process.env, PGPASSWORD: roles.scram.password } },
+    );
     assert.equal(psql.status, 0, psql.stderr);
     assert.equal(psql.stdout.trim(), "|Name accepted");
   });
@@ -72,7 +101,17 @@ describe("PostgreSQL exports over TLS", () => {
     socket.on("data", (chunk: Buffer) => received.push(chunk));
     socket.on("error", () => undefined);
     await new Promise((resolve) => socket.once("connect", resolve));
-    socket.write(Buffer.concat([encodeSSLRequest(), encodeStartup(new Map([["user", roles.trusted.user], ["database", "app"]]))]));
+    socket.write(
+      Buffer.concat([
+        encodeSSLRequest(),
+        encodeStartup(
+          new Map([
+            ["user", roles.trusted.user],
+            ["database", "app"],
+          ]),
+        ),
+      ]),
+    );
     await new Promise((resolve) => socket.once("close", resolve));
     const answer = Buffer.concat(received);
     assert.equal(answer[0], 0x45, "an ErrorResponse, not 'S'");

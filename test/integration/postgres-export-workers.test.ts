@@ -24,7 +24,13 @@ const bigRows = 100_000;
 /** The realistic policy, with a mapping group for the slow client's 200 MB table. */
 function policy(): ReturnType<typeof realisticPolicy> {
   const config = realisticPolicy();
-  config.mappingGroups.push({ name: "big", fieldMappings: [{ recordField: "public.big.uid", resourceContext: true }, { recordField: "public.big.payload", categoryId: "contact" }] });
+  config.mappingGroups.push({
+    name: "big",
+    fieldMappings: [
+      { recordField: "public.big.uid", resourceContext: true },
+      { recordField: "public.big.payload", categoryId: "contact" },
+    ],
+  });
   return config;
 }
 
@@ -96,7 +102,10 @@ describe(`PostgreSQL exports served by ${workers} proxy worker processes`, () =>
     try {
       const owners = acceptingPids(exportPort);
       assert.equal(owners.length, 4, `ss shows the 4 accepted connections: ${owners}`);
-      assert.ok(owners.every((pid) => pids.includes(pid)), `every connection is held by a worker (${owners}), none by the node (${node.child.pid})`);
+      assert.ok(
+        owners.every((pid) => pids.includes(pid)),
+        `every connection is held by a worker (${owners}), none by the node (${node.child.pid})`,
+      );
       assert.equal(new Set(owners).size, workers, "each worker holds some");
       const received = await Promise.all(clients.map((c) => rowsReceived(c)));
       assert.ok(received[0]! > 0 && received.every((n) => n === received[0]), `every worker lets the same rows through: ${received}`);
@@ -112,7 +121,18 @@ describe(`PostgreSQL exports served by ${workers} proxy worker processes`, () =>
 
   test("a client that does not read gets backpressure from its worker: neither the worker nor the node grows while 200 MB of allowed rows wait", async () => {
     const port = await freePort();
-    assert.equal((await call("PUT", "/export", { type: "postgres", endpoint: `127.0.0.1:${pg.port}`, resolverGroup: "big", metadata: { type: "platformUse", purposeId: "service" }, port })).status, 200);
+    assert.equal(
+      (
+        await call("PUT", "/export", {
+          type: "postgres",
+          endpoint: `127.0.0.1:${pg.port}`,
+          resolverGroup: "big",
+          metadata: { type: "platformUse", purposeId: "service" },
+          port,
+        })
+      ).status,
+      200,
+    );
     let wire: WireClient | undefined;
     await until("the export opens", async () => (wire = await WireClient.connect(port, roles.trusted.user, "app").catch(() => undefined)) !== undefined);
     const client = wire!;
@@ -130,7 +150,9 @@ describe(`PostgreSQL exports served by ${workers} proxy worker processes`, () =>
         highest.node = Math.max(highest.node, currentRss(watched.node));
       }
       const mib = (bytes: number) => Math.round(bytes / 2 ** 20);
-      console.log(`# worker RSS ${mib(before.worker)} MiB before, at most ${mib(highest.worker)} MiB; node ${mib(before.node)} -> ${mib(highest.node)} MiB, while the client read nothing (${bigRows * 2} KB of rows pending)`);
+      console.log(
+        `# worker RSS ${mib(before.worker)} MiB before, at most ${mib(highest.worker)} MiB; node ${mib(before.node)} -> ${mib(highest.node)} MiB, while the client read nothing (${bigRows * 2} KB of rows pending)`,
+      );
       assert.ok(highest.worker - before.worker < 64 * 2 ** 20, `the worker grew by ${mib(highest.worker - before.worker)} MiB`);
       assert.ok(highest.node - before.node < 64 * 2 ** 20, `the node grew by ${mib(highest.node - before.node)} MiB`);
       client.socket.resume();
@@ -146,7 +168,11 @@ describe(`PostgreSQL exports served by ${workers} proxy worker processes`, () =>
     try {
       assert.ok(!(await seen(c, "not-accepted")), "no terms accepted: the user's rows are dropped (and that verdict is remembered)");
       assert.equal((await call("PUT", "/user/terms?userId=not-accepted")).status, 200);
-      await until("the newly accepting user's rows appear on the open connection, not a verdict's minute later", async () => await seen(c, "not-accepted"), 5000);
+      await until(
+        "the newly accepting user's rows appear on the open connection, not a verdict's minute later",
+        async () => await seen(c, "not-accepted"),
+        5000,
+      );
     } finally {
       await c.end();
     }
@@ -163,7 +189,11 @@ describe(`PostgreSQL exports served by ${workers} proxy worker processes`, () =>
         const started = Date.now();
         const cancel = connect({ host: "127.0.0.1", port: exportPort }, () => cancel.end(encodeCancelRequest(wire.keys!.processId, wire.keys!.secretKey)));
         const answer = await wire.until((m) => m.code === "Z");
-        assert.deepEqual(errorsOf(answer).map((e) => e.code), ["57014"], `attempt ${attempt}`);
+        assert.deepEqual(
+          errorsOf(answer).map((e) => e.code),
+          ["57014"],
+          `attempt ${attempt}`,
+        );
         assert.ok(Date.now() - started < 10_000);
       } finally {
         wire.close();
@@ -190,7 +220,10 @@ describe(`PostgreSQL exports served by ${workers} proxy worker processes`, () =>
     assert.equal(ended.filter((gone) => gone()).length, 1, "the other worker's connection lives on");
     const survivor = clients[ended.findIndex((gone) => !gone())]!;
     assert.ok(await seen(survivor, "guardian"));
-    await until("GET /export counts only the surviving connection", async () => (await call("GET", `/export?id=${exportId}`)).body.serving.connections.open === 1);
+    await until(
+      "GET /export counts only the surviving connection",
+      async () => (await call("GET", `/export?id=${exportId}`)).body.serving.connections.open === 1,
+    );
     const fresh = await Promise.all([0, 1].map(() => connected()));
     for (const c of fresh) assert.ok(await seen(c, "guardian"));
     await Promise.all([...fresh, ...clients].map((c) => c.end().catch(() => undefined)));

@@ -45,8 +45,20 @@ function lateDecider(): RowDecider & { forget(): void } {
   const contact: RowVerdict = { allowed: true, reason: "T", categories: new Set(["contact"]) };
   const nothing: RowVerdict = { allowed: true, reason: "T", categories: new Set() };
   const no: RowVerdict = { allowed: false, reason: "T", categories: new Set() };
-  const field = (recordField: string, category: string | undefined, resourceOrder: number): [string, MappedField] => [recordField, { recordField, category, resourceOrder }];
-  const mapping = { key: "m1", fields: new Map([field("users.id", undefined, 0), field("users.email", "contact", -1), field("big.id", undefined, 0), field("big.email", "contact", -1), field("big.n", "contact", -1)]) };
+  const field = (recordField: string, category: string | undefined, resourceOrder: number): [string, MappedField] => [
+    recordField,
+    { recordField, category, resourceOrder },
+  ];
+  const mapping = {
+    key: "m1",
+    fields: new Map([
+      field("users.id", undefined, 0),
+      field("users.email", "contact", -1),
+      field("big.id", undefined, 0),
+      field("big.email", "contact", -1),
+      field("big.n", "contact", -1),
+    ]),
+  };
   const known = new Map<string, RowVerdict>();
   const decide = (id: string) => (allowedContact.includes(id) ? contact : allowedNothing.includes(id) ? nothing : no);
   return {
@@ -56,10 +68,13 @@ function lateDecider(): RowDecider & { forget(): void } {
     expiresAt: (id) => (known.has(id) ? Number.POSITIVE_INFINITY : undefined),
     load: (users) =>
       new Promise((resolve) =>
-        setTimeout(() => {
-          for (const id of users) known.set(id, decide(id));
-          resolve(undefined);
-        }, Math.floor(Math.random() * 5)),
+        setTimeout(
+          () => {
+            for (const id of users) known.set(id, decide(id));
+            resolve(undefined);
+          },
+          Math.floor(Math.random() * 5),
+        ),
       ),
     forget: () => known.clear(),
   };
@@ -96,7 +111,16 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
       "app",
     );
     port = await freePort();
-    proxy = await PostgresExportServer.listen({ exportId: "fuzz", host: "127.0.0.1", port, backend: { host: "127.0.0.1", port: pg.port }, decider, audit: () => undefined, limits: defaultProxyLimits, policy: { allowWrites: true, strict: false } });
+    proxy = await PostgresExportServer.listen({
+      exportId: "fuzz",
+      host: "127.0.0.1",
+      port,
+      backend: { host: "127.0.0.1", port: pg.port },
+      decider,
+      audit: () => undefined,
+      limits: defaultProxyLimits,
+      policy: { allowWrites: true, strict: false },
+    });
   });
 
   after(async () => {
@@ -141,7 +165,10 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
     for (let i = 0; i < length; i++) {
       const r = next();
       if (r < 0.14) messages.push(encodeParse({ statement: pick(statementNames), sql: sql(), parameterTypes: [] }));
-      else if (r < 0.3) messages.push(encodeBind({ portal: pick(names), statement: pick(statementNames), parameterFormats: [], parameters: [], resultFormats: next() < 0.3 ? [1] : [] }));
+      else if (r < 0.3)
+        messages.push(
+          encodeBind({ portal: pick(names), statement: pick(statementNames), parameterFormats: [], parameters: [], resultFormats: next() < 0.3 ? [1] : [] }),
+        );
       else if (r < 0.4) messages.push(encodeDescribe({ kind: next() < 0.7 ? 0x50 : 0x53, name: pick(names) }));
       else if (r < 0.55) messages.push(execute(pick(names)));
       else if (r < 0.7) messages.push(describePortal(pick(names)), execute(pick(names)));
@@ -153,7 +180,12 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
         // A portal bound, described and executed the way libpq does.
         const statement = pick(statementNames);
         const portal = pick(names);
-        messages.push(encodeParse({ statement, sql: sql(), parameterTypes: [] }), encodeBind({ portal, statement, parameterFormats: [], parameters: [], resultFormats: [] }), describePortal(portal), execute(portal));
+        messages.push(
+          encodeParse({ statement, sql: sql(), parameterTypes: [] }),
+          encodeBind({ portal, statement, parameterFormats: [], parameters: [], resultFormats: [] }),
+          describePortal(portal),
+          execute(portal),
+        );
       }
     }
     messages.push(encodeSync());
@@ -193,10 +225,14 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
   const marker = encodeQuery("ROLLBACK; LISTEN marker");
   const untilMarker = async (wire: WireClient) => {
     let seenMarker = false;
-    return wire.until((m) => {
-      if (m.code === "C" && m.body.toString("latin1") === "LISTEN\0") seenMarker = true;
-      return seenMarker && m.code === "Z";
-    }, 1, 20_000);
+    return wire.until(
+      (m) => {
+        if (m.code === "C" && m.body.toString("latin1") === "LISTEN\0") seenMarker = true;
+        return seenMarker && m.code === "Z";
+      },
+      1,
+      20_000,
+    );
   };
 
   const seeds = Number(process.env.FUZZ_SEEDS ?? 4);
@@ -217,9 +253,19 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
           const answer = await untilMarker(wire).catch((error: Error) => {
             throw new Error(`seed ${seed} round ${round}: ${error.message}; directly: ${direct.map((m) => m.code).join("")}`);
           });
-          assert.ok(!wire.closed, `seed ${seed} round ${round}: the connection closed: ${answer.map((m) => m.code).join("")} ${answer.filter((m) => m.code === "E").map((m) => m.body.toString("latin1")).join(" | ")}`);
+          assert.ok(
+            !wire.closed,
+            `seed ${seed} round ${round}: the connection closed: ${answer.map((m) => m.code).join("")} ${answer
+              .filter((m) => m.code === "E")
+              .map((m) => m.body.toString("latin1"))
+              .join(" | ")}`,
+          );
           assert.deepEqual(leaks(answer), [], `seed ${seed} round ${round}: ${answer.map((m) => m.code).join("")}`);
-          assert.equal(answer.filter((m) => m.code === "Z").length, direct.filter((m) => m.code === "Z").length, `seed ${seed} round ${round}: ReadyForQuery count`);
+          assert.equal(
+            answer.filter((m) => m.code === "Z").length,
+            direct.filter((m) => m.code === "Z").length,
+            `seed ${seed} round ${round}: ReadyForQuery count`,
+          );
         }
       } finally {
         wire.close();
@@ -249,8 +295,21 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
               setTimeout(() => wire.socket.resume(), 20);
             }, 40);
             const binary = index === 1;
-            if (binary) wire.send(encodeParse({ statement: "", sql, parameterTypes: [] }), encodeBind({ portal: "", statement: "", parameterFormats: [], parameters: [], resultFormats: [1] }), encodeDescribe({ kind: 0x50, name: "" }), encodeExecute({ portal: "", maxRows: 0 }), encodeSync());
-            else if (index === 2) wire.send(encodeParse({ statement: "", sql, parameterTypes: [] }), encodeBind({ portal: "", statement: "", parameterFormats: [], parameters: [], resultFormats: [] }), encodeExecute({ portal: "", maxRows: 0 }), encodeSync());
+            if (binary)
+              wire.send(
+                encodeParse({ statement: "", sql, parameterTypes: [] }),
+                encodeBind({ portal: "", statement: "", parameterFormats: [], parameters: [], resultFormats: [1] }),
+                encodeDescribe({ kind: 0x50, name: "" }),
+                encodeExecute({ portal: "", maxRows: 0 }),
+                encodeSync(),
+              );
+            else if (index === 2)
+              wire.send(
+                encodeParse({ statement: "", sql, parameterTypes: [] }),
+                encodeBind({ portal: "", statement: "", parameterFormats: [], parameters: [], resultFormats: [] }),
+                encodeExecute({ portal: "", maxRows: 0 }),
+                encodeSync(),
+              );
             else wire.send(encodeQuery(sql));
             const answer = await wire.until((m) => m.code === "Z", 1, 120_000);
             clearInterval(pausing);
@@ -258,10 +317,17 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
               .filter((m) => m.code === "D")
               .map((m) => {
                 const row = decodeDataRow(m.body, 0, m.body.length, newRowValues());
-                return Array.from({ length: row.count }, (_, i) => (row.lengths[i]! < 0 ? "null" : binary && i === 2 ? String(m.body.readInt32BE(row.starts[i]!)) : m.body.toString("utf8", row.starts[i]!, row.starts[i]! + row.lengths[i]!))).join("|");
+                return Array.from({ length: row.count }, (_, i) =>
+                  row.lengths[i]! < 0
+                    ? "null"
+                    : binary && i === 2
+                      ? String(m.body.readInt32BE(row.starts[i]!))
+                      : m.body.toString("utf8", row.starts[i]!, row.starts[i]! + row.lengths[i]!),
+                ).join("|");
               });
             assert.equal(rows.length, expected.length, `connection ${index}: rows`);
-            for (let i = 0; i < rows.length; i++) if (rows[i] !== expected[i]) assert.fail(`connection ${index}, row ${i}: ${rows[i]} instead of ${expected[i]}`);
+            for (let i = 0; i < rows.length; i++)
+              if (rows[i] !== expected[i]) assert.fail(`connection ${index}, row ${i}: ${rows[i]} instead of ${expected[i]}`);
           } finally {
             wire.close();
           }
@@ -281,7 +347,12 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
   const copySql = "COPY sink (id, n) FROM STDIN";
   const goodData = encodeCopyData("x\t1\ny\t2\n");
   const badData = encodeCopyData("x\tnot-a-number\n");
-  const extendedCopy = [encodeParse({ statement: "", sql: copySql, parameterTypes: [] }), encodeBind({ portal: "", statement: "", parameterFormats: [], parameters: [], resultFormats: [] }), encodeDescribe({ kind: 0x50, name: "" }), encodeExecute({ portal: "", maxRows: 0 })];
+  const extendedCopy = [
+    encodeParse({ statement: "", sql: copySql, parameterTypes: [] }),
+    encodeBind({ portal: "", statement: "", parameterFormats: [], parameters: [], resultFormats: [] }),
+    encodeDescribe({ kind: 0x50, name: "" }),
+    encodeExecute({ portal: "", maxRows: 0 }),
+  ];
   const copyScenarios: Record<string, CopyStep[]> = {
     "a Sync right behind a simple COPY, before CopyInResponse (ignored by PostgreSQL)": [
       { send: [encodeQuery(copySql), encodeSync()], until: "G" },
@@ -291,8 +362,12 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
       { send: [...extendedCopy, encodeSync()], until: "G" },
       { send: [goodData, encodeCopyDone(), encodeSync()], until: "Z" },
     ],
-    "everything pipelined: the COPY ends before the proxy sees it start": [{ send: [encodeQuery(copySql), encodeSync(), goodData, encodeCopyDone(), encodeSync()], until: "Z", count: 2 }],
-    "two COPYs in one Query, both pipelined": [{ send: [encodeQuery(`${copySql}; ${copySql}`), goodData, encodeCopyDone(), goodData, encodeCopyDone(), encodeSync()], until: "Z", count: 2 }],
+    "everything pipelined: the COPY ends before the proxy sees it start": [
+      { send: [encodeQuery(copySql), encodeSync(), goodData, encodeCopyDone(), encodeSync()], until: "Z", count: 2 },
+    ],
+    "two COPYs in one Query, both pipelined": [
+      { send: [encodeQuery(`${copySql}; ${copySql}`), goodData, encodeCopyDone(), goodData, encodeCopyDone(), encodeSync()], until: "Z", count: 2 },
+    ],
     "CopyFail, then a Sync": [
       { send: [encodeQuery(copySql), encodeSync()], until: "G" },
       { send: [encodeCopyFail("stop"), encodeSync()], until: "Z", count: 2 },
@@ -374,7 +449,10 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
       await wire.until((m) => m.code === "G", 1, 10_000);
       wire.send(encodeQuery("SELECT id, email FROM users"));
       const ended = await wire.until((m) => m.code === "E", 1, 10_000);
-      assert.deepEqual(errorsOf(ended).map((e) => e.code), ["08P01"]);
+      assert.deepEqual(
+        errorsOf(ended).map((e) => e.code),
+        ["08P01"],
+      );
       await wire.until(() => false, 1, 5000).catch(() => undefined);
       assert.ok(wire.closed, "the connection is closed");
     } finally {

@@ -30,7 +30,11 @@ test("the README's first-five-minutes walkthrough runs as written against a real
   assert.match(script, /W=http:\/\/127\.0\.0\.1:8890;/);
   const adapted = script.replace("W=http://127.0.0.1:8890;", `W=${node.url};`).replaceAll("18000", String(exportPort));
   // Every curl fails the script on an HTTP error (the README leaves -f out for readable errors).
-  const result = spawnSync("bash", ["-e", "-o", "pipefail", "-c", `curl() { command curl -f "$@"; }\n${adapted}`], { cwd: tempDir("readme"), encoding: "utf8", timeout: 60_000 });
+  const result = spawnSync("bash", ["-e", "-o", "pipefail", "-c", `curl() { command curl -f "$@"; }\n${adapted}`], {
+    cwd: tempDir("readme"),
+    encoding: "utf8",
+    timeout: 60_000,
+  });
   assert.equal(result.status, 0, `the walkthrough failed: ${result.stderr}\n${result.stdout}`);
   const out = result.stdout;
   assert.match(out, /"allowed":true,"flow":"platform","categoryIds":\["contact","usage"\]/, "the decision");

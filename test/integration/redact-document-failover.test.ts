@@ -67,7 +67,9 @@ describe("a 200 MB document job survives SIGKILL of the node running it", () => 
           rowsIn++;
           if ((n % userCount) % 2 === 0) {
             expectedRows++;
-            expected.update(`${values.map((value, c) => (categoryOf[columns[c]] && allowed.categoryIds.includes(categoryOf[columns[c]]) ? value : "")).join(",")}\n`);
+            expected.update(
+              `${values.map((value, c) => (categoryOf[columns[c]] && allowed.categoryIds.includes(categoryOf[columns[c]]) ? value : "")).join(",")}\n`,
+            );
           }
         }
         const chunk = Buffer.from(`${lines.join("\n")}\n`);

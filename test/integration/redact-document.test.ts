@@ -14,7 +14,12 @@ import { call as request, type Body } from "../../testkit/http";
 import { NodeProcess } from "../../testkit/node-process";
 
 const columns = ["users.id", "users.email", "users.login", "users.name", "users.clicks", "users.secret"];
-const categoryOf: Record<string, string | undefined> = { "users.email": "contact", "users.login": "credentials", "users.name": "identity", "users.clicks": "usage" };
+const categoryOf: Record<string, string | undefined> = {
+  "users.email": "contact",
+  "users.login": "credentials",
+  "users.name": "identity",
+  "users.clicks": "usage",
+};
 const query = (purposeId: string) => `purposeId=${purposeId}&type=platformUse&mappingGroup=users-table`;
 
 /** A row for a user, with values that would show if they leaked: commas, quotes and newlines included. */
@@ -76,7 +81,8 @@ describe("document redaction (PUT /redact/document, /redact/stats, /redact/docum
     nc = await connect({ servers: nats.url });
     assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
     await createPopulation(call);
-    for (const purposeId of ["service", "analytics"]) for (const [userId, decision] of await decisionsFor(purposeId)) decisions.set(`${purposeId}/${userId}`, decision);
+    for (const purposeId of ["service", "analytics"])
+      for (const [userId, decision] of await decisionsFor(purposeId)) decisions.set(`${purposeId}/${userId}`, decision);
   });
 
   after(async () => {
@@ -91,7 +97,16 @@ describe("document redaction (PUT /redact/document, /redact/stats, /redact/docum
     for (let n = 0; n < 120_000; n++) rows.push(valuesFor(populationIds[n % populationIds.length], n));
     const text = `\ufeff${columns.join(",")}\r\n${rows.map((row) => row.map(csvField).join(",")).join("\r\n")}\r\n`;
     const traces: Body[] = [];
-    const subscription = nc.subscribe("warden.trace.redact.>", { callback: (_error, message) => void traces.push(...message.string().split("\n").filter(Boolean).map((line) => JSON.parse(line) as Body)) });
+    const subscription = nc.subscribe("warden.trace.redact.>", {
+      callback: (_error, message) =>
+        void traces.push(
+          ...message
+            .string()
+            .split("\n")
+            .filter(Boolean)
+            .map((line) => JSON.parse(line) as Body),
+        ),
+    });
 
     const accepted = await upload("service", "text/csv", text);
     assert.equal(accepted.status, 200, JSON.stringify(accepted.body));
@@ -151,11 +166,23 @@ describe("document redaction (PUT /redact/document, /redact/stats, /redact/docum
 
   test("JSON array and NDJSON: the same decisions, nested fields by dotted path, output in the input's format", async () => {
     // biome-ignore lint/correctness/noPrecisionLoss: a number past 2^53 on purpose: it must pass through unchanged
-    const records = populationIds.map((userId, n) => ({ users: { id: userId, email: `${userId}@example.com`, login: `l-${userId}`, name: `N ${userId}`, clicks: 12345678901234567890 }, "users.secret": `secret-${n}` }));
+    const pastSafeInteger = 12345678901234567890;
+    const records = populationIds.map((userId, n) => ({
+      users: { id: userId, email: `${userId}@example.com`, login: `l-${userId}`, name: `N ${userId}`, clicks: pastSafeInteger },
+      "users.secret": `secret-${n}`,
+    }));
     const rawRecords = records.map((r) => JSON.stringify(r).replace('"clicks":12345678901234567000', '"clicks":12345678901234567890'));
     for (const [contentType, text, read] of [
       ["application/json", `[${rawRecords.join(",\n")}]`, (out: string) => JSON.parse(out) as Body[]],
-      ["application/x-ndjson", `${rawRecords.join("\n")}\n`, (out: string) => out.trim().split("\n").map((line) => JSON.parse(line) as Body)],
+      [
+        "application/x-ndjson",
+        `${rawRecords.join("\n")}\n`,
+        (out: string) =>
+          out
+            .trim()
+            .split("\n")
+            .map((line) => JSON.parse(line) as Body),
+      ],
     ] as const) {
       const accepted = await upload("analytics", contentType, text);
       assert.equal(accepted.status, 200, JSON.stringify(accepted.body));
@@ -168,10 +195,25 @@ describe("document redaction (PUT /redact/document, /redact/stats, /redact/docum
         const decision = userId ? decisions.get(`analytics/${userId}`) : undefined;
         if (!decision?.allowed) return [];
         const keep = (category: string, value: unknown) => (decision.categoryIds.includes(category) ? value : null);
-        // biome-ignore lint/correctness/noPrecisionLoss: a number past 2^53 on purpose: it must pass through unchanged
-        return [{ users: { id: null, email: keep("contact", `${userId}@example.com`), login: keep("credentials", `l-${userId}`), name: keep("identity", `N ${userId}`), clicks: keep("usage", 12345678901234567890) }, "users.secret": null, n }];
+        return [
+          {
+            users: {
+              id: null,
+              email: keep("contact", `${userId}@example.com`),
+              login: keep("credentials", `l-${userId}`),
+              name: keep("identity", `N ${userId}`),
+              clicks: keep("usage", pastSafeInteger),
+            },
+            "users.secret": null,
+            n,
+          },
+        ];
       });
-      assert.deepEqual(read(outText), expected.map(({ n: _n, ...record }) => record), contentType);
+      assert.deepEqual(
+        read(outText),
+        expected.map(({ n: _n, ...record }) => record),
+        contentType,
+      );
       assert.ok(expected.length > 0);
       if (expected.some((r) => r.users.clicks !== null)) assert.ok(outText.includes("12345678901234567890"), "numbers keep every digit");
     }
@@ -187,7 +229,11 @@ describe("document redaction (PUT /redact/document, /redact/stats, /redact/docum
       ["purposeId=service&type=platformUse&mappingGroup=users-table", "text/plain", 415, "ERR_REQUEST_CONTENT_TYPE"],
     ];
     for (const [q, contentType, status, code] of cases) {
-      const response = await fetch(`${node.url}/redact/document?${q}`, { method: "PUT", headers: { "content-type": contentType }, body: "users.id\naccepted\n" });
+      const response = await fetch(`${node.url}/redact/document?${q}`, {
+        method: "PUT",
+        headers: { "content-type": contentType },
+        body: "users.id\naccepted\n",
+      });
       assert.equal(response.status, status, q);
       assert.equal(((await response.json()) as Body).error.code, code, `${q} ${contentType}`);
     }

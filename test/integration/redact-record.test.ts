@@ -29,10 +29,22 @@ describe("PUT /redact/record", () => {
   test("a mixed population, record by record, against the decision engine", async () => {
     const revision = Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));
     const compiled = compilePolicy(realisticPolicy(), revision);
-    const categoryOf: Record<string, string | undefined> = { "users.email": "contact", "users.login": "credentials", "users.name": "identity", "users.clicks": "usage" };
+    const categoryOf: Record<string, string | undefined> = {
+      "users.email": "contact",
+      "users.login": "credentials",
+      "users.name": "identity",
+      "users.clicks": "usage",
+    };
     for (const purposeId of ["service", "analytics"]) {
       for (const userId of populationIds) {
-        const record = { "users.id": userId, "users.email": `${userId}@example.com`, "users.login": `login-${userId}`, "users.name": `Name ${userId}`, "users.clicks": 7.25, "users.secret": "s3cret" };
+        const record = {
+          "users.id": userId,
+          "users.email": `${userId}@example.com`,
+          "users.login": `login-${userId}`,
+          "users.name": `Name ${userId}`,
+          "users.clicks": 7.25,
+          "users.secret": "s3cret",
+        };
         const answer = await call("PUT", `/redact/record?purposeId=${purposeId}&type=platformUse&mappingGroup=users-table`, record);
         assert.equal(answer.status, 200);
         const stored = userId ? await call("GET", `/user/${userId}`) : { status: 404, body: undefined };
@@ -43,11 +55,14 @@ describe("PUT /redact/record", () => {
           assert.equal(answer.body.dropped, true, what);
           assert.equal(answer.body.record, undefined, what);
           assert.equal(answer.body.advice[0].value, decision ? decision.summary : "Dropped: the record names no user (mapping group 'users-table').", what);
-          for (const value of Object.values(record)) if (value !== "") assert.ok(!JSON.stringify(answer.body).includes(String(value)), `${what}: no value of the dropped record (${value})`);
+          for (const value of Object.values(record))
+            if (value !== "") assert.ok(!JSON.stringify(answer.body).includes(String(value)), `${what}: no value of the dropped record (${value})`);
           continue;
         }
         assert.equal(answer.body.dropped, false, what);
-        const expected = Object.fromEntries(Object.entries(record).map(([field, value]) => [field, categoryOf[field] && decision.categoryIds.includes(categoryOf[field]!) ? value : null]));
+        const expected = Object.fromEntries(
+          Object.entries(record).map(([field, value]) => [field, categoryOf[field] && decision.categoryIds.includes(categoryOf[field]!) ? value : null]),
+        );
         assert.deepEqual(answer.body.record, expected, what);
         const emptied = Object.keys(record).filter((field) => expected[field] === null);
         assert.ok(answer.body.advice[0].value.startsWith(decision.summary.replace(/\.$/, "")), `${what}: the advice opens with the decision's reason`);
@@ -69,7 +84,11 @@ describe("PUT /redact/record", () => {
       assert.equal(answer.status, status, query);
       assert.equal(answer.body.error.code, code, query);
     }
-    const notObject = await fetch(`${node.url}/redact/record?purposeId=service&type=platformUse&mappingGroup=users-table`, { method: "PUT", headers: { "content-type": "application/json" }, body: "[1,2]" });
+    const notObject = await fetch(`${node.url}/redact/record?purposeId=service&type=platformUse&mappingGroup=users-table`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: "[1,2]",
+    });
     assert.equal(notObject.status, 400);
     assert.equal((await call("GET", "/readyz")).status, 200);
   });

@@ -36,7 +36,10 @@ describe("revision-checked writes on a real nats-server", () => {
   test("a write based on an old revision is rejected and changes nothing", async () => {
     const r1 = await store.write("k", { v: 1 }, 0);
     const r2 = await store.write("k", { v: 2 }, r1);
-    await assert.rejects(store.write("k", { v: 99 }, r1), (error: StaleRevisionError) => error instanceof StaleRevisionError && error.expectedRevision === r1 && error.retryable);
+    await assert.rejects(
+      store.write("k", { v: 99 }, r1),
+      (error: StaleRevisionError) => error instanceof StaleRevisionError && error.expectedRevision === r1 && error.retryable,
+    );
     assert.deepEqual(await store.read("k"), { value: { v: 2 }, revision: r2 });
   });
 

@@ -26,7 +26,12 @@ interface Outcome {
 const question = JSON.stringify({ userId: "durable-user", type: "platformUse", purposeId: "service" });
 
 /** `total` /decision requests, `inFlight` at a time; `midway` runs once, when a quarter of them are answered. */
-async function decisionsUnderFailure(node: NodeProcess, total: number, inFlight: number, midway: () => Promise<void>): Promise<{ outcomes: Outcome[]; failureAt: number; recoveredAt: number }> {
+async function decisionsUnderFailure(
+  node: NodeProcess,
+  total: number,
+  inFlight: number,
+  midway: () => Promise<void>,
+): Promise<{ outcomes: Outcome[]; failureAt: number; recoveredAt: number }> {
   const outcomes: Outcome[] = [];
   let sent = 0;
   let failureAt = 0;
@@ -37,7 +42,12 @@ async function decisionsUnderFailure(node: NodeProcess, total: number, inFlight:
       sent++;
       let outcome: Outcome;
       try {
-        const response = await fetch(`${node.url}/decision`, { method: "PUT", headers: { "content-type": "application/json" }, body: question, signal: AbortSignal.timeout(30_000) });
+        const response = await fetch(`${node.url}/decision`, {
+          method: "PUT",
+          headers: { "content-type": "application/json" },
+          body: question,
+          signal: AbortSignal.timeout(30_000),
+        });
         const body = (await response.json()) as { traceId?: string; error?: { code: string } };
         outcome = { status: response.status, traceId: body.traceId, code: body.error?.code, endedAt: Date.now() };
       } catch (error) {
@@ -80,11 +90,15 @@ async function checkTraced(natsUrl: string, outcomes: Outcome[], recoveredAt: nu
   const refused = outcomes.filter((o) => o.status !== 200);
   for (const o of refused) assert.ok(o.status === 503 || o.status === 504, `a decision not answered fails closed with 503/504, got ${o.status} ${o.code}`);
   assert.ok(answered.length >= outcomes.length / 2, `most decisions are answered (${answered.length} of ${outcomes.length})`);
-  assert.ok(answered.some((o) => o.endedAt > recoveredAt), "answers resume after the failure");
+  assert.ok(
+    answered.some((o) => o.endedAt > recoveredAt),
+    "answers resume after the failure",
+  );
   const nc = await connectTo(natsUrl);
   try {
     const stored = new Map<string, number>();
-    for (const { record } of await readWhileElecting(() => storedTraceRecords<{ traceId: string }>(nc, "warden.trace.decision.>"))) stored.set(record.traceId, (stored.get(record.traceId) ?? 0) + 1);
+    for (const { record } of await readWhileElecting(() => storedTraceRecords<{ traceId: string }>(nc, "warden.trace.decision.>")))
+      stored.set(record.traceId, (stored.get(record.traceId) ?? 0) + 1);
     const missing = answered.filter((o) => !stored.has(o.traceId!));
     assert.equal(missing.length, 0, `every answered decision is traced (${missing.length} of ${answered.length} answered are missing from WARDEN_TRACE)`);
     const twice = [...stored.values()].filter((count) => count > 1).length;
@@ -125,7 +139,14 @@ test("the same on a 3-server NATS cluster (replicas 3) losing the trace stream's
     leader.signal("SIGKILL");
   });
   // Read through the survivors: the killed leader's URL is first in no list.
-  await checkTraced(cluster.filter((server) => server !== leader).map((server) => server.url).join(","), outcomes, recoveredAt);
+  await checkTraced(
+    cluster
+      .filter((server) => server !== leader)
+      .map((server) => server.url)
+      .join(","),
+    outcomes,
+    recoveredAt,
+  );
 });
 
 test("while JetStream does not acknowledge trace records, /decision, /decision/batch and /redact/record fail closed with 503 ERR_TRACE_UNAVAILABLE, a pipeline export with ERR_PIPELINE_UNAVAILABLE, counted in the metrics", async () => {
@@ -137,11 +158,22 @@ test("while JetStream does not acknowledge trace records, /decision, /decision/b
   const record = { "users.id": "durable-user", "users.name": "n" };
   assert.equal((await call(node, "PUT", "/decision", JSON.parse(question))).status, 200, "answered while JetStream acknowledges");
   const pipelinePort = await freePort();
-  const created = await call(node, "PUT", "/export", { type: "pipeline", resolverGroup: "users-table", port: pipelinePort, metadata: { type: "platformUse", purposeId: "service" } });
+  const created = await call(node, "PUT", "/export", {
+    type: "pipeline",
+    resolverGroup: "users-table",
+    port: pipelinePort,
+    metadata: { type: "platformUse", purposeId: "service" },
+  });
   assert.equal(created.status, 200, JSON.stringify(created.body));
-  const pipeline = () => fetch(`http://127.0.0.1:${pipelinePort}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(record) });
+  const pipeline = () =>
+    fetch(`http://127.0.0.1:${pipelinePort}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(record) });
   const until = Date.now() + 20_000;
-  while (!(await pipeline().then(() => true, () => false))) {
+  while (
+    !(await pipeline().then(
+      () => true,
+      () => false,
+    ))
+  ) {
     if (Date.now() > until) throw new Error("the pipeline export's port did not open");
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -159,12 +191,20 @@ test("while JetStream does not acknowledge trace records, /decision, /decision/b
       call(node, "PUT", "/decision/batch", { queries: [JSON.parse(question), JSON.parse(question)] }),
       call(node, "PUT", "/redact/record?type=platformUse&purposeId=service&mappingGroup=users-table", record),
     ]);
-    for (const [name, answer] of [["/decision", single], ["/decision/batch", batch], ["/redact/record", redacted]] as const) {
+    for (const [name, answer] of [
+      ["/decision", single],
+      ["/decision/batch", batch],
+      ["/redact/record", redacted],
+    ] as const) {
       assert.equal(answer.status, 503, `${name}: ${JSON.stringify(answer.body)}`);
       assert.equal(answer.body.error.code, "ERR_TRACE_UNAVAILABLE", name);
     }
     // A pipeline export hands out no verdict whose record is not stored: its door answers unavailable.
-    const exported = await fetch(`http://127.0.0.1:${pipelinePort}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(secondRecord) });
+    const exported = await fetch(`http://127.0.0.1:${pipelinePort}/`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(secondRecord),
+    });
     const exportedBody = (await exported.json()) as { error?: { code: string } };
     assert.equal(exported.status, 503, JSON.stringify(exportedBody));
     assert.equal(exportedBody.error?.code, "ERR_PIPELINE_UNAVAILABLE");
@@ -176,6 +216,10 @@ test("while JetStream does not acknowledge trace records, /decision, /decision/b
   const failed = Number(/^warden_trace_records_failed_total (\d+)/m.exec(metrics)?.[1]);
   assert.ok(failed >= 4, `failed trace records are counted (${failed})`);
   assert.equal((await call(node, "PUT", "/decision", JSON.parse(question))).status, 200, "answered again once JetStream is back");
-  const again = await fetch(`http://127.0.0.1:${pipelinePort}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(secondRecord) });
+  const again = await fetch(`http://127.0.0.1:${pipelinePort}/`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(secondRecord),
+  });
   assert.equal(again.status, 200, "the pipeline export answers again once JetStream is back");
 });

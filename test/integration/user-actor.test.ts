@@ -75,8 +75,14 @@ describe("the user actor with the policy actor", () => {
   });
 
   test("a child's consent needs a guardian as grantor; consents narrow, are kept as history, and can be revoked", async () => {
-    await assert.rejects(refOf("kid").consent({ consents: [{ purposeId: "research", termsId: "research-study-1", categoryIds: ["usage"] }] }), code("GUARDIAN_REQUIRED"));
-    await assert.rejects(refOf("kid").consent({ grantorId: "kid2", consents: [{ purposeId: "research", termsId: "research-study-1" }] }), code("NOT_A_GUARDIAN"));
+    await assert.rejects(
+      refOf("kid").consent({ consents: [{ purposeId: "research", termsId: "research-study-1", categoryIds: ["usage"] }] }),
+      code("GUARDIAN_REQUIRED"),
+    );
+    await assert.rejects(
+      refOf("kid").consent({ grantorId: "kid2", consents: [{ purposeId: "research", termsId: "research-study-1" }] }),
+      code("NOT_A_GUARDIAN"),
+    );
     await refOf("kid").consent({ grantorId: "alice", consents: [{ purposeId: "research", termsId: "research-study-1", categoryIds: ["usage"] }] });
     await assert.rejects(
       refOf("alice").consent({ consents: [{ purposeId: "research", termsId: "research-study-1", categoryIds: ["contact"] }, { purposeId: "nope" }] }),
@@ -87,7 +93,13 @@ describe("the user actor with the policy actor", () => {
     await refOf("kid").revoke({ grantorId: "alice", purposeId: "research", termsId: "research-study-1" });
     const after = await refOf("kid").get();
     assert.deepEqual(after.consents, {});
-    assert.deepEqual(after.consentHistory.map((h) => [h.purposeId, h.categoryIds, h.by]), [["research", ["usage"], "alice"], ["research", null, "alice"]]);
+    assert.deepEqual(
+      after.consentHistory.map((h) => [h.purposeId, h.categoryIds, h.by]),
+      [
+        ["research", ["usage"], "alice"],
+        ["research", null, "alice"],
+      ],
+    );
   });
 
   test("opting in and out of an opt-in purpose", async () => {
@@ -101,10 +113,19 @@ describe("the user actor with the policy actor", () => {
 
   test("guardian options and turning a flow off and on again", async () => {
     const options = await refOf("kid").guardianOptions();
-    assert.deepEqual(options.map((o) => [o.purposeId, o.thirdPartyId, o.disabled]), [["ads-sharing", "adco", false], ["ads-sharing", "geoads", false]]);
+    assert.deepEqual(
+      options.map((o) => [o.purposeId, o.thirdPartyId, o.disabled]),
+      [
+        ["ads-sharing", "adco", false],
+        ["ads-sharing", "geoads", false],
+      ],
+    );
     await refOf("kid").setFlow({ guardianId: "alice", purposeId: "ads-sharing", thirdPartyId: "adco", disabled: true });
     assert.deepEqual((await refOf("kid").get()).disabledFlows, [{ purposeId: "ads-sharing", thirdPartyId: "adco" }]);
-    await assert.rejects(refOf("kid").setFlow({ guardianId: "alice", purposeId: "payments", thirdPartyId: "payco", disabled: true }), code("FLOW_NOT_DISABLEABLE"));
+    await assert.rejects(
+      refOf("kid").setFlow({ guardianId: "alice", purposeId: "payments", thirdPartyId: "payco", disabled: true }),
+      code("FLOW_NOT_DISABLEABLE"),
+    );
     await assert.rejects(refOf("kid").setFlow({ guardianId: "kid2", purposeId: "ads-sharing", thirdPartyId: "adco", disabled: true }), code("NOT_A_GUARDIAN"));
     await refOf("kid").setFlow({ guardianId: "alice", purposeId: "ads-sharing", thirdPartyId: "adco", disabled: false });
     assert.deepEqual((await refOf("kid").get()).disabledFlows, []);
@@ -123,8 +144,14 @@ describe("the user actor with the policy actor", () => {
     await refOf("kid3").create({ attributes: { dob: childDob, location: "US" } });
     await refOf("kid3").accept({ acceptorId: "alice" });
     await refOf("alice").unlink("kid3"); // as after an erasure half done
-    await assert.rejects(refOf("kid3").consent({ grantorId: "alice", consents: [{ purposeId: "research", termsId: "research-study-1" }] }), code("NOT_A_GUARDIAN"));
-    await assert.rejects(refOf("alice").consent({ grantorId: "kid3", consents: [{ purposeId: "research", termsId: "research-study-1" }] }), code("GUARDIAN_INVALID"));
+    await assert.rejects(
+      refOf("kid3").consent({ grantorId: "alice", consents: [{ purposeId: "research", termsId: "research-study-1" }] }),
+      code("NOT_A_GUARDIAN"),
+    );
+    await assert.rejects(
+      refOf("alice").consent({ grantorId: "kid3", consents: [{ purposeId: "research", termsId: "research-study-1" }] }),
+      code("GUARDIAN_INVALID"),
+    );
     await refOf("kid3").accept({ acceptorId: "alice" }); // accepting again repairs the guardian's side
     assert.ok((await refOf("alice").get()).children.includes("kid3"));
   });

@@ -51,15 +51,26 @@ describe("/user and /decision over HTTP, two nodes", () => {
     assert.equal(again.body.error.code, "ERR_USER_EXISTS");
 
     const defaults = await call(a, "PUT", "/user/terms/query", {});
-    assert.deepEqual(defaults.body.platformUse.map((p: { stableId: string }) => p.stableId), ["service", "personalization", "analytics"]);
+    assert.deepEqual(
+      defaults.body.platformUse.map((p: { stableId: string }) => p.stableId),
+      ["service", "personalization", "analytics"],
+    );
     assert.match(defaults.body.hash, /^[0-9a-f]{64}$/);
     const childTerms = await call(a, "PUT", "/user/terms/query", { attributes: { dob: childDob } });
-    assert.deepEqual(childTerms.body.platformUse.map((p: { stableId: string }) => p.stableId), ["service"]);
+    assert.deepEqual(
+      childTerms.body.platformUse.map((p: { stableId: string }) => p.stableId),
+      ["service"],
+    );
 
     const accepted = await call(b, "PUT", "/user/terms?userId=alice");
     assert.equal(accepted.status, 200);
     assert.equal((await call(a, "GET", "/user/alice")).body.acceptance.termsHash, accepted.body.termsHash);
-    assert.deepEqual((await call(a, "GET", "/user/alice/reaccept")).body, { userId: "alice", reacceptRequired: false, acceptedTermsHash: accepted.body.termsHash, currentTermsHash: accepted.body.termsHash });
+    assert.deepEqual((await call(a, "GET", "/user/alice/reaccept")).body, {
+      userId: "alice",
+      reacceptRequired: false,
+      acceptedTermsHash: accepted.body.termsHash,
+      currentTermsHash: accepted.body.termsHash,
+    });
 
     await call(a, "PUT", "/user", { userId: "kid", attributes: { dob: childDob, location: "US" } });
     const alone = await call(a, "PUT", "/user/terms?userId=kid");
@@ -92,8 +103,22 @@ describe("/user and /decision over HTTP, two nodes", () => {
         const direct = decide(compiled, state, request, new Date());
         const what = `${userId} ${request.type} ${request.purposeId}`;
         assert.deepEqual(
-          { allowed: answer.body.allowed, flow: answer.body.flow, categoryIds: answer.body.categoryIds, reasons: answer.body.reasons, summary: answer.body.summary, revision: answer.body.revision },
-          { allowed: direct.allowed, flow: direct.flow, categoryIds: direct.categoryIds, reasons: direct.reasons, summary: direct.summary, revision: direct.revision },
+          {
+            allowed: answer.body.allowed,
+            flow: answer.body.flow,
+            categoryIds: answer.body.categoryIds,
+            reasons: answer.body.reasons,
+            summary: answer.body.summary,
+            revision: answer.body.revision,
+          },
+          {
+            allowed: direct.allowed,
+            flow: direct.flow,
+            categoryIds: direct.categoryIds,
+            reasons: direct.reasons,
+            summary: direct.summary,
+            revision: direct.revision,
+          },
           what,
         );
         assert.match(answer.body.traceId, /^[0-9a-f-]{36}$/);
@@ -124,7 +149,10 @@ describe("/user and /decision over HTTP, two nodes", () => {
   test("a consent written through one node changes the next decision made through the other within a second", async () => {
     const question = { userId: "alice", type: "consentedSharing", purposeId: "research", termsId: "research-study-1" };
     assert.equal((await call(b, "PUT", "/decision", question)).body.allowed, false);
-    const written = await call(a, "PUT", "/user/consent", { userId: "alice", consents: { affirmativeConsents: [{ purposeId: "research", termsId: "research-study-1", categoryIds: ["usage"] }] } });
+    const written = await call(a, "PUT", "/user/consent", {
+      userId: "alice",
+      consents: { affirmativeConsents: [{ purposeId: "research", termsId: "research-study-1", categoryIds: ["usage"] }] },
+    });
     assert.equal(written.status, 200);
     const started = Date.now();
     let answer: Body;
@@ -138,8 +166,16 @@ describe("/user and /decision over HTTP, two nodes", () => {
   test("fields per mapping group, the batch form, and clear errors", async () => {
     const answer = await call(a, "PUT", "/decision", { userId: "bob", type: "platformUse", purposeId: "service", mappingGroup: "users-table" });
     assert.deepEqual(answer.body.fields, { "users.id": false, "users.email": true, "users.login": false, "users.name": false, "users.clicks": false });
-    const batch = await call(b, "PUT", "/decision/batch", { queries: [{ userId: "alice", type: "platformUse", purposeId: "service" }, { userId: "nobody", type: "platformUse", purposeId: "service" }] });
-    assert.deepEqual(batch.body.decisions.map((d: { allowed: boolean }) => d.allowed), [true, false]);
+    const batch = await call(b, "PUT", "/decision/batch", {
+      queries: [
+        { userId: "alice", type: "platformUse", purposeId: "service" },
+        { userId: "nobody", type: "platformUse", purposeId: "service" },
+      ],
+    });
+    assert.deepEqual(
+      batch.body.decisions.map((d: { allowed: boolean }) => d.allowed),
+      [true, false],
+    );
     assert.equal((await call(a, "PUT", "/decision", { userId: "alice", type: "platformUse", purposeId: "service", mappingGroup: "nope" })).status, 404);
     assert.equal((await call(a, "PUT", "/decision", { userId: "alice", type: "sharing", purposeId: "x" })).body.error.code, "ERR_REQUEST_INVALID");
     const loneSurrogate = await fetch(`${a.url}/user`, { method: "PUT", headers: { "content-type": "application/json" }, body: '{"userId": "x\\ud800"}' });
@@ -149,8 +185,14 @@ describe("/user and /decision over HTTP, two nodes", () => {
 
   test("guardian options, a guardian turning a flow off, revoking a consent, and erasure (audited)", async () => {
     const options = await call(a, "GET", "/user/kid/guardian-options");
-    assert.deepEqual(options.body.map((o: { thirdPartyId: string }) => o.thirdPartyId), ["adco", "geoads"]);
-    assert.equal((await call(a, "PUT", "/user/kid/flows", { guardianId: "alice", purposeId: "ads-sharing", thirdPartyId: "adco", disabled: true })).status, 200);
+    assert.deepEqual(
+      options.body.map((o: { thirdPartyId: string }) => o.thirdPartyId),
+      ["adco", "geoads"],
+    );
+    assert.equal(
+      (await call(a, "PUT", "/user/kid/flows", { guardianId: "alice", purposeId: "ads-sharing", thirdPartyId: "adco", disabled: true })).status,
+      200,
+    );
     const notGuardian = await call(a, "PUT", "/user/kid/flows", { guardianId: "bob", purposeId: "ads-sharing", thirdPartyId: "adco", disabled: false });
     assert.equal(notGuardian.body.error.code, "ERR_USER_GUARDIAN_INVALID");
     assert.equal((await call(b, "PUT", "/user/consent/revoke", { userId: "alice", purposeId: "research", termsId: "research-study-1" })).status, 200);
@@ -158,7 +200,10 @@ describe("/user and /decision over HTTP, two nodes", () => {
     assert.deepEqual((await call(a, "DELETE", "/user/kid")).body, { erased: "kid" });
     assert.equal((await call(b, "GET", "/user/kid")).status, 404);
     assert.deepEqual((await call(b, "GET", "/user/alice")).body.children, [], "the guardian's side of the link is gone too");
-    assert.ok(audits.some((r) => r.event === "guardian.linked" && (r.details as { childId: string }).childId === "kid"), "the link was audited when made");
+    assert.ok(
+      audits.some((r) => r.event === "guardian.linked" && (r.details as { childId: string }).childId === "kid"),
+      "the link was audited when made",
+    );
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.ok(audits.some((r) => r.event === "user.erased" && (r.details as { userId: string }).userId === "kid"));
     const after = await call(b, "PUT", "/decision", { userId: "kid", type: "platformUse", purposeId: "service" });

@@ -30,8 +30,17 @@ const redactedPeople = ["id,email,clicks,notes", ",ann@example.org,,", ",cy@exam
 function securityConfig(ldapPort: number, provider: OidcProvider) {
   return {
     verifiers: [
-      { verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${ldapPort}`, rootComponents: "ou=people,dc=example,dc=org" } }] },
-      { verifier: "oauth", profiles: [{ profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } }] },
+      {
+        verifier: "ldap",
+        default: "directory",
+        profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${ldapPort}`, rootComponents: "ou=people,dc=example,dc=org" } }],
+      },
+      {
+        verifier: "oauth",
+        profiles: [
+          { profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } },
+        ],
+      },
     ],
     credentials: [
       { type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] },
@@ -56,7 +65,11 @@ describe("the web UIs in headless Chromium, against a node enforcing Basic (LDAP
   const basic = `Basic ${Buffer.from(`${alice.uid}:${alice.password}`).toString("base64")}`;
   /** The API as a script sees it, to check what the pages did. */
   const call = async (method: string, path: string, body?: unknown) => {
-    const response = await fetch(`${node.url}${path}`, { method, headers: { authorization: basic, ...(body === undefined ? {} : { "content-type": "application/json" }) }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const response = await fetch(`${node.url}${path}`, {
+      method,
+      headers: { authorization: basic, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     const text = await response.text();
     return { status: response.status, text, json: () => JSON.parse(text) };
   };
@@ -95,7 +108,10 @@ describe("the web UIs in headless Chromium, against a node enforcing Basic (LDAP
     const file = join(dir, "security.json");
     writeFileSync(file, JSON.stringify(securityConfig(slapd.port, provider)));
     node = await NodeProcess.start({ nodeId: "web-ui-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file } });
-    browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"] });
+    browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"],
+    });
     ({ page } = await newPage());
   });
 
@@ -194,7 +210,9 @@ describe("the web UIs in headless Chromium, against a node enforcing Basic (LDAP
     const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download the configuration" }).click()]);
     const exported = readFileSync(await download.path(), "utf8");
     assert.deepEqual(JSON.parse(exported), (await call("GET", "/config")).json());
-    await page.getByLabel("Configuration file (JSON, as exported)").setInputFiles({ name: "warden-config.json", mimeType: "application/json", buffer: Buffer.from(exported) });
+    await page
+      .getByLabel("Configuration file (JSON, as exported)")
+      .setInputFiles({ name: "warden-config.json", mimeType: "application/json", buffer: Buffer.from(exported) });
     await page.getByRole("button", { name: "Replace the configuration with this file" }).click();
     await page.getByText("warden-config.json is the current configuration already; nothing changed.").waitFor();
   });
@@ -220,7 +238,12 @@ describe("the web UIs in headless Chromium, against a node enforcing Basic (LDAP
     await notice(page).filter({ hasText: "Saved mapping group people-csv: revision 3." }).waitFor();
     assert.deepEqual((await call("GET", "/mapping/groups/people-csv")).json(), {
       name: "people-csv",
-      fieldMappings: [{ recordField: "id", resourceContext: true }, { recordField: "email", categoryId: "contact", fieldId: "contact.email" }, { recordField: "clicks", categoryId: "usage" }, { recordField: "notes" }],
+      fieldMappings: [
+        { recordField: "id", resourceContext: true },
+        { recordField: "email", categoryId: "contact", fieldId: "contact.email" },
+        { recordField: "clicks", categoryId: "usage" },
+        { recordField: "notes" },
+      ],
     });
     assert.deepEqual(await page.locator(".resolving .badge.context").allTextContents(), ["id"]);
     await page.getByRole("link", { name: "people-csv" }).waitFor();
@@ -229,8 +252,21 @@ describe("the web UIs in headless Chromium, against a node enforcing Basic (LDAP
 
   test("/redact/: a CSV is uploaded with progress, its stats and chart shown, and the preview shows exactly the redacted rows; a single record shows why each field was kept or emptied", async () => {
     // The users of the document (the user API is not enforced here).
-    for (const [userId, accept] of [["ann", true], ["bob", false], ["cy", true]] as const) {
-      assert.equal((await fetch(`${node.url}/user`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ userId, attributes: { dob: "1990-01-01", location: "US" } }) })).status, 200);
+    for (const [userId, accept] of [
+      ["ann", true],
+      ["bob", false],
+      ["cy", true],
+    ] as const) {
+      assert.equal(
+        (
+          await fetch(`${node.url}/user`, {
+            method: "PUT",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ userId, attributes: { dob: "1990-01-01", location: "US" } }),
+          })
+        ).status,
+        200,
+      );
       if (accept) assert.equal((await fetch(`${node.url}/user/terms?userId=${userId}`, { method: "PUT" })).status, 200);
     }
 
@@ -251,9 +287,25 @@ describe("the web UIs in headless Chromium, against a node enforcing Basic (LDAP
       ["(empty)", "ann@example.org", "(empty)", "(empty)"],
       ["(empty)", "cy@example.org", "(empty)", "(empty)"],
     ]);
-    assert.equal(await page.locator("progress").nth(0).evaluate((bar) => (bar as unknown as { value: number }).value), 100, "upload bar");
-    assert.equal(await page.locator("progress").nth(1).evaluate((bar) => (bar as unknown as { value: number }).value), 100, "job bar");
-    const statRows = await page.locator("table.rows-stats tr").evaluateAll((trs) => trs.map((tr) => [tr.querySelector("th")?.textContent, tr.querySelector("td")?.textContent]));
+    assert.equal(
+      await page
+        .locator("progress")
+        .nth(0)
+        .evaluate((bar) => (bar as unknown as { value: number }).value),
+      100,
+      "upload bar",
+    );
+    assert.equal(
+      await page
+        .locator("progress")
+        .nth(1)
+        .evaluate((bar) => (bar as unknown as { value: number }).value),
+      100,
+      "job bar",
+    );
+    const statRows = await page
+      .locator("table.rows-stats tr")
+      .evaluateAll((trs) => trs.map((tr) => [tr.querySelector("th")?.textContent, tr.querySelector("td")?.textContent]));
     assert.deepEqual(statRows, [
       ["In", "5"],
       ["Kept", "2"],
@@ -262,7 +314,9 @@ describe("the web UIs in headless Chromium, against a node enforcing Basic (LDAP
       ["… NO_USER_ID", "1"],
       ["… UNKNOWN_USER", "1"],
     ]);
-    const fieldRows = await page.locator("table.fields-stats tbody tr").evaluateAll((trs) => trs.map((tr) => [...tr.children].slice(0, 4).map((c) => c.textContent)));
+    const fieldRows = await page
+      .locator("table.fields-stats tbody tr")
+      .evaluateAll((trs) => trs.map((tr) => [...tr.children].slice(0, 4).map((c) => c.textContent)));
     assert.deepEqual(fieldRows, [
       ["id", "—", "0", "2"],
       ["email", "contact", "2", "0"],

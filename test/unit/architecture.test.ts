@@ -7,7 +7,22 @@ import { test } from "node:test";
 // written only in a document is broken by the first hurried import.
 
 const root = resolve(__dirname, "..", "..", "..");
-const productFolders = ["actors", "api", "auth", "decision", "metrics", "exports", "gateway", "http", "policy", "ports", "protocols", "proxies", "redaction", "service"];
+const productFolders = [
+  "actors",
+  "api",
+  "auth",
+  "decision",
+  "metrics",
+  "exports",
+  "gateway",
+  "http",
+  "policy",
+  "ports",
+  "protocols",
+  "proxies",
+  "redaction",
+  "service",
+];
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((entry) => {
@@ -69,7 +84,17 @@ test("no import cycle between folders", () => {
     }
   };
   for (const node of graph.keys()) if (!index.has(node)) visit(node);
-  const explained = cycles.map((cycle) => cycle.map((folder) => `${folder} -> ${importsOf(folder).filter((to) => cycle.includes(to)).map((to) => `${to} (${graph.get(folder)!.get(to)})`).join(", ")}`).join("; "));
+  const explained = cycles.map((cycle) =>
+    cycle
+      .map(
+        (folder) =>
+          `${folder} -> ${importsOf(folder)
+            .filter((to) => cycle.includes(to))
+            .map((to) => `${to} (${graph.get(folder)!.get(to)})`)
+            .join(", ")}`,
+      )
+      .join("; "),
+  );
   assert.deepEqual(explained, []);
 });
 
@@ -81,14 +106,30 @@ test("doors never import the gateway, and the gateway never imports a door", () 
 });
 
 test("the decision engine reads only the policy model; codecs and the API contract read no product folder", () => {
-  assert.deepEqual(importsOf("decision").filter((to) => to !== "policy"), []);
-  assert.deepEqual(importsOf("policy").filter((to) => to !== "actors/runtime"), [], "the policy model and its checks");
+  assert.deepEqual(
+    importsOf("decision").filter((to) => to !== "policy"),
+    [],
+  );
+  assert.deepEqual(
+    importsOf("policy").filter((to) => to !== "actors/runtime"),
+    [],
+    "the policy model and its checks",
+  );
   for (const codec of [...graph.keys()].filter((folder) => folder.startsWith("protocols/"))) assert.deepEqual(importsOf(codec), [], `${codec} imports others`);
-  assert.deepEqual(importsOf("api").filter((to) => !(to.startsWith("actors/") || ["policy", "decision", "redaction"].includes(to))), [], "api/ is types over the model");
+  assert.deepEqual(
+    importsOf("api").filter((to) => !(to.startsWith("actors/") || ["policy", "decision", "redaction"].includes(to))),
+    [],
+    "api/ is types over the model",
+  );
 });
 
 test("benchmarks and tests share helpers through testkit/: a benchmark never imports a test, testkit/ neither", () => {
-  const offenders = [...sources(join(root, "bench")), ...sources(join(root, "testkit"))].filter((file) => /from\s+"(\.\.\/)+test\//.test(readFileSync(file, "utf8")));
-  assert.deepEqual(offenders.map((file) => relative(root, file)), []);
+  const offenders = [...sources(join(root, "bench")), ...sources(join(root, "testkit"))].filter((file) =>
+    /from\s+"(\.\.\/)+test\//.test(readFileSync(file, "utf8")),
+  );
+  assert.deepEqual(
+    offenders.map((file) => relative(root, file)),
+    [],
+  );
   assert.ok(sources(join(root, "testkit")).length > 0);
 });

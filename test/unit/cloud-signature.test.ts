@@ -32,12 +32,24 @@ const suite = {
 };
 const suiteScope = "AKIDEXAMPLE/20150830/us-east-1/service/aws4_request";
 
-function suiteRequest(method: string, query: string, headers: Record<string, string>, signature: string, signedHeaders = "host;x-amz-date", body = ""): SignedRequest {
+function suiteRequest(
+  method: string,
+  query: string,
+  headers: Record<string, string>,
+  signature: string,
+  signedHeaders = "host;x-amz-date",
+  body = "",
+): SignedRequest {
   return {
     method,
     path: "/",
     query,
-    headers: { host: "example.amazonaws.com", "x-amz-date": "20150830T123600Z", ...headers, authorization: `AWS4-HMAC-SHA256 Credential=${suiteScope}, SignedHeaders=${signedHeaders}, Signature=${signature}` },
+    headers: {
+      host: "example.amazonaws.com",
+      "x-amz-date": "20150830T123600Z",
+      ...headers,
+      authorization: `AWS4-HMAC-SHA256 Credential=${suiteScope}, SignedHeaders=${signedHeaders}, Signature=${signature}`,
+    },
     bodySha256: sha256Hex(body),
   };
 }
@@ -79,7 +91,14 @@ test("post-vanilla and post-x-www-form-urlencoded: the body's hash ends the cano
   const vanilla = suiteRequest("POST", "", {}, "5da7c1a2acd57cee7505fc6676e4e544621c30862966e37dddb68e92efbe5d6b");
   assert.equal(signatureMatches(suite.secretKey, vanilla, parsed(vanilla)), true);
 
-  const form = suiteRequest("POST", "", { "content-type": "application/x-www-form-urlencoded" }, "ff11897932ad3f4e8b18135d722051e5ac45fc38421b1da7b9d196a0fe09473a", "content-type;host;x-amz-date", "Param1=value1");
+  const form = suiteRequest(
+    "POST",
+    "",
+    { "content-type": "application/x-www-form-urlencoded" },
+    "ff11897932ad3f4e8b18135d722051e5ac45fc38421b1da7b9d196a0fe09473a",
+    "content-type;host;x-amz-date",
+    "Param1=value1",
+  );
   const signature = parsed(form);
   assert.equal(form.bodySha256, "9095672bbd1f56dfc5b65f3e153adc8731a4a654192329106275f4c7b24d0b6e");
   assert.deepEqual(signature.payloadHashes, [form.bodySha256]);
@@ -88,7 +107,13 @@ test("post-vanilla and post-x-www-form-urlencoded: the body's hash ends the cano
     "AWS4-HMAC-SHA256\n20150830T123600Z\n20150830/us-east-1/service/aws4_request\n42a5e5bb34198acb3e84da4f085bb7927f2bc277ca766e6d19c73c2154021281",
   );
   assert.equal(signatureMatches(suite.secretKey, form, signature), true);
-  const signed = signRequest({ ...suite, method: "POST", url: "https://example.amazonaws.com/", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: "Param1=value1" });
+  const signed = signRequest({
+    ...suite,
+    method: "POST",
+    url: "https://example.amazonaws.com/",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: "Param1=value1",
+  });
   assert.equal(signed.headers.authorization, form.headers.authorization);
 });
 
@@ -110,7 +135,10 @@ test("AWS's presigned-URL example (S3, UNSIGNED-PAYLOAD) verifies in query form"
     canonicalRequest(request, signature, unsignedPayload),
     "GET\n/test.txt\nX-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host\nhost:examplebucket.s3.amazonaws.com\n\nhost\nUNSIGNED-PAYLOAD",
   );
-  assert.equal(expectedSignature("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", request, signature, unsignedPayload), "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404");
+  assert.equal(
+    expectedSignature("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", request, signature, unsignedPayload),
+    "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404",
+  );
   assert.equal(signatureMatches("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", request, signature), true);
 });
 
@@ -121,8 +149,20 @@ test("canonical URI and query: path segments encoded again, query decoded then e
   assert.equal(canonicalUri("/\u1234"), "/%E1%88%B4");
   // What is sent percent-encoded is encoded a second time, as AWS signers do for non-S3 services.
   assert.equal(canonicalUri("/export/my%20table"), "/export/my%2520table");
-  assert.equal(canonicalQuery([["b", "x y"], ["a", "2"], ["a", "1"], ["c", "*'!()"], ["~-._", ""]]), "a=1&a=2&b=x%20y&c=%2A%27%21%28%29&~-._=");
-  assert.equal(credentialScope({ date: "20150830", region: "us-east-1", service: "service", terminator: "aws4_request" }), "20150830/us-east-1/service/aws4_request");
+  assert.equal(
+    canonicalQuery([
+      ["b", "x y"],
+      ["a", "2"],
+      ["a", "1"],
+      ["c", "*'!()"],
+      ["~-._", ""],
+    ]),
+    "a=1&a=2&b=x%20y&c=%2A%27%21%28%29&~-._=",
+  );
+  assert.equal(
+    credentialScope({ date: "20150830", region: "us-east-1", service: "service", terminator: "aws4_request" }),
+    "20150830/us-east-1/service/aws4_request",
+  );
 });
 
 test("parseSignature refuses malformed and ambiguous signatures", () => {
@@ -131,13 +171,25 @@ test("parseSignature refuses malformed and ambiguous signatures", () => {
     ["no signature", { headers: { host: "h", "x-amz-date": "20150830T123600Z" } }, /no signature/],
     ["both forms", { query: "X-Amz-Signature=00" }, /both/],
     ["bad escape", { query: "a=%zz" }, /percent escape/],
-    ["short signature", { headers: { ...good.headers, authorization: good.headers.authorization.replace(/Signature=\w+/, "Signature=abc") } }, /64 lower-case hex/],
-    ["unsorted SignedHeaders", { headers: { ...good.headers, authorization: good.headers.authorization.replace("host;x-amz-date", "x-amz-date;host") } }, /sorted/],
+    [
+      "short signature",
+      { headers: { ...good.headers, authorization: good.headers.authorization.replace(/Signature=\w+/, "Signature=abc") } },
+      /64 lower-case hex/,
+    ],
+    [
+      "unsorted SignedHeaders",
+      { headers: { ...good.headers, authorization: good.headers.authorization.replace("host;x-amz-date", "x-amz-date;host") } },
+      /sorted/,
+    ],
     ["no date", { headers: { host: "h", authorization: good.headers.authorization } }, /X-Amz-Date/],
     ["impossible date", { headers: { ...good.headers, "x-amz-date": "20150231T123600Z" } }, /X-Amz-Date/],
     ["short credential", { headers: { ...good.headers, authorization: good.headers.authorization.replace("/service/", "/") } }, /credential/],
     ["repeated component", { headers: { ...good.headers, authorization: `${good.headers.authorization}, Signature=00` } }, /repeated/],
-    ["inherited header name", { headers: { ...good.headers, authorization: good.headers.authorization.replace("host;x-amz-date", "constructor;host;x-amz-date") } }, /constructor not in the request/],
+    [
+      "inherited header name",
+      { headers: { ...good.headers, authorization: good.headers.authorization.replace("host;x-amz-date", "constructor;host;x-amz-date") } },
+      /constructor not in the request/,
+    ],
     ["missing presign parameter", { headers: { host: "h" }, query: "X-Amz-Signature=00&X-Amz-Date=20150830T123600Z" }, /needs X-Amz-Algorithm/],
   ];
   for (const [name, change, error] of cases) {
@@ -153,7 +205,11 @@ test("signedRequestFrom takes the request as received: raw path and query, lower
   const request = signedRequestFrom({ method: "GET", url: "/export/my%20table?b=2&a=%2F", headers, bodySha256: emptySha256 });
   assert.equal(request.path, "/export/my%20table");
   assert.equal(request.query, "b=2&a=%2F");
-  assert.deepEqual(Object.entries(request.headers), [["__proto__", "odd"], ["host", "h:1"], ["x-multi", "a,b c"]]);
+  assert.deepEqual(Object.entries(request.headers), [
+    ["__proto__", "odd"],
+    ["host", "h:1"],
+    ["x-multi", "a,b c"],
+  ]);
   assert.equal(signedRequestFrom({ method: "GET", url: "/", headers: {}, bodySha256: emptySha256 }).query, "");
 });
 
@@ -169,17 +225,50 @@ function verifierWith(configuration: CloudConfiguration = profile, clock = () =>
 /** A request as the service would receive it after `signRequest` signed it (optionally delivered with another body). */
 function signed(options: Partial<SigningOptions> = {}, deliveredBody?: string): Credential {
   const body = options.body ?? "";
-  const out = signRequest({ method: "GET", url: "https://warden.example:8890/redact/record", accessKeyId: profile.id, secretKey: profile.key, region: profile.region, now: new Date(now), ...options });
+  const out = signRequest({
+    method: "GET",
+    url: "https://warden.example:8890/redact/record",
+    accessKeyId: profile.id,
+    secretKey: profile.key,
+    region: profile.region,
+    now: new Date(now),
+    ...options,
+  });
   const url = new URL(out.url);
-  return { type: "cloudSigningCredentials", request: signedRequestFrom({ method: options.method ?? "GET", url: url.pathname + url.search, headers: out.headers, bodySha256: sha256Hex(deliveredBody ?? body) }) };
+  return {
+    type: "cloudSigningCredentials",
+    request: signedRequestFrom({
+      method: options.method ?? "GET",
+      url: url.pathname + url.search,
+      headers: out.headers,
+      bodySha256: sha256Hex(deliveredBody ?? body),
+    }),
+  };
 }
 
 /** A genuinely signed header-form request whose SignedHeaders and payload hash the test chooses. */
 function signedByHand(headers: Record<string, string>, signedHeaders: string[], payloadHash: string, body: string): Credential {
   const amzDate = "20260115T120000Z";
-  const request: SignedRequest = { method: "POST", path: "/redact/record", query: "", headers: { host: "warden.example", "x-amz-date": amzDate, ...headers }, bodySha256: sha256Hex(body) };
+  const request: SignedRequest = {
+    method: "POST",
+    path: "/redact/record",
+    query: "",
+    headers: { host: "warden.example", "x-amz-date": amzDate, ...headers },
+    bodySha256: sha256Hex(body),
+  };
   const scope = { date: "20260115", region: profile.region, service: "warden", terminator: "aws4_request" };
-  const draft: ParsedSignature = { form: "header", algorithm: signingAlgorithm, accessKeyId: profile.id, scope, amzDate, signedAtMs: now, signedHeaders, signature: "", query: [], payloadHashes: [] };
+  const draft: ParsedSignature = {
+    form: "header",
+    algorithm: signingAlgorithm,
+    accessKeyId: profile.id,
+    scope,
+    amzDate,
+    signedAtMs: now,
+    signedHeaders,
+    signature: "",
+    query: [],
+    payloadHashes: [],
+  };
   const signature = expectedSignature(profile.key, request, draft, payloadHash);
   request.headers.authorization = `${signingAlgorithm} Credential=${profile.id}/${credentialScope(scope)}, SignedHeaders=${signedHeaders.join(";")}, Signature=${signature}`;
   return { type: "cloudSigningCredentials", request };
@@ -196,7 +285,12 @@ async function rejected(verifier: CloudVerifier, credential: Credential, reason:
 test("a correctly signed request passes; the subject is the key id and there are no assertions", async () => {
   const verifier = verifierWith();
   assert.deepEqual(await verifier.verify(signed()), { subject: profile.id, assertions: [] });
-  const post = signed({ method: "POST", url: "https://warden.example/redact/record?mode=strict&a=1", headers: { "content-type": "application/json" }, body: '{"name":"Ada"}' });
+  const post = signed({
+    method: "POST",
+    url: "https://warden.example/redact/record?mode=strict&a=1",
+    headers: { "content-type": "application/json" },
+    body: '{"name":"Ada"}',
+  });
   assert.deepEqual(await verifier.verify(post), { subject: profile.id, assertions: [] });
   const withHash = signed({ method: "POST", body: '{"name":"Bob"}', contentSha256: true });
   assert.equal((await verifier.verify(withHash)).subject, profile.id);
@@ -234,12 +328,20 @@ test("a tampered body, a changed signed header, or an unsigned required header i
   // Correctly signed, but the signature does not cover the host.
   await rejected(verifier, signedByHand({}, ["x-amz-date"], sha256Hex("{}"), "{}"), /must include host/);
   // x-amz-content-sha256 sent but left out of the signature.
-  await rejected(verifier, signedByHand({ "x-amz-content-sha256": sha256Hex("{}") }, ["host", "x-amz-date"], sha256Hex("{}"), "{}"), /must include x-amz-content-sha256/);
+  await rejected(
+    verifier,
+    signedByHand({ "x-amz-content-sha256": sha256Hex("{}") }, ["host", "x-amz-date"], sha256Hex("{}"), "{}"),
+    /must include x-amz-content-sha256/,
+  );
 });
 
 test("UNSIGNED-PAYLOAD is refused; a presigned URL passes only without a body or with a signed body hash", async () => {
   const verifier = verifierWith();
-  await rejected(verifier, signedByHand({ "x-amz-content-sha256": unsignedPayload }, ["host", "x-amz-content-sha256", "x-amz-date"], unsignedPayload, '{"a":1}'), /UNSIGNED-PAYLOAD is refused/);
+  await rejected(
+    verifier,
+    signedByHand({ "x-amz-content-sha256": unsignedPayload }, ["host", "x-amz-content-sha256", "x-amz-date"], unsignedPayload, '{"a":1}'),
+    /UNSIGNED-PAYLOAD is refused/,
+  );
   assert.equal((await verifier.verify(signed({ form: "query", url: "https://warden.example/export?id=x" }))).subject, profile.id);
   assert.equal((await verifier.verify(signed({ form: "query", method: "POST", body: '{"a":1}' }))).subject, profile.id);
   const noHash = signed({ form: "query", method: "POST" }, '{"a":1}');
@@ -262,9 +364,17 @@ test("id, key and region may come from the export's overrides; unset ones reject
 test("other credential types are rejected; a failing replay guard makes the verifier unavailable", async () => {
   await rejected(verifierWith(), { type: "rawBearerToken", token: "t" }, /does not verify 'rawBearerToken'/);
   const broken: ReplayGuard = { firstUse: () => Promise.reject(new Error("no responders")) };
-  await assert.rejects(verifierWith(profile, () => now, broken).verify(signed()), (error: unknown) => error instanceof VerifierUnavailable && /no responders/.test(error.reason));
+  await assert.rejects(
+    verifierWith(profile, () => now, broken).verify(signed()),
+    (error: unknown) => error instanceof VerifierUnavailable && /no responders/.test(error.reason),
+  );
   // A forged signature is rejected before the guard is asked.
-  assert.equal((await verifierWith(profile, () => now, broken).verify(signed({ secretKey: "x" })).catch((error: unknown) => error)) instanceof CredentialRejected, true);
+  assert.equal(
+    (await verifierWith(profile, () => now, broken)
+      .verify(signed({ secretKey: "x" }))
+      .catch((error: unknown) => error)) instanceof CredentialRejected,
+    true,
+  );
 });
 
 test("the factory parses, describes without the key, and creates verifiers", () => {
@@ -281,7 +391,10 @@ test("the factory parses, describes without the key, and creates verifiers", () 
     [{ region: "Eu-West-1" }, "region", /region name/],
   ];
   for (const [raw, property, message] of errors) {
-    assert.throws(() => cloudVerifierFactory.parse(raw, path), (error: unknown) => error instanceof SecurityConfigError && error.path === `${path}.${property}` && message.test(error.message));
+    assert.throws(
+      () => cloudVerifierFactory.parse(raw, path),
+      (error: unknown) => error instanceof SecurityConfigError && error.path === `${path}.${property}` && message.test(error.message),
+    );
   }
   const verifier = cloudVerifierFactory.create("dev", profile, { replayGuard: new MemoryReplayGuard() });
   assert.equal(verifier.type, "cloud");
@@ -301,7 +414,10 @@ function s3GetObject(convention?: "s3"): Credential {
     "x-amz-date": "20130524T000000Z",
     authorization: `AWS4-HMAC-SHA256 Credential=${s3Example.id}/20130524/us-east-1/s3/aws4_request,SignedHeaders=host;range;x-amz-content-sha256;x-amz-date,Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41`,
   };
-  return { type: "cloudSigningCredentials", request: signedRequestFrom({ method: "GET", url: "/test.txt", headers, bodySha256: emptySha256, ...(convention ? { convention } : {}) }) };
+  return {
+    type: "cloudSigningCredentials",
+    request: signedRequestFrom({ method: "GET", url: "/test.txt", headers, bodySha256: emptySha256, ...(convention ? { convention } : {}) }),
+  };
 }
 
 test("S3 convention: AWS's S3 GET Object example verifies (service s3); the warden scheme refuses the s3 service", async () => {
@@ -318,7 +434,12 @@ test("S3 convention: the path is signed as sent (not encoded twice); UNSIGNED-PA
     method: "GET",
     path: "/docs/x.csv",
     query: "",
-    headers: { host: "h", "x-amz-date": "20260115T120000Z", "x-amz-content-sha256": unsignedPayload, authorization: `AWS4-HMAC-SHA256 Credential=${profile.id}/20260115/${profile.region}/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=${"0".repeat(64)}` },
+    headers: {
+      host: "h",
+      "x-amz-date": "20260115T120000Z",
+      "x-amz-content-sha256": unsignedPayload,
+      authorization: `AWS4-HMAC-SHA256 Credential=${profile.id}/20260115/${profile.region}/s3/aws4_request, SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=${"0".repeat(64)}`,
+    },
     bodySha256: sha256Hex(body),
     ...(convention ? { convention } : {}),
   });

@@ -18,7 +18,11 @@ test("defaults: port 8890 on loopback, embedded NATS, info logs", () => {
   assert.equal(config.exportHost, "127.0.0.1");
   assert.deepEqual(config.exportPorts, { first: 15432, last: 15631 });
   assert.equal(config.exportTls, null);
-  assert.equal(config.redactionThreads, Math.min(availableParallelism(), 4), "the cores, at most 4 (a many-core host would otherwise start many workers per job, or exceed the range)");
+  assert.equal(
+    config.redactionThreads,
+    Math.min(availableParallelism(), 4),
+    "the cores, at most 4 (a many-core host would otherwise start many workers per job, or exceed the range)",
+  );
   assert.equal(loadConfig(["--redaction-threads", "1"], {}).redactionThreads, 1);
 });
 
@@ -26,7 +30,14 @@ test("environment variables set everything; flags win over them", () => {
   const env = { PORT: "9000", DATA_DIR: "/tmp/x", NATS_URL: "nats://a:4222, nats://b:4222", NODE_ID: "node-a", LOG_LEVEL: "debug", JS_REPLICAS: "3" };
   const fromEnv = loadConfig([], env);
   assert.deepEqual(
-    { port: fromEnv.port, dataDir: fromEnv.dataDir, natsUrls: fromEnv.natsUrls, nodeId: fromEnv.nodeId, logLevel: fromEnv.logLevel, jsReplicas: fromEnv.jsReplicas },
+    {
+      port: fromEnv.port,
+      dataDir: fromEnv.dataDir,
+      natsUrls: fromEnv.natsUrls,
+      nodeId: fromEnv.nodeId,
+      logLevel: fromEnv.logLevel,
+      jsReplicas: fromEnv.jsReplicas,
+    },
     { port: 9000, dataDir: "/tmp/x", natsUrls: ["nats://a:4222", "nats://b:4222"], nodeId: "node-a", logLevel: "debug", jsReplicas: 3 },
   );
   const withFlags = loadConfig(["--port", "9100", "--node-id=node-b", "--nats-url", "nats://c:4222"], env);
@@ -50,7 +61,10 @@ test("a bad setting is one clear StartupError naming the variable and its flag",
     [[], { EXPORT_TLS_CERT_FILE: "/tmp/cert.pem" }, /^EXPORT_TLS_CERT_FILE and EXPORT_TLS_KEY_FILE go together/],
   ];
   for (const [argv, env, message] of cases) {
-    assert.throws(() => loadConfig(argv, env), (error: Error) => error instanceof StartupError && message.test(error.message) && !error.message.includes("\n"));
+    assert.throws(
+      () => loadConfig(argv, env),
+      (error: Error) => error instanceof StartupError && message.test(error.message) && !error.message.includes("\n"),
+    );
   }
 });
 

@@ -24,7 +24,11 @@ function accepted(id: string, attributes: Record<string, string>, extra: Partial
 }
 
 const use = (purposeId: string): DecisionRequest => ({ type: "platformUse", purposeId });
-const share = (purposeId: string, thirdPartyId?: string): DecisionRequest => ({ type: "platformSharing", purposeId, ...(thirdPartyId ? { thirdPartyId } : {}) });
+const share = (purposeId: string, thirdPartyId?: string): DecisionRequest => ({
+  type: "platformSharing",
+  purposeId,
+  ...(thirdPartyId ? { thirdPartyId } : {}),
+});
 const contractual = (purposeId: string): DecisionRequest => ({ type: "contractualExchange", purposeId });
 const consented = (purposeId: string, termsId: string): DecisionRequest => ({ type: "consentedSharing", purposeId, termsId });
 
@@ -77,8 +81,20 @@ describe("the table of policy-semantics section 2, row by row", () => {
       ["an unlisted sharing purpose", thirdParty, share("payments"), "CONTRACT_EXCLUDES", "contractual"],
       ["the contract's own exchange", thirdParty, contractual("reseller"), ["contact"], "contractual"],
       ["consented sharing without consent", thirdParty, consented("research", "research-study-1"), "NO_CONSENT", "consent"],
-      ["consented sharing with consent", user("u-3p-c", adult, { ...reseller, ...studyConsent }), consented("research", "research-study-1"), ["usage", "location"], "consent"],
-      ["a contract whose terms are gone", user("u-3p-x", adult, { contractualRelationship: { purposeId: "reseller", termsId: "gone" } }), use("service"), "CONTRACT_UNKNOWN", "contractual"],
+      [
+        "consented sharing with consent",
+        user("u-3p-c", adult, { ...reseller, ...studyConsent }),
+        consented("research", "research-study-1"),
+        ["usage", "location"],
+        "consent",
+      ],
+      [
+        "a contract whose terms are gone",
+        user("u-3p-x", adult, { contractualRelationship: { purposeId: "reseller", termsId: "gone" } }),
+        use("service"),
+        "CONTRACT_UNKNOWN",
+        "contractual",
+      ],
     ]);
   });
 
@@ -101,7 +117,13 @@ describe("the table of policy-semantics section 2, row by row", () => {
       ["a purpose the contract allows", both, use("service"), ["contact", "credentials", "identity", "usage"], "platform"],
       ["a purpose the contract does not list", both, use("analytics"), "CONTRACT_EXCLUDES", "platform"],
       ["the contract's exchange", both, contractual("reseller"), ["contact"], "contractual"],
-      ["an empty platformUsePurposeIds list disallows every platform use purpose", accepted("u-strict", adult, resellerStrict), use("service"), "CONTRACT_EXCLUDES", "platform"],
+      [
+        "an empty platformUsePurposeIds list disallows every platform use purpose",
+        accepted("u-strict", adult, resellerStrict),
+        use("service"),
+        "CONTRACT_EXCLUDES",
+        "platform",
+      ],
       ["... but its sharing purpose is allowed", accepted("u-strict2", adult, resellerStrict), share("payments"), ["contact", "identity"], "platform"],
     ]);
   });
@@ -115,7 +137,13 @@ describe("overrides (section 3)", () => {
     check([
       ["13th birthday today", accepted("u-13", { dob: "2013-11-21", location: "US" }), use("analytics"), ["usage"], "platform"],
       ["13th birthday tomorrow", accepted("u-12", { dob: "2013-11-22", location: "US" }), use("analytics"), "OVERRIDDEN", "platform"],
-      ["the override's allowed purpose stays", accepted("u-12b", { dob: "2013-11-22", location: "US" }), use("service"), ["contact", "credentials", "identity", "usage"], "platform"],
+      [
+        "the override's allowed purpose stays",
+        accepted("u-12b", { dob: "2013-11-22", location: "US" }),
+        use("service"),
+        ["contact", "credentials", "identity", "usage"],
+        "platform",
+      ],
     ]);
   });
 
@@ -124,22 +152,40 @@ describe("overrides (section 3)", () => {
       ["GB", accepted("u-gb", { dob: "1990-01-01", location: "GB" }), use("analytics"), "OVERRIDDEN", "platform"],
       ["gb-sct", accepted("u-sct", { dob: "1990-01-01", location: "gb-sct" }), use("analytics"), "OVERRIDDEN", "platform"],
       ["GBR is not GB", accepted("u-gbr", { dob: "1990-01-01", location: "GBR" }), use("analytics"), ["usage"], "platform"],
-      ["EU allows the contractual purpose it lists", accepted("u-eu", { dob: "1990-01-01", location: "EU" }, reseller), contractual("reseller"), ["contact"], "contractual"],
+      [
+        "EU allows the contractual purpose it lists",
+        accepted("u-eu", { dob: "1990-01-01", location: "EU" }, reseller),
+        contractual("reseller"),
+        ["contact"],
+        "contractual",
+      ],
     ]);
   });
 
   test("a missing dob or location fails closed, and the reasons say why", () => {
     const noDob = decide(policy, accepted("u-nodob", { location: "US" }), use("analytics"), now);
     assert.equal(noDob.allowed, false);
-    assert.deepEqual(noDob.reasons.map((r) => r.code), ["OVERRIDE_PROPERTY_MISSING", "OVERRIDDEN"]);
+    assert.deepEqual(
+      noDob.reasons.map((r) => r.code),
+      ["OVERRIDE_PROPERTY_MISSING", "OVERRIDDEN"],
+    );
     assert.match(noDob.reasons[0].text, /no dob/);
     const noLocation = decide(policy, accepted("u-noloc", { dob: "1990-01-01" }), use("analytics"), now);
-    assert.deepEqual(noLocation.reasons.map((r) => r.code), ["OVERRIDE_PROPERTY_MISSING", "OVERRIDDEN"]);
+    assert.deepEqual(
+      noLocation.reasons.map((r) => r.code),
+      ["OVERRIDE_PROPERTY_MISSING", "OVERRIDDEN"],
+    );
   });
 
   test("sharing overrides apply to sharing purposes only", () => {
     check([
-      ["under 16: ads sharing dropped", accepted("u-15", { dob: "2011-01-01", location: "US" }, { optIns: { personalization: {} } }), share("ads-sharing", "geoads"), "OVERRIDDEN", "platform"],
+      [
+        "under 16: ads sharing dropped",
+        accepted("u-15", { dob: "2011-01-01", location: "US" }, { optIns: { personalization: {} } }),
+        share("ads-sharing", "geoads"),
+        "OVERRIDDEN",
+        "platform",
+      ],
       ["under 16: payments kept", accepted("u-15b", { dob: "2011-01-01", location: "US" }), share("payments", "payco"), ["contact", "identity"], "platform"],
     ]);
   });
@@ -147,19 +193,42 @@ describe("overrides (section 3)", () => {
   test("sharing overrides do not touch platform use, and matching overrides intersect", () => {
     check([
       ["a 15-year-old keeps analytics", accepted("u-15c", { dob: "2011-01-01", location: "US" }), use("analytics"), ["usage"], "platform"],
-      ["GB allows personalization but under-13 does not: dropped", accepted("u-gb10", { dob: "2016-06-01", location: "GB" }, { optIns: { personalization: {} } }), use("personalization"), "OVERRIDDEN", "platform"],
-      ["an override excludes a contractual purpose", accepted("u-kid-r", { dob: "2016-06-01", location: "US" }, reseller), contractual("reseller"), "OVERRIDDEN", "contractual"],
+      [
+        "GB allows personalization but under-13 does not: dropped",
+        accepted("u-gb10", { dob: "2016-06-01", location: "GB" }, { optIns: { personalization: {} } }),
+        use("personalization"),
+        "OVERRIDDEN",
+        "platform",
+      ],
+      [
+        "an override excludes a contractual purpose",
+        accepted("u-kid-r", { dob: "2016-06-01", location: "US" }, reseller),
+        contractual("reseller"),
+        "OVERRIDDEN",
+        "contractual",
+      ],
     ]);
   });
 
   test("configured region codes match case-insensitively too", () => {
     const lower = realisticPolicy();
     lower.platformUse.overrides[1].values = ["gb"];
-    check([["GB-SCT under 'gb'", accepted("u-sct2", { dob: "1990-01-01", location: "GB-SCT" }), use("analytics"), "OVERRIDDEN", "platform"]], compilePolicy(lower, 12));
+    check(
+      [["GB-SCT under 'gb'", accepted("u-sct2", { dob: "1990-01-01", location: "GB-SCT" }), use("analytics"), "OVERRIDDEN", "platform"]],
+      compilePolicy(lower, 12),
+    );
   });
 
   test("overrides never apply to consented sharing", () => {
-    check([["a child with consent", accepted("u-child-c", { dob: "2020-01-01" }, studyConsent), consented("research", "research-study-1"), ["usage", "location"], "consent"]]);
+    check([
+      [
+        "a child with consent",
+        accepted("u-child-c", { dob: "2020-01-01" }, studyConsent),
+        consented("research", "research-study-1"),
+        ["usage", "location"],
+        "consent",
+      ],
+    ]);
   });
 });
 
@@ -274,7 +343,15 @@ describe("opt-in, acceptance versions, guardians, third parties, consent", () =>
   });
 
   test("consented sharing with a narrowed category set", () => {
-    check([["usage only", accepted("u-narrow-c", adult, { consents: { "research/research-study-1": { categoryIds: ["usage"] } } }), consented("research", "research-study-1"), ["usage"], "consent"]]);
+    check([
+      [
+        "usage only",
+        accepted("u-narrow-c", adult, { consents: { "research/research-study-1": { categoryIds: ["usage"] } } }),
+        consented("research", "research-study-1"),
+        ["usage"],
+        "consent",
+      ],
+    ]);
   });
 
   test("unknown purposes and third parties are refused, never guessed", () => {
@@ -291,10 +368,16 @@ describe("opt-in, acceptance versions, guardians, third parties, consent", () =>
 describe("personalized terms", () => {
   test("the default terms (empty context) list every purpose; a child's leave out the overridden ones, saying why", () => {
     const all = personalizedTerms(policy, {}, now);
-    assert.deepEqual(all.platformUse.map((p) => p.stableId), ["service", "personalization", "analytics"]);
+    assert.deepEqual(
+      all.platformUse.map((p) => p.stableId),
+      ["service", "personalization", "analytics"],
+    );
     assert.deepEqual(all.omitted, []);
     const child = personalizedTerms(policy, { attributes: { dob: "2016-01-01", location: "US" } }, now);
-    assert.deepEqual(child.platformUse.map((p) => p.stableId), ["service"]);
+    assert.deepEqual(
+      child.platformUse.map((p) => p.stableId),
+      ["service"],
+    );
     assert.deepEqual(child.omitted, [
       { purposeId: "personalization", reason: "override 'Children under 13' applies" },
       { purposeId: "analytics", reason: "override 'Children under 13' applies" },
@@ -306,14 +389,30 @@ describe("personalized terms", () => {
   test("contract terms carry the category details; the format is the same for every context", () => {
     const terms = personalizedTerms(policy, { attributes: adult, contractualRelationship: reseller.contractualRelationship }, now);
     assert.deepEqual(terms.contract?.categories, [
-      { stableId: "contact", name: "Contact details", summary: "How we reach you", fullDetails: "Your email address and phone number, used to send you service messages.", fields: [{ stableId: "contact.email", name: "Email" }, { stableId: "contact.phone", name: "Phone", summary: "Mobile or landline" }] },
+      {
+        stableId: "contact",
+        name: "Contact details",
+        summary: "How we reach you",
+        fullDetails: "Your email address and phone number, used to send you service messages.",
+        fields: [
+          { stableId: "contact.email", name: "Email" },
+          { stableId: "contact.phone", name: "Phone", summary: "Mobile or landline" },
+        ],
+      },
     ]);
-    assert.deepEqual(terms.platformUse.map((p) => p.stableId), ["service"], "limited to what the contract allows");
+    assert.deepEqual(
+      terms.platformUse.map((p) => p.stableId),
+      ["service"],
+      "limited to what the contract allows",
+    );
     assert.deepEqual(Object.keys(terms).sort(), Object.keys(personalizedTerms(policy, {}, now)).sort());
   });
 
   test("the hash identifies the content: same content, same hash; a new category, a new hash", () => {
-    assert.equal(personalizedTerms(policy, { attributes: adult }, now).hash, personalizedTerms(compilePolicy(realisticPolicy(), 99), { attributes: adult }, now).hash);
+    assert.equal(
+      personalizedTerms(policy, { attributes: adult }, now).hash,
+      personalizedTerms(compilePolicy(realisticPolicy(), 99), { attributes: adult }, now).hash,
+    );
     const changed: PolicyConfig = realisticPolicy();
     changed.platformUse.purposes[2].categoryIds.push("location");
     assert.notEqual(personalizedTerms(compilePolicy(changed, 8), { attributes: adult }, now).hash, personalizedTerms(policy, { attributes: adult }, now).hash);

@@ -38,7 +38,8 @@ for (const [name, text] of Object.entries(csvInputs)) {
     const input = Buffer.from(text);
     const expected = await singleThread(input);
     for (const blockBytes of [1, 5, 64]) {
-      for (const split of [whole, randomSplits(blockBytes)]) assert.deepEqual(await threaded(input, { blockBytes, split }), expected, `blocks of ${blockBytes}`);
+      for (const split of [whole, randomSplits(blockBytes)])
+        assert.deepEqual(await threaded(input, { blockBytes, split }), expected, `blocks of ${blockBytes}`);
     }
   });
 }
@@ -48,7 +49,8 @@ test("CSV errors with worker threads: the same code, message, line and stats of 
     const input = Buffer.from(text);
     const expected = await singleThread(input);
     assert.ok(expected.error);
-    for (const blockBytes of [1, 3, 16]) assert.deepEqual(await threaded(input, { blockBytes }), expected, `${JSON.stringify(text)} in blocks of ${blockBytes}`);
+    for (const blockBytes of [1, 3, 16])
+      assert.deepEqual(await threaded(input, { blockBytes }), expected, `${JSON.stringify(text)} in blocks of ${blockBytes}`);
   }
 });
 
@@ -79,7 +81,9 @@ test("400 random CSV documents (quoted newlines across blocks, CRLF, BOM, empty 
 test("worker threads decide only users of rows whose start is known: a block cut inside a quoted field asks for nothing", async () => {
   // Each quoted note holds what looks like rows of other users; blocks of 8 bytes end inside them again and again.
   const note = '"\nu-intruder,,leak@x,9,n\nu-intruder2,,x,1,n\n"';
-  const input = Buffer.from(`id,alt id,email,clicks,note\n${Array.from({ length: 50 }, (_, i) => `${i % 2 ? "u-all" : "u-contact"},,e${i}@x,${i},${note}`).join("\n")}\n`);
+  const input = Buffer.from(
+    `id,alt id,email,clicks,note\n${Array.from({ length: 50 }, (_, i) => `${i % 2 ? "u-all" : "u-contact"},,e${i}@x,${i},${note}`).join("\n")}\n`,
+  );
   const result = await threaded(input, { blockBytes: 8, slow: true });
   assert.deepEqual(result, await singleThread(input));
   assert.deepEqual(result.users, ["u-all", "u-contact"]);
@@ -89,13 +93,22 @@ test("a document larger than the inline size goes to the workers in blocks, its 
   const rows = Array.from({ length: 3000 }, (_, i) => `u-${i % 300},,e${i}@x,${i},"a note, with a comma"`);
   const input = Buffer.from(`id,alt id,email,clicks,note\r\n${rows.join("\r\n")}\r\n`);
   const decisions = new FakeDecisions(true);
-  const result = await outcome(new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes: 4096, inlineBytes: 10_000 }), decisions, input, randomSplits(9, 3000));
+  const result = await outcome(
+    new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes: 4096, inlineBytes: 10_000 }),
+    decisions,
+    input,
+    randomSplits(9, 3000),
+  );
   assert.deepEqual(result, { ...(await singleThread(input)), users: result.users });
   assert.ok(decisions.prepared.length > 3, `users were asked for in ${decisions.prepared.length} requests`);
 });
 
 test("a CSV row over the size limit fails the same way on worker threads", async () => {
-  const input = Buffer.concat([Buffer.from('id,alt id,email,clicks,note\nu-all,,a,1,n\nu-all,,"'), Buffer.alloc(documentLimits.maxRecordBytes + 10, 0x61), Buffer.from('",1,n\n')]);
+  const input = Buffer.concat([
+    Buffer.from('id,alt id,email,clicks,note\nu-all,,a,1,n\nu-all,,"'),
+    Buffer.alloc(documentLimits.maxRecordBytes + 10, 0x61),
+    Buffer.from('",1,n\n'),
+  ]);
   const expected = await singleThread(input);
   assert.equal(expected.error?.code, "RECORD_TOO_LARGE");
   assert.deepEqual(await threaded(input, { blockBytes: 1 << 16, split: randomSplits(5, 1 << 18) }), expected);

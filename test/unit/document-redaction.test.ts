@@ -7,7 +7,21 @@ import type { Decision } from "../../decision/types";
 import { CsvRedactor } from "../../redaction/csv-redactor";
 import { JsonRedactor } from "../../redaction/json-redactor";
 import { DocumentError, documentLimits, type RowDecision } from "../../redaction/types";
-import { brokenCsvInputs, bytewise, csvInputs, csvPlan, FakeDecisions, outcomes, policy, randomCsv, randomSplits, run, seeded, splits, whole } from "../fixtures/csv-documents";
+import {
+  brokenCsvInputs,
+  bytewise,
+  csvInputs,
+  csvPlan,
+  FakeDecisions,
+  outcomes,
+  policy,
+  randomCsv,
+  randomSplits,
+  run,
+  seeded,
+  splits,
+  whole,
+} from "../fixtures/csv-documents";
 
 /** The reference: csv-parse and csv-stringify, redacting by the same rules. */
 function referenceCsv(input: Buffer, plan: RecordPlan): string[][] {
@@ -15,14 +29,18 @@ function referenceCsv(input: Buffer, plan: RecordPlan): string[][] {
   const [header, ...data] = rows;
   const out = [header];
   for (const row of data) {
-    const userId = plan.resourceFields.map((field) => header.flatMap((name, c) => (name === field ? [row[c]] : [])).find((v) => v !== "")).find((v) => v !== undefined);
+    const userId = plan.resourceFields
+      .map((field) => header.flatMap((name, c) => (name === field ? [row[c]] : [])).find((v) => v !== ""))
+      .find((v) => v !== undefined);
     if (userId === undefined) continue;
     const decision = outcomes[userId];
     if (!decision?.allowed) continue;
-    out.push(row.map((value, c) => {
-      const category = plan.categoryOf.get(header[c]);
-      return category !== undefined && decision.categories.has(category) ? value : "";
-    }));
+    out.push(
+      row.map((value, c) => {
+        const category = plan.categoryOf.get(header[c]);
+        return category !== undefined && decision.categories.has(category) ? value : "";
+      }),
+    );
   }
   return parse(stringify(out), {}) as string[][];
 }
@@ -46,8 +64,18 @@ test("CSV output is byte for byte: header as it came, kept fields copied with th
   assert.equal(tally.rowsIn, 2);
   assert.equal(tally.rowsKept, 1);
   assert.deepEqual(tally.droppedBy, { NO_TERMS_ACCEPTED: 1 });
-  assert.deepEqual(tally.fields.email, { category: "contact", kept: 1, emptied: 0, why: "category 'contact': emptied in rows whose user the purpose may not use it for" });
-  assert.deepEqual(tally.fields.clicks, { category: "usage", kept: 0, emptied: 1, why: "category 'usage': emptied in rows whose user the purpose may not use it for" });
+  assert.deepEqual(tally.fields.email, {
+    category: "contact",
+    kept: 1,
+    emptied: 0,
+    why: "category 'contact': emptied in rows whose user the purpose may not use it for",
+  });
+  assert.deepEqual(tally.fields.clicks, {
+    category: "usage",
+    kept: 0,
+    emptied: 1,
+    why: "category 'usage': emptied in rows whose user the purpose may not use it for",
+  });
   assert.deepEqual(tally.fields.note, { category: null, kept: 0, emptied: 1, why: "mapped to no category" });
   assert.deepEqual(tally.fields.id, { category: null, kept: 0, emptied: 1, why: "mapped to no category" });
   assert.equal(tally.bytesIn, input.length);
@@ -102,7 +130,14 @@ const jsonRecords = [
   '{"owner": {"id": "u-all"}, "__proto__": {"polluted": true}, "constructor": {"prototype": {"polluted": 1}}, "esc\\"aped": "v"}',
 ];
 
-const asDecision = (row: RowDecision): Decision => ({ allowed: row.allowed, flow: "platform", categoryIds: [...row.categories], reasons: [], summary: "", revision: 1 });
+const asDecision = (row: RowDecision): Decision => ({
+  allowed: row.allowed,
+  flow: "platform",
+  categoryIds: [...row.categories],
+  reasons: [],
+  summary: "",
+  revision: 1,
+});
 
 function referenceJson(records: string[]): unknown[] {
   return records.flatMap((text) => {
@@ -120,7 +155,13 @@ for (const [framing, text] of [
   for (const [splitName, split] of Object.entries(splits)) {
     test(`JSON ${framing} (${splitName} chunks): the same records as redacting each parsed record`, async () => {
       const out = (await run(new JsonRedactor(jsonPlan, new FakeDecisions(), framing), Buffer.from(text), split)).toString();
-      const records = framing === "array" ? (JSON.parse(out) as unknown[]) : out.trim().split("\n").map((line) => JSON.parse(line) as unknown);
+      const records =
+        framing === "array"
+          ? (JSON.parse(out) as unknown[])
+          : out
+              .trim()
+              .split("\n")
+              .map((line) => JSON.parse(line) as unknown);
       assert.deepEqual(records, referenceJson(jsonRecords));
       assert.equal(({} as Record<string, unknown>).polluted, undefined);
     });
@@ -175,13 +216,20 @@ test("300 generated CSV documents, split at random: always the same records as t
 });
 
 test("JSON: objects on no mapped path are emptied whole, keys and all; inexact numeric ids name no one; repeated keys are refused", async () => {
-  const text = '{"owner":{"id":"u-all"},"contacts":{"alice@example.com":{"ssn":"123"}},"contact":{"email":"a@x"}}\n{"owner":{"id":12345678901234567890},"contact":{"email":"leak"}}\n';
+  const text =
+    '{"owner":{"id":"u-all"},"contacts":{"alice@example.com":{"ssn":"123"}},"contact":{"email":"a@x"}}\n{"owner":{"id":12345678901234567890},"contact":{"email":"leak"}}\n';
   const redactor = new JsonRedactor(jsonPlan, new FakeDecisions(), "lines");
   const out = (await run(redactor, Buffer.from(text), whole)).toString();
   assert.equal(out, '{"owner":{"id":null},"contacts":null,"contact":{"email":"a@x"}}\n');
-  assert.ok(!out.includes("alice") && !Object.keys(redactor.tally().fields).some((path) => path.includes("alice")), "no key of an unmapped object in the output or the stats");
+  assert.ok(
+    !out.includes("alice") && !Object.keys(redactor.tally().fields).some((path) => path.includes("alice")),
+    "no key of an unmapped object in the output or the stats",
+  );
   assert.deepEqual(redactor.tally().droppedBy, { NO_USER_ID: 1 });
-  assert.deepEqual(await jsonError('{"owner":{"id":"u-all"},"contact":{"email":"a","email":"b"}}\n', "lines").then((e) => [e.code, e.where.line]), ["JSON_DUPLICATE_KEY", 1]);
+  assert.deepEqual(await jsonError('{"owner":{"id":"u-all"},"contact":{"email":"a","email":"b"}}\n', "lines").then((e) => [e.code, e.where.line]), [
+    "JSON_DUPLICATE_KEY",
+    1,
+  ]);
 });
 
 test("CSV: a user id no user could have (over 200 characters, control characters) names no one, as in records and JSON; the next column is not consulted", async () => {

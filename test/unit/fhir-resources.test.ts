@@ -17,13 +17,33 @@ test("the patient of a resource: Patient.id, a Patient reference, one patient in
   assert.equal(subjectOf({ resourceType: "Patient", id: "bad/id" }, patient, backend), undefined);
   assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: "Patient/p-1" } }, observation, backend), "p-1");
   assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: "Patient/p-1/_history/3" } }, observation, backend), "p-1");
-  assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: `${backend}Patient/p-1` } }, observation, backend), "p-1", "an absolute reference under the backend's base");
-  assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: "http://elsewhere/Patient/p-1" } }, observation, backend), undefined, "another server's patient is not this one's user");
+  assert.equal(
+    subjectOf({ resourceType: "Observation", subject: { reference: `${backend}Patient/p-1` } }, observation, backend),
+    "p-1",
+    "an absolute reference under the backend's base",
+  );
+  assert.equal(
+    subjectOf({ resourceType: "Observation", subject: { reference: "http://elsewhere/Patient/p-1" } }, observation, backend),
+    undefined,
+    "another server's patient is not this one's user",
+  );
   assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: "Group/g" } }, observation, backend), undefined);
   assert.equal(subjectOf({ resourceType: "Observation", subject: { display: "someone" } }, observation, backend), undefined);
-  assert.equal(subjectOf({ resourceType: "Observation", performer: [{ reference: "Patient/p-2" }, { reference: "Patient/p-2" }] }, observation, backend), "p-2", "the first non-empty context element");
-  assert.equal(subjectOf({ resourceType: "Observation", performer: [{ reference: "Patient/p-2" }, { reference: "Patient/p-3" }] }, observation, backend), undefined, "two patients: nobody");
-  assert.equal(subjectOf({ resourceType: "Observation", subject: { reference: "Group/g" }, performer: [{ reference: "Patient/p-2" }] }, observation, backend), undefined, "an unresolvable first element is not skipped");
+  assert.equal(
+    subjectOf({ resourceType: "Observation", performer: [{ reference: "Patient/p-2" }, { reference: "Patient/p-2" }] }, observation, backend),
+    "p-2",
+    "the first non-empty context element",
+  );
+  assert.equal(
+    subjectOf({ resourceType: "Observation", performer: [{ reference: "Patient/p-2" }, { reference: "Patient/p-3" }] }, observation, backend),
+    undefined,
+    "two patients: nobody",
+  );
+  assert.equal(
+    subjectOf({ resourceType: "Observation", subject: { reference: "Group/g" }, performer: [{ reference: "Patient/p-2" }] }, observation, backend),
+    undefined,
+    "an unresolvable first element is not skipped",
+  );
   assert.equal(subjectOf({ resourceType: "Observation" }, observation, backend), undefined);
 });
 
@@ -40,12 +60,38 @@ test("links: under the backend's base or relative, moved to the export's base; a
 test("interactions: read, vread, search (type, system, compartment, POST _search), writes; history and operations refused", () => {
   assert.deepEqual(interactionOf("GET", ["Patient", "1"]), { kind: "read", type: "Patient" });
   assert.deepEqual(interactionOf("GET", ["Patient", "1", "_history", "2"]), { kind: "read", type: "Patient" });
-  for (const [method, path] of [["GET", ["Patient"]], ["POST", ["Patient", "_search"]], ["GET", ["Patient", "_search"]]] as const) assert.deepEqual(interactionOf(method, path), { kind: "search", types: ["Patient"] }, `${method} ${path.join("/")}`);
-  for (const [method, path] of [["GET", []], ["POST", ["_search"]]] as const) assert.deepEqual(interactionOf(method, path), { kind: "search" }, `${method} ${path.join("/")}`);
-  assert.deepEqual(interactionOf("GET", ["Patient", "1", "Observation"]), { kind: "search", types: ["Observation"] }, "a compartment search searches its second type");
-  for (const [method, path] of [["POST", []], ["POST", ["Patient"]], ["PUT", ["Patient", "1"]], ["PATCH", ["Patient", "1"]], ["DELETE", ["Patient", "1"]], ["DELETE", ["Patient"]]] as const) assert.deepEqual(interactionOf(method, path), { kind: "write" }, `${method} ${path.join("/")}`);
+  for (const [method, path] of [
+    ["GET", ["Patient"]],
+    ["POST", ["Patient", "_search"]],
+    ["GET", ["Patient", "_search"]],
+  ] as const)
+    assert.deepEqual(interactionOf(method, path), { kind: "search", types: ["Patient"] }, `${method} ${path.join("/")}`);
+  for (const [method, path] of [
+    ["GET", []],
+    ["POST", ["_search"]],
+  ] as const)
+    assert.deepEqual(interactionOf(method, path), { kind: "search" }, `${method} ${path.join("/")}`);
+  assert.deepEqual(
+    interactionOf("GET", ["Patient", "1", "Observation"]),
+    { kind: "search", types: ["Observation"] },
+    "a compartment search searches its second type",
+  );
+  for (const [method, path] of [
+    ["POST", []],
+    ["POST", ["Patient"]],
+    ["PUT", ["Patient", "1"]],
+    ["PATCH", ["Patient", "1"]],
+    ["DELETE", ["Patient", "1"]],
+    ["DELETE", ["Patient"]],
+  ] as const)
+    assert.deepEqual(interactionOf(method, path), { kind: "write" }, `${method} ${path.join("/")}`);
   assert.deepEqual(interactionOf("GET", ["metadata"]), { kind: "capabilities" });
-  const refused = (method: string, path: string[], status: number) => assert.throws(() => interactionOf(method, path), (error: unknown) => error instanceof FhirError && error.status === status, `${method} ${path.join("/")}`);
+  const refused = (method: string, path: string[], status: number) =>
+    assert.throws(
+      () => interactionOf(method, path),
+      (error: unknown) => error instanceof FhirError && error.status === status,
+      `${method} ${path.join("/")}`,
+    );
   refused("GET", ["Patient", "1", "_history"], 400);
   refused("GET", ["_history"], 400);
   refused("GET", ["Patient", "1", "$everything"], 400);
@@ -60,7 +106,17 @@ test("interactions: read, vread, search (type, system, compartment, POST _search
 
 test("a search's parameters: the categories they read, or refused when no one may see what they read", () => {
   const field = (recordField: string, category: string | undefined, resourceOrder = -1) => [recordField, { recordField, category, resourceOrder }] as const;
-  const plan = planOf({ key: "k", fields: new Map([field("Patient.id", undefined, 0), field("Patient.name", "identity"), field("Patient.address", "location"), field("Observation.subject", undefined, 1), field("Observation.code", "usage"), field("Observation.status", undefined)]) });
+  const plan = planOf({
+    key: "k",
+    fields: new Map([
+      field("Patient.id", undefined, 0),
+      field("Patient.name", "identity"),
+      field("Patient.address", "location"),
+      field("Observation.subject", undefined, 1),
+      field("Observation.code", "usage"),
+      field("Observation.status", undefined),
+    ]),
+  });
   const read = (query: string, types?: string[]) => [...searchRequirement(new URLSearchParams(query), types, plan).categories].sort();
   assert.deepEqual(read("_count=5&_summary=data&_elements=code&_id=1&_lastUpdated=gt2020", ["Observation"]), []);
   assert.deepEqual(read("subject=Patient/1&_include=Observation:subject", ["Observation"]), [], "resource context reads no category");
@@ -70,7 +126,8 @@ test("a search's parameters: the categories they read, or refused when no one ma
   const refused = (query: string, types: string[] | undefined, expressions: string[]) =>
     assert.throws(
       () => searchRequirement(new URLSearchParams(query), types, plan),
-      (error: unknown) => error instanceof FhirError && error.status === 400 && JSON.stringify(error.items?.map((item) => item.expression)) === JSON.stringify(expressions),
+      (error: unknown) =>
+        error instanceof FhirError && error.status === 400 && JSON.stringify(error.items?.map((item) => item.expression)) === JSON.stringify(expressions),
       query,
     );
   refused("status=final", ["Observation"], ["status"]);

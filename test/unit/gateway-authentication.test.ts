@@ -32,7 +32,13 @@ async function gateway(enforcedComponents: unknown[]) {
   );
   const authenticator = await Authenticator.start(config, factories, { replayGuard: new MemoryReplayGuard() }, "inline");
   const audits: Array<Omit<AuditRecord, "id" | "time" | "nodeId">> = [];
-  const app = build({ logger: silentLogger, metrics: new Registry(), nodeId: "auth-test", health: () => ({ ready: true, checks: {} }), auth: { authenticator, audit: async (entry) => audits.push(entry) } });
+  const app = build({
+    logger: silentLogger,
+    metrics: new Registry(),
+    nodeId: "auth-test",
+    health: () => ({ ready: true, checks: {} }),
+    auth: { authenticator, audit: async (entry) => audits.push(entry) },
+  });
   return { app, audits };
 }
 
@@ -72,7 +78,10 @@ test("only the selected components enforce: redact stays open and its use is aud
   const { app, audits } = await gateway([{ componentName: "config" }]);
   const open = await app.inject({ method: "GET", url: "/redact/stats?jobName=x" });
   assert.equal(open.statusCode, 501);
-  assert.deepEqual(audits.map((a) => [a.category, a.level, a.event]), [["redact", "debug", "connection.unauthenticated"]]);
+  assert.deepEqual(
+    audits.map((a) => [a.category, a.level, a.event]),
+    [["redact", "debug", "connection.unauthenticated"]],
+  );
   assert.equal((await app.inject({ method: "GET", url: "/config" })).statusCode, 401);
   assert.equal((await app.inject({ method: "GET", url: "/healthz" })).statusCode, 200, "health is not a component");
 });
@@ -80,8 +89,15 @@ test("only the selected components enforce: redact stays open and its use is aud
 test("cloud signatures: valid passes once; replay, tampered body, wrong key and wrong region are refused", async () => {
   const { app } = await gateway([{ componentType: "api" }]);
   const body = JSON.stringify({ userId: "u1", type: "platformUse", purposeId: "p" });
-  const send = (signed: { url: string; headers: Record<string, string> }, payload = body) => app.inject({ method: "PUT", url: new URL(signed.url).pathname + new URL(signed.url).search, headers: { ...signed.headers, "content-type": "application/json" }, payload });
-  const sign = (overrides: Partial<typeof signing> = {}) => signRequest({ method: "PUT", url: "http://localhost/decision", body, headers: { "content-type": "application/json" }, ...signing, ...overrides });
+  const send = (signed: { url: string; headers: Record<string, string> }, payload = body) =>
+    app.inject({
+      method: "PUT",
+      url: new URL(signed.url).pathname + new URL(signed.url).search,
+      headers: { ...signed.headers, "content-type": "application/json" },
+      payload,
+    });
+  const sign = (overrides: Partial<typeof signing> = {}) =>
+    signRequest({ method: "PUT", url: "http://localhost/decision", body, headers: { "content-type": "application/json" }, ...signing, ...overrides });
 
   const valid = sign();
   assert.equal((await send(valid)).statusCode, 501, "the signature verified; the route is not built in this gateway");
@@ -161,8 +177,10 @@ test("a signed upload stored as it arrives must declare its body hash; the bytes
     });
   });
   const body = "id,name\nu1,Ann\n";
-  const sign = (contentSha256: boolean) => signRequest({ method: "PUT", url: "http://localhost/decision/upload", body, headers: { "content-type": "text/csv" }, contentSha256, ...signing });
-  const upload = (signed: { headers: Record<string, string> }, payload = body) => app.inject({ method: "PUT", url: "/decision/upload", headers: signed.headers, payload });
+  const sign = (contentSha256: boolean) =>
+    signRequest({ method: "PUT", url: "http://localhost/decision/upload", body, headers: { "content-type": "text/csv" }, contentSha256, ...signing });
+  const upload = (signed: { headers: Record<string, string> }, payload = body) =>
+    app.inject({ method: "PUT", url: "/decision/upload", headers: signed.headers, payload });
 
   const undeclared = await upload(sign(false));
   assert.equal(undeclared.statusCode, 401);

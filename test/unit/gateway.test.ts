@@ -41,10 +41,27 @@ test("unknown paths, malformed JSON, oversized bodies, wrong content types and _
   const cases: Array<[InjectOptions, number, string]> = [
     [{ method: "GET", url: "/nowhere" }, 404, "ERR_REQUEST_NOT_FOUND"],
     [{ method: "PUT", url: "/config/categories", payload: "{not json", headers: { "content-type": "application/json" } }, 400, "ERR_REQUEST_BODY_MALFORMED"],
-    [{ method: "PUT", url: "/config/categories", payload: JSON.stringify({ big: "x".repeat(2048) }), headers: { "content-type": "application/json" } }, 413, "ERR_REQUEST_BODY_TOO_LARGE"],
+    [
+      { method: "PUT", url: "/config/categories", payload: JSON.stringify({ big: "x".repeat(2048) }), headers: { "content-type": "application/json" } },
+      413,
+      "ERR_REQUEST_BODY_TOO_LARGE",
+    ],
     [{ method: "PUT", url: "/config/categories", payload: "<xml/>", headers: { "content-type": "application/xml" } }, 415, "ERR_REQUEST_CONTENT_TYPE"],
-    [{ method: "PUT", url: "/config/categories", payload: '{"__proto__": {"polluted": true}}', headers: { "content-type": "application/json" } }, 400, "ERR_REQUEST_BODY_MALFORMED"],
-    [{ method: "PUT", url: "/config/categories", payload: '{"constructor": {"prototype": {"polluted": true}}}', headers: { "content-type": "application/json" } }, 400, "ERR_REQUEST_BODY_MALFORMED"],
+    [
+      { method: "PUT", url: "/config/categories", payload: '{"__proto__": {"polluted": true}}', headers: { "content-type": "application/json" } },
+      400,
+      "ERR_REQUEST_BODY_MALFORMED",
+    ],
+    [
+      {
+        method: "PUT",
+        url: "/config/categories",
+        payload: '{"constructor": {"prototype": {"polluted": true}}}',
+        headers: { "content-type": "application/json" },
+      },
+      400,
+      "ERR_REQUEST_BODY_MALFORMED",
+    ],
   ];
   for (const [request, status, code] of cases) {
     const response = await app.inject(request);

@@ -27,5 +27,9 @@ test("the Grafana dashboard charts every metric of docs/metrics.md, and only tho
       }
     }
   }
-  assert.deepEqual([...documented].filter((metric) => !charted.has(metric)), [], "every documented metric has a panel");
+  assert.deepEqual(
+    [...documented].filter((metric) => !charted.has(metric)),
+    [],
+    "every documented metric has a panel",
+  );
 });

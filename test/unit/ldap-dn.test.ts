@@ -46,8 +46,42 @@ test("isAttributeType takes descriptors and numeric OIDs only", () => {
 });
 
 test("isDistinguishedName checks RFC 4514 syntax", () => {
-  const good = ["", "dc=org", "ou=people,dc=example,dc=org", "cn=a\\,b,dc=x", "cn=a+sn=b,dc=x", "cn=#04024869", "2.5.4.3=x", "cn=", "cn=\\ a\\ ", "cn=a\\2Cb", "cn=x=y", "cn=a b", "cn=a#", "cn=Jürgen"];
-  const bad = ["dc=example;dc=org", "dc=example, dc=org", "dc=example,", ",dc=org", "example", "dc=a\\zz", "dc=a\\", "cn= a", "cn=a ", "cn=#zz", "cn=#", "cn=#a", 'cn=a"b', "=x", "cn=a\u0000", "cn=a<b", "cn=a+", "1uid=x"];
+  const good = [
+    "",
+    "dc=org",
+    "ou=people,dc=example,dc=org",
+    "cn=a\\,b,dc=x",
+    "cn=a+sn=b,dc=x",
+    "cn=#04024869",
+    "2.5.4.3=x",
+    "cn=",
+    "cn=\\ a\\ ",
+    "cn=a\\2Cb",
+    "cn=x=y",
+    "cn=a b",
+    "cn=a#",
+    "cn=Jürgen",
+  ];
+  const bad = [
+    "dc=example;dc=org",
+    "dc=example, dc=org",
+    "dc=example,",
+    ",dc=org",
+    "example",
+    "dc=a\\zz",
+    "dc=a\\",
+    "cn= a",
+    "cn=a ",
+    "cn=#zz",
+    "cn=#",
+    "cn=#a",
+    'cn=a"b',
+    "=x",
+    "cn=a\u0000",
+    "cn=a<b",
+    "cn=a+",
+    "1uid=x",
+  ];
   for (const dn of good) assert.ok(isDistinguishedName(dn), dn);
   for (const dn of bad) assert.ok(!isDistinguishedName(dn), dn);
 });
@@ -70,13 +104,21 @@ function configError(raw: Record<string, unknown> | undefined, property: string)
 }
 
 test("parse: defaults, and accepted host names", () => {
-  assert.deepEqual(ldapVerifierFactory.parse({ hostname: "ldap.example.org" }, path), { hostname: "ldap.example.org", useTLS: false, nameComponent: "uid", rootComponents: "" });
-  assert.deepEqual(ldapVerifierFactory.parse({ hostname: "10.0.0.1:636", useTLS: true, nameComponent: "cn", rootComponents: "ou=people,dc=example,dc=org" }, path), {
-    hostname: "10.0.0.1:636",
-    useTLS: true,
-    nameComponent: "cn",
-    rootComponents: "ou=people,dc=example,dc=org",
+  assert.deepEqual(ldapVerifierFactory.parse({ hostname: "ldap.example.org" }, path), {
+    hostname: "ldap.example.org",
+    useTLS: false,
+    nameComponent: "uid",
+    rootComponents: "",
   });
+  assert.deepEqual(
+    ldapVerifierFactory.parse({ hostname: "10.0.0.1:636", useTLS: true, nameComponent: "cn", rootComponents: "ou=people,dc=example,dc=org" }, path),
+    {
+      hostname: "10.0.0.1:636",
+      useTLS: true,
+      nameComponent: "cn",
+      rootComponents: "ou=people,dc=example,dc=org",
+    },
+  );
   for (const hostname of ["localhost", "ldap:389", "ldap.example.org:65535", "127.0.0.1", "[::1]", "[::1]:3389", "[2001:db8::7]:1", "1host.example"]) {
     assert.equal(ldapVerifierFactory.parse({ hostname }, path).hostname, hostname);
   }
@@ -86,14 +128,38 @@ test("parse: each bad property names its path", () => {
   configError(undefined, "hostname");
   configError({}, "hostname");
   configError({ hostname: "ldap", bindPassword: "x" }, "bindPassword");
-  for (const hostname of [42, "", "ldap://ldap", "ldap:0", "ldap:65536", "ldap:", "ldap:abc", "ldap:+1", "::1", "[::1", "[::1]389", "[zz]:389", "-ldap", "ld_ap", "10.0.0.300", "a..b", "ldap:389:1", "ldap.", "a b"]) {
+  for (const hostname of [
+    42,
+    "",
+    "ldap://ldap",
+    "ldap:0",
+    "ldap:65536",
+    "ldap:",
+    "ldap:abc",
+    "ldap:+1",
+    "::1",
+    "[::1",
+    "[::1]389",
+    "[zz]:389",
+    "-ldap",
+    "ld_ap",
+    "10.0.0.300",
+    "a..b",
+    "ldap:389:1",
+    "ldap.",
+    "a b",
+  ]) {
     configError({ hostname }, "hostname");
   }
   configError({ hostname: "ldap", useTLS: "true" }, "useTLS");
   for (const nameComponent of ["", "u id", "uid=", 5]) configError({ hostname: "ldap", nameComponent }, "nameComponent");
-  for (const rootComponents of ["dc=example; dc=org", "dc=example, dc=org", "example.org", "dc=a;;dc=b", 7]) configError({ hostname: "ldap", rootComponents }, "rootComponents");
+  for (const rootComponents of ["dc=example; dc=org", "dc=example, dc=org", "example.org", "dc=a;;dc=b", 7])
+    configError({ hostname: "ldap", rootComponents }, "rootComponents");
   // Spec 5.5's form: ';' between components, read as RFC 4514's ','; an escaped ';' stays in its value.
-  assert.equal(ldapVerifierFactory.parse({ hostname: "ldap", rootComponents: "ou=people;dc=example;dc=org" }, path).rootComponents, "ou=people,dc=example,dc=org");
+  assert.equal(
+    ldapVerifierFactory.parse({ hostname: "ldap", rootComponents: "ou=people;dc=example;dc=org" }, path).rootComponents,
+    "ou=people,dc=example,dc=org",
+  );
   assert.equal(ldapVerifierFactory.parse({ hostname: "ldap", rootComponents: "o=a\\;b;dc=org" }, path).rootComponents, "o=a\\;b,dc=org");
 });
 

@@ -48,7 +48,11 @@ describe("MySQL auth plugins", () => {
   test("caching_sha2_password full auth: cleartext over TLS; RSA-OAEP of (pw + NUL) XOR scramble", () => {
     assert.deepEqual(cleartextPasswordResponse("pw"), Buffer.from("pw\0"));
     assert.deepEqual(passwordFromCleartext(Buffer.from("pw\0")), Buffer.from("pw"));
-    const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048, publicKeyEncoding: { type: "spki", format: "pem" }, privateKeyEncoding: { type: "pkcs8", format: "pem" } });
+    const { publicKey, privateKey } = generateKeyPairSync("rsa", {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: "spki", format: "pem" },
+      privateKeyEncoding: { type: "pkcs8", format: "pem" },
+    });
     const encrypted = rsaEncryptedPassword("a much longer password than the twenty-byte scramble", scramble, publicKey);
     assert.equal(encrypted.length, 256, "one RSA-2048 block");
     assert.equal(passwordFromRsaEncrypted(encrypted, scramble, privateKey).toString(), "a much longer password than the twenty-byte scramble");

@@ -22,13 +22,48 @@ import { CodecServer, type CodecServerOptions, type ScriptedAnswer } from "../he
  * without needing MariaDB.
  */
 
-const offered = (Capability.LongPassword | Capability.FoundRows | Capability.LongFlag | Capability.ConnectWithDb | Capability.Protocol41 | Capability.Transactions | Capability.SecureConnection | Capability.MultiStatements | Capability.MultiResults | Capability.PsMultiResults | Capability.PluginAuth | Capability.PluginAuthLenencClientData | Capability.ConnectAttrs | Capability.SessionTrack | Capability.LocalFiles) >>> 0;
+const offered =
+  (Capability.LongPassword |
+    Capability.FoundRows |
+    Capability.LongFlag |
+    Capability.ConnectWithDb |
+    Capability.Protocol41 |
+    Capability.Transactions |
+    Capability.SecureConnection |
+    Capability.MultiStatements |
+    Capability.MultiResults |
+    Capability.PsMultiResults |
+    Capability.PluginAuth |
+    Capability.PluginAuthLenencClientData |
+    Capability.ConnectAttrs |
+    Capability.SessionTrack |
+    Capability.LocalFiles) >>>
+  0;
 
 function column(name: string, type: number, extra: Partial<ColumnDefinition> = {}): ColumnDefinition {
-  return { catalog: "def", schema: "app", table: "u", orgTable: "users", name, orgName: name, characterSet: 45, columnLength: 255, type, flags: 0, decimals: 0, ...extra };
+  return {
+    catalog: "def",
+    schema: "app",
+    table: "u",
+    orgTable: "users",
+    name,
+    orgName: name,
+    characterSet: 45,
+    columnLength: 255,
+    type,
+    flags: 0,
+    decimals: 0,
+    ...extra,
+  };
 }
 
-const textColumns = [column("id", ColumnType.Long, { characterSet: 63, columnLength: 11, flags: ColumnFlag.NotNull | ColumnFlag.PrimaryKey }), column("email", ColumnType.VarString), column("score", ColumnType.Double, { characterSet: 63, decimals: 31 }), column("born", ColumnType.DateTime, { characterSet: 63 }), column("note", ColumnType.Blob, { characterSet: 45, flags: ColumnFlag.Blob })];
+const textColumns = [
+  column("id", ColumnType.Long, { characterSet: 63, columnLength: 11, flags: ColumnFlag.NotNull | ColumnFlag.PrimaryKey }),
+  column("email", ColumnType.VarString),
+  column("score", ColumnType.Double, { characterSet: 63, decimals: 31 }),
+  column("born", ColumnType.DateTime, { characterSet: 63 }),
+  column("note", ColumnType.Blob, { characterSet: 45, flags: ColumnFlag.Blob }),
+];
 const textRows = [
   { text: [Buffer.from("1"), Buffer.from("alice@example.com"), Buffer.from("2.5"), Buffer.from("2010-10-17 19:27:30"), Buffer.from("hi")], binary: [] },
   { text: [Buffer.from("2"), null, Buffer.from("-1e+100"), null, Buffer.from("")], binary: [] },
@@ -38,7 +73,11 @@ const textRows = [
 const binaryCases: Array<{ column: ColumnDefinition; content: Buffer | null; expected: unknown }> = [
   { column: column("tiny", ColumnType.Tiny, { characterSet: 63 }), content: Buffer.from([0xfe]), expected: -2 },
   { column: column("short", ColumnType.Short, { characterSet: 63, flags: ColumnFlag.Unsigned }), content: Buffer.from([0xff, 0xff]), expected: 65535 },
-  { column: column("year", ColumnType.Year, { characterSet: 63, flags: ColumnFlag.Unsigned | ColumnFlag.Zerofill }), content: Buffer.from([0xda, 0x07]), expected: 2010 },
+  {
+    column: column("year", ColumnType.Year, { characterSet: 63, flags: ColumnFlag.Unsigned | ColumnFlag.Zerofill }),
+    content: Buffer.from([0xda, 0x07]),
+    expected: 2010,
+  },
   { column: column("long", ColumnType.Long, { characterSet: 63 }), content: Buffer.from([0x39, 0x30, 0, 0]), expected: 12345 },
   { column: column("int24", ColumnType.Int24, { characterSet: 63 }), content: Buffer.from([0xff, 0xff, 0xff, 0xff]), expected: -1 },
   { column: column("float", ColumnType.Float, { characterSet: 63 }), content: Buffer.from("0000c03f", "hex"), expected: 1.5 },
@@ -49,7 +88,11 @@ const binaryCases: Array<{ column: ColumnDefinition; content: Buffer | null; exp
   { column: column("time", ColumnType.Time, { characterSet: 63 }), content: Buffer.from("0000000000131b1e", "hex"), expected: "19:27:30" },
   { column: column("decimal", ColumnType.NewDecimal, { characterSet: 63, decimals: 2 }), content: Buffer.from("3.14"), expected: "3.14" },
   { column: column("name", ColumnType.VarString), content: Buffer.from("bob"), expected: "bob" },
-  { column: column("blob", ColumnType.Blob, { characterSet: 63, flags: ColumnFlag.Blob | ColumnFlag.Binary }), content: Buffer.alloc(70000, 7), expected: Buffer.alloc(70000, 7) },
+  {
+    column: column("blob", ColumnType.Blob, { characterSet: 63, flags: ColumnFlag.Blob | ColumnFlag.Binary }),
+    content: Buffer.alloc(70000, 7),
+    expected: Buffer.alloc(70000, 7),
+  },
   { column: column("nothing", ColumnType.VarString), content: null, expected: null },
 ];
 
@@ -62,28 +105,71 @@ function answers(sql: string): ScriptedAnswer[] {
     const mask = sql.includes("masked") ? binaryCases.map((_, i) => i % 3 !== 2) : undefined;
     return [{ kind: "resultset", columns, rows: [{ text: [], binary: binaryCases.map((c) => c.content) }], ...(mask ? { mask } : {}) }];
   }
-  if (sql === "SELECT 1; SELECT 2") return [1, 2].map((n) => ({ kind: "resultset" as const, columns: [column(String(n), ColumnType.LongLong, { characterSet: 63 })], rows: [{ text: [Buffer.from(String(n))], binary: [] }] }));
-  if (sql === "USE app") return [{ kind: "ok", ok: { statusFlags: ServerStatus.Autocommit | ServerStatus.SessionStateChanged, sessionStateChanges: encodeSessionState([{ type: SessionStateType.Schema, data: encodeSchemaChange("app") }]) } }];
-  if (sql === "UPDATE users SET x = 1") return [{ kind: "ok", ok: { affectedRows: 3, lastInsertId: 0, warnings: 2, info: "Rows matched: 3  Changed: 3  Warnings: 2" } }];
-  if (sql === "SELECT big") return [{ kind: "resultset", columns: [column("big", ColumnType.Blob, { characterSet: 63, flags: ColumnFlag.Blob | ColumnFlag.Binary })], rows: [{ text: [Buffer.alloc(17 * 1024 * 1024, 0x61)], binary: [] }] }];
+  if (sql === "SELECT 1; SELECT 2")
+    return [1, 2].map((n) => ({
+      kind: "resultset" as const,
+      columns: [column(String(n), ColumnType.LongLong, { characterSet: 63 })],
+      rows: [{ text: [Buffer.from(String(n))], binary: [] }],
+    }));
+  if (sql === "USE app")
+    return [
+      {
+        kind: "ok",
+        ok: {
+          statusFlags: ServerStatus.Autocommit | ServerStatus.SessionStateChanged,
+          sessionStateChanges: encodeSessionState([{ type: SessionStateType.Schema, data: encodeSchemaChange("app") }]),
+        },
+      },
+    ];
+  if (sql === "UPDATE users SET x = 1")
+    return [{ kind: "ok", ok: { affectedRows: 3, lastInsertId: 0, warnings: 2, info: "Rows matched: 3  Changed: 3  Warnings: 2" } }];
+  if (sql === "SELECT big")
+    return [
+      {
+        kind: "resultset",
+        columns: [column("big", ColumnType.Blob, { characterSet: 63, flags: ColumnFlag.Blob | ColumnFlag.Binary })],
+        rows: [{ text: [Buffer.alloc(17 * 1024 * 1024, 0x61)], binary: [] }],
+      },
+    ];
   if (sql.startsWith("LOAD DATA LOCAL INFILE")) return [{ kind: "local-infile", fileName: "/tmp/data.csv" }];
   if (sql.startsWith("SELECT ")) {
     const length = Buffer.alloc(8);
     length.writeBigInt64LE(BigInt(sql.length));
-    return [{ kind: "resultset", columns: [column("n", ColumnType.LongLong, { characterSet: 63 })], rows: [{ text: [Buffer.from(String(sql.length))], binary: [length] }] }];
+    return [
+      {
+        kind: "resultset",
+        columns: [column("n", ColumnType.LongLong, { characterSet: 63 })],
+        rows: [{ text: [Buffer.from(String(sql.length))], binary: [length] }],
+      },
+    ];
   }
   return [{ kind: "err", err: { code: 1064, sqlState: "42000", message: `You have an error in your SQL syntax near '${sql.slice(0, 20)}'` } }];
 }
 
 const servers: CodecServer[] = [];
 async function serve(options: Partial<CodecServerOptions>): Promise<CodecServer> {
-  const server = await CodecServer.start({ authPlugin: nativePasswordPlugin, users: { alice: { password: "s3cret" }, bob: { password: "b0b", plugin: nativePasswordPlugin } }, capabilities: offered, answer: answers, ...options });
+  const server = await CodecServer.start({
+    authPlugin: nativePasswordPlugin,
+    users: { alice: { password: "s3cret" }, bob: { password: "b0b", plugin: nativePasswordPlugin } },
+    capabilities: offered,
+    answer: answers,
+    ...options,
+  });
   servers.push(server);
   return server;
 }
 
 function connect(server: CodecServer, extra: Partial<mysql.ConnectionOptions> = {}): Promise<mysql.Connection> {
-  return mysql.createConnection({ host: "127.0.0.1", port: server.port, user: "alice", password: "s3cret", database: "app", dateStrings: true, supportBigNumbers: true, ...extra });
+  return mysql.createConnection({
+    host: "127.0.0.1",
+    port: server.port,
+    user: "alice",
+    password: "s3cret",
+    database: "app",
+    dateStrings: true,
+    supportBigNumbers: true,
+    ...extra,
+  });
 }
 
 /** Waits (at most 5 s) for the server to have seen what the client already sent. */
@@ -140,19 +226,37 @@ describe("MySQL codec against mysql2", () => {
     const connection = await connect(server);
     const [rows, fields] = await connection.query<mysql.RowDataPacket[]>("SELECT id, email, score, born, note FROM users");
     assert.equal(server.recorded.queries[0]!.sql, "SELECT id, email, score, born, note FROM users");
-    assert.deepEqual(rows.map((r) => ({ ...r })), [
-      { id: 1, email: "alice@example.com", score: 2.5, born: "2010-10-17 19:27:30", note: "hi" },
-      { id: 2, email: null, score: -1e100, born: null, note: "" },
-    ]);
     assert.deepEqual(
-      fields.map((f) => ({ catalog: f.catalog, schema: f.schema, table: f.table, orgTable: f.orgTable, name: f.name, orgName: f.orgName, characterSet: f.characterSet, columnLength: f.columnLength, type: f.type, flags: f.flags, decimals: f.decimals })),
+      rows.map((r) => ({ ...r })),
+      [
+        { id: 1, email: "alice@example.com", score: 2.5, born: "2010-10-17 19:27:30", note: "hi" },
+        { id: 2, email: null, score: -1e100, born: null, note: "" },
+      ],
+    );
+    assert.deepEqual(
+      fields.map((f) => ({
+        catalog: f.catalog,
+        schema: f.schema,
+        table: f.table,
+        orgTable: f.orgTable,
+        name: f.name,
+        orgName: f.orgName,
+        characterSet: f.characterSet,
+        columnLength: f.columnLength,
+        type: f.type,
+        flags: f.flags,
+        decimals: f.decimals,
+      })),
       textColumns.map(({ extendedTypeName: _t, extendedFormat: _f, ...rest }) => rest),
     );
     const [masked] = await connection.query<mysql.RowDataPacket[]>("SELECT masked");
-    assert.deepEqual(masked.map((r) => ({ ...r })), [
-      { id: 1, email: null, score: 2.5, born: "2010-10-17 19:27:30", note: null },
-      { id: 2, email: null, score: -1e100, born: null, note: null },
-    ]);
+    assert.deepEqual(
+      masked.map((r) => ({ ...r })),
+      [
+        { id: 1, email: null, score: 2.5, born: "2010-10-17 19:27:30", note: null },
+        { id: 2, email: null, score: -1e100, born: null, note: null },
+      ],
+    );
     const [ok] = await connection.query<mysql.ResultSetHeader>("UPDATE users SET x = 1");
     assert.equal(ok.affectedRows, 3);
     assert.equal(ok.warningStatus, 2);
@@ -164,12 +268,27 @@ describe("MySQL codec against mysql2", () => {
   test("prepared statements: mysql2's COM_STMT_EXECUTE decodes to its parameters; a binary row of every framing, NULLs and masked values", async () => {
     const server = await serve({});
     const connection = await connect(server);
-    const [rows, fields] = await connection.execute<mysql.RowDataPacket[]>("SELECT all_types WHERE id = ? AND name = ? AND note = ? AND at = ?", [7, "bob", null, 2.5]);
+    const [rows, fields] = await connection.execute<mysql.RowDataPacket[]>("SELECT all_types WHERE id = ? AND name = ? AND note = ? AND at = ?", [
+      7,
+      "bob",
+      null,
+      2.5,
+    ]);
     assert.equal(server.recorded.prepares[0], "SELECT all_types WHERE id = ? AND name = ? AND note = ? AND at = ?");
     const execute = server.recorded.executes[0]!;
     assert.equal(execute.typesSent, true);
     assert.deepEqual(
-      execute.parameters.map((p) => ({ type: p.type, value: p.value === null ? null : p.type === ColumnType.LongLong ? p.value.readBigInt64LE(0) : p.type === ColumnType.Double ? p.value.readDoubleLE(0) : p.value.toString() })),
+      execute.parameters.map((p) => ({
+        type: p.type,
+        value:
+          p.value === null
+            ? null
+            : p.type === ColumnType.LongLong
+              ? p.value.readBigInt64LE(0)
+              : p.type === ColumnType.Double
+                ? p.value.readDoubleLE(0)
+                : p.value.toString(),
+      })),
       [
         // mysql2 binds every JavaScript number as a DOUBLE.
         { type: ColumnType.Double, value: 7 },
@@ -178,10 +297,19 @@ describe("MySQL codec against mysql2", () => {
         { type: ColumnType.Double, value: 2.5 },
       ],
     );
-    assert.deepEqual(fields.map((f) => f.type), binaryCases.map((c) => c.column.type));
-    assert.deepEqual(Object.values(rows[0]!), binaryCases.map((c) => c.expected));
+    assert.deepEqual(
+      fields.map((f) => f.type),
+      binaryCases.map((c) => c.column.type),
+    );
+    assert.deepEqual(
+      Object.values(rows[0]!),
+      binaryCases.map((c) => c.expected),
+    );
     const [masked] = await connection.execute<mysql.RowDataPacket[]>("SELECT all_types masked");
-    assert.deepEqual(Object.values(masked[0]!), binaryCases.map((c, i) => (i % 3 === 2 ? null : c.expected)));
+    assert.deepEqual(
+      Object.values(masked[0]!),
+      binaryCases.map((c, i) => (i % 3 === 2 ? null : c.expected)),
+    );
     await connection.end();
   });
 
@@ -189,7 +317,10 @@ describe("MySQL codec against mysql2", () => {
     const server = await serve({});
     const connection = await connect(server, { multipleStatements: true, infileStreamFactory: () => Readable.from([Buffer.from("1,alice\n2,bob\n")]) });
     const [results] = await connection.query<mysql.RowDataPacket[][]>("SELECT 1; SELECT 2");
-    assert.deepEqual(results.map((rows) => rows.map((r) => ({ ...r }))), [[{ 1: 1 }], [{ 2: 2 }]]);
+    assert.deepEqual(
+      results.map((rows) => rows.map((r) => ({ ...r }))),
+      [[{ 1: 1 }], [{ 2: 2 }]],
+    );
     const [use] = await connection.query<mysql.ResultSetHeader & { stateChanges?: { schema: string } }>("USE app");
     assert.equal(use.stateChanges?.schema, "app", "mysql2 read the codec's SCHEMA entry");
     const [loaded] = await connection.query<mysql.ResultSetHeader>("LOAD DATA LOCAL INFILE '/tmp/data.csv' INTO TABLE users");
@@ -218,12 +349,19 @@ describe("MySQL codec against mysql2", () => {
     const attributes = await serve({ capabilities: (offered | Capability.QueryAttributes) >>> 0 });
     const connection = await connect(attributes);
     await connection.query({ sql: "SELECT with_attributes", attributes: { trace: "t1" } } as mysql.QueryOptions);
-    assert.deepEqual(attributes.recorded.queries[0]!.attributes.map((a) => ({ name: a.name, value: a.value?.toString() })), [{ name: "trace", value: "t1" }]);
+    assert.deepEqual(
+      attributes.recorded.queries[0]!.attributes.map((a) => ({ name: a.name, value: a.value?.toString() })),
+      [{ name: "trace", value: "t1" }],
+    );
     await connection.execute("SELECT x = ?", [1]);
     assert.equal(attributes.recorded.executes[0]!.parameters.length, 1, "the parameter count mysql2 sent first");
     await connection.end();
 
-    const mariadb = await serve({ serverVersion: "5.5.5-10.11.6-MariaDB", capabilities: (offered & ~Capability.LongPassword) >>> 0, mariaDbCapabilities: MariaDbCapability.ExtendedMetadata });
+    const mariadb = await serve({
+      serverVersion: "5.5.5-10.11.6-MariaDB",
+      capabilities: (offered & ~Capability.LongPassword) >>> 0,
+      mariaDbCapabilities: MariaDbCapability.ExtendedMetadata,
+    });
     const onMaria = await connect(mariadb);
     assert.equal(mariadb.recorded.handshakeResponses[0]!.mariaDbCapabilities, MariaDbCapability.ExtendedMetadata, "mysql2 asked for extended metadata");
     const [rows] = await onMaria.query<mysql.RowDataPacket[]>("SELECT id, email, score, born, note FROM users");

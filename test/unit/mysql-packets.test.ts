@@ -55,11 +55,21 @@ describe("MySQL framing: the packet reader over split buffers", () => {
     for (let round = 0; round < 300; round++) {
       const [a, b] = [Math.floor(random() * (stream.length + 1)), Math.floor(random() * (stream.length + 1))].sort((x, y) => x - y) as [number, number];
       const packets = readAll([stream.subarray(0, a), stream.subarray(a, b), stream.subarray(b)]);
-      assert.deepEqual(packets.map((p) => p.payload), samples.map((s) => s.payload), `cuts at ${a} and ${b}`);
+      assert.deepEqual(
+        packets.map((p) => p.payload),
+        samples.map((s) => s.payload),
+        `cuts at ${a} and ${b}`,
+      );
     }
     const bytewise = readAll(chunked(stream, 1));
-    assert.deepEqual(bytewise.map((p) => p.payload), samples.map((s) => s.payload));
-    assert.deepEqual(bytewise.map((p) => p.sequenceId), samples.map((_, i) => i));
+    assert.deepEqual(
+      bytewise.map((p) => p.payload),
+      samples.map((s) => s.payload),
+    );
+    assert.deepEqual(
+      bytewise.map((p) => p.sequenceId),
+      samples.map((_, i) => i),
+    );
   });
 
   test("a payload held in one chunk is a view of it, not a copy", () => {

@@ -24,10 +24,24 @@ import { decodeQuery, encodeQuery } from "../../protocols/mysql/query";
 import { responseKind } from "../../protocols/mysql/response-kind";
 import { decodeResultsetEnd, isResultsetEnd } from "../../protocols/mysql/resultset-end";
 import { newRowValues } from "../../protocols/mysql/row-values";
-import { decodeSchemaChange, decodeSessionState, decodeSystemVariable, encodeSchemaChange, encodeSessionState, SessionStateType } from "../../protocols/mysql/session-state";
+import {
+  decodeSchemaChange,
+  decodeSessionState,
+  decodeSystemVariable,
+  encodeSchemaChange,
+  encodeSessionState,
+  SessionStateType,
+} from "../../protocols/mysql/session-state";
 import { decodeSetOption, encodeSetOption, SetOption } from "../../protocols/mysql/set-option";
 import { decodeSslRequest, encodeSslRequest, isSslRequest } from "../../protocols/mysql/ssl-request";
-import { decodeStatementIdCommand, decodeStmtFetch, decodeStmtSendLongData, encodeStatementIdCommand, encodeStmtFetch, encodeStmtSendLongData } from "../../protocols/mysql/statement-commands";
+import {
+  decodeStatementIdCommand,
+  decodeStmtFetch,
+  decodeStmtSendLongData,
+  encodeStatementIdCommand,
+  encodeStmtFetch,
+  encodeStmtSendLongData,
+} from "../../protocols/mysql/statement-commands";
 import { ServerStatus } from "../../protocols/mysql/status-flags";
 import { CursorFlag, decodeStmtExecute, encodeStmtExecute, type StmtExecute } from "../../protocols/mysql/stmt-execute";
 import { decodeStmtPrepareOk, encodeStmtPrepareOk } from "../../protocols/mysql/stmt-prepare-ok";
@@ -179,7 +193,12 @@ describe("MySQL codec: connection phase", () => {
     assert.deepEqual(ssl, hex(`00 aa 08 00 00 00 00 01 2d ${"00".repeat(23)}`), "CLIENT_SSL added, 23 zero bytes");
     assert.equal(isSslRequest(ssl), true);
     assert.equal(isSslRequest(payload), false, "a whole response is longer than 32 bytes");
-    assert.deepEqual(decodeSslRequest(ssl), { capabilities: (protocol41 | Capability.Ssl) >>> 0, maxPacketSize: 0x1000000, characterSet: 45, mariaDbCapabilities: 0 });
+    assert.deepEqual(decodeSslRequest(ssl), {
+      capabilities: (protocol41 | Capability.Ssl) >>> 0,
+      maxPacketSize: 0x1000000,
+      characterSet: 45,
+      mariaDbCapabilities: 0,
+    });
   });
 
   test("AuthSwitchRequest, AuthMoreData and the caching_sha2 status bytes", () => {
@@ -242,7 +261,17 @@ describe("MySQL codec: responses", () => {
     assert.deepEqual(encodeEofPacket({ warnings: 3, statusFlags: ServerStatus.MoreResultsExist }, protocol41), hex("fe 0300 0800"));
     assert.deepEqual(decodeResultsetEnd(eof, protocol41), { warnings: 0, statusFlags: ServerStatus.Autocommit });
     const deprecateEof = protocol41 | Capability.DeprecateEof;
-    const okEnd = encodeOkPacket({ header: OkHeader.EndOfResultset, affectedRows: 0, lastInsertId: 0, statusFlags: ServerStatus.Autocommit | ServerStatus.MoreResultsExist, warnings: 2, info: "" }, deprecateEof);
+    const okEnd = encodeOkPacket(
+      {
+        header: OkHeader.EndOfResultset,
+        affectedRows: 0,
+        lastInsertId: 0,
+        statusFlags: ServerStatus.Autocommit | ServerStatus.MoreResultsExist,
+        warnings: 2,
+        info: "",
+      },
+      deprecateEof,
+    );
     assert.deepEqual(okEnd, hex("fe 00 00 0a00 0200"));
     assert.equal(isResultsetEnd(okEnd, deprecateEof), true);
     assert.deepEqual(decodeResultsetEnd(okEnd, deprecateEof), { warnings: 2, statusFlags: 0x000a, info: "", affectedRows: 0, lastInsertId: 0 });
@@ -348,7 +377,11 @@ describe("MySQL codec: resultsets", () => {
     // After org_name: 0c bytes: 00 04"uuid" 01 04"json".
     assert.deepEqual(extended.subarray(payload.length - 13, payload.length), hex("0c 00 04 75756964 01 04 6a736f6e"));
     assert.deepEqual(decodeColumnDefinition(extended, { mariaDbExtendedMetadata: true }), uuid);
-    assert.throws(() => decodeColumnDefinition(payload, { mariaDbExtendedMetadata: true }), ProtocolError, "read without the block, the fixed fields are misplaced");
+    assert.throws(
+      () => decodeColumnDefinition(payload, { mariaDbExtendedMetadata: true }),
+      ProtocolError,
+      "read without the block, the fixed fields are misplaced",
+    );
     assert.throws(() => decodeColumnDefinition(hex(`03 646566 00 00 00 00 00 0b 2d00 fc030000 fd 0110 00 00`)), ProtocolError, "fixed-fields length 11");
   });
 
@@ -377,14 +410,48 @@ describe("MySQL codec: resultsets", () => {
     assert.equal(docs.toString("utf8", one.starts[0], one.starts[0]! + one.lengths[0]!), "foobar");
     // Values from the docs' ProtocolBinary pages: DATETIME 2010-10-17 19:27:30.000001, TIME -120d 19:27:30.000001, DOUBLE 10.2.
     const types = [
-      ColumnType.Tiny, ColumnType.Short, ColumnType.Year, ColumnType.Long, ColumnType.Int24, ColumnType.Float, ColumnType.LongLong,
-      ColumnType.Double, ColumnType.DateTime, ColumnType.Time, ColumnType.Date, ColumnType.Timestamp, ColumnType.NewDecimal,
-      ColumnType.VarString, ColumnType.Blob, ColumnType.Json, ColumnType.Bit, ColumnType.Geometry, ColumnType.Enum, ColumnType.Null,
+      ColumnType.Tiny,
+      ColumnType.Short,
+      ColumnType.Year,
+      ColumnType.Long,
+      ColumnType.Int24,
+      ColumnType.Float,
+      ColumnType.LongLong,
+      ColumnType.Double,
+      ColumnType.DateTime,
+      ColumnType.Time,
+      ColumnType.Date,
+      ColumnType.Timestamp,
+      ColumnType.NewDecimal,
+      ColumnType.VarString,
+      ColumnType.Blob,
+      ColumnType.Json,
+      ColumnType.Bit,
+      ColumnType.Geometry,
+      ColumnType.Enum,
+      ColumnType.Null,
     ];
     const contents: Array<Buffer | null> = [
-      hex("01"), hex("0100"), hex("da07"), hex("01000000"), hex("01000000"), hex("0000803f"), hex("0100000000000000"),
-      hex("666666666666 2440"), hex("da07 0a 11 13 1b 1e 01000000"), hex("01 78000000 13 1b 1e 01000000"), hex("da07 0a 11"), hex(""),
-      ascii("3.14"), ascii("hi"), Buffer.alloc(70000, 1), ascii('{"a":1}'), hex("05"), hex("00000000 0101000000"), ascii("red"), null,
+      hex("01"),
+      hex("0100"),
+      hex("da07"),
+      hex("01000000"),
+      hex("01000000"),
+      hex("0000803f"),
+      hex("0100000000000000"),
+      hex("666666666666 2440"),
+      hex("da07 0a 11 13 1b 1e 01000000"),
+      hex("01 78000000 13 1b 1e 01000000"),
+      hex("da07 0a 11"),
+      hex(""),
+      ascii("3.14"),
+      ascii("hi"),
+      Buffer.alloc(70000, 1),
+      ascii('{"a":1}'),
+      hex("05"),
+      hex("00000000 0101000000"),
+      ascii("red"),
+      null,
     ];
     const row = encodeBinaryRow(types, contents);
     // 20 columns + 2 bits: 3 bitmap bytes; only the NULL type's value (column 19, bit 21) is NULL.
@@ -399,10 +466,22 @@ describe("MySQL codec: resultsets", () => {
     }
     // Setting columns to NULL rewrites the bitmap and drops the value bytes: the same as encoding with nulls.
     const keep = types.map((_, i) => i % 3 !== 1);
-    assert.deepEqual(maskBinaryRow(row, types, keep), encodeBinaryRow(types, contents.map((c, i) => (keep[i] ? c! : null))));
+    assert.deepEqual(
+      maskBinaryRow(row, types, keep),
+      encodeBinaryRow(
+        types,
+        contents.map((c, i) => (keep[i] ? c! : null)),
+      ),
+    );
     // Leaving columns out rebuilds the bitmap for the rest.
     const actions = types.map((_, i) => (i < 10 ? -1 : i === 12 ? 0 : 1));
-    assert.deepEqual(maskBinaryRow(row, types, actions), encodeBinaryRow(types.slice(10), contents.slice(10).map((c, i) => (i === 2 ? null : c))));
+    assert.deepEqual(
+      maskBinaryRow(row, types, actions),
+      encodeBinaryRow(
+        types.slice(10),
+        contents.slice(10).map((c, i) => (i === 2 ? null : c)),
+      ),
+    );
     assert.throws(() => decodeBinaryRow(hex("00 00 0a"), [ColumnType.DateTime], newRowValues()), ProtocolError, "a DATETIME cannot be 10 bytes");
     assert.throws(() => decodeBinaryRow(hex("00 00 01"), [ColumnType.Short], newRowValues()), ProtocolError, "a SHORT is 2 bytes");
     assert.throws(() => decodeBinaryRow(hex("00 00 01 02"), [ColumnType.Tiny], newRowValues()), ProtocolError, "bytes after the last value");
@@ -422,7 +501,10 @@ describe("MySQL codec: commands", () => {
     // No attributes: count 0, set count 1. One attribute "a" = 'x' (VARCHAR): 01 01, bitmap 00, bound 01, type 0f 00, name 01 61, value 01 78.
     assert.deepEqual(encodeQuery({ sql: "SELECT 1", attributes: [] }, withAttributes), hex(`03 00 01 ${ascii("SELECT 1").toString("hex")}`));
     const attributed = hex(`03 01 01 00 01 0f00 0161 0178 ${ascii("SELECT 1").toString("hex")}`);
-    assert.deepEqual(decodeQuery(attributed, withAttributes), { sql: "SELECT 1", attributes: [{ type: ColumnType.VarChar, unsigned: false, name: "a", value: ascii("x") }] });
+    assert.deepEqual(decodeQuery(attributed, withAttributes), {
+      sql: "SELECT 1",
+      attributes: [{ type: ColumnType.VarChar, unsigned: false, name: "a", value: ascii("x") }],
+    });
     assert.deepEqual(encodeQuery(decodeQuery(attributed, withAttributes), withAttributes), attributed);
     assert.throws(() => decodeQuery(hex("03 00 02"), withAttributes), ProtocolError, "parameter set count 2");
     assert.deepEqual(encodeTextCommand(Command.InitDb, "app"), hex("02 617070"));
@@ -458,21 +540,34 @@ describe("MySQL codec: commands", () => {
     assert.equal(Command.BinlogDump, 0x12);
     assert.equal(Command.RegisterSlave, 0x15);
     assert.equal(Command.BinlogDumpGtid, 0x1e);
-    for (const code of [Command.BinlogDump, Command.BinlogDumpGtid, Command.RegisterSlave, Command.Clone, Command.Shutdown]) assert.equal(isReplicationOrAdministrationCommand(code), true, commandName(code));
-    for (const code of [Command.Query, Command.StmtExecute, Command.Ping, Command.ChangeUser, Command.InitDb]) assert.equal(isReplicationOrAdministrationCommand(code), false, commandName(code));
+    for (const code of [Command.BinlogDump, Command.BinlogDumpGtid, Command.RegisterSlave, Command.Clone, Command.Shutdown])
+      assert.equal(isReplicationOrAdministrationCommand(code), true, commandName(code));
+    for (const code of [Command.Query, Command.StmtExecute, Command.Ping, Command.ChangeUser, Command.InitDb])
+      assert.equal(isReplicationOrAdministrationCommand(code), false, commandName(code));
     assert.equal(commandOf(hex("12 04000000")), Command.BinlogDump);
     assert.equal(commandOf(Buffer.alloc(0)), undefined);
   });
 
   test("COM_CHANGE_USER: native response, database, charset, plugin, attributes", () => {
     const capabilities = protocol41 | Capability.ConnectAttrs;
-    const change = { username: "bob", authResponse: Buffer.alloc(20, 9), database: "app", characterSet: 45, authPluginName: "mysql_native_password", attributes: new Map([["k", "v"]]) };
+    const change = {
+      username: "bob",
+      authResponse: Buffer.alloc(20, 9),
+      database: "app",
+      characterSet: 45,
+      authPluginName: "mysql_native_password",
+      attributes: new Map([["k", "v"]]),
+    };
     const payload = encodeChangeUser(change, capabilities);
     assert.deepEqual(payload.subarray(0, 26), hex(`11 626f6200 14 ${"09".repeat(20)}`));
     assert.deepEqual(payload.subarray(26, 32), hex("61707000 2d00"));
     assert.deepEqual(payload.subarray(payload.length - 5), hex("04 016b 0176"));
     assert.deepEqual(decodeChangeUser(payload, capabilities), change);
-    assert.deepEqual(decodeChangeUser(hex("11 626f6200 00 00"), capabilities), { username: "bob", authResponse: Buffer.alloc(0), database: "" }, "an old client stops after the database");
+    assert.deepEqual(
+      decodeChangeUser(hex("11 626f6200 00 00"), capabilities),
+      { username: "bob", authResponse: Buffer.alloc(0), database: "" },
+      "an old client stops after the database",
+    );
   });
 
   test("COM_STMT_PREPARE_OK (MySQL docs)", () => {
@@ -486,7 +581,13 @@ describe("MySQL codec: commands", () => {
   test("COM_STMT_EXECUTE (MySQL docs), NULL bitmap at offset 0, types resent or remembered, cursor flags, long data", () => {
     const packet = hex("12 00 00 00 17 01 00 00 00 00 01 00 00 00 00 01 0f 00 03 66 6f 6f");
     const execute = decodeStmtExecute(payloadOf(packet), { parameterCount: 1, capabilities: protocol41 });
-    assert.deepEqual(execute, { statementId: 1, flags: CursorFlag.NoCursor, iterationCount: 1, typesSent: true, parameters: [{ type: ColumnType.VarChar, unsigned: false, value: ascii("foo") }] });
+    assert.deepEqual(execute, {
+      statementId: 1,
+      flags: CursorFlag.NoCursor,
+      iterationCount: 1,
+      typesSent: true,
+      parameters: [{ type: ColumnType.VarChar, unsigned: false, value: ascii("foo") }],
+    });
     assert.deepEqual(encodeStmtExecute(execute, protocol41), payloadOf(packet));
     // Nine parameters: bitmap of 2 bytes; the 1st and 9th NULL (01 01); an unsigned LONGLONG (08 80).
     const nine: StmtExecute = {
@@ -494,7 +595,11 @@ describe("MySQL codec: commands", () => {
       flags: CursorFlag.ReadOnly,
       iterationCount: 1,
       typesSent: true,
-      parameters: Array.from({ length: 9 }, (_, i) => ({ type: i === 1 ? ColumnType.LongLong : ColumnType.Tiny, unsigned: i === 1, value: i === 0 || i === 8 ? null : i === 1 ? hex("ffffffffffffffff") : Buffer.from([i]) })),
+      parameters: Array.from({ length: 9 }, (_, i) => ({
+        type: i === 1 ? ColumnType.LongLong : ColumnType.Tiny,
+        unsigned: i === 1,
+        value: i === 0 || i === 8 ? null : i === 1 ? hex("ffffffffffffffff") : Buffer.from([i]),
+      })),
     };
     const payload = encodeStmtExecute(nine, protocol41);
     assert.deepEqual(payload.subarray(0, 13), hex("17 03000000 01 01000000 0101 01"));
@@ -507,12 +612,24 @@ describe("MySQL codec: commands", () => {
     const previousTypes = nine.parameters.map(({ type, unsigned }) => ({ type, unsigned }));
     assert.deepEqual(decodeStmtExecute(again, { parameterCount: 9, capabilities: protocol41, previousTypes }), { ...nine, typesSent: false });
     // A parameter sent by COM_STMT_SEND_LONG_DATA has no bytes here.
-    const longData = encodeStmtExecute({ ...execute, parameters: [{ type: ColumnType.Blob, unsigned: false, value: Buffer.alloc(0), sentAsLongData: true }] }, protocol41);
+    const longData = encodeStmtExecute(
+      { ...execute, parameters: [{ type: ColumnType.Blob, unsigned: false, value: Buffer.alloc(0), sentAsLongData: true }] },
+      protocol41,
+    );
     assert.deepEqual(longData, hex("17 01000000 00 01000000 00 01 fc00"));
-    assert.deepEqual(decodeStmtExecute(longData, { parameterCount: 1, capabilities: protocol41, longData: new Set([0]) }).parameters, [{ type: ColumnType.Blob, unsigned: false, value: Buffer.alloc(0), sentAsLongData: true }]);
+    assert.deepEqual(decodeStmtExecute(longData, { parameterCount: 1, capabilities: protocol41, longData: new Set([0]) }).parameters, [
+      { type: ColumnType.Blob, unsigned: false, value: Buffer.alloc(0), sentAsLongData: true },
+    ]);
     // No parameters: nothing after the iteration count (without query attributes).
-    assert.deepEqual(encodeStmtExecute({ statementId: 1, flags: 0, iterationCount: 1, parameters: [], typesSent: false }, protocol41), hex("17 01000000 00 01000000"));
-    assert.throws(() => decodeStmtExecute(hex("17 01000000 00 01000000 00"), { parameterCount: 0, capabilities: protocol41 }), ProtocolError, "a trailing byte");
+    assert.deepEqual(
+      encodeStmtExecute({ statementId: 1, flags: 0, iterationCount: 1, parameters: [], typesSent: false }, protocol41),
+      hex("17 01000000 00 01000000"),
+    );
+    assert.throws(
+      () => decodeStmtExecute(hex("17 01000000 00 01000000 00"), { parameterCount: 0, capabilities: protocol41 }),
+      ProtocolError,
+      "a trailing byte",
+    );
     // MySQL 8 query attributes: a parameter count first, and names after the types.
     const attributes = protocol41 | Capability.QueryAttributes;
     const named = encodeStmtExecute({ ...execute, parameters: [{ ...execute.parameters[0]!, name: "" }] }, attributes);

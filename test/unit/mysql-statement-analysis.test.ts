@@ -35,13 +35,23 @@ function shapeOf(sql: string) {
 
 describe("MySQL statement analysis (node-sql-parser, MariaDB grammar)", () => {
   test("read-only by default: writes, SET and READ WRITE transactions refused (1792 25006); reads, USE, SHOW, transactions pass", () => {
-    for (const sql of ["INSERT INTO t VALUES (1)", "UPDATE t SET a = 1", "DELETE FROM t", "CREATE TABLE x (a INT)", "DROP TABLE t", "SET @x = 1", "START TRANSACTION READ WRITE", "SELECT id FROM users FOR UPDATE"]) {
+    for (const sql of [
+      "INSERT INTO t VALUES (1)",
+      "UPDATE t SET a = 1",
+      "DELETE FROM t",
+      "CREATE TABLE x (a INT)",
+      "DROP TABLE t",
+      "SET @x = 1",
+      "START TRANSACTION READ WRITE",
+      "SELECT id FROM users FOR UPDATE",
+    ]) {
       const analysis = analyseStatement(sql, readOnly);
       assert.equal(analysis.kind, "refused", sql);
       assert.deepEqual([(analysis as { code: number }).code, (analysis as { sqlState: string }).sqlState], [1792, "25006"], sql);
       assert.match((analysis as { message: string }).message, /allowWrites/, sql);
     }
-    for (const sql of ["SELECT 1", "USE app", "SHOW TABLES", "BEGIN", "START TRANSACTION", "COMMIT", "ROLLBACK", "DESCRIBE users"]) assert.notEqual(analyseStatement(sql, readOnly).kind, "refused", sql);
+    for (const sql of ["SELECT 1", "USE app", "SHOW TABLES", "BEGIN", "START TRANSACTION", "COMMIT", "ROLLBACK", "DESCRIBE users"])
+      assert.notEqual(analyseStatement(sql, readOnly).kind, "refused", sql);
     assert.equal(analyseStatement("INSERT INTO t VALUES (1)", writable).kind, "other");
   });
 
@@ -74,29 +84,59 @@ describe("MySQL statement analysis (node-sql-parser, MariaDB grammar)", () => {
   });
 
   test("SHOW WARNINGS and SHOW ERRORS (which the parser lacks) in their one fixed form", () => {
-    for (const sql of ["SHOW WARNINGS", "show errors", " SHOW WARNINGS LIMIT 10 ;", "SHOW WARNINGS LIMIT 0, 5"]) assert.equal(analyseStatement(sql, readOnly).kind, "diagnostics", sql);
+    for (const sql of ["SHOW WARNINGS", "show errors", " SHOW WARNINGS LIMIT 10 ;", "SHOW WARNINGS LIMIT 0, 5"])
+      assert.equal(analyseStatement(sql, readOnly).kind, "diagnostics", sql);
     assert.equal(analyseStatement("SHOW WARNINGS; SELECT 1", readOnly).kind, "refused");
   });
 
   test("shapes: base-table instances by alias, derived tables and CTEs are not instances, grouping and set operations are not attributable", () => {
     const join = shapeOf("SELECT a.id, b.email, email, 1, a.* FROM app.users a JOIN users b ON a.id = b.id");
-    assert.deepEqual([...join.instances.values()], [{ alias: "a", db: "app", table: "users" }, { alias: "b", db: null, table: "users" }]);
-    assert.deepEqual(join.entries, [{ kind: "column", table: "a", column: "id" }, { kind: "column", table: "b", column: "email" }, { kind: "column", table: null, column: "email" }, { kind: "expression" }, { kind: "star", table: "a" }]);
+    assert.deepEqual(
+      [...join.instances.values()],
+      [
+        { alias: "a", db: "app", table: "users" },
+        { alias: "b", db: null, table: "users" },
+      ],
+    );
+    assert.deepEqual(join.entries, [
+      { kind: "column", table: "a", column: "id" },
+      { kind: "column", table: "b", column: "email" },
+      { kind: "column", table: null, column: "email" },
+      { kind: "expression" },
+      { kind: "star", table: "a" },
+    ]);
     assert.equal(join.attributable, true);
     assert.deepEqual([...shapeOf("SELECT x.id FROM (SELECT id FROM users) x").instances.keys()], []);
     assert.deepEqual([...shapeOf("WITH users AS (SELECT 1 AS id) SELECT id FROM users").instances.keys()], [], "a CTE named like a table is not the table");
     assert.deepEqual([...shapeOf("WITH c AS (SELECT 1 AS id) SELECT id FROM app.users").instances.keys()], ["users"], "a qualified name is the table");
-    for (const sql of ["SELECT id FROM users GROUP BY id", "SELECT id FROM users HAVING id > 1", "SELECT id, COUNT(*) FROM users", "SELECT id FROM users ORDER BY MAX(id)", "SELECT id FROM users UNION SELECT id FROM users", "SELECT a.id FROM users a JOIN users b USING (id)"]) {
+    for (const sql of [
+      "SELECT id FROM users GROUP BY id",
+      "SELECT id FROM users HAVING id > 1",
+      "SELECT id, COUNT(*) FROM users",
+      "SELECT id FROM users ORDER BY MAX(id)",
+      "SELECT id FROM users UNION SELECT id FROM users",
+      "SELECT a.id FROM users a JOIN users b USING (id)",
+    ]) {
       assert.equal(shapeOf(sql).attributable, false, sql);
     }
-    assert.equal(shapeOf("SELECT DISTINCT id, email FROM users").attributable, true, "DISTINCT compares every output column: each row is one source row's values");
+    assert.equal(
+      shapeOf("SELECT DISTINCT id, email FROM users").attributable,
+      true,
+      "DISTINCT compares every output column: each row is one source row's values",
+    );
   });
 });
 
 describe("MySQL result plans: the parse and the server's column definitions must agree", () => {
   test("a self-join: each value in its own instance's group, told apart by the alias the server reports", () => {
     const shape = shapeOf("SELECT a.id, a.email, b.id, b.email FROM users a JOIN users b ON a.id = b.id");
-    const plan = planMysqlResult([column("a", "users", "id"), column("a", "users", "email"), column("b", "users", "id"), column("b", "users", "email")], shape, mapping, () => true, "app");
+    const plan = planMysqlResult(
+      [column("a", "users", "id"), column("a", "users", "email"), column("b", "users", "id"), column("b", "users", "email")],
+      shape,
+      mapping,
+      () => true,
+      "app",
+    );
     assert.deepEqual(plan.groups, [[0], [2]]);
     assert.deepEqual(plan.groupOf, [0, 0, 1, 1]);
     assert.deepEqual(plan.categories, [undefined, "contact", undefined, "contact"]);
@@ -104,24 +144,66 @@ describe("MySQL result plans: the parse and the server's column definitions must
 
   test("nothing is attributed when the two disagree or the instance's user column is missing", () => {
     const shape = shapeOf("SELECT a.id, a.email, b.email FROM users a JOIN users b ON a.id = b.id");
-    const swapped = planMysqlResult([column("a", "users", "id"), column("b", "users", "email"), column("b", "users", "email")], shape, mapping, () => true, "app");
+    const swapped = planMysqlResult(
+      [column("a", "users", "id"), column("b", "users", "email"), column("b", "users", "email")],
+      shape,
+      mapping,
+      () => true,
+      "app",
+    );
     assert.deepEqual(swapped.groupOf, [0, -1, -1], "the server says b where the parse says a: not attributed; b has no user column: not attributed");
-    const derived = planMysqlResult([column("x", "x", "id", "id", ""), column("x", "x", "email", "email", "")], shapeOf("SELECT x.id, x.email FROM (SELECT id, email FROM users) x"), mapping, () => true, "app");
+    const derived = planMysqlResult(
+      [column("x", "x", "id", "id", ""), column("x", "x", "email", "email", "")],
+      shapeOf("SELECT x.id, x.email FROM (SELECT id, email FROM users) x"),
+      mapping,
+      () => true,
+      "app",
+    );
     assert.deepEqual(derived.groups, []);
     const counted = planMysqlResult([column("users", "users", "id"), expression("email")], shapeOf("SELECT id, email FROM users"), mapping, () => true, "app");
     assert.deepEqual(counted.groupOf, [0, -1], "an expression where the parse expects a column: NULL");
     const wrongCount = planMysqlResult([column("users", "users", "id")], shapeOf("SELECT id, email FROM users"), mapping, () => true, "app");
     assert.deepEqual(wrongCount.groups, [], "a column count the parse does not expect: nothing");
-    const otherDb = planMysqlResult([column("users", "users", "id", "id", "other"), column("users", "users", "email", "email", "other")], shapeOf("SELECT id, email FROM app.users"), mapping, () => true, "app");
+    const otherDb = planMysqlResult(
+      [column("users", "users", "id", "id", "other"), column("users", "users", "email", "email", "other")],
+      shapeOf("SELECT id, email FROM app.users"),
+      mapping,
+      () => true,
+      "app",
+    );
     assert.deepEqual(otherDb.groups, [], "the statement names app, the server reports another database");
-    const session = planMysqlResult([column("users", "users", "id"), column("users", "users", "email")], shapeOf("SELECT id, email FROM users"), mapping, () => true, "other");
+    const session = planMysqlResult(
+      [column("users", "users", "id"), column("users", "users", "email")],
+      shapeOf("SELECT id, email FROM users"),
+      mapping,
+      () => true,
+      "other",
+    );
     assert.deepEqual(session.groups, [], "an unqualified table of the session's database (other), reported in app: a view over app's table, not attributed");
-    const caseOnly = planMysqlResult([column("users", "users", "id"), column("users", "users", "email")], shapeOf("SELECT id, email FROM App.users"), mapping, () => true, "app");
+    const caseOnly = planMysqlResult(
+      [column("users", "users", "id"), column("users", "users", "email")],
+      shapeOf("SELECT id, email FROM App.users"),
+      mapping,
+      () => true,
+      "app",
+    );
     assert.deepEqual(caseOnly.groups, [], "database names are compared exactly (App is not app on the server)");
   });
 
   test("stars: every column the server reports for an instance of the star", () => {
-    const plan = planMysqlResult([column("u", "users", "id"), column("u", "users", "email"), column("u", "users", "secret"), column("o", "orders", "user_id"), column("o", "orders", "item")], shapeOf("SELECT * FROM users u JOIN orders o ON o.user_id = u.id"), mapping, () => true, "app");
+    const plan = planMysqlResult(
+      [
+        column("u", "users", "id"),
+        column("u", "users", "email"),
+        column("u", "users", "secret"),
+        column("o", "orders", "user_id"),
+        column("o", "orders", "item"),
+      ],
+      shapeOf("SELECT * FROM users u JOIN orders o ON o.user_id = u.id"),
+      mapping,
+      () => true,
+      "app",
+    );
     assert.deepEqual(plan.groups, [[0], [3]]);
     assert.deepEqual(plan.categories, [undefined, "contact", undefined, undefined, "usage"]);
     assert.deepEqual(plan.groupOf, [0, 0, -1, 1, 1]);
@@ -131,10 +213,17 @@ describe("MySQL result plans: the parse and the server's column definitions must
 describe("MySQL error texts", () => {
   const err = (code: number, message: string): ErrPacket => ({ code, sqlState: "42000", message });
   test("kept only in the server's wording and when every quoted part is the client's own text", () => {
-    assert.equal(sanitizeError(err(1054, "Unknown column 'nosuch' in 'field list'"), "SELECT nosuch FROM t").message, "Unknown column 'nosuch' in 'field list'");
+    assert.equal(
+      sanitizeError(err(1054, "Unknown column 'nosuch' in 'field list'"), "SELECT nosuch FROM t").message,
+      "Unknown column 'nosuch' in 'field list'",
+    );
     assert.match(sanitizeError(err(1054, "Unknown column 'secret-value' in 'field list'"), "SELECT nosuch FROM t").message, /withheld/);
     assert.match(sanitizeError(err(1062, "Duplicate entry 'a@b' for key 'PRIMARY'"), "INSERT INTO k SELECT email FROM users").message, /withheld/);
-    assert.match(sanitizeError(err(1064, "leaked-value"), "SELECT f()").message, /withheld/, "a 1064 not in the server's wording (SIGNAL SET MYSQL_ERRNO = 1064)");
+    assert.match(
+      sanitizeError(err(1064, "leaked-value"), "SELECT f()").message,
+      /withheld/,
+      "a 1064 not in the server's wording (SIGNAL SET MYSQL_ERRNO = 1064)",
+    );
     const withheld = sanitizeError(err(1105, "XPATH syntax error: 'x@y'"), "SELECT ExtractValue(...)");
     assert.deepEqual([withheld.code, withheld.sqlState], [1105, "42000"], "the number and SQLSTATE stay");
   });

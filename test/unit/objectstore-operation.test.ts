@@ -18,13 +18,41 @@ test("path-style requests name the operations served; everything else is NotImpl
   assert.deepEqual(s3OperationOf("HEAD", "/docs/c.csv", {}), { kind: "HeadObject", bucket: "docs", key: "c.csv" });
   assert.deepEqual(s3OperationOf("PUT", "/docs/c.csv?x-id=PutObject", {}), { kind: "PutObject", bucket: "docs", key: "c.csv" });
   assert.deepEqual(s3OperationOf("DELETE", "/docs/c.csv", {}), { kind: "DeleteObject", bucket: "docs", key: "c.csv" });
-  assert.deepEqual(s3OperationOf("PUT", "/docs/c.csv", { "x-amz-copy-source": "/other/a%2Bb.csv" }), { kind: "CopyObject", bucket: "docs", key: "c.csv", source: { bucket: "other", key: "a+b.csv" } });
+  assert.deepEqual(s3OperationOf("PUT", "/docs/c.csv", { "x-amz-copy-source": "/other/a%2Bb.csv" }), {
+    kind: "CopyObject",
+    bucket: "docs",
+    key: "c.csv",
+    source: { bucket: "other", key: "a+b.csv" },
+  });
   const list = s3OperationOf("GET", "/docs?list-type=2&prefix=p&max-keys=5&X-Amz-Signature=ab", {});
   assert.equal(list.kind, "ListObjectsV2");
   assert.equal(s3OperationOf("HEAD", "/docs", {}).kind, "HeadBucket");
-  assert.equal(s3OperationOf("GET", "/docs/c.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=ab", {}).kind, "GetObject", "presigning parameters name no operation");
-  for (const url of ["/docs", "/docs?acl", "/docs?list-type=2&versions", "/docs/c.csv?acl", "/docs/c.csv?tagging", "/docs/c.csv?uploadId=1", "/docs/c.csv?versionId=1", "/docs/c.csv?response-content-type=text/plain", "/docs/c.csv?partNumber=1"]) refused("GET", url, "NotImplemented");
-  for (const [method, url] of [["POST", "/docs?delete"], ["POST", "/docs/c.csv?uploads"], ["PUT", "/docs"], ["DELETE", "/docs"], ["PATCH", "/docs/c.csv"], ["PUT", "/"]]) refused(method!, url!, "NotImplemented");
+  assert.equal(
+    s3OperationOf("GET", "/docs/c.csv?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=ab", {}).kind,
+    "GetObject",
+    "presigning parameters name no operation",
+  );
+  for (const url of [
+    "/docs",
+    "/docs?acl",
+    "/docs?list-type=2&versions",
+    "/docs/c.csv?acl",
+    "/docs/c.csv?tagging",
+    "/docs/c.csv?uploadId=1",
+    "/docs/c.csv?versionId=1",
+    "/docs/c.csv?response-content-type=text/plain",
+    "/docs/c.csv?partNumber=1",
+  ])
+    refused("GET", url, "NotImplemented");
+  for (const [method, url] of [
+    ["POST", "/docs?delete"],
+    ["POST", "/docs/c.csv?uploads"],
+    ["PUT", "/docs"],
+    ["DELETE", "/docs"],
+    ["PATCH", "/docs/c.csv"],
+    ["PUT", "/"],
+  ])
+    refused(method!, url!, "NotImplemented");
   refused("GET", "/docs/%E0%A4%A.csv", "InvalidRequest");
   refused("PUT", "/docs/c.csv", "InvalidArgument", { "x-amz-copy-source": "nobucket" });
   assert.equal(storePath("docs", "a b/(1).csv"), "/docs/a%20b/%281%29.csv");
@@ -39,7 +67,11 @@ test("virtual-host style: a bucket under the export's host name; never under an 
   assert.throws(() => virtualHostBucket("x.exports.example", "exports.example"), S3Error, "a Host that names no bucket is refused");
   assert.deepEqual(s3OperationOf("GET", "/a/b.csv", {}, "docs"), { kind: "GetObject", bucket: "docs", key: "a/b.csv" });
   assert.equal(s3OperationOf("GET", "/?list-type=2", {}, "docs").kind, "ListObjectsV2");
-  assert.throws(() => s3OperationOf("GET", "/", {}, "docs"), /ListObjects \(version 1/, "with a bucket in the Host, / is the bucket (a v1 listing), not ListBuckets");
+  assert.throws(
+    () => s3OperationOf("GET", "/", {}, "docs"),
+    /ListObjects \(version 1/,
+    "with a bucket in the Host, / is the bucket (a v1 listing), not ListBuckets",
+  );
 });
 
 test("formats: the stored content type first, then the longest key suffix; overrides add and replace", () => {
@@ -53,6 +85,10 @@ test("formats: the stored content type first, then the longest key suffix; overr
 });
 
 test("ListBuckets keeps only the buckets an export serves", () => {
-  const listing = "<ListAllMyBucketsResult><Buckets><Bucket><Name>docs</Name><CreationDate>x</CreationDate></Bucket><Bucket><Name>hidden</Name><CreationDate>y</CreationDate></Bucket></Buckets></ListAllMyBucketsResult>";
-  assert.equal(onlyBuckets(listing, new Set(["docs"])), "<ListAllMyBucketsResult><Buckets><Bucket><Name>docs</Name><CreationDate>x</CreationDate></Bucket></Buckets></ListAllMyBucketsResult>");
+  const listing =
+    "<ListAllMyBucketsResult><Buckets><Bucket><Name>docs</Name><CreationDate>x</CreationDate></Bucket><Bucket><Name>hidden</Name><CreationDate>y</CreationDate></Bucket></Buckets></ListAllMyBucketsResult>";
+  assert.equal(
+    onlyBuckets(listing, new Set(["docs"])),
+    "<ListAllMyBucketsResult><Buckets><Bucket><Name>docs</Name><CreationDate>x</CreationDate></Bucket></Buckets></ListAllMyBucketsResult>",
+  );
 });

@@ -34,7 +34,10 @@ test("the OpenAPI document is valid, names its security schemes, and every opera
     for (const [method, operation] of Object.entries(methods)) {
       operations++;
       const statuses = Object.keys(operation.responses);
-      assert.ok(statuses.some((status) => status.startsWith("2")), `${method} ${path} documents its success`);
+      assert.ok(
+        statuses.some((status) => status.startsWith("2")),
+        `${method} ${path} documents its success`,
+      );
       for (const errors of ["4XX", "5XX"]) {
         const schema = operation.responses[errors]?.content?.["application/json"]?.schema;
         assert.equal(schema?.$ref, "#/components/schemas/ErrorBody", `${method} ${path} ${errors} is the error body`);
@@ -65,7 +68,14 @@ export const unknownCode: ErrorBody = { error: { code: "ERR_NO_SUCH_CODE", messa
 export const wrongType: DecisionQuery = { userId: "alice", type: "marketing", purposeId: "service" };
 `,
   );
-  const program = ts.createProgram([join(dir, "client.ts")], { strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.CommonJS, skipLibCheck: false, types: [] });
+  const program = ts.createProgram([join(dir, "client.ts")], {
+    strict: true,
+    noEmit: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.CommonJS,
+    skipLibCheck: false,
+    types: [],
+  });
   const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
   assert.deepEqual(diagnostics, []);
 });

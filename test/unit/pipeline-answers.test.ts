@@ -6,7 +6,11 @@ import { encodedAnswer } from "../../proxies/pipeline/nats-answer";
 import { realisticPolicy } from "../../testkit/policy";
 
 test("an answer that would not fit in a NATS message becomes a refusal that carries none of the record's values", () => {
-  const answer = { dropped: false as const, record: { "users.email": "secret@example.com".repeat(100) }, advice: [{ id: "urn:service:attribute:message:summary" as const, value: "Kept." }] as [never] };
+  const answer = {
+    dropped: false as const,
+    record: { "users.email": "secret@example.com".repeat(100) },
+    advice: [{ id: "urn:service:attribute:message:summary" as const, value: "Kept." }] as [never],
+  };
   assert.equal(encodedAnswer(answer, 1024 * 1024).toString("utf8"), JSON.stringify(answer), "small enough: sent as it is");
   const refused = JSON.parse(encodedAnswer(answer, 2048).toString("utf8")) as { dropped: boolean; error: { code: string; message: string } };
   assert.equal(refused.dropped, true);

@@ -9,7 +9,8 @@ async function linesOf(chunks: string[], maxLineBytes = 1024): Promise<Array<{ n
   const out: Array<{ number: number; text?: string; overlong?: true }> = [];
   for await (const batch of ndjsonBatches(source(), maxLineBytes)) {
     assert.ok(batch.length > 0, "no empty batches");
-    for (const line of batch as NdjsonLine[]) out.push("overlong" in line ? { number: line.number, overlong: true } : { number: line.number, text: line.bytes.toString() });
+    for (const line of batch as NdjsonLine[])
+      out.push("overlong" in line ? { number: line.number, overlong: true } : { number: line.number, text: line.bytes.toString() });
   }
   return out;
 }
@@ -28,7 +29,8 @@ test("lines are found at every split point of the stream, numbered from 1; blank
       for (const chunk of chunks) yield Buffer.from(chunk, "latin1");
     }
     const found: Array<{ number: number; text: string }> = [];
-    for await (const batch of ndjsonBatches(source(), 1024)) for (const line of batch) if (!("overlong" in line)) found.push({ number: line.number, text: line.bytes.toString() });
+    for await (const batch of ndjsonBatches(source(), 1024))
+      for (const line of batch) if (!("overlong" in line)) found.push({ number: line.number, text: line.bytes.toString() });
     assert.deepEqual(found, expected, `split at ${split}`);
   }
 });

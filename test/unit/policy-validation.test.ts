@@ -96,7 +96,10 @@ test("a sharing ceiling wider than its linked platform use, and a third party wi
       c.platformSharing.purposes[1].platformUsePurposeId = "missing";
     }),
     [
-      { path: "/platformSharing/purposes/0/categoryCeilingIds/2", problem: "category 'contact' is wider than the linked platform use purpose 'personalization' allows" },
+      {
+        path: "/platformSharing/purposes/0/categoryCeilingIds/2",
+        problem: "category 'contact' is wider than the linked platform use purpose 'personalization' allows",
+      },
       { path: "/platformSharing/purposes/0/thirdParties/0/categoryIds/1", problem: "unknown category within this purpose's ceiling 'identity'" },
       { path: "/platformSharing/purposes/1/platformUsePurposeId", problem: "unknown platform use purpose 'missing'" },
     ],

@@ -120,7 +120,12 @@ describe("PostgreSQL exports: which statements read only the system catalogs", (
     assert.equal(catalogOnly("SELECT relname FROM pg_catalog.pg_class", shadows), true);
     assert.equal(catalogOnly("SELECT pg_catalog.get_raw_page('users', 0)", shadows), false, "an extension's function installed in pg_catalog");
     // Objects created in the catalog schemas after initdb (by an extension or a DBA): a view over users, an operator, a type.
-    const added = shadowsFrom([["x", "user_contacts"], ["x", "==="], ["x", "=="], ["x", "email_type"]]);
+    const added = shadowsFrom([
+      ["x", "user_contacts"],
+      ["x", "==="],
+      ["x", "=="],
+      ["x", "email_type"],
+    ]);
     assert.equal(catalogOnly("SELECT * FROM information_schema.user_contacts", added), false);
     assert.equal(catalogOnly("SELECT * FROM pg_catalog.user_contacts", added), false);
     assert.equal(catalogOnly("SELECT 1 FROM pg_catalog.pg_class WHERE relname OPERATOR(pg_catalog.===) 'x'", added), false);

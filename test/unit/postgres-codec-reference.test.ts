@@ -53,7 +53,11 @@ async function referenceParse(bytes: Buffer, piece = bytes.length): Promise<Back
 describe("PostgreSQL codec against pg-protocol", () => {
   test("frontend messages serialized by pg-protocol decode to what was sent", () => {
     assert.equal(decodeQuery(bodyOf(serialize.query("SELECT 'é' AS x"))), "SELECT 'é' AS x");
-    assert.deepEqual(decodeParse(bodyOf(serialize.parse({ name: "s1", text: "SELECT $1::int", types: [23, 25] }))), { statement: "s1", sql: "SELECT $1::int", parameterTypes: [23, 25] });
+    assert.deepEqual(decodeParse(bodyOf(serialize.parse({ name: "s1", text: "SELECT $1::int", types: [23, 25] }))), {
+      statement: "s1",
+      sql: "SELECT $1::int",
+      parameterTypes: [23, 25],
+    });
     assert.deepEqual(decodeBind(bodyOf(serialize.bind({ portal: "p", statement: "s1", values: ["abc", null, Buffer.from([1, 2])], binary: true }))), {
       portal: "p",
       statement: "s1",
@@ -68,13 +72,21 @@ describe("PostgreSQL codec against pg-protocol", () => {
     const startup = serialize.startup({ user: "u", database: "app", application_name: "t" });
     const decoded = decodeStartup(startup);
     assert.equal(decoded.kind, "startup");
-    assert.deepEqual(decoded.kind === "startup" ? Object.fromEntries(decoded.parameters) : undefined, { user: "u", database: "app", application_name: "t", client_encoding: "UTF8" });
+    assert.deepEqual(decoded.kind === "startup" ? Object.fromEntries(decoded.parameters) : undefined, {
+      user: "u",
+      database: "app",
+      application_name: "t",
+      client_encoding: "UTF8",
+    });
   });
 
   test("frontend messages the proxy writes are the bytes pg-protocol writes", () => {
     assert.deepEqual(encodeQuery("SELECT 1"), serialize.query("SELECT 1"));
     assert.deepEqual(encodeParse({ statement: "s", sql: "SELECT $1", parameterTypes: [25] }), serialize.parse({ name: "s", text: "SELECT $1", types: [25] }));
-    assert.deepEqual(encodeBind({ portal: "", statement: "s", parameterFormats: [0], parameters: [Buffer.from("x")], resultFormats: [0] }), serialize.bind({ statement: "s", values: ["x"] }));
+    assert.deepEqual(
+      encodeBind({ portal: "", statement: "s", parameterFormats: [0], parameters: [Buffer.from("x")], resultFormats: [0] }),
+      serialize.bind({ statement: "s", values: ["x"] }),
+    );
     assert.deepEqual(encodeExecute({ portal: "p", maxRows: 3 }), serialize.execute({ portal: "p", rows: 3 }));
     assert.deepEqual(encodeDescribe({ kind: 0x50, name: "p" }), serialize.describe({ type: "P", name: "p" }));
     assert.deepEqual(encodeSync(), serialize.sync());
@@ -103,14 +115,26 @@ describe("PostgreSQL codec against pg-protocol", () => {
       encodeMaskedDataRow(row, [1, 0]),
       encodeMaskedDataRow(encodeDataRow([Buffer.from("adult"), Buffer.from("x"), Buffer.from("hidden")]), [1, 0, -1]),
       encodeCommandComplete("SELECT 3"),
-      encodeNoticeResponse(new Map([[ErrorField.Severity, "NOTICE"], [ErrorField.Code, "00000"], [ErrorField.Message, "notice 00000"]])),
+      encodeNoticeResponse(
+        new Map([
+          [ErrorField.Severity, "NOTICE"],
+          [ErrorField.Code, "00000"],
+          [ErrorField.Message, "notice 00000"],
+        ]),
+      ),
       encodeErrorResponse(errorFields("ERROR", "25006", "INSERT is not allowed")),
       encodeReadyForQuery(TransactionStatus.Idle),
     ]);
     const expected = [
       { name: "parameterStatus", parameterName: "application_name", parameterValue: "psql" },
       { name: "backendKeyData", processID: 11, secretKey: 22 },
-      { name: "rowDescription", fields: [["id", 16384, 1, 25, -1, -1, "text"], ["?column?", 0, 0, 25, -1, -1, "binary"]] },
+      {
+        name: "rowDescription",
+        fields: [
+          ["id", 16384, 1, 25, -1, -1, "text"],
+          ["?column?", 0, 0, 25, -1, -1, "binary"],
+        ],
+      },
       { name: "dataRow", fields: ["adult", "secret"] },
       { name: "dataRow", fields: ["adult", null] },
       { name: "dataRow", fields: ["adult", null], note: "the hidden column left out" },
@@ -122,7 +146,18 @@ describe("PostgreSQL codec against pg-protocol", () => {
     const summary = (m: BackendMessage & Record<string, unknown>) => {
       switch (m.name) {
         case "rowDescription":
-          return { name: m.name, fields: (m.fields as Array<Record<string, unknown>>).map((f) => [f.name, f.tableID, f.columnID, f.dataTypeID, f.dataTypeSize, f.dataTypeModifier, f.format]) };
+          return {
+            name: m.name,
+            fields: (m.fields as Array<Record<string, unknown>>).map((f) => [
+              f.name,
+              f.tableID,
+              f.columnID,
+              f.dataTypeID,
+              f.dataTypeSize,
+              f.dataTypeModifier,
+              f.format,
+            ]),
+          };
         case "dataRow":
           return { name: m.name, fields: m.fields };
         case "notice":

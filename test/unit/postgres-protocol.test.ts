@@ -145,13 +145,25 @@ describe("PostgreSQL codecs: encode then decode", () => {
     assert.throws(() => locateDescribe(describe, 6, 6), ProtocolError);
     assert.deepEqual(decodeBackendKeyData(bodyOf(encodeBackendKeyData({ processId: 42, secretKey: -7 }))), { processId: 42, secretKey: -7 });
     assert.deepEqual(decodeParameterStatus(bodyOf(encodeParameterStatus("TimeZone", "UTC"))), { name: "TimeZone", value: "UTC" });
-    assert.deepEqual(decodeNegotiateProtocolVersion(bodyOf(encodeNegotiateProtocolVersion(0, ["_pq_.x"]))), { newestMinor: 0, unrecognisedOptions: ["_pq_.x"] });
-    const fields = new Map([[ErrorField.Severity, "ERROR"], [ErrorField.Code, "22P02"], [ErrorField.Message, "m"], [ErrorField.Detail, "d"]]);
+    assert.deepEqual(decodeNegotiateProtocolVersion(bodyOf(encodeNegotiateProtocolVersion(0, ["_pq_.x"]))), {
+      newestMinor: 0,
+      unrecognisedOptions: ["_pq_.x"],
+    });
+    const fields = new Map([
+      [ErrorField.Severity, "ERROR"],
+      [ErrorField.Code, "22P02"],
+      [ErrorField.Message, "m"],
+      [ErrorField.Detail, "d"],
+    ]);
     assert.deepEqual(decodeErrorFields(bodyOf(encodeErrorResponse(fields))), fields);
   });
 
   test("truncated bodies fail with ProtocolError, never a RangeError", () => {
-    const messages = [encodeBind({ portal: "p", statement: "s", parameterFormats: [0], parameters: [Buffer.from("abc")], resultFormats: [1] }), encodeParse({ statement: "", sql: "x", parameterTypes: [23] }), encodeRowDescription([{ name: "a", tableOid: 1, attributeNumber: 1, typeOid: 23, typeSize: 4, typeModifier: -1, format: 0 }])];
+    const messages = [
+      encodeBind({ portal: "p", statement: "s", parameterFormats: [0], parameters: [Buffer.from("abc")], resultFormats: [1] }),
+      encodeParse({ statement: "", sql: "x", parameterTypes: [23] }),
+      encodeRowDescription([{ name: "a", tableOid: 1, attributeNumber: 1, typeOid: 23, typeSize: 4, typeModifier: -1, format: 0 }]),
+    ];
     const decoders = [decodeBind, decodeParse, decodeRowDescription];
     messages.forEach((message, index) => {
       const body = bodyOf(message);
@@ -232,7 +244,10 @@ describe("PostgreSQL framing: split buffers", () => {
     assert.equal(out.size, source.length - 6 + encodeQuery("own").length);
     const taken = out.take();
     source.fill(0);
-    assert.deepEqual(taken, Buffer.concat([encodeQuery("a"), encodeQuery("b"), encodeDataRow([Buffer.from("u1"), null]), encodeQuery("own"), encodeReadyForQuery(0x49)]));
+    assert.deepEqual(
+      taken,
+      Buffer.concat([encodeQuery("a"), encodeQuery("b"), encodeDataRow([Buffer.from("u1"), null]), encodeQuery("own"), encodeReadyForQuery(0x49)]),
+    );
     assert.equal(out.size, 0);
   });
 
@@ -262,7 +277,15 @@ describe("PostgreSQL proxy: planning and sanitising", () => {
       ["users.alt_id", { recordField: "users.alt_id", category: "identity", resourceOrder: 1 }],
     ]),
   };
-  const column = (tableOid: number, attributeNumber: number, typeOid = 25): ColumnDescription => ({ name: "label-is-ignored", tableOid, attributeNumber, typeOid, typeSize: -1, typeModifier: -1, format: 0 });
+  const column = (tableOid: number, attributeNumber: number, typeOid = 25): ColumnDescription => ({
+    name: "label-is-ignored",
+    tableOid,
+    attributeNumber,
+    typeOid,
+    typeSize: -1,
+    typeModifier: -1,
+    format: 0,
+  });
 
   test("the catalog query carries names hex-encoded; the schema-qualified mapping wins; temporary and ambiguous relations map nothing", () => {
     const sql = catalogQuery(mapping);
@@ -279,7 +302,14 @@ describe("PostgreSQL proxy: planning and sanitising", () => {
       mapping,
     );
     // users.email names two relations (public and other): neither maps by the short name; public.users.email still does.
-    assert.deepEqual([...columns], [["10.1", "users.id"], ["10.2", "public.users.email"], ["14.1", "users.alt_id"]]);
+    assert.deepEqual(
+      [...columns],
+      [
+        ["10.1", "users.id"],
+        ["10.2", "public.users.email"],
+        ["14.1", "users.alt_id"],
+      ],
+    );
   });
 
   test("a value is decided only where the parse tree and the catalog agree; users in mapping order; a verdict's mask is computed once", async () => {
@@ -332,26 +362,114 @@ describe("PostgreSQL proxy: planning and sanitising", () => {
   });
 
   test("errors keep their code and lose values; notices keep only severity and code", () => {
-    const cast = sanitizeError(new Map([[ErrorField.Severity, "ERROR"], [ErrorField.Code, "22P02"], [ErrorField.Message, 'invalid input syntax for type integer: "secret-1"'], [ErrorField.Position, "8"]]));
+    const cast = sanitizeError(
+      new Map([
+        [ErrorField.Severity, "ERROR"],
+        [ErrorField.Code, "22P02"],
+        [ErrorField.Message, 'invalid input syntax for type integer: "secret-1"'],
+        [ErrorField.Position, "8"],
+      ]),
+    );
     assert.equal(cast.get(ErrorField.Code), "22P02");
     assert.equal(cast.get(ErrorField.Position), "8");
     assert.ok(!cast.get(ErrorField.Message)!.includes("secret"));
-    const unique = sanitizeError(new Map([[ErrorField.Code, "23505"], [ErrorField.Message, 'duplicate key value violates unique constraint "users_pkey"'], [ErrorField.Detail, "Key (id)=(secret-1) already exists."], [ErrorField.Constraint, "users_pkey"]]));
+    const unique = sanitizeError(
+      new Map([
+        [ErrorField.Code, "23505"],
+        [ErrorField.Message, 'duplicate key value violates unique constraint "users_pkey"'],
+        [ErrorField.Detail, "Key (id)=(secret-1) already exists."],
+        [ErrorField.Constraint, "users_pkey"],
+      ]),
+    );
     // Constraint names can be made of data (dynamic SQL): integrity errors cross with their code and a fixed text.
     assert.equal(unique.get(ErrorField.Message), "duplicate key value violates a unique constraint");
     assert.equal(unique.has(ErrorField.Detail), false);
     assert.equal(unique.has(ErrorField.Constraint), false);
-    const check = sanitizeError(new Map([[ErrorField.Code, "23514"], [ErrorField.Message, 'new row for relation "t" violates check constraint "adult@example.com"'], [ErrorField.Constraint, "adult@example.com"], [ErrorField.Table, "users"]]), (field, name) => field === ErrorField.Table && name === "users");
-    assert.deepEqual([check.get(ErrorField.Message), check.get(ErrorField.Table), check.has(ErrorField.Constraint)], ["new row violates a check constraint", "users", false], "a known table name crosses, the constraint name never");
-    const inFunction = sanitizeError(new Map([[ErrorField.Code, "42601"], [ErrorField.Message, 'syntax error at or near "secret"'], [ErrorField.Where, "PL/pgSQL function inline_code_block line 1 at EXECUTE"]]));
+    const check = sanitizeError(
+      new Map([
+        [ErrorField.Code, "23514"],
+        [ErrorField.Message, 'new row for relation "t" violates check constraint "adult@example.com"'],
+        [ErrorField.Constraint, "adult@example.com"],
+        [ErrorField.Table, "users"],
+      ]),
+      (field, name) => field === ErrorField.Table && name === "users",
+    );
+    assert.deepEqual(
+      [check.get(ErrorField.Message), check.get(ErrorField.Table), check.has(ErrorField.Constraint)],
+      ["new row violates a check constraint", "users", false],
+      "a known table name crosses, the constraint name never",
+    );
+    const inFunction = sanitizeError(
+      new Map([
+        [ErrorField.Code, "42601"],
+        [ErrorField.Message, 'syntax error at or near "secret"'],
+        [ErrorField.Where, "PL/pgSQL function inline_code_block line 1 at EXECUTE"],
+      ]),
+    );
     assert.ok(!inFunction.get(ErrorField.Message)!.includes("secret"), "raised inside server-side code");
-    assert.equal(sanitizeError(new Map([[ErrorField.Code, "42P01"], [ErrorField.Message, 'relation "secret" does not exist']])).get(ErrorField.Message)!.includes("secret"), false);
-    assert.equal(sanitizeError(new Map([[ErrorField.Code, "42601"], [ErrorField.Message, 'syntax error at or near "SELEC"'], [ErrorField.Position, "1"]])).get(ErrorField.Message), 'syntax error at or near "SELEC"', "about the client's own query text");
-    assert.ok(!sanitizeError(new Map([[ErrorField.Code, "42601"], [ErrorField.Message, 'no operand in tsquery: "secret-1 &"']])).get(ErrorField.Message)!.includes("secret"), "raised while running, with no position");
-    const raised = sanitizeError(new Map([[ErrorField.Code, "XY123"], [ErrorField.Message, "m"], [ErrorField.Column, "secret-1"], [ErrorField.Where, "PL/pgSQL function"]]));
-    assert.deepEqual([raised.get(ErrorField.Code), raised.has(ErrorField.Column)], ["P0001", false], "a chosen SQLSTATE and object names from RAISE do not cross");
-    assert.equal(sanitizeError(new Map([[ErrorField.Code, "40001"], [ErrorField.Message, "could not serialize access"]])).get(ErrorField.Message), "could not serialize access");
-    const notice = sanitizeNotice(new Map([[ErrorField.Severity, "NOTICE"], [ErrorField.Code, "00000"], [ErrorField.Message, "secret-1"], [ErrorField.Detail, "x"]]));
+    assert.equal(
+      sanitizeError(
+        new Map([
+          [ErrorField.Code, "42P01"],
+          [ErrorField.Message, 'relation "secret" does not exist'],
+        ]),
+      )
+        .get(ErrorField.Message)!
+        .includes("secret"),
+      false,
+    );
+    assert.equal(
+      sanitizeError(
+        new Map([
+          [ErrorField.Code, "42601"],
+          [ErrorField.Message, 'syntax error at or near "SELEC"'],
+          [ErrorField.Position, "1"],
+        ]),
+      ).get(ErrorField.Message),
+      'syntax error at or near "SELEC"',
+      "about the client's own query text",
+    );
+    assert.ok(
+      !sanitizeError(
+        new Map([
+          [ErrorField.Code, "42601"],
+          [ErrorField.Message, 'no operand in tsquery: "secret-1 &"'],
+        ]),
+      )
+        .get(ErrorField.Message)!
+        .includes("secret"),
+      "raised while running, with no position",
+    );
+    const raised = sanitizeError(
+      new Map([
+        [ErrorField.Code, "XY123"],
+        [ErrorField.Message, "m"],
+        [ErrorField.Column, "secret-1"],
+        [ErrorField.Where, "PL/pgSQL function"],
+      ]),
+    );
+    assert.deepEqual(
+      [raised.get(ErrorField.Code), raised.has(ErrorField.Column)],
+      ["P0001", false],
+      "a chosen SQLSTATE and object names from RAISE do not cross",
+    );
+    assert.equal(
+      sanitizeError(
+        new Map([
+          [ErrorField.Code, "40001"],
+          [ErrorField.Message, "could not serialize access"],
+        ]),
+      ).get(ErrorField.Message),
+      "could not serialize access",
+    );
+    const notice = sanitizeNotice(
+      new Map([
+        [ErrorField.Severity, "NOTICE"],
+        [ErrorField.Code, "00000"],
+        [ErrorField.Message, "secret-1"],
+        [ErrorField.Detail, "x"],
+      ]),
+    );
     assert.deepEqual([...notice.keys()], [ErrorField.Severity, ErrorField.Code, ErrorField.Message]);
     assert.ok(!notice.get(ErrorField.Message)!.includes("secret"));
   });

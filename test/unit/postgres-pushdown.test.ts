@@ -7,9 +7,30 @@ import { shadowsFrom } from "../../proxies/postgres/catalog-shadows";
 
 const schema = schemaView(
   [
-    { schema: "public", name: "users", columns: ["id", "email", "secret"], subjectColumns: ["id"], mapped: true, categories: [undefined, "contact", undefined] },
-    { schema: "public", name: "orders", columns: ["id", "user_id", "item"], subjectColumns: ["user_id"], mapped: true, categories: [undefined, undefined, "usage"] },
-    { schema: "other", name: "orders", columns: ["id", "user_id", "item"], subjectColumns: ["user_id"], mapped: true, categories: [undefined, undefined, "usage"] },
+    {
+      schema: "public",
+      name: "users",
+      columns: ["id", "email", "secret"],
+      subjectColumns: ["id"],
+      mapped: true,
+      categories: [undefined, "contact", undefined],
+    },
+    {
+      schema: "public",
+      name: "orders",
+      columns: ["id", "user_id", "item"],
+      subjectColumns: ["user_id"],
+      mapped: true,
+      categories: [undefined, undefined, "usage"],
+    },
+    {
+      schema: "other",
+      name: "orders",
+      columns: ["id", "user_id", "item"],
+      subjectColumns: ["user_id"],
+      mapped: true,
+      categories: [undefined, undefined, "usage"],
+    },
     { schema: "public", name: "countries", columns: ["code", "name"], subjectColumns: [], mapped: false },
   ],
   shadowsFrom([]),
@@ -33,17 +54,28 @@ describe("PostgreSQL exports with pushdown: how statements are rewritten", () =>
     assert.match(analysis.text, /\) AS u\b/);
     assert.match(analysis.text, /\) AS o\b/);
     assert.match(analysis.text, /u\.email LIKE 'a%'/);
-    assert.deepEqual(analysis.statements.map((s) => ("shape" in s ? s.shape?.pushdown : undefined)), [true]);
+    assert.deepEqual(
+      analysis.statements.map((s) => ("shape" in s ? s.shape?.pushdown : undefined)),
+      [true],
+    );
     // Positions inside the rewritten statement map to none (errors then carry no position).
     assert.equal(originalPosition(analysis, 10), undefined);
   });
 
   test("cursors and prepared statements are rewritten too; catalog reads pass as they are; other statements are the client's", () => {
-    const analysis = analyse("BEGIN; DECLARE c CURSOR FOR SELECT email FROM users; SELECT relname FROM pg_catalog.pg_class; PREPARE p AS SELECT item FROM public.orders WHERE user_id = $1; COMMIT");
+    const analysis = analyse(
+      "BEGIN; DECLARE c CURSOR FOR SELECT email FROM users; SELECT relname FROM pg_catalog.pg_class; PREPARE p AS SELECT item FROM public.orders WHERE user_id = $1; COMMIT",
+    );
     assert.equal(analysis.refusal, undefined, JSON.stringify(analysis.refusal));
     assert.deepEqual(
       analysis.statements.map((s) => [s.kind, "shape" in s ? (s.shape?.pushdown ? "pushdown" : s.shape?.catalog ? "catalog" : "-") : "-"]),
-      [["control", "-"], ["declare", "pushdown"], ["rows", "catalog"], ["prepare", "pushdown"], ["control", "-"]],
+      [
+        ["control", "-"],
+        ["declare", "pushdown"],
+        ["rows", "catalog"],
+        ["prepare", "pushdown"],
+        ["control", "-"],
+      ],
     );
     assert.match(analysis.text, /^BEGIN; DECLARE c CURSOR FOR SELECT/);
     assert.match(analysis.text, /; SELECT relname FROM pg_catalog\.pg_class; /);

@@ -50,7 +50,16 @@ describe("PostgreSQL statement analysis: whose value is each output column", () 
       assert.deepEqual(describeShape(shapeOf(analyse(sql))).groups, [[0], [2]], sql);
     }
     const stars = describeShape(shapeOf(analyse("SELECT a.*, b.* FROM users a, users b")));
-    assert.deepEqual(stars.columns, ["0:users.id", "0:users.email", "0:users.login", "0:users.secret", "1:users.id", "1:users.email", "1:users.login", "1:users.secret"]);
+    assert.deepEqual(stars.columns, [
+      "0:users.id",
+      "0:users.email",
+      "0:users.login",
+      "0:users.secret",
+      "1:users.id",
+      "1:users.email",
+      "1:users.login",
+      "1:users.secret",
+    ]);
     assert.deepEqual(stars.groups, [[0], [4]], "each instance's own id, already shown: no hidden column");
   });
 
@@ -64,19 +73,35 @@ describe("PostgreSQL statement analysis: whose value is each output column", () 
     assert.equal(sent(lateral), `SELECT x.e, "x"."H0" AS "H1" FROM users a, LATERAL (SELECT email AS e, "b"."id" AS "H0" FROM users b WHERE b.id <> a.id) x`);
     assert.deepEqual(describeShape(shapeOf(lateral)), { columns: ["0:users.email", "hidden"], groups: [[1]] });
     const correlated = analyse("SELECT x.e FROM users a, LATERAL (SELECT a.email AS e) x");
-    assert.equal(sent(correlated), `SELECT x.e, "x"."H0" AS "H1" FROM users a, LATERAL (SELECT a.email AS e, "a"."id" AS "H0") x`, "a correlated value is the outer instance's: its id is read beside it");
+    assert.equal(
+      sent(correlated),
+      `SELECT x.e, "x"."H0" AS "H1" FROM users a, LATERAL (SELECT a.email AS e, "a"."id" AS "H0") x`,
+      "a correlated value is the outer instance's: its id is read beside it",
+    );
     const cte = analyse("WITH x AS (SELECT * FROM users) SELECT a.id, b.email FROM x a, x b");
     assert.equal(sent(cte), `WITH x AS (SELECT *, "users"."id" AS "H0" FROM users) SELECT a.id, b.email, "b"."H0" AS "H1" FROM x a, x b`);
     assert.deepEqual(describeShape(shapeOf(cte)).groups, [[0], [2]], "two references to one CTE are two instances");
     const nested = analyse("SELECT * FROM (SELECT b.email FROM users a, users b) s ORDER BY 1");
-    assert.equal(sent(nested), `SELECT *, "s"."H0" AS "H1" FROM (SELECT b.email, "b"."id" AS "H0" FROM users a, users b) s ORDER BY 1`, "appended: ORDER BY 1 keeps its meaning");
+    assert.equal(
+      sent(nested),
+      `SELECT *, "s"."H0" AS "H1" FROM (SELECT b.email, "b"."id" AS "H0" FROM users a, users b) s ORDER BY 1`,
+      "appended: ORDER BY 1 keeps its meaning",
+    );
     assert.deepEqual(describeShape(shapeOf(nested)), { columns: ["0:users.email", "hidden", "hidden"], groups: [[2]] });
     const aliased = analyse("SELECT s.e FROM (SELECT email FROM users) s(e)");
-    assert.equal(sent(aliased), `SELECT s.e, "s"."H0" AS "H1" FROM (SELECT email, "users"."id" AS "H0" FROM users) s(e)`, "a column alias list names the first columns: the hidden ones come last");
+    assert.equal(
+      sent(aliased),
+      `SELECT s.e, "s"."H0" AS "H1" FROM (SELECT email, "users"."id" AS "H0" FROM users) s(e)`,
+      "a column alias list names the first columns: the hidden ones come last",
+    );
   });
 
   test("what cannot be attributed has no group: scalar subqueries, set operations, recursive CTEs, grouped values, expressions, unknown and ambiguous names", () => {
-    const none = (sql: string) => assert.ok(describeShape(shapeOf(analyse(sql))).columns.every((c) => c === "-" || c === "…"), sql);
+    const none = (sql: string) =>
+      assert.ok(
+        describeShape(shapeOf(analyse(sql))).columns.every((c) => c === "-" || c === "…"),
+        sql,
+      );
     none("SELECT (SELECT email FROM users LIMIT 1) AS e");
     none("SELECT email FROM users UNION SELECT email FROM users");
     none("WITH RECURSIVE r AS (SELECT id, email FROM users UNION ALL SELECT u.id, u.email FROM users u JOIN r ON false) SELECT * FROM r");
@@ -93,12 +118,24 @@ describe("PostgreSQL statement analysis: whose value is each output column", () 
   });
 
   test("`*` over a relation the export does not know leaves a run of unknown length; the rest is still attributed", () => {
-    assert.deepEqual(describeShape(shapeOf(analyse("SELECT * FROM users u JOIN foo f ON true"))).columns, ["0:users.id", "0:users.email", "0:users.login", "0:users.secret", "…"]);
-    assert.deepEqual(describeShape(shapeOf(analyse("SELECT * FROM countries, users"))).columns.slice(0, 3), ["-", "-", "0:users.id"], "an unmapped relation's columns have no group");
+    assert.deepEqual(describeShape(shapeOf(analyse("SELECT * FROM users u JOIN foo f ON true"))).columns, [
+      "0:users.id",
+      "0:users.email",
+      "0:users.login",
+      "0:users.secret",
+      "…",
+    ]);
+    assert.deepEqual(
+      describeShape(shapeOf(analyse("SELECT * FROM countries, users"))).columns.slice(0, 3),
+      ["-", "-", "0:users.id"],
+      "an unmapped relation's columns have no group",
+    );
   });
 
   test("cursors, SQL prepared statements and their uses", () => {
-    const analysis = analyse("BEGIN; DECLARE c CURSOR FOR SELECT a.id, b.email FROM users a, users b; FETCH ALL FROM c; MOVE ALL IN c; CLOSE c; PREPARE p AS SELECT email FROM users; EXECUTE p; DEALLOCATE p; DISCARD ALL");
+    const analysis = analyse(
+      "BEGIN; DECLARE c CURSOR FOR SELECT a.id, b.email FROM users a, users b; FETCH ALL FROM c; MOVE ALL IN c; CLOSE c; PREPARE p AS SELECT email FROM users; EXECUTE p; DEALLOCATE p; DISCARD ALL",
+    );
     assert.deepEqual(
       analysis.statements.map((s) => s.kind),
       ["control", "declare", "fetch", "other", "close", "prepare", "execute", "deallocate", "discard"],
@@ -108,7 +145,13 @@ describe("PostgreSQL statement analysis: whose value is each output column", () 
   });
 
   test("hidden columns are spliced after the last target whatever the expression holds, and the result must read back as intended", () => {
-    for (const sql of ["SELECT x IS DISTINCT FROM y, email FROM users", "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY 1) OVER (), email FROM users", "SELECT COLLATION FOR (email), email FROM users", "SELECT email, CASE WHEN true THEN (SELECT 1 FROM t LIMIT 1 OFFSET 0) END FROM users", "SELECT email AS \"from\" FROM users"]) {
+    for (const sql of [
+      "SELECT x IS DISTINCT FROM y, email FROM users",
+      "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY 1) OVER (), email FROM users",
+      "SELECT COLLATION FOR (email), email FROM users",
+      "SELECT email, CASE WHEN true THEN (SELECT 1 FROM t LIMIT 1 OFFSET 0) END FROM users",
+      'SELECT email AS "from" FROM users',
+    ]) {
       const analysis = analyse(sql);
       assert.ok(analysis.text !== sql && /"H\d+" FROM users$/.test(sent(analysis)), `${sql} -> ${sent(analysis)}`);
     }
@@ -117,7 +160,7 @@ describe("PostgreSQL statement analysis: whose value is each output column", () 
   test("error positions map back to the client's text; inside an insertion there is none", () => {
     const sql = "SELECT 'é', email FROM users WHERE nope = 1";
     const analysis = analyse(sql);
-    const inserted = sent(analysis).indexOf(", \"users\"");
+    const inserted = sent(analysis).indexOf(', "users"');
     const nope = [...analysis.text].join("").indexOf("nope");
     assert.equal(originalPosition(analysis, nope + 1), sql.indexOf("nope") + 1);
     assert.equal(originalPosition(analysis, 3), 3);
@@ -220,7 +263,21 @@ describe("PostgreSQL statement analysis: read-only exports", () => {
 
   test("every statement of the parser's grammar that is not a read is refused (none falls through)", () => {
     // The statement types the classifier names as reads: anything else must be refused.
-    const reads = new Set(["SelectStmt", "DeclareCursorStmt", "PrepareStmt", "ExplainStmt", "FetchStmt", "ClosePortalStmt", "ExecuteStmt", "DeallocateStmt", "VariableShowStmt", "DiscardStmt", "TransactionStmt", "VariableSetStmt", "CopyStmt"]);
+    const reads = new Set([
+      "SelectStmt",
+      "DeclareCursorStmt",
+      "PrepareStmt",
+      "ExplainStmt",
+      "FetchStmt",
+      "ClosePortalStmt",
+      "ExecuteStmt",
+      "DeallocateStmt",
+      "VariableShowStmt",
+      "DiscardStmt",
+      "TransactionStmt",
+      "VariableSetStmt",
+      "CopyStmt",
+    ]);
     for (const [sql] of refused) for (const { node } of parseStatements(sql)) if (!reads.has(Object.keys(node)[0]!)) assert.ok(analyse(sql).refusal, sql);
   });
 });
@@ -230,10 +287,25 @@ describe("PostgreSQL statement analysis: strict exports", () => {
   const strict: StatementPolicy = { allowWrites: false, strict: true };
 
   test("predicates, joins, grouping and ordering may use resource-context columns only", () => {
-    for (const sql of ["SELECT email FROM users WHERE id = 'adult'", "SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id ORDER BY u.id", "SELECT id, count(*) FROM orders GROUP BY user_id, id"]) {
+    for (const sql of [
+      "SELECT email FROM users WHERE id = 'adult'",
+      "SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id ORDER BY u.id",
+      "SELECT id, count(*) FROM orders GROUP BY user_id, id",
+    ]) {
       assert.equal(analyse(sql, strict).refusal, undefined, sql);
     }
-    for (const sql of ["SELECT id FROM users WHERE email LIKE 'a%'", "SELECT u.id FROM users u JOIN orders o ON o.item = u.email", "SELECT id FROM users ORDER BY email", "SELECT id FROM users ORDER BY 2", "SELECT email FROM users ORDER BY 1", "SELECT id FROM users WHERE id IN (SELECT user_id FROM orders WHERE item = 'x')", "SELECT id FROM users GROUP BY email", "SELECT DISTINCT ON (email) id FROM users", "SELECT row_number() OVER (PARTITION BY email) FROM users", "SELECT id FROM users u, orders o HAVING max(o.item) > 'a'"]) {
+    for (const sql of [
+      "SELECT id FROM users WHERE email LIKE 'a%'",
+      "SELECT u.id FROM users u JOIN orders o ON o.item = u.email",
+      "SELECT id FROM users ORDER BY email",
+      "SELECT id FROM users ORDER BY 2",
+      "SELECT email FROM users ORDER BY 1",
+      "SELECT id FROM users WHERE id IN (SELECT user_id FROM orders WHERE item = 'x')",
+      "SELECT id FROM users GROUP BY email",
+      "SELECT DISTINCT ON (email) id FROM users",
+      "SELECT row_number() OVER (PARTITION BY email) FROM users",
+      "SELECT id FROM users u, orders o HAVING max(o.item) > 'a'",
+    ]) {
       const { refusal } = analyse(sql, strict);
       assert.equal(refusal?.sqlState, "42501", sql);
       assert.match(refusal!.message, /this export is strict/, sql);

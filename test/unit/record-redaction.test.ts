@@ -6,7 +6,14 @@ import type { Decision } from "../../decision/types";
 import { realisticPolicy } from "../../testkit/policy";
 
 const policy = compilePolicy(realisticPolicy(), 1);
-const allowedFor = (categoryIds: string[]): Decision => ({ allowed: true, flow: "platform", categoryIds, reasons: [{ code: "ALLOWED_BY_TERMS", text: "accepted" }], summary: "Kept.", revision: 1 });
+const allowedFor = (categoryIds: string[]): Decision => ({
+  allowed: true,
+  flow: "platform",
+  categoryIds,
+  reasons: [{ code: "ALLOWED_BY_TERMS", text: "accepted" }],
+  summary: "Kept.",
+  revision: 1,
+});
 const plan = planRecords(policy, {
   name: "nested",
   fieldMappings: [
@@ -29,9 +36,25 @@ test("the user is the first non-empty resource-context value, in mapping order",
 });
 
 test("fields of allowed categories are kept; everything else, unknown fields included, becomes null, with the reason", () => {
-  const record = { owner: { id: "u1" }, altId: "u9", contact: { email: "a@example.com", phone: "555" }, login: "alogin", usage: { clicks: 3 }, note: "private", extra: "?" };
+  const record = {
+    owner: { id: "u1" },
+    altId: "u9",
+    contact: { email: "a@example.com", phone: "555" },
+    login: "alogin",
+    usage: { clicks: 3 },
+    note: "private",
+    extra: "?",
+  };
   const { record: out, fields } = redactRecord(record, plan, allowedFor(["contact", "usage"]));
-  assert.deepEqual(out, { owner: { id: null }, altId: null, contact: { email: "a@example.com", phone: null }, login: null, usage: { clicks: 3 }, note: null, extra: null });
+  assert.deepEqual(out, {
+    owner: { id: null },
+    altId: null,
+    contact: { email: "a@example.com", phone: null },
+    login: null,
+    usage: { clicks: 3 },
+    note: null,
+    extra: null,
+  });
   assert.deepEqual(fields["contact.email"], { kept: true, why: "category 'contact' is allowed" });
   assert.deepEqual(fields.login, { kept: false, why: "category 'credentials' is not allowed for this purpose" });
   assert.deepEqual(fields.note, { kept: false, why: "mapped to no category" });
@@ -52,13 +75,25 @@ test("a __proto__ key stays a plain key and touches no prototype", () => {
 test("pathological nesting fails cleanly; unmapped nesting is emptied whole without walking it", () => {
   let deep: Record<string, unknown> = { leaf: 1 };
   for (let i = 0; i < 100; i++) deep = { next: deep };
-  const deepPlan = planRecords(policy, { name: "deep", fieldMappings: [{ recordField: "owner.id", resourceContext: true }, { recordField: `${"next.".repeat(60)}leaf`, categoryId: "usage" }] });
+  const deepPlan = planRecords(policy, {
+    name: "deep",
+    fieldMappings: [
+      { recordField: "owner.id", resourceContext: true },
+      { recordField: `${"next.".repeat(60)}leaf`, categoryId: "usage" },
+    ],
+  });
   assert.throws(() => redactRecord({ owner: { id: "u1" }, ...deep }, deepPlan, allowedFor(["usage"])), RecordShapeError);
   assert.deepEqual(redactRecord({ owner: { id: "u1" }, ...deep }, plan, allowedFor(["contact"])).record, { owner: { id: null }, next: null });
 });
 
 test("a key that is the whole record field name (spec 4.4) and a nested path address the same field", () => {
-  const flat = planRecords(policy, { name: "flat", fieldMappings: [{ recordField: "users.id", resourceContext: true }, { recordField: "users.email", categoryId: "contact" }] });
+  const flat = planRecords(policy, {
+    name: "flat",
+    fieldMappings: [
+      { recordField: "users.id", resourceContext: true },
+      { recordField: "users.email", categoryId: "contact" },
+    ],
+  });
   assert.equal(userIdOf({ "users.id": "u1" }, flat), "u1");
   assert.equal(userIdOf({ users: { id: "u2" } }, flat), "u2");
   assert.deepEqual(redactRecord({ "users.id": "u1", "users.email": "a@x" }, flat, allowedFor(["contact"])).record, { "users.id": null, "users.email": "a@x" });

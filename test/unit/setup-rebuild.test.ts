@@ -17,7 +17,10 @@ function project(): { dir: string; setup: () => string } {
   mkdirSync(join(dir, "scripts"));
   for (const script of ["setup.mjs", "build-inputs.mjs"]) copyFileSync(join(root, "scripts", script), join(dir, "scripts", script));
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
-  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { outDir: "dist", rootDir: ".", types: [], strict: true }, include: ["auth", "service"] }));
+  writeFileSync(
+    join(dir, "tsconfig.json"),
+    JSON.stringify({ compilerOptions: { outDir: "dist", rootDir: ".", types: [], strict: true }, include: ["auth", "service"] }),
+  );
   for (const folder of ["auth", "service"]) {
     mkdirSync(join(dir, folder));
     writeFileSync(join(dir, folder, "a.ts"), `export const ${folder} = 1;\n`);
@@ -29,7 +32,11 @@ function project(): { dir: string; setup: () => string } {
     utimesSync(join(dir, file), past, past);
   }
   const setup = () => {
-    const result = spawnSync(process.execPath, [join(dir, "scripts", "setup.mjs")], { cwd: dir, encoding: "utf8", env: { ...process.env, NATS_URL: "nats://127.0.0.1:1" } });
+    const result = spawnSync(process.execPath, [join(dir, "scripts", "setup.mjs")], {
+      cwd: dir,
+      encoding: "utf8",
+      env: { ...process.env, NATS_URL: "nats://127.0.0.1:1" },
+    });
     assert.equal(result.status, 0, result.stderr);
     return result.stderr;
   };
@@ -65,11 +72,14 @@ test("the build's inputs are tsconfig.json's include list, which names every sou
   const { buildInputs } = (await import(join(root, "scripts", "build-inputs.mjs"))) as { buildInputs: (root: string) => string[] };
   const inputs = buildInputs(root);
   const holdsTypeScript = (dir: string): boolean =>
-    readdirSync(dir, { withFileTypes: true }).some((entry) => (entry.isDirectory() ? entry.name !== "node_modules" && holdsTypeScript(join(dir, entry.name)) : entry.name.endsWith(".ts")));
+    readdirSync(dir, { withFileTypes: true }).some((entry) =>
+      entry.isDirectory() ? entry.name !== "node_modules" && holdsTypeScript(join(dir, entry.name)) : entry.name.endsWith(".ts"),
+    );
   const sourceFolders = readdirSync(root, { withFileTypes: true })
     .filter((entry) => entry.isDirectory() && !entry.name.startsWith(".") && !["node_modules", "dist", "test-artifacts", "data"].includes(entry.name))
     .filter((entry) => holdsTypeScript(join(root, entry.name)))
     .map((entry) => entry.name);
   assert.ok(sourceFolders.includes("auth"));
-  for (const folder of sourceFolders) assert.ok(inputs.includes(folder), `${folder}/ holds TypeScript but neither the build nor setup's rebuild check reads it`);
+  for (const folder of sourceFolders)
+    assert.ok(inputs.includes(folder), `${folder}/ holds TypeScript but neither the build nor setup's rebuild check reads it`);
 });

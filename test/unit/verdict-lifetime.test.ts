@@ -24,7 +24,13 @@ describe("how long an export keeps a verdict", () => {
 
   test("a proxy worker keeps a verdict no longer than the node said, and forgets all when told changes may have been missed", async () => {
     const expiresAt = Date.now() + 900;
-    const answer: DecideAnswer = { mapping: { key: "m1", fields: new Map() }, verdicts: [{ userId: "u1", allowed: true, reason: "T", categories: ["contact"], expiresAt }, { userId: "u2", allowed: false, reason: "N", categories: [], expiresAt: Date.now() + 60_000 }] };
+    const answer: DecideAnswer = {
+      mapping: { key: "m1", fields: new Map() },
+      verdicts: [
+        { userId: "u1", allowed: true, reason: "T", categories: ["contact"], expiresAt },
+        { userId: "u2", allowed: false, reason: "N", categories: [], expiresAt: Date.now() + 60_000 },
+      ],
+    };
     const decider = new RemoteDecider(answer.mapping, new VerdictInterner(), () => Promise.resolve(answer));
     await decider.load(["u1", "u2"]);
     assert.equal(decider.verdict("u1")?.allowed, true);

@@ -22,16 +22,34 @@ const unused = async (): Promise<never> => {
   throw new Error("not used by these tests");
 };
 /** Reads answer with the realistic policy; these tests write nothing. */
-const policy: PolicyPort = { read: async () => ({ revision: 3, config: realisticPolicy() }), replace: unused, write: unused, remove: unused, history: unused, revision: unused };
+const policy: PolicyPort = {
+  read: async () => ({ revision: 3, config: realisticPolicy() }),
+  replace: unused,
+  write: unused,
+  remove: unused,
+  history: unused,
+  revision: unused,
+};
 const redact: RedactPort = { redactRecord: unused };
 
 async function gateway(options: { enforce?: string[]; policy?: boolean } = {}) {
-  const deps: GatewayDeps = { logger: silentLogger, metrics: new Registry(), nodeId: "ui-test", health: () => ({ ready: true, checks: {} }), redact, ...(options.policy === false ? {} : { policy }) };
+  const deps: GatewayDeps = {
+    logger: silentLogger,
+    metrics: new Registry(),
+    nodeId: "ui-test",
+    health: () => ({ ready: true, checks: {} }),
+    redact,
+    ...(options.policy === false ? {} : { policy }),
+  };
   const audits: Array<Omit<AuditRecord, "id" | "time" | "nodeId">> = [];
   if (options.enforce) {
     const factories: VerifierFactories = { ...verifierFactories, ldap: fakeDirectory };
     const config = parseSecurityConfig(
-      { verifiers: [{ verifier: "ldap", default: "main", profiles: [{ profile: "main" }] }], credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }], enforcedComponents: options.enforce.map((componentName) => ({ componentName })) },
+      {
+        verifiers: [{ verifier: "ldap", default: "main", profiles: [{ profile: "main" }] }],
+        credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
+        enforcedComponents: options.enforce.map((componentName) => ({ componentName })),
+      },
       factories,
     );
     const authenticator = await Authenticator.start(config, factories, { replayGuard: new MemoryReplayGuard() }, "inline");
@@ -142,7 +160,11 @@ test("authentication enforced: the shell loads without credentials, the APIs sti
     const answer = await app.inject({ method, url });
     assert.equal(answer.statusCode, 401, `${method} ${url}`);
   }
-  assert.equal((await app.inject({ method: "PUT", url: "/redact/", headers: { authorization: alice } })).statusCode, 501, "past authentication, the catch-all says what it is");
+  assert.equal(
+    (await app.inject({ method: "PUT", url: "/redact/", headers: { authorization: alice } })).statusCode,
+    501,
+    "past authentication, the catch-all says what it is",
+  );
   assert.ok(audits.length > 0 && audits.every((a) => a.event !== "connection.unauthenticated"), "refusals are audited; nothing passed unauthenticated");
 });
 
@@ -180,7 +202,13 @@ test("the manifest: the page shell per root with a script, files of known types 
   writeFileSync(join(dir, "shared", "base.css"), "body{}");
   writeFileSync(join(dir, "shared", "icons", "logo.svg"), "<svg/>");
   const manifest = uiManifest(dir);
-  assert.deepEqual([...manifest.keys()].sort(), ["/config/", "/config/ui/config.js", "/config/ui/shared/base.css", "/config/ui/shared/icons/logo.svg", "/config/ui/shared/policy-schema.json"]);
+  assert.deepEqual([...manifest.keys()].sort(), [
+    "/config/",
+    "/config/ui/config.js",
+    "/config/ui/shared/base.css",
+    "/config/ui/shared/icons/logo.svg",
+    "/config/ui/shared/policy-schema.json",
+  ]);
   assert.equal(manifest.get("/config/")!.body.toString(), "<title>Configuration</title><script type=module src=ui/config.js></script>");
   assert.equal(manifest.get("/config/ui/shared/icons/logo.svg")!.contentType, "image/svg+xml");
 });
@@ -193,6 +221,7 @@ test("the UI files load nothing from another host and build no markup from strin
     // The SVG namespace is a name, not a request.
     const addresses = [...text.matchAll(/\b(?:https?:)?\/\/[A-Za-z0-9.-]+\.[A-Za-z]{2,}/g)].map((m) => m[0]).filter((a) => a !== "http://www.w3.org");
     assert.deepEqual(addresses, [], `${url} names another host`);
-    if (url.endsWith(".js")) assert.doesNotMatch(text, /\.innerHTML|\.outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function\(/, `${url}: markup or code from strings`);
+    if (url.endsWith(".js"))
+      assert.doesNotMatch(text, /\.innerHTML|\.outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function\(/, `${url}: markup or code from strings`);
   }
 });

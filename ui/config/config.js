@@ -23,15 +23,87 @@ const page = startPage({ current: "config" });
 
 /** @type {Section[]} */
 const sections = [
-  { id: "categories", title: "Categories and fields", about: "Categories of data and the fields in each. The same field name may occur in several categories, each field with its own stable id.", at: ["categories"], api: "categories", bodyKey: "categories", write: "upsert" },
-  { id: "platform-use", title: "Platform use", about: "Purposes the platform uses data for, each with the categories valid for it. An opt-in purpose applies only once the user has opted in; otherwise it is core.", at: ["platformUse", "purposes"], api: "platform-use", bodyKey: "purposes", write: "upsert" },
-  { id: "platform-use-overrides", title: "Overrides of platform use", about: "Users matching an age threshold or a location keep only the purposes listed (platform use and contractual purposes). The list is saved as a whole.", at: ["platformUse", "overrides"], api: "platform-use/overrides", bodyKey: "overrides", write: "replace" },
-  { id: "platform-sharing", title: "Platform sharing", about: "Purposes for sharing with third parties: the most categories that may be shared (not more than the linked platform use purpose) and who receives them.", at: ["platformSharing", "purposes"], api: "platform-sharing", bodyKey: "purposes", write: "upsert" },
-  { id: "platform-sharing-overrides", title: "Overrides of platform sharing", about: "Users matching an age threshold or a location keep only the sharing purposes listed. The list is saved as a whole.", at: ["platformSharing", "overrides"], api: "platform-sharing/overrides", bodyKey: "overrides", write: "replace" },
-  { id: "user-access", title: "User access", about: "The categories on which users have core rights.", at: ["userAccess"], api: "user-access", write: "object" },
-  { id: "guardian", title: "Guardian rights", about: "Who is a child, which categories guardian rights cover, and which third-party flows a guardian may turn off.", at: ["guardian"], api: "user-access/guardian", write: "object" },
-  { id: "contractual-exchange", title: "Contractual exchange", about: "Contracts: what a contract party may access, and which platform purposes its terms allow (none listed: none allowed).", at: ["contractualExchange", "purposes"], api: "contractual-exchange", bodyKey: "purposes", write: "upsert" },
-  { id: "consented-sharing", title: "Consented sharing", about: "One-way sharing based on the categories a user consents to; it has no overrides.", at: ["consentedSharing", "purposes"], api: "consented-sharing", bodyKey: "purposes", write: "upsert" },
+  {
+    id: "categories",
+    title: "Categories and fields",
+    about: "Categories of data and the fields in each. The same field name may occur in several categories, each field with its own stable id.",
+    at: ["categories"],
+    api: "categories",
+    bodyKey: "categories",
+    write: "upsert",
+  },
+  {
+    id: "platform-use",
+    title: "Platform use",
+    about:
+      "Purposes the platform uses data for, each with the categories valid for it. An opt-in purpose applies only once the user has opted in; otherwise it is core.",
+    at: ["platformUse", "purposes"],
+    api: "platform-use",
+    bodyKey: "purposes",
+    write: "upsert",
+  },
+  {
+    id: "platform-use-overrides",
+    title: "Overrides of platform use",
+    about: "Users matching an age threshold or a location keep only the purposes listed (platform use and contractual purposes). The list is saved as a whole.",
+    at: ["platformUse", "overrides"],
+    api: "platform-use/overrides",
+    bodyKey: "overrides",
+    write: "replace",
+  },
+  {
+    id: "platform-sharing",
+    title: "Platform sharing",
+    about:
+      "Purposes for sharing with third parties: the most categories that may be shared (not more than the linked platform use purpose) and who receives them.",
+    at: ["platformSharing", "purposes"],
+    api: "platform-sharing",
+    bodyKey: "purposes",
+    write: "upsert",
+  },
+  {
+    id: "platform-sharing-overrides",
+    title: "Overrides of platform sharing",
+    about: "Users matching an age threshold or a location keep only the sharing purposes listed. The list is saved as a whole.",
+    at: ["platformSharing", "overrides"],
+    api: "platform-sharing/overrides",
+    bodyKey: "overrides",
+    write: "replace",
+  },
+  {
+    id: "user-access",
+    title: "User access",
+    about: "The categories on which users have core rights.",
+    at: ["userAccess"],
+    api: "user-access",
+    write: "object",
+  },
+  {
+    id: "guardian",
+    title: "Guardian rights",
+    about: "Who is a child, which categories guardian rights cover, and which third-party flows a guardian may turn off.",
+    at: ["guardian"],
+    api: "user-access/guardian",
+    write: "object",
+  },
+  {
+    id: "contractual-exchange",
+    title: "Contractual exchange",
+    about: "Contracts: what a contract party may access, and which platform purposes its terms allow (none listed: none allowed).",
+    at: ["contractualExchange", "purposes"],
+    api: "contractual-exchange",
+    bodyKey: "purposes",
+    write: "upsert",
+  },
+  {
+    id: "consented-sharing",
+    title: "Consented sharing",
+    about: "One-way sharing based on the categories a user consents to; it has no overrides.",
+    at: ["consentedSharing", "purposes"],
+    api: "consented-sharing",
+    bodyKey: "purposes",
+    write: "upsert",
+  },
 ];
 
 /** @type {any} */
@@ -113,11 +185,21 @@ function optionsFor(section) {
 function drawNav() {
   const current = location.hash.slice(1) || sections[0].id;
   const link = (/** @type {string} */ id, /** @type {string} */ text, /** @type {boolean} */ dirty) =>
-    h("li", {}, h("a", { href: `#${id}`, "aria-current": id === current ? "page" : undefined }, text, dirty ? h("span", { class: "dirty", text: " (unsaved)" }) : null));
+    h(
+      "li",
+      {},
+      h("a", { href: `#${id}`, "aria-current": id === current ? "page" : undefined }, text, dirty ? h("span", { class: "dirty", text: " (unsaved)" }) : null),
+    );
   replace(
     nav,
     h("p", { class: "revision", text: revision === null ? "" : `Revision ${revision}` }),
-    h("ul", {}, sections.map((s) => link(s.id, s.title, isDirty(s))), link("transfer", "Import and export", false), link("history", "Revision history", false)),
+    h(
+      "ul",
+      {},
+      sections.map((s) => link(s.id, s.title, isDirty(s))),
+      link("transfer", "Import and export", false),
+      link("history", "Revision history", false),
+    ),
   );
 }
 
@@ -185,7 +267,10 @@ function showSection(section) {
     const holder = { value: draft.value };
     // Draw the section's content directly (its own legend would repeat the heading).
     const s = objectBranch(sectionSchema);
-    body = s.type === "object" ? h("div", { class: "object", "data-path": basePath }, objectFields(s, draft.value, basePath, ctx)) : editor(sectionSchema, holder, "value", basePath, ctx, { label: section.title });
+    body =
+      s.type === "object"
+        ? h("div", { class: "object", "data-path": basePath }, objectFields(s, draft.value, basePath, ctx))
+        : editor(sectionSchema, holder, "value", basePath, ctx, { label: section.title });
   }
 
   form.addEventListener("submit", async (event) => {
@@ -214,7 +299,10 @@ async function discard(section) {
  */
 function bodyOf(section, value) {
   if (section.write === "object") return { body: value, toConfigPath: (/** @type {string} */ p) => `/${section.at.join("/")}${p === "/" ? "" : p}` };
-  return { body: { [/** @type {string} */ (section.bodyKey)]: value }, toConfigPath: (/** @type {string} */ p) => p.replace(new RegExp(`^/${section.bodyKey}(?=/|$)`), `/${section.at.join("/")}`) };
+  return {
+    body: { [/** @type {string} */ (section.bodyKey)]: value },
+    toConfigPath: (/** @type {string} */ p) => p.replace(new RegExp(`^/${section.bodyKey}(?=/|$)`), `/${section.at.join("/")}`),
+  };
 }
 
 /**
@@ -230,7 +318,12 @@ async function save(section, form, summary, button) {
     const answer = await api(`/config/${section.api}`, { method: "PUT", json: body, headers: revision === null ? {} : { "if-match": `"${revision}"` } });
     drafts.delete(section.id);
     await load();
-    page.say(answer.body.changed ? `Saved ${section.title.toLowerCase()}: revision ${answer.body.revision}.` : `Nothing to save: ${section.title.toLowerCase()} already say this (revision ${answer.body.revision}).`, "ok");
+    page.say(
+      answer.body.changed
+        ? `Saved ${section.title.toLowerCase()}: revision ${answer.body.revision}.`
+        : `Nothing to save: ${section.title.toLowerCase()} already say this (revision ${answer.body.revision}).`,
+      "ok",
+    );
     await show();
   } catch (error) {
     /** @type {HTMLButtonElement} */ (button).disabled = false;
@@ -244,7 +337,10 @@ async function save(section, form, summary, button) {
       return;
     }
     if (error instanceof ApiError && error.code === "ERR_CONFIG_REVISION_MISMATCH") {
-      page.say("Not saved: the configuration was changed elsewhere since this page loaded it. Your edits are still here; use “Discard changes” to load the current configuration, then make them again.", "error");
+      page.say(
+        "Not saved: the configuration was changed elsewhere since this page loaded it. Your edits are still here; use “Discard changes” to load the current configuration, then make them again.",
+        "error",
+      );
       return;
     }
     page.fail(error);
@@ -258,7 +354,10 @@ async function save(section, form, summary, button) {
 async function deleteSaved(section, item, summary) {
   replace(summary);
   try {
-    const answer = await api(`/config/${section.api}/${encodeURIComponent(item.stableId)}`, { method: "DELETE", headers: revision === null ? {} : { "if-match": `"${revision}"` } });
+    const answer = await api(`/config/${section.api}/${encodeURIComponent(item.stableId)}`, {
+      method: "DELETE",
+      headers: revision === null ? {} : { "if-match": `"${revision}"` },
+    });
     // Keep the other unsaved edits of this section; forget the deleted item.
     const draft = draftOf(section);
     draft.value = draft.value.filter((/** @type {any} */ i) => i.stableId !== item.stableId);
@@ -270,7 +369,13 @@ async function deleteSaved(section, item, summary) {
     await show();
   } catch (error) {
     if (error instanceof ApiError && error.code === "ERR_CONFIG_REFERENCED") {
-      replace(summary, problemSummary(`${item.name || item.stableId} is still referred to; nothing was deleted`, error.problems.length ? error.problems : [{ path: "", problem: error.message }]));
+      replace(
+        summary,
+        problemSummary(
+          `${item.name || item.stableId} is still referred to; nothing was deleted`,
+          error.problems.length ? error.problems : [{ path: "", problem: error.message }],
+        ),
+      );
     } else page.fail(error);
   }
   return true;
@@ -296,7 +401,10 @@ function showTransfer() {
         try {
           parsed = JSON.parse(await file.text());
         } catch (error) {
-          replace(result, h("p", { class: "notice error", role: "alert", text: `${file.name} is not JSON: ${error instanceof Error ? error.message : error}` }));
+          replace(
+            result,
+            h("p", { class: "notice error", role: "alert", text: `${file.name} is not JSON: ${error instanceof Error ? error.message : error}` }),
+          );
           return;
         }
         try {
@@ -304,10 +412,23 @@ function showTransfer() {
           drafts.clear();
           await load();
           drawNav();
-          replace(result, h("p", { class: "notice ok", text: answer.body.changed ? `Imported ${file.name}: revision ${answer.body.revision}.` : `${file.name} is the current configuration already; nothing changed.` }));
+          replace(
+            result,
+            h("p", {
+              class: "notice ok",
+              text: answer.body.changed
+                ? `Imported ${file.name}: revision ${answer.body.revision}.`
+                : `${file.name} is the current configuration already; nothing changed.`,
+            }),
+          );
         } catch (error) {
-          if (error instanceof ApiError && error.problems.length) replace(result, problemSummary(`${file.name}: ${error.problems.length} problem(s); nothing was changed`, error.problems));
-          else if (error instanceof ApiError && error.code === "ERR_CONFIG_REVISION_MISMATCH") replace(result, h("p", { class: "notice error", role: "alert", text: "The configuration changed since this page loaded it: reload the page and import again." }));
+          if (error instanceof ApiError && error.problems.length)
+            replace(result, problemSummary(`${file.name}: ${error.problems.length} problem(s); nothing was changed`, error.problems));
+          else if (error instanceof ApiError && error.code === "ERR_CONFIG_REVISION_MISMATCH")
+            replace(
+              result,
+              h("p", { class: "notice error", role: "alert", text: "The configuration changed since this page loaded it: reload the page and import again." }),
+            );
           else replace(result, h("p", { class: `notice ${describeError(error)[1]}`, role: "alert", text: describeError(error)[0] }));
         }
       },
@@ -345,7 +466,12 @@ function showTransfer() {
 /** @param {number | undefined} before */
 async function showHistory(before = undefined) {
   const detail = h("div", { class: "revision-detail" });
-  replace(content, h("h2", { text: "Revision history" }), h("p", { text: "Every change to the configuration, newest first: who made it, when and what." }), h("p", { text: "Loading…" }));
+  replace(
+    content,
+    h("h2", { text: "Revision history" }),
+    h("p", { text: "Every change to the configuration, newest first: who made it, when and what." }),
+    h("p", { text: "Loading…" }),
+  );
   let answer;
   try {
     answer = await api(`/config/history?limit=20${before ? `&before=${before}` : ""}`);
@@ -367,7 +493,15 @@ async function showHistory(before = undefined) {
           "table",
           { class: "history" },
           h("caption", { class: "visually-hidden", text: "Revisions" }),
-          h("thead", {}, h("tr", {}, ["Revision", "When", "By", "Change", ""].map((t) => h("th", { scope: "col", text: t })))),
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              ["Revision", "When", "By", "Change", ""].map((t) => h("th", { scope: "col", text: t })),
+            ),
+          ),
           h(
             "tbody",
             {},
@@ -401,7 +535,11 @@ async function showRevision(number, into) {
       h(
         "div",
         { class: "actions" },
-        h("button", { type: "button", text: "Download this revision", onclick: () => saveBlob(new Blob([text], { type: "application/json" }), `warden-config-revision-${number}.json`) }),
+        h("button", {
+          type: "button",
+          text: "Download this revision",
+          onclick: () => saveBlob(new Blob([text], { type: "application/json" }), `warden-config-revision-${number}.json`),
+        }),
         h("button", {
           type: "button",
           text: `Restore revision ${number}`,
@@ -410,7 +548,12 @@ async function showRevision(number, into) {
               const answer = await api("/config", { method: "PUT", json: body.config, headers: revision === null ? {} : { "if-match": `"${revision}"` } });
               drafts.clear();
               await load();
-              page.say(answer.body.changed ? `Restored revision ${number} as revision ${answer.body.revision}.` : `Revision ${number} is the current configuration already.`, "ok");
+              page.say(
+                answer.body.changed
+                  ? `Restored revision ${number} as revision ${answer.body.revision}.`
+                  : `Revision ${number} is the current configuration already.`,
+                "ok",
+              );
               await showHistory();
             } catch (error) {
               page.fail(error);

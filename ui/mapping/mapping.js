@@ -54,7 +54,17 @@ function drawList() {
     h(
       "ul",
       {},
-      groups.map((group) => h("li", {}, h("a", { href: `#group=${encodeURIComponent(group.name)}`, "aria-current": editing?.saved && editing.group.name === group.name ? "page" : undefined, text: group.name }))),
+      groups.map((group) =>
+        h(
+          "li",
+          {},
+          h("a", {
+            href: `#group=${encodeURIComponent(group.name)}`,
+            "aria-current": editing?.saved && editing.group.name === group.name ? "page" : undefined,
+            text: group.name,
+          }),
+        ),
+      ),
       h("li", {}, h("a", { href: "#new", "aria-current": editing && !editing.saved ? "page" : undefined, text: "+ New mapping group" })),
     ),
   );
@@ -64,13 +74,26 @@ function showOverview() {
   replace(
     content,
     h("h2", { text: "All mapping groups" }),
-    h("p", { class: "about", text: "A mapping group names, for each record field of a datastore, file or API, the category field it holds. Record fields mapped to no category are emptied in redacted results; the fields marked as resolving the user say whose data a record is." }),
+    h("p", {
+      class: "about",
+      text: "A mapping group names, for each record field of a datastore, file or API, the category field it holds. Record fields mapped to no category are emptied in redacted results; the fields marked as resolving the user say whose data a record is.",
+    }),
     groups.length === 0
       ? h("p", { text: "No mapping groups yet." })
       : h(
           "table",
           {},
-          h("thead", {}, h("tr", {}, h("th", { scope: "col", text: "Group" }), h("th", { scope: "col", class: "number", text: "Record fields" }), h("th", { scope: "col", text: "User resolved from" }))),
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              h("th", { scope: "col", text: "Group" }),
+              h("th", { scope: "col", class: "number", text: "Record fields" }),
+              h("th", { scope: "col", text: "User resolved from" }),
+            ),
+          ),
           h(
             "tbody",
             {},
@@ -80,7 +103,13 @@ function showOverview() {
                 {},
                 h("td", {}, h("a", { href: `#group=${encodeURIComponent(group.name)}`, text: group.name })),
                 h("td", { class: "number", text: String(group.fieldMappings.length) }),
-                h("td", {}, resolvingFields(group).length ? resolvingFields(group).map((f) => h("span", { class: "badge context", text: f })) : h("span", { class: "empty-cell", text: "nothing: every record would be dropped" })),
+                h(
+                  "td",
+                  {},
+                  resolvingFields(group).length
+                    ? resolvingFields(group).map((f) => h("span", { class: "badge context", text: f }))
+                    : h("span", { class: "empty-cell", text: "nothing: every record would be dropped" }),
+                ),
               ),
             ),
           ),
@@ -112,8 +141,17 @@ function showEditor() {
       resolving,
       h("h3", { text: "Who each record belongs to" }),
       fields.length
-        ? h("p", {}, "The user is the first non-empty value among: ", fields.map((f, i) => [i ? ", " : "", h("span", { class: "badge context", text: f })]), ". A record where they are all empty is dropped.")
-        : h("p", { class: "notice error", text: "No record field resolves the user: every record would be dropped (NO_USER_ID). Tick “Resolves the user” on the field that holds the user id." }),
+        ? h(
+            "p",
+            {},
+            "The user is the first non-empty value among: ",
+            fields.map((f, i) => [i ? ", " : "", h("span", { class: "badge context", text: f })]),
+            ". A record where they are all empty is dropped.",
+          )
+        : h("p", {
+            class: "notice error",
+            text: "No record field resolves the user: every record would be dropped (NO_USER_ID). Tick “Resolves the user” on the field that holds the user id.",
+          }),
     );
   };
 
@@ -128,7 +166,17 @@ function showEditor() {
           const error = `${ids.field}-error`;
           const fields = fieldsOf(mapping.categoryId ?? "").map((f) => ({ value: f.stableId, label: `${f.name} (${f.stableId})` }));
           const control = categories
-            ? optionalSelect({ id: ids.field, errorId: error, label: `Field of record field ${index + 1}`, choices: fields, target: mapping, key: "fieldId", none: mapping.categoryId ? "(the category; no field named)" : "(no category)", unknown: "not in this category", disabled: !mapping.categoryId })
+            ? optionalSelect({
+                id: ids.field,
+                errorId: error,
+                label: `Field of record field ${index + 1}`,
+                choices: fields,
+                target: mapping,
+                key: "fieldId",
+                none: mapping.categoryId ? "(the category; no field named)" : "(no category)",
+                unknown: "not in this category",
+                disabled: !mapping.categoryId,
+              })
             : textInput(ids.field, error, `Field id of record field ${index + 1}`, mapping, "fieldId");
           replace(fieldSelectCell, cell(`${base}/fieldId`, control, error).firstChild);
         };
@@ -216,7 +264,13 @@ function showEditor() {
         "aria-describedby": `${nameId}-hint ${nameId}-error`,
         oninput: (/** @type {Event} */ e) => (group.name = /** @type {HTMLInputElement} */ (e.target).value),
       }),
-      h("p", { class: "hint", id: `${nameId}-hint`, text: saved ? "The name is the group's identity (redaction requests and exports name it): it does not change." : "Redaction requests (mappingGroup) and exports (resolverGroup) name the group by it." }),
+      h("p", {
+        class: "hint",
+        id: `${nameId}-hint`,
+        text: saved
+          ? "The name is the group's identity (redaction requests and exports name it): it does not change."
+          : "Redaction requests (mappingGroup) and exports (resolverGroup) name the group by it.",
+      }),
       h("p", { class: "field-error", id: `${nameId}-error`, hidden: true }),
     ),
     h(
@@ -224,8 +278,23 @@ function showEditor() {
       { class: "list", "data-path": "/fieldMappings" },
       h("legend", { text: "Field mappings" }),
       h("p", { class: "field-error", hidden: true }),
-      categories ? null : h("p", { class: "notice info", text: "The configured categories could not be read with these credentials: type category and field ids." }),
-      h("table", { class: "mappings" }, h("thead", {}, h("tr", {}, ["Record field", "Category", "Field", "User", ""].map((t) => h("th", { scope: "col", text: t })))), rows),
+      categories
+        ? null
+        : h("p", { class: "notice info", text: "The configured categories could not be read with these credentials: type category and field ids." }),
+      h(
+        "table",
+        { class: "mappings" },
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            ["Record field", "Category", "Field", "User", ""].map((t) => h("th", { scope: "col", text: t })),
+          ),
+        ),
+        rows,
+      ),
       h("button", {
         type: "button",
         class: "add",
@@ -313,7 +382,10 @@ function deleteButton(name, summary) {
         return;
       }
       try {
-        const answer = await api(`/mapping/groups/${encodeURIComponent(name)}`, { method: "DELETE", headers: revision === null ? {} : { "if-match": `"${revision}"` } });
+        const answer = await api(`/mapping/groups/${encodeURIComponent(name)}`, {
+          method: "DELETE",
+          headers: revision === null ? {} : { "if-match": `"${revision}"` },
+        });
         page.say(`Deleted mapping group ${name}: revision ${answer.body.revision}.`, "ok");
         editing = null;
         await load();
@@ -324,8 +396,10 @@ function deleteButton(name, summary) {
       } catch (error) {
         armed = false;
         button.textContent = "Delete mapping group";
-        if (error instanceof ApiError && error.code === "ERR_CONFIG_REVISION_MISMATCH") page.say("Not deleted: the configuration changed since this page loaded it. Reload the page and try again.", "error");
-        else if (error instanceof ApiError && error.problems.length) replace(summary, problemSummary(`${name} is still in use; nothing was deleted`, error.problems));
+        if (error instanceof ApiError && error.code === "ERR_CONFIG_REVISION_MISMATCH")
+          page.say("Not deleted: the configuration changed since this page loaded it. Reload the page and try again.", "error");
+        else if (error instanceof ApiError && error.problems.length)
+          replace(summary, problemSummary(`${name} is still in use; nothing was deleted`, error.problems));
         else page.fail(error);
       }
     },
@@ -346,7 +420,12 @@ async function save(group, form, summary) {
   const index = existing >= 0 ? existing : groups.length;
   try {
     const answer = await api("/mapping/groups/", { method: "PUT", json: group, headers: revision === null ? {} : { "if-match": `"${revision}"` } });
-    page.say(answer.body.changed ? `Saved mapping group ${group.name}: revision ${answer.body.revision}.` : `Mapping group ${group.name} is already as shown (revision ${answer.body.revision}).`, "ok");
+    page.say(
+      answer.body.changed
+        ? `Saved mapping group ${group.name}: revision ${answer.body.revision}.`
+        : `Mapping group ${group.name} is already as shown (revision ${answer.body.revision}).`,
+      "ok",
+    );
     await load();
     const name = group.name;
     editing = null;
@@ -358,7 +437,10 @@ async function save(group, form, summary) {
   } catch (error) {
     if (error instanceof ApiError && error.problems.length) {
       const prefix = `/mappingGroups/${index}`;
-      const problems = error.problems.map((p) => ({ path: error.code === "ERR_CONFIG_INVALID" && (p.path === prefix || p.path.startsWith(`${prefix}/`)) ? p.path.slice(prefix.length) || "/" : p.path, problem: p.problem }));
+      const problems = error.problems.map((p) => ({
+        path: error.code === "ERR_CONFIG_INVALID" && (p.path === prefix || p.path.startsWith(`${prefix}/`)) ? p.path.slice(prefix.length) || "/" : p.path,
+        problem: p.problem,
+      }));
       const { placed, unplaced } = placeProblems(form, problems);
       const all = [...placed, ...unplaced];
       replace(summary, problemSummary(`${all.length} problem${all.length === 1 ? "" : "s"}: nothing was saved`, all));

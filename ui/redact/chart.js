@@ -49,11 +49,15 @@ export function stackedBars({ title, bars, width = 640 }) {
   });
   const height = legendY + 20;
   const description = bars.map((b) => `${b.label}: ${b.segments.map((s) => `${s.value} ${s.label}`).join(", ")}`).join("; ");
-  const root = /** @type {SVGSVGElement} */ (svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": `${title}. ${description}` }));
+  const root = /** @type {SVGSVGElement} */ (
+    svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": `${title}. ${description}` })
+  );
   root.append(svg("title", {}, title));
   bars.forEach((bar, i) => {
     const y = i * (barHeight + gap);
-    root.append(svg("text", { x: labelWidth - 8, y: y + barHeight - 5, "text-anchor": "end" }, bar.label.length > 32 ? `${bar.label.slice(0, 31)}…` : bar.label));
+    root.append(
+      svg("text", { x: labelWidth - 8, y: y + barHeight - 5, "text-anchor": "end" }, bar.label.length > 32 ? `${bar.label.slice(0, 31)}…` : bar.label),
+    );
     let x = labelWidth;
     let total = 0;
     for (const segment of bar.segments) {
@@ -67,7 +71,8 @@ export function stackedBars({ title, bars, width = 640 }) {
     }
     root.append(svg("text", { x: x + 6, y: y + barHeight - 5 }, String(total)));
   });
-  for (const { label, color, x, y } of legend) root.append(svg("rect", { x, y, width: 12, height: 12, fill: color }), svg("text", { x: x + 18, y: y + 11 }, label));
+  for (const { label, color, x, y } of legend)
+    root.append(svg("rect", { x, y, width: 12, height: 12, fill: color }), svg("text", { x: x + 18, y: y + 11 }, label));
   return root;
 }
 

@@ -52,7 +52,12 @@ function redactionQuery() {
  */
 function choiceField(id, label, choices, options = {}) {
   const control = choices
-    ? h("select", { id, onchange: options.onchange }, options.optional ? h("option", { value: "", text: "(none)" }) : null, choices.map((c) => h("option", { value: c.value, text: c.label })))
+    ? h(
+        "select",
+        { id, onchange: options.onchange },
+        options.optional ? h("option", { value: "", text: "(none)" }) : null,
+        choices.map((c) => h("option", { value: c.value, text: c.label })),
+      )
     : h("input", { id, spellcheck: false, onchange: options.onchange });
   return h("div", { class: "field" }, h("label", { for: id, text: label }), control, options.hint ? h("p", { class: "hint", text: options.hint }) : null);
 }
@@ -61,22 +66,33 @@ function drawRequestFields() {
   const previous = Object.fromEntries(Object.entries(ids).map(([k, id]) => [k, /** @type {HTMLInputElement | null} */ (document.getElementById(id))?.value]));
   const type = previous.type || "platformUse";
   const typeInfo = purposeTypes.find((t) => t.value === type) ?? purposeTypes[0];
-  const purposes = config ? typeInfo.at.reduce((v, k) => v?.[k], config) ?? [] : null;
+  const purposes = config ? (typeInfo.at.reduce((v, k) => v?.[k], config) ?? []) : null;
   const purposeChoices = purposes ? purposes.map((/** @type {any} */ p) => ({ value: p.stableId, label: `${p.name} (${p.stableId})` })) : null;
   const purpose = purposes?.find((/** @type {any} */ p) => p.stableId === previous.purpose) ?? purposes?.[0];
-  const thirdParties = type === "platformSharing" && purpose ? purpose.thirdParties.map((/** @type {any} */ t) => ({ value: t.stableId, label: `${t.name} (${t.stableId})` })) : null;
-  const terms = (type === "contractualExchange" || type === "consentedSharing") && purpose ? purpose.terms.map((/** @type {any} */ t) => ({ value: t.stableId, label: `${t.name} (${t.stableId})` })) : null;
+  const thirdParties =
+    type === "platformSharing" && purpose
+      ? purpose.thirdParties.map((/** @type {any} */ t) => ({ value: t.stableId, label: `${t.name} (${t.stableId})` }))
+      : null;
+  const terms =
+    (type === "contractualExchange" || type === "consentedSharing") && purpose
+      ? purpose.terms.map((/** @type {any} */ t) => ({ value: t.stableId, label: `${t.name} (${t.stableId})` }))
+      : null;
   replace(
     requestBox,
     choiceField(ids.type, "Type of purpose", purposeTypes, { onchange: drawRequestFields }),
     choiceField(ids.purpose, "Purpose", purposeChoices, { onchange: drawRequestFields }),
-    type === "platformSharing" ? choiceField(ids.thirdParty, "Receiving third party", config ? thirdParties ?? [] : null, { optional: true }) : null,
-    type === "contractualExchange" || type === "consentedSharing" ? choiceField(ids.terms, "Terms", config ? terms ?? [] : null, { optional: true }) : null,
+    type === "platformSharing" ? choiceField(ids.thirdParty, "Receiving third party", config ? (thirdParties ?? []) : null, { optional: true }) : null,
+    type === "contractualExchange" || type === "consentedSharing" ? choiceField(ids.terms, "Terms", config ? (terms ?? []) : null, { optional: true }) : null,
     choiceField(ids.group, "Mapping group", groups ? groups.map((g) => ({ value: g.name, label: g.name })) : null, { onchange: drawTemplateHint }),
   );
   for (const [key, value] of Object.entries(previous)) {
     const el = /** @type {HTMLInputElement | null} */ (document.getElementById(/** @type {Record<string, string>} */ (ids)[key]));
-    if (el && value !== undefined && (el.tagName !== "SELECT" || [...(/** @type {HTMLSelectElement} */ (/** @type {unknown} */ (el))).options].some((o) => o.value === value))) el.value = value;
+    if (
+      el &&
+      value !== undefined &&
+      (el.tagName !== "SELECT" || [.../** @type {HTMLSelectElement} */ (/** @type {unknown} */ (el)).options].some((o) => o.value === value))
+    )
+      el.value = value;
   }
   drawTemplateHint();
 }
@@ -102,8 +118,22 @@ const uploadButton = /** @type {HTMLButtonElement} */ (h("button", { type: "subm
 const documentForm = h(
   "form",
   { class: "document-form", novalidate: true },
-  h("div", { class: "field" }, h("label", { for: fileId, text: "Document" }), h("input", { id: fileId, type: "file", accept: ".csv,.json,.ndjson,.jsonl,text/csv,application/json,application/x-ndjson", onchange: guessFormat })),
-  h("div", { class: "field" }, h("label", { for: formatId, text: "Format" }), h("select", { id: formatId }, formats.map((f) => h("option", { value: f.value, text: f.label })))),
+  h(
+    "div",
+    { class: "field" },
+    h("label", { for: fileId, text: "Document" }),
+    h("input", { id: fileId, type: "file", accept: ".csv,.json,.ndjson,.jsonl,text/csv,application/json,application/x-ndjson", onchange: guessFormat }),
+  ),
+  h(
+    "div",
+    { class: "field" },
+    h("label", { for: formatId, text: "Format" }),
+    h(
+      "select",
+      { id: formatId },
+      formats.map((f) => h("option", { value: f.value, text: f.label })),
+    ),
+  ),
   h("p", { class: "hint", text: "The file is streamed from disk as it uploads: any size. The redacted document keeps the uploaded format." }),
   h("div", { class: "actions" }, uploadButton),
   progressBox,
@@ -206,8 +236,15 @@ async function showJob(jobName) {
   replace(
     resultBox,
     h("h3", { text: `Job ${jobName}`, tabindex: -1 }),
-    h("p", { text: `${stats.format.toUpperCase()} for ${stats.type} purpose ${stats.purposeId}, mapping group ${stats.mappingGroup}, decided with configuration revision ${stats.revision}.` }),
-    failed ? h("p", { class: "notice error", text: `${stats.error.code}: ${stats.error.message}${stats.error.line ? ` (line ${stats.error.line})` : ""}${stats.error.record ? ` (record ${stats.error.record})` : ""}. No output is kept.` }) : null,
+    h("p", {
+      text: `${stats.format.toUpperCase()} for ${stats.type} purpose ${stats.purposeId}, mapping group ${stats.mappingGroup}, decided with configuration revision ${stats.revision}.`,
+    }),
+    failed
+      ? h("p", {
+          class: "notice error",
+          text: `${stats.error.code}: ${stats.error.message}${stats.error.line ? ` (line ${stats.error.line})` : ""}${stats.error.record ? ` (record ${stats.error.record})` : ""}. No output is kept.`,
+        })
+      : null,
     statsView(stats),
     failed
       ? null
@@ -215,7 +252,12 @@ async function showJob(jobName) {
           "div",
           { class: "actions" },
           h("button", { type: "button", text: `Preview the first ${previewRows} rows`, onclick: () => showPreview(jobName, stats.format, preview) }),
-          h("button", { type: "button", class: "primary", text: "Download the redacted document", onclick: () => download(jobName, stats.format, stats.bytes?.out ?? 0) }),
+          h("button", {
+            type: "button",
+            class: "primary",
+            text: "Download the redacted document",
+            onclick: () => download(jobName, stats.format, stats.bytes?.out ?? 0),
+          }),
         ),
     preview,
   );
@@ -230,11 +272,25 @@ function statsView(stats) {
   const fields = Object.entries(/** @type {Record<string, { category: string | null, kept: number, emptied: number, why: string }>} */ (stats.fields));
   const rowsChart = stackedBars({
     title: "Rows kept and dropped",
-    bars: [{ label: "Rows", segments: [{ label: "kept", value: stats.rows.kept, color: keptColor }, ...dropped.map(([reason, count], i) => ({ label: `dropped: ${reason}`, value: count, color: droppedColors[i % droppedColors.length] }))] }],
+    bars: [
+      {
+        label: "Rows",
+        segments: [
+          { label: "kept", value: stats.rows.kept, color: keptColor },
+          ...dropped.map(([reason, count], i) => ({ label: `dropped: ${reason}`, value: count, color: droppedColors[i % droppedColors.length] })),
+        ],
+      },
+    ],
   });
   const fieldsChart = stackedBars({
     title: "Fields kept and emptied in kept rows",
-    bars: fields.map(([name, f]) => ({ label: name, segments: [{ label: "kept", value: f.kept, color: keptColor }, { label: "emptied", value: f.emptied, color: emptiedColor }] })),
+    bars: fields.map(([name, f]) => ({
+      label: name,
+      segments: [
+        { label: "kept", value: f.kept, color: keptColor },
+        { label: "emptied", value: f.emptied, color: emptiedColor },
+      ],
+    })),
   });
   const number = (/** @type {number} */ n) => h("td", { class: "number", text: n.toLocaleString() });
   return h(
@@ -244,15 +300,49 @@ function statsView(stats) {
       "table",
       { class: "rows-stats" },
       h("caption", { text: "Rows" }),
-      h("tbody", {}, h("tr", {}, h("th", { scope: "row", text: "In" }), number(stats.rows.in)), h("tr", {}, h("th", { scope: "row", text: "Kept" }), number(stats.rows.kept)), h("tr", {}, h("th", { scope: "row", text: "Dropped" }), number(stats.rows.dropped)), dropped.map(([reason, count]) => h("tr", { class: "dropped-reason" }, h("th", { scope: "row", text: `… ${reason}` }), number(count))), stats.rows.emptyLines ? h("tr", {}, h("th", { scope: "row", text: "Empty lines skipped" }), number(stats.rows.emptyLines)) : null),
+      h(
+        "tbody",
+        {},
+        h("tr", {}, h("th", { scope: "row", text: "In" }), number(stats.rows.in)),
+        h("tr", {}, h("th", { scope: "row", text: "Kept" }), number(stats.rows.kept)),
+        h("tr", {}, h("th", { scope: "row", text: "Dropped" }), number(stats.rows.dropped)),
+        dropped.map(([reason, count]) => h("tr", { class: "dropped-reason" }, h("th", { scope: "row", text: `… ${reason}` }), number(count))),
+        stats.rows.emptyLines ? h("tr", {}, h("th", { scope: "row", text: "Empty lines skipped" }), number(stats.rows.emptyLines)) : null,
+      ),
     ),
     h("div", { class: "chart" }, rowsChart),
     h(
       "table",
       { class: "fields-stats" },
       h("caption", { text: "Fields in kept rows" }),
-      h("thead", {}, h("tr", {}, h("th", { scope: "col", text: "Field" }), h("th", { scope: "col", text: "Category" }), h("th", { scope: "col", class: "number", text: "Kept" }), h("th", { scope: "col", class: "number", text: "Emptied" }), h("th", { scope: "col", text: "Why emptied" }))),
-      h("tbody", {}, fields.map(([name, f]) => h("tr", {}, h("th", { scope: "row", text: name }), h("td", { text: f.category ?? "—" }), number(f.kept), number(f.emptied), h("td", { text: f.emptied ? f.why : "" })))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", { scope: "col", text: "Field" }),
+          h("th", { scope: "col", text: "Category" }),
+          h("th", { scope: "col", class: "number", text: "Kept" }),
+          h("th", { scope: "col", class: "number", text: "Emptied" }),
+          h("th", { scope: "col", text: "Why emptied" }),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        fields.map(([name, f]) =>
+          h(
+            "tr",
+            {},
+            h("th", { scope: "row", text: name }),
+            h("td", { text: f.category ?? "—" }),
+            number(f.kept),
+            number(f.emptied),
+            h("td", { text: f.emptied ? f.why : "" }),
+          ),
+        ),
+      ),
     ),
     fields.length ? h("div", { class: "chart" }, fieldsChart) : null,
     stats.users ? h("p", { text: `Users: ${stats.users.seen} seen, ${stats.users.allowed} allowed, ${stats.users.denied} denied.` }) : null,
@@ -353,7 +443,10 @@ async function showPreview(jobName, format, into) {
 
 /** @param {string} format @param {any[]} rows @param {boolean} whole */
 function previewTable(format, rows, whole) {
-  const cellOf = (/** @type {unknown} */ value) => (value === "" || value === null || value === undefined ? h("td", { class: "empty-cell", text: value === null ? "null" : "(empty)" }) : h("td", { text: typeof value === "object" ? JSON.stringify(value) : String(value) }));
+  const cellOf = (/** @type {unknown} */ value) =>
+    value === "" || value === null || value === undefined
+      ? h("td", { class: "empty-cell", text: value === null ? "null" : "(empty)" })
+      : h("td", { text: typeof value === "object" ? JSON.stringify(value) : String(value) });
   let header;
   let body;
   if (format === "csv") {
@@ -368,7 +461,24 @@ function previewTable(format, rows, whole) {
     "div",
     { class: "preview-table" },
     h("p", { text: count === 0 ? "No rows were kept." : whole ? `All ${count} kept rows:` : `The first ${count} kept rows:` }),
-    h("table", { class: "preview-rows" }, h("thead", {}, h("tr", {}, header.map((name) => h("th", { scope: "col", text: name })))), h("tbody", {}, body.map((row) => h("tr", {}, row.map(cellOf))))),
+    h(
+      "table",
+      { class: "preview-rows" },
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          header.map((name) => h("th", { scope: "col", text: name })),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        body.map((row) => h("tr", {}, row.map(cellOf))),
+      ),
+    ),
   );
 }
 
@@ -400,7 +510,15 @@ async function drawJobs(askToSignIn = false) {
         : h(
             "table",
             { class: "job-list" },
-            h("thead", {}, h("tr", {}, ["Job", "Status", "Purpose", "Mapping group", "Size", "Created", ""].map((t) => h("th", { scope: "col", text: t })))),
+            h(
+              "thead",
+              {},
+              h(
+                "tr",
+                {},
+                ["Job", "Status", "Purpose", "Mapping group", "Size", "Created", ""].map((t) => h("th", { scope: "col", text: t })),
+              ),
+            ),
             h(
               "tbody",
               {},
@@ -414,14 +532,31 @@ async function drawJobs(askToSignIn = false) {
                   h("td", { text: job.mappingGroup }),
                   h("td", { class: "number", text: formatBytes(job.inputBytes) }),
                   h("td", {}, h("time", { dateTime: job.createdAt, text: new Date(job.createdAt).toLocaleString() })),
-                  h("td", {}, job.status === "running" ? "" : h("button", { type: "button", text: "Show", "aria-label": `Show job ${job.jobName}`, onclick: () => showJob(job.jobName).catch(page.fail) })),
+                  h(
+                    "td",
+                    {},
+                    job.status === "running"
+                      ? ""
+                      : h("button", {
+                          type: "button",
+                          text: "Show",
+                          "aria-label": `Show job ${job.jobName}`,
+                          onclick: () => showJob(job.jobName).catch(page.fail),
+                        }),
+                  ),
                 ),
               ),
             ),
           ),
     );
   } catch (error) {
-    replace(jobsBox, h("p", { class: "hint", text: error instanceof ApiError && error.status === 501 ? "Document redaction is not available on this gateway." : "Sign in to see the jobs." }));
+    replace(
+      jobsBox,
+      h("p", {
+        class: "hint",
+        text: error instanceof ApiError && error.status === 501 ? "Document redaction is not available on this gateway." : "Sign in to see the jobs.",
+      }),
+    );
   }
 }
 
@@ -434,7 +569,9 @@ const recordResult = h("div", { class: "record-result", "aria-live": "polite" })
 
 function drawTemplateHint() {
   const group = groups?.find((g) => g.name === /** @type {HTMLInputElement | null} */ (document.getElementById(ids.group))?.value);
-  recordHint.textContent = group ? `One JSON object; mapping group ${group.name} names: ${group.fieldMappings.map((m) => m.recordField).join(", ")}.` : "One JSON object whose keys are the mapping group's record fields.";
+  recordHint.textContent = group
+    ? `One JSON object; mapping group ${group.name} names: ${group.fieldMappings.map((m) => m.recordField).join(", ")}.`
+    : "One JSON object whose keys are the mapping group's record fields.";
 }
 
 const recordForm = h(
@@ -494,7 +631,11 @@ function recordView(record, answer) {
       { class: "record-dropped" },
       h("p", {}, h("span", { class: "badge dropped", text: "Dropped" }), " The record is dropped: none of its values may be used for this purpose."),
       advice ? h("p", { text: advice }) : null,
-      h("ul", { class: "reasons" }, answer.reasons.map((/** @type {any} */ r) => h("li", {}, h("code", { text: r.code }), ` ${r.text}`))),
+      h(
+        "ul",
+        { class: "reasons" },
+        answer.reasons.map((/** @type {any} */ r) => h("li", {}, h("code", { text: r.code }), ` ${r.text}`)),
+      ),
       h("p", { class: "hint", text: `Trace ${answer.traceId}, configuration revision ${answer.revision}.` }),
     );
   }
@@ -507,12 +648,28 @@ function recordView(record, answer) {
     h(
       "table",
       { class: "record-fields" },
-      h("thead", {}, h("tr", {}, ["Field", "Sent", "Returned", "", "Why"].map((t) => h("th", { scope: "col", text: t })))),
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          ["Field", "Sent", "Returned", "", "Why"].map((t) => h("th", { scope: "col", text: t })),
+        ),
+      ),
       h(
         "tbody",
         {},
         fields.map(([path, f]) =>
-          h("tr", { "data-field": path }, h("th", { scope: "row", text: path }), h("td", { text: show(valueAt(record, path)) }), h("td", { text: show(valueAt(answer.record, path)) }), h("td", {}, h("span", { class: f.kept ? "badge kept" : "badge emptied", text: f.kept ? "kept" : "emptied" })), h("td", { class: "why", text: f.why })),
+          h(
+            "tr",
+            { "data-field": path },
+            h("th", { scope: "row", text: path }),
+            h("td", { text: show(valueAt(record, path)) }),
+            h("td", { text: show(valueAt(answer.record, path)) }),
+            h("td", {}, h("span", { class: f.kept ? "badge kept" : "badge emptied", text: f.kept ? "kept" : "emptied" })),
+            h("td", { class: "why", text: f.why }),
+          ),
         ),
       ),
     ),
@@ -524,9 +681,30 @@ function recordView(record, answer) {
 
 page.main.append(
   h("h1", { text: "Redaction" }),
-  h("section", { class: "panel", "aria-labelledby": "what-for" }, h("h2", { id: "what-for", text: "What for" }), h("p", { class: "about", text: "Rows of users whose data may not be used for this purpose are dropped; in kept rows, fields whose category the purpose does not allow, or that the mapping group maps to no category, are emptied." }), requestBox),
-  h("section", { class: "panel", "aria-labelledby": "document-heading" }, h("h2", { id: "document-heading", text: "Redact a document" }), documentForm, resultBox),
-  h("section", { class: "panel", "aria-labelledby": "record-heading" }, h("h2", { id: "record-heading", text: "Redact a single record" }), recordForm, recordResult),
+  h(
+    "section",
+    { class: "panel", "aria-labelledby": "what-for" },
+    h("h2", { id: "what-for", text: "What for" }),
+    h("p", {
+      class: "about",
+      text: "Rows of users whose data may not be used for this purpose are dropped; in kept rows, fields whose category the purpose does not allow, or that the mapping group maps to no category, are emptied.",
+    }),
+    requestBox,
+  ),
+  h(
+    "section",
+    { class: "panel", "aria-labelledby": "document-heading" },
+    h("h2", { id: "document-heading", text: "Redact a document" }),
+    documentForm,
+    resultBox,
+  ),
+  h(
+    "section",
+    { class: "panel", "aria-labelledby": "record-heading" },
+    h("h2", { id: "record-heading", text: "Redact a single record" }),
+    recordForm,
+    recordResult,
+  ),
   h("section", { class: "panel", "aria-labelledby": "jobs-heading" }, h("h2", { id: "jobs-heading", text: "Recent jobs" }), jobsBox),
 );
 

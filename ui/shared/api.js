@@ -29,7 +29,9 @@ export class ApiError extends Error {
 
   /** Validation problems, `[{path, problem}]`, when the answer lists them. */
   get problems() {
-    return Array.isArray(this.details) ? /** @type {Array<{path: string, problem: string}>} */ (this.details.filter((d) => d && typeof d.path === "string")) : [];
+    return Array.isArray(this.details)
+      ? /** @type {Array<{path: string, problem: string}>} */ (this.details.filter((d) => d && typeof d.path === "string"))
+      : [];
   }
 }
 
@@ -64,7 +66,12 @@ export function requestHeaders(extra = {}) {
  */
 export async function askForCredentials(answer, error) {
   const header = answer instanceof Response ? answer.headers.get("www-authenticate") : answer.getResponseHeader("www-authenticate");
-  const message = error.code === "ERR_AUTH_REQUIRED" ? "This page needs credentials." : error.code === "ERR_AUTH_UNSUPPORTED" ? "These credentials are not the kind this service takes here." : "The credentials were not accepted.";
+  const message =
+    error.code === "ERR_AUTH_REQUIRED"
+      ? "This page needs credentials."
+      : error.code === "ERR_AUTH_UNSUPPORTED"
+        ? "These credentials are not the kind this service takes here."
+        : "The credentials were not accepted.";
   return signIn({ schemes: challengeSchemes(header), message });
 }
 
@@ -90,7 +97,15 @@ export async function request(path, options = {}) {
     const extra = json === undefined ? headers : { "content-type": "application/json", ...headers };
     let response;
     try {
-      response = await fetch(path, { method, headers: requestHeaders(extra), body: json === undefined ? body : JSON.stringify(json), credentials: "omit", cache: "no-store", redirect: "error", signal });
+      response = await fetch(path, {
+        method,
+        headers: requestHeaders(extra),
+        body: json === undefined ? body : JSON.stringify(json),
+        credentials: "omit",
+        cache: "no-store",
+        redirect: "error",
+        signal,
+      });
     } catch (error) {
       if (signal?.aborted) throw error;
       throw new ApiError(0, "ERR_NETWORK", `The service could not be reached (${error instanceof Error ? error.message : String(error)}).`);

@@ -87,19 +87,43 @@ export function signIn(options = {}) {
 
 /** @param {{ schemes?: string[], message?: string }} options @returns {Promise<boolean>} */
 function showDialog({ schemes, message }) {
-  const offered = (schemes?.length ? browserSchemes.filter((s) => schemes.some((o) => o.toLowerCase() === s.toLowerCase())) : browserSchemes);
+  const offered = schemes?.length ? browserSchemes.filter((s) => schemes.some((o) => o.toLowerCase() === s.toLowerCase())) : browserSchemes;
   return new Promise((resolve) => {
     const ids = { title: uid("sign-in-title"), user: uid("user"), password: uid("password"), token: uid("token"), message: uid("message") };
     const current = currentCredentials();
     const choice = (scheme, text) =>
-      h("label", { class: "choice" }, h("input", { type: "radio", name: "scheme", value: scheme, checked: (current?.scheme ?? offered[0]) === scheme, onchange: sync }), text);
+      h(
+        "label",
+        { class: "choice" },
+        h("input", { type: "radio", name: "scheme", value: scheme, checked: (current?.scheme ?? offered[0]) === scheme, onchange: sync }),
+        text,
+      );
     const basicPart = h(
       "div",
       { class: "scheme-basic" },
-      h("div", { class: "field" }, h("label", { for: ids.user, text: "User name" }), h("input", { id: ids.user, name: "user", autocomplete: "username", value: current?.scheme === "Basic" ? current.who : "" })),
-      h("div", { class: "field" }, h("label", { for: ids.password, text: "Password" }), h("input", { id: ids.password, name: "password", type: "password", autocomplete: "current-password" })),
+      h(
+        "div",
+        { class: "field" },
+        h("label", { for: ids.user, text: "User name" }),
+        h("input", { id: ids.user, name: "user", autocomplete: "username", value: current?.scheme === "Basic" ? current.who : "" }),
+      ),
+      h(
+        "div",
+        { class: "field" },
+        h("label", { for: ids.password, text: "Password" }),
+        h("input", { id: ids.password, name: "password", type: "password", autocomplete: "current-password" }),
+      ),
     );
-    const bearerPart = h("div", { class: "scheme-bearer" }, h("div", { class: "field" }, h("label", { for: ids.token, text: "Bearer token" }), h("textarea", { id: ids.token, name: "token", rows: 4, spellcheck: false, autocomplete: "off" })));
+    const bearerPart = h(
+      "div",
+      { class: "scheme-bearer" },
+      h(
+        "div",
+        { class: "field" },
+        h("label", { for: ids.token, text: "Bearer token" }),
+        h("textarea", { id: ids.token, name: "token", rows: 4, spellcheck: false, autocomplete: "off" }),
+      ),
+    );
     const problem = h("p", { id: ids.message, class: "dialog-message", role: "alert", text: message ?? "" });
     const form = h(
       "form",
@@ -109,11 +133,24 @@ function showDialog({ schemes, message }) {
       offered.length === 0
         ? h("p", { text: `This service takes ${schemes?.join(", ") || "no"} credentials here, which this page cannot send.` })
         : [
-            offered.length > 1 ? h("fieldset", { class: "schemes" }, h("legend", { text: "Credentials" }), offered.includes("Basic") && choice("Basic", "User name and password"), offered.includes("Bearer") && choice("Bearer", "Bearer token")) : null,
+            offered.length > 1
+              ? h(
+                  "fieldset",
+                  { class: "schemes" },
+                  h("legend", { text: "Credentials" }),
+                  offered.includes("Basic") && choice("Basic", "User name and password"),
+                  offered.includes("Bearer") && choice("Bearer", "Bearer token"),
+                )
+              : null,
             offered.includes("Basic") ? basicPart : null,
             offered.includes("Bearer") ? bearerPart : null,
           ],
-      h("div", { class: "actions" }, offered.length ? h("button", { type: "submit", class: "primary", text: "Sign in" }) : null, h("button", { type: "button", text: "Cancel", onclick: () => finish(false) })),
+      h(
+        "div",
+        { class: "actions" },
+        offered.length ? h("button", { type: "submit", class: "primary", text: "Sign in" }) : null,
+        h("button", { type: "button", text: "Cancel", onclick: () => finish(false) }),
+      ),
     );
     const dialog = /** @type {HTMLDialogElement} */ (h("dialog", { class: "sign-in-dialog", "aria-labelledby": ids.title }, form));
     function selected() {

@@ -21,7 +21,10 @@ export function h(tag, props = {}, ...children) {
     else if (key === "for") /** @type {HTMLLabelElement} */ (el).htmlFor = String(value);
     else if (key.startsWith("on") && typeof value === "function") el.addEventListener(key.slice(2), /** @type {EventListener} */ (value));
     else if (key.includes("-") || key === "role") el.setAttribute(key, value === true ? "" : String(value));
-    else /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (el))[key] = value;
+    else {
+      const properties = /** @type {Record<string, unknown>} */ (/** @type {unknown} */ (el));
+      properties[key] = value;
+    }
   }
   append(el, children);
   return el;

@@ -78,7 +78,10 @@ export function labelOf(name) {
 
 /** The last segment of a JSON pointer. @param {string} path */
 function lastSegment(path) {
-  return path.slice(path.lastIndexOf("/") + 1).replace(/~1/g, "/").replace(/~0/g, "~");
+  return path
+    .slice(path.lastIndexOf("/") + 1)
+    .replace(/~1/g, "/")
+    .replace(/~0/g, "~");
 }
 
 /** A JSON pointer segment. @param {string | number} key */
@@ -147,10 +150,18 @@ function field(path, label, input, options = {}) {
  */
 export function objectFields(schema, value, path, ctx) {
   const s = objectBranch(schema);
-  const drawn = Object.entries(s.properties).map(([prop, propSchema]) => ({ prop, el: editor(propSchema, value, prop, `${path}/${pointerSegment(prop)}`, ctx, { required: (s.required ?? []).includes(prop) }) }));
+  const drawn = Object.entries(s.properties).map(([prop, propSchema]) => ({
+    prop,
+    el: editor(propSchema, value, prop, `${path}/${pointerSegment(prop)}`, ctx, { required: (s.required ?? []).includes(prop) }),
+  }));
   const texts = drawn.filter((d) => d.prop === "summary" || d.prop === "fullDetails");
   if (texts.length === 0) return drawn.map((d) => d.el);
-  const folded = h("details", { class: "texts", open: texts.some((d) => value?.[d.prop]) }, h("summary", { text: "Summary and full details (shown in the personalized terms)" }), texts.map((d) => d.el));
+  const folded = h(
+    "details",
+    { class: "texts", open: texts.some((d) => value?.[d.prop]) },
+    h("summary", { text: "Summary and full details (shown in the personalized terms)" }),
+    texts.map((d) => d.el),
+  );
   const at = drawn.indexOf(texts[0]);
   const rest = drawn.filter((d) => !texts.includes(d)).map((d) => d.el);
   rest.splice(at, 0, folded);
@@ -166,7 +177,13 @@ export function objectFields(schema, value, path, ctx) {
  */
 function group(path, legend, className, ...children) {
   const errorId = uid("group-error");
-  return h("fieldset", { class: className, "data-path": path, "aria-describedby": errorId }, h("legend", { text: legend }), h("p", { class: "field-error", id: errorId, hidden: true }), ...children);
+  return h(
+    "fieldset",
+    { class: className, "data-path": path, "aria-describedby": errorId },
+    h("legend", { text: legend }),
+    h("p", { class: "field-error", id: errorId, hidden: true }),
+    ...children,
+  );
 }
 
 /**
@@ -197,17 +214,23 @@ export function editor(schema, holder, key, path, ctx, options = {}) {
     const choices = ctx.options(name, path, holder);
     if (!choices) {
       // Free values (override values): one text input, comma-separated.
-      return field(path, label, (id, describedBy) =>
-        h("input", {
-          id,
-          "aria-describedby": describedBy,
-          value: (holder[key] ?? []).join(", "),
-          oninput: (/** @type {Event} */ e) => {
-            const text = /** @type {HTMLInputElement} */ (e.target).value;
-            holder[key] = text.split(",").map((v) => v.trim()).filter((v) => v !== "");
-            changed();
-          },
-        }),
+      return field(
+        path,
+        label,
+        (id, describedBy) =>
+          h("input", {
+            id,
+            "aria-describedby": describedBy,
+            value: (holder[key] ?? []).join(", "),
+            oninput: (/** @type {Event} */ e) => {
+              const text = /** @type {HTMLInputElement} */ (e.target).value;
+              holder[key] = text
+                .split(",")
+                .map((v) => v.trim())
+                .filter((v) => v !== "");
+              changed();
+            },
+          }),
         { hint: /** @type {Record<string, string>} */ (hints)[name] },
       );
     }
@@ -276,7 +299,9 @@ export function editor(schema, holder, key, path, ctx, options = {}) {
             changed();
           },
         },
-        !required || current === undefined || current === "" ? h("option", { value: "", text: required ? "(choose)" : "(none)", selected: current === undefined || current === "" }) : null,
+        !required || current === undefined || current === ""
+          ? h("option", { value: "", text: required ? "(choose)" : "(none)", selected: current === undefined || current === "" })
+          : null,
         choices.map((c) => h("option", { value: c.value, text: c.label, selected: c.value === current })),
         current !== undefined && current !== "" && !known ? h("option", { value: current, text: `${current} (unknown)`, selected: true }) : null,
       ),

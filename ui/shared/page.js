@@ -20,7 +20,15 @@ export function startPage({ current }) {
   replace(
     header,
     h("span", { class: "brand", text: "warden" }),
-    h("nav", { "aria-label": "Web UIs" }, h("ul", {}, pages.map((p) => h("li", {}, h("a", { href: p.href, text: p.text, "aria-current": p.id === current ? "page" : undefined }))))),
+    h(
+      "nav",
+      { "aria-label": "Web UIs" },
+      h(
+        "ul",
+        {},
+        pages.map((p) => h("li", {}, h("a", { href: p.href, text: p.text, "aria-current": p.id === current ? "page" : undefined }))),
+      ),
+    ),
     account,
   );
   const renderAccount = () => {
@@ -28,7 +36,9 @@ export function startPage({ current }) {
     replace(
       account,
       h("span", { class: "who", text: credentials ? `Signed in: ${credentials.who}` : "Not signed in" }),
-      credentials ? h("button", { type: "button", text: "Sign out", onclick: () => signOut() }) : h("button", { type: "button", text: "Sign in", onclick: () => signIn() }),
+      credentials
+        ? h("button", { type: "button", text: "Sign out", onclick: () => signOut() })
+        : h("button", { type: "button", text: "Sign in", onclick: () => signIn() }),
     );
   };
   renderAccount();
@@ -54,7 +64,11 @@ export function startPage({ current }) {
  */
 export function describeError(error) {
   if (error instanceof ApiError) {
-    if (error.authUnavailable) return ["The service could not check your credentials right now (the directory or identity provider did not answer). Nothing was done; try again in a moment.", "auth-unavailable"];
+    if (error.authUnavailable)
+      return [
+        "The service could not check your credentials right now (the directory or identity provider did not answer). Nothing was done; try again in a moment.",
+        "auth-unavailable",
+      ];
     if (error.status === 401) return [`Not signed in: ${error.message}. Use "Sign in" at the top of the page.`, "error"];
     return [`${error.message} (${error.code})`, "error"];
   }

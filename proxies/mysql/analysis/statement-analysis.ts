@@ -89,7 +89,12 @@ const neverTypes = new Map<string, string>([
  * results are. Parsed with node-sql-parser's MariaDB grammar; a text it cannot parse is refused.
  */
 export function analyseStatement(text: string, policy: StatementPolicy): StatementAnalysis {
-  if (executableComment.test(text)) return refusal("parse", "statement.refused", "executable comments (/*! */, /*M! */) are refused by the export: the export's parser would not see what they run");
+  if (executableComment.test(text))
+    return refusal(
+      "parse",
+      "statement.refused",
+      "executable comments (/*! */, /*M! */) are refused by the export: the export's parser would not see what they run",
+    );
   if (diagnostics.test(text)) return { kind: "diagnostics" };
   let ast: unknown;
   try {
@@ -108,10 +113,24 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
   if (type === "transaction") return analyseTransaction(statement, policy);
   if (type === "use" && typeof statement.db === "string") return { kind: "use", db: statement.db };
   if (readTypes.has(type)) return { kind: "other", write: false };
-  if (type === "set" && setsCharacterSet(statement)) return refusal("denied", "statement.refused", "the connection's character set is fixed at login: a multi-byte character set whose bytes can stand for a quote or backslash would make the server read the statement otherwise than the export's parser");
-  if (type === "set") return policy.allowWrites ? { kind: "other", write: true } : refusal("readOnly", "statement.refused", "SET is refused by a read-only export (session variables can turn read-only off); allowWrites: true allows it");
-  if (!policy.allowWrites) return refusal("readOnly", "statement.refused", `${type.toUpperCase()} is refused: the export is read-only (allowWrites: true allows writes)`);
-  if (type === "create" && /procedure|function|trigger|event/i.test(String(statement.keyword ?? ""))) return refusal("denied", "statement.refused", "stored programs are refused by the export");
+  if (type === "set" && setsCharacterSet(statement))
+    return refusal(
+      "denied",
+      "statement.refused",
+      "the connection's character set is fixed at login: a multi-byte character set whose bytes can stand for a quote or backslash would make the server read the statement otherwise than the export's parser",
+    );
+  if (type === "set")
+    return policy.allowWrites
+      ? { kind: "other", write: true }
+      : refusal(
+          "readOnly",
+          "statement.refused",
+          "SET is refused by a read-only export (session variables can turn read-only off); allowWrites: true allows it",
+        );
+  if (!policy.allowWrites)
+    return refusal("readOnly", "statement.refused", `${type.toUpperCase()} is refused: the export is read-only (allowWrites: true allows writes)`);
+  if (type === "create" && /procedure|function|trigger|event/i.test(String(statement.keyword ?? "")))
+    return refusal("denied", "statement.refused", "stored programs are refused by the export");
   return { kind: "other", write: true };
 }
 
@@ -129,13 +148,20 @@ function setsCharacterSet(statement: Record<string, unknown>): boolean {
 function analyseTransaction(statement: Record<string, unknown>, policy: StatementPolicy): StatementAnalysis {
   const expr = statement.expr as { modes?: Array<{ value?: string }> | null } | undefined;
   const readWrite = (expr?.modes ?? []).some((mode) => /write/i.test(String(mode.value ?? "")));
-  if (readWrite && !policy.allowWrites) return refusal("readOnly", "statement.refused", "START TRANSACTION READ WRITE is refused: the export is read-only (allowWrites: true allows writes)");
+  if (readWrite && !policy.allowWrites)
+    return refusal("readOnly", "statement.refused", "START TRANSACTION READ WRITE is refused: the export is read-only (allowWrites: true allows writes)");
   return { kind: "other", write: false };
 }
 
 function analyseSelect(select: Record<string, unknown>, policy: StatementPolicy): StatementAnalysis {
-  if (containsSelectInto(select)) return refusal("denied", "statement.refused", "SELECT ... INTO (OUTFILE, DUMPFILE, variables) is refused by the export: the values would leave without being decided");
-  if (select.locking_read && !policy.allowWrites) return refusal("readOnly", "statement.refused", "SELECT ... FOR UPDATE is refused: the export is read-only (allowWrites: true allows it)");
+  if (containsSelectInto(select))
+    return refusal(
+      "denied",
+      "statement.refused",
+      "SELECT ... INTO (OUTFILE, DUMPFILE, variables) is refused by the export: the values would leave without being decided",
+    );
+  if (select.locking_read && !policy.allowWrites)
+    return refusal("readOnly", "statement.refused", "SELECT ... FOR UPDATE is refused: the export is read-only (allowWrites: true allows it)");
   return { kind: "select", shape: selectShape(select) };
 }
 
@@ -185,7 +211,8 @@ function selectShape(select: Record<string, unknown>): SelectShape {
   const derived = new Set<string>();
   const cteNames = new Set<string>();
   for (const cte of (select.with as Array<{ name?: { value?: string } }> | null) ?? []) if (cte.name?.value) cteNames.add(cte.name.value.toLowerCase());
-  let attributable = !select._next && !select.set_op && !select.groupby && !select.having && !hasAggregate([select.columns, select.orderby, select.having, select.window]);
+  let attributable =
+    !select._next && !select.set_op && !select.groupby && !select.having && !hasAggregate([select.columns, select.orderby, select.having, select.window]);
   for (const item of (select.from as Array<Record<string, unknown>> | null) ?? []) {
     if (item.using) attributable = false;
     if (item.type === "dual") continue;
@@ -209,7 +236,9 @@ function selectShape(select: Record<string, unknown>): SelectShape {
   }
   const entries: OutputEntry[] = [];
   const columns = select.columns;
-  for (const item of Array.isArray(columns) ? (columns as Array<{ expr?: Record<string, unknown> }>) : [{ expr: { type: "column_ref", table: null, column: "*" } }]) {
+  for (const item of Array.isArray(columns)
+    ? (columns as Array<{ expr?: Record<string, unknown> }>)
+    : [{ expr: { type: "column_ref", table: null, column: "*" } }]) {
     const expr = item.expr;
     const column = nameOf(expr?.column);
     if (expr?.type !== "column_ref" || column === undefined) {

@@ -120,7 +120,14 @@ export class CommandPhase {
   private async refuse(analysis: StatementAnalysis & { kind: "refused" }, text: string): Promise<boolean> {
     const { deps } = this;
     this.counts.refused++;
-    deps.audit("warn", analysis.event, `export ${deps.exportId} refused a statement: ${analysis.message}`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", code: analysis.code, reason: analysis.message, statement: text.slice(0, 200) });
+    deps.audit("warn", analysis.event, `export ${deps.exportId} refused a statement: ${analysis.message}`, {
+      exportId: deps.exportId,
+      connectionId: deps.connectionId,
+      component: "mysql",
+      code: analysis.code,
+      reason: analysis.message,
+      statement: text.slice(0, 200),
+    });
     await this.client.send(encodeErrPacket({ code: analysis.code, sqlState: analysis.sqlState, message: analysis.message }));
     return true;
   }
@@ -129,9 +136,17 @@ export class CommandPhase {
   private async refuseCommand(code: number, why: string): Promise<boolean> {
     const { deps } = this;
     const name = commandName(code);
-    const reason = why || (isReplicationOrAdministrationCommand(code) ? "replication and administration commands are refused by the export" : `${name} is refused by the export`);
+    const reason =
+      why ||
+      (isReplicationOrAdministrationCommand(code) ? "replication and administration commands are refused by the export" : `${name} is refused by the export`);
     this.counts.refused++;
-    deps.audit("warn", "command.refused", `export ${deps.exportId} refused ${name}: ${reason}`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", command: name, reason });
+    deps.audit("warn", "command.refused", `export ${deps.exportId} refused ${name}: ${reason}`, {
+      exportId: deps.exportId,
+      connectionId: deps.connectionId,
+      component: "mysql",
+      command: name,
+      reason,
+    });
     // ER_UNKNOWN_COM_ERROR: clients treat it as "the server does not do this".
     await this.client.send(encodeErrPacket({ code: 1047, sqlState: "08S01", message: reason }));
     return true;
@@ -233,12 +248,20 @@ export class CommandPhase {
     const definitionsEnd = deprecateEof ? undefined : await this.next();
     if (definitionsEnd && !isEofPacket(definitionsEnd)) throw this.outOfStep("column definitions not ended by EOF");
     const mapping = this.deps.decider.mapping();
-    const plan = planMysqlResult(columns, analysis?.kind === "select" ? analysis.shape : undefined, mapping, (recordField, schema, table) => this.catalog.key === mapping.key && this.catalog.maps(recordField, schema, table), this.database);
+    const plan = planMysqlResult(
+      columns,
+      analysis?.kind === "select" ? analysis.shape : undefined,
+      mapping,
+      (recordField, schema, table) => this.catalog.key === mapping.key && this.catalog.maps(recordField, schema, table),
+      this.database,
+    );
     this.client.push(first);
     columns.forEach((column, i) => {
       // A column that is always NULL is not NOT NULL any more.
       const alwaysNull = plan.groupOf[i]! < 0 && analysis?.kind !== "diagnostics";
-      this.client.push(alwaysNull && column.flags & ColumnFlag.NotNull ? encodeColumnDefinition({ ...column, flags: column.flags & ~ColumnFlag.NotNull }) : definitions[i]!);
+      this.client.push(
+        alwaysNull && column.flags & ColumnFlag.NotNull ? encodeColumnDefinition({ ...column, flags: column.flags & ~ColumnFlag.NotNull }) : definitions[i]!,
+      );
     });
     if (definitionsEnd) this.client.push(definitionsEnd);
     // SHOW WARNINGS answers Level, Code, Message; anything else is not passed as diagnostics.
@@ -279,7 +302,17 @@ export class CommandPhase {
    */
   private ok(payload: Buffer, write: boolean): Buffer {
     const ok = decodeOkPacket(payload, this.capabilities);
-    return encodeOkPacket({ header: ok.header, affectedRows: write ? ok.affectedRows : 0, lastInsertId: write ? ok.lastInsertId : 0, statusFlags: ok.statusFlags & ~ServerStatus.SessionStateChanged, warnings: ok.warnings, info: "" }, this.capabilities);
+    return encodeOkPacket(
+      {
+        header: ok.header,
+        affectedRows: write ? ok.affectedRows : 0,
+        lastInsertId: write ? ok.lastInsertId : 0,
+        statusFlags: ok.statusFlags & ~ServerStatus.SessionStateChanged,
+        warnings: ok.warnings,
+        info: "",
+      },
+      this.capabilities,
+    );
   }
 
   private error(payload: Buffer, statement: string | undefined): Buffer {
@@ -287,6 +320,10 @@ export class CommandPhase {
   }
 
   private outOfStep(what: string): SessionFailure {
-    return new SessionFailure(`backend sent ${what}`, { code: 2027, sqlState: "08S01", message: "the export ended the connection: the backend's answer was not one it can decide" });
+    return new SessionFailure(`backend sent ${what}`, {
+      code: 2027,
+      sqlState: "08S01",
+      message: "the export ended the connection: the backend's answer was not one it can decide",
+    });
   }
 }

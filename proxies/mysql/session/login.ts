@@ -1,7 +1,14 @@
 import { TLSSocket } from "node:tls";
 import { decodeAuthMoreData } from "../../../protocols/mysql/auth-more-data";
 import { decodeAuthSwitchRequest, encodeAuthSwitchRequest, scrambleOf } from "../../../protocols/mysql/auth-switch";
-import { CachingSha2, cachingSha2PasswordPlugin, cachingSha2Response, passwordFromCleartext, rsaEncryptedPassword, sha256PasswordRequestPublicKey } from "../../../protocols/mysql/caching-sha2-password";
+import {
+  CachingSha2,
+  cachingSha2PasswordPlugin,
+  cachingSha2Response,
+  passwordFromCleartext,
+  rsaEncryptedPassword,
+  sha256PasswordRequestPublicKey,
+} from "../../../protocols/mysql/caching-sha2-password";
 import { Capability } from "../../../protocols/mysql/capabilities";
 import { clientEd25519Plugin, ed25519Response } from "../../../protocols/mysql/client-ed25519";
 import { Command } from "../../../protocols/mysql/commands";
@@ -106,21 +113,36 @@ export class MysqlLogin {
       first = await client.next();
     }
     const response = decodeHandshakeResponse(first.payload);
-    if (quoteUnsafeCollations.has(response.characterSet)) return this.refuse({ code: 1115, sqlState: "42000" }, "the export takes no character set whose multi-byte characters can end in a quote or backslash byte (big5, sjis, gbk, cp932, gb18030): connect with utf8mb4", "character-set.refused");
+    if (quoteUnsafeCollations.has(response.characterSet))
+      return this.refuse(
+        { code: 1115, sqlState: "42000" },
+        "the export takes no character set whose multi-byte characters can end in a quote or backslash byte (big5, sjis, gbk, cp932, gb18030): connect with utf8mb4",
+        "character-set.refused",
+      );
     const capabilities = (response.capabilities & offered & passedCapabilities) >>> 0;
     const identity = { user: response.username, ...(response.database !== undefined ? { database: response.database } : {}) };
     let okStatus: number;
     if (deps.verification) okStatus = await this.directLogin(handshake, response, capabilities, tls);
     else okStatus = await this.passThrough(response, capabilities);
     if (!deps.policy.allowWrites) await this.makeReadOnly();
-    await client.send(encodeOkPacket({ header: 0, affectedRows: 0, lastInsertId: 0, statusFlags: okStatus & ~ServerStatus.SessionStateChanged, warnings: 0, info: "" }, capabilities));
+    await client.send(
+      encodeOkPacket(
+        { header: 0, affectedRows: 0, lastInsertId: 0, statusFlags: okStatus & ~ServerStatus.SessionStateChanged, warnings: 0, info: "" },
+        capabilities,
+      ),
+    );
     return { capabilities, ...identity };
   }
 
   /** The client's answer goes to the backend; the exchange is relayed until the backend says OK or ERR. */
   private async passThrough(response: HandshakeResponse, capabilities: number): Promise<number> {
     const { deps, client, backend } = this;
-    deps.audit("debug", "connection.pass-through", `connection ${deps.connectionId} authenticates with the backend of export ${deps.exportId}`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", user: response.username });
+    deps.audit("debug", "connection.pass-through", `connection ${deps.connectionId} authenticates with the backend of export ${deps.exportId}`, {
+      exportId: deps.exportId,
+      connectionId: deps.connectionId,
+      component: "mysql",
+      user: response.username,
+    });
     backend.sequence = 1;
     await backend.send(encodeHandshakeResponse({ ...response, capabilities, mariaDbCapabilities: 0 }));
     this.outgoing(response.username, "client", response.database);
@@ -130,7 +152,12 @@ export class MysqlLogin {
       if (isErrPacket(answer.payload)) {
         // The backend's own error (a wrong password): the client reacts to it as to the server.
         await client.send(answer.payload);
-        deps.audit("warn", "connection.backend-login-failed", `the backend of export ${deps.exportId} refused the login of '${response.username}'`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", user: response.username });
+        deps.audit("warn", "connection.backend-login-failed", `the backend of export ${deps.exportId} refused the login of '${response.username}'`, {
+          exportId: deps.exportId,
+          connectionId: deps.connectionId,
+          component: "mysql",
+          user: response.username,
+        });
         throw new LoginEnded("backend refused the login");
       }
       await client.send(answer.payload);
@@ -152,29 +179,56 @@ export class MysqlLogin {
     }
     const outcome = await verification.verify(response.username, password.toString("utf8"), deps.connectionId);
     if (!outcome.ok) {
-      if (outcome.failure === "unavailable") return this.refuse({ code: 1045, sqlState: "08004" }, "the export could not verify the credentials now; try again");
+      if (outcome.failure === "unavailable")
+        return this.refuse({ code: 1045, sqlState: "08004" }, "the export could not verify the credentials now; try again");
       if (outcome.failure === "token-needs-export-credentials") return this.refuse(accessDenied, outcome.reason);
       // MySQL's own wording: a client cannot tell an unknown user from a wrong password.
       return this.refuse(accessDenied, `Access denied for user '${response.username}' (using password: YES)`);
     }
     const identity = verification.backendIdentity ?? { user: response.username, password: password.toString("utf8") };
-    return this.backendLogin(handshake, { ...response, username: identity.user }, identity.password, capabilities, verification.backendIdentity ? "export" : "client");
+    return this.backendLogin(
+      handshake,
+      { ...response, username: identity.user },
+      identity.password,
+      capabilities,
+      verification.backendIdentity ? "export" : "client",
+    );
   }
 
   /** The proxy logs in to the backend with a password, answering the plugin the backend asks for. */
-  private async backendLogin(handshake: Handshake, response: HandshakeResponse, password: string, capabilities: number, source: "export" | "client"): Promise<number> {
+  private async backendLogin(
+    handshake: Handshake,
+    response: HandshakeResponse,
+    password: string,
+    capabilities: number,
+    source: "export" | "client",
+  ): Promise<number> {
     const { deps, backend } = this;
     let plugin = handshake.authPluginName || nativePasswordPlugin;
     let scramble = handshake.authPluginData;
     const first = authAnswer(plugin, password, scramble);
     backend.sequence = 1;
-    await backend.send(encodeHandshakeResponse({ ...response, capabilities, mariaDbCapabilities: 0, authPluginName: first ? plugin : nativePasswordPlugin, authResponse: first ?? nativePasswordResponse(password, scramble) }));
+    await backend.send(
+      encodeHandshakeResponse({
+        ...response,
+        capabilities,
+        mariaDbCapabilities: 0,
+        authPluginName: first ? plugin : nativePasswordPlugin,
+        authResponse: first ?? nativePasswordResponse(password, scramble),
+      }),
+    );
     this.outgoing(response.username, source, response.database);
     for (;;) {
       const answer = (await backend.next()).payload;
       if (isOkPacket(answer)) return decodeOkPacket(answer, capabilities).statusFlags;
       if (isErrPacket(answer)) {
-        deps.audit("warn", "connection.backend-login-failed", `export ${deps.exportId} could not log in to its backend as '${response.username}'`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", user: response.username, identitySource: source });
+        deps.audit("warn", "connection.backend-login-failed", `export ${deps.exportId} could not log in to its backend as '${response.username}'`, {
+          exportId: deps.exportId,
+          connectionId: deps.connectionId,
+          component: "mysql",
+          user: response.username,
+          identitySource: source,
+        });
         return this.refuse(accessDenied, "the export could not log in to its backend");
       }
       if (answer[0] === 0xfe) {
@@ -182,7 +236,12 @@ export class MysqlLogin {
         plugin = request.pluginName;
         scramble = scrambleOf(request.pluginData);
         const switched = authAnswer(plugin, password, scramble);
-        if (!switched) return this.refuse(accessDenied, `the backend asks for the '${plugin}' plugin, which the export does not answer over plain TCP`, "connection.backend-login-failed");
+        if (!switched)
+          return this.refuse(
+            accessDenied,
+            `the backend asks for the '${plugin}' plugin, which the export does not answer over plain TCP`,
+            "connection.backend-login-failed",
+          );
         await backend.send(switched);
         continue;
       }
@@ -207,18 +266,33 @@ export class MysqlLogin {
     backend.sequence = 0;
     await backend.send(Buffer.concat([Buffer.from([Command.Query]), Buffer.from("SET SESSION TRANSACTION READ ONLY")]));
     const answer = (await backend.next()).payload;
-    if (!isOkPacket(answer)) return this.refuse({ code: 1792, sqlState: "25006" }, "the export could not make the backend session read-only", "connection.read-only-failed");
+    if (!isOkPacket(answer))
+      return this.refuse({ code: 1792, sqlState: "25006" }, "the export could not make the backend session read-only", "connection.read-only-failed");
   }
 
   private outgoing(user: string, source: "export" | "client", database: string | undefined): void {
     const { deps } = this;
-    deps.audit("info", "connection.outgoing", `export ${deps.exportId} connects to ${deps.backend.host}:${deps.backend.port} as '${user}'`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", endpoint: `${deps.backend.host}:${deps.backend.port}`, identity: user, identitySource: source, database: database ?? null });
+    deps.audit("info", "connection.outgoing", `export ${deps.exportId} connects to ${deps.backend.host}:${deps.backend.port} as '${user}'`, {
+      exportId: deps.exportId,
+      connectionId: deps.connectionId,
+      component: "mysql",
+      endpoint: `${deps.backend.host}:${deps.backend.port}`,
+      identity: user,
+      identitySource: source,
+      database: database ?? null,
+    });
   }
 
   /** Answers the client with an error (audited when `event` is given) and ends the login. */
   private async refuse(error: { code: number; sqlState: string }, message: string, event?: string): Promise<never> {
     const { deps } = this;
-    if (event) deps.audit("warn", event, `connection to export ${deps.exportId} refused: ${message}`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "mysql", reason: message });
+    if (event)
+      deps.audit("warn", event, `connection to export ${deps.exportId} refused: ${message}`, {
+        exportId: deps.exportId,
+        connectionId: deps.connectionId,
+        component: "mysql",
+        reason: message,
+      });
     await this.client.send(encodeErrPacket({ ...error, message }));
     throw new LoginEnded(message);
   }
@@ -231,4 +305,3 @@ function authAnswer(plugin: string, password: string, scramble: Buffer): Buffer 
   if (plugin === clientEd25519Plugin) return ed25519Response(password, scramble);
   return undefined;
 }
-

@@ -95,7 +95,11 @@ export class RowDecisions {
   }
 
   private joinedMask(payload: Buffer, plan: MysqlResultPlan): RowMask | undefined {
-    return joinedRowMask(plan, { userOf: (group) => this.userOf(payload, this.values, plan.groups[group]!), verdictOf: (userId) => this.verdictOf(userId), allNull: (group) => this.allNull(group) });
+    return joinedRowMask(plan, {
+      userOf: (group) => this.userOf(payload, this.values, plan.groups[group]!),
+      verdictOf: (userId) => this.verdictOf(userId),
+      allNull: (group) => this.allNull(group),
+    });
   }
 
   /** Pushes the row under `mask` (undefined: dropped). */
@@ -164,8 +168,17 @@ export class RowDecisions {
     try {
       await Promise.race([this.deps.decider.load(userIds), deadline]);
     } catch (error) {
-      this.deps.audit("error", "decision.failed", `export ${this.deps.exportId} could not decide the users of a result: ${(error as Error).message}`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, component: "mysql", users: userIds.length });
-      throw new SessionFailure("decisions failed", { code: 1105, sqlState: "HY000", message: "the export could not decide about these rows now; the connection ends" });
+      this.deps.audit("error", "decision.failed", `export ${this.deps.exportId} could not decide the users of a result: ${(error as Error).message}`, {
+        exportId: this.deps.exportId,
+        connectionId: this.deps.connectionId,
+        component: "mysql",
+        users: userIds.length,
+      });
+      throw new SessionFailure("decisions failed", {
+        code: 1105,
+        sqlState: "HY000",
+        message: "the export could not decide about these rows now; the connection ends",
+      });
     } finally {
       clearTimeout(timer);
     }

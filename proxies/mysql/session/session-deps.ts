@@ -17,7 +17,13 @@ export interface MysqlLimits {
   decideTimeoutMs: number;
 }
 
-export const defaultMysqlLimits: MysqlLimits = { maxPayloadBytes: 64 * 1024 * 1024, maxConnections: 500, connectTimeoutMs: 10_000, loginTimeoutMs: 60_000, decideTimeoutMs: 15_000 };
+export const defaultMysqlLimits: MysqlLimits = {
+  maxPayloadBytes: 64 * 1024 * 1024,
+  maxConnections: 500,
+  connectTimeoutMs: 10_000,
+  loginTimeoutMs: 60_000,
+  decideTimeoutMs: 15_000,
+};
 
 /** What one connection counted, for its trace record and the export's totals. */
 export interface MysqlSessionCounts extends RowCounts {

@@ -113,7 +113,12 @@ export class Attribution {
       level.values = ((nodeType(values[0])?.[1].items as unknown[]) ?? []).length;
       return level;
     }
-    level.collapses = Boolean(select.groupClause || select.havingClause || select.groupDistinct || (select.distinctClause && (select.distinctClause as unknown[]).some((e) => e !== null && Object.keys(e as object).length > 0)));
+    level.collapses = Boolean(
+      select.groupClause ||
+        select.havingClause ||
+        select.groupDistinct ||
+        (select.distinctClause && (select.distinctClause as unknown[]).some((e) => e !== null && Object.keys(e as object).length > 0)),
+    );
     for (const item of (select.fromClause as Node[] | undefined) ?? []) level.items.push(this.fromItem(item, level));
     return level;
   }
@@ -198,7 +203,11 @@ export class Attribution {
       case "derived": {
         const outputs = this.outputsOf(item.sub);
         if (!outputs) return undefined;
-        return outputs.map((column, index) => ({ name: item.aliases[index] ?? column.name, origin: column.origin ? { kind: "derived", item, index } : undefined, hidden: column.hidden }));
+        return outputs.map((column, index) => ({
+          name: item.aliases[index] ?? column.name,
+          origin: column.origin ? { kind: "derived", item, index } : undefined,
+          hidden: column.hidden,
+        }));
       }
       case "join": {
         const left = this.columnsOf(item.left);
@@ -209,7 +218,11 @@ export class Attribution {
         else if (item.merged) merged = item.merged;
         const isMerged = (column: OutputColumn) => column.name !== undefined && merged.includes(column.name);
         // A merged column is one value for two instances: it has no origin of its own.
-        const columns: OutputColumn[] = [...merged.map((name) => ({ name, origin: undefined })), ...left.filter((c) => !isMerged(c)), ...right.filter((c) => !isMerged(c))];
+        const columns: OutputColumn[] = [
+          ...merged.map((name) => ({ name, origin: undefined })),
+          ...left.filter((c) => !isMerged(c)),
+          ...right.filter((c) => !isMerged(c)),
+        ];
         return columns.map((column, index) => ({ ...column, name: item.aliases[index] ?? column.name }));
       }
       case "unknown":
@@ -226,8 +239,12 @@ export class Attribution {
 
   /** The output of a level, position by position, hidden columns at the end. */
   layout(level: Level): LayoutEntry[] {
-    if (level.left) return this.layout(level.left).map((entry) => (entry.kind === "gap" ? entry : { kind: "column", column: { name: entry.column.name, origin: undefined, hidden: entry.column.hidden } }));
-    if (level.values !== undefined) return Array.from({ length: level.values }, (_, i) => ({ kind: "column", column: { name: `column${i + 1}`, origin: undefined } }));
+    if (level.left)
+      return this.layout(level.left).map((entry) =>
+        entry.kind === "gap" ? entry : { kind: "column", column: { name: entry.column.name, origin: undefined, hidden: entry.column.hidden } },
+      );
+    if (level.values !== undefined)
+      return Array.from({ length: level.values }, (_, i) => ({ kind: "column", column: { name: `column${i + 1}`, origin: undefined } }));
     const entries: LayoutEntry[] = [];
     for (const target of (level.select.targetList as Node[] | undefined) ?? []) {
       const fields = nodeType(target)?.[1] ?? {};

@@ -56,14 +56,20 @@ export function pushdownSelect(statement: Node, schema: SchemaView, target: Push
     }
     const candidates = schema.relations(name, schemaName).filter((relation) => relation.mapped);
     if (candidates.length !== 1 || !wrapper || rangeVar.catalogname !== undefined) {
-      problem ??= candidates.length > 1 ? `${name} names more than one mapped table: qualify it with its schema` : `${schemaName ? `${schemaName}.` : ""}${name} is not a table of the export's mapping`;
+      problem ??=
+        candidates.length > 1
+          ? `${name} names more than one mapped table: qualify it with its schema`
+          : `${schemaName ? `${schemaName}.` : ""}${name} is not a table of the export's mapping`;
       return false;
     }
     found.push({ wrapper, relation: candidates[0]! });
     return true;
   };
   if (!readsOnlyCatalogs(select[1], schema.shadows, onRelation)) {
-    return { kind: "refused", message: `with pushdown, a SELECT may read only the export's mapped tables and the system catalogs, with built-in functions${problem ? ` (${problem})` : ""}` };
+    return {
+      kind: "refused",
+      message: `with pushdown, a SELECT may read only the export's mapped tables and the system catalogs, with built-in functions${problem ? ` (${problem})` : ""}`,
+    };
   }
   // The walk accepted no relation of the hook's: every name was the catalogs' (catalog-reads.ts).
   if (found.length === 0) return { kind: "catalog" };
@@ -116,7 +122,9 @@ function derivedTable(relation: RelationView, inherited: boolean, target: Pushdo
   // deparser writes `::pg_catalog.text` as `::text`, which a search_path could redirect. No user id is empty, so
   // with one resource-context column an empty or NULL value simply joins no verdict.
   const textOf = (column: string) => (relation.textColumns?.has(column) ? `t.${ident(column)}` : `pg_catalog.format('%s', t.${ident(column)})`);
-  const subjects = relation.subjectColumns.map((column) => `CASE WHEN t.${ident(column)} IS NULL OR ${textOf(column)} OPERATOR(pg_catalog.=) '' THEN NULL ELSE ${textOf(column)} END`);
+  const subjects = relation.subjectColumns.map(
+    (column) => `CASE WHEN t.${ident(column)} IS NULL OR ${textOf(column)} OPERATOR(pg_catalog.=) '' THEN NULL ELSE ${textOf(column)} END`,
+  );
   const userOf = subjects.length === 0 ? "NULL" : subjects.length === 1 ? textOf(relation.subjectColumns[0]!) : `COALESCE(${subjects.join(", ")})`;
   const sql =
     `SELECT ${columns.join(", ")} FROM ${inherited ? "" : "ONLY "}${ident(relation.schema)}.${ident(relation.name)} AS t ` +

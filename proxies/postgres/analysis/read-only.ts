@@ -81,7 +81,8 @@ function selectRefusal(select: Node): Refusal | undefined {
  * notifications, WAL messages, replication slots and origins, other sessions, the server's
  * configuration, logs and statistics, sequences, and extensions that reach other servers or files.
  */
-const writingFunctions = /^(lo_(creat|create|from_bytea|import|export|unlink|put|truncate|truncate64|open)|lowrite|pg_notify|pg_logical_emit_message|pg_(create|drop|copy)_\w*replication_slot|pg_replication_(origin|slot)_\w+|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile|pg_switch_wal|pg_create_restore_point|pg_stat_reset\w*|pg_backup_(start|stop)|pg_promote|pg_wal_replay_(pause|resume)|pg_import_system_collations|pg_log_backend_memory_contexts|setval|nextval|dblink\w*|pg_file_\w+|pg_logdir_ls)$/;
+const writingFunctions =
+  /^(lo_(creat|create|from_bytea|import|export|unlink|put|truncate|truncate64|open)|lowrite|pg_notify|pg_logical_emit_message|pg_(create|drop|copy)_\w*replication_slot|pg_replication_(origin|slot)_\w+|pg_terminate_backend|pg_cancel_backend|pg_reload_conf|pg_rotate_logfile|pg_switch_wal|pg_create_restore_point|pg_stat_reset\w*|pg_backup_(start|stop)|pg_promote|pg_wal_replay_(pause|resume)|pg_import_system_collations|pg_log_backend_memory_contexts|setval|nextval|dblink\w*|pg_file_\w+|pg_logdir_ls)$/;
 
 /**
  * set_config() can turn the read-only guard off for the session's next transactions; some built-ins
@@ -99,7 +100,8 @@ function functionRefusal(call: Node): Refusal | undefined {
   const setting = constantString(args[0]);
   if (setting === undefined) return refused("set_config() with a setting name that is not a constant");
   if (guardedSettings.has(setting.toLowerCase())) return refused(`set_config('${setting}', ...)`);
-  if (!clientWritten(args[1])) return refused("set_config() with a value that is not a constant or a parameter (the setting would keep a value read from a table)", "42501");
+  if (!clientWritten(args[1]))
+    return refused("set_config() with a value that is not a constant or a parameter (the setting would keep a value read from a table)", "42501");
   return undefined;
 }
 
@@ -155,7 +157,10 @@ function settingRefusal(fields: Node): Refusal | undefined {
     default:
       if (!guardedSettings.has(name)) return undefined;
       if (name.endsWith("read_only") && fields.kind === "VAR_SET_VALUE" && isOn((fields.args as Node[] | undefined)?.[0])) return undefined;
-      return refused(name === "role" ? "SET ROLE" : name === "session_authorization" ? "SET SESSION AUTHORIZATION" : `SET ${name}`, name.endsWith("read_only") ? "25006" : "42501");
+      return refused(
+        name === "role" ? "SET ROLE" : name === "session_authorization" ? "SET SESSION AUTHORIZATION" : `SET ${name}`,
+        name.endsWith("read_only") ? "25006" : "42501",
+      );
   }
 }
 

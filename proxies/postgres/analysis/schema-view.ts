@@ -37,8 +37,13 @@ export function schemaView(relations: readonly RelationView[], shadows?: Catalog
     list.push(relation);
     byName.set(relation.name, list);
   }
-  const shadowKey = shadows && [shadows.functions, shadows.operators, shadows.types, shadows.relations, shadows.added, shadows.attributeFunctions].map((names) => [...names].sort());
-  const key = JSON.stringify([relations.map((r) => [r.schema, r.name, r.columns, r.subjectColumns, r.mapped, r.categories ?? null, [...(r.textColumns ?? [])]]), shadowKey ?? null]);
+  const shadowKey =
+    shadows &&
+    [shadows.functions, shadows.operators, shadows.types, shadows.relations, shadows.added, shadows.attributeFunctions].map((names) => [...names].sort());
+  const key = JSON.stringify([
+    relations.map((r) => [r.schema, r.name, r.columns, r.subjectColumns, r.mapped, r.categories ?? null, [...(r.textColumns ?? [])]]),
+    shadowKey ?? null,
+  ]);
   return {
     key,
     relations: (name, schema) => {

@@ -97,7 +97,8 @@ function selectOf(node: Node): Node | undefined {
   const typed = nodeType(node);
   if (!typed) return undefined;
   if (typed[0] === "SelectStmt") return node;
-  if (typed[0] === "DeclareCursorStmt" || typed[0] === "PrepareStmt") return nodeType(typed[1].query)?.[0] === "SelectStmt" ? (typed[1].query as Node) : undefined;
+  if (typed[0] === "DeclareCursorStmt" || typed[0] === "PrepareStmt")
+    return nodeType(typed[1].query)?.[0] === "SelectStmt" ? (typed[1].query as Node) : undefined;
   return undefined;
 }
 
@@ -106,7 +107,13 @@ function selectOf(node: Node): Node | undefined {
  * rewritten (its statement deparsed and read back, then put in place of the client's), or the
  * text is refused. Other statements (writes, when allowed) run as the client wrote them.
  */
-function analyzePushdown(sql: string, parsed: ParsedStatement[], schema: SchemaView, target: PushdownTarget, identifiers: () => ReadonlySet<string>): QueryAnalysis {
+function analyzePushdown(
+  sql: string,
+  parsed: ParsedStatement[],
+  schema: SchemaView,
+  target: PushdownTarget,
+  identifiers: () => ReadonlySet<string>,
+): QueryAnalysis {
   const base = { text: sql, statements: [], insertions: [], identifiers, hiddenPrefix };
   const rewritten = new Set<Node>();
   const bytes = Buffer.from(sql, "utf8");
@@ -121,7 +128,8 @@ function analyzePushdown(sql: string, parsed: ParsedStatement[], schema: SchemaV
     if (result.kind === "catalog") continue;
     if (result.kind === "refused") return { ...base, refusal: { sqlState: "42501", message: result.message } };
     const text = deparseChecked(statement.node);
-    if (text === undefined) return { ...base, refusal: { sqlState: "0A000", message: "with pushdown, the export could not rewrite this statement exactly; write it more simply" } };
+    if (text === undefined)
+      return { ...base, refusal: { sqlState: "0A000", message: "with pushdown, the export could not rewrite this statement exactly; write it more simply" } };
     rewritten.add(select);
     parts.push(bytes.subarray(copied, statement.start));
     const at = bytes.subarray(0, statement.start).toString("utf8").length + shift;
@@ -132,13 +140,82 @@ function analyzePushdown(sql: string, parsed: ParsedStatement[], schema: SchemaV
     copied = statement.end;
   }
   parts.push(bytes.subarray(copied));
-  const shapeOf = (select: Node | undefined) => () => (select && rewritten.has(select) ? pushdownShape : nodeType(select)?.[0] === "SelectStmt" ? catalogShape : undefined);
+  const shapeOf = (select: Node | undefined) => () =>
+    select && rewritten.has(select) ? pushdownShape : nodeType(select)?.[0] === "SelectStmt" ? catalogShape : undefined;
   const statements = parsed.map((statement) => effectOf(statement.node, shapeOf)(false));
   return { text: insertions.length > 0 ? Buffer.concat(parts).toString("utf8") : sql, statements, insertions, identifiers, hiddenPrefix };
 }
 
 /** Labels PostgreSQL gives expressions from keywords (FigureColname), which no identifier node spells. */
-const keywordLabels = ["?column?", "case", "row", "array", "exists", "coalesce", "greatest", "least", "nullif", "xmlconcat", "xmlelement", "xmlexists", "xmlforest", "xmlparse", "xmlpi", "xmlroot", "xmlserialize", "xmltable", "current_date", "current_time", "current_timestamp", "localtime", "localtimestamp", "current_role", "current_user", "user", "session_user", "current_catalog", "current_schema", "system_user", "grouping", "json_object", "json_array", "json_objectagg", "json_arrayagg", "json", "json_scalar", "json_serialize", "json_query", "json_value", "json_exists", "merge_action", "position", "substring", "overlay", "trim", "extract", "collation for", "normalize", "interval", "bool", "int4", "numeric", "text", "varchar", "bpchar", "float4", "float8", "int2", "int8", "timestamp", "timestamptz", "time", "timetz", "date", "bit", "varbit"];
+const keywordLabels = [
+  "?column?",
+  "case",
+  "row",
+  "array",
+  "exists",
+  "coalesce",
+  "greatest",
+  "least",
+  "nullif",
+  "xmlconcat",
+  "xmlelement",
+  "xmlexists",
+  "xmlforest",
+  "xmlparse",
+  "xmlpi",
+  "xmlroot",
+  "xmlserialize",
+  "xmltable",
+  "current_date",
+  "current_time",
+  "current_timestamp",
+  "localtime",
+  "localtimestamp",
+  "current_role",
+  "current_user",
+  "user",
+  "session_user",
+  "current_catalog",
+  "current_schema",
+  "system_user",
+  "grouping",
+  "json_object",
+  "json_array",
+  "json_objectagg",
+  "json_arrayagg",
+  "json",
+  "json_scalar",
+  "json_serialize",
+  "json_query",
+  "json_value",
+  "json_exists",
+  "merge_action",
+  "position",
+  "substring",
+  "overlay",
+  "trim",
+  "extract",
+  "collation for",
+  "normalize",
+  "interval",
+  "bool",
+  "int4",
+  "numeric",
+  "text",
+  "varchar",
+  "bpchar",
+  "float4",
+  "float8",
+  "int2",
+  "int8",
+  "timestamp",
+  "timestamptz",
+  "time",
+  "timetz",
+  "date",
+  "bit",
+  "varbit",
+];
 
 /**
  * Analyses one client text (a Query's, or a Parse's statement): parses it with PostgreSQL's
@@ -162,7 +239,8 @@ export function analyzeQuery(sql: string, schema: SchemaView, policy: StatementP
   const lower = sql.toLowerCase();
   if (lower.includes(reservedPrefix) || lower.includes("u&")) {
     for (const name of identifiersOf(parsed)) {
-      if (name.toLowerCase().startsWith(reservedPrefix)) return { ...base, identifiers, refusal: { sqlState: "42501", message: `names starting with ${reservedPrefix} are reserved by the export` } };
+      if (name.toLowerCase().startsWith(reservedPrefix))
+        return { ...base, identifiers, refusal: { sqlState: "42501", message: `names starting with ${reservedPrefix} are reserved by the export` } };
     }
   }
   for (const statement of parsed) {
@@ -254,7 +332,9 @@ function planGroups(attribution: Attribution, level: Level): GroupPlan {
     if (!base || plan.groups.some((g) => g.key === base.key)) continue;
     const { relation } = base;
     // Resource-context columns the result already shows (the same instance's, through the same subqueries) need no hidden copy.
-    const shown = relation.subjectColumns.map((subject) => columns.some((c) => c.origin && baseOf(attribution, c.origin)?.key === base.key && baseOf(attribution, c.origin)?.column === subject));
+    const shown = relation.subjectColumns.map((subject) =>
+      columns.some((c) => c.origin && baseOf(attribution, c.origin)?.key === base.key && baseOf(attribution, c.origin)?.column === subject),
+    );
     let hidden: Array<string | undefined> = relation.subjectColumns.map(() => undefined);
     if (shown.some((s) => !s)) {
       const expressions = attribution.subjectExpressions(level, column.origin);
@@ -274,7 +354,10 @@ function finishShape(attribution: Attribution, level: Level, plan: GroupPlan, hi
     if (entry.kind === "gap") return entry;
     const base = bases[index];
     const group = base ? plan.groups.findIndex((g) => g.key === base.key) : -1;
-    return { kind: "column", column: { hidden: entry.column.hidden, group, expect: base && group >= 0 ? { relation: base.relation, column: base.column } : undefined } };
+    return {
+      kind: "column",
+      column: { hidden: entry.column.hidden, group, expect: base && group >= 0 ? { relation: base.relation, column: base.column } : undefined },
+    };
   });
   const groups = plan.groups.map((group) => ({
     relation: group.relation,
@@ -284,7 +367,18 @@ function finishShape(attribution: Attribution, level: Level, plan: GroupPlan, hi
       return bases.findIndex((base) => base?.key === group.key && base.column === subject);
     }),
   }));
-  const key = JSON.stringify([entries.map((e) => (e.kind === "gap" ? 0 : [e.column.hidden ?? "", e.column.group, e.column.expect ? [e.column.expect.relation.schema, e.column.expect.relation.name, e.column.expect.column] : 0])), groups.map((g) => [g.relation.schema, g.relation.name, g.subjects])]);
+  const key = JSON.stringify([
+    entries.map((e) =>
+      e.kind === "gap"
+        ? 0
+        : [
+            e.column.hidden ?? "",
+            e.column.group,
+            e.column.expect ? [e.column.expect.relation.schema, e.column.expect.relation.name, e.column.expect.column] : 0,
+          ],
+    ),
+    groups.map((g) => [g.relation.schema, g.relation.name, g.subjects]),
+  ]);
   const hiddenCount = entries.filter((e) => e.kind === "column" && e.column.hidden).length;
   return { key, entries, groups, hiddenCount, hiddenPrefix };
 }
@@ -312,7 +406,24 @@ function clearHidden(level: Level): void {
 }
 
 /** Clause keywords that end a target list (at its own parenthesis depth). */
-const targetListEnd = new Set(["FROM", "INTO", "WHERE", "GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "OFFSET", "FETCH", "FOR", "UNION", "INTERSECT", "EXCEPT", "ON", "RETURNING"]);
+const targetListEnd = new Set([
+  "FROM",
+  "INTO",
+  "WHERE",
+  "GROUP",
+  "HAVING",
+  "WINDOW",
+  "ORDER",
+  "LIMIT",
+  "OFFSET",
+  "FETCH",
+  "FOR",
+  "UNION",
+  "INTERSECT",
+  "EXCEPT",
+  "ON",
+  "RETURNING",
+]);
 /** Keywords after which one of those is part of an expression: IS DISTINCT FROM, WITHIN GROUP, COLLATION FOR. */
 const expressionPairs: Record<string, string> = { FROM: "DISTINCT", GROUP: "WITHIN", FOR: "COLLATION" };
 
@@ -367,7 +478,11 @@ function splice(sql: string, levels: Level[]): { text: string; insertions: Query
 /** The trees of `statements` (parsed again: the levels point into other copies) with the hidden targets added, without locations. */
 function withHiddenTargets(statements: ParsedStatement[], levels: Level[]): unknown[] {
   const added = new Map<string, Node[]>();
-  for (const level of levels) added.set(signature(level.select), level.hidden.map((h) => hiddenTarget(h.expression, h.name)));
+  for (const level of levels)
+    added.set(
+      signature(level.select),
+      level.hidden.map((h) => hiddenTarget(h.expression, h.name)),
+    );
   const rewrite = (value: unknown): unknown => {
     if (Array.isArray(value)) return value.map(rewrite);
     if (value === null || typeof value !== "object") return value;

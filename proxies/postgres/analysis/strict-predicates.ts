@@ -22,12 +22,18 @@ export function strictRefusal(statement: Node, schema: SchemaView): Refusal | un
   walkNodes(statement, (type, fields) => {
     if (refusal) return;
     // A window written in a call (OVER (...)) is a WindowDef without its type name.
-    const clauses = type === "FuncCall" && fields.over ? predicateClauses.WindowDef!.map((clause) => [clause, (fields.over as Node)[clause]] as const) : (predicateClauses[type] ?? []).map((clause) => [clause, fields[clause]] as const);
+    const clauses =
+      type === "FuncCall" && fields.over
+        ? predicateClauses.WindowDef!.map((clause) => [clause, (fields.over as Node)[clause]] as const)
+        : (predicateClauses[type] ?? []).map((clause) => [clause, fields[clause]] as const);
     for (const [clause, value] of clauses) {
       if (value === undefined) continue;
       const offending = offendingReference(value, type === "SelectStmt" ? fields : undefined, schema);
       if (offending !== undefined) {
-        refusal = { sqlState: "42501", message: `this export is strict: ${clauseName(clause)} may use only resource-context columns (${[...schema.subjectColumnNames].join(", ") || "none mapped"}), not ${offending}` };
+        refusal = {
+          sqlState: "42501",
+          message: `this export is strict: ${clauseName(clause)} may use only resource-context columns (${[...schema.subjectColumnNames].join(", ") || "none mapped"}), not ${offending}`,
+        };
         return;
       }
     }

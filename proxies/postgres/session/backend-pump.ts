@@ -1,6 +1,13 @@
 import { BackendCode } from "../../../protocols/postgres/codes";
 import { decodeCommandComplete, encodeCommandComplete, selectCount, withReturnedRows } from "../../../protocols/postgres/command-complete";
-import { decodeErrorFields, encodeErrorResponse, encodeNoticeResponse, errorFields, ErrorField, type ErrorFields } from "../../../protocols/postgres/error-response";
+import {
+  decodeErrorFields,
+  encodeErrorResponse,
+  encodeNoticeResponse,
+  errorFields,
+  ErrorField,
+  type ErrorFields,
+} from "../../../protocols/postgres/error-response";
 import { encodeExecuteBytes } from "../../../protocols/postgres/execute";
 import { FrameList, type Frame } from "../../../protocols/postgres/frames";
 import { decodeParameterStatus } from "../../../protocols/postgres/parameter-status";
@@ -189,7 +196,9 @@ export class BackendPump {
       case BackendCode.CommandComplete: {
         if (this.swallowingCopyOut) {
           this.swallowingCopyOut = false;
-          out.push(encodeErrorResponse(errorFields("ERROR", "42501", "COPY TO STDOUT is not allowed through this export: its rows would bypass the purpose's filter")));
+          out.push(
+            encodeErrorResponse(errorFields("ERROR", "42501", "COPY TO STDOUT is not allowed through this export: its rows would bypass the purpose's filter")),
+          );
         } else if (rows.plan && selectCount(bytes, frame.bodyStart, frame.end) === rows.rowsSent) {
           // The common answer to a query with rows: its count already is the rows the client received.
           out.pushRange(bytes, frame.start, frame.end);
@@ -262,7 +271,12 @@ export class BackendPump {
         this.swallowingCopyOut = true;
         connection.counts.refused++;
         const { deps } = connection;
-        deps.audit("warn", "copy-out.refused", "COPY TO STDOUT refused: its rows would bypass the purpose's filter", { exportId: deps.exportId, connectionId: deps.connectionId, component: "postgres", identity: connection.identity.user ?? null });
+        deps.audit("warn", "copy-out.refused", "COPY TO STDOUT refused: its rows would bypass the purpose's filter", {
+          exportId: deps.exportId,
+          connectionId: deps.connectionId,
+          component: "postgres",
+          identity: connection.identity.user ?? null,
+        });
         return;
       }
       case BackendCode.CopyBothResponse:

@@ -41,7 +41,10 @@ const unwillingTls = 0x4e; // 'N'
  * `ready` resolves with the socket the session then talks over, or rejects with a
  * BackendTlsFailure (TLS refused or failed) or another error (the backend is unreachable).
  */
-export function connectWithTls(endpoint: BackendEndpoint & { tls: BackendTls }, timeoutMs: number): { raw: Socket; ready: Promise<{ socket: Socket; encrypted: boolean }> } {
+export function connectWithTls(
+  endpoint: BackendEndpoint & { tls: BackendTls },
+  timeoutMs: number,
+): { raw: Socket; ready: Promise<{ socket: Socket; encrypted: boolean }> } {
   const { host, port, tls } = endpoint;
   const raw = connectTcp({ host, port });
   raw.setNoDelay(true);
@@ -64,7 +67,14 @@ export function connectWithTls(endpoint: BackendEndpoint & { tls: BackendTls }, 
       // The answer is one byte; anything behind it was not sent over TLS by the server (CVE-2021-23222).
       if (answer.length !== 1 || (answer[0] !== willingTls && answer[0] !== unwillingTls)) {
         raw.destroy();
-        fail(new BackendTlsFailure("08001", "the export's backing store answered its TLS request wrongly", "connection.backend-tls-failed", "the answer to SSLRequest was not a single 'S' or 'N'"));
+        fail(
+          new BackendTlsFailure(
+            "08001",
+            "the export's backing store answered its TLS request wrongly",
+            "connection.backend-tls-failed",
+            "the answer to SSLRequest was not a single 'S' or 'N'",
+          ),
+        );
         return;
       }
       if (answer[0] === unwillingTls) {
@@ -74,7 +84,14 @@ export function connectWithTls(endpoint: BackendEndpoint & { tls: BackendTls }, 
           return;
         }
         raw.destroy();
-        fail(new BackendTlsFailure("08001", `the export's backing store does not accept TLS, and this export requires it (backendTls: ${tls.mode})`, "connection.backend-tls-refused", "the server answered 'N' to SSLRequest"));
+        fail(
+          new BackendTlsFailure(
+            "08001",
+            `the export's backing store does not accept TLS, and this export requires it (backendTls: ${tls.mode})`,
+            "connection.backend-tls-refused",
+            "the server answered 'N' to SSLRequest",
+          ),
+        );
         return;
       }
       const secure = connectTls({ socket: raw, ...tlsOptions(host, tls) });
@@ -86,7 +103,14 @@ export function connectWithTls(endpoint: BackendEndpoint & { tls: BackendTls }, 
       const handshakeFailed = (error: Error) => {
         secure.destroy();
         const code = (error as NodeJS.ErrnoException).code ?? "";
-        fail(new BackendTlsFailure("08001", `the export could not ${tls.mode === "verify-ca" || tls.mode === "verify-full" ? "verify its backing store over TLS" : "set up TLS with its backing store"} (backendTls: ${tls.mode})`, "connection.backend-tls-failed", code ? `${code}: ${error.message}` : error.message));
+        fail(
+          new BackendTlsFailure(
+            "08001",
+            `the export could not ${tls.mode === "verify-ca" || tls.mode === "verify-full" ? "verify its backing store over TLS" : "set up TLS with its backing store"} (backendTls: ${tls.mode})`,
+            "connection.backend-tls-failed",
+            code ? `${code}: ${error.message}` : error.message,
+          ),
+        );
       };
       secure.on("error", handshakeFailed);
     });

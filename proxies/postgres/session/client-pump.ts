@@ -177,7 +177,10 @@ export class ClientPump {
     this.portalDescribed = undefined;
     if (queue.clientSkipsToSync && frame.code !== FrontendCode.Sync && frame.code !== FrontendCode.Terminate) return true;
     // During COPY IN, and for messages the backend will skip (an error earlier in this extended-protocol batch): no answer expected.
-    if (queue.copyingIn || (queue.backendSkipsToSync && frame.code !== FrontendCode.Sync && frame.code !== FrontendCode.Terminate && frame.code !== FrontendCode.FunctionCall)) {
+    if (
+      queue.copyingIn ||
+      (queue.backendSkipsToSync && frame.code !== FrontendCode.Sync && frame.code !== FrontendCode.Terminate && frame.code !== FrontendCode.FunctionCall)
+    ) {
       if (!queue.copyingIn || queue.copyInFrame(frame.code)) out.forward(bytes, frame.start, frame.end);
       return true;
     }
@@ -260,7 +263,12 @@ export class ClientPump {
         const effect = named.portal(bytes.toString("latin1", frame.bodyStart, portalEnd));
         named.sent(effect);
         // Still the last expectation: not answered yet (nor cleared by an error).
-        if (described && queue.last() === described.expectation && equalBytes(described.chunk, described.nameStart, described.nameEnd, bytes, frame.bodyStart, portalEnd)) described.expectation.decidesRows = true;
+        if (
+          described &&
+          queue.last() === described.expectation &&
+          equalBytes(described.chunk, described.nameStart, described.nameEnd, bytes, frame.bodyStart, portalEnd)
+        )
+          described.expectation.decidesRows = true;
         else {
           out.push(encodeDescribeBytes(TargetKind.Portal, bytes.subarray(frame.bodyStart, portalEnd)));
           queue.push({ kind: "describe", forClient: false, decidesRows: true, effect });
@@ -343,7 +351,13 @@ export class ClientPump {
     connection.counts.refused++;
     const fields = errorFields("ERROR", refusal.sqlState, refusal.message);
     if (refusal.position) fields.set(ErrorField.Position, String(refusal.position));
-    deps.audit("warn", "statement.refused", `statement refused: ${refusal.message}`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "postgres", identity: connection.identity.user ?? null, sqlState: refusal.sqlState });
+    deps.audit("warn", "statement.refused", `statement refused: ${refusal.message}`, {
+      exportId: deps.exportId,
+      connectionId: deps.connectionId,
+      component: "postgres",
+      identity: connection.identity.user ?? null,
+      sqlState: refusal.sqlState,
+    });
     this.queue.push({ kind: "refusal", error: encodeErrorResponse(fields), readyForQuery });
     if (this.queue.length === 1) {
       const out = new OutputBuffer(256);

@@ -23,7 +23,16 @@ export class Connection {
   client: Socket;
   backend?: Socket;
   identity: { user?: string; database?: string } = {};
-  readonly counts: SessionCounts = { rowsIn: 0, rowsKept: 0, rowsDropped: 0, valuesNulled: 0, statements: 0, statementsParsed: 0, notificationsDropped: 0, refused: 0 };
+  readonly counts: SessionCounts = {
+    rowsIn: 0,
+    rowsKept: 0,
+    rowsDropped: 0,
+    valuesNulled: 0,
+    statements: 0,
+    statementsParsed: 0,
+    notificationsDropped: 0,
+    refused: 0,
+  };
   private clientHolds = 0;
   /** What the other parts release when the connection closes (timers, waiting promises, cancel keys). */
   private readonly cleanups: Array<() => void> = [];
@@ -73,7 +82,12 @@ export class Connection {
   /** Refuses what the export does not allow with a FATAL error, audits it, and ends the connection. */
   refuse(sqlState: string, message: string, event: string): void {
     this.counts.refused++;
-    this.deps.audit("warn", event, message, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, component: "postgres", identity: this.identity.user ?? null });
+    this.deps.audit("warn", event, message, {
+      exportId: this.deps.exportId,
+      connectionId: this.deps.connectionId,
+      component: "postgres",
+      identity: this.identity.user ?? null,
+    });
     this.fatal(sqlState, message);
   }
 
@@ -95,7 +109,11 @@ export class Connection {
   failClient(error: unknown): void {
     if (this.closed) return;
     if (error instanceof ProtocolError) {
-      this.deps.audit("warn", "protocol.invalid", `invalid message from the client: ${error.message}`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, component: "postgres" });
+      this.deps.audit("warn", "protocol.invalid", `invalid message from the client: ${error.message}`, {
+        exportId: this.deps.exportId,
+        connectionId: this.deps.connectionId,
+        component: "postgres",
+      });
       this.fatal("08P01", `invalid message from the client: ${error.message}`);
     } else this.failInternally(error);
   }
@@ -103,14 +121,21 @@ export class Connection {
   failBackend(error: unknown): void {
     if (this.closed) return;
     if (error instanceof ProtocolError) {
-      this.deps.audit("error", "protocol.backend-invalid", `the backend broke the protocol: ${error.message}`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId });
+      this.deps.audit("error", "protocol.backend-invalid", `the backend broke the protocol: ${error.message}`, {
+        exportId: this.deps.exportId,
+        connectionId: this.deps.connectionId,
+      });
       this.fatal("08P01", "the export lost its backing store connection");
     } else this.failInternally(error);
   }
 
   /** An unexpected failure: the client learns only that the export failed (no internal text). */
   private failInternally(error: unknown): void {
-    this.deps.audit("error", "connection.failed", `connection ${this.deps.connectionId} failed inside the export`, { exportId: this.deps.exportId, connectionId: this.deps.connectionId, error: String((error as Error)?.message ?? error) });
+    this.deps.audit("error", "connection.failed", `connection ${this.deps.connectionId} failed inside the export`, {
+      exportId: this.deps.exportId,
+      connectionId: this.deps.connectionId,
+      error: String((error as Error)?.message ?? error),
+    });
     this.fatal("XX000", "the export failed to process this connection");
   }
 

@@ -75,7 +75,12 @@ export class Login {
     // Held open by a client that says nothing, a connection would keep a place others need to log in.
     const timeoutMs = connection.deps.limits.loginTimeoutMs;
     this.authenticationTimer = setTimeout(() => {
-      if (connection.phase !== "ready") connection.refuse("08006", `the connection was not ready in time (startup and authentication take at most ${timeoutMs / 1000} s)`, "authentication.timeout");
+      if (connection.phase !== "ready")
+        connection.refuse(
+          "08006",
+          `the connection was not ready in time (startup and authentication take at most ${timeoutMs / 1000} s)`,
+          "authentication.timeout",
+        );
     }, timeoutMs);
   }
 
@@ -150,7 +155,11 @@ export class Login {
           answer = this.backendLogin.answer(decodeAuthentication(bodyOf(bytes, frame)));
         } catch (error) {
           if (!(error instanceof BackendLoginError)) throw error;
-          deps.audit("warn", "connection.backend-login-failed", `export ${deps.exportId} could not log in to its backing store: ${error.message}`, { exportId: deps.exportId, connectionId: deps.connectionId, endpoint: `${deps.backend.host}:${deps.backend.port}` });
+          deps.audit("warn", "connection.backend-login-failed", `export ${deps.exportId} could not log in to its backing store: ${error.message}`, {
+            exportId: deps.exportId,
+            connectionId: deps.connectionId,
+            endpoint: `${deps.backend.host}:${deps.backend.port}`,
+          });
           connection.toClient(out);
           connection.fatal("28000", "the export could not log in to its backing store");
           return;
@@ -252,7 +261,11 @@ export class Login {
     if (connection.deps.directVerification) {
       // A password in cleartext: only over TLS.
       if (!(connection.client instanceof TLSSocket)) {
-        connection.refuse("28000", "this export verifies passwords itself and takes them only over TLS: connect with sslmode=require", "connection.tls-required");
+        connection.refuse(
+          "28000",
+          "this export verifies passwords itself and takes them only over TLS: connect with sslmode=require",
+          "connection.tls-required",
+        );
         return;
       }
       connection.phase = "verifying";
@@ -336,7 +349,18 @@ export class Login {
           this.backendUnreachable(error);
           return;
         }
-        deps.audit("warn", error.auditEvent, `export ${deps.exportId} could not connect to ${endpoint.host}:${endpoint.port} as its backendTls (${endpoint.tls.mode}) requires: ${error.message}`, { exportId: deps.exportId, connectionId: deps.connectionId, endpoint: `${endpoint.host}:${endpoint.port}`, backendTls: endpoint.tls.mode, error: error.message });
+        deps.audit(
+          "warn",
+          error.auditEvent,
+          `export ${deps.exportId} could not connect to ${endpoint.host}:${endpoint.port} as its backendTls (${endpoint.tls.mode}) requires: ${error.message}`,
+          {
+            exportId: deps.exportId,
+            connectionId: deps.connectionId,
+            endpoint: `${endpoint.host}:${endpoint.port}`,
+            backendTls: endpoint.tls.mode,
+            error: error.message,
+          },
+        );
         connection.fatal(error.sqlState, error.clientMessage);
       },
     );
@@ -347,8 +371,22 @@ export class Login {
     const { connection } = this;
     const { deps } = connection;
     const { host, port } = deps.backend;
-    deps.audit("info", "connection.outgoing", `export ${deps.exportId} connected to ${host}:${port} as '${backendUser}'`, { exportId: deps.exportId, connectionId: deps.connectionId, endpoint: `${host}:${port}`, identity: backendUser, database: connection.identity.database ?? null, identitySource: this.backendLogin ? (deps.directVerification?.backendIdentity ? "export" : "client") : "client (pass-through)", ...(tls ?? {}) });
-    if (!this.backendLogin) deps.audit("debug", "connection.pass-through", `connection ${deps.connectionId} passed through to the backing store for authentication`, { exportId: deps.exportId, connectionId: deps.connectionId, component: "postgres", identity: connection.identity.user ?? null });
+    deps.audit("info", "connection.outgoing", `export ${deps.exportId} connected to ${host}:${port} as '${backendUser}'`, {
+      exportId: deps.exportId,
+      connectionId: deps.connectionId,
+      endpoint: `${host}:${port}`,
+      identity: backendUser,
+      database: connection.identity.database ?? null,
+      identitySource: this.backendLogin ? (deps.directVerification?.backendIdentity ? "export" : "client") : "client (pass-through)",
+      ...(tls ?? {}),
+    });
+    if (!this.backendLogin)
+      deps.audit("debug", "connection.pass-through", `connection ${deps.connectionId} passed through to the backing store for authentication`, {
+        exportId: deps.exportId,
+        connectionId: deps.connectionId,
+        component: "postgres",
+        identity: connection.identity.user ?? null,
+      });
     connection.client.resume();
   }
 
@@ -356,7 +394,12 @@ export class Login {
     const { connection } = this;
     const { deps } = connection;
     const { host, port } = deps.backend;
-    deps.audit("warn", "connection.backend-unreachable", `export ${deps.exportId} cannot reach ${host}:${port}`, { exportId: deps.exportId, connectionId: deps.connectionId, endpoint: `${host}:${port}`, error: (error as NodeJS.ErrnoException).code ?? error.message });
+    deps.audit("warn", "connection.backend-unreachable", `export ${deps.exportId} cannot reach ${host}:${port}`, {
+      exportId: deps.exportId,
+      connectionId: deps.connectionId,
+      endpoint: `${host}:${port}`,
+      error: (error as NodeJS.ErrnoException).code ?? error.message,
+    });
     connection.fatal("08006", "the export cannot reach its backing store");
   }
 }

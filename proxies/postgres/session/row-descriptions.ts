@@ -60,7 +60,12 @@ export class RowDescriptions {
       this.describedCatalogVersion = this.catalog.version;
     }
     const last = this.lastDescribed;
-    if (last && (last.shape === shape || (last.shape !== undefined && shape !== undefined && last.shape.key === shape.key)) && equalBytes(last.bytes, 0, last.bytes.length, bytes, frame.bodyStart, frame.end)) return last.result;
+    if (
+      last &&
+      (last.shape === shape || (last.shape !== undefined && shape !== undefined && last.shape.key === shape.key)) &&
+      equalBytes(last.bytes, 0, last.bytes.length, bytes, frame.bodyStart, frame.end)
+    )
+      return last.result;
     const key = shapeKey(shape) + bytes.toString("latin1", frame.bodyStart, frame.end);
     let result = this.described.get(key);
     if (!result) {
@@ -85,7 +90,10 @@ export class RowDescriptions {
     if (forClient === undefined || (forClient.clientNamesVersion !== this.recent.version && forClient.clientNamesVersion !== -1)) {
       const visible = this.visibleColumns(result.plan);
       // Labels that are mapped column names or ?column? do not depend on what the client wrote: kept for good (-1).
-      forClient = result.forClient = { clientNamesVersion: visible.askedClient ? this.recent.version : -1, rewritten: visible.columns ? encodeRowDescription(visible.columns) : undefined };
+      forClient = result.forClient = {
+        clientNamesVersion: visible.askedClient ? this.recent.version : -1,
+        rewritten: visible.columns ? encodeRowDescription(visible.columns) : undefined,
+      };
     }
     if (forClient.rewritten) out.push(forClient.rewritten);
     else out.pushRange(bytes, frame.start, frame.end);
@@ -119,7 +127,9 @@ export class RowDescriptions {
         return;
       }
       changed = true;
-      visible.push(emptied ? { name, tableOid: 0, attributeNumber: 0, typeOid: textTypeOid, typeSize: -1, typeModifier: -1, format: column.format } : { ...column, name });
+      visible.push(
+        emptied ? { name, tableOid: 0, attributeNumber: 0, typeOid: textTypeOid, typeSize: -1, typeModifier: -1, format: column.format } : { ...column, name },
+      );
     });
     return { columns: changed ? visible : undefined, askedClient };
   }

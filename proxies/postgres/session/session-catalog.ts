@@ -109,7 +109,14 @@ export class SessionCatalog {
 
   private apply(results: string[][][], mapping: MappingView): void {
     // [the mapped relations' columns, when the mapping names any], the shadowed catalog names, the newest relation.
-    const rows: CatalogRow[] = (results.length > 2 ? results[0]! : []).map((r) => ({ tableOid: Number(r[0]), attributeNumber: Number(r[1]), schema: r[2]!, table: r[3]!, column: r[4]!, typeOid: Number(r[5]) }));
+    const rows: CatalogRow[] = (results.length > 2 ? results[0]! : []).map((r) => ({
+      tableOid: Number(r[0]),
+      attributeNumber: Number(r[1]),
+      schema: r[2]!,
+      table: r[3]!,
+      column: r[4]!,
+      typeOid: Number(r[5]),
+    }));
     this.current = catalogFrom(rows, mapping, shadowsFrom(results[results.length - 2] ?? []));
     this.version++;
     this.newestRelation = Number(results[results.length - 1]?.[0]?.[0] ?? 0);
