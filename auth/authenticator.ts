@@ -1,5 +1,5 @@
 import { componentTypes, servedComponents } from "./components";
-import { choicesFor, isEnforced, openSecurityConfig, type SecurityConfig, type VerifierFactories } from "./security-config";
+import { choicesFor, isEnforced, namedDomains, openSecurityConfig, type SecurityConfig, type VerifierFactories } from "./security-config";
 import { CountTree } from "../metrics/count-tree";
 import { FailureBudget, type FailureKeys } from "./failure-budget";
 import { CredentialRejected, SecurityConfigError, VerifierUnavailable } from "./types";
@@ -32,6 +32,19 @@ export type AccessOutcome =
   | { kind: "unsupported"; reason: string; credentialType: string }
   /** Too many failed checks from this address or for this user: not checked, try again after the wait (429). */
   | { kind: "throttled"; reason: string; retryAfterSeconds: number };
+
+/** Whether a component enforces authentication on a name, and the verifier profile each credential type goes to there. */
+export interface SelectionOnName {
+  enforced: boolean;
+  verifiers: Partial<Record<CredentialType, { verifier: VerifierType; profile: string; entry: string }>>;
+}
+
+/** A component's selection on names no selector names, and on each name some selector names. */
+export interface ComponentSelection extends SelectionOnName {
+  component: ComponentName;
+  componentType: Component["type"];
+  byDomainName: Record<string, SelectionOnName>;
+}
 
 const verifierKey = (type: VerifierType, profile: string) => `${type}/${profile}`;
 
@@ -114,9 +127,37 @@ export class Authenticator {
     return { ...this.descriptions, enforcedComponentNames: this.enforcedComponents() };
   }
 
-  /** The components (spec 5.3) that enforce authentication, whatever the domain name. */
+  /** The components (spec 5.3) that enforce authentication on some domain name (or on every one). */
   enforcedComponents(): ComponentName[] {
     return (Object.keys(componentTypes) as ComponentName[]).filter((name) => this.isEnforced({ name, type: componentTypes[name] }));
+  }
+
+  /**
+   * Each served component's verifier selection (spec 6, "configuration selection"): whether it
+   * enforces and which verifier profile takes each credential type, on names no selector names
+   * and on each name one does.
+   */
+  selections(): ComponentSelection[] {
+    const selectionOn = (component: Component, enforced: boolean): SelectionOnName => ({
+      enforced,
+      verifiers: Object.fromEntries(
+        [...choicesFor(this.config, component)].map(([type, choice]) => [type, { verifier: choice.verifier, profile: choice.profile, entry: choice.path }]),
+      ),
+    });
+    return servedComponents.map((name) => {
+      const anyName: Component = { name, type: componentTypes[name] };
+      const onOtherNames = this.config.enforcedComponents.some(
+        (selector) => !selector.domainName && isEnforced({ ...this.config, enforcedComponents: [selector] }, anyName),
+      );
+      return {
+        component: name,
+        componentType: componentTypes[name],
+        ...selectionOn(anyName, onOtherNames),
+        byDomainName: Object.fromEntries(
+          namedDomains(this.config).map((domainName) => [domainName, selectionOn({ ...anyName, domainName }, this.isEnforced({ ...anyName, domainName }))]),
+        ),
+      };
+    });
   }
 
   isEnforced(component: Component): boolean {

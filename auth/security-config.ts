@@ -219,9 +219,21 @@ export function choicesFor(config: SecurityConfig, component: Component): Map<Cr
 }
 
 /**
- * The name a client connects with is the client's choice (the Host header): a selector scoped
- * to a domain name enforces on every name, so no name escapes it (fail closed).
+ * Spec 5.2/5.3: a selector with a domain name enforces only on that name. A connection whose
+ * name is unknown (no Host, a wire protocol without SNI) could be for that name, so every
+ * selector enforces on it (fail closed).
  */
 export function isEnforced(config: SecurityConfig, component: Component): boolean {
-  return config.enforcedComponents.some((selector) => selects({ ...selector, domainName: undefined }, component));
+  return config.enforcedComponents.some((selector) =>
+    selects(component.domainName === undefined ? { ...selector, domainName: undefined } : selector, component),
+  );
+}
+
+/** The domain names some selector of the file names: where a component's selection may differ from its selection on other names. */
+export function namedDomains(config: SecurityConfig): string[] {
+  const selectors = [
+    ...config.enforcedComponents,
+    ...[...config.credentials.values()].flat().flatMap((choice) => (choice.selectors ? [choice.selectors] : [])),
+  ];
+  return [...new Set(selectors.flatMap((selector) => (selector.domainName ? [selector.domainName] : [])))].sort();
 }

@@ -337,6 +337,15 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     message: "node started with this configuration",
     details: { node: publicConfig(config), actorTypes: runtime.host.registeredTypes(), authentication: authenticator.describe() },
   });
+  for (const selection of authenticator.selections()) {
+    await runtime.events.audit({
+      category: selection.component,
+      level: "info",
+      event: "config.selection",
+      message: `${selection.component}: ${selection.enforced ? "enforces authentication" : "does not enforce authentication"}${Object.keys(selection.byDomainName).length > 0 ? " (see byDomainName for named domains)" : ""}`,
+      details: { ...selection },
+    });
+  }
   if (!gatewayTls && authenticator.enforcedComponents().some((name) => componentTypes[name] === "api")) {
     // Allowed (TLS may end at a load balancer in front), but said: Basic passwords and tokens would cross the network in the clear.
     await runtime.events.audit({

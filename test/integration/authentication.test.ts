@@ -6,6 +6,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
+import type { ComponentSelection } from "../../auth/authenticator";
+import { servedComponents } from "../../auth/components";
 import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
 import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
@@ -65,6 +67,8 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
       { componentName: "export" },
       { componentName: "postgres" },
       { componentName: "pipeline" },
+      // Spec 5.2: enforced on this name only; the user API stays open on the others.
+      { componentName: "user", domainName: "users.example.org" },
     ],
   };
 }
@@ -88,6 +92,7 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
   const call = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpsAnswer> =>
     httpsRequest(`${node.url}${path}`, {
       ca,
+      servername: "localhost",
       method,
       headers: body === undefined ? headers : { "content-type": "application/json", ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -234,7 +239,10 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     assert.equal(curl("wrong-key", "/config").stdout, "401");
 
     assert.equal((await call("GET", "/config", undefined, { authorization: "Digest username=alice" })).status, 401, "an unknown scheme");
-    assert.notEqual((await call("GET", "/user/u-accepted")).status, 401, "user is not enforced");
+    assert.notEqual((await call("GET", "/user/u-accepted")).status, 401, "user is not enforced on the node's own name");
+    const onUsersName = await call("GET", "/user/u-accepted", undefined, { host: "Users.Example.org." });
+    assert.equal(onUsersName.status, 401, "user is enforced on users.example.org (case and a final dot do not matter)");
+    assert.equal((await call("GET", "/user/accepted", undefined, { host: "users.example.org", ...asAlice })).status, 200);
   });
 
   test("the export verifies clients itself over TLS (LDAP password or OAuth token) and logs in to PostgreSQL as the export or as the client", async () => {
@@ -393,7 +401,21 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     const active = records.find((r) => r.record.event === "config.active")!.record.details as {
       authentication: { enforcedComponentNames: string[]; configurationFile: string };
     };
-    assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "decision", "export", "mapping", "pipeline", "postgres"]);
+    assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "decision", "export", "mapping", "pipeline", "postgres", "user"]);
+    // Spec 6: each component's verifier selection is its own info record, in the component's category.
+    const selections = records.filter((r) => r.record.event === "config.selection");
+    assert.deepEqual(selections.map((r) => r.subject).sort(), [...servedComponents].map((name) => `warden.audit.${name}.info`).sort());
+    const selectionOf = (name: string) => selections.find((r) => r.record.details?.component === name)!.record.details as unknown as ComponentSelection;
+    assert.equal(selectionOf("config").enforced, true);
+    assert.deepEqual(selectionOf("config").verifiers.cloudSigningCredentials, { verifier: "cloud", profile: "dev", entry: "credentials[2].verifiers[0]" });
+    assert.deepEqual(selectionOf("pipeline").verifiers.cloudSigningCredentials, {
+      verifier: "cloud",
+      profile: "exports",
+      entry: "credentials[2].verifiers[1]",
+    });
+    assert.equal(selectionOf("user").enforced, false, "on names no selector names");
+    assert.equal(selectionOf("user").byDomainName["users.example.org"].enforced, true);
+    assert.equal(selectionOf("redact").byDomainName["users.example.org"].enforced, false);
     assert.deepEqual(
       subjectsOf("port.opened"),
       ["warden.audit.pipeline.info", "warden.audit.postgres.info", "warden.audit.service.info"],
@@ -412,12 +434,14 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
       "warden.audit.mapping.info",
       "warden.audit.pipeline.info",
       "warden.audit.postgres.info",
+      "warden.audit.user.info",
     ]);
     assert.deepEqual(subjectsOf("connection.denied"), [
       "warden.audit.config.warn",
       "warden.audit.mapping.warn",
       "warden.audit.pipeline.warn",
       "warden.audit.postgres.warn",
+      "warden.audit.user.warn",
     ]);
     assert.deepEqual(subjectsOf("connection.unsupported"), ["warden.audit.config.warn", "warden.audit.pipeline.warn"]);
     assert.ok(subjectsOf("connection.unauthenticated").includes("warden.audit.user.debug"), "API use without authentication, at debug");

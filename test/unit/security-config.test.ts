@@ -102,12 +102,9 @@ test("enforcement by selector: only config enforced leaves redact open", () => {
     withChange((c) => (c.enforcedComponents = [{ componentName: "config", domainName: "admin.example.org" }])),
     verifierFactories,
   );
-  assert.equal(
-    isEnforced(byDomain, component("config", "other.example.org")),
-    true,
-    "the Host is the client's choice: a domain-scoped enforcement holds on every name",
-  );
-  assert.equal(isEnforced(byDomain, component("config")), true);
+  assert.equal(isEnforced(byDomain, component("config", "other.example.org")), false, "spec 5.2: a domain-scoped enforcement holds on its name only");
+  assert.equal(isEnforced(byDomain, component("config", "Admin.Example.org")), true);
+  assert.equal(isEnforced(byDomain, component("config")), true, "a connection whose name is unknown could be for that name: enforced");
   assert.equal(isEnforced(byDomain, component("user", "admin.example.org")), false);
   const none = parseSecurityConfig(
     withChange((c) => delete c.enforcedComponents),
