@@ -23,6 +23,15 @@ export interface OauthConfiguration {
    */
   introspectionClientId: string;
   introspectionClientSecret: string;
+  /** Extension (issue 26): an introspection answer without `aud` is refused (RFC 7662 makes `aud` optional). */
+  requireAudience: boolean;
+  /**
+   * Extension (issue 26): only access tokens pass: a JWT must say `typ: at+jwt` (RFC 9068), an
+   * introspection answer `token_type` Bearer. ID tokens and refresh tokens are refused.
+   */
+  accessTokensOnly: boolean;
+  /** Extension (issue 26): seconds after which the metadata document is fetched again (issuer or jwks_uri may change). */
+  metadataRefreshInterval: number;
 }
 
 type Jose = typeof import("jose", { with: { "resolution-mode": "import" } });
@@ -50,6 +59,9 @@ const properties = [
   "verifyOauthServiceCertificate",
   "introspectionClientId",
   "introspectionClientSecret",
+  "requireAudience",
+  "accessTokensOnly",
+  "metadataRefreshInterval",
 ];
 /** setTimeout's limit: a longer wait would fire at once. */
 const maxTimeoutSeconds = Math.floor((2 ** 31 - 1) / 1000);
@@ -61,6 +73,13 @@ const jwksRefetchIntervalMs = 30_000;
 export const jwtShape = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 /** RFC 6750 b64token: anything else is not a bearer token and is not sent to the introspection endpoint. */
 const bearerTokenShape = /^[A-Za-z0-9\-._~+/]+=*$/;
+/** RFC 9068 2.1: the JWT header `typ` of an access token (the media type's short and long forms). */
+const accessTokenTypes = new Set(["at+jwt", "application/at+jwt"]);
+/**
+ * RFC 7662 `token_type` values of an access token presented as a bearer token. `DPoP` is not
+ * one: a DPoP-bound token used without its proof would be a stolen one.
+ */
+const bearerTokenTypes = new Set(["bearer", "access_token"]);
 
 interface ServerMetadata {
   issuer: string;
@@ -92,6 +111,7 @@ class OauthVerifier implements Verifier {
   readonly type = "oauth";
   private readonly algorithms: Set<string>;
   private metadataLoad: Promise<ServerMetadata> | undefined;
+  private metadataCache: { value: ServerMetadata; fetchedAt: number } | undefined;
   private keys: { set: KeySet; fetchedAt: number } | undefined;
   private keysLoad: Promise<KeySet> | undefined;
   private lastKeysFetch = Number.NEGATIVE_INFINITY;
@@ -145,6 +165,10 @@ class OauthVerifier implements Verifier {
     if (typeof header.alg !== "string" || !this.algorithms.has(header.alg)) {
       throw new CredentialRejected(`JWT signing algorithm ${quote(header.alg)} is not allowed (allowed: ${this.configuration.allowedSigningAlgorithms.join(", ")})`);
     }
+    // An ID token names the client as its audience and is signed by the same keys: only its typ tells it from an access token.
+    if (this.configuration.accessTokensOnly && (typeof header.typ !== "string" || !accessTokenTypes.has(header.typ.toLowerCase()))) {
+      throw new CredentialRejected(`JWT typ ${quote(header.typ)} is not an access token's (at+jwt, RFC 9068)`);
+    }
 
     const { issuer } = await this.metadata();
     const options: JWTVerifyOptions = {
@@ -192,12 +216,25 @@ class OauthVerifier implements Verifier {
     };
   }
 
-  /** Fetched once; a failed fetch is forgotten so the next token tries again. */
+  /**
+   * The metadata document while it is younger than metadataRefreshInterval, otherwise a fresh
+   * one (concurrent callers share one fetch). A failed fetch is not kept: the token is denied as
+   * an outage and the next one tries again. Keys of a jwks_uri that changed are dropped.
+   */
   private metadata(): Promise<ServerMetadata> {
-    this.metadataLoad ??= this.loadMetadata().catch((error: unknown) => {
-      this.metadataLoad = undefined;
-      throw error;
-    });
+    const cached = this.metadataCache;
+    if (cached && Date.now() - cached.fetchedAt < this.configuration.metadataRefreshInterval * 1000) return Promise.resolve(cached.value);
+    this.metadataLoad ??= (async () => {
+      const startedAt = Date.now();
+      try {
+        const value = await this.loadMetadata();
+        if (this.metadataCache && this.metadataCache.value.jwksUri !== value.jwksUri) this.keys = undefined;
+        this.metadataCache = { value, fetchedAt: startedAt };
+        return value;
+      } finally {
+        this.metadataLoad = undefined;
+      }
+    })();
     return this.metadataLoad;
   }
 
@@ -272,6 +309,10 @@ class OauthVerifier implements Verifier {
     // The same clock tolerance as for JWTs.
     if (typeof answer.exp === "number" && answer.exp + clockToleranceSeconds <= now) throw new CredentialRejected("token expired (introspection exp)");
     if (typeof answer.nbf === "number" && answer.nbf - clockToleranceSeconds > now) throw new CredentialRejected("token not valid yet (introspection nbf)");
+    if (this.configuration.accessTokensOnly && (typeof answer.token_type !== "string" || !bearerTokenTypes.has(answer.token_type.toLowerCase()))) {
+      throw new CredentialRejected(`introspection token_type ${quote(answer.token_type)} is not a bearer access token's`);
+    }
+    if (answer.aud === undefined && this.configuration.requireAudience) throw new CredentialRejected("introspection answer names no audience (requireAudience)");
     if (audience === "" || answer.aud === undefined) return;
     const audiences = typeof answer.aud === "string" ? [answer.aud] : answer.aud;
     if (!Array.isArray(audiences)) throw new VerifierUnavailable(`${url}: introspection answer has an 'aud' that is neither a string nor an array`);
@@ -327,8 +368,12 @@ function parseConfiguration(raw: Record<string, unknown> | undefined, path: stri
     }
   }
 
-  const verifyOauthServiceCertificate = values.verifyOauthServiceCertificate ?? true;
-  if (typeof verifyOauthServiceCertificate !== "boolean") throw error("verifyOauthServiceCertificate", `must be true or false, got ${JSON.stringify(verifyOauthServiceCertificate)}`);
+  const boolean = (property: string, fallback: boolean): boolean => {
+    const value = values[property] ?? fallback;
+    if (typeof value !== "boolean") throw error(property, `must be true or false, got ${JSON.stringify(value)}`);
+    return value;
+  };
+  const verifyOauthServiceCertificate = boolean("verifyOauthServiceCertificate", true);
 
   const introspectionClientId = string("introspectionClientId");
   const introspectionClientSecret = string("introspectionClientSecret");
@@ -351,6 +396,9 @@ function parseConfiguration(raw: Record<string, unknown> | undefined, path: stri
     verifyOauthServiceCertificate,
     introspectionClientId,
     introspectionClientSecret,
+    requireAudience: boolean("requireAudience", false),
+    accessTokensOnly: boolean("accessTokensOnly", true),
+    metadataRefreshInterval: integer("metadataRefreshInterval", 3600, 1, maxTimeoutSeconds),
   };
 }
 

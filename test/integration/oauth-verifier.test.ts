@@ -133,6 +133,24 @@ describe("oauth verifier against a real OpenID provider", () => {
     await refused(verifier, "not a bearer token", /neither a JWT nor a bearer token/);
   });
 
+  test("access tokens only (RFC 9068 typ): the provider's at+jwt passes; an ID-token-shaped JWT (typ JWT, or none) is refused unless accessTokensOnly is false", async () => {
+    const verifier = verifierFor(idp);
+    const idToken = await idp.sign({ sub: "mallory" }, { typ: "JWT" });
+    const untyped = await idp.sign({ sub: "mallory" }, { typ: undefined });
+    await refused(verifier, idToken, /JWT typ "JWT" is not an access token's/);
+    await refused(verifier, untyped, /JWT typ undefined is not an access token's/);
+    assert.equal((await verifier.verify(bearer(await idp.sign({}, { typ: "application/AT+JWT" })))).subject, idp.client.id);
+    const lenient = verifierFor(idp, { accessTokensOnly: false });
+    assert.equal((await lenient.verify(bearer(idToken))).subject, "mallory");
+    assert.equal((await lenient.verify(bearer(await idp.jwtToken()))).subject, idp.client.id);
+  });
+
+  test("requireAudience: the provider introspects an opaque token without aud; refused when an audience is required", async () => {
+    const opaque = await idp.opaqueToken("read");
+    assert.equal((await introspectingVerifierFor(idp).verify(bearer(opaque))).subject, idp.client.id, "aud is optional in RFC 7662 by default");
+    await refused(introspectingVerifierFor(idp, { requireAudience: true }), opaque, /names no audience \(requireAudience\)/);
+  });
+
   test("with introspection: oidc-provider refuses to introspect JWTs, so the verifier fails closed", async () => {
     // oidc-provider answers 400 unsupported_token_type for structured tokens; a JWT must then be denied as an outage.
     await unavailable(introspectingVerifierFor(idp).verify(bearer(await idp.jwtToken())), /token\/introspection: answered HTTP 400 \(unsupported_token_type\)/);
@@ -253,7 +271,7 @@ describe("oauth verifier against a hand-made OAuth service: what the OpenID prov
 
   async function tokenFrom(base: string, claims: Record<string, unknown> = {}): Promise<string> {
     const { SignJWT, importJWK } = await import("jose");
-    return new SignJWT({ iss: base, aud: "urn:fake", sub: "svc", exp: now() + 300, ...claims }).setProtectedHeader({ alg: "RS256", kid: key.kid }).sign(await importJWK(key, "RS256"));
+    return new SignJWT({ iss: base, aud: "urn:fake", sub: "svc", exp: now() + 300, ...claims }).setProtectedHeader({ alg: "RS256", kid: key.kid, typ: "at+jwt" }).sign(await importJWK(key, "RS256"));
   }
 
   before(async () => {
@@ -326,25 +344,51 @@ describe("oauth verifier against a hand-made OAuth service: what the OpenID prov
     const verifier = verifierAt(http, "/introspected-metadata", { jwks_uri: `${http}/jwks` }, { introspectionUrl: `${http}/introspect`, introspectionClientId: "rs", introspectionClientSecret: "a b:c" });
     const token = "opaque-token-value";
 
-    answer = { active: true, client_id: "svc", scope: "read", aud: ["urn:fake", "urn:other"], exp: now() + 60 };
+    answer = { active: true, token_type: "Bearer", client_id: "svc", scope: "read", aud: ["urn:fake", "urn:other"], exp: now() + 60 };
     assert.deepEqual(await verifier.verify(bearer(token)), { subject: "svc", assertions: ["scope:read"] });
     assert.equal(seen?.body, `token=${token}&token_type_hint=access_token`);
     assert.equal(seen?.authorization, `Basic ${Buffer.from("rs:a+b%3Ac").toString("base64")}`);
 
     answer = { active: "yes" };
     await unavailable(verifier.verify(bearer(token)), /introspect: introspection answer has no boolean 'active'/);
-    answer = { active: true, sub: "svc", aud: "urn:other" };
+    answer = { active: true, token_type: "Bearer", sub: "svc", aud: "urn:other" };
     await refused(verifier, token, /audience "urn:other" does not include "urn:fake"/);
-    answer = { active: true, sub: "svc", exp: now() - 60 };
+    answer = { active: true, token_type: "Bearer", sub: "svc", exp: now() - 60 };
     await refused(verifier, token, /expired/);
-    answer = { active: true, scope: "read" };
+    answer = { active: true, token_type: "Bearer", scope: "read" };
     await refused(verifier, token, /neither sub nor client_id/);
+    // Access tokens only: a refresh token (no token_type in oidc-provider), another type, or a DPoP-bound token used as a bearer token.
+    for (const tokenType of [undefined, "refresh_token", "DPoP", 7]) {
+      answer = { active: true, sub: "svc", ...(tokenType === undefined ? {} : { token_type: tokenType }) };
+      await refused(verifier, token, /token_type .* is not a bearer access token's/);
+    }
+    answer = { active: true, token_type: "access_token", sub: "svc" };
+    assert.equal((await verifier.verify(bearer(token))).subject, "svc");
     answer = { active: false };
     await refused(verifier, token, /not active/);
     // A valid JWT must be active at the introspection endpoint too.
     await refused(verifier, await tokenFrom(http), /not active/);
-    answer = { active: true };
+    answer = { active: true, token_type: "bearer" };
     assert.equal((await verifier.verify(bearer(await tokenFrom(http)))).subject, "svc");
+  });
+
+  test("the metadata document is fetched again after metadataRefreshInterval: a new issuer and jwks_uri take effect", async () => {
+    const next = await signingKey("next-key");
+    routes.set("http/next-jwks", json({ keys: [publicJwk(next)] }));
+    const verifier = verifierAt(http, "/refreshed-metadata", { jwks_uri: `${http}/jwks` }, { metadataRefreshInterval: 1 });
+    assert.equal((await verifier.verify(bearer(await tokenFrom(http)))).subject, "svc");
+    routes.set("http/refreshed-metadata", json({ issuer: `${http}/v2`, jwks_uri: `${http}/next-jwks` }));
+    const { SignJWT, importJWK } = await import("jose");
+    const nextToken = await new SignJWT({ iss: `${http}/v2`, aud: "urn:fake", sub: "svc-v2", exp: now() + 300 })
+      .setProtectedHeader({ alg: "RS256", kid: next.kid, typ: "at+jwt" })
+      .sign(await importJWK(next, "RS256"));
+    await refused(verifier, nextToken, /no key in the JWK set matches/, undefined);
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    assert.equal((await verifier.verify(bearer(nextToken))).subject, "svc-v2", "the new issuer and keys, read from the refreshed document");
+    await refused(verifier, await tokenFrom(http), /"iss" claim|no key in the JWK set/);
+    routes.delete("http/refreshed-metadata");
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await unavailable(verifier.verify(bearer(nextToken)), /refreshed-metadata: answered HTTP 404/);
   });
 });
 
@@ -374,6 +418,9 @@ describe("oauth profile configuration", () => {
       verifyOauthServiceCertificate: true,
       introspectionClientId: "",
       introspectionClientSecret: "",
+      requireAudience: false,
+      accessTokensOnly: true,
+      metadataRefreshInterval: 3600,
     });
   });
 
@@ -397,6 +444,9 @@ describe("oauth profile configuration", () => {
     configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, clientRequestTimeout: 0 }, "clientRequestTimeout", /whole number from 1/);
     configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, maxMetadataSize: 1.5 }, "maxMetadataSize", /whole number/);
     configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, verifyOauthServiceCertificate: "yes" }, "verifyOauthServiceCertificate", /true or false/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, requireAudience: 1 }, "requireAudience", /true or false/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, accessTokensOnly: "no" }, "accessTokensOnly", /true or false/);
+    configError({ resourceServerId: "urn:test", serverMetadataUrl: metadata, metadataRefreshInterval: 0 }, "metadataRefreshInterval", /whole number from 1/);
     configError({ serverMetadataUrl: metadata, resourceServerId: 7 }, "resourceServerId", /must be a string/);
     configError({ serverMetadataUrl: metadata }, "resourceServerId", /is required/);
   });
