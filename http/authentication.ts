@@ -95,7 +95,13 @@ export const authentication = fp<{
   const auditOnce = async (state: ConnectionState, key: string, write: () => Promise<unknown>) => {
     if (state.audited.has(key)) return;
     state.audited.add(key);
-    await write();
+    try {
+      await write();
+    } catch (error) {
+      // Not audited: the next request of the connection must try again, not pass unaudited.
+      state.audited.delete(key);
+      throw error;
+    }
   };
 
   // Throttled logins repeat by the thousand under guessing: one record per address, user and minute, with the count.
@@ -103,6 +109,21 @@ export const authentication = fp<{
   const throttledAudit = new RepeatedAudit((message, details, count) => {
     auth
       .audit({ category: String(details.component), level: "warn", event: "connection.throttled", message, details: { ...details, count } })
+      .catch(() => undefined);
+  });
+
+  // Refused logins (no, wrong or unknown credentials) repeat under a flood of unauthenticated noise: the first of a kind is written at once, its repeats once a minute with the count.
+  const deniedAudit = new RepeatedAudit((message, details, count) => {
+    const { event, connectionId, ...rest } = details;
+    auth
+      .audit({
+        category: String(details.component),
+        level: "warn",
+        event: String(event),
+        message,
+        ...(count === 1 ? { connectionId: String(connectionId) } : {}),
+        details: { ...rest, count },
+      })
       .catch(() => undefined);
   });
 
@@ -124,20 +145,23 @@ export const authentication = fp<{
       void reply.header("retry-after", String(outcome.retryAfterSeconds));
       return new HttpError("ERR_AUTH_THROTTLED", outcome.reason);
     }
-    await auth.audit({
-      category: component.name,
-      level: "warn",
-      event: unsupported ? "connection.unsupported" : "connection.denied",
-      message: `${request.method} ${request.routeOptions.url ?? ""} refused: ${outcome.reason}`,
-      connectionId: state.connectionId,
-      details: {
+    const user = offeredUser(request);
+    const event = unsupported ? "connection.unsupported" : "connection.denied";
+    // One record per source, subject, kind of refusal and minute: values a client chose (quoted names, numbers) do not make a new kind.
+    deniedAudit.record(
+      [component.name, request.ip, user ?? "", event, outcome.kind, outcome.reason.replace(/'[^']*'|"[^"]*"|\d+/g, "…")].join("\0"),
+      `${request.method} ${request.routeOptions.url ?? ""} refused: ${outcome.reason}`,
+      {
         component: component.name,
+        event,
         outcome: outcome.kind,
         reason: outcome.reason,
         remote: request.ip,
+        user: user ?? null,
+        connectionId: state.connectionId,
         ...("by" in outcome ? { verifier: outcome.by } : {}),
       },
-    });
+    );
     const types = auth.authenticator.credentialTypesFor(component);
     void reply.header("www-authenticate", challenges(types, realm));
     if (outcome.kind === "unavailable") return new HttpError("ERR_AUTH_UNAVAILABLE");

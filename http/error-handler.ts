@@ -28,6 +28,7 @@ const actorCodes: Record<string, ConstructorParameters<typeof HttpError>[0]> = {
   EXPORT_PORT_TAKEN: "ERR_EXPORT_PORT_TAKEN",
   EXPORT_NO_PORT: "ERR_EXPORT_NO_PORT",
   TRACE_UNAVAILABLE: "ERR_TRACE_UNAVAILABLE",
+  AUDIT_UNAVAILABLE: "ERR_AUDIT_UNAVAILABLE",
 };
 
 /** Actor errors whose message and details are written for clients; others get the registry's message. */

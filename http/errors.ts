@@ -43,6 +43,10 @@ export const httpErrors = {
   ERR_ACTOR_TIMEOUT: { status: 504, message: "the service did not answer in time" },
   ERR_ACTOR_UNAVAILABLE: { status: 503, message: "the service is temporarily unavailable; try again" },
   ERR_TRACE_UNAVAILABLE: { status: 503, message: "the decision could not be traced, so it is not answered; try again" },
+  ERR_AUDIT_UNAVAILABLE: {
+    status: 503,
+    message: "the request could not be audited (the audit log is full or unavailable), so it is not served; try again later",
+  },
   ERR_ACTOR_OUTCOME_UNKNOWN: {
     status: 504,
     message: "the service could not confirm whether the change was stored; read the current state before trying again",

@@ -4,6 +4,7 @@ import { StartupError } from "./startup-error";
 import { checkListenerLimits, defaultHttpListenerLimits, type HttpListenerLimits } from "../http/listener-limits";
 import { defaultWireExportLimits, type WireExportLimits } from "../exports/wire-limits";
 import { defaultFailureBudgetLimits, type FailureBudgetLimits } from "../auth/failure-budget";
+import { defaultRetention } from "../actors/runtime/provision";
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
 export type LogFormat = "json" | "pretty";
@@ -47,6 +48,8 @@ export interface NodeConfig {
   actorModules: string[];
   /** Hours a finished redaction job and its documents are kept. */
   redactRetentionHours: number;
+  /** The audit stream's limits: records older than maxAgeDays expire; at maxBytes new records are refused (never the oldest dropped). */
+  auditRetention: { maxAgeDays: number; maxBytes: number };
   /** Threads that redact a CSV document (1: the event loop's thread, no workers). */
   redactionThreads: number;
   /** Processes that run PostgreSQL export sessions besides the node's event loop (0: sessions run in the node). */
@@ -115,6 +118,16 @@ export const settings = {
     env: "REDACT_RETENTION_HOURS",
     flag: "--redact-retention-hours",
     describe: "hours a finished redaction job and its documents are kept (default 168)",
+  },
+  auditMaxBytes: {
+    env: "AUDIT_MAX_BYTES",
+    flag: "--audit-max-bytes",
+    describe: "bytes the audit stream keeps; when full, requests that need an audit record fail with 503 until space is made (default 1073741824, 1 GiB)",
+  },
+  auditMaxAgeDays: {
+    env: "AUDIT_MAX_AGE_DAYS",
+    flag: "--audit-max-age-days",
+    describe: "days an audit record is kept before it expires (default 365)",
   },
   redactionThreads: {
     env: "REDACTION_THREADS",
@@ -210,7 +223,9 @@ export const settings = {
   },
   exportPorts: { env: "EXPORT_PORTS", flag: "--export-ports", describe: "range export ports are allocated from, first-last (default 15432-15631)" },
 } satisfies Record<
-  | Exclude<keyof NodeConfig, "httpLimits" | "wireLimits" | "failureBudget">
+  | Exclude<keyof NodeConfig, "httpLimits" | "wireLimits" | "failureBudget" | "auditRetention">
+  | "auditMaxBytes"
+  | "auditMaxAgeDays"
   | "authFailuresPerAddress"
   | "authFailuresPerUser"
   | "authMaxBackoffMs"
@@ -431,6 +446,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
       .filter(Boolean)
       .map((m) => resolve(m)),
     redactRetentionHours: integer(settings.redactRetentionHours, raw("redactRetentionHours") ?? "168", 1, 24 * 366),
+    auditRetention: {
+      maxBytes: integer(settings.auditMaxBytes, raw("auditMaxBytes") ?? String(defaultRetention.audit.maxBytes), 65_536, Number.MAX_SAFE_INTEGER),
+      maxAgeDays: integer(settings.auditMaxAgeDays, raw("auditMaxAgeDays") ?? String(defaultRetention.audit.maxAgeDays), 1, 36_600),
+    },
     redactionThreads: integer(settings.redactionThreads, raw("redactionThreads") ?? String(defaultRedactionThreads()), 1, 64),
     exportWorkers: integer(settings.exportWorkers, raw("exportWorkers") ?? "2", 0, 64),
     exportHost: raw("exportHost") ?? raw("host") ?? "127.0.0.1",

@@ -233,7 +233,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
       leaseTtlMs: config.leaseTtlMs,
       callTimeoutMs: config.callTimeoutMs,
     },
-    provision: { replicas: config.jsReplicas },
+    provision: { replicas: config.jsReplicas, auditRetention: config.auditRetention },
   };
   // Only provisioning is retried (it is idempotent): a fresh NATS cluster elects its JetStream leader first.
   const provisioned = await whenJetStreamAnswers(() => provision(nc, provisionOptions(setup)), logger);

@@ -66,6 +66,13 @@ export class TraceUnavailableError extends RetryableError {
   }
 }
 
+/** JetStream did not store an audit record (the audit stream is full or unreachable): what needed it must not go on (fail closed). */
+export class AuditUnavailableError extends RetryableError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("AUDIT_UNAVAILABLE", message, options);
+  }
+}
+
 /** An error raised by a handler and passed on to the caller with its code. */
 export class HandlerError extends FatalError {}
 

@@ -4,7 +4,7 @@ import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { Counter, type Registry } from "prom-client";
-import { TraceUnavailableError } from "./errors";
+import { AuditUnavailableError, TraceUnavailableError } from "./errors";
 import { Subjects } from "./addressing";
 import { Tokens } from "./tokens";
 import type { RuntimeOptions } from "./types";
@@ -44,6 +44,7 @@ export class EventLog {
   private batchSeq = 0;
   private readonly tracesStored: Counter;
   private readonly tracesFailed: Counter;
+  private readonly auditsFailed: Counter;
 
   constructor(
     @inject(Tokens.Nats) nc: NatsConnection,
@@ -59,13 +60,28 @@ export class EventLog {
       help: "Trace records JetStream did not acknowledge within their deadline (their answers failed closed)",
       registers: [metrics],
     });
+    this.auditsFailed = new Counter({
+      name: "warden_audit_records_failed_total",
+      help: "Audit records JetStream did not store (the audit stream full or unreachable): what needed them failed closed",
+      registers: [metrics],
+    });
   }
 
   async audit(entry: Omit<AuditRecord, "id" | "time" | "nodeId">): Promise<AuditRecord> {
     if (!subjectToken.test(entry.category)) throw new Error(`audit category '${entry.category}' is not a subject token`);
     const record: AuditRecord = { id: randomUUID(), time: new Date().toISOString(), nodeId: this.options.nodeId, ...entry };
     this.log[entry.level]({ audit: record }, entry.message);
-    await this.js.publish(Subjects.audit(entry.category, entry.level), JSON.stringify(record));
+    try {
+      await this.js.publish(Subjects.audit(entry.category, entry.level), JSON.stringify(record));
+    } catch (error) {
+      // The audit stream refuses new records when full (it never drops old ones): whatever needed this record fails closed.
+      this.auditsFailed.inc();
+      this.log.error(
+        { err: error, audit: record },
+        "audit record not stored by JetStream (audit stream full or unreachable): the request it accounts for fails",
+      );
+      throw new AuditUnavailableError(`JetStream did not store the audit record ${entry.event}: ${(error as Error).message}`, { cause: error });
+    }
     return record;
   }
 

@@ -70,6 +70,8 @@ export async function provision(nc: NatsConnection, options: ProvisionOptions): 
   const streamDefaults = { retention: RetentionPolicy.Limits, storage: StorageType.File, discard: DiscardPolicy.Old, num_replicas: options.replicas };
   await ensureStream(nc, {
     ...streamDefaults,
+    // Full, the audit stream refuses new records rather than drop the oldest: a flood cannot push the history out (writes fail closed instead).
+    discard: DiscardPolicy.New,
     name: Streams.audit.name,
     subjects: [...Streams.audit.subjects],
     max_age: nanos(options.auditRetention.maxAgeDays * day),

@@ -16,13 +16,17 @@ const alice = { uid: "alice", password: "wonderland" };
 const bob = { uid: "bob", password: "builder" };
 const perAddress = 20;
 const perUser = 10;
+/** Requests without credentials from one address: refused 401 each, not budgeted (nothing is guessed), audited in aggregate. */
+const noCredentials = 300;
+const noise = "127.0.3.1";
 
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
 
 /** GET /config from a chosen loopback address (a new connection each time, as a guesser would open). */
 function getConfig(port: number, authorization: string, localAddress = "127.0.0.1"): Promise<{ status: number; retryAfter?: string; code?: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: "127.0.0.1", port, path: "/config", localAddress, agent: false, headers: { authorization } }, (res) => {
+    const headers = authorization === "" ? {} : { authorization };
+    const req = httpRequest({ host: "127.0.0.1", port, path: "/config", localAddress, agent: false, headers }, (res) => {
       let body = "";
       res.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
       res.on("end", () => {
@@ -88,6 +92,12 @@ describe("credential guessing is slowed: failure budgets per address and per use
   test("1,000 failed logins from one address: refused 401 up to the budget, then 429 with Retry-After; known callers and other addresses unaffected", async () => {
     assert.equal((await getConfig(node.port, basic(alice.uid, alice.password))).status, 200, "alice logs in before the flood");
     floodStarted = Date.now();
+    const unauthenticated = [];
+    for (let i = 0; i < noCredentials; i++) unauthenticated.push(await getConfig(node.port, "", noise));
+    assert.ok(
+      unauthenticated.every((a) => a.code === "ERR_AUTH_REQUIRED"),
+      "requests without credentials are each refused",
+    );
     const answers: Array<{ status: number; retryAfter?: string; code?: string }> = [];
     for (let i = 0; i < 1000; i++) answers.push(await getConfig(node.port, basic(`guess-${i % 50}`, randomBytes(6).toString("hex"))));
     assert.deepEqual(
@@ -150,6 +160,18 @@ describe("credential guessing is slowed: failure budgets per address and per use
         records.some((m) => (m.data.details as { count: number }).count > 1),
         "repeats are folded into a count",
       );
+      // Unauthenticated noise: the first refusal at once, the rest of its minute as one record with the count.
+      const denied = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.config.warn")).filter(
+        (m) => m.data.event === "connection.denied" && (m.data.details as { remote: string }).remote === noise,
+      );
+      assert.equal(
+        denied.reduce((sum, m) => sum + (m.data.details as { count: number }).count, 0),
+        noCredentials,
+        "every refusal is counted",
+      );
+      assert.ok(denied.length <= 3, `one record per source, subject and minute, not one per request: ${denied.length} for ${noCredentials}`);
+      assert.equal(denied[0]!.data.details?.count, 1);
+      assert.match(String(denied[0]!.data.connectionId), /^[0-9a-f-]{36}$/, "the first refusal names its connection");
     } finally {
       await nc.close();
     }

@@ -1,0 +1,88 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { request as httpRequest } from "node:http";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { AuditRecord } from "../../actors/runtime/event-log";
+import type { NatsServerProcess } from "../../service/nats-server";
+import { connectTo, startNats, storedMessages } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+
+/** The smallest audit stream the node takes: a few hundred connection records fill it. */
+const auditMaxBytes = 65_536;
+
+/** GET on a new connection (each new connection to an API is audited once). */
+function getOnce(port: number, path: string): Promise<{ status: number; code?: string; retryAfter?: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: "127.0.0.1", port, path, agent: false }, (res) => {
+      let body = "";
+      res.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
+      res.on("end", () => {
+        let code: string | undefined;
+        try {
+          code = (JSON.parse(body) as { error?: { code: string } }).error?.code;
+        } catch {
+          code = undefined;
+        }
+        resolve({ status: res.statusCode!, code, retryAfter: res.headers["retry-after"] });
+      });
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("a full audit stream refuses new records instead of dropping the oldest, and requests that need auditing fail closed (503)", () => {
+  let nats: NatsServerProcess;
+  let node: NodeProcess;
+
+  before(async () => {
+    nats = await startNats();
+    node = await NodeProcess.start({ nodeId: "audit-full-1", natsUrl: nats.url, env: { AUDIT_MAX_BYTES: String(auditMaxBytes) } });
+  });
+
+  after(async () => {
+    await node?.stop();
+    await nats?.stop();
+  });
+
+  test("filled by connections: 503 ERR_AUDIT_UNAVAILABLE, an error logged and counted, the oldest records kept", async () => {
+    const nc = await connectTo(nats.url);
+    try {
+      const jsm = await jetstreamManager(nc);
+      const stream = await jsm.streams.info("WARDEN_AUDIT");
+      assert.equal(stream.config.discard, "new", "a full audit stream refuses new records");
+      assert.equal(stream.config.max_bytes, auditMaxBytes);
+
+      // A flood of unauthenticated noise: every new connection writes one record, until the stream is full.
+      let answer = await getOnce(node.port, "/user/nobody");
+      let requests = 1;
+      while (answer.status !== 503 && requests < 5000) {
+        answer = await getOnce(node.port, "/user/nobody");
+        requests++;
+      }
+      assert.equal(answer.status, 503, `still served after ${requests} connections`);
+      assert.equal(answer.code, "ERR_AUDIT_UNAVAILABLE");
+      assert.ok(Number(answer.retryAfter) >= 1, "a 503 says when to come back");
+      assert.ok(requests > 50, `the stream held the records of ${requests} connections before it was full`);
+      // Still refused: nothing is served unaudited, on a new connection or not.
+      assert.equal((await getOnce(node.port, "/user/nobody")).code, "ERR_AUDIT_UNAVAILABLE");
+
+      const state = (await jsm.streams.info("WARDEN_AUDIT")).state;
+      assert.equal(state.first_seq, 1, "the oldest record is still there");
+      assert.ok(state.bytes <= auditMaxBytes);
+      const records = await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT");
+      assert.equal(records[0]!.data.event, "config.active", "the startup configuration record survives the flood");
+
+      // /metrics is no component (never audited): the failures are counted there.
+      const metrics = await (await fetch(`${node.url}/metrics`)).text();
+      const failed = Number(/^warden_audit_records_failed_total (\d+)/m.exec(metrics)?.[1]);
+      assert.ok(failed >= 2, `warden_audit_records_failed_total ${failed}`);
+      assert.ok(
+        node.lines.some((line) => line.includes('"level":50') && line.includes("audit record not stored by JetStream")),
+        "each refused record is logged as an error",
+      );
+    } finally {
+      await nc.close();
+    }
+  });
+});
