@@ -4,6 +4,7 @@ import { component } from "../auth/components";
 import { cloudPropertyProblem, type CloudProperty } from "../auth/verifiers/cloud-verifier";
 import { exportActor, exportPort, exportTypes, type ExportRecord, type ExportType } from "../actors/export/export-actor";
 import type { ExportDoors } from "./door";
+import type { EndpointAllowList } from "./endpoint-allow-list";
 import { ExportSubjects } from "./subjects";
 import { HandlerError, RuntimeError } from "../actors/runtime/errors";
 import type { ActorRuntime } from "../actors/runtime/runtime";
@@ -27,6 +28,8 @@ export interface ExportServiceDeps {
   authenticator: Authenticator;
   /** The export types this node serves (service/export-doors.ts). */
   doors: ExportDoors;
+  /** Backing endpoints exports may name; absent: any. */
+  allowedEndpoints?: EndpointAllowList;
 }
 
 /**
@@ -85,6 +88,9 @@ export class ExportService implements ExportPort {
       });
     const type = body.type as ExportType;
     await this.deps.doors[type].validate(body);
+    const notAllowed = this.deps.allowedEndpoints?.problem(body.endpoint);
+    if (notAllowed)
+      throw new HandlerError("EXPORT_INVALID", `${notAllowed}: EXPORT_ALLOWED_ENDPOINTS`, { details: [{ path: "endpoint", problem: "not allowed" }] });
     for (const [name, value] of Object.entries(body.cloudSigning ?? {})) {
       const problem = cloudPropertyProblem(name as CloudProperty, value);
       if (problem) throw new HandlerError("EXPORT_INVALID", `cloudSigning.${name} ${problem}`, { details: [{ path: `cloudSigning.${name}`, problem }] });

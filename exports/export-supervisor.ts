@@ -10,6 +10,7 @@ import type { Authenticator } from "../auth/authenticator";
 import type { DecisionService } from "../ports/decision-service";
 import { directVerificationFor } from "./direct-verification";
 import type { ExportAudit, ExportDoors, OpenDoor } from "./door";
+import type { EndpointAllowList } from "./endpoint-allow-list";
 import { ExportDecider } from "./export-decider";
 import { exportOverrides } from "./export-overrides";
 import { ExportSubjects } from "./subjects";
@@ -30,6 +31,8 @@ export interface ExportSupervisorDeps {
   authenticator: Authenticator;
   /** The export types this node serves (service/export-doors.ts). */
   doors: ExportDoors;
+  /** Backing endpoints exports may name; an export stored before the list was set (or changed) is not opened. */
+  allowedEndpoints?: EndpointAllowList;
 }
 
 interface Listener {
@@ -157,6 +160,17 @@ export class ExportSupervisor {
 
   private open(record: ExportRecord): void {
     const { runtime, decisions, log } = this.deps;
+    const notAllowed = this.deps.allowedEndpoints?.problem(record.endpoint);
+    if (notAllowed) {
+      // The list is the process's: refused until a restart with another list, so audited once, not at every scan.
+      this.audit(record.type)("warn", "export.refused", `export ${record.id} is not served: ${notAllowed}`, {
+        exportId: record.id,
+        component: record.type,
+        endpoint: record.endpoint,
+      });
+      this.failures.set(record.id, { error: `not served: ${notAllowed}`, retryAt: Number.POSITIVE_INFINITY });
+      return;
+    }
     const decider = new ExportDecider(decisions, runtime.events, runtime.membership.nodeId, record.id, record.metadata, record.resolverGroup);
     const listener: Listener = { record, decider };
     this.listeners.set(record.id, listener);

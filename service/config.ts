@@ -5,6 +5,7 @@ import { checkListenerLimits, defaultHttpListenerLimits, type HttpListenerLimits
 import { defaultWireExportLimits, type WireExportLimits } from "../exports/wire-limits";
 import { defaultFailureBudgetLimits, type FailureBudgetLimits } from "../auth/failure-budget";
 import { defaultRetention } from "../actors/runtime/provision";
+import { EndpointAllowList } from "../exports/endpoint-allow-list";
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
 export type LogFormat = "json" | "pretty";
@@ -58,6 +59,8 @@ export interface NodeConfig {
   exportHost: string;
   /** Ports allocated to exports that do not ask for one. */
   exportPorts: { first: number; last: number };
+  /** Backing endpoints exports may name (host patterns); absent: any. */
+  exportAllowedEndpoints: EndpointAllowList | undefined;
   /** PEM files of the certificate and key exports present to clients that ask for TLS; absent: SSLRequest is answered 'N'. */
   exportTls: { certFile: string; keyFile: string } | null;
   /** PEM files of the gateway's TLS certificate and key; absent: the gateway speaks plain HTTP. */
@@ -221,6 +224,12 @@ export const settings = {
     flag: "--auth-rejected-token-ms",
     describe: "a rejected token is refused again without asking its verifier for this long (default 30000)",
   },
+  exportAllowedEndpoints: {
+    env: "EXPORT_ALLOWED_ENDPOINTS",
+    flag: "--export-allowed-endpoints",
+    describe:
+      "backing endpoints exports may name, comma-separated host patterns: host, host:port, *.domain, *.domain:port, [v6]:port (default: empty, any endpoint)",
+  },
   exportPorts: { env: "EXPORT_PORTS", flag: "--export-ports", describe: "range export ports are allocated from, first-last (default 15432-15631)" },
 } satisfies Record<
   | Exclude<keyof NodeConfig, "httpLimits" | "wireLimits" | "failureBudget" | "auditRetention">
@@ -295,6 +304,14 @@ function integer(setting: Setting, raw: string, min: number, max: number): numbe
     throw new StartupError(`${setting.env} (${setting.flag}) must be a whole number from ${min} to ${max}, got '${raw}'`);
   }
   return value;
+}
+
+function allowList(setting: Setting, raw: string): EndpointAllowList | undefined {
+  try {
+    return EndpointAllowList.parse(raw);
+  } catch (error) {
+    throw new StartupError(`${setting.env} (${setting.flag}): ${(error as Error).message}`);
+  }
 }
 
 function portRange(setting: Setting, raw: string): { first: number; last: number } {
@@ -454,6 +471,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     exportWorkers: integer(settings.exportWorkers, raw("exportWorkers") ?? "2", 0, 64),
     exportHost: raw("exportHost") ?? raw("host") ?? "127.0.0.1",
     exportPorts: portRange(settings.exportPorts, raw("exportPorts") ?? "15432-15631"),
+    exportAllowedEndpoints: allowList(settings.exportAllowedEndpoints, raw("exportAllowedEndpoints") ?? ""),
     exportTls: tlsFiles(raw("exportTls"), raw("exportTlsKey"), { cert: settings.exportTls, key: settings.exportTlsKey }),
     tls: tlsFiles(raw("tls"), raw("tlsKey"), { cert: settings.tls, key: settings.tlsKey }),
     securityConfig: raw("securityConfig") ? resolve(raw("securityConfig")!) : null,

@@ -90,7 +90,13 @@ async function connectToNats(urls: string[], config: NodeConfig, credentials: Na
 /** The node's settings as audited and logged: secrets named as set, never shown; URLs without user info. */
 function publicConfig(config: NodeConfig): Record<string, unknown> {
   const secret = (value: string | null) => (value === null ? null : "(set)");
-  return { ...config, natsUrls: config.natsUrls.map(withoutUserInfo), natsPassword: secret(config.natsPassword), natsToken: secret(config.natsToken) };
+  return {
+    ...config,
+    natsUrls: config.natsUrls.map(withoutUserInfo),
+    natsPassword: secret(config.natsPassword),
+    natsToken: secret(config.natsToken),
+    exportAllowedEndpoints: config.exportAllowedEndpoints?.describe() ?? null,
+  };
 }
 
 /** JetStream needs a moment after a server (or a cluster's meta leader) starts; retry while it says so. */
@@ -281,7 +287,17 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     httpLimits: config.httpLimits,
     wireLimits: config.wireLimits,
   });
-  const exportSupervisor = new ExportSupervisor({ nc, runtime, decisions, log: logger, listenHost: config.exportHost, tls: exportTls, authenticator, doors });
+  const exportSupervisor = new ExportSupervisor({
+    nc,
+    runtime,
+    decisions,
+    log: logger,
+    listenHost: config.exportHost,
+    tls: exportTls,
+    authenticator,
+    doors,
+    allowedEndpoints: config.exportAllowedEndpoints,
+  });
   await exportSupervisor.start();
   registerNodeMetrics(metrics, { runtime, nats, exports: exportSupervisor, postgres, documents, authenticator });
   const exports = new ExportService({
@@ -293,6 +309,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     portRange: config.exportPorts,
     authenticator,
     doors,
+    allowedEndpoints: config.exportAllowedEndpoints,
   });
   /** The one shutdown order: doors first (no new work), then what they call, then the connection and the server. */
   const shutDown = async (gatewayOpen: boolean): Promise<void> => {
