@@ -1,10 +1,12 @@
 import { connect, type Socket } from "node:net";
+import { connect as connectTls } from "node:tls";
 import { BackendCode } from "../../protocols/postgres/codes";
 import { decodeBackendKeyData, type BackendKeyData } from "../../protocols/postgres/backend-key-data";
 import { decodeDataRow, newRowValues } from "../../protocols/postgres/data-row";
 import { decodeErrorFields, ErrorField } from "../../protocols/postgres/error-response";
 import { splitFrames } from "../../protocols/postgres/frames";
-import { encodeStartup } from "../../protocols/postgres/startup";
+import { encodePasswordMessage } from "../../protocols/postgres/password";
+import { encodeSSLRequest, encodeStartup } from "../../protocols/postgres/startup";
 
 /** One message from the server, decoded just enough for tests. */
 export interface WireMessage {
@@ -14,7 +16,8 @@ export interface WireMessage {
 
 /**
  * A bare protocol client for what drivers do not do on demand: pipelining without Describe,
- * Execute with a row limit, cancel keys, malformed frames. Authenticates with trust only.
+ * Execute with a row limit, cancel keys, malformed frames. Authenticates with trust, or a cleartext
+ * password over TLS (an export that verifies passwords itself).
  */
 export class WireClient {
   private buffer = Buffer.alloc(0);
@@ -57,12 +60,38 @@ export class WireClient {
   static async connectWith(port: number, parameters: Map<string, string>): Promise<WireClient> {
     const socket = connect({ host: "127.0.0.1", port });
     await new Promise((resolve, reject) => socket.once("connect", resolve).once("error", reject));
-    const client = new WireClient(socket);
-    socket.write(encodeStartup(parameters));
-    const startup = (client.startup = await client.until((m) => m.code === "Z" || m.code === "E"));
+    return WireClient.login(new WireClient(socket), parameters);
+  }
+
+  /** SSLRequest, TLS (any certificate), then the startup; answers a cleartext password request with `password`. */
+  static async connectTls(port: number, parameters: Map<string, string>, password: string): Promise<WireClient> {
+    const plain = connect({ host: "127.0.0.1", port });
+    await new Promise((resolve, reject) => plain.once("connect", resolve).once("error", reject));
+    plain.write(encodeSSLRequest());
+    const answer = await new Promise<Buffer>((resolve, reject) => plain.once("data", resolve).once("error", reject));
+    if (answer.toString("latin1") !== "S") throw new Error(`the server declined TLS: ${answer.toString("latin1")}`);
+    const socket = connectTls({ socket: plain, rejectUnauthorized: false });
+    await new Promise((resolve, reject) => socket.once("secureConnect", resolve).once("error", reject));
+    return WireClient.login(new WireClient(socket), parameters, password);
+  }
+
+  private static async login(client: WireClient, parameters: Map<string, string>, password?: string): Promise<WireClient> {
+    client.socket.write(encodeStartup(parameters));
+    const cleartextRequest = (m: WireMessage) => m.code === "R" && m.body.readInt32BE(0) === 3;
+    let startup = await client.until((m) => m.code === "Z" || m.code === "E" || cleartextRequest(m));
+    if (startup.some(cleartextRequest)) {
+      if (password === undefined) {
+        client.close();
+        throw new Error("the server asks for a password");
+      }
+      client.send(encodePasswordMessage(password));
+      startup = [...startup, ...(await client.until((m) => m.code === "Z" || m.code === "E"))];
+    }
+    client.startup = startup;
     const keys = startup.find((m) => m.code === "K");
     if (keys) client.keys = decodeBackendKeyData(keys.body);
     const error = startup.find((m) => m.code === "E");
+    if (error) client.close();
     if (error) throw new Error(`startup failed: ${decodeErrorFields(error.body).get(ErrorField.Message)}`);
     return client;
   }
