@@ -3,6 +3,7 @@ import type { Authenticator } from "../auth/authenticator";
 import { component } from "../auth/components";
 import { cloudPropertyProblem, type CloudProperty } from "../auth/verifiers/cloud-verifier";
 import { exportActor, exportPort, exportTypes, type ExportRecord, type ExportType } from "../actors/export/export-actor";
+import { refuseFieldsNotTaken } from "./body-checks";
 import type { ExportDoors } from "./door";
 import { ExportSubjects } from "./subjects";
 import { HandlerError, RuntimeError } from "../actors/runtime/errors";
@@ -84,7 +85,9 @@ export class ExportService implements ExportPort {
         details: [{ path: "type", problem: "unknown export type" }],
       });
     const type = body.type as ExportType;
-    await this.deps.doors[type].validate(body);
+    const door = this.deps.doors[type];
+    refuseFieldsNotTaken(type, body, door.takes, door.refusedBecause);
+    await door.validate(body);
     for (const [name, value] of Object.entries(body.cloudSigning ?? {})) {
       const problem = cloudPropertyProblem(name as CloudProperty, value);
       if (problem) throw new HandlerError("EXPORT_INVALID", `cloudSigning.${name} ${problem}`, { details: [{ path: `cloudSigning.${name}`, problem }] });
