@@ -6,6 +6,7 @@ import type { EventLog } from "../actors/runtime/event-log";
 import type { ExportBody, ExportServing, ExportView } from "../api/types";
 import type { Authenticator } from "../auth/authenticator";
 import type { OverridesByVerifier } from "../auth/types";
+import type { RefusalReasons, TakenFields } from "./body-checks";
 import type { CredentialVerification } from "./direct-verification";
 import type { ExportDecider } from "./export-decider";
 
@@ -53,6 +54,10 @@ export interface OpenDoor {
  */
 export interface ExportDoorType {
   readonly type: ExportType;
+  /** The fields of PUT /export this type takes: the service refuses every other one before `validate` (exports/body-checks.ts). */
+  readonly takes: TakenFields;
+  /** Why this type refuses a field, where "does not apply" says too little. */
+  readonly refusedBecause?: RefusalReasons;
   /** Problems with the body's type-specific fields, as HandlerError EXPORT_INVALID (nothing is stored then); may read the configuration (FHIR checks its mapping paths). */
   validate(body: ExportBody): void | Promise<void>;
   /** Runs before the export is stored: what must exist once it does (the pipeline's streams). */

@@ -22,17 +22,3 @@ export function checkHostPortEndpoint(type: string, endpoint: string | undefined
   if (port < 1 || port > 65535)
     throw new HandlerError("EXPORT_INVALID", `endpoint port ${port} is out of range`, { details: [{ path: "endpoint", problem: "must be host:port" }] });
 }
-
-/** A field the export type does not take: refused with why, rather than stored and ignored. */
-export function refuseField(type: string, path: string, why: string): never {
-  throw new HandlerError("EXPORT_INVALID", `${why}: leave ${path} out`, { details: [{ path, problem: `not taken by ${type} exports` }] });
-}
-
-/**
- * Refuses every field of the body but the ones a type takes (`reasons`: why, where it is worth
- * saying): a field added for another type later is refused, not stored and ignored.
- */
-export function refuseFieldsNotTaken(type: string, body: object, taken: ReadonlySet<string>, reasons: Readonly<Record<string, string>> = {}): void {
-  for (const [field, value] of Object.entries(body))
-    if (value !== undefined && !taken.has(field)) refuseField(type, field, reasons[field] ?? `${field} does not apply to a ${type} export`);
-}

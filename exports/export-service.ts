@@ -3,6 +3,7 @@ import type { Authenticator } from "../auth/authenticator";
 import { component } from "../auth/components";
 import { cloudPropertyProblem, type CloudProperty } from "../auth/verifiers/cloud-verifier";
 import { exportActor, exportPort, exportTypes, type ExportRecord, type ExportType } from "../actors/export/export-actor";
+import { refuseFieldsNotTaken } from "./body-checks";
 import type { ExportDoors } from "./door";
 import type { EndpointAllowList } from "./endpoint-allow-list";
 import { ExportSubjects } from "./subjects";
@@ -87,7 +88,9 @@ export class ExportService implements ExportPort {
         details: [{ path: "type", problem: "unknown export type" }],
       });
     const type = body.type as ExportType;
-    await this.deps.doors[type].validate(body);
+    const door = this.deps.doors[type];
+    refuseFieldsNotTaken(type, body, door.takes, door.refusedBecause);
+    await door.validate(body);
     const notAllowed = this.deps.allowedEndpoints?.problem(body.endpoint);
     if (notAllowed)
       throw new HandlerError("EXPORT_INVALID", `${notAllowed}: EXPORT_ALLOWED_ENDPOINTS`, { details: [{ path: "endpoint", problem: "not allowed" }] });

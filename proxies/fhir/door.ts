@@ -3,7 +3,7 @@ import { HandlerError } from "../../actors/runtime/errors";
 import type { ExportBody } from "../../api/types";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
 import { isDatabaseCredentials } from "../../actors/export/export-actor";
-import { refuseField, refuseFieldsNotTaken } from "../../exports/endpoint";
+import { refuseField, type RefusalReasons, type TakenFields } from "../../exports/body-checks";
 import type { DecisionService } from "../../ports/decision-service";
 import { FhirBackend } from "./fhir-backend";
 import { mappingProblems } from "./fhir-mapping";
@@ -11,8 +11,18 @@ import { listenFhir } from "./fhir-server";
 import { ResourceRedactor } from "./resource-redactor";
 
 /** The fields of PUT /export a FHIR export takes. */
-const takenFields = new Set(["type", "port", "endpoint", "resolverGroup", "metadata", "credentials", "resourceServerId", "cloudSigning", "allowWrites"]);
-const refusedBecause: Record<string, string> = {
+const takenFields: TakenFields = new Set([
+  "type",
+  "port",
+  "endpoint",
+  "resolverGroup",
+  "metadata",
+  "credentials",
+  "resourceServerId",
+  "cloudSigning",
+  "allowWrites",
+]);
+const refusedBecause: RefusalReasons = {
   strict: "strict applies to SQL statements",
   backendTls: "a fhir export's TLS to its backend follows the endpoint's scheme (https)",
   backendCa: "a fhir export's TLS to its backend follows the endpoint's scheme (https)",
@@ -38,6 +48,8 @@ function endpointProblem(endpoint: string): string | undefined {
  */
 export class FhirDoor implements ExportDoorType {
   readonly type = "fhir" as const;
+  readonly takes = takenFields;
+  readonly refusedBecause = refusedBecause;
 
   constructor(private readonly settings: { decisions: DecisionService; httpLimits?: HttpListenerLimits }) {}
 
@@ -48,7 +60,6 @@ export class FhirDoor implements ExportDoorType {
       });
     const problem = endpointProblem(body.endpoint);
     if (problem) throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' ${problem}`, { details: [{ path: "endpoint", problem }] });
-    refuseFieldsNotTaken(this.type, body, takenFields, refusedBecause);
     if (body.credentials && !isDatabaseCredentials(body.credentials))
       refuseField(this.type, "credentials", "a FHIR export logs in to its backing server with {user, password} (HTTP Basic), not an access key");
     await this.checkMapping(body.resolverGroup);

@@ -2,13 +2,14 @@ import { isDatabaseCredentials } from "../../actors/export/export-actor";
 import type { ExportBody } from "../../api/types";
 import { connectionTracer } from "../../exports/connection-trace";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
-import { checkHostPortEndpoint, refuseField, refuseFieldsNotTaken, splitEndpoint } from "../../exports/endpoint";
+import { refuseField, type RefusalReasons, type TakenFields } from "../../exports/body-checks";
+import { checkHostPortEndpoint, splitEndpoint } from "../../exports/endpoint";
 import { MysqlExportServer } from "./server";
 import { defaultMysqlLimits, type MysqlLimits } from "./session/session-deps";
 
 /** The fields of PUT /export a MySQL export takes (strict only false; object-storage fields, pushdown and backend TLS refused). */
-const takenFields = new Set(["type", "port", "endpoint", "resolverGroup", "metadata", "credentials", "resourceServerId", "allowWrites", "strict"]);
-const refusedBecause: Record<string, string> = {
+const takenFields: TakenFields = new Set(["type", "port", "endpoint", "resolverGroup", "metadata", "credentials", "resourceServerId", "allowWrites", "strict"]);
+const refusedBecause: RefusalReasons = {
   cloudSigning: "a mysql export's clients cannot sign requests",
   // TLS to the backend is not built for MySQL exports yet: refused rather than stored and ignored.
   backendTls: "a mysql export connects to its backend in plain TCP (docs/mysql-export.md)",
@@ -22,12 +23,13 @@ const refusedBecause: Record<string, string> = {
  */
 export class MysqlDoor implements ExportDoorType {
   readonly type = "mysql" as const;
+  readonly takes = takenFields;
+  readonly refusedBecause = refusedBecause;
 
   constructor(private readonly limits: MysqlLimits = defaultMysqlLimits) {}
 
   validate(body: ExportBody): void {
     if (body.strict) refuseField(this.type, "strict", "strict predicates are not built for mysql exports yet (docs/mysql-export.md)");
-    refuseFieldsNotTaken(this.type, body, takenFields, refusedBecause);
     if (body.credentials && !isDatabaseCredentials(body.credentials))
       refuseField(this.type, "credentials", "a mysql export logs in with {user, password}, not an access key");
     checkHostPortEndpoint(this.type, body.endpoint);

@@ -3,7 +3,7 @@ import { isObjectstoreCredentials } from "../../actors/export/export-actor";
 import { HandlerError } from "../../actors/runtime/errors";
 import type { ExportBody } from "../../api/types";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
-import { refuseField } from "../../exports/endpoint";
+import { refuseField, type RefusalReasons, type TakenFields } from "../../exports/body-checks";
 import type { CsvThreading } from "../../redaction/types";
 import { formatKeyProblem } from "./object-formats";
 import { ObjectServer } from "./object-server";
@@ -35,12 +35,37 @@ export function storeEndpoint(endpoint: string): URL {
   return url;
 }
 
+/** The fields of PUT /export an objectstore export takes. */
+const takenFields: TakenFields = new Set([
+  "type",
+  "port",
+  "endpoint",
+  "resolverGroup",
+  "metadata",
+  "credentials",
+  "cloudSigning",
+  "allowWrites",
+  "buckets",
+  "formats",
+]);
+const noSql = "an objectstore export runs no SQL and reaches its store by the endpoint's scheme (https:// for TLS)";
+const refusedBecause: RefusalReasons = {
+  strict: noSql,
+  pushdown: noSql,
+  backendTls: noSql,
+  backendCa: noSql,
+  // S3 clients sign requests; they send no bearer tokens whose audience this would set.
+  resourceServerId: "an objectstore export takes SigV4-signed requests, not OAuth tokens",
+};
+
 /**
  * Object-storage exports (docs/objectstore-export.md): an S3 endpoint in front of an
  * S3-compatible store that hands out CSV, JSON and NDJSON documents redacted per record.
  */
 export class ObjectstoreDoor implements ExportDoorType {
   readonly type = "objectstore" as const;
+  readonly takes = takenFields;
+  readonly refusedBecause = refusedBecause;
 
   constructor(private readonly settings: { csvThreading: CsvThreading; httpLimits?: HttpListenerLimits }) {}
 
@@ -50,11 +75,6 @@ export class ObjectstoreDoor implements ExportDoorType {
     storeEndpoint(body.endpoint);
     if (body.credentials && !isObjectstoreCredentials(body.credentials))
       refuseField(this.type, "credentials", "an objectstore export signs with {accessKeyId, secretAccessKey, region?, sessionToken?}, not {user, password}");
-    for (const option of ["strict", "pushdown", "backendTls", "backendCa"] as const)
-      if (body[option] !== undefined)
-        refuseField(this.type, option, "an objectstore export runs no SQL and reaches its store by the endpoint's scheme (https:// for TLS)");
-    // S3 clients sign requests; they send no bearer tokens whose audience this would set.
-    if (body.resourceServerId !== undefined) refuseField(this.type, "resourceServerId", "an objectstore export takes SigV4-signed requests, not OAuth tokens");
     for (const [index, bucket] of (body.buckets ?? []).entries())
       if (!bucketName.test(bucket)) invalid(`buckets[${index}]`, "must be an S3 bucket name (3-63 of a-z 0-9 . -)");
     for (const [name, format] of Object.entries(body.formats ?? {})) {

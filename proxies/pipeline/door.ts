@@ -3,12 +3,31 @@ import type { HttpListenerLimits } from "../../http/listener-limits";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ExportRecord } from "../../actors/export/export-actor";
 import { RevisionedKv } from "../../actors/runtime/revisioned-kv";
-import type { ExportBody, ExportView } from "../../api/types";
+import type { ExportView } from "../../api/types";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
-import { refuseField } from "../../exports/endpoint";
+import type { RefusalReasons, TakenFields } from "../../exports/body-checks";
 import { PipelineExport } from "./pipeline-export";
 import type { PipelineProgress } from "./pipeline-stream";
 import { PipelineStreams, PipelineSubjects, provisionPipelines } from "./subjects";
+
+/**
+ * The fields of PUT /export a pipeline export takes: records come in and go out through the
+ * export itself, so there is nothing to connect to and nobody to log in as.
+ */
+const takenFields: TakenFields = new Set(["type", "port", "resolverGroup", "metadata", "resourceServerId", "cloudSigning"]);
+const noStatements = "a pipeline export runs no statements";
+const noStore = "a pipeline export has no backing store to connect to";
+const refusedBecause: RefusalReasons = {
+  endpoint: "a pipeline export has no backing store",
+  credentials: "a pipeline export has no back end to log in to",
+  allowWrites: noStatements,
+  strict: noStatements,
+  pushdown: noStatements,
+  backendTls: noStore,
+  backendCa: noStore,
+  buckets: noStore,
+  formats: noStore,
+};
 
 /**
  * Pipeline exports (spec 4.4 rule 5): records in and answers out over HTTP, NATS request/reply
@@ -17,19 +36,14 @@ import { PipelineStreams, PipelineSubjects, provisionPipelines } from "./subject
  */
 export class PipelineDoor implements ExportDoorType {
   readonly type = "pipeline" as const;
+  readonly takes = takenFields;
+  readonly refusedBecause = refusedBecause;
   private progressStore?: Promise<RevisionedKv<PipelineProgress>>;
 
   constructor(private readonly settings: { nc: NatsConnection; jsReplicas: number; httpLimits?: HttpListenerLimits }) {}
 
-  validate(body: ExportBody): void {
-    // Records come in and go out through the export itself: nothing to connect to, nobody to log in as.
-    if (body.endpoint !== undefined) refuseField(this.type, "endpoint", "a pipeline export has no backing store");
-    if (body.credentials) refuseField(this.type, "credentials", "a pipeline export has no back end to log in to");
-    for (const option of ["allowWrites", "strict", "pushdown"] as const)
-      if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export runs no statements");
-    for (const option of ["backendTls", "backendCa", "buckets", "formats"] as const)
-      if (body[option] !== undefined) refuseField(this.type, option, "a pipeline export has no backing store to connect to");
-  }
+  /** Every field it takes is checked by the service (type, mapping group, purpose, cloud-signing properties). */
+  validate(): void {}
 
   /** Producers may publish to the input subject as soon as the export exists. */
   async prepare(): Promise<void> {

@@ -8,7 +8,8 @@ import type { ExportBody } from "../../api/types";
 import type { CredentialVerification } from "../../exports/direct-verification";
 import { connectionTracer } from "../../exports/connection-trace";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
-import { checkHostPortEndpoint, refuseField, splitEndpoint } from "../../exports/endpoint";
+import { refuseField, type RefusalReasons, type TakenFields } from "../../exports/body-checks";
+import { checkHostPortEndpoint, splitEndpoint } from "../../exports/endpoint";
 import type { DecisionService } from "../../ports/decision-service";
 import { PostgresExportServer } from "./server";
 import type { DirectVerification, ProxyLimits } from "./types";
@@ -86,12 +87,35 @@ function backendTlsOf(record: ExportRecord): { tls?: BackendTls } {
   return { tls: { mode, ...(record.backendCa !== undefined ? { ca: record.backendCa } : {}) } };
 }
 
+/** The fields of PUT /export a PostgreSQL export takes (object-storage fields and cloud signing refused). */
+const takenFields: TakenFields = new Set([
+  "type",
+  "port",
+  "endpoint",
+  "resolverGroup",
+  "metadata",
+  "credentials",
+  "resourceServerId",
+  "allowWrites",
+  "strict",
+  "backendTls",
+  "backendCa",
+  "pushdown",
+]);
+const refusedBecause: RefusalReasons = {
+  cloudSigning: "a postgres export's clients cannot sign requests",
+  buckets: "a postgres export serves tables, not objects",
+  formats: "a postgres export serves tables, not objects",
+};
+
 /**
  * PostgreSQL exports (docs/postgres-export.md): a wire-protocol proxy in front of a PostgreSQL
  * server. The node's proxy worker processes start with the first export it serves.
  */
 export class PostgresDoor implements ExportDoorType {
   readonly type = "postgres" as const;
+  readonly takes = takenFields;
+  readonly refusedBecause = refusedBecause;
   private workersStarting?: Promise<ProxyWorkerPool>;
   private pool?: ProxyWorkerPool;
   private readonly unsubscribe: Array<() => void> = [];
@@ -101,11 +125,8 @@ export class PostgresDoor implements ExportDoorType {
   constructor(private readonly settings: PostgresDoorSettings) {}
 
   validate(body: ExportBody): void {
-    if (body.cloudSigning) refuseField(this.type, "cloudSigning", "a postgres export's clients cannot sign requests");
     if (body.credentials && !isDatabaseCredentials(body.credentials))
       refuseField(this.type, "credentials", "a postgres export logs in with {user, password}, not an access key");
-    for (const option of ["buckets", "formats"] as const)
-      if (body[option] !== undefined) refuseField(this.type, option, "a postgres export serves tables, not objects");
     checkHostPortEndpoint(this.type, body.endpoint);
     checkBackendTls(body);
     // The verdict table is written with the export's own identity: clients' identities vary, and may not write there.

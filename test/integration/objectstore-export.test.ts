@@ -138,6 +138,7 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
       [objectstoreBody({ strict: true }), "strict"],
       [objectstoreBody({ backendTls: "require" }), "backendTls"],
       [objectstoreBody({ resourceServerId: "aud" }), "resourceServerId"],
+      [objectstoreBody({ backendTls: "require" }), "backendTls"],
       [objectstoreBody({ buckets: ["Not_A_Bucket"] }), "buckets[0]"],
       [objectstoreBody({ formats: { csv: "csv" } }), "formats.csv"],
       [objectstoreBody({ resolverGroup: "nope" }), "resolverGroup"],

@@ -95,6 +95,9 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
     const refused: Array<[Record<string, unknown>, string]> = [
       [pipelineBody({ endpoint: "127.0.0.1:5432" }), "endpoint"],
       [pipelineBody({ credentials: { user: "u", password: "p" } }), "credentials"],
+      // Fields of other export types: refused by the pipeline door's allow-list, not stored and ignored.
+      [pipelineBody({ pushdown: true }), "pushdown"],
+      [pipelineBody({ formats: { ".data": "csv" } }), "formats"],
       [pipelineBody({ resolverGroup: "nope" }), "resolverGroup"],
       [{ type: "postgres", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } }, "endpoint"],
     ];

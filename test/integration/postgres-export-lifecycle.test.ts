@@ -89,6 +89,8 @@ describe("PostgreSQL export lifecycle (spec 3.1)", () => {
       [body({ endpoint: "no-port" }), 400, "ERR_EXPORT_INVALID"],
       [body({ resolverGroup: "nope" }), 400, "ERR_EXPORT_INVALID"],
       [body({ metadata: { type: "platformUse", purposeId: "mining" } }), 400, "ERR_EXPORT_INVALID"],
+      // A field of another export type: refused by the postgres door's allow-list, not stored and ignored.
+      [body({ buckets: ["docs"] }), 400, "ERR_EXPORT_INVALID"],
       [{ type: "postgres", endpoint: "127.0.0.1:5432" }, 400, "ERR_REQUEST_INVALID"],
       [body({ port: ports[0] }), 409, "ERR_EXPORT_PORT_TAKEN"],
     ];
@@ -97,6 +99,8 @@ describe("PostgreSQL export lifecycle (spec 3.1)", () => {
       assert.equal(answer.status, status, JSON.stringify(payload));
       assert.equal(answer.body.error.code, code, JSON.stringify(payload));
     }
+    const otherTypesField = await call("PUT", "/export", body({ formats: { ".data": "csv" } }));
+    assert.deepEqual(otherTypesField.body.error.details, [{ path: "formats", problem: "not taken by postgres exports" }]);
     assert.equal((await call("GET", "/export")).body.exports.length, 1, "nothing was created by the bad requests");
     assert.equal((await call("PUT", "/export/stop", { id: "no-such-export" })).body.error.code, "ERR_EXPORT_NOT_FOUND");
     assert.equal((await call("PUT", "/export/stop")).body.error.code, "ERR_REQUEST_INVALID");
