@@ -86,5 +86,6 @@ export function build(deps: GatewayDeps): FastifyInstance {
     uiRoutes({ manifest: deps.uiManifest, redirects: [...(deps.policy ? (["mapping"] as const) : []), ...(deps.redact ? (["redact"] as const) : [])] }),
   );
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  if (deps.extraRoutes) void app.register(deps.extraRoutes);
   return app;
 }

@@ -33,6 +33,8 @@ export interface GatewayDeps {
   https?: { cert: Buffer; key: Buffer };
   /** Timeouts and connection cap of the listener; absent: the defaults. */
   limits?: import("../http/listener-limits").HttpListenerLimits;
+  /** Routes the embedder adds beside the service's, behind the same hooks (a benchmark's no-op baseline); the node's configuration never sets them. */
+  extraRoutes?: import("fastify").FastifyPluginAsync;
 }
 
 /** The REST root paths of the spec (section 1), each a component name for authentication selectors. */

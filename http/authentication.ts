@@ -27,6 +27,16 @@ interface ConnectionState {
   audited: Set<string>;
   /** Basic credentials verified on this connection, by digest, until when: saves an LDAP bind per request. */
   verifiedPasswords: Map<string, { until: number; subject: string }>;
+  /** The caller of this connection's requests to components that enforce nothing. */
+  openAccess?: Caller;
+}
+
+/** The audit key of a component used without authentication: one string per component, not one per request. */
+const openKeys = new Map<string, string>();
+function openKey(component: string): string {
+  let key = openKeys.get(component);
+  if (key === undefined) openKeys.set(component, (key = `open:${component}`));
+  return key;
 }
 
 const passwordReuseMs = 60_000;
@@ -240,8 +250,13 @@ export const authentication = fp<{
     const state = connectionOf(request);
     void reply.header("x-connection-id", state.connectionId);
     if (!auth.authenticator.isEnforced(component)) {
-      request.access = { connectionId: state.connectionId, subject: null, assertions: [] };
-      const key = `open:${component.name}`;
+      // One caller per connection, frozen (it is in every trace record of the connection's decisions): no object per request.
+      request.access = state.openAccess ??= Object.freeze({
+        connectionId: state.connectionId,
+        subject: null,
+        assertions: Object.freeze([]) as unknown as string[],
+      });
+      const key = openKey(component.name);
       if (state.audited.has(key)) return done();
       auditOnce(state, key, () =>
         auth.audit({

@@ -11,7 +11,7 @@ import { provision } from "../actors/runtime/provision";
 import { provisionOptions, startNode, type ActorRuntime } from "../actors/runtime/runtime";
 import type { AnyActorDefinition } from "../actors/runtime/types";
 import { build } from "../gateway/build";
-import type { HealthReport } from "../gateway/types";
+import type { GatewayDeps, HealthReport } from "../gateway/types";
 import { settings, type NodeConfig } from "./config";
 import { NatsServerProcess } from "./nats-server";
 import { natsClientOptions, type NatsClientOptions } from "./nats-client-options";
@@ -184,7 +184,7 @@ async function startAuthenticator(config: NodeConfig, security: SecurityConfig, 
   }
 }
 
-export async function startServiceNode(config: NodeConfig, logger: Logger): Promise<RunningNode> {
+export async function startServiceNode(config: NodeConfig, logger: Logger, embedding: Pick<GatewayDeps, "extraRoutes"> = {}): Promise<RunningNode> {
   const exportTls = loadTlsFiles(config.exportTls, "export", `${settings.exportTls.env} and ${settings.exportTlsKey.env}`);
   const gatewayFiles = loadTlsFiles(config.tls, "gateway", `${settings.tls.env} and ${settings.tlsKey.env}`);
   const gatewayTls = gatewayFiles && { cert: gatewayFiles.cert, key: gatewayFiles.key };
@@ -335,6 +335,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     https: gatewayTls,
     limits: config.httpLimits,
     auth: { authenticator, audit: (entry) => runtime.events.audit(entry) },
+    extraRoutes: embedding.extraRoutes,
   });
   try {
     await gateway.listen({ port: config.port, host: config.host });

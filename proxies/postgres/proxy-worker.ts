@@ -8,7 +8,7 @@ import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
 import { fatalMessage, ProxySession } from "./session";
 import { UserIdMemo } from "./user-id-memo";
 import { loadSqlParser } from "./analysis/sql-parser";
-import { sharedAnalyses } from "./analysis/statement-analysis";
+import { sharedAnalyses } from "./analysis/analysis-cache";
 import type { DirectVerification, ProxyAudit } from "./types";
 import type { DecideAnswer, FromWorker, LiveCounts, ToWorker, VerifyAnswer, WorkerExport } from "./worker-messages";
 

@@ -79,7 +79,7 @@ export interface QueryAnalysis {
   hiddenPrefix: string;
 }
 
-const reservedPrefix = "__warden";
+export const reservedPrefix = "__warden";
 /**
  * Hidden column names: a random prefix per process, never shown to clients (removed from
  * RowDescriptions and error texts), so no relation or function can carry one by chance or
@@ -550,7 +550,7 @@ const keywordLabelSet: ReadonlySet<string> = new Set(keywordLabels);
  * to lower case, quoted ones as written) and keywords, besides the labels PostgreSQL makes from
  * keywords. What U& escapes spell is not included: such a label becomes ?column?.
  */
-function namesWritten(sql: string): Set<string> {
+export function namesWritten(sql: string): Set<string> {
   const names = new Set<string>(keywordLabels);
   for (const token of scanSync(sql).tokens) {
     const text = token.text;
@@ -590,51 +590,3 @@ export function originalPosition(analysis: QueryAnalysis, position: number): num
   }
   return at + 1;
 }
-
-/** Analyses, by text, for an export's sessions: a prepared workload parses each statement once. */
-export class AnalysisCache {
-  /** By schema and policy, then by text (most recently used last); no key is built per look-up. */
-  private readonly entries = new Map<string, Map<string, QueryAnalysis>>();
-  private size = 0;
-  hits = 0;
-  misses = 0;
-
-  constructor(private readonly capacity = 2048) {}
-
-  get(sql: string, schema: SchemaView, policy: StatementPolicy): QueryAnalysis {
-    const outerKey = (policy.allowWrites ? "w" : "r") + (policy.strict ? "s" : "-") + (policy.pushdown ? "p" : "-") + schema.key;
-    let texts = this.entries.get(outerKey);
-    const found = texts?.get(sql);
-    if (found) {
-      this.hits++;
-      texts!.delete(sql);
-      texts!.set(sql, found);
-      return found;
-    }
-    this.misses++;
-    const analysis = analyzeQuery(sql, schema, policy);
-    // Very long texts are analysed each time rather than kept.
-    if (sql.length > 16_384) return analysis;
-    if (this.size >= this.capacity) this.evict();
-    if (!texts) this.entries.set(outerKey, (texts = new Map()));
-    texts.set(sql, analysis);
-    this.size++;
-    return analysis;
-  }
-
-  /** Drops the least recently used text of the oldest schema (schemas change rarely). */
-  private evict(): void {
-    for (const [key, texts] of this.entries) {
-      const oldest = texts.keys().next();
-      if (!oldest.done) {
-        texts.delete(oldest.value);
-        this.size--;
-      }
-      if (texts.size === 0) this.entries.delete(key);
-      return;
-    }
-  }
-}
-
-/** The analyses of this process's sessions (every export's: the key holds the schema and policy). */
-export const sharedAnalyses = new AnalysisCache();

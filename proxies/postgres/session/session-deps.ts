@@ -1,6 +1,7 @@
 import type { SecureContext } from "node:tls";
 import type { BackendKeyData } from "../../../protocols/postgres/backend-key-data";
-import type { AnalysisCache, StatementPolicy } from "../analysis/statement-analysis";
+import type { AnalysisCache } from "../analysis/analysis-cache";
+import type { StatementPolicy } from "../analysis/statement-analysis";
 import type { CancelKeys } from "../cancel-keys";
 import type { BackendEndpoint } from "./backend-tls";
 import type { DirectVerification, ProxyAudit, ProxyLimits, SessionCounts, TextDecoding } from "../types";

@@ -1,0 +1,163 @@
+import { normalizeSync } from "libpg-query";
+import type { SchemaView } from "./schema-view";
+import { analyzeQuery, namesWritten, type QueryAnalysis, type StatementPolicy } from "./statement-analysis";
+
+/** Texts longer than this are analysed each time rather than kept. */
+const longestKept = 16_384;
+
+/** Where a text could name something the analysis treats specially (reserved names, U& escapes): never answered by its constants' form. */
+const specialSpelling = /__warden|u&/i;
+
+/** The analyses kept under one schema and policy: by exact text, and by the form with constants replaced by parameters. */
+interface Bucket {
+  texts: Map<string, QueryAnalysis>;
+  /** Normalized text -> its analysis when it holds for every constant in its places; null when it does not (the text is analysed itself). */
+  forms: Map<string, QueryAnalysis | null>;
+}
+
+/**
+ * Analyses for an export's sessions. A prepared workload parses each statement once (by text).
+ * A simple-protocol workload sends a new text per statement, differing only in constants:
+ * PostgreSQL's own normalizer (libpg-query `normalize`, the parser plus the scanner that finds each
+ * constant) turns the text into its form with `$n` parameters, and that form is analysed once.
+ * Sound because the analysis of a form treats a parameter as any value the client could write:
+ * it is the analysis of the same statement prepared with parameters. A form's analysis is used
+ * for a text only when it holds whatever the constants are: plain SELECTs, nothing refused,
+ * nothing spliced in (the text sent is the client's own), not strict (ordinals are constants
+ * there), not pushdown (the text sent is rewritten), no reserved names or U& escapes. Otherwise
+ * the text is analysed itself, as before.
+ */
+export class AnalysisCache {
+  /** By policy, then by schema key (the same string object per schema view: no key is built per look-up). */
+  private readonly buckets = new Map<string, Map<string, Bucket>>();
+  private size = 0;
+  /** Answered from the cache by exact text. */
+  hits = 0;
+  /** Answered by the analysis of the text's form (its constants replaced by parameters), made earlier. */
+  formHits = 0;
+  /** Analysed with the parser and attribution (a text, or a form seen first). */
+  misses = 0;
+
+  constructor(private readonly capacity = 2048) {}
+
+  get(sql: string, schema: SchemaView, policy: StatementPolicy): QueryAnalysis {
+    const bucket = this.bucket(schema, policy);
+    const found = bucket.texts.get(sql);
+    if (found) {
+      this.hits++;
+      bucket.texts.delete(sql);
+      bucket.texts.set(sql, found);
+      return found;
+    }
+    const byForm = policy.strict || policy.pushdown ? undefined : this.byForm(sql, bucket, schema, policy);
+    if (byForm) return byForm;
+    this.misses++;
+    const analysis = analyzeQuery(sql, schema, policy);
+    if (sql.length <= longestKept) this.keep(bucket.texts, sql, analysis);
+    return analysis;
+  }
+
+  /** The analysis of `sql`'s form when it holds for `sql` (see the class comment); undefined: analyse the text itself. */
+  private byForm(sql: string, bucket: Bucket, schema: SchemaView, policy: StatementPolicy): QueryAnalysis | undefined {
+    if (sql.length > longestKept || specialSpelling.test(sql)) return undefined;
+    let form: string;
+    try {
+      form = normalizeSync(sql);
+    } catch {
+      return undefined; // a syntax error: the text's own analysis reports it
+    }
+    // No constants (kept by text), or not the text with spans replaced (an error message comes back as the result).
+    if (form === sql || !spansReplaced(sql, form)) return undefined;
+    let template = bucket.forms.get(form);
+    if (template === undefined) {
+      this.misses++;
+      const analysis = analyzeQuery(form, schema, policy);
+      template = holdsForAnyConstants(analysis, form) ? analysis : null;
+      this.keep(bucket.forms, form, template);
+    } else {
+      bucket.forms.delete(form);
+      bucket.forms.set(form, template);
+    }
+    if (template === null) return undefined;
+    this.formHits++;
+    let names: Set<string> | undefined;
+    // Labels the client wrote are read from its own text, not the form's.
+    return {
+      text: sql,
+      statements: template.statements,
+      insertions: [],
+      identifiers: () => (names ??= namesWritten(sql)),
+      hiddenPrefix: template.hiddenPrefix,
+    };
+  }
+
+  private bucket(schema: SchemaView, policy: StatementPolicy): Bucket {
+    const policyKey = (policy.allowWrites ? "w" : "r") + (policy.strict ? "s" : "-") + (policy.pushdown ? "p" : "-");
+    let bySchema = this.buckets.get(policyKey);
+    if (!bySchema) this.buckets.set(policyKey, (bySchema = new Map()));
+    let bucket = bySchema.get(schema.key);
+    if (!bucket) bySchema.set(schema.key, (bucket = { texts: new Map(), forms: new Map() }));
+    return bucket;
+  }
+
+  private keep<T>(map: Map<string, T>, key: string, value: T): void {
+    if (this.size >= this.capacity) this.evict();
+    map.set(key, value);
+    this.size++;
+  }
+
+  /** Drops the least recently used entry of the oldest bucket (schemas change rarely). */
+  private evict(): void {
+    for (const [policyKey, bySchema] of this.buckets) {
+      for (const [schemaKey, bucket] of bySchema) {
+        const map: Map<string, unknown> = bucket.texts.size > 0 ? bucket.texts : bucket.forms;
+        const oldest = map.keys().next();
+        if (!oldest.done) {
+          map.delete(oldest.value);
+          this.size--;
+        }
+        if (bucket.texts.size === 0 && bucket.forms.size === 0) bySchema.delete(schemaKey);
+        if (bySchema.size === 0) this.buckets.delete(policyKey);
+        return;
+      }
+    }
+  }
+}
+
+/** Whether a form's analysis holds for every text of that form: every statement a plain SELECT, none refused, the text sent unchanged. */
+function holdsForAnyConstants(analysis: QueryAnalysis, form: string): boolean {
+  return (
+    analysis.refusal === undefined &&
+    analysis.text === form &&
+    analysis.insertions.length === 0 &&
+    analysis.statements.length > 0 &&
+    analysis.statements.every((statement) => statement.kind === "rows")
+  );
+}
+
+const parameter = /\$\d+/g;
+
+/**
+ * Whether `form` is `sql` with some spans each replaced by a `$n`: its parts between parameters
+ * appear in `sql` in order, the first at the start and the last at the end. libpg-query returns
+ * an error text (invalid UTF-8, for one) as if it were the form; this keeps it from being analysed.
+ */
+export function spansReplaced(sql: string, form: string): boolean {
+  let at = 0;
+  let from = 0;
+  parameter.lastIndex = 0;
+  for (let match = parameter.exec(form); match !== null; match = parameter.exec(form)) {
+    const part = form.slice(from, match.index);
+    const found = from === 0 ? (sql.startsWith(part) ? 0 : -1) : sql.indexOf(part, at);
+    if (found < 0) return false;
+    // Something of the client's text stands where the parameter is.
+    at = found + part.length + 1;
+    from = match.index + match[0].length;
+  }
+  if (from === 0) return false;
+  const last = form.slice(from);
+  return sql.length - last.length >= at && sql.endsWith(last);
+}
+
+/** The analyses of this process's sessions (every export's: the key holds the schema and policy). */
+export const sharedAnalyses = new AnalysisCache();
