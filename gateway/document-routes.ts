@@ -96,7 +96,14 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
         const mediaType = (request.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
         const format = formatOfMediaType.get(mediaType);
         if (!format) throw new HttpError("ERR_REQUEST_CONTENT_TYPE", `send the document as ${Object.values(documentFormats).join(", ")}`);
-        const job = await documents.submit(request.query as RedactRequest, format, request.body as Readable);
+        const length = request.headers["content-length"];
+        const declared = length === undefined ? undefined : Number(length);
+        const job = await documents.submit(
+          request.query as RedactRequest,
+          format,
+          request.body as Readable,
+          Number.isSafeInteger(declared) ? declared : undefined,
+        );
         return summaryOf(job);
       },
     );

@@ -49,6 +49,8 @@ export interface NodeConfig {
   actorModules: string[];
   /** Hours a finished redaction job and its documents are kept. */
   redactRetentionHours: number;
+  /** Document redaction's storage quotas: one job's upload, and every job's documents together. */
+  redactQuotas: { maxDocumentBytes: number; maxTotalBytes: number };
   /** The audit stream's limits: records older than maxAgeDays expire; at maxBytes new records are refused (never the oldest dropped). */
   auditRetention: { maxAgeDays: number; maxBytes: number };
   /** Threads that redact a CSV document (1: the event loop's thread, no workers). */
@@ -121,6 +123,17 @@ export const settings = {
     env: "REDACT_RETENTION_HOURS",
     flag: "--redact-retention-hours",
     describe: "hours a finished redaction job and its documents are kept (default 168)",
+  },
+  redactMaxDocumentBytes: {
+    env: "REDACT_MAX_DOCUMENT_BYTES",
+    flag: "--redact-max-document-bytes",
+    describe: "largest document one redaction job may upload; a larger one is refused with 413 and nothing is kept (default 2147483648, 2 GiB)",
+  },
+  redactStorageMaxBytes: {
+    env: "REDACT_STORAGE_MAX_BYTES",
+    flag: "--redact-storage-max-bytes",
+    describe:
+      "bytes all redaction jobs' documents (uploads and outputs) may take in JetStream; when full, uploads are refused with 507; JetStream reserves it (default 8589934592, 8 GiB)",
   },
   auditMaxBytes: {
     env: "AUDIT_MAX_BYTES",
@@ -232,8 +245,10 @@ export const settings = {
   },
   exportPorts: { env: "EXPORT_PORTS", flag: "--export-ports", describe: "range export ports are allocated from, first-last (default 15432-15631)" },
 } satisfies Record<
-  | Exclude<keyof NodeConfig, "httpLimits" | "wireLimits" | "failureBudget" | "auditRetention">
+  | Exclude<keyof NodeConfig, "httpLimits" | "wireLimits" | "failureBudget" | "auditRetention" | "redactQuotas">
   | "auditMaxBytes"
+  | "redactMaxDocumentBytes"
+  | "redactStorageMaxBytes"
   | "auditMaxAgeDays"
   | "authFailuresPerAddress"
   | "authFailuresPerUser"
@@ -304,6 +319,17 @@ function integer(setting: Setting, raw: string, min: number, max: number): numbe
     throw new StartupError(`${setting.env} (${setting.flag}) must be a whole number from ${min} to ${max}, got '${raw}'`);
   }
   return value;
+}
+
+function redactQuotas(raw: (name: keyof typeof settings) => string | undefined): NodeConfig["redactQuotas"] {
+  const maxTotalBytes = integer(settings.redactStorageMaxBytes, raw("redactStorageMaxBytes") ?? String(8 * 1024 ** 3), 65_536, Number.MAX_SAFE_INTEGER);
+  const maxDocumentBytes = integer(settings.redactMaxDocumentBytes, raw("redactMaxDocumentBytes") ?? String(2 * 1024 ** 3), 1, Number.MAX_SAFE_INTEGER);
+  // A job stores its upload and its output: a document over half the storage could never finish.
+  if (maxDocumentBytes * 2 > maxTotalBytes)
+    throw new StartupError(
+      `${settings.redactMaxDocumentBytes.env} (${maxDocumentBytes}) must be at most half of ${settings.redactStorageMaxBytes.env} (${maxTotalBytes}): a job stores its upload and its output`,
+    );
+  return { maxDocumentBytes, maxTotalBytes };
 }
 
 function allowList(setting: Setting, raw: string): EndpointAllowList | undefined {
@@ -463,6 +489,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
       .filter(Boolean)
       .map((m) => resolve(m)),
     redactRetentionHours: integer(settings.redactRetentionHours, raw("redactRetentionHours") ?? "168", 1, 24 * 366),
+    redactQuotas: redactQuotas(raw),
     auditRetention: {
       maxBytes: integer(settings.auditMaxBytes, raw("auditMaxBytes") ?? String(defaultRetention.audit.maxBytes), 65_536, Number.MAX_SAFE_INTEGER),
       maxAgeDays: integer(settings.auditMaxAgeDays, raw("auditMaxAgeDays") ?? String(defaultRetention.audit.maxAgeDays), 1, 36_600),

@@ -275,6 +275,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     retentionHours: config.redactRetentionHours,
     threads: config.redactionThreads,
     jsReplicas: config.jsReplicas,
+    quotas: config.redactQuotas,
   });
   const { doors, postgres } = exportDoors({
     nc,

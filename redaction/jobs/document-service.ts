@@ -5,13 +5,40 @@ import type { Logger } from "pino";
 import { redactionJob, type JobRecord } from "../../actors/redaction/job-actor";
 import { csvThreading } from "../threaded-csv-redactor";
 import type { DocumentFormat } from "../types";
-import { DocumentSubjects, provisionDocuments } from "./subjects";
+import { DocumentSubjects, documentStream, provisionDocuments } from "./subjects";
 import { HandlerError, RetryableError } from "../../actors/runtime/errors";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
 import type { DocumentPort, RedactRequest } from "../../api/types";
 import type { DecisionService } from "../../ports/decision-service";
 import { ChunkWriter, purgeDocuments, readChunks } from "./chunk-store";
 import { JobSupervisor, removeJob } from "./job-supervisor";
+
+/** Storage quotas of document redaction (issue 26 item 3). */
+export interface DocumentQuotas {
+  /** Largest document one job may upload (413 over it). */
+  maxDocumentBytes: number;
+  /** What the documents' stream holds at most, inputs and outputs of every job (507 when full). */
+  maxTotalBytes: number;
+}
+
+/** JetStream's refusal of a message that a full stream with discard policy `new` cannot take. */
+const streamFull = /maximum bytes exceeded|insufficient (storage|resources)|resource limits exceeded/i;
+
+function tooLarge(limit: number): HandlerError {
+  return new HandlerError(
+    "DOCUMENT_TOO_LARGE",
+    `the document is larger than the ${limit} bytes one redaction job may upload (REDACT_MAX_DOCUMENT_BYTES); nothing was kept`,
+    { details: { maxDocumentBytes: limit } },
+  );
+}
+
+function storageFull(limit: number): HandlerError {
+  return new HandlerError(
+    "DOCUMENT_STORAGE_FULL",
+    `redaction storage is full (REDACT_STORAGE_MAX_BYTES, ${limit} bytes); nothing was kept: download and delete finished jobs, or try later`,
+    { details: { maxTotalBytes: limit } },
+  );
+}
 
 /**
  * Document redaction on a node: uploads go to JetStream as they arrive, each becomes a
@@ -28,6 +55,7 @@ export class DocumentService implements DocumentPort {
     private readonly jsm: JetStreamManager,
     private readonly supervisor: JobSupervisor,
     private readonly retentionHours: number,
+    private readonly quotas: DocumentQuotas,
   ) {}
 
   static async start(options: {
@@ -38,8 +66,9 @@ export class DocumentService implements DocumentPort {
     retentionHours: number;
     threads: number;
     jsReplicas: number;
+    quotas: DocumentQuotas;
   }): Promise<DocumentService> {
-    await provisionDocuments(options.nc, options.jsReplicas, options.retentionHours);
+    await provisionDocuments(options.nc, options.jsReplicas, options.retentionHours, options.quotas.maxTotalBytes);
     const js = jetstream(options.nc);
     const jsm = await jetstreamManager(options.nc);
     const supervisor = new JobSupervisor({
@@ -51,21 +80,33 @@ export class DocumentService implements DocumentPort {
       csvThreading: csvThreading(options.threads),
     });
     await supervisor.start();
-    return new DocumentService(options.runtime, options.decisions, js, jsm, supervisor, options.retentionHours);
+    return new DocumentService(options.runtime, options.decisions, js, jsm, supervisor, options.retentionHours, options.quotas);
   }
 
-  async submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>): Promise<JobRecord> {
+  async submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>, declaredBytes?: number): Promise<JobRecord> {
     const { compiled } = await this.decisions.redactionPlan(request);
+    const { maxDocumentBytes, maxTotalBytes } = this.quotas;
+    // A declared size is checked before a byte is read or stored.
+    if (declaredBytes !== undefined && declaredBytes > maxDocumentBytes) throw tooLarge(maxDocumentBytes);
+    if (declaredBytes !== undefined && (await this.jsm.streams.info(documentStream.name)).state.bytes + declaredBytes > maxTotalBytes)
+      throw storageFull(maxTotalBytes);
     const jobName = randomUUID();
     const writer = new ChunkWriter(this.js, DocumentSubjects.input(jobName));
     let input: Awaited<ReturnType<ChunkWriter["close"]>>;
+    let received = 0;
     try {
-      for await (const chunk of body) await writer.write(chunk);
+      for await (const chunk of body) {
+        received += chunk.length;
+        if (received > maxDocumentBytes) throw tooLarge(maxDocumentBytes);
+        await writer.write(chunk);
+      }
       input = await writer.close();
       this.bytes.in += input.bytes;
     } catch (error) {
       await writer.settle();
       await purgeDocuments(this.jsm, DocumentSubjects.job(jobName)).catch(() => undefined);
+      if (error instanceof HandlerError) throw error;
+      if (streamFull.test(String((error as Error).message))) throw storageFull(maxTotalBytes);
       // The client's own abort leaves no one to answer; a store that refused is worth a retry.
       throw new RetryableError("DOCUMENT_NOT_STORED", "the document could not be stored; nothing was kept", { cause: error });
     }
