@@ -37,6 +37,7 @@ import {
   answerOf,
   ask,
   assertShows,
+  attackSetupSql,
   AttackVerdicts,
   bypasses,
   type Cell,
@@ -170,12 +171,8 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       [
         "CREATE TABLE orders (id serial PRIMARY KEY, user_id text, item text)",
         `INSERT INTO orders (user_id, item) VALUES ${orders}`,
-        "CREATE PROCEDURE touch_notes() LANGUAGE sql AS $$ INSERT INTO audit_notes (note) VALUES ('called') $$",
         `GRANT ALL ON orders, orders_id_seq TO ${roles.scram.user}, ${roles.trusted.user}`,
-        // SET ROLE must work straight from PostgreSQL for the refusal to mean anything.
-        `GRANT ${roles.scram.user} TO ${roles.trusted.user}`,
-        // pg_stats shows column values (histogram bounds) to whoever may read the table.
-        "ANALYZE users",
+        attackSetupSql,
       ].join("; "),
       "app",
     );
