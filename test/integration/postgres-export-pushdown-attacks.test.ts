@@ -122,6 +122,16 @@ describe("PostgreSQL exports with pushdown: attacks", () => {
     });
   }
 
+  test("PREPARE of the self-join, EXECUTE in the next Query: the allowed values cross, no forbidden one", async () => {
+    const statements = [`PREPARE sj AS ${attacks.selfJoinSql}`, "EXECUTE sj"];
+    const answers = await leaksDirectlyNotThrough(statements, "PREPARE, then EXECUTE");
+    assert.deepEqual(
+      answers.flatMap((a) => a.errors),
+      [],
+    );
+    assertShows(answers[1]!.rows, [1], attacks.selfJoin(showing), "EXECUTE");
+  });
+
   test("cursor over the self-join: BEGIN; DECLARE; FETCH 2; FETCH ALL", async () => {
     const answers = await leaksDirectlyNotThrough(attacks.cursorStatements, "cursor");
     assert.deepEqual(
@@ -282,6 +292,18 @@ describe("PostgreSQL exports with pushdown: attacks", () => {
         answer!.errors.map((e) => e.code),
         [attack.code],
         "the error itself crosses, with its SQLSTATE",
+      );
+      v.assertClean([answer!], attack.name);
+    });
+
+  for (const attack of attacks.serverCodeMessages)
+    test(`allowWrites: server-side code's message, ${attack.name}: the SQLSTATE crosses, the text does not`, async () => {
+      const [leaked] = await runStatements(direct, [attack.sql]);
+      assert.ok(v.leaksIn(leaked!.text).includes(droppedEmail), "directly the message carries the value");
+      const [answer] = await runStatements(await writable(), [attack.sql]);
+      assert.deepEqual(
+        answer!.errors.map((e) => e.code),
+        attack.code ? [attack.code] : [],
       );
       v.assertClean([answer!], attack.name);
     });

@@ -63,6 +63,7 @@ import {
   rowLimitedSelfJoin,
   runStatements,
   selfJoin,
+  serverCodeMessages,
   setConfigStatements,
   timeZoneAttack,
   withWire as withOpenWire,
@@ -610,6 +611,30 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
             answer.errors.map((e) => e.code),
             [attack.code],
             "the error itself crosses, with its SQLSTATE",
+          );
+          assertClean([answer], attack.name);
+          await assertStillWorks(wire, answer, attack.name);
+        });
+      });
+    });
+  }
+
+  for (const attack of serverCodeMessages) {
+    describe(`server-side code's message: ${attack.name}`, () => {
+      test("leaks on a direct connection", async () => {
+        const [answer] = await run(pg.port, [attack.sql]);
+        assert.deepEqual(
+          answer!.errors.map((e) => e.code),
+          attack.code ? [attack.code] : [],
+        );
+        assert.ok(leaksIn(answer!.text).includes(droppedEmail));
+      });
+      test("through an allowWrites export: the SQLSTATE crosses, the text does not", async () => {
+        await withWire(await writablePort(), async (wire) => {
+          const answer = await ask(wire, attack.sql);
+          assert.deepEqual(
+            answer.errors.map((e) => e.code),
+            attack.code ? [attack.code] : [],
           );
           assertClean([answer], attack.name);
           await assertStillWorks(wire, answer, attack.name);
