@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { PostgresServer } from "../../testkit/postgres";
 import { WireClient } from "../helpers/pg-wire";
 import { CatalogExports } from "../fixtures/postgres-catalog";
-import { catalogAttacks, catalogAttackSetup, type CatalogVia } from "../fixtures/postgres-catalog-attacks";
+import { catalogAttacks, catalogAttackSetup, catalogVia } from "../fixtures/postgres-catalog-attacks";
 import { roles } from "../fixtures/postgres-population";
 
 describe("PostgreSQL exports: catalog reads do not read back state a statement set from values", () => {
@@ -20,39 +20,6 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
   let readOnlyPort: number;
   let forbidden: string[];
 
-  /** Runs the statements in order on one connection; the rows of each (or its error message), as text. */
-  const session = async (port: number, statements: readonly string[]): Promise<string[]> => {
-    const client = world.client(port);
-    await client.connect();
-    try {
-      const out: string[] = [];
-      for (const sql of statements) {
-        out.push(
-          await client.query({ text: sql, rowMode: "array" }).then(
-            (result) => JSON.stringify(result.rows),
-            (error: Error) => `error: ${error.message}`,
-          ),
-        );
-      }
-      return out;
-    } finally {
-      await client.end().catch(() => undefined);
-    }
-  };
-  /** Sends each batch of messages on one bare protocol connection, waiting for its ReadyForQuery; the text of every answer. */
-  const wire = async (port: number, batches: readonly Buffer[][]): Promise<string> => {
-    const client = await WireClient.connect(port, roles.trusted.user, "app");
-    try {
-      let out = "";
-      for (const batch of batches) {
-        client.send(...batch);
-        out += (await client.until((m) => m.code === "Z")).map((m) => m.code + m.body.toString("latin1")).join("");
-      }
-      return out;
-    } finally {
-      client.close();
-    }
-  };
   const leaked = (text: string) => forbidden.filter((value) => text.includes(value));
 
   before(async () => {
@@ -62,7 +29,11 @@ describe("PostgreSQL exports: catalog reads do not read back state a statement s
 
   after(() => world.stop());
 
-  const via = (port: number): CatalogVia => ({ session: (statements) => session(port, statements), wire: (batches) => wire(port, batches) });
+  const via = (port: number) =>
+    catalogVia(
+      () => world.client(port),
+      () => WireClient.connect(port, roles.trusted.user, "app"),
+    );
   for (const [name, attack] of Object.entries(catalogAttacks)) {
     test(name, async () => {
       const direct = await attack(via(pg.port), via(pg.port));
