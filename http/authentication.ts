@@ -22,6 +22,15 @@ declare module "fastify" {
   }
 }
 
+declare module "fastify/types/context" {
+  interface FastifyContextConfig {
+    /** The route reads its body as a stream (document uploads) and stores it as it arrives. */
+    streamedBody?: boolean;
+    /** A web UI file, served without credentials (gateway/ui-routes.ts). */
+    uiAsset?: boolean;
+  }
+}
+
 interface ConnectionState {
   connectionId: string;
   /** Audit records already written for this connection (one per component and outcome, not one per request). */
@@ -60,7 +69,7 @@ function declaredBodySha256(request: FastifyRequest): string | undefined {
 
 /** Routes that read their body as a stream (document uploads) and store it as it arrives. */
 function streamsBody(request: FastifyRequest): boolean {
-  return (request.routeOptions.config as { streamedBody?: boolean } | undefined)?.streamedBody === true;
+  return request.routeOptions.config?.streamedBody === true;
 }
 
 /**
@@ -70,7 +79,7 @@ function streamsBody(request: FastifyRequest): boolean {
  */
 function isUiAsset(request: FastifyRequest): boolean {
   if (request.method !== "GET" && request.method !== "HEAD") return false;
-  return (request.routeOptions.config as { uiAsset?: boolean } | undefined)?.uiAsset === true;
+  return request.routeOptions.config?.uiAsset === true;
 }
 
 /**
