@@ -4,6 +4,14 @@ import type { ExportBody } from "../api/types";
 /** The fields of PUT /export an export type takes; every other one is refused (`refuseFieldsNotTaken`). */
 export type TakenFields = ReadonlySet<keyof ExportBody>;
 
+/** What every export type takes: its type, listen port, mapping group and purpose. */
+const everyType = ["type", "port", "resolverGroup", "metadata"] as const;
+
+/** The fields a type takes: those every type takes, and its own. */
+export function takenFields(...own: Array<keyof ExportBody>): TakenFields {
+  return new Set([...everyType, ...own]);
+}
+
 /** Why a type refuses a field, where it is worth more than "does not apply". */
 export type RefusalReasons = Readonly<Partial<Record<keyof ExportBody, string>>>;
 

@@ -1,5 +1,6 @@
 import type { Authenticator } from "../auth/authenticator";
 import { component } from "../auth/components";
+import { mayRetry, outcomeAudit } from "../auth/credential-check";
 import type { Credential, OverridesByVerifier } from "../auth/types";
 import { jwtShape } from "../auth/verifiers/oauth-verifier";
 import { isDatabaseCredentials, type ExportRecord } from "../actors/export/export-actor";
@@ -54,23 +55,14 @@ export function directVerificationFor(
         };
       }
       const outcome = await authenticator.verify(exportComponent, credential, overrides);
+      const { level, event, details } = outcomeAudit(outcome);
       if (outcome.kind === "verified") {
-        audit("info", "connection.authenticated", `'${outcome.identity.subject}' authenticated for export ${record.id}`, {
-          ...base,
-          subject: outcome.identity.subject,
-          assertions: outcome.identity.assertions,
-          verifier: outcome.by,
-        });
+        audit(level, event, `'${outcome.identity.subject}' authenticated for export ${record.id}`, { ...base, ...details });
         return { ok: true, subject: outcome.identity.subject, assertions: outcome.identity.assertions };
       }
-      audit(
-        "warn",
-        outcome.kind === "unsupported" ? "connection.unsupported" : "connection.denied",
-        `connection to export ${record.id} refused: ${outcome.reason}`,
-        { ...base, outcome: outcome.kind, reason: outcome.reason, ...("by" in outcome ? { verifier: outcome.by } : {}) },
-      );
+      audit(level, event, `connection to export ${record.id} refused: ${outcome.reason}`, { ...base, ...details });
       // A throttled login may be tried again later, as one whose verifier did not answer.
-      return { ok: false, failure: outcome.kind === "unavailable" || outcome.kind === "throttled" ? "unavailable" : "rejected", reason: outcome.reason };
+      return { ok: false, failure: mayRetry(outcome) ? "unavailable" : "rejected", reason: outcome.reason };
     },
   };
 }

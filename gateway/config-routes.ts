@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
-import type { PolicyConfig } from "../policy/model";
+import type { GuardianRights, PolicyConfig } from "../policy/model";
 import {
   consentedPurposeSchema,
   contractualPurposeSchema,
@@ -15,6 +15,7 @@ import {
 import { findItem, type ItemKind, type SectionWrite } from "../policy/sections";
 import { HttpError } from "../http/errors";
 import { requester } from "./requester";
+import { configAnswer, guardianAnswer, historyAnswer, revisionAnswer, sectionAnswer, userAccessAnswer, writeResultSchema } from "./answers/config-answers";
 import type { ConfigWriteResult, PolicyPort } from "../api/types";
 
 /** A list section of the configuration: its path, the key of its body, its item schema, how to read and write it. */
@@ -97,12 +98,6 @@ const listSections: ListSection[] = [
 /** Overrides merge by replacing the whole list; every other list is upserted by stableId. */
 const replacesWholeList = (section: ListSection) => section.path.endsWith("overrides");
 
-const writeResultSchema = {
-  type: "object",
-  properties: { revision: { type: "integer" }, changed: { type: "boolean" } },
-  required: ["revision", "changed"],
-} as const;
-
 const ifMatchHeader = {
   type: "object",
   properties: { "if-match": { type: "string", description: "Optimistic concurrency: the revision this write is based on (the ETag of a read), or *" } },
@@ -129,7 +124,7 @@ export function answerWrite(reply: FastifyReply, result: ConfigWriteResult): Fas
 
 function registerListSection(app: FastifyInstance, port: PolicyPort, section: ListSection): void {
   const tags = ["config"];
-  app.put(
+  app.put<{ Body: Record<string, never[]> }>(
     `/config/${section.path}`,
     {
       schema: {
@@ -149,26 +144,30 @@ function registerListSection(app: FastifyInstance, port: PolicyPort, section: Li
       },
     },
     async (request, reply) => {
-      const items = (request.body as Record<string, never[]>)[section.bodyKey];
+      const items = request.body[section.bodyKey];
       return answerWrite(reply, await port.write(section.write(items), requester(request), expectedRevisionOf(request)));
     },
   );
-  app.get(`/config/${section.path}`, { schema: { tags, summary: `Read ${section.summary}` } }, async (_request, reply) => {
-    const { revision, config } = await port.read();
-    return withRevision(reply, revision).send({ [section.bodyKey]: section.read(config) });
-  });
   app.get(
+    `/config/${section.path}`,
+    { schema: { tags, summary: `Read ${section.summary}`, response: { 200: sectionAnswer(section.bodyKey, section.itemSchema) } } },
+    async (_request, reply) => {
+      const { revision, config } = await port.read();
+      return withRevision(reply, revision).send({ [section.bodyKey]: section.read(config) });
+    },
+  );
+  app.get<{ Params: { id: string } }>(
     `/config/${section.path}/:id`,
-    { schema: { tags, summary: `Read one of the ${section.summary} by stableId`, params: idParams } },
+    { schema: { tags, summary: `Read one of the ${section.summary} by stableId`, params: idParams, response: { 200: section.itemSchema } } },
     async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       const { revision, config } = await port.read();
       const item = findItem(config, section.kind, id);
       if (item === undefined) throw new HttpError("ERR_RESOURCE_NOT_FOUND", `no ${section.kind} '${id}'`);
       return withRevision(reply, revision).send(item);
     },
   );
-  app.delete(
+  app.delete<{ Params: { id: string } }>(
     `/config/${section.path}/:id`,
     {
       schema: {
@@ -180,7 +179,7 @@ function registerListSection(app: FastifyInstance, port: PolicyPort, section: Li
       },
     },
     async (request, reply) => {
-      const { id } = request.params as { id: string };
+      const { id } = request.params;
       return answerWrite(reply, await port.remove(section.kind, id, requester(request), expectedRevisionOf(request)));
     },
   );
@@ -192,7 +191,7 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
     const tags = ["config"];
     app.get(
       "/config",
-      { schema: { tags, summary: "Read the complete configuration (mapping groups included); the revision is in the ETag" } },
+      { schema: { tags, summary: "Read the complete configuration (mapping groups included); the revision is in the ETag", response: { 200: configAnswer } } },
       async (_request, reply) => {
         const { revision, config } = await port.read();
         return withRevision(reply, revision).send(config);
@@ -215,7 +214,7 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
 
     for (const section of listSections) registerListSection(app, port, section);
 
-    app.put(
+    app.put<{ Body: { categoryIds: string[] } }>(
       "/config/user-access",
       {
         schema: {
@@ -227,32 +226,29 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
         },
       },
       async (request, reply) =>
-        answerWrite(
-          reply,
-          await port.write(
-            { section: "userAccess", categoryIds: (request.body as { categoryIds: string[] }).categoryIds },
-            requester(request),
-            expectedRevisionOf(request),
-          ),
-        ),
+        answerWrite(reply, await port.write({ section: "userAccess", categoryIds: request.body.categoryIds }, requester(request), expectedRevisionOf(request))),
     );
-    app.get("/config/user-access", { schema: { tags, summary: "Read user access" } }, async (_request, reply) => {
+    app.get("/config/user-access", { schema: { tags, summary: "Read user access", response: { 200: userAccessAnswer } } }, async (_request, reply) => {
       const { revision, config } = await port.read();
       return withRevision(reply, revision).send(config.userAccess);
     });
-    app.put(
+    app.put<{ Body: GuardianRights }>(
       "/config/user-access/guardian",
       { schema: { tags, summary: "Set guardian rights", headers: ifMatchHeader, body: guardianSchema, response: { 200: writeResultSchema } } },
       async (request, reply) =>
-        answerWrite(reply, await port.write({ section: "guardian", guardian: request.body as never }, requester(request), expectedRevisionOf(request))),
+        answerWrite(reply, await port.write({ section: "guardian", guardian: request.body }, requester(request), expectedRevisionOf(request))),
     );
-    app.get("/config/user-access/guardian", { schema: { tags, summary: "Read guardian rights (404 until configured)" } }, async (_request, reply) => {
-      const { revision, config } = await port.read();
-      if (!config.guardian) throw new HttpError("ERR_RESOURCE_NOT_FOUND", "guardian rights are not configured");
-      return withRevision(reply, revision).send(config.guardian);
-    });
-
     app.get(
+      "/config/user-access/guardian",
+      { schema: { tags, summary: "Read guardian rights (404 until configured)", response: { 200: guardianAnswer } } },
+      async (_request, reply) => {
+        const { revision, config } = await port.read();
+        if (!config.guardian) throw new HttpError("ERR_RESOURCE_NOT_FOUND", "guardian rights are not configured");
+        return withRevision(reply, revision).send(config.guardian);
+      },
+    );
+
+    app.get<{ Querystring: { before?: string; limit?: string } }>(
       "/config/history",
       {
         schema: {
@@ -267,10 +263,11 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
               limit: { type: "string", pattern: "^([1-9]|[1-9][0-9]|1[0-9][0-9]|200)$" },
             },
           },
+          response: { 200: historyAnswer },
         },
       },
       async (request) => {
-        const query = request.query as { before?: string; limit?: string };
+        const query = request.query;
         const before = query.before === undefined ? undefined : Number(query.before);
         const limit = Number(query.limit ?? 50);
         const { revision } = await port.read();
@@ -280,17 +277,18 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
         return { revisions: records.reverse() };
       },
     );
-    app.get(
+    app.get<{ Params: { revision: string } }>(
       "/config/history/:revision",
       {
         schema: {
           tags,
           summary: "One revision as it was written, with the complete configuration",
           params: { type: "object", properties: { revision: { type: "string", pattern: "^[1-9][0-9]{0,14}$" } }, required: ["revision"] },
+          response: { 200: revisionAnswer },
         },
       },
       async (request) => {
-        const wanted = Number((request.params as { revision: string }).revision);
+        const wanted = Number(request.params.revision);
         // A record above the current revision is left over from a write that failed to commit.
         const record = wanted <= (await port.read()).revision ? await port.revision(wanted) : null;
         if (!record) throw new HttpError("ERR_RESOURCE_NOT_FOUND", "no such revision");

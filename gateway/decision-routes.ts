@@ -36,7 +36,7 @@ const answer = {
 /** /decision: traced decision queries, one or many users at once. */
 export function decisionRoutes(decisions: DecisionPort): FastifyPluginAsync {
   return async (app) => {
-    app.put(
+    app.put<{ Body: DecisionQuery }>(
       "/decision",
       {
         schema: {
@@ -47,9 +47,9 @@ export function decisionRoutes(decisions: DecisionPort): FastifyPluginAsync {
           response: { 200: answer },
         },
       },
-      async (request) => decisions.decide(request.body as DecisionQuery, "decision", request.access),
+      async (request) => decisions.decide(request.body, "decision", request.access),
     );
-    app.put(
+    app.put<{ Body: { queries: DecisionQuery[] } }>(
       "/decision/batch",
       {
         schema: {
@@ -65,7 +65,7 @@ export function decisionRoutes(decisions: DecisionPort): FastifyPluginAsync {
         },
       },
       async (request) => ({
-        decisions: await Promise.all((request.body as { queries: DecisionQuery[] }).queries.map((q) => decisions.decide(q, "decision", request.access))),
+        decisions: await Promise.all(request.body.queries.map((q) => decisions.decide(q, "decision", request.access))),
       }),
     );
   };

@@ -5,6 +5,7 @@ import type { JobRecord } from "../actors/redaction/job-actor";
 import { documentFormats, type DocumentFormat } from "../redaction/types";
 import { HttpError } from "../http/errors";
 import { idSchema as id } from "./schemas";
+import { jobAnswer, jobListAnswer, jobProgressAnswer, jobRemovedAnswer, jobStatsAnswer } from "./answers/redact-answers";
 import type { DocumentPort, RedactRequest } from "../api/types";
 
 const tags = ["redact"];
@@ -76,7 +77,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
     app.removeAllContentTypeParsers();
     app.addContentTypeParser(Object.values(documentFormats), (_request, payload, done) => done(null, payload));
 
-    app.put(
+    app.put<{ Querystring: RedactRequest; Body: Readable }>(
       "/redact/document",
       {
         // Read as a stream and stored as it arrives: a signed upload must declare its body hash up front.
@@ -90,6 +91,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
             properties: { purposeId: id, type: { type: "string", enum: [...purposeTypes] }, mappingGroup: id, thirdPartyId: id, termsId: id },
             required: ["purposeId", "type", "mappingGroup"],
           },
+          response: { 200: jobAnswer },
         },
       },
       async (request) => {
@@ -98,33 +100,42 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
         if (!format) throw new HttpError("ERR_REQUEST_CONTENT_TYPE", `send the document as ${Object.values(documentFormats).join(", ")}`);
         const length = request.headers["content-length"];
         const declared = length === undefined ? undefined : Number(length);
-        const job = await documents.submit(
-          request.query as RedactRequest,
-          format,
-          request.body as Readable,
-          Number.isSafeInteger(declared) ? declared : undefined,
-        );
+        const job = await documents.submit(request.query, format, request.body, Number.isSafeInteger(declared) ? declared : undefined);
         return summaryOf(job);
       },
     );
 
-    app.get(
+    app.get<{ Querystring: { jobName: string } }>(
       "/redact/stats",
-      { schema: { tags, summary: "What a finished job did (404 while it runs; status 'failed' with the error and where)", querystring: jobQuery } },
+      {
+        schema: {
+          tags,
+          summary: "What a finished job did (404 while it runs; status 'failed' with the error and where)",
+          querystring: jobQuery,
+          response: { 200: jobStatsAnswer },
+        },
+      },
       async (request) => {
-        const job = await documents.job((request.query as { jobName: string }).jobName);
+        const job = await documents.job(request.query.jobName);
         if (job.status === "running") throw new HttpError("ERR_REDACT_JOB_RUNNING", undefined, { progress: links(job.jobName).progress });
         return statsOf(job);
       },
     );
 
-    app.get(
+    app.get<{ Querystring: { jobName: string } }>(
       "/redact/progress",
-      { schema: { tags, summary: "How far a job is: bytes and rows processed, for a progress bar", querystring: jobQuery } },
-      async (request) => progressOf(await documents.job((request.query as { jobName: string }).jobName)),
+      {
+        schema: {
+          tags,
+          summary: "How far a job is: bytes and rows processed, for a progress bar",
+          querystring: jobQuery,
+          response: { 200: jobProgressAnswer },
+        },
+      },
+      async (request) => progressOf(await documents.job(request.query.jobName)),
     );
 
-    app.get(
+    app.get<{ Querystring: { jobName: string } }>(
       "/redact/document",
       {
         schema: {
@@ -140,7 +151,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
         },
       },
       async (request, reply) => {
-        const { job, chunks } = await documents.download((request.query as { jobName: string }).jobName);
+        const { job, chunks } = await documents.download(request.query.jobName);
         void reply
           .type(documentFormats[job.format])
           .header("content-length", job.output!.bytes)
@@ -149,28 +160,29 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
       },
     );
 
-    app.get(
+    app.get<{ Querystring: { status?: string } }>(
       "/redact/jobs",
       {
         schema: {
           tags,
           summary: "Redaction jobs, newest first",
           querystring: { type: "object", additionalProperties: false, properties: { status: { type: "string", enum: ["running", "complete", "failed"] } } },
+          response: { 200: jobListAnswer },
         },
       },
       async (request) => {
-        const { status } = request.query as { status?: string };
+        const { status } = request.query;
         const jobs = documents.list().filter((job) => status === undefined || job.status === status);
         jobs.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
         return { jobs: jobs.map(summaryOf) };
       },
     );
 
-    app.delete(
+    app.delete<{ Querystring: { jobName: string } }>(
       "/redact/document",
-      { schema: { tags, summary: "Delete a job and its documents (a running job stops)", querystring: jobQuery } },
+      { schema: { tags, summary: "Delete a job and its documents (a running job stops)", querystring: jobQuery, response: { 200: jobRemovedAnswer } } },
       async (request) => {
-        const job = await documents.remove((request.query as { jobName: string }).jobName);
+        const job = await documents.remove(request.query.jobName);
         return { jobName: job.jobName, deleted: true, status: job.status };
       },
     );

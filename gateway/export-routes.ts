@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { purposeTypes } from "../decision/types";
 import { HttpError } from "../http/errors";
 import { backendTlsModes } from "../actors/export/export-actor";
+import { exportReadAnswer, exportView } from "./answers/export-answers";
 import { requester as requesterOf } from "./requester";
 import { idSchema as id } from "./schemas";
 import type { ExportBody, ExportPort } from "../api/types";
@@ -108,9 +109,15 @@ const idQuery = { type: "object", additionalProperties: false, properties: { id 
 const idBody = { type: ["object", "null"], additionalProperties: false, properties: { id } } as const;
 
 /** The export id of stop, start and DELETE: `?id=` or a JSON body `{id}`; both may be given only if they agree. */
-function exportIdOf(request: FastifyRequest): string {
-  const fromQuery = (request.query as { id?: string } | undefined)?.id;
-  const fromBody = (request.body as { id?: string } | null | undefined)?.id;
+/** A route that names one export: stop, start and DELETE. */
+interface ExportIdRoute {
+  Querystring: { id?: string } | undefined;
+  Body: { id?: string } | null | undefined;
+}
+
+function exportIdOf(request: FastifyRequest<ExportIdRoute>): string {
+  const fromQuery = request.query?.id;
+  const fromBody = request.body?.id;
   if (fromQuery !== undefined && fromBody !== undefined && fromQuery !== fromBody)
     throw new HttpError("ERR_REQUEST_INVALID", "the id in the query and the id in the body differ");
   const exportId = fromQuery ?? fromBody;
@@ -127,30 +134,38 @@ export function exportRoutes(exports: ExportPort): FastifyPluginAsync {
       else done(new HttpError("ERR_REQUEST_CONTENT_TYPE", "send the id as ?id= or as a JSON body"), undefined);
     });
 
-    app.put(
+    app.put<{ Body: ExportBody }>(
       "/export",
-      { schema: { tags, summary: "Create an export: a new endpoint in front of a backing store that applies one purpose (active at once)", body: exportBody } },
-      async (request) => exports.create(request.body as ExportBody, requesterOf(request)),
+      {
+        schema: {
+          tags,
+          summary: "Create an export: a new endpoint in front of a backing store that applies one purpose (active at once)",
+          body: exportBody,
+          response: { 200: exportView },
+        },
+      },
+      async (request) => exports.create(request.body, requesterOf(request)),
     );
 
-    app.get(
+    app.get<{ Querystring: { id?: string } }>(
       "/export",
       {
         schema: {
           tags,
           summary: "Every export with its status, listen address, backing endpoint, purpose, mapping group and connection counts; ?id= for one",
           querystring: idQuery,
+          response: { 200: exportReadAnswer },
         },
       },
       async (request) => {
-        const { id: exportId } = request.query as { id?: string };
+        const { id: exportId } = request.query;
         if (exportId !== undefined) return exports.get(exportId);
         return { exports: await exports.list() };
       },
     );
 
     for (const action of ["stop", "start"] as const) {
-      app.put(
+      app.put<ExportIdRoute>(
         `/export/${action}`,
         {
           schema: {
@@ -158,15 +173,24 @@ export function exportRoutes(exports: ExportPort): FastifyPluginAsync {
             summary: `${action === "stop" ? "Stop an active export (its port closes)" : "Start an inactive export (its port opens again)"}; the id as ?id= or {id}`,
             querystring: idQuery,
             body: idBody,
+            response: { 200: exportView },
           },
         },
         async (request) => exports[action](exportIdOf(request), requesterOf(request)),
       );
     }
 
-    app.delete(
+    app.delete<ExportIdRoute>(
       "/export",
-      { schema: { tags, summary: "Remove an export from durable state (its port closes); the id as ?id= or {id}", querystring: idQuery, body: idBody } },
+      {
+        schema: {
+          tags,
+          summary: "Remove an export from durable state (its port closes); the id as ?id= or {id}",
+          querystring: idQuery,
+          body: idBody,
+          response: { 200: exportView },
+        },
+      },
       async (request) => exports.remove(exportIdOf(request), requesterOf(request)),
     );
   };

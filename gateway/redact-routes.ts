@@ -4,13 +4,14 @@ import { HttpError } from "../http/errors";
 import { documentRoutes } from "./document-routes";
 import type { DocumentPort, RedactPort, RedactRequest } from "../api/types";
 import { idSchema as id } from "./schemas";
+import { recordRedactionAnswer } from "./answers/redact-answers";
 
 const tags = ["redact"];
 
 /** /redact: single records (spec 4.4) and, when the node runs them, document jobs. */
 export function redactRoutes(redact: RedactPort, documents: DocumentPort | undefined): FastifyPluginAsync {
   return async (app) => {
-    app.put(
+    app.put<{ Querystring: RedactRequest; Body: Record<string, unknown> }>(
       "/redact/record",
       {
         schema: {
@@ -24,9 +25,10 @@ export function redactRoutes(redact: RedactPort, documents: DocumentPort | undef
             required: ["purposeId", "type", "mappingGroup"],
           },
           body: { type: "object", maxProperties: 10_000 },
+          response: { 200: recordRedactionAnswer },
         },
       },
-      async (request) => redact.redactRecord(request.query as RedactRequest, request.body as Record<string, unknown>, request.access),
+      async (request) => redact.redactRecord(request.query, request.body, request.access),
     );
     if (documents) {
       // Its own context: document bodies are streams, never parsed (record bodies are JSON).

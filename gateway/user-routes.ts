@@ -3,6 +3,18 @@ import type { ConsentEntry } from "../actors/user/user-actor";
 import { requester } from "./requester";
 import type { UserPort } from "../api/types";
 import { idSchema as id } from "./schemas";
+import {
+  acceptedAnswer,
+  choicesAnswer,
+  erasedAnswer,
+  flowsAnswer,
+  guardianOptionsAnswer,
+  guardiansAnswer,
+  reacceptAnswer,
+  termsAnswer,
+  userAnswer,
+  userTermsAnswer,
+} from "./answers/user-answers";
 
 const attributes = { type: "object", maxProperties: 50, additionalProperties: { type: "string", maxLength: 500 } } as const;
 const relationship = { type: "object", additionalProperties: false, properties: { purposeId: id, termsId: id }, required: ["purposeId", "termsId"] } as const;
@@ -12,7 +24,7 @@ const tags = ["user"];
 /** /user: onboarding, terms, consent and guardians (spec 2.10, 2.11, 3.3, 4.5). Decisions recorded in docs/user-api.md. */
 export function userRoutes(users: UserPort): FastifyPluginAsync {
   return async (app) => {
-    app.put(
+    app.put<{ Body: { userId: string; attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } } }>(
       "/user",
       {
         schema: {
@@ -24,65 +36,77 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
             properties: { userId: id, attributes, contractualRelationship: relationship },
             required: ["userId"],
           },
+          response: { 200: userAnswer },
         },
       },
       async (request) => {
-        const body = request.body as { userId: string; attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } };
+        const body = request.body;
         return users.create(body.userId, body.attributes, body.contractualRelationship);
       },
     );
-    app.get(
+    app.get<{ Params: { userId: string } }>(
       "/user/:userId",
-      { schema: { tags, summary: "A user: attributes, accepted terms, consents, guardian links", params: userParams } },
-      async (request) => users.get((request.params as { userId: string }).userId),
+      { schema: { tags, summary: "A user: attributes, accepted terms, consents, guardian links", params: userParams, response: { 200: userAnswer } } },
+      async (request) => users.get(request.params.userId),
     );
-    app.delete("/user/:userId", { schema: { tags, summary: "Erase a user (audited)", params: userParams } }, async (request) =>
-      users.erase((request.params as { userId: string }).userId, requester(request)),
+    app.delete<{ Params: { userId: string } }>(
+      "/user/:userId",
+      { schema: { tags, summary: "Erase a user (audited)", params: userParams, response: { 200: erasedAnswer } } },
+      async (request) => users.erase(request.params.userId, requester(request)),
     );
 
-    app.put(
+    app.put<{ Body: { attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } } }>(
       "/user/terms/query",
       {
         schema: {
           tags,
           summary: "Personalized terms for a context; {} gives the terms that apply to all users by default",
           body: { type: "object", additionalProperties: false, properties: { attributes, contractualRelationship: relationship } },
+          response: { 200: termsAnswer },
         },
       },
-      async (request) =>
-        users.termsFor(request.body as { attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } }),
+      async (request) => users.termsFor(request.body),
     );
-    app.get(
+    app.get<{ Params: { userId: string } }>(
       "/user/:userId/terms",
-      { schema: { tags, summary: "The user's current personalized terms, the accepted version, and reacceptRequired", params: userParams } },
-      async (request) => users.termsOf((request.params as { userId: string }).userId),
+      {
+        schema: {
+          tags,
+          summary: "The user's current personalized terms, the accepted version, and reacceptRequired",
+          params: userParams,
+          response: { 200: userTermsAnswer },
+        },
+      },
+      async (request) => users.termsOf(request.params.userId),
     );
-    app.get(
+    app.get<{ Params: { userId: string } }>(
       "/user/:userId/reaccept",
       {
         schema: {
           tags,
           summary: "The reacceptance check: reacceptRequired is true when the current terms grant more than what was accepted",
           params: userParams,
+          response: { 200: reacceptAnswer },
         },
       },
       async (request) => {
-        const { userId } = request.params as { userId: string };
+        const { userId } = request.params;
         const { reacceptRequired, acceptedTermsHash, terms } = await users.termsOf(userId);
         return { userId, reacceptRequired, acceptedTermsHash, currentTermsHash: terms.hash };
       },
     );
-    app.put(
+    app.put<{ Querystring: { userId: string; acceptorId?: string } }>(
       "/user/terms",
       {
         schema: {
           tags,
           summary: "Record acceptance of the user's current personalized terms (a child's by a guardian: acceptorId)",
           querystring: { type: "object", additionalProperties: false, properties: { userId: id, acceptorId: id }, required: ["userId"] },
+          response: { 200: acceptedAnswer },
         },
       },
       async (request) => {
-        const { userId, acceptorId } = request.query as { userId: string; acceptorId?: string };
+        const { userId, acceptorId } = request.query;
         return users.accept(userId, acceptorId);
       },
     );
@@ -93,7 +117,7 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
       properties: { purposeId: id, termsId: id, categoryIds: { type: "array", maxItems: 1000, uniqueItems: true, items: id } },
       required: ["purposeId"],
     } as const;
-    app.put(
+    app.put<{ Body: { userId: string; grantorId?: string; consents: { affirmativeConsents: ConsentEntry[] } } }>(
       "/user/consent",
       {
         schema: {
@@ -114,14 +138,15 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
             },
             required: ["userId", "consents"],
           },
+          response: { 200: choicesAnswer },
         },
       },
       async (request) => {
-        const body = request.body as { userId: string; grantorId?: string; consents: { affirmativeConsents: ConsentEntry[] } };
+        const body = request.body;
         return users.consent(body.userId, body.grantorId, body.consents.affirmativeConsents);
       },
     );
-    app.put(
+    app.put<{ Body: { userId: string; grantorId?: string; purposeId: string; termsId?: string } }>(
       "/user/consent/revoke",
       {
         schema: {
@@ -133,33 +158,42 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
             properties: { userId: id, grantorId: id, purposeId: id, termsId: id },
             required: ["userId", "purposeId"],
           },
+          response: { 200: choicesAnswer },
         },
       },
       async (request) => {
-        const body = request.body as { userId: string; grantorId?: string; purposeId: string; termsId?: string };
+        const body = request.body;
         return users.revoke(body.userId, body.grantorId, body.purposeId, body.termsId);
       },
     );
-    app.put(
+    app.put<{ Body: { childId: string; guardianId: string } }>(
       "/user/guardian",
       {
         schema: {
           tags,
           summary: "Link a guardian to a child",
           body: { type: "object", additionalProperties: false, properties: { childId: id, guardianId: id }, required: ["childId", "guardianId"] },
+          response: { 200: guardiansAnswer },
         },
       },
       async (request) => {
-        const body = request.body as { childId: string; guardianId: string };
+        const body = request.body;
         return users.addGuardian(body.childId, body.guardianId);
       },
     );
-    app.get(
+    app.get<{ Params: { userId: string } }>(
       "/user/:userId/guardian-options",
-      { schema: { tags, summary: "getGuardianOptions: the sharing flows a guardian may turn off for this child, and which are off", params: userParams } },
-      async (request) => users.guardianOptions((request.params as { userId: string }).userId),
+      {
+        schema: {
+          tags,
+          summary: "getGuardianOptions: the sharing flows a guardian may turn off for this child, and which are off",
+          params: userParams,
+          response: { 200: guardianOptionsAnswer },
+        },
+      },
+      async (request) => users.guardianOptions(request.params.userId),
     );
-    app.put(
+    app.put<{ Body: { guardianId: string; purposeId: string; thirdPartyId: string; disabled: boolean }; Params: { userId: string } }>(
       "/user/:userId/flows",
       {
         schema: {
@@ -172,11 +206,12 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
             properties: { guardianId: id, purposeId: id, thirdPartyId: id, disabled: { type: "boolean" } },
             required: ["guardianId", "purposeId", "thirdPartyId", "disabled"],
           },
+          response: { 200: flowsAnswer },
         },
       },
       async (request) => {
-        const body = request.body as { guardianId: string; purposeId: string; thirdPartyId: string; disabled: boolean };
-        return users.setFlow((request.params as { userId: string }).userId, body.guardianId, body.purposeId, body.thirdPartyId, body.disabled);
+        const body = request.body;
+        return users.setFlow(request.params.userId, body.guardianId, body.purposeId, body.thirdPartyId, body.disabled);
       },
     );
   };

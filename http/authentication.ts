@@ -8,6 +8,7 @@ import { emptySha256, sha256Hex } from "../auth/cloud-signature";
 import { challenges, offeredCredential } from "../auth/http-credentials";
 import { signedRequestFrom } from "../auth/signed-request";
 import type { Component, Credential, OverridesByVerifier } from "../auth/types";
+import { AuditOnce, outcomeAudit, type Refusal, RememberedOutcomes, refusalCode } from "../auth/credential-check";
 import { HttpError } from "./errors";
 import { RepeatedAudit } from "../auth/repeated-audit";
 import type { Caller } from "../api/types";
@@ -21,12 +22,21 @@ declare module "fastify" {
   }
 }
 
+declare module "fastify/types/context" {
+  interface FastifyContextConfig {
+    /** The route reads its body as a stream (document uploads) and stores it as it arrives. */
+    streamedBody?: boolean;
+    /** A web UI file, served without credentials (gateway/ui-routes.ts). */
+    uiAsset?: boolean;
+  }
+}
+
 interface ConnectionState {
   connectionId: string;
   /** Audit records already written for this connection (one per component and outcome, not one per request). */
-  audited: Set<string>;
-  /** Basic credentials verified on this connection, by digest, until when: saves an LDAP bind per request. */
-  verifiedPasswords: Map<string, { until: number; subject: string }>;
+  audited: AuditOnce;
+  /** Basic credentials verified on this connection: the subject by digest, for a minute (saves an LDAP bind per request). */
+  verifiedPasswords: RememberedOutcomes<string>;
   /** The caller of this connection's requests to components that enforce nothing. */
   openAccess?: Caller;
 }
@@ -69,7 +79,7 @@ function declaredBodySha256(request: FastifyRequest): string | undefined {
 
 /** Routes that read their body as a stream (document uploads) and store it as it arrives. */
 function streamsBody(request: FastifyRequest): boolean {
-  return (request.routeOptions.config as { streamedBody?: boolean } | undefined)?.streamedBody === true;
+  return request.routeOptions.config?.streamedBody === true;
 }
 
 /**
@@ -79,7 +89,7 @@ function streamsBody(request: FastifyRequest): boolean {
  */
 function isUiAsset(request: FastifyRequest): boolean {
   if (request.method !== "GET" && request.method !== "HEAD") return false;
-  return (request.routeOptions.config as { uiAsset?: boolean } | undefined)?.uiAsset === true;
+  return request.routeOptions.config?.uiAsset === true;
 }
 
 /**
@@ -98,20 +108,9 @@ export const authentication = fp<{
   const connectionOf = (request: FastifyRequest): ConnectionState => {
     const socket = request.raw.socket;
     let state = connections.get(socket);
-    if (!state) connections.set(socket, (state = { connectionId: randomUUID(), audited: new Set(), verifiedPasswords: new Map() }));
+    if (!state)
+      connections.set(socket, (state = { connectionId: randomUUID(), audited: new AuditOnce(), verifiedPasswords: new RememberedOutcomes(passwordReuseMs) }));
     return state;
-  };
-
-  const auditOnce = async (state: ConnectionState, key: string, write: () => Promise<unknown>) => {
-    if (state.audited.has(key)) return;
-    state.audited.add(key);
-    try {
-      await write();
-    } catch (error) {
-      // Not audited: the next request of the connection must try again, not pass unaudited.
-      state.audited.delete(key);
-      throw error;
-    }
   };
 
   // Throttled logins repeat by the thousand under guessing: one record per address, user and minute, with the count.
@@ -137,14 +136,7 @@ export const authentication = fp<{
       .catch(() => undefined);
   });
 
-  const deny = async (
-    request: FastifyRequest,
-    reply: FastifyReply,
-    component: Component,
-    state: ConnectionState,
-    outcome: Exclude<AccessOutcome, { kind: "verified" }> | { kind: "missing" | "malformed"; reason: string },
-  ): Promise<HttpError> => {
-    const unsupported = outcome.kind === "unsupported";
+  const deny = async (request: FastifyRequest, reply: FastifyReply, component: Component, state: ConnectionState, outcome: Refusal): Promise<HttpError> => {
     if (outcome.kind === "throttled") {
       const user = offeredUser(request);
       throttledAudit.record(
@@ -153,65 +145,51 @@ export const authentication = fp<{
         { component: component.name, outcome: outcome.kind, remote: request.ip, user: user ?? null },
       );
       void reply.header("retry-after", String(outcome.retryAfterSeconds));
-      return new HttpError("ERR_AUTH_THROTTLED", outcome.reason);
+      return new HttpError(refusalCode(outcome), outcome.reason);
     }
     const user = offeredUser(request);
-    const event = unsupported ? "connection.unsupported" : "connection.denied";
+    const { event, details } = outcomeAudit(outcome);
     // One record per source, subject, kind of refusal and minute: values a client chose (quoted names, numbers) do not make a new kind.
     deniedAudit.record(
       [component.name, request.ip, user ?? "", event, outcome.kind, outcome.reason.replace(/'[^']*'|"[^"]*"|\d+/g, "…")].join("\0"),
       `${request.method} ${request.routeOptions.url ?? ""} refused: ${outcome.reason}`,
-      {
-        component: component.name,
-        event,
-        outcome: outcome.kind,
-        reason: outcome.reason,
-        remote: request.ip,
-        user: user ?? null,
-        connectionId: state.connectionId,
-        ...("by" in outcome ? { verifier: outcome.by } : {}),
-      },
+      { component: component.name, event, ...details, remote: request.ip, user: user ?? null, connectionId: state.connectionId },
     );
     const types = auth.authenticator.credentialTypesFor(component);
     void reply.header("www-authenticate", challenges(types, realm));
-    if (outcome.kind === "unavailable") return new HttpError("ERR_AUTH_UNAVAILABLE");
-    if (outcome.kind === "missing") return new HttpError("ERR_AUTH_REQUIRED");
-    if (unsupported) return new HttpError("ERR_AUTH_UNSUPPORTED", `this path takes ${types.join(", ")} credentials`);
-    return new HttpError("ERR_AUTH_INVALID");
+    // The verifier's reason stays in the audit: a client learns only which kinds of credentials the path takes.
+    return outcome.kind === "unsupported"
+      ? new HttpError("ERR_AUTH_UNSUPPORTED", `this path takes ${types.join(", ")} credentials`)
+      : new HttpError(refusalCode(outcome));
   };
 
   const admit = async (request: FastifyRequest, component: Component, state: ConnectionState, outcome: Extract<AccessOutcome, { kind: "verified" }>) => {
     request.access = { connectionId: state.connectionId, subject: outcome.identity.subject, assertions: outcome.identity.assertions };
-    await auditOnce(state, `ok:${component.name}:${outcome.identity.subject}`, () =>
-      auth.audit({
+    await state.audited.once(`ok:${component.name}:${outcome.identity.subject}`, () => {
+      const { level, event, details } = outcomeAudit(outcome);
+      return auth.audit({
         category: component.name,
-        level: "info",
-        event: "connection.authenticated",
+        level,
+        event,
         message: `'${outcome.identity.subject}' authenticated for ${component.name}`,
         connectionId: state.connectionId,
-        details: {
-          component: component.name,
-          subject: outcome.identity.subject,
-          assertions: outcome.identity.assertions,
-          verifier: outcome.by,
-          remote: request.ip,
-        },
-      }),
-    );
+        details: { component: component.name, ...details, remote: request.ip },
+      });
+    });
   };
 
   const verifyCredential = async (component: Component, state: ConnectionState, credential: Credential, from: { address: string }): Promise<AccessOutcome> => {
     if (credential.type !== "namepwd") return auth.authenticator.verify(component, credential, overrides, from);
     const digest = sha256Hex(`${component.name}\0${component.domainName ?? ""}\0${credential.user}\0${credential.password}`);
     const known = state.verifiedPasswords.get(digest);
-    if (known && known.until > Date.now())
+    if (known !== undefined)
       return {
         kind: "verified",
-        identity: { subject: known.subject, assertions: [] },
+        identity: { subject: known, assertions: [] },
         by: { credentialType: "namepwd", verifier: "ldap", profile: "(reused on this connection)" },
       };
     const outcome = await auth.authenticator.verify(component, credential, overrides, from);
-    if (outcome.kind === "verified") state.verifiedPasswords.set(digest, { until: Date.now() + passwordReuseMs, subject: outcome.identity.subject });
+    if (outcome.kind === "verified") state.verifiedPasswords.remember(digest, outcome.identity.subject);
     return outcome;
   };
 
@@ -258,15 +236,17 @@ export const authentication = fp<{
       });
       const key = openKey(component.name);
       if (state.audited.has(key)) return done();
-      auditOnce(state, key, () =>
-        auth.audit({
-          category: component.name,
-          level: "debug",
-          event: "connection.unauthenticated",
-          message: `${component.name} used without authentication (not enforced)`,
-          connectionId: state.connectionId,
-          details: { component: component.name, remote: request.ip },
-        }),
+      Promise.resolve(
+        state.audited.once(key, () =>
+          auth.audit({
+            category: component.name,
+            level: "debug",
+            event: "connection.unauthenticated",
+            message: `${component.name} used without authentication (not enforced)`,
+            connectionId: state.connectionId,
+            details: { component: component.name, remote: request.ip },
+          }),
+        ),
       ).then(() => done(), done);
       return;
     }

@@ -3,7 +3,7 @@ import { HandlerError } from "../../actors/runtime/errors";
 import type { ExportBody } from "../../api/types";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
 import { isDatabaseCredentials } from "../../actors/export/export-actor";
-import { refuseField, type RefusalReasons, type TakenFields } from "../../exports/body-checks";
+import { refuseField, type RefusalReasons, takenFields } from "../../exports/body-checks";
 import type { DecisionService } from "../../ports/decision-service";
 import { FhirBackend } from "./fhir-backend";
 import { mappingProblems } from "./fhir-mapping";
@@ -11,17 +11,7 @@ import { listenFhir } from "./fhir-server";
 import { ResourceRedactor } from "./resource-redactor";
 
 /** The fields of PUT /export a FHIR export takes. */
-const takenFields: TakenFields = new Set([
-  "type",
-  "port",
-  "endpoint",
-  "resolverGroup",
-  "metadata",
-  "credentials",
-  "resourceServerId",
-  "cloudSigning",
-  "allowWrites",
-]);
+const taken = takenFields("endpoint", "credentials", "resourceServerId", "cloudSigning", "allowWrites");
 const refusedBecause: RefusalReasons = {
   strict: "strict applies to SQL statements",
   backendTls: "a fhir export's TLS to its backend follows the endpoint's scheme (https)",
@@ -48,7 +38,7 @@ function endpointProblem(endpoint: string): string | undefined {
  */
 export class FhirDoor implements ExportDoorType {
   readonly type = "fhir" as const;
-  readonly takes = takenFields;
+  readonly takes = taken;
   readonly refusedBecause = refusedBecause;
 
   constructor(private readonly settings: { decisions: DecisionService; httpLimits?: HttpListenerLimits }) {}

@@ -2,13 +2,13 @@ import { isDatabaseCredentials } from "../../actors/export/export-actor";
 import type { ExportBody } from "../../api/types";
 import { connectionTracer } from "../../exports/connection-trace";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
-import { refuseField, type RefusalReasons, type TakenFields } from "../../exports/body-checks";
+import { refuseField, type RefusalReasons, takenFields } from "../../exports/body-checks";
 import { checkHostPortEndpoint, splitEndpoint } from "../../exports/endpoint";
 import { MysqlExportServer } from "./server";
 import { defaultMysqlLimits, type MysqlLimits } from "./session/session-deps";
 
 /** The fields of PUT /export a MySQL export takes (strict only false; object-storage fields, pushdown and backend TLS refused). */
-const takenFields: TakenFields = new Set(["type", "port", "endpoint", "resolverGroup", "metadata", "credentials", "resourceServerId", "allowWrites", "strict"]);
+const taken = takenFields("endpoint", "credentials", "resourceServerId", "allowWrites", "strict");
 const refusedBecause: RefusalReasons = {
   cloudSigning: "a mysql export's clients cannot sign requests",
   // TLS to the backend is not built for MySQL exports yet: refused rather than stored and ignored.
@@ -23,7 +23,7 @@ const refusedBecause: RefusalReasons = {
  */
 export class MysqlDoor implements ExportDoorType {
   readonly type = "mysql" as const;
-  readonly takes = takenFields;
+  readonly takes = taken;
   readonly refusedBecause = refusedBecause;
 
   constructor(private readonly limits: MysqlLimits = defaultMysqlLimits) {}

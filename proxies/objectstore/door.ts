@@ -3,7 +3,7 @@ import { isObjectstoreCredentials } from "../../actors/export/export-actor";
 import { HandlerError } from "../../actors/runtime/errors";
 import type { ExportBody } from "../../api/types";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
-import { refuseField, type RefusalReasons, type TakenFields } from "../../exports/body-checks";
+import { refuseField, type RefusalReasons, takenFields } from "../../exports/body-checks";
 import type { CsvThreading } from "../../redaction/types";
 import { formatKeyProblem } from "./object-formats";
 import { ObjectServer } from "./object-server";
@@ -36,18 +36,7 @@ export function storeEndpoint(endpoint: string): URL {
 }
 
 /** The fields of PUT /export an objectstore export takes. */
-const takenFields: TakenFields = new Set([
-  "type",
-  "port",
-  "endpoint",
-  "resolverGroup",
-  "metadata",
-  "credentials",
-  "cloudSigning",
-  "allowWrites",
-  "buckets",
-  "formats",
-]);
+const taken = takenFields("endpoint", "credentials", "cloudSigning", "allowWrites", "buckets", "formats");
 const noSql = "an objectstore export runs no SQL and reaches its store by the endpoint's scheme (https:// for TLS)";
 const refusedBecause: RefusalReasons = {
   strict: noSql,
@@ -64,7 +53,7 @@ const refusedBecause: RefusalReasons = {
  */
 export class ObjectstoreDoor implements ExportDoorType {
   readonly type = "objectstore" as const;
-  readonly takes = takenFields;
+  readonly takes = taken;
   readonly refusedBecause = refusedBecause;
 
   constructor(private readonly settings: { csvThreading: CsvThreading; httpLimits?: HttpListenerLimits }) {}

@@ -5,7 +5,7 @@ import type { ExportRecord } from "../../actors/export/export-actor";
 import { RevisionedKv } from "../../actors/runtime/revisioned-kv";
 import type { ExportView } from "../../api/types";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
-import type { RefusalReasons, TakenFields } from "../../exports/body-checks";
+import { type RefusalReasons, takenFields } from "../../exports/body-checks";
 import { PipelineExport } from "./pipeline-export";
 import type { PipelineProgress } from "./pipeline-stream";
 import { PipelineStreams, PipelineSubjects, provisionPipelines } from "./subjects";
@@ -14,7 +14,7 @@ import { PipelineStreams, PipelineSubjects, provisionPipelines } from "./subject
  * The fields of PUT /export a pipeline export takes: records come in and go out through the
  * export itself, so there is nothing to connect to and nobody to log in as.
  */
-const takenFields: TakenFields = new Set(["type", "port", "resolverGroup", "metadata", "resourceServerId", "cloudSigning"]);
+const taken = takenFields("resourceServerId", "cloudSigning");
 const noStatements = "a pipeline export runs no statements";
 const noStore = "a pipeline export has no backing store to connect to";
 const refusedBecause: RefusalReasons = {
@@ -36,7 +36,7 @@ const refusedBecause: RefusalReasons = {
  */
 export class PipelineDoor implements ExportDoorType {
   readonly type = "pipeline" as const;
-  readonly takes = takenFields;
+  readonly takes = taken;
   readonly refusedBecause = refusedBecause;
   private progressStore?: Promise<RevisionedKv<PipelineProgress>>;
 

@@ -1,17 +1,16 @@
 import type { MsgHdrs } from "@nats-io/transport-node";
 import type { Authenticator } from "../../auth/authenticator";
+import { AuditOnce, outcomeAudit, type Refusal, RememberedOutcomes, refusalCode } from "../../auth/credential-check";
 import { sha256Hex } from "../../auth/cloud-signature";
 import { offeredCredential } from "../../auth/http-credentials";
 import type { Component, OverridesByVerifier } from "../../auth/types";
 import type { ExportAudit } from "../../exports/door";
 import type { PipelineRecordError } from "./types";
 
-/** A verified credential is taken again without asking its verifier for this long (as the gateway does per connection). */
+/** A verified credential is taken again without asking its verifier for this long (as the gateway does per connection); audit records repeat at most this often. */
 const reuseMs = 60_000;
 /** A refused credential is refused again without asking its verifier for this long (no password guessing at the verifier's pace). */
 const refusalMs = 5_000;
-/** Credentials remembered at once; past this the memory starts over. */
-const maxRemembered = 10_000;
 
 export type NatsAccess = { ok: true; subject: string | null } | { ok: false; code: PipelineRecordError; reason: string };
 
@@ -23,9 +22,9 @@ export type NatsAccess = { ok: true; subject: string | null } | { ok: false; cod
  * NATS's own subject permissions decide who may publish at all.
  */
 export class NatsCredentialCheck {
-  private readonly verified = new Map<string, { subject: string; until: number }>();
-  private readonly refused = new Map<string, { access: NatsAccess; until: number }>();
-  private readonly audited = new Map<string, number>();
+  private readonly verified = new RememberedOutcomes<string>(reuseMs);
+  private readonly refused = new RememberedOutcomes<NatsAccess>(refusalMs);
+  private readonly audited = new AuditOnce(reuseMs);
 
   constructor(
     private readonly authenticator: Authenticator,
@@ -41,7 +40,7 @@ export class NatsCredentialCheck {
 
   /** Use without authentication (not enforced), audited at debug once a minute; no promise on the hot path. */
   open(door: "request" | "stream"): NatsAccess {
-    this.auditOnce("open", () =>
+    this.audited.once("open", () =>
       this.audit("debug", "connection.unauthenticated", `pipeline export ${this.exportId} used over NATS without authentication (not enforced)`, {
         exportId: this.exportId,
         component: this.component.name,
@@ -56,61 +55,48 @@ export class NatsCredentialCheck {
     if (!this.enforced) return this.open(door);
     const authorization = headers?.get("Authorization") || headers?.get("authorization") || undefined;
     const offered = offeredCredential(authorization, "");
-    if (offered.kind === "none") return this.deny("none", "ERR_AUTH_REQUIRED", "no Authorization header", base);
+    if (offered.kind === "none") return this.deny("none", { kind: "missing", reason: "no Authorization header" }, base);
     if (offered.kind === "signature")
-      return this.deny("signature", "ERR_AUTH_UNSUPPORTED", "cloud signatures sign HTTP requests: use the export's HTTP port", base);
+      return this.deny(
+        "signature",
+        { kind: "unsupported", credentialType: "cloudSigningCredentials", reason: "cloud signatures sign HTTP requests: use the export's HTTP port" },
+        base,
+      );
     if (offered.kind !== "credential") {
       return offered.kind === "malformed"
-        ? this.deny(`malformed:${offered.scheme}`, "ERR_AUTH_INVALID", `malformed ${offered.scheme} credentials`, base)
-        : this.deny(`unsupported:${offered.scheme}`, "ERR_AUTH_UNSUPPORTED", `unknown authentication scheme '${offered.scheme}'`, base);
+        ? this.deny(`malformed:${offered.scheme}`, { kind: "malformed", reason: `malformed ${offered.scheme} credentials` }, base)
+        : this.deny(
+            `unsupported:${offered.scheme}`,
+            { kind: "unsupported", credentialType: offered.scheme, reason: `unknown authentication scheme '${offered.scheme}'` },
+            base,
+          );
     }
-    const credential = offered.credential;
     const digest = sha256Hex(`${this.exportId}\0${authorization}`);
     const known = this.verified.get(digest);
-    if (known && known.until > Date.now()) return { ok: true, subject: known.subject };
+    if (known !== undefined) return { ok: true, subject: known };
     const refusal = this.refused.get(digest);
-    if (refusal && refusal.until > Date.now()) return refusal.access;
-    const outcome = await this.authenticator.verify(this.component, credential, this.overrides);
+    if (refusal) return refusal;
+    const outcome = await this.authenticator.verify(this.component, offered.credential, this.overrides);
     if (outcome.kind === "verified") {
-      if (this.verified.size >= maxRemembered) this.verified.clear();
-      this.verified.set(digest, { subject: outcome.identity.subject, until: Date.now() + reuseMs });
-      this.auditOnce(`ok:${digest}`, () =>
-        this.audit("info", "connection.authenticated", `'${outcome.identity.subject}' authenticated for pipeline export ${this.exportId} over NATS`, {
-          ...base,
-          subject: outcome.identity.subject,
-          assertions: outcome.identity.assertions,
-          verifier: outcome.by,
-        }),
-      );
+      this.verified.remember(digest, outcome.identity.subject);
+      this.audited.once(`ok:${digest}`, () => {
+        const { level, event, details } = outcomeAudit(outcome);
+        this.audit(level, event, `'${outcome.identity.subject}' authenticated for pipeline export ${this.exportId} over NATS`, { ...base, ...details });
+      });
       return { ok: true, subject: outcome.identity.subject };
     }
-    const codes: Record<typeof outcome.kind, PipelineRecordError> = {
-      unavailable: "ERR_AUTH_UNAVAILABLE",
-      unsupported: "ERR_AUTH_UNSUPPORTED",
-      throttled: "ERR_AUTH_THROTTLED",
-      rejected: "ERR_AUTH_INVALID",
-    };
-    const code = codes[outcome.kind];
-    if (outcome.kind === "rejected") {
-      if (this.refused.size >= maxRemembered) this.refused.clear();
-      this.refused.set(digest, { access: { ok: false, code, reason: outcome.reason }, until: Date.now() + refusalMs });
-    }
-    return this.deny(`${outcome.kind}:${digest}`, code, outcome.reason, { ...base, ...("by" in outcome ? { verifier: outcome.by } : {}) });
+    const access = this.deny(`${outcome.kind}:${digest}`, outcome, base);
+    if (outcome.kind === "rejected") this.refused.remember(digest, access);
+    return access;
   }
 
-  private deny(key: string, code: PipelineRecordError, reason: string, details: Record<string, unknown>): NatsAccess {
-    const event = code === "ERR_AUTH_UNSUPPORTED" ? "connection.unsupported" : "connection.denied";
-    this.auditOnce(`deny:${key}`, () =>
-      this.audit("warn", event, `pipeline export ${this.exportId} refused a NATS message: ${reason}`, { ...details, outcome: code, reason }),
-    );
-    return { ok: false, code, reason };
-  }
-
-  private auditOnce(key: string, write: () => void): void {
-    const now = Date.now();
-    if ((this.audited.get(key) ?? 0) > now) return;
-    if (this.audited.size >= maxRemembered) this.audited.clear();
-    this.audited.set(key, now + reuseMs);
-    write();
+  /** A refusal, audited once per key and minute; its audit names the error code the record gets. */
+  private deny(key: string, refusal: Refusal, base: Record<string, unknown>): NatsAccess {
+    const code = refusalCode(refusal);
+    this.audited.once(`deny:${key}`, () => {
+      const { level, event, details } = outcomeAudit(refusal);
+      this.audit(level, event, `pipeline export ${this.exportId} refused a NATS message: ${refusal.reason}`, { ...base, ...details, outcome: code });
+    });
+    return { ok: false, code, reason: refusal.reason };
   }
 }

@@ -8,7 +8,7 @@ import type { ExportBody } from "../../api/types";
 import type { CredentialVerification } from "../../exports/direct-verification";
 import { connectionTracer } from "../../exports/connection-trace";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
-import { refuseField, type RefusalReasons, type TakenFields } from "../../exports/body-checks";
+import { refuseField, type RefusalReasons, takenFields } from "../../exports/body-checks";
 import { checkHostPortEndpoint, splitEndpoint } from "../../exports/endpoint";
 import type { DecisionService } from "../../ports/decision-service";
 import { PostgresExportServer } from "./server";
@@ -88,20 +88,7 @@ function backendTlsOf(record: ExportRecord): { tls?: BackendTls } {
 }
 
 /** The fields of PUT /export a PostgreSQL export takes (object-storage fields and cloud signing refused). */
-const takenFields: TakenFields = new Set([
-  "type",
-  "port",
-  "endpoint",
-  "resolverGroup",
-  "metadata",
-  "credentials",
-  "resourceServerId",
-  "allowWrites",
-  "strict",
-  "backendTls",
-  "backendCa",
-  "pushdown",
-]);
+const taken = takenFields("endpoint", "credentials", "resourceServerId", "allowWrites", "strict", "backendTls", "backendCa", "pushdown");
 const refusedBecause: RefusalReasons = {
   cloudSigning: "a postgres export's clients cannot sign requests",
   buckets: "a postgres export serves tables, not objects",
@@ -114,7 +101,7 @@ const refusedBecause: RefusalReasons = {
  */
 export class PostgresDoor implements ExportDoorType {
   readonly type = "postgres" as const;
-  readonly takes = takenFields;
+  readonly takes = taken;
   readonly refusedBecause = refusedBecause;
   private workersStarting?: Promise<ProxyWorkerPool>;
   private pool?: ProxyWorkerPool;

@@ -9,7 +9,7 @@ import { tempDir } from "../../testkit/temp";
 const root = join(__dirname, "..", "..", "..");
 
 interface Operation {
-  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string } }> }>;
+  responses: Record<string, { content?: Record<string, { schema?: { $ref?: string; type?: unknown; anyOf?: unknown } }> }>;
 }
 
 test("openapi.json at the repository root is what the routes generate (run `npm run openapi` after changing a route)", async () => {
@@ -34,10 +34,11 @@ test("the OpenAPI document is valid, names its security schemes, and every opera
     for (const [method, operation] of Object.entries(methods)) {
       operations++;
       const statuses = Object.keys(operation.responses);
-      assert.ok(
-        statuses.some((status) => status.startsWith("2")),
-        `${method} ${path} documents its success`,
-      );
+      const success = statuses.find((status) => status.startsWith("2"));
+      assert.ok(success, `${method} ${path} documents its success`);
+      // A typed answer (an object, array or string with its schema), not "any JSON": a client can type it.
+      for (const [mediaType, { schema }] of Object.entries(operation.responses[success]!.content ?? {}))
+        assert.ok(schema?.type !== undefined || schema?.$ref !== undefined || schema?.anyOf !== undefined, `${method} ${path} ${mediaType} has a typed answer`);
       for (const errors of ["4XX", "5XX"]) {
         const schema = operation.responses[errors]?.content?.["application/json"]?.schema;
         assert.equal(schema?.$ref, "#/components/schemas/ErrorBody", `${method} ${path} ${errors} is the error body`);
@@ -61,6 +62,14 @@ type DecisionQuery = NonNullable<paths["/decision"]["put"]["requestBody"]>["cont
 type ErrorBody = components["schemas"]["ErrorBody"];
 export const query: DecisionQuery = { userId: "alice", type: "platformUse", purposeId: "service" };
 export const answer: DecisionAnswer = { traceId: "t", userId: "alice", decidedAt: "2026-01-01T00:00:00Z", allowed: true, flow: "platform", categoryIds: ["usage"], reasons: [{ code: "ALLOWED_BY_TERMS", text: "accepted" }], summary: "Kept", revision: 1 };
+type ExportList = paths["/export"]["get"]["responses"][200]["content"]["application/json"];
+type UserAnswer = paths["/user/{userId}"]["get"]["responses"][200]["content"]["application/json"];
+type Revision = paths["/config/history/{revision}"]["get"]["responses"][200]["content"]["application/json"];
+export const exports: ExportList = { exports: [] };
+export const user: UserAnswer = { userId: "alice", guardians: ["bob"] };
+export const revision: Revision = { revision: 2, config: { categories: [], platformUse: { purposes: [], overrides: [] }, platformSharing: { purposes: [], overrides: [] }, contractualExchange: { purposes: [] }, consentedSharing: { purposes: [] }, userAccess: { categoryIds: [] }, guardian: null, mappingGroups: [] } };
+// @ts-expect-error guardians is a list of user ids
+export const wrongGuardians: UserAnswer = { userId: "alice", guardians: "bob" };
 export const failure: ErrorBody = { error: { code: "ERR_REQUEST_INVALID", message: "bad" } };
 // @ts-expect-error a code the registry does not have
 export const unknownCode: ErrorBody = { error: { code: "ERR_NO_SUCH_CODE", message: "bad" } };
