@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { inject, injectable } from "tsyringe";
-import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import { jetstream, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { Counter, type Registry } from "prom-client";
 import { AuditUnavailableError, TraceUnavailableError } from "./errors";
-import { Subjects } from "./addressing";
+import { Streams, Subjects } from "./addressing";
 import { Tokens } from "./tokens";
 import type { RuntimeOptions } from "./types";
 
@@ -67,12 +67,47 @@ export class EventLog {
     });
   }
 
+  /** The last audit publish of this node: the next one waits for it. */
+  private auditTail: Promise<unknown> = Promise.resolve();
+  /** The audit stream's limit and fill as last read from JetStream, plus what this node stored since. */
+  private auditFill?: { maxBytes: number; bytes: number; readAt: number };
+  private manager?: Promise<JetStreamManager>;
+
+  /**
+   * Whether a record of `size` bytes fits the audit stream with headroom to spare. nats-server 2.9.10
+   * enforces a discard-new stream's byte limit late: a stream at its limit took a few records more and
+   * dropped its oldest instead (measured). So the node stops short of the limit itself, reading the
+   * stream's fill again each second or when its own count says it is near.
+   */
+  private async auditHasRoom(size: number): Promise<boolean> {
+    const stored = size + auditRecordOverhead;
+    let fill = this.auditFill;
+    const near = (f: { maxBytes: number; bytes: number }) => f.maxBytes > 0 && f.bytes + stored > f.maxBytes - auditHeadroom(f.maxBytes);
+    if (!fill || performance.now() - fill.readAt > auditFillRefreshMs || near(fill)) {
+      const info = await (await (this.manager ??= this.js.jetstreamManager())).streams.info(Streams.audit.name);
+      fill = this.auditFill = { maxBytes: info.config.max_bytes, bytes: info.state.bytes, readAt: performance.now() };
+    }
+    if (near(fill)) return false;
+    fill.bytes += stored;
+    return true;
+  }
+
   async audit(entry: Omit<AuditRecord, "id" | "time" | "nodeId">): Promise<AuditRecord> {
     if (!subjectToken.test(entry.category)) throw new Error(`audit category '${entry.category}' is not a subject token`);
     const record: AuditRecord = { id: randomUUID(), time: new Date().toISOString(), nodeId: this.options.nodeId, ...entry };
     this.log[entry.level]({ audit: record }, entry.message);
+    // One audit publish in flight per node: nats-server 2.9.10 checks a discard-new stream's limit racily, and concurrent
+    // publishes at the limit made it drop the oldest records (measured: 30 at a time dropped 7 of 141; one at a time, none).
+    const subject = Subjects.audit(entry.category, entry.level);
+    const payload = JSON.stringify(record);
+    const publishing = this.auditTail.then(async () => {
+      if (!(await this.auditHasRoom(subject.length + Buffer.byteLength(payload))))
+        throw new Error("the audit stream is within its headroom of AUDIT_MAX_BYTES: new records are refused");
+      await this.js.publish(subject, payload);
+    });
+    this.auditTail = publishing.catch(() => undefined);
     try {
-      await this.js.publish(Subjects.audit(entry.category, entry.level), JSON.stringify(record));
+      await publishing;
     } catch (error) {
       // The audit stream refuses new records when full (it never drops old ones): whatever needed this record fails closed.
       this.auditsFailed.inc();
@@ -195,6 +230,13 @@ function newBatch(): TraceBatch {
   promise.catch(() => undefined);
   return { lines: [], bytes: 0, stored: { promise, resolve, reject } };
 }
+
+/** What JetStream's file store adds to each record (sequence, time, lengths, checksum), rounded up. */
+const auditRecordOverhead = 64;
+/** How often the audit stream's fill is read again while records flow (other nodes write to it too). */
+const auditFillRefreshMs = 1000;
+/** Room kept free below the audit stream's limit: 2 %, at least 4 KiB (a burst from other nodes within a refresh). */
+const auditHeadroom = (maxBytes: number) => Math.max(4096, Math.ceil(maxBytes * 0.02));
 
 /** How long one publish attempt waits for its acknowledgement before the batch is sent again. */
 const traceAttemptMs = 1000;
