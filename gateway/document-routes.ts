@@ -1,10 +1,9 @@
 import { Readable } from "node:stream";
 import type { FastifyPluginAsync } from "fastify";
-import { purposeTypes } from "../decision/types";
 import type { JobRecord } from "../actors/redaction/job-actor";
 import { documentFormats, type DocumentFormat } from "../redaction/types";
 import { HttpError } from "../http/errors";
-import { idSchema as id } from "./schemas";
+import { idSchema as id, redactionQuery } from "./schemas";
 import { jobAnswer, jobListAnswer, jobProgressAnswer, jobRemovedAnswer, jobStatsAnswer } from "./answers/redact-answers";
 import type { DocumentPort, RedactRequest } from "../api/types";
 
@@ -85,12 +84,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
         schema: {
           tags,
           summary: "Upload a CSV, JSON array or NDJSON document for redaction; answers with the job's name once the document is stored",
-          querystring: {
-            type: "object",
-            additionalProperties: false,
-            properties: { purposeId: id, type: { type: "string", enum: [...purposeTypes] }, mappingGroup: id, thirdPartyId: id, termsId: id },
-            required: ["purposeId", "type", "mappingGroup"],
-          },
+          querystring: redactionQuery,
           response: { 200: jobAnswer },
         },
       },

@@ -1,9 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
-import { purposeTypes } from "../decision/types";
 import { HttpError } from "../http/errors";
 import { documentRoutes } from "./document-routes";
 import type { DocumentPort, RedactPort, RedactRequest } from "../api/types";
-import { idSchema as id } from "./schemas";
+import { redactionQuery } from "./schemas";
 import { recordRedactionAnswer } from "./answers/redact-answers";
 
 const tags = ["redact"];
@@ -18,12 +17,7 @@ export function redactRoutes(redact: RedactPort, documents: DocumentPort | undef
           tags,
           summary:
             "Redact one JSON record for a purpose: dropped (no values returned) or with every field the purpose does not allow set to null; always with the summary advice",
-          querystring: {
-            type: "object",
-            additionalProperties: false,
-            properties: { purposeId: id, type: { type: "string", enum: [...purposeTypes] }, mappingGroup: id, thirdPartyId: id, termsId: id },
-            required: ["purposeId", "type", "mappingGroup"],
-          },
+          querystring: redactionQuery,
           body: { type: "object", maxProperties: 10_000 },
           response: { 200: recordRedactionAnswer },
         },
