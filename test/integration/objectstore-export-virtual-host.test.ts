@@ -1,10 +1,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { lookup as systemLookup, type LookupAddress } from "node:dns";
-import { Agent } from "node:http";
 import { promisify } from "node:util";
-import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
@@ -13,38 +11,12 @@ import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
 import { S3Store, s3rverCredentials } from "../../testkit/s3";
-import { s3Client, s3Failure } from "../helpers/s3-client";
+import { s3Client, s3Failure, virtualHostClient } from "../helpers/s3-client";
 import { listening, until } from "../../testkit/wait";
 
 /** The node's export host: a name (an address has no names under it), which /etc/hosts sends to 127.0.0.1. */
 const exportHost = "localhost";
 const csv = "users.id,users.email,users.secret\naccepted,a@example.com,s3cret-a\nnot-accepted,n@example.com,s3cret-n\n";
-
-/**
- * The SDK in virtual-host style (`forcePathStyle: false`): the bucket goes into the Host
- * (`docs.localhost:port`). Names under `localhost` do not resolve on every machine (glibc
- * without systemd-resolved does not), so its connections resolve them to 127.0.0.1 with a
- * lookup of their own; every name it looked up is recorded.
- */
-function virtualHostClient(port: number, looked: string[]): S3Client {
-  const lookup = (hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    looked.push(hostname);
-    if (!hostname.endsWith(`.${exportHost}`)) return systemLookup(hostname, options, callback as never);
-    const address: LookupAddress = { address: "127.0.0.1", family: 4 };
-    if (options.all) callback(null, [address]);
-    else callback(null, address.address, address.family);
-  };
-  return new S3Client({
-    endpoint: `http://${exportHost}:${port}`,
-    forcePathStyle: false,
-    region: "us-east-1",
-    credentials: { accessKeyId: "ANYONE", secretAccessKey: "anything" },
-    requestChecksumCalculation: "WHEN_REQUIRED",
-    responseChecksumValidation: "WHEN_REQUIRED",
-    maxAttempts: 1,
-    requestHandler: { httpAgent: new Agent({ lookup: lookup as never }) },
-  });
-}
 
 /** curl with `--resolve` sending `bucket.localhost:port` to 127.0.0.1: status, body and headers. */
 async function curl(port: number, host: string, path: string, extra: string[] = []): Promise<{ status: number; body: string }> {
@@ -97,7 +69,7 @@ describe("objectstore exports addressed virtual-host style: the bucket in the Ho
 
   test("the AWS SDK with forcePathStyle false: GetObject redacted, HeadObject and ListObjectsV2 pass, PutObject and a bucket outside `buckets` refused", async () => {
     const looked: string[] = [];
-    const sdk = virtualHostClient(port, looked);
+    const sdk = virtualHostClient(exportHost, port, looked);
     const raw = await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))).Body!.transformToString();
     assert.ok(raw.includes("s3cret-a") && raw.includes("not-accepted"), "the store itself hands out every row and field");
 
