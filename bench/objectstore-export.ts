@@ -5,6 +5,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startNats } from "../testkit/nats";
 import { peakRss } from "../testkit/memory";
+import { processCpuSeconds } from "../testkit/process-cpu";
 import { NodeProcess } from "../testkit/node-process";
 import { freePort } from "../testkit/ports";
 import { S3Store } from "../testkit/s3";
@@ -18,6 +19,9 @@ import { setUpBenchPolicy, writeBenchCsv } from "./csv-fixture";
  * (s3rver), interleaved rounds, medians. The node is its own process, so its peak RSS is its
  * own. BENCH_MB sets the object's size (default 200; 1024 for the 1 GiB figure), BENCH_ROUNDS
  * the rounds (default 3). Target: at least 0.7x of direct, node RSS under 300 MiB.
+ * CPU seconds are counted too (this process: s3rver and the reading client; the node: its event
+ * loop and the redaction workers): on a shared machine they vary less than the wall clock, and
+ * they say what each path costs the two cores.
  */
 const megabytes = Number(process.env.BENCH_MB ?? 200);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -92,16 +96,29 @@ async function main(): Promise<void> {
     }
     const directMs: number[] = [];
     const exportMs: number[] = [];
+    const directCpu: number[] = [];
+    const exportCpu: number[] = [];
+    const nodeCpu: number[] = [];
+    const benchCpu = () => {
+      const { user, system } = process.cpuUsage();
+      return (user + system) / 1e6;
+    };
     let outBytes = 0;
     for (let round = 0; round < rounds; round++) {
+      let benchBefore = benchCpu();
       const direct = await timedGet(store.port, "/bench/input.csv");
       if (direct.bytes !== bytes) throw new Error(`the store gave ${direct.bytes} of ${bytes} bytes`);
       directMs.push(direct.ms);
+      directCpu.push(benchCpu() - benchBefore);
+      benchBefore = benchCpu();
+      const nodeBefore = processCpuSeconds(node.child.pid!);
       const redacted = await timedGet(exportPort, "/bench/input.csv");
       outBytes = redacted.bytes;
       exportMs.push(redacted.ms);
+      nodeCpu.push(processCpuSeconds(node.child.pid!) - nodeBefore);
+      exportCpu.push(benchCpu() - benchBefore + nodeCpu[round]!);
       process.stdout.write(
-        `round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s, through the export ${(redacted.ms / 1000).toFixed(2)} s (${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n`,
+        `round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s (${directCpu[round]!.toFixed(2)} CPU s), through the export ${(redacted.ms / 1000).toFixed(2)} s (${exportCpu[round]!.toFixed(2)} CPU s, the node ${nodeCpu[round]!.toFixed(2)}; ${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n`,
       );
     }
     const rss = peakRss(node.child.pid!);
@@ -116,6 +133,7 @@ async function main(): Promise<void> {
         `direct GetObject median:       ${(direct / 1000).toFixed(2)} s (${rate(direct)})`,
         `through the export median:     ${(through / 1000).toFixed(2)} s (${rate(through)}; ${(outBytes / 2 ** 20).toFixed(0)} MiB redacted out)`,
         `ratio export / direct: ${(direct / through).toFixed(2)}x (target >= 0.7x)`,
+        `CPU per round, medians: direct ${median(directCpu).toFixed(2)} s, through the export ${median(exportCpu).toFixed(2)} s (the node ${median(nodeCpu).toFixed(2)} s, ${(bytes / 2 ** 20 / median(nodeCpu)).toFixed(0)} MiB per node CPU second)`,
         `node peak RSS: ${(rss / 2 ** 20).toFixed(0)} MiB (target < 300 MiB)`,
       ].join("\n")}\n`,
     );

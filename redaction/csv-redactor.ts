@@ -1,5 +1,6 @@
 import { bom, ChunkedRedactor, emptyBuffer } from "./chunked-redactor";
-import { decodeField, emptyCounts, emptyRows, faultError, scanRows, userIdsOf, writeRows, type ScannedRows } from "./csv-rows";
+import { UserIdFields } from "./user-id-fields";
+import { decodeField, emptyCounts, emptyRows, faultError, scanRows, writeRows, type ScannedRows } from "./csv-rows";
 import { CsvVerdicts } from "./csv-verdicts";
 import { DocumentError, type CsvHandover, type CsvHeader, type CsvVerdict } from "./types";
 
@@ -19,6 +20,7 @@ export class CsvRedactor extends ChunkedRedactor {
   private header?: CsvHeader;
   private verdicts?: CsvVerdicts;
   private readonly rows: ScannedRows = emptyRows();
+  private userIdFields?: UserIdFields;
 
   /** Whether the header row has been read (what a redactor taking over needs). */
   get headerRead(): boolean {
@@ -83,7 +85,8 @@ export class CsvRedactor extends ChunkedRedactor {
   }
 
   private async redactRows(buf: Buffer, rows: ScannedRows, firstRow: number, header: CsvHeader): Promise<Buffer> {
-    const userIds = userIdsOf(buf, rows, firstRow, header.userColumns);
+    this.userIdFields ??= new UserIdFields(header.userColumns);
+    const userIds = this.userIdFields.idsOf(buf, rows, firstRow);
     await this.decisions.prepare(userIds.filter((id): id is string => id !== undefined));
     const verdicts = this.verdicts!;
     const rowVerdicts = userIds.map((id): CsvVerdict | undefined => (id === undefined ? undefined : verdicts.of(this.decisions.of(id))));

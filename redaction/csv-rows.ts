@@ -1,4 +1,3 @@
-import { canNameUser } from "../decision/user-id-shape";
 import { DocumentError, documentLimits, type CsvCounts, type CsvRowFault, type CsvVerdict } from "./types";
 
 const enum Byte {
@@ -154,27 +153,6 @@ export function scanRows(buf: Buffer, start: number, final: boolean, line: numbe
   rows.end = rows.fault ? rows.fault.rowStart : end;
   rows.line = rows.fault ? rows.fault.line : endLine;
   return rows;
-}
-
-/** The user id of each row from `first`: the first non-empty user-id column, decoded; undefined when there is none or it cannot name a user. */
-export function userIdsOf(buf: Buffer, rows: ScannedRows, first: number, userColumns: readonly number[]): Array<string | undefined> {
-  const ids: Array<string | undefined> = [];
-  const { bounds, columns } = rows;
-  for (let r = first; r < rows.count; r++) {
-    let id: string | undefined;
-    for (const column of userColumns) {
-      const field = (r * columns + column) * 2;
-      if (bounds[field + 1] > bounds[field]) {
-        const value = decodeField(buf, bounds[field], bounds[field + 1]);
-        if (value !== "") {
-          if (canNameUser(value)) id = value;
-          break;
-        }
-      }
-    }
-    ids.push(id);
-  }
-  return ids;
 }
 
 /**

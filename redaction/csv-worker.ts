@@ -1,5 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { emptyCounts, emptyRows, scanRows, userIdsOf, writeRows, type ScannedRows } from "./csv-rows";
+import { emptyCounts, emptyRows, scanRows, writeRows, type ScannedRows } from "./csv-rows";
+import { UserIdFields } from "./user-id-fields";
 import { documentLimits, type CsvVerdict, type CsvWorkerReport, type CsvWorkerRequest, type CsvWorkerSetup } from "./types";
 
 /**
@@ -26,6 +27,7 @@ const verdicts: CsvVerdict[] = [];
 const verdictOfUser = new Map<string, CsvVerdict>();
 const waiting = new Map<number, Scanned>();
 const spareRows: ScannedRows[] = [];
+const userIdFields = new UserIdFields(setup.userColumns);
 
 function report(message: CsvWorkerReport, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
@@ -36,7 +38,7 @@ function scan(task: number, input: ArrayBuffer, length: number, final: boolean):
   if (waiting.size === 0 && verdictOfUser.size > documentLimits.maxRememberedUsers) verdictOfUser.clear();
   const buf = Buffer.from(input, 0, length);
   const rows = scanRows(buf, 0, final, 0, setup.columns, spareRows.pop() ?? emptyRows());
-  const userIds = userIdsOf(buf, rows, 0, setup.userColumns);
+  const userIds = userIdFields.idsOf(buf, rows, 0);
   const rowVerdicts = new Array<CsvVerdict | undefined>(userIds.length);
   const unknown = new Set<string>();
   userIds.forEach((id, row) => {

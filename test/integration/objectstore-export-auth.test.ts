@@ -21,7 +21,7 @@ import { NodeProcess } from "../../testkit/node-process";
 import { freePorts } from "../../testkit/ports";
 import { S3Store, s3rverCredentials } from "../../testkit/s3";
 import { tempDir } from "../../testkit/temp";
-import { s3Client, s3Failure } from "../helpers/s3-client";
+import { s3Client, s3Failure, virtualHostClient } from "../helpers/s3-client";
 import { listening, until } from "../../testkit/wait";
 
 const region = "eu-west-1";
@@ -111,7 +111,8 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
         enforcedComponents: [{ componentName: "objectstore" }, { componentName: "export" }],
       }),
     );
-    node = await NodeProcess.start({ nodeId: "os-auth-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file } });
+    // A host name for the export ports (it listens on 127.0.0.1 here), so that virtual-host requests are signed and checked too.
+    node = await NodeProcess.start({ nodeId: "os-auth-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file, EXPORT_HOST: "localhost" } });
     assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
     await createPopulation(call);
     nc = await connectTo(nats.url);
@@ -158,6 +159,31 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
       { encoding: "utf8" },
     );
     assert.equal(curl.stdout, "users.id,users.email,users.secret\n,a@example.com,\n\n200", curl.stderr);
+
+    // Virtual-host style: the signature covers the Host naming the bucket, which the export checks as sent.
+    const looked: string[] = [];
+    const vhost = virtualHostClient("localhost", port, looked, { accessKeyId: signing.id, secretAccessKey: signing.key }, region);
+    const viaHost = await (await vhost.send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }))).Body!.transformToString();
+    assert.ok(looked.includes("docs.localhost"), looked.join(", "));
+    assert.equal(viaHost, "users.id,users.email,users.secret\n,a@example.com,\n", "signed virtual-host GetObject: redacted");
+    vhost.destroy();
+    const curlHost = await promisify(execFile)(
+      "curl",
+      [
+        "-s",
+        "-w",
+        "\n%{http_code}",
+        "--resolve",
+        `docs.localhost:${port}:127.0.0.1`,
+        "--aws-sigv4",
+        `aws:amz:${region}:s3`,
+        "--user",
+        `${signing.id}:${signing.key}`,
+        `http://docs.localhost:${port}/people.csv`,
+      ],
+      { encoding: "utf8" },
+    );
+    assert.equal(curlHost.stdout, "users.id,users.email,users.secret\n,a@example.com,\n\n200", curlHost.stderr);
 
     assert.deepEqual(
       (await sdk.send(new ListObjectsV2Command({ Bucket: "docs" }))).Contents?.map((c) => c.Key),
