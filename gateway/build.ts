@@ -75,7 +75,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
   void app.register(healthRoutes, { health: deps.health, nodeId: deps.nodeId });
   const implemented: Partial<Record<RootPath, FastifyPluginAsync>> = {
     ...(deps.policy ? { config: configRoutes(deps.policy), mapping: mappingRoutes(deps.policy) } : {}),
-    ...(deps.users ? { user: userRoutes(deps.users) } : {}),
+    ...(deps.users ? { user: userRoutes(deps.users, deps.rights) } : {}),
     ...(deps.decisions ? { decision: decisionRoutes(deps.decisions) } : {}),
     ...(deps.redact ? { redact: redactRoutes(deps.redact, deps.documents) } : {}),
     ...(deps.exports ? { export: exportRoutes(deps.exports) } : {}),

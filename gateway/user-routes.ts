@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ConsentEntry } from "../actors/user/user-actor";
 import { requester } from "./requester";
-import type { UserPort } from "../api/types";
+import type { RightsPort, UserPort } from "../api/types";
+import { rightsRoutes } from "./rights-routes";
 import { idSchema as id } from "./schemas";
 
 const attributes = { type: "object", maxProperties: 50, additionalProperties: { type: "string", maxLength: 500 } } as const;
@@ -10,8 +11,9 @@ const userParams = { type: "object", properties: { userId: id }, required: ["use
 const tags = ["user"];
 
 /** /user: onboarding, terms, consent and guardians (spec 2.10, 2.11, 3.3, 4.5). Decisions recorded in docs/user-api.md. */
-export function userRoutes(users: UserPort): FastifyPluginAsync {
+export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginAsync {
   return async (app) => {
+    if (rights) await app.register(rightsRoutes(rights));
     app.put(
       "/user",
       {
@@ -36,8 +38,13 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
       { schema: { tags, summary: "A user: attributes, accepted terms, consents, guardian links", params: userParams } },
       async (request) => users.get((request.params as { userId: string }).userId),
     );
-    app.delete("/user/:userId", { schema: { tags, summary: "Erase a user (audited)", params: userParams } }, async (request) =>
-      users.erase((request.params as { userId: string }).userId, requester(request)),
+    app.delete(
+      "/user/:userId",
+      { schema: { tags, summary: "Erase a user (audited); the answer says what was erased and what is kept for audit", params: userParams } },
+      async (request) => {
+        const { userId } = request.params as { userId: string };
+        return rights ? rights.erase(userId, requester(request)) : users.erase(userId, requester(request));
+      },
     );
 
     app.put(

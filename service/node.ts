@@ -23,6 +23,9 @@ import { ExportSupervisor } from "../exports/export-supervisor";
 import { exportDoors } from "./export-doors";
 import { policyPort } from "../ports/policy-port";
 import { userPort } from "../ports/user-port";
+import { DecisionIndexer } from "../rights/decision-indexer";
+import { IndexBucket } from "../rights/index-bucket";
+import { RightsService } from "../rights/rights-service";
 import { StartupError } from "./startup-error";
 import { registerNodeMetrics, type NatsTally } from "./node-metrics";
 import { Authenticator } from "../auth/authenticator";
@@ -294,9 +297,15 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     authenticator,
     doors,
   });
+  const decisionIndex = await IndexBucket.open(nc, config.jsReplicas);
+  const indexer = new DecisionIndexer(nc, runtime, decisionIndex, logger.child({ component: "decision-index" }));
+  indexer.start();
+  const users = userPort(runtime, (userId) => decisions.forgetUser(userId));
+  const rights = new RightsService(runtime, decisionIndex, (userId) => decisions.forgetUser(userId), users.erase);
   /** The one shutdown order: doors first (no new work), then what they call, then the connection and the server. */
   const shutDown = async (gatewayOpen: boolean): Promise<void> => {
     if (gatewayOpen) await gateway.close();
+    await indexer.stop();
     await exportSupervisor.stop();
     await documents.stop();
     await authenticator.close();
@@ -310,7 +319,8 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     nodeId: config.nodeId,
     health,
     policy: policyPort(runtime),
-    users: userPort(runtime, (userId) => decisions.forgetUser(userId)),
+    users,
+    rights,
     decisions,
     redact: decisions,
     documents,
