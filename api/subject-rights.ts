@@ -40,6 +40,7 @@ export interface PurposeUse {
 
 export interface GroupCount {
   door: string;
+  exportId?: string;
   type: string;
   purposeId: string;
   thirdPartyId?: string;

@@ -82,8 +82,8 @@ function stateOf(compiled: CompiledPolicy, record: UserRecord, shown: readonly s
   };
 }
 
-const groupKey = (c: Pick<DayCount, "door" | "type" | "purposeId" | "thirdPartyId" | "termsId" | "flow">) =>
-  JSON.stringify([c.door, c.type, c.purposeId, c.thirdPartyId ?? null, c.termsId ?? null, c.flow]);
+const groupKey = (c: Pick<DayCount, "door" | "exportId" | "type" | "purposeId" | "thirdPartyId" | "termsId" | "flow">) =>
+  JSON.stringify([c.door, c.exportId ?? null, c.type, c.purposeId, c.thirdPartyId ?? null, c.termsId ?? null, c.flow]);
 
 function decisionsIn(entry: UserIndexEntry, window: ReportWindow, indexedThrough: number): AccessReport["decisions"] {
   const firstDay = window.from.toISOString().slice(0, 10);

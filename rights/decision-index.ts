@@ -13,6 +13,8 @@ export interface DayCount {
   purposeId: string;
   thirdPartyId?: string;
   termsId?: string;
+  /** The export that decided, for decisions of door `export`. */
+  exportId?: string;
   flow: string;
   allowed: boolean;
   count: number;
@@ -65,6 +67,7 @@ const sameGroup = (count: DayCount, event: IndexedEvent): boolean =>
   count.allowed === event.allowed &&
   count.thirdPartyId === event.thirdPartyId &&
   count.termsId === event.termsId &&
+  count.exportId === event.exportId &&
   count.flow === event.flow;
 
 /**
@@ -80,7 +83,7 @@ export function fold(entry: UserIndexEntry, seq: number, events: readonly Indexe
     const at = counts.findIndex((count) => sameGroup(count, event));
     if (at >= 0) counts[at] = { ...counts[at]!, count: counts[at]!.count + 1 };
     else {
-      const { time: _time, categoryIds: _categories, traceId: _trace, exportId: _export, ...group } = event;
+      const { time: _time, categoryIds: _categories, traceId: _trace, ...group } = event;
       counts.push({ ...group, count: 1 });
     }
   }

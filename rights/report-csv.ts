@@ -1,6 +1,20 @@
 import type { AccessReport } from "../api/subject-rights";
 
-const columns = ["section", "time", "door", "type", "purposeId", "thirdPartyId", "termsId", "flow", "allowed", "denied", "categoryIds", "traceId"] as const;
+const columns = [
+  "section",
+  "time",
+  "door",
+  "exportId",
+  "type",
+  "purposeId",
+  "thirdPartyId",
+  "termsId",
+  "flow",
+  "allowed",
+  "denied",
+  "categoryIds",
+  "traceId",
+] as const;
 
 /** One CSV cell: quoted when needed, and a leading = + - @ made inert so a spreadsheet never runs an id as a formula. */
 function cell(value: string | number | boolean | undefined | null): string {
@@ -17,8 +31,8 @@ function cell(value: string | number | boolean | undefined | null): string {
 export function reportCsv(report: AccessReport): string {
   const rows: Array<Array<string | number | boolean | undefined | null>> = [[...columns]];
   for (const g of report.decisions.byPurposeAndDoor)
-    rows.push(["count", report.period.from, g.door, g.type, g.purposeId, g.thirdPartyId, g.termsId, g.flow, g.allowed, g.denied, "", ""]);
-  for (const d of report.decisions.byDay) rows.push(["day", d.day, "", "", d.purposeId, "", "", "", d.allowed, d.denied, "", ""]);
+    rows.push(["count", report.period.from, g.door, g.exportId, g.type, g.purposeId, g.thirdPartyId, g.termsId, g.flow, g.allowed, g.denied, "", ""]);
+  for (const d of report.decisions.byDay) rows.push(["day", d.day, "", "", "", d.purposeId, "", "", "", d.allowed, d.denied, "", ""]);
   for (const e of report.decisions.latest.events)
     rows.push([
       "event",

@@ -103,8 +103,8 @@ describe("data-subject rights over HTTP, two nodes (issue 25)", () => {
     const csv = await call(a, "GET", "/user/alice/report?format=csv");
     assert.equal(csv.status, 200);
     const lines = (csv.body as string).trim().split("\r\n");
-    assert.equal(lines[0], "section,time,door,type,purposeId,thirdPartyId,termsId,flow,allowed,denied,categoryIds,traceId");
-    assert.ok(lines.some((line) => line.startsWith("count,") && line.includes(",decision,platformUse,service,,,platform,3,0,")));
+    assert.equal(lines[0], "section,time,door,exportId,type,purposeId,thirdPartyId,termsId,flow,allowed,denied,categoryIds,traceId");
+    assert.ok(lines.some((line) => line.startsWith("count,") && line.includes(",decision,,platformUse,service,,,platform,3,0,")));
     assert.equal(lines.filter((line) => line.startsWith("event,")).length, 8);
 
     const bad = await call(a, "GET", "/user/alice/report?from=yesterday");
