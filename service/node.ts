@@ -299,7 +299,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
   });
   const decisionIndex = await IndexBucket.open(nc, config.jsReplicas);
   const indexer = new DecisionIndexer(nc, runtime, decisionIndex, logger.child({ component: "decision-index" }));
-  indexer.start();
+  if (config.decisionIndex) indexer.start();
   const users = userPort(runtime, (userId) => decisions.forgetUser(userId));
   const rights = new RightsService(runtime, decisionIndex, (userId) => decisions.forgetUser(userId), users.erase);
   /** The one shutdown order: doors first (no new work), then what they call, then the connection and the server. */
