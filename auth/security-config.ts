@@ -1,3 +1,4 @@
+import { type AuthorizationConfig, parseAuthorization } from "./authorization";
 import { componentTypes, isComponentName } from "./components";
 import { credentialTypes, SecurityConfigError, verifierCredential } from "./types";
 import type { Component, ComponentName, CredentialType, VerifierFactory, VerifierType } from "./types";
@@ -37,6 +38,8 @@ export interface SecurityConfig {
   /** Per credential type, by precedence: the default verifier, if any, is last whatever its place in the file. */
   credentials: Map<CredentialType, CredentialChoice[]>;
   enforcedComponents: Selector[];
+  /** Absent: every verified subject has every permission (docs/authorization.md). */
+  authorization?: AuthorizationConfig;
 }
 
 export type VerifierFactories = { [T in VerifierType]: VerifierFactory<unknown> };
@@ -201,11 +204,12 @@ function parseChoice(value: unknown, path: string, credentialType: CredentialTyp
  */
 export function parseSecurityConfig(value: unknown, factories: VerifierFactories): SecurityConfig {
   const root = objectAt(value, "(root)");
-  onlyKeys(root, ["verifiers", "credentials", "enforcedComponents"], "(root)");
+  onlyKeys(root, ["verifiers", "credentials", "enforcedComponents", "authorization"], "(root)");
   const verifiers = parseVerifiers(root.verifiers, factories);
   const credentials = parseCredentials(root.credentials, verifiers);
   const enforcedComponents = arrayAt(root.enforcedComponents, "enforcedComponents").map((entry, index) => parseSelector(entry, `enforcedComponents[${index}]`));
-  return { verifiers, credentials, enforcedComponents };
+  const authorization = parseAuthorization(root.authorization);
+  return { verifiers, credentials, enforcedComponents, ...(authorization ? { authorization } : {}) };
 }
 
 /** The verifier each credential type uses for a component: the first entry by precedence that selects it. */

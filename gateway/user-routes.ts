@@ -1,3 +1,4 @@
+import { needs } from "./route-permissions";
 import type { FastifyPluginAsync } from "fastify";
 import type { ConsentEntry } from "../actors/user/user-actor";
 import { requester } from "./requester";
@@ -36,13 +37,17 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
       { schema: { tags, summary: "A user: attributes, accepted terms, consents, guardian links", params: userParams } },
       async (request) => users.get((request.params as { userId: string }).userId),
     );
-    app.delete("/user/:userId", { schema: { tags, summary: "Erase a user (audited)", params: userParams } }, async (request) =>
-      users.erase((request.params as { userId: string }).userId, requester(request)),
+    app.delete(
+      "/user/:userId",
+      { config: needs({ component: "user", action: "admin" }), schema: { tags, summary: "Erase a user (audited)", params: userParams } },
+      async (request) => users.erase((request.params as { userId: string }).userId, requester(request)),
     );
 
     app.put(
       "/user/terms/query",
       {
+        // A query by PUT: it changes nothing.
+        config: needs({ component: "user", action: "read" }),
         schema: {
           tags,
           summary: "Personalized terms for a context; {} gives the terms that apply to all users by default",
