@@ -120,7 +120,7 @@ export interface RedactPort {
 /** Document redaction jobs (spec 2.13, 3.2, 4.4). */
 export interface DocumentPort {
   /** Stores the document as it arrives and creates its job; refused before reading when the request names unknown things. */
-  submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>): Promise<JobRecord>;
+  submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>, owner: string | null): Promise<JobRecord>;
   job(jobName: string): Promise<JobRecord>;
   /** The redacted document of a complete job, in order. */
   download(jobName: string): Promise<{ job: JobRecord; chunks: AsyncIterable<Buffer> }>;

@@ -79,6 +79,8 @@ export interface Grant {
  */
 export interface CallerRights {
   subject: string | null;
+  /** What owns the caller's redaction jobs: `<verifier>:<subject>` (an LDAP user and a token subject of one name are different owners); null unauthenticated. */
+  owner: string | null;
   all: boolean;
   /** `component:action` to the first rule (in file order) that granted it. */
   grants: ReadonlyMap<string, Grant>;
@@ -86,7 +88,13 @@ export interface CallerRights {
   rules: readonly string[];
 }
 
-export const fullRights = (subject: string | null): CallerRights => ({ subject, all: true, grants: new Map(), rules: [] });
+export const fullRights = (subject: string | null, owner: string | null = null): CallerRights => ({ subject, owner, all: true, grants: new Map(), rules: [] });
+
+/** May this caller see a redaction job with this owner? Its creator may; a redact:admin may see every job. */
+export function seesJob(caller: CallerRights | undefined, owner: string | null | undefined): boolean {
+  if (permits(caller, "redact", "admin")) return true;
+  return caller?.owner != null && caller.owner === owner;
+}
 
 /** The rule behind `component:action` for this caller, "(no authorization section)" or "(not enforced)" for full rights, or undefined when not granted. */
 export function grantOf(caller: CallerRights | undefined, component: AuthorizedComponent, action: Action): Grant | undefined {
@@ -146,7 +154,8 @@ export class Authorizer {
   }
 
   rightsOf(principal: Principal): CallerRights {
-    if (!this.config) return fullRights(principal.identity.subject);
+    const owner = `${principal.verifier}:${principal.identity.subject}`;
+    if (!this.config) return fullRights(principal.identity.subject, owner);
     const grants = new Map<string, Grant>();
     const rules: string[] = [];
     for (const rule of this.config.rules) {
@@ -160,7 +169,7 @@ export class Authorizer {
         }
       }
     }
-    return { subject: principal.identity.subject, all: false, grants, rules };
+    return { subject: principal.identity.subject, owner, all: false, grants, rules };
   }
 
   /** The names of the claims rules read: these claims of a token become `claim:<name>=<value>` assertions, recorded in traces. */
