@@ -15,7 +15,8 @@ import { OidcProvider } from "../helpers/oidc";
 import { SlapdServer } from "../../testkit/slapd";
 import { tempDir } from "../../testkit/temp";
 import { call as callNode, type Answer } from "../../testkit/http";
-import { until } from "../../testkit/wait";
+import { listening, until } from "../../testkit/wait";
+import { freePort } from "../../testkit/ports";
 
 const run = promisify(execFile);
 const cloud = { id: "AKIDCI", key: "ci-secret-key", region: "eu-west-1" };
@@ -55,13 +56,13 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
       { type: "rawBearerToken", verifiers: [{ verifier: "oauth", profile: "idp" }] },
       { type: "cloudSigningCredentials", verifiers: [{ verifier: "cloud", profile: "ci" }] },
     ],
-    enforcedComponents: [{ componentType: "api" }],
+    enforcedComponents: [{ componentType: "api" }, { componentName: "pipeline" }],
     authorization: {
       rules: [
         { name: "admins", ldapGroups: ["wardenAdmins"], permissions: ["*:admin"] },
         { name: "editors", ldapGroups: ["editors"], permissions: ["config:write", "mapping:write", "user:write", "export:write", "redact:write"] },
         { name: "readers", scopes: ["read"], permissions: ["config:read", "mapping:read", "user:read", "export:read"] },
-        { name: "clinicians", claims: [{ name: "roles", values: ["clinician"] }], permissions: ["decision:query", "redact:own"] },
+        { name: "clinicians", claims: [{ name: "roles", values: ["clinician"] }], permissions: ["decision:query", "redact:own", "pipeline:read"] },
         { name: "ci", cloudKeyIds: [cloud.id], permissions: ["export:read"] },
       ],
     },
@@ -170,6 +171,34 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
     assert.equal(await curlSigned("GET", "/export"), 200);
     assert.equal(await curlSigned("DELETE", "/export?id=no-such-export"), 403);
     assert.equal(await curlSigned("GET", "/config"), 403);
+  });
+
+  test("an HTTP export door: a pipeline export's records need pipeline:read", async () => {
+    const port = await freePort();
+    const created = await call(
+      "PUT",
+      "/export",
+      { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port },
+      callers.ed,
+    );
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    await until("the pipeline door listens", () => listening(port));
+    const post = async (who: string) => {
+      const response = await fetch(`http://127.0.0.1:${port}/`, {
+        method: "POST",
+        headers: { ...callers[who], "content-type": "application/json" },
+        body: JSON.stringify({ "users.id": "accepted", "users.email": "a@example.org" }),
+      });
+      return { status: response.status, body: (await response.json()) as { error?: { code: string } } };
+    };
+    const allowed = await post("clinician");
+    assert.equal(allowed.status, 200, JSON.stringify(allowed.body));
+    for (const who of ["reader", "ed"]) {
+      const denied = await post(who);
+      assert.equal(denied.status, 403, who);
+      assert.equal(denied.body.error?.code, "ERR_AUTH_FORBIDDEN", who);
+    }
+    assert.equal((await call("DELETE", `/export?id=${(created.body as { id: string }).id}`, undefined, callers.ed)).status, 200);
   });
 
   test("a denial is audited with subject, component, action and the rules that matched the caller", async () => {
