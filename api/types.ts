@@ -106,6 +106,8 @@ export interface UserPort {
 /** Data-subject rights (docs/subject-rights.md): the access report, restriction, erasure with its report. Errors: NOT_FOUND, NOT_A_GUARDIAN, GUARDIAN_INVALID, GUARDIAN_CATEGORIES, REPORT_INVALID, INDEX_BEHIND. */
 export interface RightsPort {
   report(userId: string, query: ReportQuery, by: Requester): Promise<AccessReport>;
+  /** Audits a report or restriction request refused because the caller is not that user (nor their guardian, nor an admin). */
+  refused(userId: string, by: Requester, what: string, reason: string): Promise<void>;
   /** The report's decisions as CSV, for a download. */
   csv(report: AccessReport): string;
   restrict(userId: string, arg: { actorId?: string; purposeIds?: string[] }, by: Requester): Promise<RestrictionResult>;
@@ -130,7 +132,7 @@ export interface RedactPort {
 /** Document redaction jobs (spec 2.13, 3.2, 4.4). */
 export interface DocumentPort {
   /** Stores the document as it arrives and creates its job; refused before reading when the request names unknown things. */
-  submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>): Promise<JobRecord>;
+  submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>, owner: string | null): Promise<JobRecord>;
   job(jobName: string): Promise<JobRecord>;
   /** The redacted document of a complete job, in order. */
   download(jobName: string): Promise<{ job: JobRecord; chunks: AsyncIterable<Buffer> }>;

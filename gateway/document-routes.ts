@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import { seesJob } from "../auth/authorization";
 import { purposeTypes } from "../decision/types";
 import type { JobRecord } from "../actors/redaction/job-actor";
 import { documentFormats, type DocumentFormat } from "../redaction/types";
@@ -72,6 +73,12 @@ function statsOf(job: JobRecord) {
  * the request stream, which goes to JetStream chunk by chunk as it arrives.
  */
 export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
+  /** The named job, if this caller may see it; another caller's job is answered as if it did not exist (its name says nothing). */
+  const visibleJob = async (request: FastifyRequest): Promise<JobRecord> => {
+    const job = await documents.job((request.query as { jobName: string }).jobName);
+    if (!seesJob(request.rights, job.owner)) throw new HttpError("ERR_REDACT_JOB_NOT_FOUND");
+    return job;
+  };
   return async (app) => {
     app.removeAllContentTypeParsers();
     app.addContentTypeParser(Object.values(documentFormats), (_request, payload, done) => done(null, payload));
@@ -96,7 +103,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
         const mediaType = (request.headers["content-type"] ?? "").split(";")[0].trim().toLowerCase();
         const format = formatOfMediaType.get(mediaType);
         if (!format) throw new HttpError("ERR_REQUEST_CONTENT_TYPE", `send the document as ${Object.values(documentFormats).join(", ")}`);
-        const job = await documents.submit(request.query as RedactRequest, format, request.body as Readable);
+        const job = await documents.submit(request.query as RedactRequest, format, request.body as Readable, request.rights?.owner ?? null);
         return summaryOf(job);
       },
     );
@@ -105,7 +112,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
       "/redact/stats",
       { schema: { tags, summary: "What a finished job did (404 while it runs; status 'failed' with the error and where)", querystring: jobQuery } },
       async (request) => {
-        const job = await documents.job((request.query as { jobName: string }).jobName);
+        const job = await visibleJob(request);
         if (job.status === "running") throw new HttpError("ERR_REDACT_JOB_RUNNING", undefined, { progress: links(job.jobName).progress });
         return statsOf(job);
       },
@@ -114,7 +121,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
     app.get(
       "/redact/progress",
       { schema: { tags, summary: "How far a job is: bytes and rows processed, for a progress bar", querystring: jobQuery } },
-      async (request) => progressOf(await documents.job((request.query as { jobName: string }).jobName)),
+      async (request) => progressOf(await visibleJob(request)),
     );
 
     app.get(
@@ -133,7 +140,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
         },
       },
       async (request, reply) => {
-        const { job, chunks } = await documents.download((request.query as { jobName: string }).jobName);
+        const { job, chunks } = await documents.download((await visibleJob(request)).jobName);
         void reply
           .type(documentFormats[job.format])
           .header("content-length", job.output!.bytes)
@@ -153,7 +160,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
       },
       async (request) => {
         const { status } = request.query as { status?: string };
-        const jobs = documents.list().filter((job) => status === undefined || job.status === status);
+        const jobs = documents.list().filter((job) => (status === undefined || job.status === status) && seesJob(request.rights, job.owner));
         jobs.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
         return { jobs: jobs.map(summaryOf) };
       },
@@ -163,7 +170,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
       "/redact/document",
       { schema: { tags, summary: "Delete a job and its documents (a running job stops)", querystring: jobQuery } },
       async (request) => {
-        const job = await documents.remove((request.query as { jobName: string }).jobName);
+        const job = await documents.remove((await visibleJob(request)).jobName);
         return { jobName: job.jobName, deleted: true, status: job.status };
       },
     );

@@ -1,11 +1,21 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { RightsPort } from "../api/types";
 import { requester } from "./requester";
+import { subjectAccessRefusal } from "./subject-access";
+import type { FastifyRequest } from "fastify";
 import { idSchema as id } from "./schemas";
 
 const tags = ["user"];
 const userParams = { type: "object", properties: { userId: id }, required: ["userId"] } as const;
 const time = { type: "string", minLength: 10, maxLength: 40 } as const;
+
+/** Refuses (and audits) a caller that may not read or act on this user's report; every report request is audited, refused or not. */
+async function checkSubject(rights: RightsPort, request: FastifyRequest, userId: string, actorId: string | undefined, what: string): Promise<void> {
+  const refusal = subjectAccessRefusal(request, userId, actorId);
+  if (!refusal) return;
+  await rights.refused(userId, requester(request), what, refusal.message);
+  throw refusal;
+}
 
 /** Data-subject rights under /user (docs/subject-rights.md): the access report (JSON or CSV) and restriction. */
 export function rightsRoutes(rights: RightsPort): FastifyPluginAsync {
@@ -13,6 +23,7 @@ export function rightsRoutes(rights: RightsPort): FastifyPluginAsync {
     app.get(
       "/user/:userId/report",
       {
+        config: { subjectRights: true },
         schema: {
           tags,
           summary:
@@ -35,6 +46,7 @@ export function rightsRoutes(rights: RightsPort): FastifyPluginAsync {
       async (request, reply) => {
         const { userId } = request.params as { userId: string };
         const q = request.query as { from?: string; to?: string; offset?: string; limit?: string; actorId?: string; format?: "json" | "csv" };
+        await checkSubject(rights, request, userId, q.actorId, "report");
         const report = await rights.report(
           userId,
           { from: q.from, to: q.to, offset: Number(q.offset ?? 0), limit: Math.min(100, Math.max(1, Number(q.limit ?? 20))), actorId: q.actorId },
@@ -47,6 +59,7 @@ export function rightsRoutes(rights: RightsPort): FastifyPluginAsync {
     app.put(
       "/user/:userId/restriction",
       {
+        config: { subjectRights: true },
         schema: {
           tags,
           summary:
@@ -61,7 +74,9 @@ export function rightsRoutes(rights: RightsPort): FastifyPluginAsync {
       },
       async (request) => {
         const { userId } = request.params as { userId: string };
-        return rights.restrict(userId, request.body as { actorId?: string; purposeIds?: string[] }, requester(request));
+        const body = request.body as { actorId?: string; purposeIds?: string[] };
+        await checkSubject(rights, request, userId, body.actorId, "restriction");
+        return rights.restrict(userId, body, requester(request));
       },
     );
   };

@@ -1,3 +1,4 @@
+import { needs } from "./route-permissions";
 import type { FastifyPluginAsync } from "fastify";
 import type { ConsentEntry } from "../actors/user/user-actor";
 import { requester } from "./requester";
@@ -40,7 +41,10 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
     );
     app.delete(
       "/user/:userId",
-      { schema: { tags, summary: "Erase a user (audited); the answer says what was erased and what is kept for audit", params: userParams } },
+      {
+        config: needs({ component: "user", action: "admin" }),
+        schema: { tags, summary: "Erase a user (audited); the answer says what was erased and what is kept for audit", params: userParams },
+      },
       async (request) => {
         const { userId } = request.params as { userId: string };
         return rights ? rights.erase(userId, requester(request)) : users.erase(userId, requester(request));
@@ -50,6 +54,8 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
     app.put(
       "/user/terms/query",
       {
+        // A query by PUT: it changes nothing.
+        config: needs({ component: "user", action: "read" }),
         schema: {
           tags,
           summary: "Personalized terms for a context; {} gives the terms that apply to all users by default",

@@ -34,6 +34,7 @@ export const httpErrors = {
   ERR_AUTH_REQUIRED: { status: 401, message: "this path needs credentials" },
   ERR_AUTH_INVALID: { status: 401, message: "the credentials are not valid" },
   ERR_AUTH_UNSUPPORTED: { status: 401, message: "this path does not take this kind of credentials" },
+  ERR_AUTH_FORBIDDEN: { status: 403, message: "the caller is authenticated but does not hold the permission this needs" },
   ERR_AUTH_THROTTLED: { status: 429, message: "too many failed logins from this address or for this user; try again after Retry-After seconds" },
   ERR_AUTH_UNAVAILABLE: { status: 503, message: "the credentials could not be verified now; try again" },
   ERR_REQUEST_METHOD: { status: 405, message: "method not allowed on this path" },

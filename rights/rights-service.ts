@@ -61,6 +61,16 @@ export class RightsService {
     return report;
   }
 
+  async refused(userId: string, by: string, what: string, reason: string): Promise<void> {
+    await this.runtime.events.audit({
+      category: "user",
+      level: "warn",
+      event: "report.refused",
+      message: `${by} was refused the ${what} of ${userId}: ${reason}`,
+      details: { userId, by, what, reason },
+    });
+  }
+
   csv(report: AccessReport): string {
     return reportCsv(report);
   }

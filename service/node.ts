@@ -364,6 +364,15 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
       message: `pipeline exports enforce authentication but have no TLS (${settings.exportTls.env}): their HTTP ports take credentials in the clear unless TLS ends in front of the node`,
     });
   }
+  if (security.enforcedComponents.length > 0 && !security.authorization) {
+    await runtime.events.audit({
+      category: "service",
+      level: "warn",
+      event: "authorization.absent",
+      message: "authentication is enforced but the security configuration has no 'authorization' section: every verified subject holds every permission",
+      details: { enforcedComponents: authenticator.enforcedComponents() },
+    });
+  }
   if (security.enforcedComponents.length === 0) {
     await runtime.events.audit({
       category: "service",

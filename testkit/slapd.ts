@@ -18,6 +18,8 @@ export interface SlapdOptions {
   users: SlapdUser[];
   /** Also listen for ldaps:// with a fresh self-signed certificate for 127.0.0.1. */
   tls?: boolean;
+  /** Entries `cn=<cn>,ou=groups,<suffix>` (groupOfNames), each `member` the DN of a user above. */
+  groups?: Array<{ cn: string; members: string[] }>;
 }
 
 /** LDIF attribute line; base64 (`::`) always, so any character in a value is safe. */
@@ -124,6 +126,13 @@ export class SlapdServer {
         ldifLine("cn", uid),
         ldifLine("sn", uid),
         ldifLine("userPassword", execFileSync("slappasswd", ["-s", password], { encoding: "utf8" }).trim()),
+      ]),
+      ...(options.groups?.length ? [[ldifLine("dn", `ou=groups,${options.suffix}`), "objectClass: organizationalUnit", "ou: groups"]] : []),
+      ...(options.groups ?? []).map(({ cn, members }) => [
+        ldifLine("dn", `cn=${hexEscape(cn)},ou=groups,${options.suffix}`),
+        "objectClass: groupOfNames",
+        ldifLine("cn", cn),
+        ...members.map((uid) => ldifLine("member", `uid=${hexEscape(uid)},${people}`)),
       ]),
     ];
     const ldif = join(dir, "entries.ldif");

@@ -2,6 +2,7 @@ import type { MsgHdrs } from "@nats-io/transport-node";
 import type { Authenticator } from "../../auth/authenticator";
 import { sha256Hex } from "../../auth/cloud-signature";
 import { offeredCredential } from "../../auth/http-credentials";
+import { permits } from "../../auth/authorization";
 import type { Component, OverridesByVerifier } from "../../auth/types";
 import type { ExportAudit } from "../../exports/door";
 import type { PipelineRecordError } from "./types";
@@ -72,6 +73,23 @@ export class NatsCredentialCheck {
     if (refusal && refusal.until > Date.now()) return refusal.access;
     const outcome = await this.authenticator.verify(this.component, credential, this.overrides);
     if (outcome.kind === "verified") {
+      // As on the export's HTTP port: sending records needs pipeline:read (docs/authorization.md).
+      const rights = this.authenticator.authorizer.rightsOf({ identity: outcome.identity, verifier: outcome.by.verifier });
+      if (!permits(rights, "pipeline", "read")) {
+        const access: NatsAccess = { ok: false, code: "ERR_AUTH_FORBIDDEN", reason: `'${outcome.identity.subject}' does not hold pipeline:read` };
+        if (this.refused.size >= maxRemembered) this.refused.clear();
+        this.refused.set(digest, { access, until: Date.now() + reuseMs });
+        this.auditOnce(`forbidden:${digest}`, () =>
+          this.audit("warn", "connection.forbidden", `pipeline export ${this.exportId} refused a NATS message: ${access.reason}`, {
+            ...base,
+            subject: outcome.identity.subject,
+            action: "read",
+            rule: null,
+            matchedRules: rights.rules,
+          }),
+        );
+        return access;
+      }
       if (this.verified.size >= maxRemembered) this.verified.clear();
       this.verified.set(digest, { subject: outcome.identity.subject, until: Date.now() + reuseMs });
       this.auditOnce(`ok:${digest}`, () =>

@@ -54,7 +54,7 @@ export class DocumentService implements DocumentPort {
     return new DocumentService(options.runtime, options.decisions, js, jsm, supervisor, options.retentionHours);
   }
 
-  async submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>): Promise<JobRecord> {
+  async submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>, owner: string | null): Promise<JobRecord> {
     const { compiled } = await this.decisions.redactionPlan(request);
     const jobName = randomUUID();
     const writer = new ChunkWriter(this.js, DocumentSubjects.input(jobName));
@@ -77,6 +77,7 @@ export class DocumentService implements DocumentPort {
         revision: compiled.revision,
         input,
         retentionHours: this.retentionHours,
+        owner,
       });
     } catch (error) {
       // A job that was not created leaves no one to delete its input: do it now, unless it may exist.
