@@ -1,14 +1,11 @@
 import { DeliverPolicy, jetstream, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { partitionOf, Streams } from "../actors/runtime/addressing";
-import type { ActorRuntime } from "../actors/runtime/runtime";
+import { Streams } from "../actors/runtime/addressing";
 import type { IndexedEvent } from "../api/subject-rights";
 import { decisionOf, fold, type UserIndexEntry } from "./decision-index";
 import type { IndexBucket } from "./index-bucket";
 
-/** The indexer runs where this (virtual) actor's partition lives: one indexer in the cluster, moved like any actor on failover. */
-const indexerAddress = { type: "decision-index", id: "trace" };
 const fetchMessages = 512;
 /** Messages folded at once at most, and queued at most before the reader waits. */
 const maxBatch = 2048;
@@ -40,9 +37,10 @@ export class DecisionIndexer {
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly runtime: ActorRuntime,
     private readonly bucket: IndexBucket,
     private readonly log: Logger,
+    /** Whether this node is the indexer now (it owns the indexer's partition, its lease holds): told by the node's thread. */
+    private readonly isIndexer: () => boolean,
   ) {}
 
   start(): void {
@@ -56,8 +54,7 @@ export class DecisionIndexer {
   }
 
   private owns(): boolean {
-    const partition = partitionOf(indexerAddress.type, indexerAddress.id, this.runtime.placement.partitionCount);
-    return this.running && this.runtime.host.serves(partition) && this.runtime.membership.isLeaseValid();
+    return this.running && this.isIndexer();
   }
 
   private async run(): Promise<void> {

@@ -23,7 +23,7 @@ import { ExportSupervisor } from "../exports/export-supervisor";
 import { exportDoors } from "./export-doors";
 import { policyPort } from "../ports/policy-port";
 import { userPort } from "../ports/user-port";
-import { DecisionIndexer } from "../rights/decision-indexer";
+import { IndexerHost } from "../rights/indexer-host";
 import { IndexBucket } from "../rights/index-bucket";
 import { RightsService } from "../rights/rights-service";
 import { StartupError } from "./startup-error";
@@ -298,14 +298,13 @@ export async function startServiceNode(config: NodeConfig, logger: Logger): Prom
     doors,
   });
   const decisionIndex = await IndexBucket.open(nc, config.jsReplicas);
-  const indexer = new DecisionIndexer(nc, runtime, decisionIndex, logger.child({ component: "decision-index" }));
-  if (config.decisionIndex) indexer.start();
+  const indexer = config.decisionIndex ? await IndexerHost.start({ config, embeddedToken, urls }, runtime, logger) : undefined;
   const users = userPort(runtime, (userId) => decisions.forgetUser(userId));
   const rights = new RightsService(runtime, decisionIndex, (userId) => decisions.forgetUser(userId), users.erase);
   /** The one shutdown order: doors first (no new work), then what they call, then the connection and the server. */
   const shutDown = async (gatewayOpen: boolean): Promise<void> => {
     if (gatewayOpen) await gateway.close();
-    await indexer.stop();
+    await indexer?.stop();
     await exportSupervisor.stop();
     await documents.stop();
     await authenticator.close();

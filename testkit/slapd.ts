@@ -178,21 +178,25 @@ export class SlapdServer {
 /**
  * A security configuration file (in `dir`) whose only verifier is this directory (user names
  * under ou=people), enforced on `components`: what a PostgreSQL export with direct verification needs.
+ * `more.groups` reads group membership (groupOfNames under ou=groups) for authorization rules;
+ * `more.sections` adds top-level sections (authorization, identityMapping).
  */
-export function ldapSecurityFile(dir: string, slapd: SlapdServer, components: readonly string[]): string {
+export function ldapSecurityFile(
+  dir: string,
+  slapd: SlapdServer,
+  components: readonly string[],
+  more: { groups?: boolean; sections?: Record<string, unknown> } = {},
+): string {
   const file = join(dir, "security.json");
+  const groupSearch = { base: "ou=groups,dc=example,dc=org", filter: "(&(objectClass=groupOfNames)(member={dn}))", attribute: "cn" };
+  const configuration = { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org", ...(more.groups ? { groupSearch } : {}) };
   writeFileSync(
     file,
     JSON.stringify({
-      verifiers: [
-        {
-          verifier: "ldap",
-          default: "directory",
-          profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }],
-        },
-      ],
+      verifiers: [{ verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration }] }],
       credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
       enforcedComponents: components.map((componentName) => ({ componentName })),
+      ...more.sections,
     }),
   );
   return file;

@@ -78,13 +78,14 @@ describe("data-subject rights across the doors (issue 25)", () => {
     assert.equal((await call("PUT", "/decision", { userId: "accepted", type: "platformUse", purposeId: "personalization" })).body.allowed, true);
     assert.equal((await call("PUT", `/redact/record?${personalization}`, { "users.id": "accepted", "users.clicks": 1 })).body.dropped, false);
 
-    const before = (await call("GET", "/user/accepted/report")).body;
-    for (const [door, exportId] of [
+    const doors = [
       ["export", exportIds.postgres],
       ["export", exportIds.pipeline],
       ["decision", undefined],
       ["redact", undefined],
-    ] as const) {
+    ] as const;
+    const before = (await call("GET", "/user/accepted/report")).body;
+    for (const [door, exportId] of doors) {
       const groups = group(before, door, exportId);
       assert.equal(groups.length, 1, `${door} ${exportId ?? ""}: ${JSON.stringify(before.decisions.byPurposeAndDoor)}`);
       assert.equal(groups[0].allowed, 1, `${door} ${exportId ?? ""} decided once`);
@@ -100,12 +101,7 @@ describe("data-subject rights across the doors (issue 25)", () => {
     assert.equal((await call("PUT", `/redact/record?${personalization}`, { "users.id": "accepted", "users.clicks": 1 })).body.dropped, true);
 
     const after = (await call("GET", "/user/accepted/report")).body;
-    for (const [door, exportId] of [
-      ["export", exportIds.postgres],
-      ["export", exportIds.pipeline],
-      ["decision", undefined],
-      ["redact", undefined],
-    ] as const)
+    for (const [door, exportId] of doors)
       assert.equal(group(after, door, exportId)[0].denied, 1, `${door} ${exportId ?? ""} denied once after the restriction`);
     const latest = after.decisions.latest.events as Body[];
     assert.ok(latest.some((e) => e.exportId === exportIds.postgres && e.allowed === false));

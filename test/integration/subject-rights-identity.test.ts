@@ -1,7 +1,5 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
@@ -9,7 +7,7 @@ import { realisticPolicy } from "../../testkit/policy";
 import { call } from "../../testkit/http";
 import { connectTo, startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
-import { SlapdServer } from "../../testkit/slapd";
+import { ldapSecurityFile, SlapdServer } from "../../testkit/slapd";
 import { tempDir } from "../../testkit/temp";
 
 const people = { root: { uid: "root", password: "root-pw" }, alice: { uid: "alice", password: "alice-pw" }, bob: { uid: "bob", password: "bob-pw" } };
@@ -32,32 +30,13 @@ describe("subject rights by caller identity (LDAP uid mapped to userId, slapd)",
         audits.push(msg.json<AuditRecord>());
       },
     });
-    const file = join(tempDir("subject-identity"), "security.json");
-    writeFileSync(
-      file,
-      JSON.stringify({
-        verifiers: [
-          {
-            verifier: "ldap",
-            default: "directory",
-            profiles: [
-              {
-                profile: "directory",
-                configuration: {
-                  hostname: `127.0.0.1:${slapd.port}`,
-                  rootComponents: "ou=people,dc=example,dc=org",
-                  groupSearch: { base: "ou=groups,dc=example,dc=org", filter: "(&(objectClass=groupOfNames)(member={dn}))", attribute: "cn" },
-                },
-              },
-            ],
-          },
-        ],
-        credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
-        enforcedComponents: [{ componentName: "user" }],
+    const file = ldapSecurityFile(tempDir("subject-identity"), slapd, ["user"], {
+      groups: true,
+      sections: {
         authorization: { rules: [{ name: "admins", ldapGroups: ["wardenAdmins"], permissions: ["*:admin"] }] },
         identityMapping: { ldap: { from: "uid" } },
-      }),
-    );
+      },
+    });
     node = await NodeProcess.start({ nodeId: "subject-identity", natsUrl: nats.url, env: { SECURITY_CONFIG: file } });
     assert.equal((await call(node, "PUT", "/config", realisticPolicy())).status, 200);
     for (const userId of ["alice", "bob"]) {
