@@ -23,7 +23,7 @@ import { ExportSupervisor } from "../exports/export-supervisor";
 import { exportDoors } from "./export-doors";
 import { policyPort } from "../ports/policy-port";
 import { userPort } from "../ports/user-port";
-import { IndexerHost } from "../rights/indexer-host";
+import { IndexerHost } from "./indexer-host";
 import { IndexBucket } from "../rights/index-bucket";
 import { RightsService } from "../rights/rights-service";
 import { StartupError } from "./startup-error";

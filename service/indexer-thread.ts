@@ -1,10 +1,10 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { connect } from "@nats-io/transport-node";
 import pino from "pino";
-import type { NodeConfig } from "../service/config";
-import { natsClientOptions } from "../service/nats-client-options";
-import { DecisionIndexer } from "./decision-indexer";
-import { IndexBucket } from "./index-bucket";
+import type { NodeConfig } from "./config";
+import { natsClientOptions } from "./nats-client-options";
+import { DecisionIndexer } from "../rights/decision-indexer";
+import { IndexBucket } from "../rights/index-bucket";
 
 /** What the node's thread hands the indexer's thread: how to reach NATS as the node does, and how to log. */
 export interface IndexerThreadSetup {
