@@ -28,6 +28,7 @@ export class IndexerHost {
     await new Promise<void>((resolve, reject) => {
       worker.once("message", () => resolve());
       worker.once("error", reject);
+      worker.once("exit", (code) => reject(new Error(`the decision indexer thread exited (${code}) before it was ready`)));
     });
     const host = new IndexerHost(worker, runtime);
     host.timer = setInterval(() => host.check(), checkEveryMs);
