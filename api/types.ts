@@ -8,6 +8,7 @@ import type { PersonalizedTerms, TermsContext } from "../decision/terms";
 import type { Decision, DecisionRequest } from "../decision/types";
 import type { SummaryAdvice } from "../decision/record-redaction";
 import type { DocumentFormat, RedactionRequest } from "../redaction/types";
+import type { AccessReport, ErasureReport, ReportQuery, RestrictionResult } from "./subject-rights";
 
 /**
  * The REST API's contract: who calls, the bodies and views of each root path, and the ports
@@ -91,7 +92,7 @@ export interface UserPort {
     contractualRelationship: { purposeId: string; termsId: string } | undefined,
   ): Promise<UserRecord>;
   get(userId: string): Promise<UserRecord>;
-  erase(userId: string, by: Requester): Promise<{ erased: string }>;
+  erase(userId: string, by: Requester): Promise<{ erased: string; unlinked: string[] }>;
   termsFor(context: TermsContext): Promise<PersonalizedTerms>;
   termsOf(userId: string): Promise<{ terms: PersonalizedTerms; acceptedTermsHash: string | null; reacceptRequired: boolean; child: boolean }>;
   accept(userId: string, acceptorId: string | undefined): Promise<{ termsHash: string; revision: number; acceptedAt: string; acceptorId: string | null }>;
@@ -100,6 +101,17 @@ export interface UserPort {
   addGuardian(childId: string, guardianId: string): Promise<{ guardians: string[] }>;
   guardianOptions(userId: string): Promise<unknown[]>;
   setFlow(userId: string, guardianId: string, purposeId: string, thirdPartyId: string, disabled: boolean): Promise<unknown>;
+}
+
+/** Data-subject rights (docs/subject-rights.md): the access report, restriction, erasure with its report. Errors: NOT_FOUND, NOT_A_GUARDIAN, GUARDIAN_INVALID, GUARDIAN_CATEGORIES, REPORT_INVALID, INDEX_BEHIND. */
+export interface RightsPort {
+  report(userId: string, query: ReportQuery, by: Requester): Promise<AccessReport>;
+  /** Audits a report or restriction request refused because the caller is not that user (nor their guardian, nor an admin). */
+  refused(userId: string, by: Requester, what: string, reason: string): Promise<void>;
+  /** The report's decisions as CSV, for a download. */
+  csv(report: AccessReport): string;
+  restrict(userId: string, arg: { actorId?: string; purposeIds?: string[] }, by: Requester): Promise<RestrictionResult>;
+  erase(userId: string, by: Requester): Promise<ErasureReport>;
 }
 
 /** What a record or a document is redacted for (spec 4.4 query). */
@@ -120,10 +132,10 @@ export interface RedactPort {
 /** Document redaction jobs (spec 2.13, 3.2, 4.4). */
 export interface DocumentPort {
   /**
-   * Stores the document as it arrives and creates its job; refused before reading when the
-   * request names unknown things or `declaredBytes` (the Content-Length) is over a quota.
+   * Stores the document as it arrives and creates its job, owned by `owner` (the caller's subject, or null); refused before
+   * reading when the request names unknown things or `declaredBytes` (the Content-Length) is over a quota.
    */
-  submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>, declaredBytes?: number): Promise<JobRecord>;
+  submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>, owner: string | null, declaredBytes?: number): Promise<JobRecord>;
   job(jobName: string): Promise<JobRecord>;
   /** The redacted document of a complete job, in order. */
   download(jobName: string): Promise<{ job: JobRecord; chunks: AsyncIterable<Buffer> }>;

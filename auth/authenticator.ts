@@ -1,3 +1,4 @@
+import { Authorizer } from "./authorization";
 import { componentTypes, servedComponents } from "./components";
 import { choicesFor, isEnforced, namedDomains, openSecurityConfig, type SecurityConfig, type VerifierFactories } from "./security-config";
 import { CountTree } from "../metrics/count-tree";
@@ -56,6 +57,8 @@ const verifierKey = (type: VerifierType, profile: string) => `${type}/${profile}
 export class Authenticator {
   /** Outcomes of verify() since start, by component, verifier and outcome (read by the node's metrics). */
   readonly outcomes = new CountTree();
+  /** What verified subjects may do: the file's `authorization` section (absent: everything). */
+  readonly authorizer: Authorizer;
 
   private constructor(
     readonly config: SecurityConfig,
@@ -63,7 +66,9 @@ export class Authenticator {
     private readonly descriptions: Record<string, unknown>,
     /** Failed checks by address and user, and rejected tokens: shared by every door of the process. */
     readonly failures: FailureBudget = new FailureBudget(),
-  ) {}
+  ) {
+    this.authorizer = new Authorizer(config.authorization);
+  }
 
   /** Nothing enforced, no verifiers: the spec's default. */
   static open(): Authenticator {
@@ -118,6 +123,7 @@ export class Authenticator {
         })),
       })),
       enforcedComponents: config.enforcedComponents,
+      authorization: config.authorization?.rules.map((rule) => ({ name: rule.name, ...rule.subjects, permissions: rule.permissions })) ?? null,
     };
     return new Authenticator(config, verifiers, { ...descriptions, failureBudget: failures.limits }, failures);
   }

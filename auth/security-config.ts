@@ -1,3 +1,5 @@
+import { type AuthorizationConfig, parseAuthorization } from "./authorization";
+import { type IdentityMapping, parseIdentityMapping } from "./identity-mapping";
 import { componentTypes, isComponentName } from "./components";
 import { credentialTypes, SecurityConfigError, verifierCredential } from "./types";
 import type { Component, ComponentName, CredentialType, VerifierFactory, VerifierType } from "./types";
@@ -37,6 +39,10 @@ export interface SecurityConfig {
   /** Per credential type, by precedence: the default verifier, if any, is last whatever its place in the file. */
   credentials: Map<CredentialType, CredentialChoice[]>;
   enforcedComponents: Selector[];
+  /** Absent: every verified subject has every permission (docs/authorization.md). */
+  authorization?: AuthorizationConfig;
+  /** Which userId a verified subject is, for the subject-rights routes (docs/subject-rights.md); absent: no subject is a user. */
+  identityMapping?: IdentityMapping;
 }
 
 export type VerifierFactories = { [T in VerifierType]: VerifierFactory<unknown> };
@@ -201,11 +207,13 @@ function parseChoice(value: unknown, path: string, credentialType: CredentialTyp
  */
 export function parseSecurityConfig(value: unknown, factories: VerifierFactories): SecurityConfig {
   const root = objectAt(value, "(root)");
-  onlyKeys(root, ["verifiers", "credentials", "enforcedComponents"], "(root)");
+  onlyKeys(root, ["verifiers", "credentials", "enforcedComponents", "authorization", "identityMapping"], "(root)");
   const verifiers = parseVerifiers(root.verifiers, factories);
   const credentials = parseCredentials(root.credentials, verifiers);
   const enforcedComponents = arrayAt(root.enforcedComponents, "enforcedComponents").map((entry, index) => parseSelector(entry, `enforcedComponents[${index}]`));
-  return { verifiers, credentials, enforcedComponents };
+  const authorization = parseAuthorization(root.authorization);
+  const identityMapping = parseIdentityMapping(root.identityMapping);
+  return { verifiers, credentials, enforcedComponents, ...(authorization ? { authorization } : {}), ...(identityMapping ? { identityMapping } : {}) };
 }
 
 /** The verifier each credential type uses for a component: the first entry by precedence that selects it. */

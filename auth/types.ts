@@ -55,8 +55,10 @@ export type Credential =
 export interface VerifiedIdentity {
   /** The user name, token subject or signing key id. */
   subject: string;
-  /** Assertions the credential carries (OAuth scopes as `scope:<name>`); none for LDAP and cloud. */
+  /** Assertions the credential carries (OAuth scopes as `scope:<name>`, LDAP groups as `group:<name>`); none for cloud. */
   assertions: string[];
+  /** OAuth: the token's claims (JWT payload or introspection answer), for authorization rules that name a claim. */
+  claims?: Readonly<Record<string, unknown>>;
 }
 
 /** Profile properties an export may override at verification (spec 5.5: oauth's resourceServerId; every cloud property). */

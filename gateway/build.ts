@@ -1,4 +1,6 @@
 import { componentOfRequest } from "./route-components";
+import { permissionOfRequest } from "./route-permissions";
+import { fullRights } from "../auth/authorization";
 import { randomUUID } from "node:crypto";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import swagger from "@fastify/swagger";
@@ -53,7 +55,13 @@ export function build(deps: GatewayDeps): FastifyInstance {
     void reply.header("x-request-id", request.id);
   });
   installErrorHandling(app, refused);
-  if (deps.auth) void app.register(authentication, { auth: deps.auth, componentOf: componentOfRequest });
+  if (deps.auth) void app.register(authentication, { auth: deps.auth, componentOf: componentOfRequest, permissionOf: permissionOfRequest });
+  // A gateway built without authentication (tests, tools) enforces nothing: every caller holds every permission.
+  else
+    app.addHook("onRequest", (request, _reply, done) => {
+      request.rights = fullRights(null);
+      done();
+    });
   documentResponses(app);
   void app.register(swagger, {
     openapi: {
@@ -75,7 +83,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
   void app.register(healthRoutes, { health: deps.health, nodeId: deps.nodeId });
   const implemented: Partial<Record<RootPath, FastifyPluginAsync>> = {
     ...(deps.policy ? { config: configRoutes(deps.policy), mapping: mappingRoutes(deps.policy) } : {}),
-    ...(deps.users ? { user: userRoutes(deps.users) } : {}),
+    ...(deps.users ? { user: userRoutes(deps.users, deps.rights) } : {}),
     ...(deps.decisions ? { decision: decisionRoutes(deps.decisions) } : {}),
     ...(deps.redact ? { redact: redactRoutes(deps.redact, deps.documents) } : {}),
     ...(deps.exports ? { export: exportRoutes(deps.exports) } : {}),

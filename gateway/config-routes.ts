@@ -1,3 +1,4 @@
+import { needs } from "./route-permissions";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { GuardianRights, PolicyConfig } from "../policy/model";
 import {
@@ -200,6 +201,8 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
     app.put(
       "/config",
       {
+        // Replacing everything at once is config:admin; item writes are config:write.
+        config: needs({ component: "config", action: "admin" }),
         bodyLimit: 8 * 1024 * 1024,
         schema: {
           tags,

@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import { seesJob } from "../auth/authorization";
 import type { JobRecord } from "../actors/redaction/job-actor";
 import { documentFormats, type DocumentFormat } from "../redaction/types";
 import { HttpError } from "../http/errors";
@@ -72,6 +73,12 @@ function statsOf(job: JobRecord) {
  * the request stream, which goes to JetStream chunk by chunk as it arrives.
  */
 export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
+  /** The named job, if this caller may see it; another caller's job is answered as if it did not exist (its name says nothing). */
+  const visibleJob = async (request: FastifyRequest): Promise<JobRecord> => {
+    const job = await documents.job((request.query as { jobName: string }).jobName);
+    if (!seesJob(request.rights, job.owner)) throw new HttpError("ERR_REDACT_JOB_NOT_FOUND");
+    return job;
+  };
   return async (app) => {
     app.removeAllContentTypeParsers();
     app.addContentTypeParser(Object.values(documentFormats), (_request, payload, done) => done(null, payload));
@@ -94,7 +101,13 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
         if (!format) throw new HttpError("ERR_REQUEST_CONTENT_TYPE", `send the document as ${Object.values(documentFormats).join(", ")}`);
         const length = request.headers["content-length"];
         const declared = length === undefined ? undefined : Number(length);
-        const job = await documents.submit(request.query, format, request.body, Number.isSafeInteger(declared) ? declared : undefined);
+        const job = await documents.submit(
+          request.query,
+          format,
+          request.body,
+          request.rights?.owner ?? null,
+          Number.isSafeInteger(declared) ? declared : undefined,
+        );
         return summaryOf(job);
       },
     );
@@ -110,7 +123,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
         },
       },
       async (request) => {
-        const job = await documents.job(request.query.jobName);
+        const job = await visibleJob(request);
         if (job.status === "running") throw new HttpError("ERR_REDACT_JOB_RUNNING", undefined, { progress: links(job.jobName).progress });
         return statsOf(job);
       },
@@ -126,7 +139,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
           response: { 200: jobProgressAnswer },
         },
       },
-      async (request) => progressOf(await documents.job(request.query.jobName)),
+      async (request) => progressOf(await visibleJob(request)),
     );
 
     app.get<{ Querystring: { jobName: string } }>(
@@ -145,7 +158,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
         },
       },
       async (request, reply) => {
-        const { job, chunks } = await documents.download(request.query.jobName);
+        const { job, chunks } = await documents.download((await visibleJob(request)).jobName);
         void reply
           .type(documentFormats[job.format])
           .header("content-length", job.output!.bytes)
@@ -166,7 +179,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
       },
       async (request) => {
         const { status } = request.query;
-        const jobs = documents.list().filter((job) => status === undefined || job.status === status);
+        const jobs = documents.list().filter((job) => (status === undefined || job.status === status) && seesJob(request.rights, job.owner));
         jobs.sort((a, b) => b.createdAt.localeCompare(a.createdAt));
         return { jobs: jobs.map(summaryOf) };
       },
@@ -176,7 +189,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
       "/redact/document",
       { schema: { tags, summary: "Delete a job and its documents (a running job stops)", querystring: jobQuery, response: { 200: jobRemovedAnswer } } },
       async (request) => {
-        const job = await documents.remove(request.query.jobName);
+        const job = await documents.remove((await visibleJob(request)).jobName);
         return { jobName: job.jobName, deleted: true, status: job.status };
       },
     );

@@ -22,6 +22,7 @@ export async function openApiDocument(): Promise<Record<string, unknown>> {
     health: () => ({ ready: true, checks: {} }),
     policy: inert,
     users: inert,
+    rights: inert,
     decisions: inert,
     redact: inert,
     documents: inert,

@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { HttpAuthentication } from "../http/authentication";
-import type { DecisionPort, DocumentPort, ExportPort, PolicyPort, RedactPort, UserPort } from "../api/types";
+import type { DecisionPort, DocumentPort, ExportPort, PolicyPort, RedactPort, RightsPort, UserPort } from "../api/types";
 
 /** What readiness reports; the node fills it from its runtime. */
 export interface HealthReport {
@@ -20,6 +20,8 @@ export interface GatewayDeps {
   /** The configuration; absent in gateways built without it (then /config and /mapping answer 501). */
   policy?: PolicyPort;
   users?: UserPort;
+  /** Data-subject rights (report, restriction, erasure report); absent: DELETE /user erases without the report. */
+  rights?: RightsPort;
   decisions?: DecisionPort;
   redact?: RedactPort;
   /** Document redaction jobs; absent: the document paths answer 501. */

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync } from "fastify";
 import { policyConfigSchema } from "../policy/schema";
 
 /** The roots that have a web UI (spec 1): each serves its page at `/<root>/` and its files under `/<root>/ui/`. */
-export const uiRoots = ["config", "mapping", "redact"] as const;
+export const uiRoots = ["config", "mapping", "redact", "user"] as const;
 export type UiRoot = (typeof uiRoots)[number];
 
 /** The `ui/` folder of the checkout: this file runs from dist/gateway. */
@@ -63,7 +63,7 @@ function filesUnder(dir: string): Map<string, UiFile> {
   return files;
 }
 
-const titles: Record<UiRoot, string> = { config: "Configuration", mapping: "Mapping groups", redact: "Redaction" };
+const titles: Record<UiRoot, string> = { config: "Configuration", mapping: "Mapping groups", redact: "Redaction", user: "Access report" };
 
 /** Text safe inside HTML. */
 function escapeHtml(text: string): string {

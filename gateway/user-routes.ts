@@ -1,7 +1,9 @@
+import { needs } from "./route-permissions";
 import type { FastifyPluginAsync } from "fastify";
 import type { ConsentEntry } from "../actors/user/user-actor";
 import { requester } from "./requester";
-import type { UserPort } from "../api/types";
+import type { RightsPort, UserPort } from "../api/types";
+import { rightsRoutes } from "./rights-routes";
 import { idSchema as id } from "./schemas";
 import {
   acceptedAnswer,
@@ -22,8 +24,9 @@ const userParams = { type: "object", properties: { userId: id }, required: ["use
 const tags = ["user"];
 
 /** /user: onboarding, terms, consent and guardians (spec 2.10, 2.11, 3.3, 4.5). Decisions recorded in docs/user-api.md. */
-export function userRoutes(users: UserPort): FastifyPluginAsync {
+export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginAsync {
   return async (app) => {
+    if (rights) await app.register(rightsRoutes(rights));
     app.put<{ Body: { userId: string; attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } } }>(
       "/user",
       {
@@ -51,13 +54,26 @@ export function userRoutes(users: UserPort): FastifyPluginAsync {
     );
     app.delete<{ Params: { userId: string } }>(
       "/user/:userId",
-      { schema: { tags, summary: "Erase a user (audited)", params: userParams, response: { 200: erasedAnswer } } },
-      async (request) => users.erase(request.params.userId, requester(request)),
+      {
+        config: needs({ component: "user", action: "admin" }),
+        schema: {
+          tags,
+          summary: "Erase a user (audited); the answer says what was erased and what is kept for audit",
+          params: userParams,
+          response: { 200: erasedAnswer },
+        },
+      },
+      async (request) => {
+        const { userId } = request.params;
+        return rights ? rights.erase(userId, requester(request)) : users.erase(userId, requester(request));
+      },
     );
 
     app.put<{ Body: { attributes?: Record<string, string>; contractualRelationship?: { purposeId: string; termsId: string } } }>(
       "/user/terms/query",
       {
+        // A query by PUT: it changes nothing.
+        config: needs({ component: "user", action: "read" }),
         schema: {
           tags,
           summary: "Personalized terms for a context; {} gives the terms that apply to all users by default",

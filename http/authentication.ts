@@ -4,21 +4,27 @@ import { pipeline, Transform } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { AccessOutcome } from "../auth/authenticator";
+import { type Action, type AuthorizedComponent, type CallerRights, fullRights, permits } from "../auth/authorization";
 import { emptySha256, sha256Hex } from "../auth/cloud-signature";
 import { challenges, offeredCredential } from "../auth/http-credentials";
 import { signedRequestFrom } from "../auth/signed-request";
-import type { Component, Credential, OverridesByVerifier } from "../auth/types";
+import type { Component, Credential, OverridesByVerifier, VerifiedIdentity } from "../auth/types";
 import { AuditOnce, outcomeAudit, type Refusal, RememberedOutcomes, refusalCode } from "../auth/credential-check";
 import { HttpError } from "./errors";
 import { RepeatedAudit } from "../auth/repeated-audit";
 import type { Caller } from "../api/types";
 import type { Authenticator } from "../auth/authenticator";
+import { userIdOf } from "../auth/identity-mapping";
 import type { AuditRecord } from "../actors/runtime/event-log";
 
 declare module "fastify" {
   interface FastifyRequest {
     /** Who the request is from, once the authentication hook ran (requests outside the components have none). */
     access?: Caller;
+    /** What the caller may do (auth/authorization.ts), once admitted: routes ask `permits(request.rights, component, action)`. */
+    rights?: CallerRights;
+    /** The userId the verified caller is, by the security file's identity mapping (docs/subject-rights.md); absent: none. */
+    callerUserId?: string;
   }
 }
 
@@ -28,15 +34,25 @@ declare module "fastify/types/context" {
     streamedBody?: boolean;
     /** A web UI file, served without credentials (gateway/ui-routes.ts). */
     uiAsset?: boolean;
+    /** The permission the route needs when its method does not say it (gateway/route-permissions.ts `needs`). */
+    permission?: RequiredPermission;
+    /** A subject-rights route: it decides about its caller itself (one's own report, or user:admin). */
+    subjectRights?: boolean;
   }
+}
+
+/** The permission a request needs, as the door or route says (absent: the component's requests need none beyond authentication). */
+export interface RequiredPermission {
+  component: AuthorizedComponent;
+  action: Action;
 }
 
 interface ConnectionState {
   connectionId: string;
   /** Audit records already written for this connection (one per component and outcome, not one per request). */
   audited: AuditOnce;
-  /** Basic credentials verified on this connection: the subject by digest, for a minute (saves an LDAP bind per request). */
-  verifiedPasswords: RememberedOutcomes<string>;
+  /** Basic credentials verified on this connection: the identity by digest, for a minute (saves an LDAP bind and group search per request). */
+  verifiedPasswords: RememberedOutcomes<VerifiedIdentity>;
   /** The caller of this connection's requests to components that enforce nothing. */
   openAccess?: Caller;
 }
@@ -101,9 +117,11 @@ function isUiAsset(request: FastifyRequest): boolean {
 export const authentication = fp<{
   auth: HttpAuthentication;
   componentOf: (request: FastifyRequest) => Component | undefined;
+  /** The permission each request needs; checked once the caller is known, denied with 403 ERR_AUTH_FORBIDDEN. */
+  permissionOf: (request: FastifyRequest) => RequiredPermission | undefined;
   overrides?: OverridesByVerifier;
   signing?: "s3";
-}>(async (app: FastifyInstance, { auth, componentOf, overrides, signing }) => {
+}>(async (app: FastifyInstance, { auth, componentOf, permissionOf, overrides, signing }) => {
   const connections = new WeakMap<Socket, ConnectionState>();
   const connectionOf = (request: FastifyRequest): ConnectionState => {
     const socket = request.raw.socket;
@@ -164,7 +182,12 @@ export const authentication = fp<{
   };
 
   const admit = async (request: FastifyRequest, component: Component, state: ConnectionState, outcome: Extract<AccessOutcome, { kind: "verified" }>) => {
-    request.access = { connectionId: state.connectionId, subject: outcome.identity.subject, assertions: outcome.identity.assertions };
+    const { authorizer } = auth.authenticator;
+    const assertions = authorizer.assertionsOf(outcome.identity);
+    request.access = { connectionId: state.connectionId, subject: outcome.identity.subject, assertions };
+    request.rights = authorizer.rightsOf({ identity: outcome.identity, verifier: outcome.by.verifier });
+    const callerUserId = userIdOf(auth.authenticator.config.identityMapping, outcome.by.verifier, outcome.identity);
+    if (callerUserId !== undefined) request.callerUserId = callerUserId;
     await state.audited.once(`ok:${component.name}:${outcome.identity.subject}`, () => {
       const { level, event, details } = outcomeAudit(outcome);
       return auth.audit({
@@ -173,9 +196,34 @@ export const authentication = fp<{
         event,
         message: `'${outcome.identity.subject}' authenticated for ${component.name}`,
         connectionId: state.connectionId,
-        details: { component: component.name, ...details, remote: request.ip },
+        details: { component: component.name, ...details, assertions, remote: request.ip },
       });
     });
+    await authorize(request, component, state);
+  };
+
+  /** The caller is known: the route's permission must be granted, else 403, audited with subject, component, action and the rules that matched. */
+  const authorize = async (request: FastifyRequest, component: Component, state: ConnectionState): Promise<void> => {
+    const needed = permissionOf(request);
+    if (!needed || permits(request.rights, needed.component, needed.action)) return;
+    const subject = request.rights?.subject ?? null;
+    const permission = `${needed.component}:${needed.action}`;
+    await auth.audit({
+      category: component.name,
+      level: "warn",
+      event: "connection.forbidden",
+      message: `${request.method} ${request.routeOptions.url ?? ""} refused: '${subject}' does not hold ${permission}`,
+      connectionId: state.connectionId,
+      details: {
+        component: needed.component,
+        action: needed.action,
+        subject,
+        rule: null,
+        matchedRules: request.rights?.rules ?? [],
+        remote: request.ip,
+      },
+    });
+    throw new HttpError("ERR_AUTH_FORBIDDEN", `this caller does not hold ${permission}`, { component: needed.component, action: needed.action });
   };
 
   const verifyCredential = async (component: Component, state: ConnectionState, credential: Credential, from: { address: string }): Promise<AccessOutcome> => {
@@ -185,11 +233,11 @@ export const authentication = fp<{
     if (known !== undefined)
       return {
         kind: "verified",
-        identity: { subject: known, assertions: [] },
+        identity: known,
         by: { credentialType: "namepwd", verifier: "ldap", profile: "(reused on this connection)" },
       };
     const outcome = await auth.authenticator.verify(component, credential, overrides, from);
-    if (outcome.kind === "verified") state.verifiedPasswords.remember(digest, outcome.identity.subject);
+    if (outcome.kind === "verified") state.verifiedPasswords.remember(digest, outcome.identity);
     return outcome;
   };
 
@@ -234,6 +282,8 @@ export const authentication = fp<{
         subject: null,
         assertions: Object.freeze([]) as unknown as string[],
       });
+      // Authorization applies to verified subjects: a component that enforces no authentication grants everything (docs/authorization.md).
+      request.rights = fullRights(null);
       const key = openKey(component.name);
       if (state.audited.has(key)) return done();
       Promise.resolve(

@@ -31,6 +31,9 @@ const actorCodes: Record<string, ConstructorParameters<typeof HttpError>[0]> = {
   EXPORT_NO_PORT: "ERR_EXPORT_NO_PORT",
   TRACE_UNAVAILABLE: "ERR_TRACE_UNAVAILABLE",
   AUDIT_UNAVAILABLE: "ERR_AUDIT_UNAVAILABLE",
+  GUARDIAN_CATEGORIES: "ERR_USER_GUARDIAN_CATEGORIES",
+  REPORT_INVALID: "ERR_REQUEST_INVALID",
+  INDEX_BEHIND: "ERR_REPORT_UNAVAILABLE",
 };
 
 /** Actor errors whose message and details are written for clients; others get the registry's message. */
@@ -46,6 +49,9 @@ const clientFacingMessages = new Set([
   "NOT_A_GUARDIAN",
   "CONSENT_INVALID",
   "FLOW_NOT_DISABLEABLE",
+  "GUARDIAN_CATEGORIES",
+  "REPORT_INVALID",
+  "INDEX_BEHIND",
   "REDACT_INVALID",
   "REDACT_RECORD_INVALID",
   "BAD_ACTOR_ID",

@@ -42,7 +42,7 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
             );
         });
       }
-      return { erased };
+      return { erased, unlinked: linked };
     },
     termsFor: async (context) => {
       const { config, revision } = await runtime.client.ref(policy, "default").get();

@@ -57,6 +57,8 @@ export interface NodeConfig {
   redactionThreads: number;
   /** Processes that run PostgreSQL export sessions besides the node's event loop (0: sessions run in the node). */
   exportWorkers: number;
+  /** Whether this node may run the decision indexer (docs/subject-rights.md); off on every node: reports answer 503. */
+  decisionIndex: boolean;
   /** Address export ports are opened on, and the host clients are told to connect to. */
   exportHost: string;
   /** Ports allocated to exports that do not ask for one. */
@@ -155,6 +157,12 @@ export const settings = {
     flag: "--export-workers",
     describe:
       "processes that run PostgreSQL export connections, each on its own event loop, started with the first PostgreSQL export served (default 2; 0: the node's own loop)",
+  },
+  decisionIndex: {
+    env: "DECISION_INDEX",
+    flag: "--decision-index",
+    describe:
+      "on (default) or off: whether this node may run the per-user decision index behind GET /user/{userId}/report (off on every node: reports answer 503)",
   },
   exportHost: { env: "EXPORT_HOST", flag: "--export-host", describe: "address export ports are opened on (default: the gateway's HOST)" },
   exportTls: {
@@ -456,6 +464,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(nodeId)) throw new StartupError(`NODE_ID '${nodeId}' must be 1-64 letters, digits, '-' or '_'`);
   const logLevel = (raw("logLevel") ?? "info") as LogLevel;
   if (!logLevels.includes(logLevel)) throw new StartupError(`LOG_LEVEL must be one of ${logLevels.join(", ")}, got '${logLevel}'`);
+  const decisionIndex = raw("decisionIndex") ?? "on";
+  if (decisionIndex !== "on" && decisionIndex !== "off") throw new StartupError(`DECISION_INDEX must be on or off, got '${decisionIndex}'`);
   const logFormat = (raw("logFormat") ?? "json") as LogFormat;
   if (!logFormats.includes(logFormat)) throw new StartupError(`LOG_FORMAT must be one of ${logFormats.join(", ")}, got '${logFormat}'`);
   const natsUrls = (raw("natsUrls") ?? "")
@@ -478,6 +488,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     nodeId,
     logLevel,
     logFormat,
+    decisionIndex: decisionIndex === "on",
     jsReplicas: integer(settings.jsReplicas, raw("jsReplicas") ?? "1", 1, 5),
     partitions: integer(settings.partitions, raw("partitions") ?? "64", 1, 4096),
     heartbeatMs,

@@ -23,6 +23,9 @@ import { ExportSupervisor } from "../exports/export-supervisor";
 import { exportDoors } from "./export-doors";
 import { policyPort } from "../ports/policy-port";
 import { userPort } from "../ports/user-port";
+import { IndexerHost } from "./indexer-host";
+import { IndexBucket } from "../rights/index-bucket";
+import { RightsService } from "../rights/rights-service";
 import { StartupError } from "./startup-error";
 import { registerNodeMetrics, type NatsTally } from "./node-metrics";
 import { Authenticator } from "../auth/authenticator";
@@ -312,9 +315,14 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     doors,
     allowedEndpoints: config.exportAllowedEndpoints,
   });
+  const decisionIndex = await IndexBucket.open(nc, config.jsReplicas);
+  const indexer = config.decisionIndex ? await IndexerHost.start({ config, embeddedToken, urls }, runtime, logger) : undefined;
+  const users = userPort(runtime, (userId) => decisions.forgetUser(userId));
+  const rights = new RightsService(runtime, decisionIndex, (userId) => decisions.forgetUser(userId), users.erase);
   /** The one shutdown order: doors first (no new work), then what they call, then the connection and the server. */
   const shutDown = async (gatewayOpen: boolean): Promise<void> => {
     if (gatewayOpen) await gateway.close();
+    await indexer?.stop();
     await exportSupervisor.stop();
     await documents.stop();
     await authenticator.close();
@@ -328,7 +336,8 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     nodeId: config.nodeId,
     health,
     policy: policyPort(runtime),
-    users: userPort(runtime, (userId) => decisions.forgetUser(userId)),
+    users,
+    rights,
     decisions,
     redact: decisions,
     documents,
@@ -380,6 +389,15 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
       level: "warn",
       event: "authentication.cleartext",
       message: `pipeline exports enforce authentication but have no TLS (${settings.exportTls.env}): their HTTP ports take credentials in the clear unless TLS ends in front of the node`,
+    });
+  }
+  if (security.enforcedComponents.length > 0 && !security.authorization) {
+    await runtime.events.audit({
+      category: "service",
+      level: "warn",
+      event: "authorization.absent",
+      message: "authentication is enforced but the security configuration has no 'authorization' section: every verified subject holds every permission",
+      details: { enforcedComponents: authenticator.enforcedComponents() },
     });
   }
   if (security.enforcedComponents.length === 0) {

@@ -18,6 +18,8 @@ export interface SlapdOptions {
   users: SlapdUser[];
   /** Also listen for ldaps:// with a fresh self-signed certificate for 127.0.0.1. */
   tls?: boolean;
+  /** Entries `cn=<cn>,ou=groups,<suffix>` (groupOfNames), each `member` the DN of a user above. */
+  groups?: Array<{ cn: string; members: string[] }>;
 }
 
 /** LDIF attribute line; base64 (`::`) always, so any character in a value is safe. */
@@ -125,6 +127,13 @@ export class SlapdServer {
         ldifLine("sn", uid),
         ldifLine("userPassword", execFileSync("slappasswd", ["-s", password], { encoding: "utf8" }).trim()),
       ]),
+      ...(options.groups?.length ? [[ldifLine("dn", `ou=groups,${options.suffix}`), "objectClass: organizationalUnit", "ou: groups"]] : []),
+      ...(options.groups ?? []).map(({ cn, members }) => [
+        ldifLine("dn", `cn=${hexEscape(cn)},ou=groups,${options.suffix}`),
+        "objectClass: groupOfNames",
+        ldifLine("cn", cn),
+        ...members.map((uid) => ldifLine("member", `uid=${hexEscape(uid)},${people}`)),
+      ]),
     ];
     const ldif = join(dir, "entries.ldif");
     writeFileSync(ldif, `${entries.map((lines) => lines.join("\n")).join("\n\n")}\n`);
@@ -169,21 +178,25 @@ export class SlapdServer {
 /**
  * A security configuration file (in `dir`) whose only verifier is this directory (user names
  * under ou=people), enforced on `components`: what a PostgreSQL export with direct verification needs.
+ * `more.groups` reads group membership (groupOfNames under ou=groups) for authorization rules;
+ * `more.sections` adds top-level sections (authorization, identityMapping).
  */
-export function ldapSecurityFile(dir: string, slapd: SlapdServer, components: readonly string[]): string {
+export function ldapSecurityFile(
+  dir: string,
+  slapd: SlapdServer,
+  components: readonly string[],
+  more: { groups?: boolean; sections?: Record<string, unknown> } = {},
+): string {
   const file = join(dir, "security.json");
+  const groupSearch = { base: "ou=groups,dc=example,dc=org", filter: "(&(objectClass=groupOfNames)(member={dn}))", attribute: "cn" };
+  const configuration = { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org", ...(more.groups ? { groupSearch } : {}) };
   writeFileSync(
     file,
     JSON.stringify({
-      verifiers: [
-        {
-          verifier: "ldap",
-          default: "directory",
-          profiles: [{ profile: "directory", configuration: { hostname: `127.0.0.1:${slapd.port}`, rootComponents: "ou=people,dc=example,dc=org" } }],
-        },
-      ],
+      verifiers: [{ verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration }] }],
       credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
       enforcedComponents: components.map((componentName) => ({ componentName })),
+      ...more.sections,
     }),
   );
   return file;

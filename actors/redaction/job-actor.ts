@@ -42,6 +42,8 @@ export interface JobRecord {
   /** The output of the attempt that completed. */
   output: { attempt: number; bytes: number; chunks: number } | null;
   error: JobError | null;
+  /** Who created the job (`<verifier>:<subject>`), or null when its caller was not authenticated: only they, or a redact:admin, see it. */
+  owner?: string | null;
 }
 
 type State = JobRecord | null;
@@ -67,7 +69,7 @@ function finished(job: JobRecord, status: JobStatus, now: Date): JobRecord {
   return { ...job, status, runner: null, finishedAt: now.toISOString(), expiresAt: new Date(now.getTime() + job.retentionHours * 3_600_000).toISOString() };
 }
 
-export type NewJob = Pick<JobRecord, "request" | "format" | "revision" | "input" | "retentionHours">;
+export type NewJob = Pick<JobRecord, "request" | "format" | "revision" | "input" | "retentionHours" | "owner">;
 
 /**
  * A redaction job. The actor holds the job's state and fences its runs: the node that owns

@@ -79,6 +79,23 @@ async function actingFor(
   return actingId;
 }
 
+/** Categories a guardian may not act on (policy: guardian rights cover `guardian.categoryIds` only); empty when `by` is the user themself. */
+function outsideGuardianCategories(compiled: CompiledPolicy, record: UserRecord, by: string, categoryIds: readonly string[]): string[] {
+  if (by === record.userId) return [];
+  const covered = compiled.guardian?.categoryIds ?? [];
+  return categoryIds.filter((c) => !covered.includes(c));
+}
+
+function guardianOutside(by: string, record: UserRecord, details: Array<{ path: string; problem: string }>): HandlerError {
+  return new HandlerError("GUARDIAN_CATEGORIES", `${by} acts for ${record.userId} only on the guardian categories; nothing was changed`, { details });
+}
+
+/** The categories an opt-in or a consent of this user covers now. */
+function consentCategories(compiled: CompiledPolicy, record: UserRecord, purposeId: string, termsId: string | undefined): string[] {
+  if (termsId !== undefined) return own(record.consents, termsKey(purposeId, termsId))?.categoryIds ?? [];
+  return own(record.optIns, purposeId)?.categoryIds ?? compiled.platformUse.get(purposeId)?.categoryIds ?? [];
+}
+
 const maxConsentHistory = 500;
 
 /**
@@ -209,8 +226,13 @@ export const user = actor({
       const consents = { ...record.consents };
       const history = [...record.consentHistory];
       const problems: Array<{ path: string; problem: string }> = [];
+      const outsideGuardian: Array<{ path: string; problem: string }> = [];
       for (const [i, entry] of arg.consents.entries()) {
         const optInPurpose = compiled.platformUse.get(entry.purposeId);
+        const consentTerms = entry.termsId === undefined ? undefined : compiled.consentTerms.get(termsKey(entry.purposeId, entry.termsId));
+        const covers = entry.categoryIds ?? optInPurpose?.categoryIds ?? consentTerms?.requestedCategoryIds ?? [];
+        const uncovered = outsideGuardianCategories(compiled, record, by, covers);
+        if (uncovered.length) outsideGuardian.push({ path: `/consents/${i}/categoryIds`, problem: `outside the guardian categories: ${uncovered.join(", ")}` });
         // Opt-in while the purpose is, or was when the user accepted (the engine still asks for it then).
         const acceptedAsOptIn = record.acceptance ? own(record.acceptance.grants.platformUse, entry.purposeId)?.optIn === true : false;
         if (optInPurpose && (optInPurpose.optIn || acceptedAsOptIn)) {
@@ -241,6 +263,7 @@ export const user = actor({
         consents[termsKey(entry.purposeId, entry.termsId!)] = { categoryIds };
         history.push({ at: now.toISOString(), purposeId: entry.purposeId, termsId: entry.termsId, categoryIds, by });
       }
+      if (outsideGuardian.length) throw guardianOutside(by, record, outsideGuardian);
       if (problems.length)
         throw new HandlerError("CONSENT_INVALID", `the consent has ${problems.length} problem(s); nothing was recorded`, { details: problems });
       ctx.setState({ ...record, optIns, consents, consentHistory: history.slice(-maxConsentHistory) });
@@ -253,6 +276,8 @@ export const user = actor({
       const now = new Date();
       const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
       const by = await actingFor(ctx, compiled, record, arg.grantorId, "revoking a consent", now);
+      const outside = outsideGuardianCategories(compiled, record, by, consentCategories(compiled, record, arg.purposeId, arg.termsId));
+      if (outside.length) throw guardianOutside(by, record, [{ path: "/purposeId", problem: `outside the guardian categories: ${outside.join(", ")}` }]);
       const optIns = { ...record.optIns };
       const consents = { ...record.consents };
       if (arg.termsId === undefined) {
@@ -266,6 +291,59 @@ export const user = actor({
       const entry = { at: now.toISOString(), purposeId: arg.purposeId, ...(arg.termsId ? { termsId: arg.termsId } : {}), categoryIds: null, by };
       ctx.setState({ ...record, optIns, consents, consentHistory: [...record.consentHistory, entry].slice(-maxConsentHistory) });
       return { optIns, consents };
+    }),
+
+    /**
+     * Restriction (docs/subject-rights.md): turns off, in one write, every opt-in and consent
+     * (or those of `purposeIds`), as revocations recorded in the history; a guardian also turns
+     * off the child's flows of `allowedToDisable`. A guardian acts only on the guardian
+     * categories: a named purpose outside them refuses the call; when none is named, those
+     * outside are left on and listed.
+     */
+    restrict: exclusive(async (ctx: Exclusive, arg: { actorId?: string; purposeIds?: string[] }) => {
+      const record = existing(ctx);
+      const now = new Date();
+      const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
+      const by = await actingFor(ctx, compiled, record, arg.actorId, "a restriction", now);
+      const named = arg.purposeIds && new Set(arg.purposeIds);
+      const candidates = [
+        ...Object.keys(record.optIns).map((purposeId) => ({ purposeId, termsId: undefined as string | undefined })),
+        ...Object.keys(record.consents).map((key) => ({ purposeId: key.slice(0, key.indexOf("/")), termsId: key.slice(key.indexOf("/") + 1) })),
+      ].filter((c) => !named || named.has(c.purposeId));
+      const optIns = { ...record.optIns };
+      const consents = { ...record.consents };
+      const history = [...record.consentHistory];
+      const restricted: Array<{ purposeId: string; termsId?: string }> = [];
+      const leftOn: Array<{ purposeId: string; termsId?: string; outside: string[] }> = [];
+      for (const candidate of candidates) {
+        const outside = outsideGuardianCategories(compiled, record, by, consentCategories(compiled, record, candidate.purposeId, candidate.termsId));
+        const item = { purposeId: candidate.purposeId, ...(candidate.termsId === undefined ? {} : { termsId: candidate.termsId }) };
+        if (outside.length) {
+          leftOn.push({ ...item, outside });
+          continue;
+        }
+        if (candidate.termsId === undefined) delete optIns[candidate.purposeId];
+        else delete consents[termsKey(candidate.purposeId, candidate.termsId)];
+        history.push({ at: now.toISOString(), ...item, categoryIds: null, by });
+        restricted.push(item);
+      }
+      if (named && leftOn.length)
+        throw guardianOutside(
+          by,
+          record,
+          leftOn.map((item) => ({
+            path: "/purposeIds",
+            problem: `'${item.purposeId}' covers categories outside the guardian categories: ${item.outside.join(", ")}`,
+          })),
+        );
+      let disabledFlows = record.disabledFlows;
+      if (by !== record.userId)
+        for (const flow of compiled.guardian?.allowedToDisable ?? [])
+          for (const thirdPartyId of flow.thirdPartyIds)
+            if ((!named || named.has(flow.purposeId)) && !disabledFlows.some((f) => f.purposeId === flow.purposeId && f.thirdPartyId === thirdPartyId))
+              disabledFlows = [...disabledFlows, { purposeId: flow.purposeId, thirdPartyId }];
+      ctx.setState({ ...record, optIns, consents, disabledFlows, consentHistory: history.slice(-maxConsentHistory) });
+      return { by, restricted, disabledFlows, leftOn };
     }),
 
     /** What a guardian may turn off for this child, and what is off now. */

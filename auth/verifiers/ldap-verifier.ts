@@ -31,9 +31,34 @@ export interface LdapConfiguration {
   caFile?: string;
   /** The certificates read from `caFile` when the configuration was parsed. */
   caCertificates?: string;
+  /** Extension (issue 26): after the bind, the user's groups are read with this search, as the user, for authorization rules. */
+  groupSearch?: GroupSearch;
 }
 
-const properties = ["hostname", "useTLS", "nameComponent", "rootComponents", "caFile"];
+/**
+ * Where the user's groups are: entries under `base` matching `filter`, their `attribute` value
+ * naming the group. In the filter `{dn}` is the user's bind DN and `{user}` the user name, both
+ * escaped as RFC 4515 values.
+ */
+export interface GroupSearch {
+  base: string;
+  filter: string;
+  attribute: string;
+}
+
+const properties = ["hostname", "useTLS", "nameComponent", "rootComponents", "caFile", "groupSearch"];
+const groupSearchProperties = ["base", "filter", "attribute"];
+/** More groups than this is a directory mistake (or a filter matching everything), not a user. */
+const maxGroups = 1000;
+
+/** RFC 4515 value escaping: `*`, `(`, `)`, `\` and NUL (and every non-ASCII byte, so the filter is plain ASCII). */
+export function filterValue(value: string): string {
+  return [...Buffer.from(value, "utf8")]
+    .map((byte) =>
+      byte < 0x20 || byte > 0x7e || "*()\\".includes(String.fromCharCode(byte)) ? `\\${byte.toString(16).padStart(2, "0")}` : String.fromCharCode(byte),
+    )
+    .join("");
+}
 /** Connect and per-operation limit: a directory that does not answer is an outage, not a wait. */
 const timeoutMs = 10_000;
 const maxUserLength = 256;
@@ -157,17 +182,39 @@ class LdapVerifier implements Verifier {
       ...(this.tlsOptions ? { tlsOptions: this.tlsOptions } : {}),
     });
     try {
-      await client.bind(dn, password);
-    } catch (error) {
-      if (error instanceof ResultCodeError && rejectingResultCodes.has(error.code)) {
-        throw new CredentialRejected(`${this.endpoint.url} refused bind as '${dn}': ${error.message} (result code ${error.code})`, { cause: error });
+      try {
+        await client.bind(dn, password);
+      } catch (error) {
+        if (error instanceof ResultCodeError && rejectingResultCodes.has(error.code)) {
+          throw new CredentialRejected(`${this.endpoint.url} refused bind as '${dn}': ${error.message} (result code ${error.code})`, { cause: error });
+        }
+        throw new VerifierUnavailable(`${this.endpoint.url} could not verify '${dn}': ${describeError(error)}`, { cause: error });
       }
-      throw new VerifierUnavailable(`${this.endpoint.url} could not verify '${dn}': ${describeError(error)}`, { cause: error });
+      const groups = this.configuration.groupSearch ? await this.groupsOf(client, this.configuration.groupSearch, dn, user) : [];
+      return { subject: user, assertions: groups.map((group) => `group:${group}`) };
     } finally {
       // The verdict is in; a failing unbind only means the connection is already gone.
       await client.unbind().catch(() => undefined);
     }
-    return { subject: user, assertions: [] };
+  }
+
+  /** The user's groups, read as the user just bound. A failed search denies (unavailable): rights must not depend on an outage. */
+  private async groupsOf(client: Client, search: GroupSearch, dn: string, user: string): Promise<string[]> {
+    const filter = search.filter.replaceAll("{dn}", filterValue(dn)).replaceAll("{user}", filterValue(user));
+    try {
+      const { searchEntries } = await client.search(search.base, { scope: "sub", filter, attributes: [search.attribute], sizeLimit: maxGroups });
+      const wanted = search.attribute.toLowerCase();
+      const groups = searchEntries.flatMap((entry) => {
+        const key = Object.keys(entry).find((name) => name.toLowerCase() === wanted);
+        const value = key === undefined ? [] : entry[key];
+        return (Array.isArray(value) ? value : [value]).map((item) => item.toString());
+      });
+      return [...new Set(groups)].sort();
+    } catch (error) {
+      throw new VerifierUnavailable(`${this.endpoint.url} could not read the groups of '${dn}' (${search.base}, ${filter}): ${describeError(error)}`, {
+        cause: error,
+      });
+    }
   }
 
   /** Opens a TCP connection (TLS with certificate verification when useTLS) and closes it again. */
@@ -228,7 +275,8 @@ function parseConfiguration(raw: Record<string, unknown> | undefined, path: stri
     );
   }
 
-  const configuration: LdapConfiguration = { hostname, useTLS, nameComponent, rootComponents };
+  const groupSearch = parseGroupSearch(values.groupSearch, `${path}.groupSearch`);
+  const configuration: LdapConfiguration = { hostname, useTLS, nameComponent, rootComponents, ...(groupSearch ? { groupSearch } : {}) };
   const caFile = string("caFile");
   if (caFile === undefined) return configuration;
   if (!useTLS) throw error("caFile", "only applies with useTLS true");
@@ -246,15 +294,40 @@ function parseConfiguration(raw: Record<string, unknown> | undefined, path: stri
   return { ...configuration, caFile, caCertificates };
 }
 
+function parseGroupSearch(value: unknown, path: string): GroupSearch | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new SecurityConfigError(path, 'must be an object: {"base": "ou=groups,dc=example,dc=org", "filter": "(member={dn})", "attribute": "cn"}');
+  const raw = value as Record<string, unknown>;
+  for (const name of Object.keys(raw)) {
+    if (!groupSearchProperties.includes(name))
+      throw new SecurityConfigError(`${path}.${name}`, `unknown property; groupSearch takes ${groupSearchProperties.join(", ")}`);
+  }
+  const text = (name: string, fallback?: string): string => {
+    const given = raw[name] ?? fallback;
+    if (typeof given !== "string" || given === "") throw new SecurityConfigError(`${path}.${name}`, "is required and must be a non-empty string");
+    return given;
+  };
+  const base = withCommaSeparators(text("base"));
+  if (!isDistinguishedName(base)) throw new SecurityConfigError(`${path}.base`, `'${raw.base}' is not a distinguished name`);
+  const filter = text("filter", "(member={dn})");
+  if (!filter.startsWith("(") || !filter.endsWith(")"))
+    throw new SecurityConfigError(`${path}.filter`, `'${filter}' is not an LDAP filter in parentheses, e.g. (member={dn})`);
+  const attribute = text("attribute", "cn");
+  if (!isAttributeType(attribute)) throw new SecurityConfigError(`${path}.attribute`, `'${attribute}' is not an attribute type`);
+  return { base, filter, attribute };
+}
+
 export const ldapVerifierFactory: VerifierFactory<LdapConfiguration> = {
   type: "ldap",
   parse: parseConfiguration,
-  describe: ({ hostname, useTLS, nameComponent, rootComponents, caFile }) => ({
+  describe: ({ hostname, useTLS, nameComponent, rootComponents, caFile, groupSearch }) => ({
     hostname,
     useTLS,
     nameComponent,
     rootComponents,
     ...(caFile === undefined ? {} : { caFile }),
+    ...(groupSearch === undefined ? {} : { groupSearch }),
   }),
   create: (profile, configuration) => new LdapVerifier(profile, configuration),
 };

@@ -136,7 +136,7 @@ class OauthVerifier implements Verifier {
     this.checkIntrospection(answer, audience);
     const subject = [answer.sub, answer.client_id].find((value) => typeof value === "string" && value !== "");
     if (typeof subject !== "string") throw new CredentialRejected("introspection names neither sub nor client_id for the token");
-    return { subject, assertions: scopesOf(answer, "introspection answer") };
+    return { subject, assertions: scopesOf(answer, "introspection answer"), claims: answer };
   }
 
   /** The metadata document and the JWK set must load; a configured introspection endpoint must answer a probe. */
@@ -198,7 +198,7 @@ class OauthVerifier implements Verifier {
     if (typeof subject !== "string") throw new CredentialRejected("JWT names neither sub nor client_id");
     const assertions = scopesOf(payload, "JWT");
     if (this.configuration.introspectionUrl !== "") this.checkIntrospection(await this.introspection(token), audience);
-    return { subject, assertions };
+    return { subject, assertions, claims: payload };
   }
 
   /** jose's verdict on a token as a rejection; anything that is not jose's is our failure, not the token's. */

@@ -24,7 +24,16 @@ export const userAnswer = openObject(
   ["userId"],
 );
 
-export const erasedAnswer = openObject("the erased user", { erased: text }, ["erased"]);
+export const erasedAnswer = openObject(
+  "the erasure report: the erased user, what was removed, whom the user was unlinked from, and what is kept for audit",
+  {
+    erased: text,
+    removed: texts,
+    unlinked: texts,
+    kept: listOf(openObject("kept for audit", { what: text, where: text, retention: text }, ["what", "where", "retention"])),
+  },
+  ["erased"],
+);
 export const termsAnswer = anyObject("personalized terms: what each purpose may use, and why");
 export const userTermsAnswer = openObject(
   "the user's personalized terms and whether they must accept them again",

@@ -76,6 +76,12 @@ function fhirErrorOf(error: unknown, method: string): { failure: FhirError; retr
   };
 }
 
+/** GET, HEAD and POST `_search` read; every other method writes. */
+function isFhirRead(request: FastifyRequest): boolean {
+  if (request.method === "GET" || request.method === "HEAD") return true;
+  return request.method === "POST" && request.url.split("?", 1)[0]!.endsWith("/_search");
+}
+
 /**
  * The backend identity (spec 5.1): the export's own credentials when it has them, else the
  * client's Basic or Bearer Authorization passed through. A cloud signature is made for this
@@ -121,7 +127,13 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
   app.removeAllContentTypeParsers();
   // Bodies are passed on as bytes (a search form is also read for its parameters).
   app.addContentTypeParser("*", { parseAs: "buffer" }, (_request, body, done) => done(null, body));
-  void app.register(authentication, { auth: options.auth, overrides: options.overrides, componentOf: (request) => component("fhir", domainOf(request)) });
+  void app.register(authentication, {
+    auth: options.auth,
+    overrides: options.overrides,
+    componentOf: (request) => component("fhir", domainOf(request)),
+    // Reads and searches (POST _search too) are fhir:read; writes (allowWrites exports) fhir:write (docs/authorization.md).
+    permissionOf: (request) => ({ component: "fhir", action: isFhirRead(request) ? "read" : "write" }),
+  });
   const exportBaseOf = (request: FastifyRequest): string => {
     const host = request.headers.host && /^[A-Za-z0-9.\-:[\]]+$/.test(request.headers.host) ? request.headers.host : `${options.host}:${record.listen.port}`;
     return `${options.tls ? "https" : "http"}://${host}/`;

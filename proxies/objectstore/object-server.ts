@@ -132,6 +132,8 @@ export class ObjectServer {
       overrides: options.overrides,
       signing: "s3",
       componentOf: (request) => component("objectstore", domainOf(request)),
+      // Reading objects is objectstore:read; writing them (allowWrites exports) objectstore:write (docs/authorization.md).
+      permissionOf: (request) => ({ component: "objectstore", action: request.method === "GET" || request.method === "HEAD" ? "read" : "write" }),
     });
     void app.register(async (scope) => {
       const handler = (request: FastifyRequest, reply: FastifyReply) => this.handle(request, reply);

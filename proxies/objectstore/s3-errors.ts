@@ -65,6 +65,8 @@ export function s3ErrorOf(error: unknown): S3Error {
         return new S3Error("AccessDenied", "the request's signature was not accepted (access key, signature, region, clock skew or a signature used before)");
       case "ERR_AUTH_UNSUPPORTED":
         return new S3Error("AccessDenied", `this export takes only AWS Signature Version 4 signed requests: ${error.message}`);
+      case "ERR_AUTH_FORBIDDEN":
+        return new S3Error("AccessDenied", error.message);
       case "ERR_AUTH_UNAVAILABLE":
         return new S3Error("ServiceUnavailable", "the request's signature could not be verified now; try again");
       default:

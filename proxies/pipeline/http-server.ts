@@ -78,6 +78,8 @@ export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance 
     auth: options.auth,
     overrides: options.overrides,
     componentOf: (request) => (request.routeOptions.url ? component("pipeline", domainOf(request)) : undefined),
+    // Sending records and reading their redacted form is one permission: pipeline:read (docs/authorization.md).
+    permissionOf: () => ({ component: "pipeline", action: "read" }),
   });
   void app.register(async (scope) => {
     // Streams reach the handler unparsed; single records are parsed by Fastify's JSON parser.

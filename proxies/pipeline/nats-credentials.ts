@@ -3,6 +3,7 @@ import type { Authenticator } from "../../auth/authenticator";
 import { AuditOnce, outcomeAudit, type Refusal, RememberedOutcomes, refusalCode } from "../../auth/credential-check";
 import { sha256Hex } from "../../auth/cloud-signature";
 import { offeredCredential } from "../../auth/http-credentials";
+import { permits } from "../../auth/authorization";
 import type { Component, OverridesByVerifier } from "../../auth/types";
 import type { ExportAudit } from "../../exports/door";
 import type { PipelineRecordError } from "./types";
@@ -78,6 +79,22 @@ export class NatsCredentialCheck {
     if (refusal) return refusal;
     const outcome = await this.authenticator.verify(this.component, offered.credential, this.overrides);
     if (outcome.kind === "verified") {
+      // As on the export's HTTP port: sending records needs pipeline:read (docs/authorization.md).
+      const rights = this.authenticator.authorizer.rightsOf({ identity: outcome.identity, verifier: outcome.by.verifier });
+      if (!permits(rights, "pipeline", "read")) {
+        const access: NatsAccess = { ok: false, code: "ERR_AUTH_FORBIDDEN", reason: `'${outcome.identity.subject}' does not hold pipeline:read` };
+        this.refused.remember(digest, access);
+        this.audited.once(`forbidden:${digest}`, () =>
+          this.audit("warn", "connection.forbidden", `pipeline export ${this.exportId} refused a NATS message: ${access.reason}`, {
+            ...base,
+            subject: outcome.identity.subject,
+            action: "read",
+            rule: null,
+            matchedRules: rights.rules,
+          }),
+        );
+        return access;
+      }
       this.verified.remember(digest, outcome.identity.subject);
       this.audited.once(`ok:${digest}`, () => {
         const { level, event, details } = outcomeAudit(outcome);

@@ -83,7 +83,7 @@ export class DocumentService implements DocumentPort {
     return new DocumentService(options.runtime, options.decisions, js, jsm, supervisor, options.retentionHours, options.quotas);
   }
 
-  async submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>, declaredBytes?: number): Promise<JobRecord> {
+  async submit(request: RedactRequest, format: DocumentFormat, body: AsyncIterable<Buffer>, owner: string | null, declaredBytes?: number): Promise<JobRecord> {
     const { compiled } = await this.decisions.redactionPlan(request);
     const { maxDocumentBytes, maxTotalBytes } = this.quotas;
     // A declared size is checked before a byte is read or stored.
@@ -118,6 +118,7 @@ export class DocumentService implements DocumentPort {
         revision: compiled.revision,
         input,
         retentionHours: this.retentionHours,
+        owner,
       });
     } catch (error) {
       // A job that was not created leaves no one to delete its input: do it now, unless it may exist.

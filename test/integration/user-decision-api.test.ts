@@ -197,7 +197,9 @@ describe("/user and /decision over HTTP, two nodes", () => {
     assert.equal(notGuardian.body.error.code, "ERR_USER_GUARDIAN_INVALID");
     assert.equal((await call(b, "PUT", "/user/consent/revoke", { userId: "alice", purposeId: "research", termsId: "research-study-1" })).status, 200);
 
-    assert.deepEqual((await call(a, "DELETE", "/user/kid")).body, { erased: "kid" });
+    const erasure = (await call(a, "DELETE", "/user/kid")).body;
+    assert.equal(erasure.erased, "kid");
+    assert.deepEqual(erasure.unlinked, ["alice"]);
     assert.equal((await call(b, "GET", "/user/kid")).status, 404);
     assert.deepEqual((await call(b, "GET", "/user/alice")).body.children, [], "the guardian's side of the link is gone too");
     assert.ok(

@@ -21,6 +21,7 @@ const productFolders = [
   "protocols",
   "proxies",
   "redaction",
+  "rights",
   "service",
 ];
 

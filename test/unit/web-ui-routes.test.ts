@@ -58,7 +58,7 @@ async function gateway(options: { enforce?: string[]; policy?: boolean } = {}) {
   return { app: build(deps), audits };
 }
 
-const pages = ["config", "mapping", "redact"] as const;
+const pages = ["config", "mapping", "redact", "user"] as const;
 const alice = `Basic ${Buffer.from("alice:wonderland").toString("base64")}`;
 
 test("each page and its files: content types, ETag, the security headers, 304 when unchanged", async () => {

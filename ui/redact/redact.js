@@ -8,7 +8,7 @@ import { api, ApiError, askForCredentials, errorOf, request, requestHeaders } fr
 import { formatBytes, h, replace, saveBlob, uid } from "./shared/dom.js";
 import { onCredentialsChange } from "./shared/auth.js";
 import { describeError, startPage } from "./shared/page.js";
-import { droppedColors, emptiedColor, keptColor, stackedBars } from "./chart.js";
+import { droppedColors, emptiedColor, keptColor, stackedBars } from "./shared/chart.js";
 
 const page = startPage({ current: "redact" });
 

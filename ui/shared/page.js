@@ -8,10 +8,11 @@ const pages = [
   { id: "config", href: "/config/", text: "Configuration" },
   { id: "mapping", href: "/mapping/", text: "Mapping groups" },
   { id: "redact", href: "/redact/", text: "Redaction" },
+  { id: "user", href: "/user/", text: "Access report" },
 ];
 
 /**
- * @param {{ current: "config" | "mapping" | "redact" }} options
+ * @param {{ current: "config" | "mapping" | "redact" | "user" }} options
  */
 export function startPage({ current }) {
   const header = /** @type {HTMLElement} */ (document.getElementById("site-header"));

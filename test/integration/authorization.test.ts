@@ -1,0 +1,247 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { AuditRecord } from "../../actors/runtime/event-log";
+import type { NatsServerProcess } from "../../service/nats-server";
+import { realisticPolicy } from "../../testkit/policy";
+import { createPopulation } from "../fixtures/population";
+import { connectTo, startNats, storedMessages } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+import { OidcProvider } from "../helpers/oidc";
+import { SlapdServer } from "../../testkit/slapd";
+import { tempDir } from "../../testkit/temp";
+import { call as callNode, type Answer } from "../../testkit/http";
+import { listening, until } from "../../testkit/wait";
+import { freePort } from "../../testkit/ports";
+
+const run = promisify(execFile);
+const cloud = { id: "AKIDCI", key: "ci-secret-key", region: "eu-west-1" };
+const users = {
+  root: { uid: "root", password: "root-pw" },
+  ed: { uid: "ed", password: "ed-pw" },
+  rita: { uid: "rita", password: "rita-pw" },
+};
+
+function securityConfig(ldapPort: number, provider: OidcProvider) {
+  return {
+    verifiers: [
+      {
+        verifier: "ldap",
+        default: "directory",
+        profiles: [
+          {
+            profile: "directory",
+            configuration: {
+              hostname: `127.0.0.1:${ldapPort}`,
+              rootComponents: "ou=people,dc=example,dc=org",
+              groupSearch: { base: "ou=groups,dc=example,dc=org", filter: "(&(objectClass=groupOfNames)(member={dn}))", attribute: "cn" },
+            },
+          },
+        ],
+      },
+      {
+        verifier: "oauth",
+        profiles: [
+          { profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource, clientRequestTimeout: 5 } },
+        ],
+      },
+      { verifier: "cloud", profiles: [{ profile: "ci", configuration: cloud }] },
+    ],
+    credentials: [
+      { type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] },
+      { type: "rawBearerToken", verifiers: [{ verifier: "oauth", profile: "idp" }] },
+      { type: "cloudSigningCredentials", verifiers: [{ verifier: "cloud", profile: "ci" }] },
+    ],
+    enforcedComponents: [{ componentType: "api" }, { componentName: "pipeline" }],
+    authorization: {
+      rules: [
+        { name: "admins", ldapGroups: ["wardenAdmins"], permissions: ["*:admin"] },
+        { name: "editors", ldapGroups: ["editors"], permissions: ["config:write", "mapping:write", "user:write", "export:write", "redact:write"] },
+        { name: "readers", scopes: ["read"], permissions: ["config:read", "mapping:read", "user:read", "export:read"] },
+        { name: "clinicians", claims: [{ name: "roles", values: ["clinician"] }], permissions: ["decision:query", "redact:own", "pipeline:read"] },
+        { name: "ci", cloudKeyIds: [cloud.id], permissions: ["export:read"] },
+      ],
+    },
+  };
+}
+
+const basic = ({ uid, password }: { uid: string; password: string }) => ({ authorization: `Basic ${Buffer.from(`${uid}:${password}`).toString("base64")}` });
+
+describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oidc-provider), cloud key id (curl --aws-sigv4)", () => {
+  let slapd: SlapdServer;
+  let provider: OidcProvider;
+  let nats: NatsServerProcess;
+  let nc: NatsConnection;
+  let node: NodeProcess;
+  const callers: Record<string, Record<string, string>> = {};
+
+  const call = (method: string, path: string, body: unknown, headers: Record<string, string>): Promise<Answer> => callNode(node, method, path, body, headers);
+
+  /** A request signed by curl, the real SigV4 client. */
+  async function curlSigned(method: string, path: string): Promise<number> {
+    const { stdout } = await run("curl", [
+      "-sS",
+      "--max-time",
+      "10",
+      "-X",
+      method,
+      "--aws-sigv4",
+      `aws:amz:${cloud.region}:warden`,
+      "--user",
+      `${cloud.id}:${cloud.key}`,
+      "-o",
+      "/dev/null",
+      "-w",
+      "%{http_code}",
+      `${node.url}${path}`,
+    ]);
+    return Number(stdout);
+  }
+
+  before(async () => {
+    const dir = tempDir("authorization");
+    slapd = await SlapdServer.start({
+      suffix: "dc=example,dc=org",
+      users: Object.values(users),
+      groups: [
+        { cn: "wardenAdmins", members: ["root"] },
+        { cn: "editors", members: ["ed"] },
+        { cn: "bystanders", members: ["rita"] },
+      ],
+    });
+    provider = await OidcProvider.start();
+    nats = await startNats();
+    nc = await connectTo(nats.url);
+    const file = join(dir, "security.json");
+    writeFileSync(file, JSON.stringify(securityConfig(slapd.port, provider)));
+    node = await NodeProcess.start({ nodeId: "authz-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file } });
+    callers.root = basic(users.root);
+    callers.ed = basic(users.ed);
+    callers.rita = basic(users.rita);
+    // A token the real provider issued with scope "read" only.
+    callers.reader = { authorization: `Bearer ${await provider.jwtToken("read")}` };
+    // A token of the provider's key with a roles claim and no scope the rules name.
+    callers.clinician = { authorization: `Bearer ${await provider.sign({ sub: "dr-who", scope: "openid", roles: ["nurse", "clinician"] })}` };
+    assert.equal((await call("PUT", "/config", realisticPolicy(), callers.root)).status, 200);
+    await createPopulation((method, path, body) => call(method, path, body, callers.root));
+  });
+
+  after(async () => {
+    await nc?.close();
+    await node?.stop();
+    await nats?.stop();
+    await provider?.stop();
+    await slapd?.stop();
+  });
+
+  test("each permission of each component: allowed for the caller a rule grants it, 403 ERR_AUTH_FORBIDDEN for one it does not", async () => {
+    const decision = { userId: "accepted", type: "platformUse", purposeId: "service" };
+    const record = { "users.id": "accepted", "users.email": "a@example.org" };
+    // [permission, method, path, body, allowed caller, its status, denied caller]
+    const cases: Array<[string, string, string, unknown, string, number, string]> = [
+      ["config:read", "GET", "/config", undefined, "reader", 200, "rita"],
+      ["config:write", "DELETE", "/config/categories/no-such-category", undefined, "ed", 404, "reader"],
+      ["config:admin", "PUT", "/config", realisticPolicy(), "root", 200, "ed"],
+      ["mapping:read", "GET", "/mapping/groups", undefined, "reader", 200, "clinician"],
+      ["mapping:write", "DELETE", "/mapping/groups/no-such-group", undefined, "ed", 404, "reader"],
+      ["user:read", "GET", "/user/accepted", undefined, "reader", 200, "rita"],
+      ["user:read (a query by PUT)", "PUT", "/user/terms/query", {}, "reader", 200, "clinician"],
+      ["user:write", "PUT", "/user/terms?userId=accepted", undefined, "ed", 200, "reader"],
+      ["user:admin", "DELETE", "/user/no-such-user", undefined, "root", 404, "ed"],
+      ["export:read", "GET", "/export", undefined, "reader", 200, "rita"],
+      ["export:write", "DELETE", "/export?id=no-such-export", undefined, "ed", 404, "reader"],
+      ["decision:query", "PUT", "/decision", decision, "clinician", 200, "reader"],
+      ["decision:query (admin includes it)", "PUT", "/decision", decision, "root", 200, "ed"],
+      ["redact:own", "PUT", `/redact/record?purposeId=service&type=platformUse&mappingGroup=users-table`, record, "clinician", 200, "reader"],
+      ["redact:own (listing)", "GET", "/redact/jobs", undefined, "ed", 200, "rita"],
+    ];
+    for (const [permission, method, path, body, allowed, status, denied] of cases) {
+      const yes = await call(method, path, body, callers[allowed]!);
+      assert.equal(yes.status, status, `${permission} for ${allowed}: ${JSON.stringify(yes.body)}`);
+      const no = await call(method, path, body, callers[denied]!);
+      assert.equal(no.status, 403, `${permission} for ${denied}: ${JSON.stringify(no.body)}`);
+      assert.equal(no.body.error.code, "ERR_AUTH_FORBIDDEN", permission);
+      assert.equal(`${no.body.error.details.component}:${no.body.error.details.action}`, permission.split(" ")[0]);
+    }
+    // The cloud key id's rule: export:read and nothing else.
+    assert.equal(await curlSigned("GET", "/export"), 200);
+    assert.equal(await curlSigned("DELETE", "/export?id=no-such-export"), 403);
+    assert.equal(await curlSigned("GET", "/config"), 403);
+  });
+
+  test("an HTTP export door: a pipeline export's records need pipeline:read", async () => {
+    const port = await freePort();
+    const created = await call(
+      "PUT",
+      "/export",
+      { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, port },
+      callers.ed,
+    );
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    await until("the pipeline door listens", () => listening(port));
+    const post = async (who: string) => {
+      const response = await fetch(`http://127.0.0.1:${port}/`, {
+        method: "POST",
+        headers: { ...callers[who], "content-type": "application/json" },
+        body: JSON.stringify({ "users.id": "accepted", "users.email": "a@example.org" }),
+      });
+      return { status: response.status, body: (await response.json()) as { error?: { code: string } } };
+    };
+    const allowed = await post("clinician");
+    assert.equal(allowed.status, 200, JSON.stringify(allowed.body));
+    for (const who of ["reader", "ed"]) {
+      const denied = await post(who);
+      assert.equal(denied.status, 403, who);
+      assert.equal(denied.body.error?.code, "ERR_AUTH_FORBIDDEN", who);
+    }
+    assert.equal((await call("DELETE", `/export?id=${(created.body as { id: string }).id}`, undefined, callers.ed)).status, 200);
+  });
+
+  test("a denial is audited with subject, component, action and the rules that matched the caller", async () => {
+    const denied = await call("DELETE", "/user/accepted", undefined, callers.ed);
+    assert.equal(denied.status, 403);
+    assert.equal((await call("GET", "/user/accepted", undefined, callers.root)).status, 200, "nothing was erased");
+    const forbidden = async () =>
+      (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.user.warn"))
+        .map(({ data }) => data)
+        .filter((record) => record.event === "connection.forbidden" && record.details?.subject === "ed" && record.details?.action === "admin");
+    // audit() returns once JetStream stored the record, before the 403 left.
+    const records = await forbidden();
+    assert.ok(records.length > 0, "the denial is in the audit stream");
+    assert.deepEqual(
+      { component: records[0]!.details!.component, action: records[0]!.details!.action, matchedRules: records[0]!.details!.matchedRules },
+      { component: "user", action: "admin", matchedRules: ["editors"] },
+    );
+  });
+
+  test("another caller's redaction job is invisible: listed, read, downloaded and deleted only by its creator or a redact:admin", async () => {
+    const upload = await fetch(`${node.url}/redact/document?purposeId=service&type=platformUse&mappingGroup=users-table`, {
+      method: "PUT",
+      headers: { ...callers.ed, "content-type": "text/csv" },
+      body: "users.id,users.email\naccepted,a@example.org\n",
+    });
+    assert.equal(upload.status, 200, await upload.clone().text());
+    const { jobName } = (await upload.json()) as { jobName: string };
+    const listed = async (who: string) =>
+      ((await call("GET", "/redact/jobs", undefined, callers[who]!)).body.jobs as Array<{ jobName: string }>).map((job) => job.jobName);
+    await until("the job is complete", async () => (await call("GET", `/redact/stats?jobName=${jobName}`, undefined, callers.ed)).status === 200);
+    assert.ok((await listed("ed")).includes(jobName));
+    assert.ok((await listed("root")).includes(jobName), "redact:admin sees every job");
+    assert.ok(!(await listed("clinician")).includes(jobName), "another caller with redact:own does not see it");
+    for (const path of [`/redact/stats?jobName=${jobName}`, `/redact/progress?jobName=${jobName}`, `/redact/document?jobName=${jobName}`]) {
+      const other = await call("GET", path, undefined, callers.clinician);
+      assert.equal(other.status, 404, path);
+      assert.equal(other.body.error.code, "ERR_REDACT_JOB_NOT_FOUND", path);
+    }
+    assert.equal((await call("DELETE", `/redact/document?jobName=${jobName}`, undefined, callers.clinician)).status, 404);
+    const own = await fetch(`${node.url}/redact/document?jobName=${jobName}`, { headers: callers.ed });
+    assert.equal(own.status, 200);
+    assert.match(await own.text(), /a@example.org/);
+    assert.equal((await call("GET", `/redact/progress?jobName=${jobName}`, undefined, callers.root)).status, 200);
+    assert.equal((await call("DELETE", `/redact/document?jobName=${jobName}`, undefined, callers.ed)).status, 200);
+  });
+});

@@ -1,0 +1,79 @@
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { AuditRecord } from "../../actors/runtime/event-log";
+import type { NatsServerProcess } from "../../service/nats-server";
+import { realisticPolicy } from "../../testkit/policy";
+import { call } from "../../testkit/http";
+import { connectTo, startNats } from "../../testkit/nats";
+import { NodeProcess } from "../../testkit/node-process";
+import { ldapSecurityFile, SlapdServer } from "../../testkit/slapd";
+import { tempDir } from "../../testkit/temp";
+
+const people = { root: { uid: "root", password: "root-pw" }, alice: { uid: "alice", password: "alice-pw" }, bob: { uid: "bob", password: "bob-pw" } };
+const basic = ({ uid, password }: { uid: string; password: string }) => ({ authorization: `Basic ${Buffer.from(`${uid}:${password}`).toString("base64")}` });
+
+/** Item 3 of issue 25: with authentication and authorization enforced on /user, a verified subject reads its own report only (LDAP uid = userId); an admin reads any. */
+describe("subject rights by caller identity (LDAP uid mapped to userId, slapd)", () => {
+  let slapd: SlapdServer;
+  let nats: NatsServerProcess;
+  let node: NodeProcess;
+  let nc: NatsConnection;
+  const audits: AuditRecord[] = [];
+
+  before(async () => {
+    slapd = await SlapdServer.start({ suffix: "dc=example,dc=org", users: Object.values(people), groups: [{ cn: "wardenAdmins", members: ["root"] }] });
+    nats = await startNats();
+    nc = await connectTo(nats.url);
+    nc.subscribe("warden.audit.user.>", {
+      callback: (_error, msg) => {
+        audits.push(msg.json<AuditRecord>());
+      },
+    });
+    const file = ldapSecurityFile(tempDir("subject-identity"), slapd, ["user"], {
+      groups: true,
+      sections: {
+        authorization: { rules: [{ name: "admins", ldapGroups: ["wardenAdmins"], permissions: ["*:admin"] }] },
+        identityMapping: { ldap: { from: "uid" } },
+      },
+    });
+    node = await NodeProcess.start({ nodeId: "subject-identity", natsUrl: nats.url, env: { SECURITY_CONFIG: file } });
+    assert.equal((await call(node, "PUT", "/config", realisticPolicy())).status, 200);
+    for (const userId of ["alice", "bob"]) {
+      assert.equal((await call(node, "PUT", "/user", { userId, attributes: { dob: "1990-01-01", location: "US" } }, basic(people.root))).status, 200);
+      assert.equal((await call(node, "PUT", "/decision", { userId, type: "platformUse", purposeId: "service" })).status, 200);
+    }
+  });
+
+  after(async () => {
+    await nc?.close();
+    await node?.stop();
+    await nats?.stop();
+    await slapd?.stop();
+  });
+
+  test("a subject reads its own report; another's is refused 403 and audited; an admin reads any; no credentials: 401", async () => {
+    const own = await call(node, "GET", "/user/alice/report", undefined, basic(people.alice));
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.equal(own.body.decisions.total, 1);
+    const other = await call(node, "GET", "/user/bob/report", undefined, basic(people.alice));
+    assert.equal(other.status, 403);
+    assert.equal(other.body.error.code, "ERR_USER_NOT_YOURS");
+    assert.equal(typeof other.body.decisions, "undefined", "nothing of bob's report is answered");
+    const asAdmin = await call(node, "GET", "/user/bob/report", undefined, basic(people.root));
+    assert.equal(asAdmin.status, 200);
+    assert.equal((await call(node, "GET", "/user/alice/report")).status, 401);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok(audits.some((r) => r.event === "report.refused" && (r.details as { userId: string; by: string }).by === "alice"));
+    assert.ok(audits.some((r) => r.event === "report.read" && (r.details as { userId: string; by: string }).by === "root"));
+  });
+
+  test("a subject restricts its own data only", async () => {
+    const other = await call(node, "PUT", "/user/bob/restriction", {}, basic(people.alice));
+    assert.equal(other.status, 403);
+    assert.equal(other.body.error.code, "ERR_USER_NOT_YOURS");
+    const own = await call(node, "PUT", "/user/alice/restriction", {}, basic(people.alice));
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.equal(own.body.by, "alice");
+  });
+});
