@@ -4,6 +4,7 @@ import { requester } from "./requester";
 import { subjectAccessRefusal } from "./subject-access";
 import type { FastifyRequest } from "fastify";
 import { idSchema as id } from "./schemas";
+import { accessReportAnswer, restrictionAnswer } from "./answers/rights-answers";
 
 const tags = ["user"];
 const userParams = { type: "object", properties: { userId: id }, required: ["userId"] } as const;
@@ -41,6 +42,7 @@ export function rightsRoutes(rights: RightsPort): FastifyPluginAsync {
               format: { type: "string", enum: ["json", "csv"] },
             },
           },
+          response: { 200: accessReportAnswer },
         },
       },
       async (request, reply) => {
@@ -70,6 +72,7 @@ export function rightsRoutes(rights: RightsPort): FastifyPluginAsync {
             additionalProperties: false,
             properties: { actorId: id, purposeIds: { type: "array", minItems: 1, maxItems: 100, uniqueItems: true, items: id } },
           },
+          response: { 200: restrictionAnswer },
         },
       },
       async (request) => {
