@@ -9,7 +9,7 @@ import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
-import { connectTo, startNats, storedMessages } from "../../testkit/nats";
+import { connectTo, startNats, storedMessages, storedTraceRecords } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { OidcProvider } from "../helpers/oidc";
 import { SlapdServer } from "../../testkit/slapd";
@@ -243,5 +243,24 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
     assert.match(await own.text(), /a@example.org/);
     assert.equal((await call("GET", `/redact/progress?jobName=${jobName}`, undefined, callers.root)).status, 200);
     assert.equal((await call("DELETE", `/redact/document?jobName=${jobName}`, undefined, callers.ed)).status, 200);
+  });
+
+  test("assertions enter decisions: a sharing purpose gated on a caller claim, decided for each caller, the trace naming the caller's assertions", async () => {
+    const gated = realisticPolicy();
+    gated.platformSharing.purposes.find((purpose) => purpose.stableId === "payments")!.callerAssertions = ["claim:roles=clinician"];
+    assert.equal((await call("PUT", "/config", gated, callers.root)).status, 200);
+    const query = { userId: "accepted", type: "platformSharing", purposeId: "payments", thirdPartyId: "payco" };
+    const clinician = await call("PUT", "/decision", query, callers.clinician);
+    assert.equal(clinician.status, 200, JSON.stringify(clinician.body));
+    assert.equal(clinician.body.allowed, true, JSON.stringify(clinician.body));
+    const admin = await call("PUT", "/decision", query, callers.root);
+    assert.equal(admin.status, 200);
+    assert.equal(admin.body.allowed, false);
+    assert.equal(admin.body.reasons.at(-1).code, "CALLER_ASSERTION_MISSING");
+    const traces = await storedTraceRecords<{ traceId: string; caller?: { subject: string; assertions: string[] } }>(nc);
+    const callerOf = (traceId: string) => traces.find(({ record }) => record.traceId === traceId)?.record.caller;
+    assert.deepEqual(callerOf(clinician.body.traceId)?.assertions, ["scope:openid", "claim:roles=nurse", "claim:roles=clinician"]);
+    assert.deepEqual(callerOf(admin.body.traceId), { ...callerOf(admin.body.traceId)!, subject: "root", assertions: ["group:wardenAdmins"] });
+    assert.equal((await call("PUT", "/config", realisticPolicy(), callers.root)).status, 200);
   });
 });
