@@ -70,6 +70,11 @@ export function describeError(error) {
         "auth-unavailable",
       ];
     if (error.status === 401) return [`Not signed in: ${error.message}. Use "Sign in" at the top of the page.`, "error"];
+    if (error.code === "ERR_AUTH_FORBIDDEN")
+      return [
+        `Not allowed: you are signed in, but ${error.message.replace(/^this caller/, "you")}. Nothing was done; an administrator can grant it (docs/authorization.md).`,
+        "error",
+      ];
     return [`${error.message} (${error.code})`, "error"];
   }
   return [error instanceof Error ? error.message : String(error), "error"];
