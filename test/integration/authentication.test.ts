@@ -394,6 +394,8 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
       authentication: { enforcedComponentNames: string[]; configurationFile: string };
     };
     assert.deepEqual(active.authentication.enforcedComponentNames, ["config", "decision", "export", "mapping", "pipeline", "postgres"]);
+    // Enforced, without an authorization section: every verified subject holds everything, and the node says so at start.
+    assert.deepEqual(subjectsOf("authorization.absent"), ["warden.audit.service.warn"]);
     assert.deepEqual(
       subjectsOf("port.opened"),
       ["warden.audit.pipeline.info", "warden.audit.postgres.info", "warden.audit.service.info"],
