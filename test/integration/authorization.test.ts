@@ -4,7 +4,7 @@ import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
@@ -173,7 +173,7 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
     assert.equal(await curlSigned("GET", "/config"), 403);
   });
 
-  test("an HTTP export door: a pipeline export's records need pipeline:read", async () => {
+  test("an export door: a pipeline export's records need pipeline:read, over HTTP and over NATS", async () => {
     const port = await freePort();
     const created = await call(
       "PUT",
@@ -198,7 +198,19 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
       assert.equal(denied.status, 403, who);
       assert.equal(denied.body.error?.code, "ERR_AUTH_FORBIDDEN", who);
     }
-    assert.equal((await call("DELETE", `/export?id=${(created.body as { id: string }).id}`, undefined, callers.ed)).status, 200);
+    const id = (created.body as { id: string }).id;
+    const ask = async (who: string) => {
+      const h = natsHeaders();
+      h.set("Authorization", callers[who]!.authorization!);
+      const answer = await nc.request(`warden.pipeline.${id}.request`, JSON.stringify({ "users.id": "accepted", "users.email": "a@example.org" }), {
+        timeout: 5000,
+        headers: h,
+      });
+      return answer.json<{ dropped: boolean; error?: { code: string } }>();
+    };
+    assert.equal((await ask("clinician")).dropped, false);
+    for (const who of ["reader", "ed"]) assert.equal((await ask(who)).error?.code, "ERR_AUTH_FORBIDDEN", who);
+    assert.equal((await call("DELETE", `/export?id=${id}`, undefined, callers.ed)).status, 200);
   });
 
   test("a denial is audited with subject, component, action and the rules that matched the caller", async () => {
