@@ -123,7 +123,12 @@ export class Authenticator {
         })),
       })),
       enforcedComponents: config.enforcedComponents,
-      authorization: config.authorization?.rules.map((rule) => ({ name: rule.name, ...rule.subjects, permissions: rule.permissions })) ?? null,
+      authorization:
+        config.authorization?.rules.map((rule) => ({
+          name: rule.name,
+          ...rule.subjects,
+          permissions: rule.permissions.map(({ component, action }) => `${component}:${action}`),
+        })) ?? null,
     };
     return new Authenticator(config, verifiers, { ...descriptions, failureBudget: failures.limits }, failures);
   }

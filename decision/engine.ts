@@ -1,6 +1,6 @@
 import { termsKey, type CompiledPolicy } from "./compiled-policy";
 import { excludingOverride, overrideMatches, type OverrideMatch } from "./overrides";
-import { own, type Decision, type DecisionRequest, type Flow, type Reason, type ReasonCode, type UserPolicyState } from "./types";
+import { own, type Decision, type DecisionCaller, type DecisionRequest, type Flow, type Reason, type ReasonCode, type UserPolicyState } from "./types";
 
 const reason = (code: ReasonCode, text: string): Reason => ({ code, text });
 
@@ -85,7 +85,7 @@ const intersect = (values: readonly string[], allowed: readonly string[]) => val
  * configuration revision, the user's state (undefined: unknown user), what is asked and when,
  * it says whether the user's data may be used, which categories, and why. Every doubt denies.
  */
-export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined, request: DecisionRequest, now: Date): Decision {
+export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined, request: DecisionRequest, now: Date, caller?: DecisionCaller): Decision {
   const name = purposeName(policy, request) ?? request.purposeId;
   const reasons: Reason[] = [];
   const finish = (flow: Flow, allowed: boolean, categoryIds: string[]): Decision =>
@@ -193,6 +193,9 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
   const thirdParty = request.thirdPartyId === undefined ? undefined : sharing.thirdParties.get(request.thirdPartyId);
   if (request.thirdPartyId !== undefined && !thirdParty)
     return deny(flow, "UNKNOWN_THIRD_PARTY", `'${request.thirdPartyId}' is not a third party of this purpose`);
+  // A purpose that names caller assertions is shared only when the one asking holds one of them; no caller (an export's verdicts) holds none.
+  if (purpose.callerAssertions && !purpose.callerAssertions.some((needed) => caller?.assertions.includes(needed)))
+    return deny(flow, "CALLER_ASSERTION_MISSING", `sharing for this purpose needs a caller with one of: ${purpose.callerAssertions.join(", ")}`);
   const excluded = excludingOverride(sharingMatches, purpose.stableId);
   if (excluded) return overridden(flow, excluded);
   const disabled = user.disabledFlows.filter((f) => f.purposeId === purpose.stableId);

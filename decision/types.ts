@@ -36,6 +36,11 @@ export interface UserPolicyState {
   disabledFlows: Array<{ purposeId: string; thirdPartyId: string }>;
 }
 
+/** Who asks for a decision, as the decision sees it: the assertions of the verified caller (none when not authenticated). */
+export interface DecisionCaller {
+  assertions: readonly string[];
+}
+
 export interface DecisionRequest {
   type: PurposeType;
   purposeId: string;
@@ -61,6 +66,7 @@ export type ReasonCode =
   | "GUARDIAN_DISABLED"
   | "LINKED_PURPOSE_DENIED"
   | "NO_CATEGORIES"
+  | "CALLER_ASSERTION_MISSING"
   | "ALLOWED_BY_TERMS"
   | "ALLOWED_BY_CONTRACT"
   | "ALLOWED_BY_CONSENT"

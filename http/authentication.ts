@@ -267,6 +267,8 @@ export const authentication = fp<{
   ): Promise<void> => {
     if (outcome.kind !== "verified") throw await deny(request, reply, component, state, outcome);
     await admit(request, component, state, outcome);
+    // What the caller holds, for the web UIs to disable what it may not do (never more than the caller's own rights).
+    void reply.header("x-warden-permissions", permissionsHeader(request.rights));
   };
 
   // Callback style: a request to a component that enforces nothing, on a connection already audited, passes without a promise (the hot path).
@@ -397,6 +399,12 @@ interface BodyCheck {
 }
 
 const bodyChecks = new WeakMap<FastifyRequest, BodyCheck>();
+
+/** `*` for every permission, else the granted `component:action` list, space-separated. */
+function permissionsHeader(rights: CallerRights | undefined): string {
+  if (rights?.all) return "*";
+  return [...(rights?.grants.keys() ?? [])].sort().join(" ");
+}
 
 /** The user name of Basic credentials, for the audit of throttled logins (never the password). */
 function offeredUser(request: FastifyRequest): string | undefined {

@@ -58,6 +58,12 @@ export interface PlatformSharingPurpose extends Described {
   platformUsePurposeId?: string;
   categoryCeilingIds: string[];
   thirdParties: ThirdParty[];
+  /**
+   * Issue 26 item 2: sharing for this purpose is allowed only when the caller asking holds one
+   * of these assertions (`group:<ldap group>`, `scope:<oauth scope>`, `claim:<name>=<value>`).
+   * A decision without a caller (an export's verdicts) is denied. Absent: any caller.
+   */
+  callerAssertions?: string[];
 }
 
 export interface GuardianFlow {

@@ -42,7 +42,15 @@ export const thirdPartySchema = object({ stableId, name, ...described, servicePr
   "serviceProvider",
 ]);
 export const platformSharingPurposeSchema = object(
-  { stableId, name, ...described, platformUsePurposeId: reference, categoryCeilingIds: references, thirdParties: list(thirdPartySchema) },
+  {
+    stableId,
+    name,
+    ...described,
+    platformUsePurposeId: reference,
+    categoryCeilingIds: references,
+    thirdParties: list(thirdPartySchema),
+    callerAssertions: { type: "array", minItems: 1, maxItems: 100, items: { type: "string", maxLength: 300, pattern: "^(group|scope):.+$|^claim:[^=]+=.+$" } },
+  },
   ["stableId", "name", "categoryCeilingIds", "thirdParties"],
 );
 export const guardianSchema = object(

@@ -175,6 +175,8 @@ export class DecisionService implements DecisionPort, RedactPort {
       stored ?? undefined,
       { type: query.type, purposeId: query.purposeId, thirdPartyId: query.thirdPartyId, termsId: query.termsId },
       now,
+      // The caller's assertions are an input of the decision (spec 5.1); the trace records them with the caller.
+      { assertions: caller?.assertions ?? [] },
     );
     const traceId = randomUUID();
     const summary = decision.summary;

@@ -416,6 +416,8 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
     assert.equal(selectionOf("user").enforced, false, "on names no selector names");
     assert.equal(selectionOf("user").byDomainName["users.example.org"].enforced, true);
     assert.equal(selectionOf("redact").byDomainName["users.example.org"].enforced, false);
+    // Enforced, without an authorization section: every verified subject holds everything, and the node says so at start.
+    assert.deepEqual(subjectsOf("authorization.absent"), ["warden.audit.service.warn"]);
     assert.deepEqual(
       subjectsOf("port.opened"),
       ["warden.audit.pipeline.info", "warden.audit.postgres.info", "warden.audit.service.info"],

@@ -4,12 +4,12 @@ import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
-import { connectTo, startNats, storedMessages } from "../../testkit/nats";
+import { connectTo, startNats, storedMessages, storedTraceRecords } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { OidcProvider } from "../helpers/oidc";
 import { SlapdServer } from "../../testkit/slapd";
@@ -173,7 +173,7 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
     assert.equal(await curlSigned("GET", "/config"), 403);
   });
 
-  test("an HTTP export door: a pipeline export's records need pipeline:read", async () => {
+  test("an export door: a pipeline export's records need pipeline:read, over HTTP and over NATS", async () => {
     const port = await freePort();
     const created = await call(
       "PUT",
@@ -198,7 +198,19 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
       assert.equal(denied.status, 403, who);
       assert.equal(denied.body.error?.code, "ERR_AUTH_FORBIDDEN", who);
     }
-    assert.equal((await call("DELETE", `/export?id=${(created.body as { id: string }).id}`, undefined, callers.ed)).status, 200);
+    const id = (created.body as { id: string }).id;
+    const ask = async (who: string) => {
+      const h = natsHeaders();
+      h.set("Authorization", callers[who]!.authorization!);
+      const answer = await nc.request(`warden.pipeline.${id}.request`, JSON.stringify({ "users.id": "accepted", "users.email": "a@example.org" }), {
+        timeout: 5000,
+        headers: h,
+      });
+      return answer.json<{ dropped: boolean; error?: { code: string } }>();
+    };
+    assert.equal((await ask("clinician")).dropped, false);
+    for (const who of ["reader", "ed"]) assert.equal((await ask(who)).error?.code, "ERR_AUTH_FORBIDDEN", who);
+    assert.equal((await call("DELETE", `/export?id=${id}`, undefined, callers.ed)).status, 200);
   });
 
   test("a denial is audited with subject, component, action and the rules that matched the caller", async () => {
@@ -243,5 +255,24 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
     assert.match(await own.text(), /a@example.org/);
     assert.equal((await call("GET", `/redact/progress?jobName=${jobName}`, undefined, callers.root)).status, 200);
     assert.equal((await call("DELETE", `/redact/document?jobName=${jobName}`, undefined, callers.ed)).status, 200);
+  });
+
+  test("assertions enter decisions: a sharing purpose gated on a caller claim, decided for each caller, the trace naming the caller's assertions", async () => {
+    const gated = realisticPolicy();
+    gated.platformSharing.purposes.find((purpose) => purpose.stableId === "payments")!.callerAssertions = ["claim:roles=clinician"];
+    assert.equal((await call("PUT", "/config", gated, callers.root)).status, 200);
+    const query = { userId: "accepted", type: "platformSharing", purposeId: "payments", thirdPartyId: "payco" };
+    const clinician = await call("PUT", "/decision", query, callers.clinician);
+    assert.equal(clinician.status, 200, JSON.stringify(clinician.body));
+    assert.equal(clinician.body.allowed, true, JSON.stringify(clinician.body));
+    const admin = await call("PUT", "/decision", query, callers.root);
+    assert.equal(admin.status, 200);
+    assert.equal(admin.body.allowed, false);
+    assert.equal(admin.body.reasons.at(-1).code, "CALLER_ASSERTION_MISSING");
+    const traces = await storedTraceRecords<{ traceId: string; caller?: { subject: string; assertions: string[] } }>(nc);
+    const callerOf = (traceId: string) => traces.find(({ record }) => record.traceId === traceId)?.record.caller;
+    assert.deepEqual(callerOf(clinician.body.traceId)?.assertions, ["scope:openid", "claim:roles=nurse", "claim:roles=clinician"]);
+    assert.deepEqual(callerOf(admin.body.traceId), { ...callerOf(admin.body.traceId)!, subject: "root", assertions: ["group:wardenAdmins"] });
+    assert.equal((await call("PUT", "/config", realisticPolicy(), callers.root)).status, 200);
   });
 });

@@ -19,6 +19,8 @@ import { OidcProvider } from "../helpers/oidc";
 import { SlapdServer } from "../../testkit/slapd";
 
 const alice = { uid: "alice", password: "wonderland" };
+/** Verified by the directory, but no authorization rule grants it anything. */
+const bob = { uid: "bob", password: "builder" };
 const signing = { id: "AKIDFHIR", key: "fhir-secret-key", region: "eu-west-1" };
 const backendIdentity = { user: "fhir-backend", password: "backend-secret" };
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
@@ -47,6 +49,12 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
     ],
     // The export API is enforced too: it manages an enforced export type (the node refuses to start otherwise).
     enforcedComponents: [{ componentName: "fhir" }, { componentName: "export" }],
+    authorization: {
+      rules: [
+        { name: "admin", ldapUsers: [alice.uid], permissions: ["*:admin"] },
+        { name: "fhir readers", scopes: ["read"], cloudKeyIds: [signing.id], permissions: ["fhir:read"] },
+      ],
+    },
   };
 }
 
@@ -65,7 +73,7 @@ describe("FHIR exports with component fhir enforced", () => {
   before(async () => {
     const dir = tempDir("fhir-auth");
     [slapd, provider, nats] = await Promise.all([
-      SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice] }),
+      SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice, bob] }),
       OidcProvider.start(),
       startNats(),
       fhir.start(),
@@ -166,5 +174,14 @@ describe("FHIR exports with component fhir enforced", () => {
     assert.ok(audit.some((m) => m.data.event === "connection.denied" && m.subject === "warden.audit.fhir.warn"));
     const text = JSON.stringify(audit);
     for (const secret of [alice.password, signing.key, backendIdentity.password]) assert.ok(!text.includes(secret), `'${secret}' appears in the audit log`);
+  });
+  test("a verified caller without fhir:read gets a 403 OperationOutcome (forbidden) and nothing reaches the backend", async () => {
+    const before = fhir.requests.length;
+    const denied = await read(clientIdentityPort, { authorization: basic(bob.uid, bob.password) });
+    assert.equal(denied.status, 403);
+    assert.equal(denied.json.resourceType, "OperationOutcome");
+    assert.equal(denied.json.issue?.[0]?.code, "forbidden");
+    assert.equal(fhir.requests.length, before, "the backend was not asked");
+    assert.equal((await read(clientIdentityPort, { authorization: basic(alice.uid, alice.password) })).status, 200, "alice holds fhir:read");
   });
 });

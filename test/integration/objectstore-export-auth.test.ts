@@ -29,6 +29,8 @@ const region = "eu-west-1";
 const signing = { id: "AKIDOBJECTS", key: "objects-secret-key" };
 /** Who manages exports through the gateway (cloud-signed). */
 const admin = { id: "AKIDADMIN", key: "admin-secret-key" };
+/** Another export's signing identity that the authorization rules let read, not write. */
+const readOnly = { id: "AKIDREADER", key: "reader-secret-key" };
 const csv = "users.id,users.email,users.secret\naccepted,a@example.com,s3cret-a\nnot-accepted,n@example.com,s3cret-n\n";
 
 /** The S3 code and status a command fails with. */
@@ -109,6 +111,13 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
         ],
         // The export API is enforced too: it manages an enforced export type (the node refuses to start otherwise).
         enforcedComponents: [{ componentName: "objectstore" }, { componentName: "export" }],
+        authorization: {
+          rules: [
+            { name: "admin", cloudKeyIds: [admin.id], permissions: ["*:admin"] },
+            { name: "object writers", cloudKeyIds: [signing.id], permissions: ["objectstore:write"] },
+            { name: "object readers", cloudKeyIds: [readOnly.id], permissions: ["objectstore:read"] },
+          ],
+        },
       }),
     );
     // A host name for the export ports (it listens on 127.0.0.1 here), so that virtual-host requests are signed and checked too.
@@ -306,6 +315,24 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
       404,
       "the store holds no tampered object",
     );
+    sdk.destroy();
+    direct.destroy();
+  });
+
+  test("objectstore:read without objectstore:write: GetObject passes, PutObject is AccessDenied and the store holds nothing", async () => {
+    const created = await call("PUT", "/export", body({ cloudSigning: readOnly, credentials: s3rverCredentials, allowWrites: true }));
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const port: number = created.body.listen.port;
+    await until("the export listens", () => listening(port));
+    const sdk = client(port, { accessKeyId: readOnly.id, secretAccessKey: readOnly.key });
+    const direct = client(store.port, s3rverCredentials);
+    await direct.send(new PutObjectCommand({ Bucket: "docs", Key: "readable.csv", Body: csv, ContentType: "text/csv" }));
+    const text = await (await sdk.send(new GetObjectCommand({ Bucket: "docs", Key: "readable.csv" }))).Body!.transformToString();
+    assert.ok(text.includes("a@example.com"), text);
+    const refused = await s3Failure(sdk.send(new PutObjectCommand({ Bucket: "docs", Key: "written.csv", Body: csv, ContentType: "text/csv" })));
+    assert.deepEqual({ code: refused.code, status: refused.status }, { code: "AccessDenied", status: 403 });
+    assert.match(refused.message, /objectstore:write/);
+    assert.equal((await refusal(direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "written.csv" })))).status, 404, "nothing was written");
     sdk.destroy();
     direct.destroy();
   });

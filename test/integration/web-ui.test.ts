@@ -11,6 +11,8 @@ import { SlapdServer } from "../../testkit/slapd";
 import { tempDir } from "../../testkit/temp";
 
 const alice = { uid: "alice", password: "wonderland" };
+/** May read the configuration and mapping groups, nothing else (docs/authorization.md). */
+const vic = { uid: "vic", password: "viewer-pw" };
 const screenshots = join(artifactsDir, "web-ui");
 /** Playwright's own waits (for an element, a navigation) give up after this; no assertion depends on time. */
 const waitMs = 30_000;
@@ -47,6 +49,13 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
       { type: "rawBearerToken", verifiers: [{ verifier: "oauth", profile: "idp" }] },
     ],
     enforcedComponents: [{ componentName: "config" }, { componentName: "mapping" }, { componentName: "redact" }],
+    authorization: {
+      rules: [
+        { name: "admin", ldapUsers: [alice.uid], permissions: ["*:admin"] },
+        { name: "viewer", ldapUsers: [vic.uid], permissions: ["config:read", "mapping:read"] },
+        { name: "read tokens", scopes: ["read"], permissions: ["*:read"] },
+      ],
+    },
   };
 }
 
@@ -89,12 +98,12 @@ describe("the web UIs in headless Chromium, against a node enforcing Basic (LDAP
   const inputAt = (target: Page, path: string) => target.locator(`[data-path="${path}"] > :is(input, select, textarea)`);
   const notice = (target: Page) => target.locator(".messages .notice");
 
-  async function signInWithPassword(target: Page) {
+  async function signInWithPassword(target: Page, who = alice) {
     const dialog = target.getByRole("dialog", { name: "Sign in" });
     await dialog.waitFor();
     await dialog.getByRole("radio", { name: "User name and password" }).check();
-    await dialog.getByLabel("User name", { exact: true }).fill(alice.uid);
-    await dialog.getByLabel("Password", { exact: true }).fill(alice.password);
+    await dialog.getByLabel("User name", { exact: true }).fill(who.uid);
+    await dialog.getByLabel("Password", { exact: true }).fill(who.password);
     await dialog.getByRole("button", { name: "Sign in" }).click();
     await dialog.waitFor({ state: "detached" });
   }
@@ -102,7 +111,7 @@ describe("the web UIs in headless Chromium, against a node enforcing Basic (LDAP
   before(async () => {
     mkdirSync(screenshots, { recursive: true });
     const dir = tempDir("web-ui");
-    slapd = await SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice] });
+    slapd = await SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice, vic] });
     provider = await OidcProvider.start();
     nats = await startNats();
     const file = join(dir, "security.json");
@@ -363,6 +372,32 @@ describe("the web UIs in headless Chromium, against a node enforcing Basic (LDAP
       assert.equal(await tab.locator("header .who").textContent(), "Signed in: bearer token");
       assert.deepEqual(await tab.locator("table tbody tr td:nth-child(3) .badge").allTextContents(), ["id"]);
       await shoot(tab, "mapping-bearer");
+    } finally {
+      await context.close();
+    }
+  });
+
+  test("a subject who may only read: the save buttons are disabled with the reason, and a 403 is said plainly", async () => {
+    const { context, page: tab } = await newPage();
+    try {
+      await tab.goto(`${node.url}/config/`);
+      await signInWithPassword(tab, vic);
+      const save = tab.getByRole("button", { name: "Save categories and fields" });
+      await save.waitFor();
+      await tab.locator("button[data-needs='config:write'][disabled]").first().waitFor();
+      assert.equal(await tab.locator("button[data-needs='config:write']:not([disabled])").count(), 0, "every save button of the page");
+      assert.equal(await save.isDisabled(), true);
+      assert.equal(await save.getAttribute("title"), "You are not allowed to do this (it needs config:write)");
+      const before = (await call("GET", "/config")).json().categories.length;
+      assert.ok(before > 0, "the earlier steps saved categories");
+      // Deleting a saved item is not marked: the gateway's 403 is what the subject sees.
+      await tab.locator("summary", { hasText: "Contact details (contact)" }).click();
+      await tab.getByRole("button", { name: "Delete Contact details from the configuration" }).click();
+      const shown = notice(tab).filter({ hasText: "Not allowed" });
+      await shown.waitFor();
+      assert.match(String(await shown.textContent()), /^Not allowed: you are signed in, but you do not hold config:write\. Nothing was done/);
+      assert.equal((await call("GET", "/config")).json().categories.length, before, "nothing was deleted");
+      await shoot(tab, "config-forbidden");
     } finally {
       await context.close();
     }

@@ -271,6 +271,26 @@ describe("opt-in, acceptance versions, guardians, third parties, consent", () =>
     assert.equal(grantsExceed(personalizedTerms(v2, { attributes: adult }, now).grants, member.acceptance!.grants), false);
   });
 
+  test("a sharing purpose that names caller assertions: shared only for a caller holding one (issue 26 item 2)", () => {
+    const member = accepted("u-caller", adult);
+    const gated = realisticPolicy();
+    const payments = gated.platformSharing.purposes.find((purpose) => purpose.stableId === "payments")!;
+    payments.callerAssertions = ["group:billing", "scope:share.payments"];
+    const v2 = compilePolicy(gated, 11);
+    const request = share("payments", "payco");
+    assert.deepEqual(decide(policy, member, request, now).categoryIds, ["contact", "identity"], "without the rule any caller");
+    for (const assertions of [["group:billing"], ["scope:openid", "scope:share.payments"]]) {
+      const allowed = decide(v2, member, request, now, { assertions });
+      assert.equal(allowed.allowed, true, assertions.join());
+      assert.deepEqual(allowed.categoryIds, ["contact", "identity"]);
+    }
+    for (const caller of [undefined, { assertions: [] }, { assertions: ["group:support", "scope:share.ads", "claim:group=billing"] }]) {
+      const denied = decide(v2, member, request, now, caller);
+      assert.equal(denied.allowed, false, JSON.stringify(caller));
+      assert.equal(denied.reasons.at(-1)!.code, "CALLER_ASSERTION_MISSING");
+    }
+  });
+
   test("a third party added after acceptance is not usable until the user accepts again", () => {
     const member = accepted("u-tp", adult, { optIns: { personalization: {} } });
     const more = realisticPolicy();

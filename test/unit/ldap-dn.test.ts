@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { rootCertificates } from "node:tls";
 import { bindDn, escapeDnValue, isAttributeType, isDistinguishedName } from "../../auth/dn";
 import { SecurityConfigError } from "../../auth/types";
-import { ldapVerifierFactory } from "../../auth/verifiers/ldap-verifier";
+import { filterValue, ldapVerifierFactory } from "../../auth/verifiers/ldap-verifier";
 import { tempDir } from "../../testkit/temp";
 
 test("escapeDnValue escapes exactly the RFC 4514 specials, '=', edge spaces, a leading '#' and NUL", () => {
@@ -177,4 +177,14 @@ test("parse: caFile must be readable PEM and only goes with useTLS; describe sho
   assert.equal(configuration.caCertificates, rootCertificates[0]);
   assert.deepEqual(ldapVerifierFactory.describe(configuration), { hostname: "ldap", useTLS: true, nameComponent: "uid", rootComponents: "", caFile: good });
   rmSync(dir, { recursive: true, force: true });
+});
+
+test("group search filters: a user name or DN is escaped as an RFC 4515 value, so it cannot change the filter", () => {
+  assert.equal(filterValue("alice"), "alice");
+  assert.equal(filterValue("*"), "\\2a");
+  assert.equal(filterValue("a)(uid=*"), "a\\29\\28uid=\\2a");
+  assert.equal(filterValue("back\\slash"), "back\\5cslash");
+  assert.equal(filterValue("nul\0"), "nul\\00");
+  assert.equal(filterValue("é"), "\\c3\\a9");
+  assert.equal(filterValue("uid=alice,ou=people,dc=example,dc=org"), "uid=alice,ou=people,dc=example,dc=org");
 });

@@ -227,7 +227,7 @@ function showSection(section) {
   const basePath = `/${section.at.join("/")}`;
   const summary = h("div", { class: "summary-slot" });
   const form = h("form", { class: "section-form", novalidate: true, "data-section": section.id });
-  const saveButton = h("button", { type: "submit", class: "primary", text: `Save ${section.title.toLowerCase()}` });
+  const saveButton = h("button", { type: "submit", class: "primary", text: `Save ${section.title.toLowerCase()}`, "data-needs": "config:write" });
   const discardButton = h("button", { type: "button", text: "Discard changes", onclick: () => discard(section) });
   /** The index of a top-level item of an upsert section, when `path` is one (`/categories/3`), else -1. @param {string} path */
   const topIndex = (path) => {

@@ -310,7 +310,7 @@ function showEditor() {
     h(
       "div",
       { class: "actions" },
-      h("button", { type: "submit", class: "primary", text: saved ? "Save mapping group" : "Create mapping group" }),
+      h("button", { type: "submit", class: "primary", text: saved ? "Save mapping group" : "Create mapping group", "data-needs": "mapping:write" }),
       saved ? deleteButton(group.name, summary) : null,
     ),
   );

@@ -113,7 +113,9 @@ const progressBox = h(
 );
 const resultBox = h("div", { class: "result", "aria-live": "polite" });
 const jobsBox = h("div", { class: "jobs" });
-const uploadButton = /** @type {HTMLButtonElement} */ (h("button", { type: "submit", class: "primary", text: "Upload and redact" }));
+const uploadButton = /** @type {HTMLButtonElement} */ (
+  h("button", { type: "submit", class: "primary", text: "Upload and redact", "data-needs": "redact:own" })
+);
 
 const documentForm = h(
   "form",
@@ -581,7 +583,7 @@ const recordForm = h(
   h(
     "div",
     { class: "actions" },
-    h("button", { type: "submit", class: "primary", text: "Redact the record" }),
+    h("button", { type: "submit", class: "primary", text: "Redact the record", "data-needs": "redact:own" }),
     h("button", {
       type: "button",
       text: "Fill in the mapping group's fields",

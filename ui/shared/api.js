@@ -110,6 +110,7 @@ export async function request(path, options = {}) {
       if (signal?.aborted) throw error;
       throw new ApiError(0, "ERR_NETWORK", `The service could not be reached (${error instanceof Error ? error.message : String(error)}).`);
     }
+    notePermissions(response);
     if (response.ok) return response;
     const error = await errorOf(response);
     if (response.status === 401 && askToSignIn && (await askForCredentials(response, error))) continue;
@@ -129,4 +130,39 @@ export async function api(path, options = {}) {
   const etag = response.headers.get("etag");
   const revision = etag && /^(?:W\/)?"(\d+)"$/.test(etag) ? Number(/"(\d+)"/.exec(etag)?.[1]) : null;
   return { body: text ? JSON.parse(text) : null, revision, response };
+}
+
+/**
+ * What the signed-in caller may do, as the gateway's `x-warden-permissions` header says (`*`, or
+ * `component:action` words). Unknown until an answer carries it: then nothing is disabled.
+ * @type {Set<string> | "*" | null}
+ */
+let permissions = null;
+/** @type {Array<() => void>} */
+const permissionListeners = [];
+
+/** @param {Response} response */
+function notePermissions(response) {
+  const header = response.headers.get("x-warden-permissions");
+  if (header === null) return;
+  const next = header === "*" ? "*" : new Set(header.split(" ").filter(Boolean));
+  const same =
+    next === permissions ||
+    (next instanceof Set &&
+      permissions instanceof Set &&
+      next.size === permissions.size &&
+      [...next].every((p) => permissions instanceof Set && permissions.has(p)));
+  if (same) return;
+  permissions = next;
+  for (const listener of permissionListeners) listener();
+}
+
+/** Whether the caller holds `permission` (true while unknown: the gateway still refuses with 403). @param {string} permission */
+export function holds(permission) {
+  return permissions === null || permissions === "*" || permissions.has(permission);
+}
+
+/** @param {() => void} listener */
+export function onPermissionsChange(listener) {
+  permissionListeners.push(listener);
 }

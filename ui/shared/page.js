@@ -2,7 +2,7 @@
 /** The frame every UI page shares: header with navigation and sign-in state, and a message area. */
 import { currentCredentials, onCredentialsChange, signIn, signOut } from "./auth.js";
 import { h, replace } from "./dom.js";
-import { ApiError } from "./api.js";
+import { ApiError, holds, onPermissionsChange } from "./api.js";
 
 const pages = [
   { id: "config", href: "/config/", text: "Configuration" },
@@ -55,7 +55,35 @@ export function startPage({ current }) {
   /** Shows a failure: the credentials check being unavailable is told apart from everything else. @param {unknown} error */
   const fail = (error) => say(...describeError(error));
   const clearMessages = () => replace(messages);
+  disableWhatIsNotHeld(main);
   return { main, say, fail, clearMessages };
+}
+
+/**
+ * Controls marked `data-needs="component:action"` are disabled, with the reason as their title,
+ * while the signed-in caller does not hold that permission; forms are built after the page
+ * starts, so every change of the page is looked at.
+ * @param {HTMLElement} root
+ */
+function disableWhatIsNotHeld(root) {
+  const apply = () => {
+    for (const control of root.querySelectorAll("[data-needs]")) {
+      const needed = control.getAttribute("data-needs") ?? "";
+      const allowed = holds(needed);
+      const button = /** @type {HTMLButtonElement} */ (control);
+      if (!allowed && !button.disabled) {
+        button.disabled = true;
+        button.title = `You are not allowed to do this (it needs ${needed})`;
+        button.dataset.deniedBy = needed;
+      } else if (allowed && button.dataset.deniedBy) {
+        button.disabled = false;
+        button.removeAttribute("title");
+        delete button.dataset.deniedBy;
+      }
+    }
+  };
+  new MutationObserver(apply).observe(root, { childList: true, subtree: true });
+  onPermissionsChange(apply);
 }
 
 /**
@@ -71,6 +99,11 @@ export function describeError(error) {
         "auth-unavailable",
       ];
     if (error.status === 401) return [`Not signed in: ${error.message}. Use "Sign in" at the top of the page.`, "error"];
+    if (error.code === "ERR_AUTH_FORBIDDEN")
+      return [
+        `Not allowed: you are signed in, but ${error.message.replace(/^this caller does not hold/, "you do not hold")}. Nothing was done; an administrator can grant it (docs/authorization.md).`,
+        "error",
+      ];
     return [`${error.message} (${error.code})`, "error"];
   }
   return [error instanceof Error ? error.message : String(error), "error"];
