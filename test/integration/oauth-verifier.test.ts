@@ -33,6 +33,11 @@ function introspectingVerifierFor(idp: OidcProvider, properties: Record<string, 
   });
 }
 
+/** Who a verified token names and what it asserts (the claims, kept for authorization rules, are checked where they matter). */
+function named(identity: { subject: string; assertions: string[] }): { subject: string; assertions: string[] } {
+  return { subject: identity.subject, assertions: identity.assertions };
+}
+
 /** Rejected as a bad credential, for `reason`, without the token in the message. */
 async function refused(verifier: Verifier, token: string, reason: RegExp, overrides?: VerifierOverrides): Promise<void> {
   await assert.rejects(verifier.verify(bearer(token), overrides), (error: unknown) => {
@@ -65,10 +70,10 @@ describe("oauth verifier against a real OpenID provider", () => {
 
   test("a JWT access token from the provider passes; its scopes are the assertions", async () => {
     const verifier = verifierFor(idp);
-    assert.deepEqual(await verifier.verify(bearer(await idp.jwtToken("read write"))), { subject: idp.client.id, assertions: ["scope:read", "scope:write"] });
-    assert.deepEqual(await verifier.verify(bearer(await idp.jwtToken("read"))), { subject: idp.client.id, assertions: ["scope:read"] });
+    assert.deepEqual(named(await verifier.verify(bearer(await idp.jwtToken("read write")))), { subject: idp.client.id, assertions: ["scope:read", "scope:write"] });
+    assert.deepEqual(named(await verifier.verify(bearer(await idp.jwtToken("read")))), { subject: idp.client.id, assertions: ["scope:read"] });
     // A crafted token signed with the provider's key passes too: the refusals below are about one thing each.
-    assert.deepEqual(await verifier.verify(bearer(await idp.sign({ scope: undefined, scp: ["admin"] }))), { subject: idp.client.id, assertions: ["scope:admin"] });
+    assert.deepEqual(named(await verifier.verify(bearer(await idp.sign({ scope: undefined, scp: ["admin"] })))), { subject: idp.client.id, assertions: ["scope:admin"] });
   });
 
   test("expiry and not-before are enforced with a 30 s clock tolerance; exp is required", async () => {
@@ -124,8 +129,8 @@ describe("oauth verifier against a real OpenID provider", () => {
     const verifier = introspectingVerifierFor(idp);
     const live = await idp.opaqueToken("write");
     const revoked = await idp.opaqueToken();
-    assert.deepEqual(await verifier.verify(bearer(live)), { subject: idp.client.id, assertions: ["scope:write"] });
-    assert.deepEqual(await verifier.verify(bearer(revoked)), { subject: idp.client.id, assertions: ["scope:read", "scope:write"] });
+    assert.deepEqual(named(await verifier.verify(bearer(live))), { subject: idp.client.id, assertions: ["scope:write"] });
+    assert.deepEqual(named(await verifier.verify(bearer(revoked))), { subject: idp.client.id, assertions: ["scope:read", "scope:write"] });
     await idp.revoke(revoked);
     await refused(verifier, revoked, /not active/);
     assert.equal((await verifier.verify(bearer(live))).subject, idp.client.id);
@@ -206,7 +211,7 @@ describe("oauth verifier against a real OpenID provider", () => {
     try {
       const verifier = verifierFor(first);
       const oldToken = await first.jwtToken("read");
-      assert.deepEqual(await verifier.verify(bearer(oldToken)), { subject: first.client.id, assertions: ["scope:read"] });
+      assert.deepEqual(named(await verifier.verify(bearer(oldToken))), { subject: first.client.id, assertions: ["scope:read"] });
 
       await first.stop();
       assert.equal((await verifier.verify(bearer(oldToken))).subject, first.client.id, "metadata and keys are cached");
@@ -219,7 +224,7 @@ describe("oauth verifier against a real OpenID provider", () => {
       // The set was fetched moments ago: an unknown kid does not make the verifier ask again yet.
       await refused(verifier, newToken, /kid "rotated".*less than 30 s ago/);
       t.mock.timers.enable({ apis: ["Date"], now: Date.now() + 31_000 });
-      assert.deepEqual(await verifier.verify(bearer(newToken)), { subject: second.client.id, assertions: ["scope:write"] });
+      assert.deepEqual(named(await verifier.verify(bearer(newToken))), { subject: second.client.id, assertions: ["scope:write"] });
       // The old key left the set with the rotation.
       await refused(verifier, oldToken, /no key in the JWK set matches/);
     } finally {
@@ -297,7 +302,7 @@ describe("oauth verifier against a hand-made OAuth service: what the OpenID prov
     const metadata = { jwks_uri: `${https}/jwks` };
     await unavailable(verifierAt(https, "/tls-metadata", metadata).verify(bearer(await tokenFrom(https))), /https:\/\/127\.0\.0\.1:\d+\/tls-metadata: request failed: self-signed certificate/);
     const trusting = verifierAt(https, "/tls-metadata", metadata, { verifyOauthServiceCertificate: false });
-    assert.deepEqual(await trusting.verify(bearer(await tokenFrom(https, { scope: "a b" }))), { subject: "svc", assertions: ["scope:a", "scope:b"] });
+    assert.deepEqual(named(await trusting.verify(bearer(await tokenFrom(https, { scope: "a b" })))), { subject: "svc", assertions: ["scope:a", "scope:b"] });
   });
 
   test("https metadata naming keys over plain http: unavailable", async () => {
@@ -345,7 +350,7 @@ describe("oauth verifier against a hand-made OAuth service: what the OpenID prov
     const token = "opaque-token-value";
 
     answer = { active: true, token_type: "Bearer", client_id: "svc", scope: "read", aud: ["urn:fake", "urn:other"], exp: now() + 60 };
-    assert.deepEqual(await verifier.verify(bearer(token)), { subject: "svc", assertions: ["scope:read"] });
+    assert.deepEqual(named(await verifier.verify(bearer(token))), { subject: "svc", assertions: ["scope:read"] });
     assert.equal(seen?.body, `token=${token}&token_type_hint=access_token`);
     assert.equal(seen?.authorization, `Basic ${Buffer.from("rs:a+b%3Ac").toString("base64")}`);
 
