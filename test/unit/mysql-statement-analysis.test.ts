@@ -4,6 +4,7 @@ import type { ColumnDefinition } from "../../protocols/mysql/column-definition";
 import { ColumnType } from "../../protocols/mysql/column-types";
 import type { ErrPacket } from "../../protocols/mysql/err-packet";
 import type { MappedField, MappingView } from "../../exports/row-decider";
+import { missingUserColumns, withHiddenColumns } from "../../proxies/mysql/analysis/hidden-user-columns";
 import { analyseStatement, type StatementAnalysis } from "../../proxies/mysql/analysis/statement-analysis";
 import { sanitizeError } from "../../proxies/mysql/error-texts";
 import { planMysqlResult } from "../../proxies/mysql/result-plan";
@@ -207,6 +208,53 @@ describe("MySQL result plans: the parse and the server's column definitions must
     assert.deepEqual(plan.groups, [[0], [3]]);
     assert.deepEqual(plan.categories, [undefined, "contact", undefined, undefined, "usage"]);
     assert.deepEqual(plan.groupOf, [0, 0, -1, 1, 1]);
+  });
+});
+
+describe("MySQL hidden user columns: an instance's missing resource-context column is added, decided on, never sent", () => {
+  test("which columns are missing: per instance, only for the relation the mapping names, none when the select list returns them", () => {
+    const all = () => true;
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT email FROM users"), mapping, all, "app"), [{ alias: "users", column: "id" }]);
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT id, email FROM users"), mapping, all, "app"), []);
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT * FROM users u"), mapping, all, "app"), []);
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT a.email, b.email, b.id FROM users a JOIN users b ON a.id = b.id"), mapping, all, "app"), [
+      { alias: "a", column: "id" },
+    ]);
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id"), mapping, all, "app"), [
+      { alias: "u", column: "id" },
+      { alias: "o", column: "user_id" },
+    ]);
+    assert.deepEqual(
+      missingUserColumns(shapeOf("SELECT email FROM users"), mapping, () => false, "app"),
+      [],
+      "a relation the mapping does not name",
+    );
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT DISTINCT email FROM users"), mapping, all, "app"), [], "DISTINCT: an added column changes the rows");
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT COUNT(email) FROM users"), mapping, all, "app"), [], "not attributable");
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT x.email FROM (SELECT email FROM users) x"), mapping, all, "app"), [], "a derived table is no instance");
+  });
+
+  test("the statement is printed with them last; its own analysis is what runs; the plan leaves them out of every row", () => {
+    const rewritten = withHiddenColumns(
+      "SELECT email AS e, 'accepted' AS warden_user_0 FROM app.users u WHERE u.name = ?",
+      [{ alias: "u", column: "id" }],
+      readOnly,
+    );
+    assert.ok(rewritten);
+    assert.equal(
+      rewritten.text,
+      "SELECT `email` AS `e`, 'accepted' AS `warden_user_0`, `u`.`id` AS `warden_user_0` FROM `app`.`users` AS `u` WHERE `u`.`name` = ?",
+    );
+    assert.equal(rewritten.shape.hiddenCount, 1);
+    const columns = [column("u", "users", "email", "e"), expression("warden_user_0"), column("u", "users", "id", "warden_user_0")];
+    const plan = planMysqlResult(columns, rewritten.shape, mapping, () => true, "app");
+    assert.deepEqual(plan.hidden, [false, false, true]);
+    assert.deepEqual(plan.groups, [[2]], "the user is read from the added column, not from the client's column of the same name");
+    assert.deepEqual(plan.categories, ["contact", undefined, undefined]);
+    const renamed = planMysqlResult([columns[0]!, columns[1]!, { ...columns[2]!, name: "other" }], rewritten.shape, mapping, () => true, "app");
+    assert.deepEqual(renamed.groups, [], "the added column is not where it was put: nothing is attributed");
+    assert.deepEqual(renamed.hidden, [false, false, true], "and it is still never sent");
+    assert.equal(withHiddenColumns("SELECT 1 UNION SELECT 2", [{ alias: "u", column: "id" }], readOnly), undefined);
   });
 });
 

@@ -1,4 +1,5 @@
 import { Parser } from "node-sql-parser/build/mariadb";
+import { withHiddenColumns, type HiddenColumn, type RewrittenSelect } from "./hidden-user-columns";
 
 /** A base table the outer SELECT reads, under the name its columns are reported with (its alias, else its name). */
 export interface Instance {
@@ -18,6 +19,10 @@ export interface SelectShape {
   entries: readonly OutputEntry[];
   /** False for results whose values cannot stand for one row of each instance (set operations, grouping, aggregates, USING joins): nothing is attributed. */
   attributable: boolean;
+  /** SELECT DISTINCT (an added column would change which rows are distinct). */
+  distinct: boolean;
+  /** How many columns at the end of the result the export added (hidden-user-columns.ts): never sent. */
+  hiddenCount: number;
 }
 
 /** A refusal in MySQL's terms (error number and SQLSTATE) and the audit event that records it. */
@@ -245,15 +250,34 @@ function selectShape(select: Record<string, unknown>): SelectShape {
       entries.push({ kind: "expression" });
       continue;
     }
-    const table = typeof expr.table === "string" ? expr.table : null;
+    // A backquoted qualifier (`u`.`id`) comes as {type: "backticks_quote_string", value}.
+    const table = typeof expr.table === "string" ? expr.table : (nameOf({ expr: expr.table }) ?? null);
     entries.push(column === "*" ? { kind: "star", table } : { kind: "column", table, column });
   }
-  return { instances, entries, attributable };
+  return { instances, entries, attributable, distinct: Boolean(select.distinct), hiddenCount: 0 };
+}
+
+/**
+ * The one SELECT of `text` printed again by the parser with these columns appended to its outer
+ * select list; undefined when it does not parse or print. The caller analyses the printed text
+ * again: that text, not the client's, is what the backend runs.
+ */
+export function printWithColumns(text: string, columns: ReadonlyArray<{ table: string; column: string; as: string }>): string | undefined {
+  try {
+    const ast = parser.astify(text, parseOptions);
+    const select = (Array.isArray(ast) ? ast : [ast]) as Array<{ type?: string; columns?: unknown }>;
+    if (select.length !== 1 || select[0]!.type !== "select" || !Array.isArray(select[0]!.columns)) return undefined;
+    for (const c of columns) select[0]!.columns.push({ expr: { type: "column_ref", table: c.table, column: c.column }, as: c.as });
+    return parser.sqlify(select[0] as Parameters<Parser["sqlify"]>[0], parseOptions);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Analyses per text and policy, most recent kept (a prepared workload parses each text once). */
 export class AnalysisCache {
   private readonly entries = new Map<string, StatementAnalysis>();
+  private readonly rewrites = new Map<string, RewrittenSelect | undefined>();
 
   constructor(private readonly limit = 2048) {}
 
@@ -263,8 +287,21 @@ export class AnalysisCache {
     const cached = this.entries.get(key);
     if (cached) return { analysis: cached, parsed: false };
     const analysis = analyseStatement(text, policy);
-    if (this.entries.size >= this.limit) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(key, analysis);
+    this.remember(this.entries, key, analysis);
     return { analysis, parsed: true };
+  }
+
+  /** The statement with these hidden user columns (hidden-user-columns.ts), printed and analysed once per text and column list. */
+  rewritten(text: string, hidden: readonly HiddenColumn[], policy: StatementPolicy): RewrittenSelect | undefined {
+    const key = `${policy.allowWrites ? "w" : "r"}${JSON.stringify(hidden)}${text}`;
+    if (this.rewrites.has(key)) return this.rewrites.get(key);
+    const rewritten = withHiddenColumns(text, hidden, policy);
+    this.remember(this.rewrites, key, rewritten);
+    return rewritten;
+  }
+
+  private remember<T>(map: Map<string, T>, key: string, value: T): void {
+    if (map.size >= this.limit) map.delete(map.keys().next().value!);
+    map.set(key, value);
   }
 }

@@ -1,5 +1,5 @@
 import { Capability, hasCapability } from "../../../protocols/mysql/capabilities";
-import { decodeColumnCount } from "../../../protocols/mysql/column-count";
+import { decodeColumnCount, encodeColumnCount } from "../../../protocols/mysql/column-count";
 import { decodeColumnDefinition, encodeColumnDefinition, type ColumnDefinition } from "../../../protocols/mysql/column-definition";
 import { ColumnFlag } from "../../../protocols/mysql/column-flags";
 import { Command, commandName, isReplicationOrAdministrationCommand } from "../../../protocols/mysql/commands";
@@ -7,14 +7,15 @@ import { isEofPacket } from "../../../protocols/mysql/eof-packet";
 import { decodeErrPacket, encodeErrPacket, isErrPacket } from "../../../protocols/mysql/err-packet";
 import { decodeOkPacket, encodeOkPacket, isOkPacket } from "../../../protocols/mysql/ok-packet";
 import type { Packet } from "../../../protocols/mysql/packets";
-import { decodeQuery } from "../../../protocols/mysql/query";
+import { decodeQuery, encodeQuery } from "../../../protocols/mysql/query";
 import { isResultsetEnd } from "../../../protocols/mysql/resultset-end";
 import { responseKind } from "../../../protocols/mysql/response-kind";
 import { ServerStatus } from "../../../protocols/mysql/status-flags";
-import { decodeStmtPrepareOk } from "../../../protocols/mysql/stmt-prepare-ok";
-import { decodeTextCommand } from "../../../protocols/mysql/text-commands";
+import { decodeStmtPrepareOk, encodeStmtPrepareOk } from "../../../protocols/mysql/stmt-prepare-ok";
+import { decodeTextCommand, encodeTextCommand } from "../../../protocols/mysql/text-commands";
 import { planMysqlResult } from "../result-plan";
 import { sanitizeError } from "../error-texts";
+import { missingUserColumns } from "../analysis/hidden-user-columns";
 import type { StatementAnalysis } from "../analysis/statement-analysis";
 import type { PacketChannel } from "./packet-channel";
 import { BackendCatalog } from "./backend-catalog";
@@ -26,6 +27,11 @@ import type { MysqlSessionCounts, MysqlSessionDeps } from "./session-deps";
 interface Prepared {
   text: string;
   analysis: StatementAnalysis;
+}
+
+/** How many columns the export added to the statement's result (never sent). */
+function hiddenCountOf(analysis: StatementAnalysis | undefined): number {
+  return analysis?.kind === "select" ? analysis.shape.hiddenCount : 0;
 }
 
 /** Commands that run as they are and answer OK or ERR (or, for COM_STATISTICS, one string). */
@@ -73,16 +79,19 @@ export class CommandPhase {
       const analysis = this.analyse(text);
       if (analysis.kind === "refused") return this.refuse(analysis, text);
       await this.catalogCurrent();
-      await this.backend.send(payload);
-      await this.results(analysis, text, false);
+      const run = this.withUserColumns(text, analysis);
+      await this.backend.send(run.text === text ? payload : encodeQuery({ sql: run.text, attributes: [] }, this.capabilities));
+      await this.results(run.analysis, text, false);
       return true;
     }
     if (code === Command.StmtPrepare) {
       const text = decodeTextCommand(payload, Command.StmtPrepare);
       const analysis = this.analyse(text);
       if (analysis.kind === "refused") return this.refuse(analysis, text);
-      await this.backend.send(payload);
-      await this.prepareAnswer(text, analysis);
+      await this.catalogCurrent();
+      const run = this.withUserColumns(text, analysis);
+      await this.backend.send(run.text === text ? payload : encodeTextCommand(Command.StmtPrepare, run.text));
+      await this.prepareAnswer(text, run.analysis);
       return true;
     }
     if (code === Command.StmtExecute) return this.execute(payload);
@@ -107,6 +116,22 @@ export class CommandPhase {
     const mapping = this.deps.decider.mapping();
     if (this.catalog.key !== mapping.key) await this.catalog.refresh(this.backend, this.capabilities, mapping);
     this.backend.sequence = 0;
+  }
+
+  /** Whether the mapping's field applies to a column of (`schema`, `table`), by the catalog looked up for the current mapping. */
+  private readonly relationMaps = (recordField: string, schema: string, table: string): boolean =>
+    this.catalog.key === this.deps.decider.mapping().key && this.catalog.maps(recordField, schema, table);
+
+  /**
+   * A SELECT whose instances' user columns are not all in its select list runs with them added
+   * as hidden columns (analysis/hidden-user-columns.ts), so its rows can be decided; anything
+   * else, or a statement the parser cannot print back as the same select list, runs as written.
+   */
+  private withUserColumns(text: string, analysis: StatementAnalysis): { text: string; analysis: StatementAnalysis } {
+    if (analysis.kind !== "select") return { text, analysis };
+    const hidden = missingUserColumns(analysis.shape, this.deps.decider.mapping(), this.relationMaps, this.database);
+    const rewritten = hidden.length > 0 ? this.deps.analyses.rewritten(text, hidden, this.deps.policy) : undefined;
+    return rewritten ? { text: rewritten.text, analysis: { kind: "select", shape: rewritten.shape } } : { text, analysis };
   }
 
   private analyse(text: string): StatementAnalysis {
@@ -196,10 +221,18 @@ export class CommandPhase {
     }
     if (first[0] !== 0) throw this.outOfStep("a COM_STMT_PREPARE answer that is neither OK nor ERR");
     const ok = decodeStmtPrepareOk(first, this.capabilities);
+    const hidden = hiddenCountOf(analysis);
+    if (hidden > 0 && ok.columnCount <= hidden) throw this.outOfStep("a prepared statement without the columns the export added");
     this.prepared.set(ok.statementId, { text, analysis });
-    this.client.push(first);
-    const eofs = hasCapability(this.capabilities, Capability.DeprecateEof) ? 0 : (ok.parameterCount > 0 ? 1 : 0) + (ok.columnCount > 0 ? 1 : 0);
-    for (let i = 0; i < ok.parameterCount + ok.columnCount + eofs; i++) this.client.push(await this.next());
+    this.client.push(hidden > 0 ? encodeStmtPrepareOk({ ...ok, columnCount: ok.columnCount - hidden }, this.capabilities) : first);
+    const eof = !hasCapability(this.capabilities, Capability.DeprecateEof);
+    for (let i = 0; i < ok.parameterCount + (eof && ok.parameterCount > 0 ? 1 : 0); i++) this.client.push(await this.next());
+    // The result's definitions, the hidden ones (the last) left out.
+    for (let i = 0; i < ok.columnCount; i++) {
+      const definition = await this.next();
+      if (i < ok.columnCount - hidden) this.client.push(definition);
+    }
+    if (eof && ok.columnCount > 0) this.client.push(await this.next());
     await this.client.flush();
   }
 
@@ -248,15 +281,12 @@ export class CommandPhase {
     const definitionsEnd = deprecateEof ? undefined : await this.next();
     if (definitionsEnd && !isEofPacket(definitionsEnd)) throw this.outOfStep("column definitions not ended by EOF");
     const mapping = this.deps.decider.mapping();
-    const plan = planMysqlResult(
-      columns,
-      analysis?.kind === "select" ? analysis.shape : undefined,
-      mapping,
-      (recordField, schema, table) => this.catalog.key === mapping.key && this.catalog.maps(recordField, schema, table),
-      this.database,
-    );
-    this.client.push(first);
+    const plan = planMysqlResult(columns, analysis?.kind === "select" ? analysis.shape : undefined, mapping, this.relationMaps, this.database);
+    const hidden = hiddenCountOf(analysis);
+    if (hidden > 0 && columnCount <= hidden) throw this.outOfStep("a result without the columns the export added");
+    this.client.push(hidden > 0 ? encodeColumnCount({ columnCount: columnCount - hidden, metadataFollows: true }, this.capabilities) : first);
     columns.forEach((column, i) => {
+      if (plan.hidden[i]) return;
       // A column that is always NULL is not NOT NULL any more.
       const alwaysNull = plan.groupOf[i]! < 0 && analysis?.kind !== "diagnostics";
       this.client.push(
