@@ -63,9 +63,31 @@ export class CommandPhase {
   /** Serves commands until the client quits or either side closes. */
   async run(): Promise<void> {
     for (;;) {
-      const command = this.client.tryNext() ?? (await this.client.next());
+      const command = this.client.tryNext() ?? (await this.nextCommand());
       if (!(await this.handle(command))) return;
     }
+  }
+
+  /** The client's next command; a client that sends none for the idle timeout is disconnected (its backend connection with it). */
+  private nextCommand(): Promise<Packet> {
+    const idleMs = this.deps.limits.idleTimeoutMs;
+    if (idleMs <= 0) return this.client.next();
+    let timer: NodeJS.Timeout | undefined;
+    const idle = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            // ER_NET_READ_INTERRUPTED, as the server's own wait_timeout.
+            new SessionFailure("idle timeout", {
+              code: 1159,
+              sqlState: "08S01",
+              message: `the export ended the connection: no command for ${idleMs / 1000} s`,
+            }),
+          ),
+        idleMs,
+      );
+    });
+    return Promise.race([this.client.next(), idle]).finally(() => clearTimeout(timer));
   }
 
   /** One command; false when the connection ends. */
