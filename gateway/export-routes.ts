@@ -66,13 +66,13 @@ const exportBody = {
       type: "string",
       enum: [...backendTlsModes],
       description:
-        "postgres (mysql exports refuse it): TLS to the backend, as libpq's sslmode: disable (default), prefer, require, verify-ca, verify-full; require and the verify modes never fall back to cleartext",
+        "postgres, mysql: TLS to the backend, as libpq's sslmode: disable (default), prefer (postgres only), require, verify-ca, verify-full; require and the verify modes never fall back to cleartext",
     },
     backendCa: {
       type: "string",
       minLength: 1,
       maxLength: 65536,
-      description: "postgres, verify-ca and verify-full: the CA certificates (PEM) the backend's certificate must chain to; absent: the system's",
+      description: "postgres, mysql, verify-ca and verify-full: the CA certificates (PEM) the backend's certificate must chain to; absent: the system's",
     },
     pushdown: {
       type: "boolean",

@@ -104,7 +104,7 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
     for (const [what, body, path] of [
       ["no endpoint", { type: "mysql", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } }, "endpoint"],
       ["endpoint not host:port", exportBody("nowhere"), "endpoint"],
-      ["backendTls", exportBody("127.0.0.1:3306", { backendTls: "require" }), "backendTls"],
+      ["backendTls prefer", exportBody("127.0.0.1:3306", { backendTls: "prefer" }), "backendTls"],
       ["cloudSigning", exportBody("127.0.0.1:3306", { cloudSigning: { id: "x" } }), "cloudSigning"],
       ["strict", exportBody("127.0.0.1:3306", { strict: true }), "strict"],
       ["credentials without direct verification", exportBody("127.0.0.1:3306", { credentials: { user: "u", password: "p" } }), "credentials"],

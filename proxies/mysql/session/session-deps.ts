@@ -1,5 +1,6 @@
 import type { SecureContext } from "node:tls";
 import { defaultWireExportLimits, type WireExportLimits } from "../../../exports/wire-limits";
+import type { BackendTls } from "../../../exports/backend-tls";
 import type { CredentialVerification } from "../../../exports/direct-verification";
 import type { ExportAudit } from "../../../exports/door";
 import type { RowCounts } from "../../../exports/row-counts";
@@ -44,6 +45,8 @@ export interface MysqlSessionDeps {
   limits: MysqlLimits;
   /** The export certificate: offered to clients (CLIENT_SSL) when present. */
   tls?: SecureContext;
+  /** TLS to the backend (the export's backendTls); absent: plain TCP. */
+  backendTls?: BackendTls;
   /** Present when the component `mysql` enforces authentication. */
   verification?: CredentialVerification;
   policy: StatementPolicy;
