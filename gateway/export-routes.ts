@@ -60,7 +60,7 @@ const exportBody = {
     strict: {
       type: "boolean",
       description:
-        "postgres (mysql exports refuse it): refuse statements whose WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, window or DISTINCT ON use columns other than resource-context ones",
+        "postgres, mysql: refuse statements whose WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, window or DISTINCT ON use columns other than resource-context ones",
     },
     backendTls: {
       type: "string",

@@ -36,7 +36,6 @@ export class MysqlDoor implements ExportDoorType {
   constructor(private readonly limits: MysqlLimits = defaultMysqlLimits) {}
 
   validate(body: ExportBody): void {
-    if (body.strict) refuseField(this.type, "strict", "strict predicates are not built for mysql exports yet (docs/mysql-export.md)");
     refuseFieldsNotTaken(this.type, body, takenFields, refusedBecause);
     if (body.credentials && !isDatabaseCredentials(body.credentials))
       refuseField(this.type, "credentials", "a mysql export logs in with {user, password}, not an access key");
@@ -61,7 +60,7 @@ export class MysqlDoor implements ExportDoorType {
       limits: this.limits,
       ...(services.tls ? { tls: services.tls.context } : {}),
       ...(services.verification ? { verification: services.verification } : {}),
-      policy: { allowWrites: record.allowWrites === true },
+      policy: { allowWrites: record.allowWrites === true, strict: record.strict === true },
       ...(backendTls ? { backendTls } : {}),
       onConnectionEnd: connectionTracer(services),
     });

@@ -56,6 +56,8 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
   let node: NodeProcess;
   let readOnlyPort: number;
   let writablePort: number;
+  let strictPort: number;
+  let strict: mysql.Connection;
   let allowed: Verdicts;
   let forbidden: string[];
   let direct: mysql.Connection;
@@ -121,21 +123,55 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     assert.ok(forbidden.includes(droppedEmail));
     readOnlyPort = await freePort();
     writablePort = await freePort();
+    strictPort = await freePort();
     const base = { type: "mysql", endpoint: `127.0.0.1:${db.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } };
     assert.equal((await call("PUT", "/export", { ...base, port: readOnlyPort })).status, 200);
     assert.equal((await call("PUT", "/export", { ...base, port: writablePort, allowWrites: true })).status, 200);
+    assert.equal((await call("PUT", "/export", { ...base, port: strictPort, strict: true })).status, 200);
     direct = await open(db.port);
     through = await waitOpen(readOnlyPort);
     writable = await waitOpen(writablePort);
+    strict = await waitOpen(strictPort);
   });
 
   after(async () => {
     await direct?.end().catch(() => undefined);
     await through?.end().catch(() => undefined);
     await writable?.end().catch(() => undefined);
+    await strict?.end().catch(() => undefined);
     await node?.stop();
     await nats?.stop();
     await db?.stop();
+  });
+
+  test("strict: predicates on other columns than resource-context ones, which infer values the export empties, are refused", async () => {
+    const secret = await attempt(direct, `SELECT secret FROM users WHERE id = '${ALLOWED}'`);
+    assert.deepEqual(secret.rows, [[`secret-${ALLOWED}`]], "directly, the unmapped value is there");
+    const probe = (prefix: string) => `SELECT id FROM users WHERE id = '${ALLOWED}' AND secret LIKE '${prefix}%'`;
+    assert.equal((await attempt(through, probe(`secret-${ALLOWED.slice(0, 1)}`))).rows.length, 1);
+    assert.equal(
+      (await attempt(through, probe("secret-z"))).rows.length,
+      0,
+      "through a non-strict export the predicate tells the value apart by which rows come back",
+    );
+    for (const [sql, prepared] of [
+      [probe("secret-a"), false],
+      [probe("secret-z"), true],
+      [`SELECT id, email FROM users WHERE id = '${ALLOWED}' ORDER BY email`, false],
+      [`SELECT id, email FROM users WHERE id = '${ALLOWED}' ORDER BY 2`, false],
+      ["SELECT id FROM users GROUP BY login", false],
+      [`SELECT u.id FROM users u JOIN users b ON b.email = u.email WHERE u.id = '${ALLOWED}'`, false],
+      ["SELECT id, ROW_NUMBER() OVER (ORDER BY clicks) FROM users", false],
+      [`SELECT id FROM users WHERE id IN (SELECT id FROM users WHERE name LIKE 'Name a%')`, true],
+    ] as const) {
+      const outcome = await attempt(strict, sql, prepared);
+      assert.equal(outcome.error?.errno, 1227, `${sql}: ${outcome.text}`);
+      assert.match(outcome.error!.message, /this export is strict: .* may use only resource-context columns \(id, user_id\)/);
+    }
+    const allowedRows = await attempt(strict, `SELECT id, email FROM users WHERE id = '${ALLOWED}' ORDER BY 1`);
+    assert.deepEqual(allowedRows.rows, [[null, `${ALLOWED}@example.com`]], "predicates on resource-context columns pass");
+    const joined = await attempt(strict, `SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id WHERE u.id = '${ALLOWED}'`, true);
+    assert.deepEqual(joined.rows, [[`${ALLOWED}@example.com`, `item-${ALLOWED}`]], "a join on resource-context columns passes");
   });
 
   test("self-joins: each value is decided by its own instance's user, told apart by alias", async () => {

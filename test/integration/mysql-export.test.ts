@@ -106,7 +106,6 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
       ["endpoint not host:port", exportBody("nowhere"), "endpoint"],
       ["backendTls prefer", exportBody("127.0.0.1:3306", { backendTls: "prefer" }), "backendTls"],
       ["cloudSigning", exportBody("127.0.0.1:3306", { cloudSigning: { id: "x" } }), "cloudSigning"],
-      ["strict", exportBody("127.0.0.1:3306", { strict: true }), "strict"],
       ["credentials without direct verification", exportBody("127.0.0.1:3306", { credentials: { user: "u", password: "p" } }), "credentials"],
     ] as const) {
       const refused = await call("PUT", "/export", body);

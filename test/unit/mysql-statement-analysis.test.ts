@@ -5,6 +5,7 @@ import { ColumnType } from "../../protocols/mysql/column-types";
 import type { ErrPacket } from "../../protocols/mysql/err-packet";
 import type { MappedField, MappingView } from "../../exports/row-decider";
 import { missingUserColumns, withHiddenColumns } from "../../proxies/mysql/analysis/hidden-user-columns";
+import { resourceContextColumns, strictRefusal } from "../../proxies/mysql/analysis/strict-predicates";
 import { analyseStatement, type StatementAnalysis } from "../../proxies/mysql/analysis/statement-analysis";
 import { sanitizeError } from "../../proxies/mysql/error-texts";
 import { planMysqlResult } from "../../proxies/mysql/result-plan";
@@ -255,6 +256,46 @@ describe("MySQL hidden user columns: an instance's missing resource-context colu
     assert.deepEqual(renamed.groups, [], "the added column is not where it was put: nothing is attributed");
     assert.deepEqual(renamed.hidden, [false, false, true], "and it is still never sent");
     assert.equal(withHiddenColumns("SELECT 1 UNION SELECT 2", [{ alias: "u", column: "id" }], readOnly), undefined);
+  });
+});
+
+describe("MySQL strict exports: rows chosen, grouped and ordered only by resource-context columns", () => {
+  const subjects = resourceContextColumns(mapping);
+  const refusedFor = (sql: string) => {
+    const analysis = analyseStatement(sql, writable);
+    assert.ok(analysis.kind === "select" || analysis.kind === "other", sql);
+    return strictRefusal(analysis.predicates, subjects)?.message;
+  };
+
+  test("every clause that chooses, groups or orders rows is checked, subqueries and writes included", () => {
+    assert.deepEqual([...subjects], ["id", "user_id"]);
+    for (const [sql, named] of [
+      ["SELECT id FROM users WHERE email LIKE 'a%'", "WHERE may use only resource-context columns (id, user_id), not email"],
+      ["SELECT id FROM users u JOIN orders o ON o.item = u.email", "JOIN ON"],
+      ["SELECT id FROM users JOIN orders USING (item)", "JOIN USING"],
+      ["SELECT id FROM users GROUP BY name", "GROUP BY"],
+      ["SELECT id FROM users GROUP BY id HAVING MAX(clicks) > 1", "HAVING"],
+      ["SELECT id, email FROM users ORDER BY 2", "not output column 2"],
+      ["SELECT id, LENGTH(email) FROM users ORDER BY 2", "not output column 2"],
+      ["SELECT id FROM users ORDER BY `email`", "ORDER BY"],
+      ["SELECT id, RANK() OVER (PARTITION BY login) FROM users", "PARTITION BY"],
+      ["SELECT id FROM users ORDER BY id WINDOW w AS (PARTITION BY clicks)", "PARTITION BY"],
+      ["SELECT id, RANK() OVER (ORDER BY clicks) FROM users", "window ORDER BY"],
+      ["SELECT id FROM users WHERE id IN (SELECT user_id FROM orders WHERE item = 'x')", "not item"],
+      ["SELECT * FROM (SELECT id FROM users WHERE email = 'x') t", "not email"],
+      ["UPDATE users SET name = 'x' WHERE email = 'y'", "not email"],
+      ["DELETE FROM orders WHERE item = 'y'", "not item"],
+      ["SELECT id FROM users WHERE EXISTS (SELECT * FROM orders)", "not *"],
+    ] as const) {
+      const message = refusedFor(sql);
+      assert.ok(message?.includes(named), `${sql}: ${message}`);
+    }
+    for (const sql of [
+      "SELECT id, email FROM users WHERE id = 'a' ORDER BY 1",
+      "SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id WHERE u.ID IN ('a', 'b') GROUP BY u.id ORDER BY o.user_id",
+      "SELECT email FROM users",
+    ])
+      assert.equal(refusedFor(sql), undefined, sql);
   });
 });
 

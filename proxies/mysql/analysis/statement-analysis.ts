@@ -1,5 +1,6 @@
 import { Parser } from "node-sql-parser/build/mariadb";
 import { withHiddenColumns, type HiddenColumn, type RewrittenSelect } from "./hidden-user-columns";
+import { predicateReferences, type PredicateReference } from "./strict-predicates";
 
 /** A base table the outer SELECT reads, under the name its columns are reported with (its alias, else its name). */
 export interface Instance {
@@ -36,17 +37,19 @@ export interface Refusal {
 
 export type StatementAnalysis =
   | Refusal
-  /** A SELECT: its rows are decided with the shape. */
-  | { kind: "select"; shape: SelectShape }
+  /** A SELECT: its rows are decided with the shape; `predicates` for strict exports. */
+  | { kind: "select"; shape: SelectShape; predicates: readonly PredicateReference[] }
   /** SHOW WARNINGS / SHOW ERRORS: level and code pass, texts are replaced. */
   | { kind: "diagnostics" }
   /** USE: the session's database becomes `db` once the server says OK. */
   | { kind: "use"; db: string }
   /** Anything else allowed: its rows (SHOW, DESCRIBE...) have no attributable instance and are dropped. */
-  | { kind: "other"; write: boolean };
+  | { kind: "other"; write: boolean; predicates: readonly PredicateReference[] };
 
 export interface StatementPolicy {
   allowWrites: boolean;
+  /** Rows chosen, grouped and ordered only by resource-context columns (strict-predicates.ts; applied with the mapping when a statement runs). */
+  strict?: boolean;
 }
 
 /** Error numbers the proxy answers refusals with (MariaDB's own, so clients react as to the server). */
@@ -117,7 +120,8 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
   if (type === "select") return analyseSelect(statement, policy);
   if (type === "transaction") return analyseTransaction(statement, policy);
   if (type === "use" && typeof statement.db === "string") return { kind: "use", db: statement.db };
-  if (readTypes.has(type)) return { kind: "other", write: false };
+  const predicates = predicateReferences(statement);
+  if (readTypes.has(type)) return { kind: "other", write: false, predicates };
   if (type === "set" && setsCharacterSet(statement))
     return refusal(
       "denied",
@@ -126,7 +130,7 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
     );
   if (type === "set")
     return policy.allowWrites
-      ? { kind: "other", write: true }
+      ? { kind: "other", write: true, predicates }
       : refusal(
           "readOnly",
           "statement.refused",
@@ -136,7 +140,7 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
     return refusal("readOnly", "statement.refused", `${type.toUpperCase()} is refused: the export is read-only (allowWrites: true allows writes)`);
   if (type === "create" && /procedure|function|trigger|event/i.test(String(statement.keyword ?? "")))
     return refusal("denied", "statement.refused", "stored programs are refused by the export");
-  return { kind: "other", write: true };
+  return { kind: "other", write: true, predicates };
 }
 
 /** SET of a variable that chooses how the server reads statement bytes (character_set_client, collation_connection...). */
@@ -155,7 +159,7 @@ function analyseTransaction(statement: Record<string, unknown>, policy: Statemen
   const readWrite = (expr?.modes ?? []).some((mode) => /write/i.test(String(mode.value ?? "")));
   if (readWrite && !policy.allowWrites)
     return refusal("readOnly", "statement.refused", "START TRANSACTION READ WRITE is refused: the export is read-only (allowWrites: true allows writes)");
-  return { kind: "other", write: false };
+  return { kind: "other", write: false, predicates: [] };
 }
 
 function analyseSelect(select: Record<string, unknown>, policy: StatementPolicy): StatementAnalysis {
@@ -167,7 +171,7 @@ function analyseSelect(select: Record<string, unknown>, policy: StatementPolicy)
     );
   if (select.locking_read && !policy.allowWrites)
     return refusal("readOnly", "statement.refused", "SELECT ... FOR UPDATE is refused: the export is read-only (allowWrites: true allows it)");
-  return { kind: "select", shape: selectShape(select) };
+  return { kind: "select", shape: selectShape(select), predicates: predicateReferences(select) };
 }
 
 /** INTO anywhere in the statement (a subquery's too). */

@@ -16,6 +16,7 @@ import { decodeTextCommand, encodeTextCommand } from "../../../protocols/mysql/t
 import { planMysqlResult } from "../result-plan";
 import { sanitizeError } from "../error-texts";
 import { missingUserColumns } from "../analysis/hidden-user-columns";
+import { resourceContextColumns, strictRefusal } from "../analysis/strict-predicates";
 import type { StatementAnalysis } from "../analysis/statement-analysis";
 import type { PacketChannel } from "./packet-channel";
 import { BackendCatalog } from "./backend-catalog";
@@ -98,7 +99,7 @@ export class CommandPhase {
     if (code === Command.Quit) return false;
     if (code === Command.Query) {
       const text = decodeQuery(payload, this.capabilities).sql;
-      const analysis = this.analyse(text);
+      const analysis = this.strict(this.analyse(text));
       if (analysis.kind === "refused") return this.refuse(analysis, text);
       await this.catalogCurrent();
       const run = this.withUserColumns(text, analysis);
@@ -108,7 +109,7 @@ export class CommandPhase {
     }
     if (code === Command.StmtPrepare) {
       const text = decodeTextCommand(payload, Command.StmtPrepare);
-      const analysis = this.analyse(text);
+      const analysis = this.strict(this.analyse(text));
       if (analysis.kind === "refused") return this.refuse(analysis, text);
       await this.catalogCurrent();
       const run = this.withUserColumns(text, analysis);
@@ -153,7 +154,13 @@ export class CommandPhase {
     if (analysis.kind !== "select") return { text, analysis };
     const hidden = missingUserColumns(analysis.shape, this.deps.decider.mapping(), this.relationMaps, this.database);
     const rewritten = hidden.length > 0 ? this.deps.analyses.rewritten(text, hidden, this.deps.policy) : undefined;
-    return rewritten ? { text: rewritten.text, analysis: { kind: "select", shape: rewritten.shape } } : { text, analysis };
+    return rewritten ? { text: rewritten.text, analysis: { ...analysis, shape: rewritten.shape } } : { text, analysis };
+  }
+
+  /** A strict export's refusal of a statement that chooses, groups or orders rows by other columns than resource-context ones (with the mapping now). */
+  private strict(analysis: StatementAnalysis): StatementAnalysis {
+    if (!this.deps.policy.strict || (analysis.kind !== "select" && analysis.kind !== "other")) return analysis;
+    return strictRefusal(analysis.predicates, resourceContextColumns(this.deps.decider.mapping())) ?? analysis;
   }
 
   private analyse(text: string): StatementAnalysis {
@@ -208,6 +215,9 @@ export class CommandPhase {
       return true;
     }
     if (payload[5] !== 0) return this.refuseCommand(Command.StmtExecute, "cursors (COM_STMT_EXECUTE with cursor flags) are refused by the export");
+    // Checked again with the mapping now: it may have changed since the statement was prepared.
+    const strict = this.strict(prepared.analysis);
+    if (strict.kind === "refused") return this.refuse(strict, prepared.text);
     await this.catalogCurrent();
     this.backend.sequence = 0;
     await this.backend.send(payload);
