@@ -4,37 +4,23 @@
 // logged in gets far less. A real MariaDB, nats-server and node; mysql2 as the logged-in client.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { connect, type Socket } from "node:net";
 import mysql from "mysql2/promise";
-import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { call as request } from "../../testkit/http";
-import { connectTo, startNats, storedMessages } from "../../testkit/nats";
+import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { realisticPolicy } from "../../testkit/policy";
 import { freePort } from "../../testkit/ports";
 import { MariaDbServer } from "../../testkit/mariadb";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { createPopulation } from "../fixtures/population";
+import { assertAddressShare, assertLoginFloodHeld, assertRefusalsCounted, silentConnection } from "../helpers/login-flood";
 
 const loginTimeoutMs = 3_000;
 const idleTimeoutMs = 4_000;
 // Each connection logging in holds a backend connection (the greeting is the server's): the test MariaDB takes 50.
 const maxLoggingIn = 32;
 const perAddress = 8;
-
-/** A connection that never logs in: it connects (from `localAddress`), reads what it is told, and says nothing. */
-function silent(port: number, localAddress: string): Promise<{ socket: Socket; closed: Promise<string> }> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: "127.0.0.1", port, localAddress });
-    let told = "";
-    socket.on("data", (chunk: Buffer) => (told += chunk.toString("latin1")));
-    socket.on("error", () => undefined);
-    const closed = new Promise<string>((done) => socket.once("close", () => done(told)));
-    socket.once("connect", () => resolve({ socket, closed }));
-    socket.once("error", () => resolve({ socket, closed }));
-  });
-}
 
 describe("MySQL exports: connections logging in are limited apart from sessions; idle sessions and large packets end", () => {
   let db: MariaDbServer;
@@ -95,60 +81,37 @@ describe("MySQL exports: connections logging in are limited apart from sessions;
     const client = await openClient();
     const expected = await rows(client);
     assert.ok(expected > 0);
-    // From 100 loopback addresses, 6 each: the per-export cap is what stops them, not the per-address one.
-    const flood = await Promise.all(Array.from({ length: 600 }, (_, i) => silent(port, `127.0.0.${10 + (i % 100)}`)));
-    const floodStarted = Date.now();
     try {
-      for (let i = 0; i < 10; i++) assert.equal(await rows(client), expected, "the logged-in session answers as before");
-      const refused = await Promise.race([
-        Promise.all(flood.slice(maxLoggingIn + 50).map((f) => f.closed)),
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error("refusals not sent at once")), loginTimeoutMs - 500)),
-      ]);
-      assert.ok(
-        refused.every((told) => told.includes("#08004") && told.includes("too many connections are logging in")),
-        `the connections over the cap are told why (1040, SQLSTATE 08004) in place of the greeting: ${JSON.stringify([...new Set(refused)].slice(0, 3))}`,
-      );
-      assert.equal(await rows(client), expected, "still working during the flood");
-      const told = await Promise.all(flood.map((f) => f.closed));
-      const cutAtTimeout = told.filter((t) => t.includes("took too long")).length;
-      assert.ok(cutAtTimeout > 0 && cutAtTimeout <= maxLoggingIn, `at most ${maxLoggingIn} held a place until the login timeout, got ${cutAtTimeout}`);
-      assert.ok(Date.now() - floodStarted >= loginTimeoutMs * 0.9, "held places were cut at the timeout, not before");
+      // From 100 loopback addresses, 6 each: the per-export cap is what stops them, not the per-address one.
+      await assertLoginFloodHeld({
+        port,
+        maxLoggingIn,
+        loginTimeoutMs,
+        addresses: 100,
+        // 1040, SQLSTATE 08004, in place of the greeting; the login timeout is 1159.
+        refusedTold: "#08004",
+        cutTold: "took too long",
+        stillWorking: async () => assert.equal(await rows(client), expected, "the logged-in session answers as before"),
+      });
       const fresh = await openClient();
       assert.equal(await rows(fresh), expected, "the places are free again: a new client logs in");
       await fresh.end();
     } finally {
-      for (const f of flood) f.socket.destroy();
       await client.end().catch(() => undefined);
     }
-    const nc = await connectTo(nats.url);
-    try {
-      const records = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.mysql.>")).filter(
-        (m) => m.data.event === "connection.refused" && (m.data.details as { exportId: string }).exportId === exportId,
-      );
-      assert.ok(records.length >= 1 && records.length <= 4, `refusals audited as counts, not ${600 - maxLoggingIn} records: ${records.length}`);
-    } finally {
-      await nc.close();
-    }
+    await assertRefusalsCounted(nats.url, "mysql", exportId, 600 - maxLoggingIn);
   });
 
   test("one address gets at most its share of the places", async () => {
-    const flood = await Promise.all(Array.from({ length: perAddress + 10 }, () => silent(port, "127.0.0.5")));
-    try {
-      const refused = await Promise.all(flood.slice(perAddress).map((f) => f.closed));
-      assert.ok(
-        refused.every((told) => told.includes("too many connections from your address")),
-        "the address's extra connections are refused at once",
-      );
+    await assertAddressShare(port, perAddress, async () => {
       const client = await openClient();
       assert.ok((await rows(client)) > 0, "another address still logs in");
       await client.end();
-    } finally {
-      for (const f of flood) f.socket.destroy();
-    }
+    });
   });
 
   test("a client that has not logged in cannot send a large packet: its connection ends at once", async () => {
-    const { socket, closed } = await silent(port, "127.0.0.6");
+    const { socket, closed } = await silentConnection(port, "127.0.0.6");
     const started = Date.now();
     // After the greeting: a packet header announcing a 1 MiB HandshakeResponse.
     socket.write(Buffer.from([0x00, 0x00, 0x10, 0x01]));
