@@ -48,6 +48,9 @@ export class CommandPhase {
   private readonly prepared = new Map<number, Prepared>();
   private readonly rows: RowDecisions;
   private readonly catalog = new BackendCatalog();
+  private idleTimer?: NodeJS.Timeout;
+  /** Set while waiting for the client's next command: ends the wait when the idle timer fires. */
+  private idleWait?: () => void;
 
   constructor(
     private readonly deps: MysqlSessionDeps,
@@ -63,9 +66,13 @@ export class CommandPhase {
 
   /** Serves commands until the client quits or either side closes. */
   async run(): Promise<void> {
-    for (;;) {
-      const command = this.client.tryNext() ?? (await this.nextCommand());
-      if (!(await this.handle(command))) return;
+    try {
+      for (;;) {
+        const command = this.client.tryNext() ?? (await this.nextCommand());
+        if (!(await this.handle(command))) return;
+      }
+    } finally {
+      clearTimeout(this.idleTimer);
     }
   }
 
@@ -73,22 +80,29 @@ export class CommandPhase {
   private nextCommand(): Promise<Packet> {
     const idleMs = this.deps.limits.idleTimeoutMs;
     if (idleMs <= 0) return this.client.next();
-    let timer: NodeJS.Timeout | undefined;
-    const idle = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            // ER_NET_READ_INTERRUPTED, as the server's own wait_timeout.
-            new SessionFailure("idle timeout", {
-              code: 1159,
-              sqlState: "08S01",
-              message: `the export ended the connection: no command for ${idleMs / 1000} s`,
-            }),
-          ),
-        idleMs,
+    // One timer per session, re-armed at each wait (no timer made and cleared per command).
+    if (this.idleTimer) this.idleTimer.refresh();
+    else {
+      this.idleTimer = setTimeout(() => this.idleWait?.(), idleMs);
+      this.idleTimer.unref();
+    }
+    return new Promise<Packet>((resolve, reject) => {
+      this.idleWait = () =>
+        // ER_NET_READ_INTERRUPTED, as the server's own wait_timeout.
+        reject(
+          new SessionFailure("idle timeout", { code: 1159, sqlState: "08S01", message: `the export ended the connection: no command for ${idleMs / 1000} s` }),
+        );
+      this.client.next().then(
+        (packet) => {
+          this.idleWait = undefined;
+          resolve(packet);
+        },
+        (error: unknown) => {
+          this.idleWait = undefined;
+          reject(error);
+        },
       );
     });
-    return Promise.race([this.client.next(), idle]).finally(() => clearTimeout(timer));
   }
 
   /** One command; false when the connection ends. */
