@@ -1,7 +1,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { connect } from "@nats-io/transport-node";
-import pino from "pino";
 import type { NodeConfig } from "./config";
+import { createLogger } from "./logger";
 import { natsClientOptions } from "./nats-client-options";
 import { DecisionIndexer } from "../rights/decision-indexer";
 import { IndexBucket } from "../rights/index-bucket";
@@ -23,10 +23,8 @@ export type IndexerThreadMessage = { indexer: boolean } | { stop: true };
  */
 async function main(): Promise<void> {
   const setup = workerData as IndexerThreadSetup;
-  const log = pino({
-    level: setup.config.logLevel === "silent" ? "silent" : setup.config.logLevel,
-    base: { node: setup.config.nodeId, component: "decision-index" },
-  });
+  // The node's own format (JSON lines, or pretty at a terminal), so this thread's lines read as the node's.
+  const log = createLogger(setup.config.nodeId, setup.config.logLevel, setup.config.logFormat).child({ component: "decision-index" });
   const nc = await connect({
     ...natsClientOptions(setup.config, setup.embeddedToken),
     servers: setup.urls,

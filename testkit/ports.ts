@@ -18,3 +18,12 @@ export async function freePorts(count: number): Promise<number[]> {
   while (ports.size < count) ports.add(await freePort());
   return [...ports];
 }
+
+/** A free port that is none of `claimed` (ports handed out earlier whose servers may not be listening yet). */
+export async function freePortBesides(claimed: Iterable<number>): Promise<number> {
+  const taken = new Set(claimed);
+  for (;;) {
+    const port = await freePort();
+    if (!taken.has(port)) return port;
+  }
+}

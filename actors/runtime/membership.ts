@@ -10,6 +10,9 @@ import { Tokens, type RuntimeBuckets } from "./tokens";
 import type { NodeRecord, RuntimeOptions } from "./types";
 import { WatchedBucket } from "./watched-bucket";
 
+/** How long joining the cluster waits for JetStream to answer (a fresh cluster elects its stream leaders in seconds on 2.9.10). */
+const registerRetryMs = 30_000;
+
 /**
  * Cluster membership by leases. Each node renews its own entry every `heartbeatMs` with a
  * revision-checked write. Liveness is judged by each observer's own monotonic clock: a peer
@@ -83,9 +86,10 @@ export class Membership extends EventEmitter {
   /** Writes a fresh incarnation over whatever this node id held before. */
   private async register(): Promise<void> {
     const started = performance.now();
-    const current = await this.store.read(this.nodeId);
+    // A cluster that is still electing its stream leaders answers late: joining waits for it (retried reads, and writes that were not delivered).
+    const current = await this.store.read(this.nodeId, registerRetryMs);
     this.record = { nodeId: this.nodeId, incarnation: randomUUID().replaceAll("-", ""), startedAt: new Date().toISOString(), leaving: false, heartbeat: 0 };
-    this.revision = await this.store.write(this.nodeId, this.record, current.revision);
+    this.revision = await this.store.write(this.nodeId, this.record, current.revision, registerRetryMs);
     this.leaseValidUntil = started + this.options.leaseTtlMs - this.safetyMarginMs;
     this.peers.applyOwnWrite(this.nodeId, this.record, this.revision);
     this.noteOwnWrite();

@@ -1,31 +1,16 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { Client } from "pg";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { fhirPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
-import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
+import { answersThrough as answers, createAppDatabase, populationHba } from "../fixtures/postgres-population";
 import { call as request } from "../../testkit/http";
 import { connectTo, startNats, storedMessages } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { listening, until } from "../../testkit/wait";
 import { freePorts } from "../../testkit/ports";
 import { PostgresServer } from "../../testkit/postgres";
-
-/** Whether a PostgreSQL client can connect through the port and read a row. */
-async function answers(port: number): Promise<boolean> {
-  const c = new Client({ host: "127.0.0.1", port, user: roles.scram.user, password: roles.scram.password, database: "app", connectionTimeoutMillis: 2000 });
-  try {
-    await c.connect();
-    await c.query("SELECT id FROM users LIMIT 1");
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
 
 describe("an allow-list of backing endpoints (EXPORT_ALLOWED_ENDPOINTS): exports may point only where the operator allows", () => {
   let nats: NatsServerProcess;

@@ -13,7 +13,7 @@ import { MariaDbServer } from "../../testkit/mariadb";
 import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { realisticPolicy } from "../../testkit/policy";
-import { freePort } from "../../testkit/ports";
+import { freePortBesides } from "../../testkit/ports";
 import { tempDir } from "../../testkit/temp";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { createPopulation } from "../fixtures/population";
@@ -34,7 +34,8 @@ describe("MySQL exports: TLS to the backend (backendTls)", () => {
     mysql.createConnection({ host: "127.0.0.1", port, user: reader.user, password: reader.password, database: "app", connectTimeout: 5_000 });
 
   async function exportWith(name: string, endpoint: string, tls: Record<string, unknown>): Promise<void> {
-    const port = await freePort();
+    // A port another export of this suite claimed may not be listening yet: freePort alone could hand it out again.
+    const port = await freePortBesides(exportPorts.values());
     const created = await call("PUT", "/export", {
       type: "mysql",
       endpoint,

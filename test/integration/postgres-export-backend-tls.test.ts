@@ -9,7 +9,7 @@ import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-po
 import { call as request, type Answer } from "../../testkit/http";
 import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
-import { freePort } from "../../testkit/ports";
+import { freePortBesides } from "../../testkit/ports";
 import { PostgresServer, postgresSystemUser } from "../../testkit/postgres";
 import { tempDir } from "../../testkit/temp";
 import { certificateAuthority, serverCertificate } from "../../testkit/certificates";
@@ -28,7 +28,8 @@ describe("PostgreSQL exports: TLS to the backend (backendTls)", () => {
 
   /** An export of the users table in front of `endpoint` with these backend TLS fields; its port. */
   async function exportWith(name: string, endpoint: string, tls: Record<string, unknown>): Promise<number> {
-    const port = await freePort();
+    // A port another export of this suite claimed may not be listening yet: freePort alone could hand it out again.
+    const port = await freePortBesides(exportPorts.values());
     const created = await call("PUT", "/export", {
       type: "postgres",
       endpoint,

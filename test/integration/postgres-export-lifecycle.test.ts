@@ -5,7 +5,7 @@ import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation } from "../fixtures/population";
-import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
+import { answersThrough as answers, createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
 import { call as request } from "../../testkit/http";
 import { connectTo, startNats, storedMessages } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
@@ -15,20 +15,6 @@ import { freePorts } from "../../testkit/ports";
 import { PostgresServer } from "../../testkit/postgres";
 
 const cluster = { HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
-
-/** Whether a PostgreSQL client can connect through the port and run a query. */
-async function answers(port: number): Promise<boolean> {
-  const c = new Client({ host: "127.0.0.1", port, user: roles.scram.user, password: roles.scram.password, database: "app", connectionTimeoutMillis: 2000 });
-  try {
-    await c.connect();
-    await c.query("SELECT id FROM users LIMIT 1");
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await c.end().catch(() => undefined);
-  }
-}
 
 describe("PostgreSQL export lifecycle (spec 3.1)", () => {
   let nats: NatsServerProcess;
