@@ -4,6 +4,7 @@
 //    any proxy on Node's loop), through the export. Interleaved rounds, medians.
 // 2. Rows per second of a large SELECT read with mysql2 through the export vs directly.
 import { fork, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import mysql from "mysql2/promise";
 import { MariaDbServer } from "../testkit/mariadb";
@@ -65,6 +66,49 @@ async function readAll(options: mysql.ConnectionOptions, sql: string): Promise<{
   const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
   await c.end();
   return { perSecond: count / elapsed, count };
+}
+
+/** A process's resident set, in MiB (VmRSS from /proc). */
+function rssMiB(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB/m);
+  return line ? Number(line[1]) / 1024 : Number.NaN;
+}
+
+/**
+ * A client that reads a large result slowly (a pause of 50 ms every 2,000 rows) through the
+ * export for `duration` seconds, then hangs up: the RSS before and its peak meanwhile (sampled
+ * every 100 ms) of this process, which runs the node (startBenchNode) and the client. The
+ * proxy's backpressure should keep it flat.
+ */
+async function slowReader(
+  options: mysql.ConnectionOptions,
+  sql: string,
+  pid: number,
+  duration: number,
+): Promise<{ before: number; peak: number; rows: number }> {
+  const before = rssMiB(pid);
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMiB(pid))), 100);
+  const c = await mysql.createConnection(options);
+  const raw = (c as unknown as { connection: import("mysql2").Connection }).connection;
+  let count = 0;
+  await new Promise<void>((resolve) => {
+    const stream = raw.query(sql).stream();
+    const stop = setTimeout(() => {
+      stream.destroy();
+      resolve();
+    }, duration * 1000);
+    stream.on("data", () => {
+      if (++count % 2000 !== 0) return;
+      stream.pause();
+      setTimeout(() => stream.resume(), 50);
+    });
+    stream.on("end", () => (clearTimeout(stop), resolve()));
+    stream.on("error", () => (clearTimeout(stop), resolve()));
+  });
+  clearInterval(sampler);
+  c.destroy();
+  return { before, peak, rows: count };
 }
 
 async function main(): Promise<void> {
@@ -152,6 +196,10 @@ async function main(): Promise<void> {
     target: ">= 0.5x",
     met: exportRate / straight.perSecond >= 0.5,
   });
+  const slow = await slowReader(options(exportPort), sql, process.pid, seconds * 2);
+  process.stdout.write(
+    `slow reader: ${slow.rows} rows in ${seconds * 2} s; process RSS (node and client) ${slow.before.toFixed(0)} MiB before, ${slow.peak.toFixed(0)} MiB at most while it read\n`,
+  );
   pipe.child.kill();
   await node.stop();
   await db.stop();

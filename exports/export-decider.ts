@@ -136,7 +136,12 @@ export class ExportDecider implements RowDecider {
       const inFlight = this.memo.peek(userId);
       if (inFlight && !inFlight.stored && inFlight.madeUnder === compiled.revision) {
         made.set(userId, inFlight.decision);
-        stored.push(inFlight.traced);
+        // Marked stored here too: the load that made it marks it after its own wait, which may come after this one's (the caller would then find no verdict and drop the row).
+        stored.push(
+          inFlight.traced.then(() => {
+            inFlight.stored = true;
+          }),
+        );
       } else undecided.push(userId);
     }
     await withUserStates(

@@ -5,6 +5,7 @@ import type { DecisionService } from "../ports/decision-service";
 import { FhirDoor } from "../proxies/fhir/door";
 import { ObjectstoreDoor } from "../proxies/objectstore/door";
 import { MysqlDoor } from "../proxies/mysql/door";
+import { defaultMysqlLimits } from "../proxies/mysql/session/session-deps";
 import { PipelineDoor } from "../proxies/pipeline/door";
 import { csvThreading } from "../redaction/threaded-csv-redactor";
 import { PostgresDoor } from "../proxies/postgres/door";
@@ -44,7 +45,7 @@ export function exportDoors(settings: ExportDoorSettings): { doors: ExportDoors;
     pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas, httpLimits: settings.httpLimits }),
     fhir: new FhirDoor({ decisions: settings.decisions, httpLimits: settings.httpLimits }),
     objectstore: new ObjectstoreDoor({ csvThreading: csvThreading(settings.redactionThreads), httpLimits: settings.httpLimits }),
-    mysql: new MysqlDoor(),
+    mysql: new MysqlDoor({ ...defaultMysqlLimits, ...settings.wireLimits }),
   };
   return { doors, postgres };
 }

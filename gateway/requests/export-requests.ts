@@ -56,19 +56,19 @@ export const exportBody = {
     strict: {
       type: "boolean",
       description:
-        "postgres (mysql exports refuse it): refuse statements whose WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, window or DISTINCT ON use columns other than resource-context ones",
+        "postgres, mysql: refuse statements whose WHERE, JOIN ON, GROUP BY, HAVING, ORDER BY, window or DISTINCT ON use columns other than resource-context ones",
     },
     backendTls: {
       type: "string",
       enum: [...backendTlsModes],
       description:
-        "postgres (mysql exports refuse it): TLS to the backend, as libpq's sslmode: disable (default), prefer, require, verify-ca, verify-full; require and the verify modes never fall back to cleartext",
+        "postgres, mysql: TLS to the backend, as libpq's sslmode: disable (default), prefer (postgres only), require, verify-ca, verify-full; require and the verify modes never fall back to cleartext",
     },
     backendCa: {
       type: "string",
       minLength: 1,
       maxLength: 65536,
-      description: "postgres, verify-ca and verify-full: the CA certificates (PEM) the backend's certificate must chain to; absent: the system's",
+      description: "postgres, mysql, verify-ca and verify-full: the CA certificates (PEM) the backend's certificate must chain to; absent: the system's",
     },
     pushdown: {
       type: "boolean",

@@ -69,7 +69,8 @@ export class PacketReader {
   private total = 0;
   private scan: Scan | undefined;
 
-  constructor(private readonly maxPayloadLength = 64 * 1024 * 1024) {}
+  /** Changes when the connection's phase does (a proxy takes small packets before login, larger ones after). */
+  constructor(public maxPayloadLength = 64 * 1024 * 1024) {}
 
   /** Bytes received and not yet taken as packets. */
   get buffered(): number {

@@ -1,5 +1,6 @@
 import { isDatabaseCredentials } from "../../actors/export/export-actor";
 import type { ExportBody } from "../../api/types";
+import { backendTlsOf, checkBackendCa } from "../../exports/backend-tls";
 import { connectionTracer } from "../../exports/connection-trace";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
 import { refuseField, type RefusalReasons, takenFields } from "../../exports/body-checks";
@@ -7,13 +8,10 @@ import { checkHostPortEndpoint, splitEndpoint } from "../../exports/endpoint";
 import { MysqlExportServer } from "./server";
 import { defaultMysqlLimits, type MysqlLimits } from "./session/session-deps";
 
-/** The fields of PUT /export a MySQL export takes (strict only false; object-storage fields, pushdown and backend TLS refused). */
-const taken = takenFields("endpoint", "credentials", "resourceServerId", "allowWrites", "strict");
+/** The fields of PUT /export a MySQL export takes (object-storage fields and pushdown refused). */
+const taken = takenFields("endpoint", "credentials", "resourceServerId", "allowWrites", "strict", "backendTls", "backendCa");
 const refusedBecause: RefusalReasons = {
   cloudSigning: "a mysql export's clients cannot sign requests",
-  // TLS to the backend is not built for MySQL exports yet: refused rather than stored and ignored.
-  backendTls: "a mysql export connects to its backend in plain TCP (docs/mysql-export.md)",
-  backendCa: "a mysql export connects to its backend in plain TCP (docs/mysql-export.md)",
   pushdown: "pushdown is built for postgres exports only",
 };
 
@@ -29,15 +27,19 @@ export class MysqlDoor implements ExportDoorType {
   constructor(private readonly limits: MysqlLimits = defaultMysqlLimits) {}
 
   validate(body: ExportBody): void {
-    if (body.strict) refuseField(this.type, "strict", "strict predicates are not built for mysql exports yet (docs/mysql-export.md)");
     if (body.credentials && !isDatabaseCredentials(body.credentials))
       refuseField(this.type, "credentials", "a mysql export logs in with {user, password}, not an access key");
     checkHostPortEndpoint(this.type, body.endpoint);
+    // prefer would fall back to cleartext when the server does not offer TLS: a MySQL export asks for TLS or not.
+    if (body.backendTls === "prefer")
+      refuseField(this.type, "backendTls", "a mysql export takes backendTls disable, require, verify-ca or verify-full (prefer could fall back to cleartext)");
+    checkBackendCa(body);
   }
 
   async open(services: DoorServices): Promise<OpenDoor> {
     const { record } = services;
     const [host, port] = splitEndpoint(record.endpoint ?? "");
+    const { tls: backendTls } = backendTlsOf(record);
     return MysqlExportServer.listen({
       exportId: record.id,
       host: services.listenHost,
@@ -48,7 +50,8 @@ export class MysqlDoor implements ExportDoorType {
       limits: this.limits,
       ...(services.tls ? { tls: services.tls.context } : {}),
       ...(services.verification ? { verification: services.verification } : {}),
-      policy: { allowWrites: record.allowWrites === true },
+      policy: { allowWrites: record.allowWrites === true, strict: record.strict === true },
+      ...(backendTls ? { backendTls } : {}),
       onConnectionEnd: connectionTracer(services),
     });
   }

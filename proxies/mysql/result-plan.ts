@@ -1,6 +1,7 @@
 import type { ColumnDefinition } from "../../protocols/mysql/column-definition";
 import type { MappedField, MappingView } from "../../exports/row-decider";
 import type { DecisionPlan } from "../../exports/row-masks";
+import { hiddenColumnPrefix } from "./analysis/hidden-user-columns";
 import type { OutputEntry, SelectShape } from "./analysis/statement-analysis";
 
 /** A MySQL result's plan: the protocol-neutral decision plan and the column types its rows are framed by. */
@@ -53,7 +54,9 @@ function mappedField(mapping: MappingView, column: ColumnDefinition, relationMap
  * `org_table`/`org_name` alone could not. The mapping applies only to the relation it names
  * (`relationMaps`: a view or table of the same name elsewhere does not take it). Each instance's user is read from its own
  * resource-context columns in the same result; an instance whose user column is not in the
- * result decides nothing (its values are NULL). Without a shape, nothing is attributed.
+ * result decides nothing (its values are NULL); the export adds the missing ones as hidden columns
+ * (analysis/hidden-user-columns.ts), the shape's last `hiddenCount`, which are never sent.
+ * Without a shape, nothing is attributed.
  */
 export function planMysqlResult(
   columns: readonly ColumnDefinition[],
@@ -67,8 +70,12 @@ export function planMysqlResult(
   const groupOf: number[] = new Array(count).fill(-1);
   const types = Uint8Array.from(columns, (c) => c.type);
   const flags = Uint16Array.from(columns, (c) => c.flags);
-  const plan: MysqlResultPlan = { categories, groupOf, hidden: new Array(count).fill(false), groups: [], masks: new Map(), types, flags };
+  const hiddenCount = shape?.hiddenCount ?? 0;
+  const hidden = columns.map((_, i) => i >= count - hiddenCount);
+  const plan: MysqlResultPlan = { categories, groupOf, hidden, groups: [], masks: new Map(), types, flags };
   if (!shape?.attributable) return plan;
+  // The columns the export added are the last ones, under the names it gave them: else the result is not the statement's (nothing is attributed).
+  for (let i = 0; i < hiddenCount; i++) if (columns[count - hiddenCount + i]?.name !== `${hiddenColumnPrefix}${i}`) return plan;
   const positions = plainColumns(shape.entries, count);
   /** Per position: its instance alias and mapped field, when attributed. */
   const attributed: Array<{ alias: string; field: MappedField } | undefined> = new Array(count).fill(undefined);

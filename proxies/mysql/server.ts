@@ -4,12 +4,14 @@ import { encodeErrPacket } from "../../protocols/mysql/err-packet";
 import { encodePacket } from "../../protocols/mysql/packets";
 import type { ExportServing } from "../../api/types";
 import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
+import { LoginSlots, loginSlotMessage } from "../../exports/login-slots";
 import { listenExclusive, sqlServing } from "../../exports/wire-listener";
+import { RepeatedAudit } from "../../auth/repeated-audit";
 import { AnalysisCache } from "./analysis/statement-analysis";
 import { MysqlSession } from "./session";
 import type { MysqlSessionCounts, MysqlSessionDeps } from "./session/session-deps";
 
-export interface MysqlServerOptions extends Omit<MysqlSessionDeps, "connectionId" | "onEnd" | "analyses"> {
+export interface MysqlServerOptions extends Omit<MysqlSessionDeps, "connectionId" | "onEnd" | "onLoggedIn" | "analyses"> {
   host: string;
   port: number;
   /** Called when a connection ends, with what it counted (for the trace). */
@@ -25,11 +27,17 @@ export class MysqlExportServer {
   private readonly sockets = new Set<Socket>();
   private readonly totals = { total: 0, refused: 0, rows: emptyRowCounts() };
   private readonly since = new Date().toISOString();
+  /** Connections still logging in have places of their own (exports/login-slots.ts): unauthenticated clients cannot fill the sessions'. */
+  private readonly loggingIn: LoginSlots;
+  private readonly refusals: RepeatedAudit;
 
   private constructor(
     private readonly server: Server,
     private readonly options: MysqlServerOptions,
-  ) {}
+  ) {
+    this.loggingIn = new LoginSlots(options.limits);
+    this.refusals = new RepeatedAudit((message, details, count) => options.audit("warn", "connection.refused", message, { ...details, count }));
+  }
 
   /** Opens the port; rejects (EADDRINUSE, EACCES...) when it cannot be opened. */
   static async listen(options: MysqlServerOptions): Promise<MysqlExportServer> {
@@ -53,23 +61,24 @@ export class MysqlExportServer {
     socket.once("close", () => this.sockets.delete(socket));
     socket.on("error", () => socket.destroy());
     const { exportId, limits } = this.options;
-    if (this.sessions.size >= limits.maxConnections) {
-      this.totals.refused++;
-      this.options.audit("warn", "connection.refused", `export ${exportId} is at its limit of ${limits.maxConnections} connections`, {
-        exportId,
-        component: "mysql",
-        remote: socket.remoteAddress ?? null,
-      });
-      // ER_CON_COUNT_ERROR, in place of the greeting (as the server answers).
-      socket.end(encodePacket(encodeErrPacket({ code: 1040, sqlState: "08004", message: "Too many connections" }), 0));
+    const remote = socket.remoteAddress ?? null;
+    if (this.sessions.size - this.loggingIn.size >= limits.maxConnections) {
+      this.refuse(socket, "sessions", `export ${exportId} is at its limit of ${limits.maxConnections} connections`, "Too many connections", remote);
       return;
     }
     const connectionId = randomUUID();
+    const refusal = this.loggingIn.take(connectionId, socket.remoteAddress);
+    if (refusal) {
+      this.refuse(socket, refusal, `export ${exportId}: ${loginSlotMessage(refusal, limits)}`, loginSlotMessage(refusal, limits), remote);
+      return;
+    }
     const session: MysqlSession = new MysqlSession(socket, {
       ...this.options,
       connectionId,
       analyses: sharedAnalyses,
+      onLoggedIn: () => this.loggingIn.free(connectionId),
       onEnd: (counts, identity) => {
+        this.loggingIn.free(connectionId);
         this.sessions.delete(session);
         addRowCounts(this.totals.rows, counts);
         this.totals.refused += counts.refused > 0 ? 1 : 0;
@@ -77,6 +86,13 @@ export class MysqlExportServer {
       },
     });
     this.sessions.add(session);
+  }
+
+  /** Refuses a connection for want of a place: ER_CON_COUNT_ERROR in place of the greeting (as the server answers); repeats audited as counts. */
+  private refuse(socket: Socket, reason: string, audited: string, told: string, remote: string | null): void {
+    this.totals.refused++;
+    this.refusals.record(reason, audited, { exportId: this.options.exportId, component: "mysql", remote, reason });
+    socket.end(encodePacket(encodeErrPacket({ code: 1040, sqlState: "08004", message: told }), 0));
   }
 
   serving(): ExportServing {

@@ -6,7 +6,7 @@ import { CommandPhase } from "./session/command-phase";
 import { LoginEnded, MysqlLogin } from "./session/login";
 import { ChannelClosed, PacketChannel } from "./session/packet-channel";
 import { SessionFailure } from "./session/session-failure";
-import type { MysqlSessionCounts, MysqlSessionDeps } from "./session/session-deps";
+import { preLoginPayloadBytes, type MysqlSessionCounts, type MysqlSessionDeps } from "./session/session-deps";
 
 /**
  * One client connection to a MySQL export: the backend connection opened for it, the login
@@ -32,7 +32,7 @@ export class MysqlSession {
     const backendSocket = connect({ host: deps.backend.host, port: deps.backend.port, noDelay: true });
     this.backendSocket = backendSocket;
     backendSocket.on("error", () => backendSocket.destroy());
-    const client = new PacketChannel(this.socket, deps.limits.maxPayloadBytes);
+    const client = new PacketChannel(this.socket, preLoginPayloadBytes);
     this.client = client;
     const backend = new PacketChannel(backendSocket, deps.limits.maxPayloadBytes);
     let failure: SessionFailure | undefined;
@@ -49,6 +49,8 @@ export class MysqlSession {
       await this.connected(backendSocket);
       const login = await new MysqlLogin(deps, client, backend).run();
       clearTimeout(timer);
+      client.maxPayload = deps.limits.maxClientMessageBytes;
+      deps.onLoggedIn();
       this.identity.user = login.user;
       if (login.database !== undefined) this.identity.database = login.database;
       await new CommandPhase(deps, client, backend, login.capabilities, this.counts, login.database).run();

@@ -1,9 +1,9 @@
-import { randomBytes, X509Certificate } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import type { ClientConfig } from "pg";
 import type { Logger } from "pino";
 import { isDatabaseCredentials, type ExportRecord } from "../../actors/export/export-actor";
 import { HandlerError } from "../../actors/runtime/errors";
-import type { BackendTls } from "./session/backend-tls";
+import { backendTlsOf, checkBackendCa } from "../../exports/backend-tls";
 import type { ExportBody } from "../../api/types";
 import type { CredentialVerification } from "../../exports/direct-verification";
 import { connectionTracer } from "../../exports/connection-trace";
@@ -44,24 +44,6 @@ function postgresVerification(verification: CredentialVerification): DirectVerif
   };
 }
 
-/** `backendCa` belongs to the verify modes (the others check no certificate) and must be PEM certificates Node can read. */
-function checkBackendTls(body: ExportBody): void {
-  if (body.backendCa === undefined) return;
-  if (body.backendTls !== "verify-ca" && body.backendTls !== "verify-full")
-    throw new HandlerError("EXPORT_INVALID", "backendCa is used only to verify the backend's certificate: give backendTls verify-ca or verify-full", {
-      details: [{ path: "backendCa", problem: "needs backendTls verify-ca or verify-full" }],
-    });
-  const pems = body.backendCa.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
-  try {
-    if (pems.length === 0) throw new Error("no certificate");
-    for (const pem of pems) new X509Certificate(pem);
-  } catch {
-    throw new HandlerError("EXPORT_INVALID", "backendCa is not PEM certificates", {
-      details: [{ path: "backendCa", problem: "must be one or more PEM certificates" }],
-    });
-  }
-}
-
 /**
  * The verdict table's connection's TLS, as strict as the sessions': never cleartext when TLS is
  * asked for (`prefer` too: the table's writes are the service's own).
@@ -79,13 +61,6 @@ function pgSslOf(record: ExportRecord): ClientConfig["ssl"] {
 
 /** Rewritten statements carry this 20-digit literal where the verdict version goes (random per process: no client text can aim at it). */
 const versionMarker = `9${Array.from(randomBytes(19), (byte) => String(byte % 10)).join("")}`;
-
-/** TLS to the backend as the export's record asks (none for `disable`, the default). */
-function backendTlsOf(record: ExportRecord): { tls?: BackendTls } {
-  const mode = record.backendTls ?? "disable";
-  if (mode === "disable") return {};
-  return { tls: { mode, ...(record.backendCa !== undefined ? { ca: record.backendCa } : {}) } };
-}
 
 /** The fields of PUT /export a PostgreSQL export takes (object-storage fields and cloud signing refused). */
 const taken = takenFields("endpoint", "credentials", "resourceServerId", "allowWrites", "strict", "backendTls", "backendCa", "pushdown");
@@ -115,7 +90,7 @@ export class PostgresDoor implements ExportDoorType {
     if (body.credentials && !isDatabaseCredentials(body.credentials))
       refuseField(this.type, "credentials", "a postgres export logs in with {user, password}, not an access key");
     checkHostPortEndpoint(this.type, body.endpoint);
-    checkBackendTls(body);
+    checkBackendCa(body);
     // The verdict table is written with the export's own identity: clients' identities vary, and may not write there.
     if (body.pushdown && !body.credentials)
       throw new HandlerError(

@@ -56,6 +56,8 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
   let node: NodeProcess;
   let readOnlyPort: number;
   let writablePort: number;
+  let strictPort: number;
+  let strict: mysql.Connection;
   let allowed: Verdicts;
   let forbidden: string[];
   let direct: mysql.Connection;
@@ -121,27 +123,63 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     assert.ok(forbidden.includes(droppedEmail));
     readOnlyPort = await freePort();
     writablePort = await freePort();
+    strictPort = await freePort();
     const base = { type: "mysql", endpoint: `127.0.0.1:${db.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } };
     assert.equal((await call("PUT", "/export", { ...base, port: readOnlyPort })).status, 200);
     assert.equal((await call("PUT", "/export", { ...base, port: writablePort, allowWrites: true })).status, 200);
+    assert.equal((await call("PUT", "/export", { ...base, port: strictPort, strict: true })).status, 200);
     direct = await open(db.port);
     through = await waitOpen(readOnlyPort);
     writable = await waitOpen(writablePort);
+    strict = await waitOpen(strictPort);
   });
 
   after(async () => {
     await direct?.end().catch(() => undefined);
     await through?.end().catch(() => undefined);
     await writable?.end().catch(() => undefined);
+    await strict?.end().catch(() => undefined);
     await node?.stop();
     await nats?.stop();
     await db?.stop();
   });
 
+  test("strict: predicates on other columns than resource-context ones, which infer values the export empties, are refused", async () => {
+    const secret = await attempt(direct, `SELECT secret FROM users WHERE id = '${ALLOWED}'`);
+    assert.deepEqual(secret.rows, [[`secret-${ALLOWED}`]], "directly, the unmapped value is there");
+    const probe = (prefix: string) => `SELECT id FROM users WHERE id = '${ALLOWED}' AND secret LIKE '${prefix}%'`;
+    assert.equal((await attempt(through, probe(`secret-${ALLOWED.slice(0, 1)}`))).rows.length, 1);
+    assert.equal(
+      (await attempt(through, probe("secret-z"))).rows.length,
+      0,
+      "through a non-strict export the predicate tells the value apart by which rows come back",
+    );
+    for (const [sql, prepared] of [
+      [probe("secret-a"), false],
+      [probe("secret-z"), true],
+      [`SELECT id, email FROM users WHERE id = '${ALLOWED}' ORDER BY email`, false],
+      [`SELECT id, email FROM users WHERE id = '${ALLOWED}' ORDER BY 2`, false],
+      ["SELECT id FROM users GROUP BY login", false],
+      [`SELECT u.id FROM users u JOIN users b ON b.email = u.email WHERE u.id = '${ALLOWED}'`, false],
+      ["SELECT id, ROW_NUMBER() OVER (ORDER BY clicks) FROM users", false],
+      [`SELECT id FROM users WHERE id IN (SELECT id FROM users WHERE name LIKE 'Name a%')`, true],
+    ] as const) {
+      const outcome = await attempt(strict, sql, prepared);
+      assert.equal(outcome.error?.errno, 1227, `${sql}: ${outcome.text}`);
+      assert.match(outcome.error!.message, /this export is strict: .* may use only resource-context columns \(id, user_id\)/);
+    }
+    const allowedRows = await attempt(strict, `SELECT id, email FROM users WHERE id = '${ALLOWED}' ORDER BY 1`);
+    assert.deepEqual(allowedRows.rows, [[null, `${ALLOWED}@example.com`]], "predicates on resource-context columns pass");
+    const joined = await attempt(strict, `SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id WHERE u.id = '${ALLOWED}'`, true);
+    assert.deepEqual(joined.rows, [[`${ALLOWED}@example.com`, `item-${ALLOWED}`]], "a join on resource-context columns passes");
+  });
+
   test("self-joins: each value is decided by its own instance's user, told apart by alias", async () => {
     const sql = `SELECT a.id, a.email, b.email FROM users a JOIN users b ON b.id = '${DROPPED}' WHERE a.id = '${ALLOWED}'`;
     const shown = await assertBlocked(sql, "self-join, the other instance's user not selected");
-    assert.deepEqual(shown.rows, [[null, `${ALLOWED}@example.com`, null]], "a's email still shows; b's is NULL (b's user is not in the result)");
+    assert.deepEqual(shown.rows, [], "b's user, added as a hidden column, may not be used: the row is dropped");
+    const both = await attempt(through, `SELECT a.email, b.email FROM users a JOIN users b ON b.id = a.id WHERE a.id = '${ALLOWED}'`);
+    assert.deepEqual(both.rows, [[`${ALLOWED}@example.com`, `${ALLOWED}@example.com`]], "each instance decided by its own hidden user column");
     const withUser = await assertBlocked(
       `SELECT a.id, a.email, b.id, b.email FROM users a JOIN users b ON b.id = '${DROPPED}' WHERE a.id = '${ALLOWED}'`,
       "self-join with both users",
@@ -151,7 +189,17 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
       `SELECT b.email AS email, a.id AS id FROM users a, users b WHERE a.id = '${ALLOWED}' AND b.id = '${DROPPED}'`,
       "labels swapped",
     );
-    assert.deepEqual(swapped.rows, [[null, null]]);
+    assert.deepEqual(swapped.rows, [], "b's hidden user column names the user who may not be used");
+    // A client's own column named like the export's hidden one does not pose as the user.
+    const posing = await assertBlocked(
+      `SELECT email, '${ALLOWED}' AS warden_user_0 FROM users WHERE id = '${DROPPED}'`,
+      "a column posing as the hidden user column",
+    );
+    assert.deepEqual(posing.rows, []);
+    const prepared = await assertBlocked(`SELECT email, '${ALLOWED}' AS warden_user_0 FROM users WHERE id = '${DROPPED}'`, "the same, prepared", {
+      prepared: true,
+    });
+    assert.deepEqual(prepared.rows, []);
     // Aliases differ only in case: two instances on the server (lower_case_table_names=0).
     await assertBlocked(`SELECT A.id, a.email FROM users A JOIN users a ON a.id = '${DROPPED}' WHERE A.id = '${ALLOWED}'`, "aliases differing in case");
     const outer = await attempt(
@@ -166,7 +214,7 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
       `SELECT u.id, u.email, o.item FROM users u JOIN orders o ON o.user_id = '${DROPPED}' WHERE u.id = '${ALLOWED}'`,
       "join to another user's order",
     );
-    assert.deepEqual(shown.rows, [[null, `${ALLOWED}@example.com`, null]]);
+    assert.deepEqual(shown.rows, [], "the order's user (a hidden column) may not be used: the row is dropped");
     const own = await attempt(through, `SELECT u.id, u.email, o.user_id, o.item FROM users u JOIN orders o ON o.user_id = u.id WHERE u.id = '${ALLOWED}'`);
     assert.deepEqual(own.rows, [[null, `${ALLOWED}@example.com`, null, `item-${ALLOWED}`]], "a join of the allowed user's own rows shows both tables' values");
   });
@@ -260,7 +308,9 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
       "prepared self-join",
       { prepared: true },
     );
-    assert.deepEqual(joined.rows, [[null, `${ALLOWED}@example.com`, null]]);
+    assert.deepEqual(joined.rows, [], "b's hidden user column, in a binary result too");
+    const own = await attempt(through, `SELECT a.email, b.email FROM users a JOIN users b ON b.id = a.id WHERE a.id = '${ALLOWED}'`, true);
+    assert.deepEqual(own.rows, [[`${ALLOWED}@example.com`, `${ALLOWED}@example.com`]]);
     await assertBlocked(
       `SELECT id, email FROM users WHERE id = '${ALLOWED}' UNION ALL SELECT '${ALLOWED}', email FROM users WHERE id = '${DROPPED}'`,
       "prepared UNION",

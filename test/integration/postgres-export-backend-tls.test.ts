@@ -1,8 +1,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { readFileSync } from "node:fs";
 import { Client } from "pg";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
@@ -14,49 +12,7 @@ import { NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
 import { PostgresServer, postgresSystemUser } from "../../testkit/postgres";
 import { tempDir } from "../../testkit/temp";
-
-function openssl(args: string[]): void {
-  const made = spawnSync("openssl", args, { encoding: "utf8" });
-  if (made.status !== 0) throw new Error(`openssl ${args[0]} failed: ${made.stderr}`);
-}
-
-/** A CA of its own, made by openssl in `dir`. */
-function certificateAuthority(dir: string, name: string): { certFile: string; keyFile: string } {
-  const certFile = join(dir, `${name}.pem`);
-  const keyFile = join(dir, `${name}.key`);
-  openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", certFile, "-days", "2", "-subj", `/CN=${name}`]);
-  return { certFile, keyFile };
-}
-
-/** A server certificate for the name `localhost` only (not 127.0.0.1), signed by `ca`. */
-function serverCertificate(dir: string, ca: { certFile: string; keyFile: string }): { certFile: string; keyFile: string } {
-  const keyFile = join(dir, "server.key");
-  const request = join(dir, "server.csr");
-  const certFile = join(dir, "server.pem");
-  const extensions = join(dir, "server.ext");
-  writeFileSync(extensions, "subjectAltName=DNS:localhost\n");
-  openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", keyFile, "-out", request, "-subj", "/CN=localhost"]);
-  openssl([
-    "x509",
-    "-req",
-    "-in",
-    request,
-    "-CA",
-    ca.certFile,
-    "-CAkey",
-    ca.keyFile,
-    "-CAcreateserial",
-    "-out",
-    certFile,
-    "-days",
-    "2",
-    "-extfile",
-    extensions,
-  ]);
-  // PostgreSQL refuses a key others can read.
-  chmodSync(keyFile, 0o600);
-  return { certFile, keyFile };
-}
+import { certificateAuthority, serverCertificate } from "../../testkit/certificates";
 
 describe("PostgreSQL exports: TLS to the backend (backendTls)", () => {
   let nats: NatsServerProcess;

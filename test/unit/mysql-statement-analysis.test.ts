@@ -4,6 +4,8 @@ import type { ColumnDefinition } from "../../protocols/mysql/column-definition";
 import { ColumnType } from "../../protocols/mysql/column-types";
 import type { ErrPacket } from "../../protocols/mysql/err-packet";
 import type { MappedField, MappingView } from "../../exports/row-decider";
+import { missingUserColumns, withHiddenColumns } from "../../proxies/mysql/analysis/hidden-user-columns";
+import { resourceContextColumns, strictRefusal } from "../../proxies/mysql/analysis/strict-predicates";
 import { analyseStatement, type StatementAnalysis } from "../../proxies/mysql/analysis/statement-analysis";
 import { sanitizeError } from "../../proxies/mysql/error-texts";
 import { planMysqlResult } from "../../proxies/mysql/result-plan";
@@ -207,6 +209,93 @@ describe("MySQL result plans: the parse and the server's column definitions must
     assert.deepEqual(plan.groups, [[0], [3]]);
     assert.deepEqual(plan.categories, [undefined, "contact", undefined, undefined, "usage"]);
     assert.deepEqual(plan.groupOf, [0, 0, -1, 1, 1]);
+  });
+});
+
+describe("MySQL hidden user columns: an instance's missing resource-context column is added, decided on, never sent", () => {
+  test("which columns are missing: per instance, only for the relation the mapping names, none when the select list returns them", () => {
+    const all = () => true;
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT email FROM users"), mapping, all, "app"), [{ alias: "users", column: "id" }]);
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT id, email FROM users"), mapping, all, "app"), []);
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT * FROM users u"), mapping, all, "app"), []);
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT a.email, b.email, b.id FROM users a JOIN users b ON a.id = b.id"), mapping, all, "app"), [
+      { alias: "a", column: "id" },
+    ]);
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id"), mapping, all, "app"), [
+      { alias: "u", column: "id" },
+      { alias: "o", column: "user_id" },
+    ]);
+    assert.deepEqual(
+      missingUserColumns(shapeOf("SELECT email FROM users"), mapping, () => false, "app"),
+      [],
+      "a relation the mapping does not name",
+    );
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT DISTINCT email FROM users"), mapping, all, "app"), [], "DISTINCT: an added column changes the rows");
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT COUNT(email) FROM users"), mapping, all, "app"), [], "not attributable");
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT x.email FROM (SELECT email FROM users) x"), mapping, all, "app"), [], "a derived table is no instance");
+  });
+
+  test("the statement is printed with them last; its own analysis is what runs; the plan leaves them out of every row", () => {
+    const rewritten = withHiddenColumns(
+      "SELECT email AS e, 'accepted' AS warden_user_0 FROM app.users u WHERE u.name = ?",
+      [{ alias: "u", column: "id" }],
+      readOnly,
+    );
+    assert.ok(rewritten);
+    assert.equal(
+      rewritten.text,
+      "SELECT `email` AS `e`, 'accepted' AS `warden_user_0`, `u`.`id` AS `warden_user_0` FROM `app`.`users` AS `u` WHERE `u`.`name` = ?",
+    );
+    assert.equal(rewritten.shape.hiddenCount, 1);
+    const columns = [column("u", "users", "email", "e"), expression("warden_user_0"), column("u", "users", "id", "warden_user_0")];
+    const plan = planMysqlResult(columns, rewritten.shape, mapping, () => true, "app");
+    assert.deepEqual(plan.hidden, [false, false, true]);
+    assert.deepEqual(plan.groups, [[2]], "the user is read from the added column, not from the client's column of the same name");
+    assert.deepEqual(plan.categories, ["contact", undefined, undefined]);
+    const renamed = planMysqlResult([columns[0]!, columns[1]!, { ...columns[2]!, name: "other" }], rewritten.shape, mapping, () => true, "app");
+    assert.deepEqual(renamed.groups, [], "the added column is not where it was put: nothing is attributed");
+    assert.deepEqual(renamed.hidden, [false, false, true], "and it is still never sent");
+    assert.equal(withHiddenColumns("SELECT 1 UNION SELECT 2", [{ alias: "u", column: "id" }], readOnly), undefined);
+  });
+});
+
+describe("MySQL strict exports: rows chosen, grouped and ordered only by resource-context columns", () => {
+  const subjects = resourceContextColumns(mapping);
+  const refusedFor = (sql: string) => {
+    const analysis = analyseStatement(sql, writable);
+    assert.ok(analysis.kind === "select" || analysis.kind === "other", sql);
+    return strictRefusal(analysis.predicates, subjects)?.message;
+  };
+
+  test("every clause that chooses, groups or orders rows is checked, subqueries and writes included", () => {
+    assert.deepEqual([...subjects], ["id", "user_id"]);
+    for (const [sql, named] of [
+      ["SELECT id FROM users WHERE email LIKE 'a%'", "WHERE may use only resource-context columns (id, user_id), not email"],
+      ["SELECT id FROM users u JOIN orders o ON o.item = u.email", "JOIN ON"],
+      ["SELECT id FROM users JOIN orders USING (item)", "JOIN USING"],
+      ["SELECT id FROM users GROUP BY name", "GROUP BY"],
+      ["SELECT id FROM users GROUP BY id HAVING MAX(clicks) > 1", "HAVING"],
+      ["SELECT id, email FROM users ORDER BY 2", "not output column 2"],
+      ["SELECT id, LENGTH(email) FROM users ORDER BY 2", "not output column 2"],
+      ["SELECT id FROM users ORDER BY `email`", "ORDER BY"],
+      ["SELECT id, RANK() OVER (PARTITION BY login) FROM users", "PARTITION BY"],
+      ["SELECT id FROM users ORDER BY id WINDOW w AS (PARTITION BY clicks)", "PARTITION BY"],
+      ["SELECT id, RANK() OVER (ORDER BY clicks) FROM users", "window ORDER BY"],
+      ["SELECT id FROM users WHERE id IN (SELECT user_id FROM orders WHERE item = 'x')", "not item"],
+      ["SELECT * FROM (SELECT id FROM users WHERE email = 'x') t", "not email"],
+      ["UPDATE users SET name = 'x' WHERE email = 'y'", "not email"],
+      ["DELETE FROM orders WHERE item = 'y'", "not item"],
+      ["SELECT id FROM users WHERE EXISTS (SELECT * FROM orders)", "not *"],
+    ] as const) {
+      const message = refusedFor(sql);
+      assert.ok(message?.includes(named), `${sql}: ${message}`);
+    }
+    for (const sql of [
+      "SELECT id, email FROM users WHERE id = 'a' ORDER BY 1",
+      "SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id WHERE u.ID IN ('a', 'b') GROUP BY u.id ORDER BY o.user_id",
+      "SELECT email FROM users",
+    ])
+      assert.equal(refusedFor(sql), undefined, sql);
   });
 });
 

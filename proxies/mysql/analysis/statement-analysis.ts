@@ -1,4 +1,6 @@
 import { Parser } from "node-sql-parser/build/mariadb";
+import { withHiddenColumns, type HiddenColumn, type RewrittenSelect } from "./hidden-user-columns";
+import { predicateReferences, type PredicateReference } from "./strict-predicates";
 
 /** A base table the outer SELECT reads, under the name its columns are reported with (its alias, else its name). */
 export interface Instance {
@@ -18,6 +20,10 @@ export interface SelectShape {
   entries: readonly OutputEntry[];
   /** False for results whose values cannot stand for one row of each instance (set operations, grouping, aggregates, USING joins): nothing is attributed. */
   attributable: boolean;
+  /** SELECT DISTINCT (an added column would change which rows are distinct). */
+  distinct: boolean;
+  /** How many columns at the end of the result the export added (hidden-user-columns.ts): never sent. */
+  hiddenCount: number;
 }
 
 /** A refusal in MySQL's terms (error number and SQLSTATE) and the audit event that records it. */
@@ -31,17 +37,19 @@ export interface Refusal {
 
 export type StatementAnalysis =
   | Refusal
-  /** A SELECT: its rows are decided with the shape. */
-  | { kind: "select"; shape: SelectShape }
+  /** A SELECT: its rows are decided with the shape; `predicates` for strict exports. */
+  | { kind: "select"; shape: SelectShape; predicates: readonly PredicateReference[] }
   /** SHOW WARNINGS / SHOW ERRORS: level and code pass, texts are replaced. */
   | { kind: "diagnostics" }
   /** USE: the session's database becomes `db` once the server says OK. */
   | { kind: "use"; db: string }
   /** Anything else allowed: its rows (SHOW, DESCRIBE...) have no attributable instance and are dropped. */
-  | { kind: "other"; write: boolean };
+  | { kind: "other"; write: boolean; predicates: readonly PredicateReference[] };
 
 export interface StatementPolicy {
   allowWrites: boolean;
+  /** Rows chosen, grouped and ordered only by resource-context columns (strict-predicates.ts; applied with the mapping when a statement runs). */
+  strict?: boolean;
 }
 
 /** Error numbers the proxy answers refusals with (MariaDB's own, so clients react as to the server). */
@@ -112,7 +120,8 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
   if (type === "select") return analyseSelect(statement, policy);
   if (type === "transaction") return analyseTransaction(statement, policy);
   if (type === "use" && typeof statement.db === "string") return { kind: "use", db: statement.db };
-  if (readTypes.has(type)) return { kind: "other", write: false };
+  const predicates = predicateReferences(statement);
+  if (readTypes.has(type)) return { kind: "other", write: false, predicates };
   if (type === "set" && setsCharacterSet(statement))
     return refusal(
       "denied",
@@ -121,7 +130,7 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
     );
   if (type === "set")
     return policy.allowWrites
-      ? { kind: "other", write: true }
+      ? { kind: "other", write: true, predicates }
       : refusal(
           "readOnly",
           "statement.refused",
@@ -131,7 +140,7 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
     return refusal("readOnly", "statement.refused", `${type.toUpperCase()} is refused: the export is read-only (allowWrites: true allows writes)`);
   if (type === "create" && /procedure|function|trigger|event/i.test(String(statement.keyword ?? "")))
     return refusal("denied", "statement.refused", "stored programs are refused by the export");
-  return { kind: "other", write: true };
+  return { kind: "other", write: true, predicates };
 }
 
 /** SET of a variable that chooses how the server reads statement bytes (character_set_client, collation_connection...). */
@@ -150,7 +159,7 @@ function analyseTransaction(statement: Record<string, unknown>, policy: Statemen
   const readWrite = (expr?.modes ?? []).some((mode) => /write/i.test(String(mode.value ?? "")));
   if (readWrite && !policy.allowWrites)
     return refusal("readOnly", "statement.refused", "START TRANSACTION READ WRITE is refused: the export is read-only (allowWrites: true allows writes)");
-  return { kind: "other", write: false };
+  return { kind: "other", write: false, predicates: [] };
 }
 
 function analyseSelect(select: Record<string, unknown>, policy: StatementPolicy): StatementAnalysis {
@@ -162,7 +171,7 @@ function analyseSelect(select: Record<string, unknown>, policy: StatementPolicy)
     );
   if (select.locking_read && !policy.allowWrites)
     return refusal("readOnly", "statement.refused", "SELECT ... FOR UPDATE is refused: the export is read-only (allowWrites: true allows it)");
-  return { kind: "select", shape: selectShape(select) };
+  return { kind: "select", shape: selectShape(select), predicates: predicateReferences(select) };
 }
 
 /** INTO anywhere in the statement (a subquery's too). */
@@ -245,15 +254,34 @@ function selectShape(select: Record<string, unknown>): SelectShape {
       entries.push({ kind: "expression" });
       continue;
     }
-    const table = typeof expr.table === "string" ? expr.table : null;
+    // A backquoted qualifier (`u`.`id`) comes as {type: "backticks_quote_string", value}.
+    const table = typeof expr.table === "string" ? expr.table : (nameOf({ expr: expr.table }) ?? null);
     entries.push(column === "*" ? { kind: "star", table } : { kind: "column", table, column });
   }
-  return { instances, entries, attributable };
+  return { instances, entries, attributable, distinct: Boolean(select.distinct), hiddenCount: 0 };
+}
+
+/**
+ * The one SELECT of `text` printed again by the parser with these columns appended to its outer
+ * select list; undefined when it does not parse or print. The caller analyses the printed text
+ * again: that text, not the client's, is what the backend runs.
+ */
+export function printWithColumns(text: string, columns: ReadonlyArray<{ table: string; column: string; as: string }>): string | undefined {
+  try {
+    const ast = parser.astify(text, parseOptions);
+    const select = (Array.isArray(ast) ? ast : [ast]) as Array<{ type?: string; columns?: unknown }>;
+    if (select.length !== 1 || select[0]!.type !== "select" || !Array.isArray(select[0]!.columns)) return undefined;
+    for (const c of columns) select[0]!.columns.push({ expr: { type: "column_ref", table: c.table, column: c.column }, as: c.as });
+    return parser.sqlify(select[0] as Parameters<Parser["sqlify"]>[0], parseOptions);
+  } catch {
+    return undefined;
+  }
 }
 
 /** Analyses per text and policy, most recent kept (a prepared workload parses each text once). */
 export class AnalysisCache {
   private readonly entries = new Map<string, StatementAnalysis>();
+  private readonly rewrites = new Map<string, RewrittenSelect | undefined>();
 
   constructor(private readonly limit = 2048) {}
 
@@ -263,8 +291,21 @@ export class AnalysisCache {
     const cached = this.entries.get(key);
     if (cached) return { analysis: cached, parsed: false };
     const analysis = analyseStatement(text, policy);
-    if (this.entries.size >= this.limit) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(key, analysis);
+    this.remember(this.entries, key, analysis);
     return { analysis, parsed: true };
+  }
+
+  /** The statement with these hidden user columns (hidden-user-columns.ts), printed and analysed once per text and column list. */
+  rewritten(text: string, hidden: readonly HiddenColumn[], policy: StatementPolicy): RewrittenSelect | undefined {
+    const key = `${policy.allowWrites ? "w" : "r"}${JSON.stringify(hidden)}${text}`;
+    if (this.rewrites.has(key)) return this.rewrites.get(key);
+    const rewritten = withHiddenColumns(text, hidden, policy);
+    this.remember(this.rewrites, key, rewritten);
+    return rewritten;
+  }
+
+  private remember<T>(map: Map<string, T>, key: string, value: T): void {
+    if (map.size >= this.limit) map.delete(map.keys().next().value!);
+    map.set(key, value);
   }
 }

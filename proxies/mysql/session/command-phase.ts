@@ -1,5 +1,5 @@
 import { Capability, hasCapability } from "../../../protocols/mysql/capabilities";
-import { decodeColumnCount } from "../../../protocols/mysql/column-count";
+import { decodeColumnCount, encodeColumnCount } from "../../../protocols/mysql/column-count";
 import { decodeColumnDefinition, encodeColumnDefinition, type ColumnDefinition } from "../../../protocols/mysql/column-definition";
 import { ColumnFlag } from "../../../protocols/mysql/column-flags";
 import { Command, commandName, isReplicationOrAdministrationCommand } from "../../../protocols/mysql/commands";
@@ -7,14 +7,16 @@ import { isEofPacket } from "../../../protocols/mysql/eof-packet";
 import { decodeErrPacket, encodeErrPacket, isErrPacket } from "../../../protocols/mysql/err-packet";
 import { decodeOkPacket, encodeOkPacket, isOkPacket } from "../../../protocols/mysql/ok-packet";
 import type { Packet } from "../../../protocols/mysql/packets";
-import { decodeQuery } from "../../../protocols/mysql/query";
+import { decodeQuery, encodeQuery } from "../../../protocols/mysql/query";
 import { isResultsetEnd } from "../../../protocols/mysql/resultset-end";
 import { responseKind } from "../../../protocols/mysql/response-kind";
 import { ServerStatus } from "../../../protocols/mysql/status-flags";
-import { decodeStmtPrepareOk } from "../../../protocols/mysql/stmt-prepare-ok";
-import { decodeTextCommand } from "../../../protocols/mysql/text-commands";
+import { decodeStmtPrepareOk, encodeStmtPrepareOk } from "../../../protocols/mysql/stmt-prepare-ok";
+import { decodeTextCommand, encodeTextCommand } from "../../../protocols/mysql/text-commands";
 import { planMysqlResult } from "../result-plan";
 import { sanitizeError } from "../error-texts";
+import { missingUserColumns } from "../analysis/hidden-user-columns";
+import { resourceContextColumns, strictRefusal } from "../analysis/strict-predicates";
 import type { StatementAnalysis } from "../analysis/statement-analysis";
 import type { PacketChannel } from "./packet-channel";
 import { BackendCatalog } from "./backend-catalog";
@@ -26,6 +28,11 @@ import type { MysqlSessionCounts, MysqlSessionDeps } from "./session-deps";
 interface Prepared {
   text: string;
   analysis: StatementAnalysis;
+}
+
+/** How many columns the export added to the statement's result (never sent). */
+function hiddenCountOf(analysis: StatementAnalysis | undefined): number {
+  return analysis?.kind === "select" ? analysis.shape.hiddenCount : 0;
 }
 
 /** Commands that run as they are and answer OK or ERR (or, for COM_STATISTICS, one string). */
@@ -41,6 +48,9 @@ export class CommandPhase {
   private readonly prepared = new Map<number, Prepared>();
   private readonly rows: RowDecisions;
   private readonly catalog = new BackendCatalog();
+  private idleTimer?: NodeJS.Timeout;
+  /** Set while waiting for the client's next command: ends the wait when the idle timer fires. */
+  private idleWait?: () => void;
 
   constructor(
     private readonly deps: MysqlSessionDeps,
@@ -56,10 +66,43 @@ export class CommandPhase {
 
   /** Serves commands until the client quits or either side closes. */
   async run(): Promise<void> {
-    for (;;) {
-      const command = this.client.tryNext() ?? (await this.client.next());
-      if (!(await this.handle(command))) return;
+    try {
+      for (;;) {
+        const command = this.client.tryNext() ?? (await this.nextCommand());
+        if (!(await this.handle(command))) return;
+      }
+    } finally {
+      clearTimeout(this.idleTimer);
     }
+  }
+
+  /** The client's next command; a client that sends none for the idle timeout is disconnected (its backend connection with it). */
+  private nextCommand(): Promise<Packet> {
+    const idleMs = this.deps.limits.idleTimeoutMs;
+    if (idleMs <= 0) return this.client.next();
+    // One timer per session, re-armed at each wait (no timer made and cleared per command).
+    if (this.idleTimer) this.idleTimer.refresh();
+    else {
+      this.idleTimer = setTimeout(() => this.idleWait?.(), idleMs);
+      this.idleTimer.unref();
+    }
+    return new Promise<Packet>((resolve, reject) => {
+      this.idleWait = () =>
+        // ER_NET_READ_INTERRUPTED, as the server's own wait_timeout.
+        reject(
+          new SessionFailure("idle timeout", { code: 1159, sqlState: "08S01", message: `the export ended the connection: no command for ${idleMs / 1000} s` }),
+        );
+      this.client.next().then(
+        (packet) => {
+          this.idleWait = undefined;
+          resolve(packet);
+        },
+        (error: unknown) => {
+          this.idleWait = undefined;
+          reject(error);
+        },
+      );
+    });
   }
 
   /** One command; false when the connection ends. */
@@ -70,19 +113,22 @@ export class CommandPhase {
     if (code === Command.Quit) return false;
     if (code === Command.Query) {
       const text = decodeQuery(payload, this.capabilities).sql;
-      const analysis = this.analyse(text);
+      const analysis = this.strict(this.analyse(text));
       if (analysis.kind === "refused") return this.refuse(analysis, text);
       await this.catalogCurrent();
-      await this.backend.send(payload);
-      await this.results(analysis, text, false);
+      const run = this.withUserColumns(text, analysis);
+      await this.backend.send(run.text === text ? payload : encodeQuery({ sql: run.text, attributes: [] }, this.capabilities));
+      await this.results(run.analysis, text, false);
       return true;
     }
     if (code === Command.StmtPrepare) {
       const text = decodeTextCommand(payload, Command.StmtPrepare);
-      const analysis = this.analyse(text);
+      const analysis = this.strict(this.analyse(text));
       if (analysis.kind === "refused") return this.refuse(analysis, text);
-      await this.backend.send(payload);
-      await this.prepareAnswer(text, analysis);
+      await this.catalogCurrent();
+      const run = this.withUserColumns(text, analysis);
+      await this.backend.send(run.text === text ? payload : encodeTextCommand(Command.StmtPrepare, run.text));
+      await this.prepareAnswer(text, run.analysis);
       return true;
     }
     if (code === Command.StmtExecute) return this.execute(payload);
@@ -107,6 +153,28 @@ export class CommandPhase {
     const mapping = this.deps.decider.mapping();
     if (this.catalog.key !== mapping.key) await this.catalog.refresh(this.backend, this.capabilities, mapping);
     this.backend.sequence = 0;
+  }
+
+  /** Whether the mapping's field applies to a column of (`schema`, `table`), by the catalog looked up for the current mapping. */
+  private readonly relationMaps = (recordField: string, schema: string, table: string): boolean =>
+    this.catalog.key === this.deps.decider.mapping().key && this.catalog.maps(recordField, schema, table);
+
+  /**
+   * A SELECT whose instances' user columns are not all in its select list runs with them added
+   * as hidden columns (analysis/hidden-user-columns.ts), so its rows can be decided; anything
+   * else, or a statement the parser cannot print back as the same select list, runs as written.
+   */
+  private withUserColumns(text: string, analysis: StatementAnalysis): { text: string; analysis: StatementAnalysis } {
+    if (analysis.kind !== "select") return { text, analysis };
+    const hidden = missingUserColumns(analysis.shape, this.deps.decider.mapping(), this.relationMaps, this.database);
+    const rewritten = hidden.length > 0 ? this.deps.analyses.rewritten(text, hidden, this.deps.policy) : undefined;
+    return rewritten ? { text: rewritten.text, analysis: { ...analysis, shape: rewritten.shape } } : { text, analysis };
+  }
+
+  /** A strict export's refusal of a statement that chooses, groups or orders rows by other columns than resource-context ones (with the mapping now). */
+  private strict(analysis: StatementAnalysis): StatementAnalysis {
+    if (!this.deps.policy.strict || (analysis.kind !== "select" && analysis.kind !== "other")) return analysis;
+    return strictRefusal(analysis.predicates, resourceContextColumns(this.deps.decider.mapping())) ?? analysis;
   }
 
   private analyse(text: string): StatementAnalysis {
@@ -161,6 +229,9 @@ export class CommandPhase {
       return true;
     }
     if (payload[5] !== 0) return this.refuseCommand(Command.StmtExecute, "cursors (COM_STMT_EXECUTE with cursor flags) are refused by the export");
+    // Checked again with the mapping now: it may have changed since the statement was prepared.
+    const strict = this.strict(prepared.analysis);
+    if (strict.kind === "refused") return this.refuse(strict, prepared.text);
     await this.catalogCurrent();
     this.backend.sequence = 0;
     await this.backend.send(payload);
@@ -196,10 +267,18 @@ export class CommandPhase {
     }
     if (first[0] !== 0) throw this.outOfStep("a COM_STMT_PREPARE answer that is neither OK nor ERR");
     const ok = decodeStmtPrepareOk(first, this.capabilities);
+    const hidden = hiddenCountOf(analysis);
+    if (hidden > 0 && ok.columnCount <= hidden) throw this.outOfStep("a prepared statement without the columns the export added");
     this.prepared.set(ok.statementId, { text, analysis });
-    this.client.push(first);
-    const eofs = hasCapability(this.capabilities, Capability.DeprecateEof) ? 0 : (ok.parameterCount > 0 ? 1 : 0) + (ok.columnCount > 0 ? 1 : 0);
-    for (let i = 0; i < ok.parameterCount + ok.columnCount + eofs; i++) this.client.push(await this.next());
+    this.client.push(hidden > 0 ? encodeStmtPrepareOk({ ...ok, columnCount: ok.columnCount - hidden }, this.capabilities) : first);
+    const eof = !hasCapability(this.capabilities, Capability.DeprecateEof);
+    for (let i = 0; i < ok.parameterCount + (eof && ok.parameterCount > 0 ? 1 : 0); i++) this.client.push(await this.next());
+    // The result's definitions, the hidden ones (the last) left out.
+    for (let i = 0; i < ok.columnCount; i++) {
+      const definition = await this.next();
+      if (i < ok.columnCount - hidden) this.client.push(definition);
+    }
+    if (eof && ok.columnCount > 0) this.client.push(await this.next());
     await this.client.flush();
   }
 
@@ -248,15 +327,12 @@ export class CommandPhase {
     const definitionsEnd = deprecateEof ? undefined : await this.next();
     if (definitionsEnd && !isEofPacket(definitionsEnd)) throw this.outOfStep("column definitions not ended by EOF");
     const mapping = this.deps.decider.mapping();
-    const plan = planMysqlResult(
-      columns,
-      analysis?.kind === "select" ? analysis.shape : undefined,
-      mapping,
-      (recordField, schema, table) => this.catalog.key === mapping.key && this.catalog.maps(recordField, schema, table),
-      this.database,
-    );
-    this.client.push(first);
+    const plan = planMysqlResult(columns, analysis?.kind === "select" ? analysis.shape : undefined, mapping, this.relationMaps, this.database);
+    const hidden = hiddenCountOf(analysis);
+    if (hidden > 0 && columnCount <= hidden) throw this.outOfStep("a result without the columns the export added");
+    this.client.push(hidden > 0 ? encodeColumnCount({ columnCount: columnCount - hidden, metadataFollows: true }, this.capabilities) : first);
     columns.forEach((column, i) => {
+      if (plan.hidden[i]) return;
       // A column that is always NULL is not NOT NULL any more.
       const alwaysNull = plan.groupOf[i]! < 0 && analysis?.kind !== "diagnostics";
       this.client.push(

@@ -1,4 +1,5 @@
-import { TLSSocket } from "node:tls";
+import { connect as connectTls, TLSSocket } from "node:tls";
+import { backendTlsOptions, verifiesCertificate } from "../../../exports/backend-tls";
 import { decodeAuthMoreData } from "../../../protocols/mysql/auth-more-data";
 import { decodeAuthSwitchRequest, encodeAuthSwitchRequest, scrambleOf } from "../../../protocols/mysql/auth-switch";
 import {
@@ -9,7 +10,7 @@ import {
   rsaEncryptedPassword,
   sha256PasswordRequestPublicKey,
 } from "../../../protocols/mysql/caching-sha2-password";
-import { Capability } from "../../../protocols/mysql/capabilities";
+import { Capability, hasCapability } from "../../../protocols/mysql/capabilities";
 import { clientEd25519Plugin, ed25519Response } from "../../../protocols/mysql/client-ed25519";
 import { Command } from "../../../protocols/mysql/commands";
 import { encodeErrPacket, isErrPacket } from "../../../protocols/mysql/err-packet";
@@ -17,7 +18,7 @@ import { decodeHandshake, encodeHandshake, type Handshake } from "../../../proto
 import { decodeHandshakeResponse, encodeHandshakeResponse, type HandshakeResponse } from "../../../protocols/mysql/handshake-response";
 import { nativePasswordPlugin, nativePasswordResponse } from "../../../protocols/mysql/native-password";
 import { decodeOkPacket, encodeOkPacket, isOkPacket } from "../../../protocols/mysql/ok-packet";
-import { isSslRequest } from "../../../protocols/mysql/ssl-request";
+import { encodeSslRequest, isSslRequest } from "../../../protocols/mysql/ssl-request";
 import { ServerStatus } from "../../../protocols/mysql/status-flags";
 import type { PacketChannel } from "./packet-channel";
 import { carrying } from "./tls-carrier";
@@ -123,7 +124,7 @@ export class MysqlLogin {
     const identity = { user: response.username, ...(response.database !== undefined ? { database: response.database } : {}) };
     let okStatus: number;
     if (deps.verification) okStatus = await this.directLogin(handshake, response, capabilities, tls);
-    else okStatus = await this.passThrough(response, capabilities);
+    else okStatus = await this.passThrough(handshake, response, capabilities);
     if (!deps.policy.allowWrites) await this.makeReadOnly();
     await client.send(
       encodeOkPacket(
@@ -135,7 +136,7 @@ export class MysqlLogin {
   }
 
   /** The client's answer goes to the backend; the exchange is relayed until the backend says OK or ERR. */
-  private async passThrough(response: HandshakeResponse, capabilities: number): Promise<number> {
+  private async passThrough(handshake: Handshake, response: HandshakeResponse, capabilities: number): Promise<number> {
     const { deps, client, backend } = this;
     deps.audit("debug", "connection.pass-through", `connection ${deps.connectionId} authenticates with the backend of export ${deps.exportId}`, {
       exportId: deps.exportId,
@@ -143,8 +144,8 @@ export class MysqlLogin {
       component: "mysql",
       user: response.username,
     });
-    backend.sequence = 1;
-    await backend.send(encodeHandshakeResponse({ ...response, capabilities, mariaDbCapabilities: 0 }));
+    const secured = await this.secureBackend(handshake, response, capabilities);
+    await backend.send(encodeHandshakeResponse({ ...response, capabilities: secured, mariaDbCapabilities: 0 }));
     this.outgoing(response.username, "client", response.database);
     for (;;) {
       const answer = await backend.next();
@@ -207,11 +208,11 @@ export class MysqlLogin {
     let plugin = handshake.authPluginName || nativePasswordPlugin;
     let scramble = handshake.authPluginData;
     const first = authAnswer(plugin, password, scramble);
-    backend.sequence = 1;
+    const secured = await this.secureBackend(handshake, response, capabilities);
     await backend.send(
       encodeHandshakeResponse({
         ...response,
-        capabilities,
+        capabilities: secured,
         mariaDbCapabilities: 0,
         authPluginName: first ? plugin : nativePasswordPlugin,
         authResponse: first ?? nativePasswordResponse(password, scramble),
@@ -258,6 +259,76 @@ export class MysqlLogin {
       }
       return this.refuse(accessDenied, "the backend's authentication exchange is not one the export answers", "connection.backend-login-failed");
     }
+  }
+
+  /**
+   * TLS to the backend when the export asks for it (`backendTls`), before the HandshakeResponse:
+   * an SSLRequest (sequence 1), then the TLS handshake over the same socket, checked as the mode
+   * says (exports/backend-tls.ts). A server that does not offer CLIENT_SSL, or a handshake that
+   * fails, ends the login: never cleartext when TLS is asked for. Returns the capabilities the
+   * HandshakeResponse carries (CLIENT_SSL with TLS); the backend's sequence is left where the
+   * response goes.
+   */
+  private async secureBackend(handshake: Handshake, response: HandshakeResponse, capabilities: number): Promise<number> {
+    const { deps, backend } = this;
+    const tls = deps.backendTls;
+    backend.sequence = 1;
+    if (!tls) return capabilities;
+    const failed = (message: string, event: string, detail: string) => {
+      deps.audit(
+        "warn",
+        event,
+        `export ${deps.exportId} could not connect to ${deps.backend.host}:${deps.backend.port} as its backendTls (${tls.mode}) requires: ${detail}`,
+        {
+          exportId: deps.exportId,
+          connectionId: deps.connectionId,
+          component: "mysql",
+          endpoint: `${deps.backend.host}:${deps.backend.port}`,
+          backendTls: tls.mode,
+          reason: detail,
+        },
+      );
+      // CR_SSL_CONNECTION_ERROR, as a client library reports a TLS failure.
+      return this.refuse({ code: 2026, sqlState: "HY000" }, message);
+    };
+    if (!hasCapability(handshake.capabilities, Capability.Ssl))
+      return failed(
+        `the export's backing store does not accept TLS, and this export requires it (backendTls: ${tls.mode})`,
+        "connection.backend-tls-refused",
+        "the server's greeting does not offer CLIENT_SSL",
+      );
+    const secured = (capabilities | Capability.Ssl) >>> 0;
+    await backend.send(
+      encodeSslRequest({ capabilities: secured, maxPacketSize: response.maxPacketSize, characterSet: response.characterSet, mariaDbCapabilities: 0 }),
+    );
+    let early = false;
+    let secure: TLSSocket | undefined;
+    backend.upgrade((leftover) => {
+      // The server says nothing between the SSLRequest and the handshake: bytes here were not sent over TLS.
+      early = leftover.length > 0;
+      secure = connectTls({ socket: backend.socket, ...backendTlsOptions(deps.backend.host, tls) });
+      return secure;
+    });
+    const outcome = await new Promise<Error | undefined>((resolve) => {
+      if (early) return resolve(new Error("the server sent bytes before the TLS handshake"));
+      const timer = setTimeout(() => resolve(new Error("TLS handshake timeout")), deps.limits.connectTimeoutMs);
+      secure!.once("secureConnect", () => (clearTimeout(timer), resolve(undefined)));
+      secure!.once(
+        "error",
+        (error: NodeJS.ErrnoException) => (clearTimeout(timer), resolve(new Error(error.code ? `${error.code}: ${error.message}` : error.message))),
+      );
+      secure!.once("close", () => (clearTimeout(timer), resolve(new Error("the connection closed during the TLS handshake"))));
+    });
+    secure!.on("error", () => secure!.destroy());
+    if (outcome) {
+      secure!.destroy();
+      return failed(
+        `the export could not ${verifiesCertificate(tls) ? "verify its backing store over TLS" : "set up TLS with its backing store"} (backendTls: ${tls.mode})`,
+        "connection.backend-tls-failed",
+        outcome.message,
+      );
+    }
+    return secured;
   }
 
   /** A second layer under the statement checks: functions a SELECT calls cannot write either. */

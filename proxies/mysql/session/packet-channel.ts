@@ -37,6 +37,11 @@ export class PacketChannel {
     this.listen(socket);
   }
 
+  /** The largest payload taken from now on (a longer one closes the channel). */
+  set maxPayload(bytes: number) {
+    this.reader.maxPayloadLength = bytes;
+  }
+
   private listen(socket: Socket): void {
     socket.on("data", this.onData);
     socket.once("close", () => this.fail(new ChannelClosed("connection closed")));

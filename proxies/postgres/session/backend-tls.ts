@@ -1,13 +1,9 @@
-import { connect as connectTcp, isIP, type Socket } from "node:net";
-import { connect as connectTls, type ConnectionOptions } from "node:tls";
+import { connect as connectTcp, type Socket } from "node:net";
+import { connect as connectTls } from "node:tls";
 import { encodeSSLRequest } from "../../../protocols/postgres/startup";
-import type { BackendTlsMode } from "../../../actors/export/export-actor";
+import { backendTlsOptions, verifiesCertificate, type BackendTls } from "../../../exports/backend-tls";
 
-/** TLS to the backend, as an export asks for it (libpq's sslmode names); `ca`: PEM, for the verify modes. */
-export interface BackendTls {
-  mode: Exclude<BackendTlsMode, "disable">;
-  ca?: string;
-}
+export type { BackendTls };
 
 /** Where a session's backend is, and how its connection is protected (no `tls`: plain TCP). */
 export interface BackendEndpoint {
@@ -94,7 +90,7 @@ export function connectWithTls(
         );
         return;
       }
-      const secure = connectTls({ socket: raw, ...tlsOptions(host, tls) });
+      const secure = connectTls({ socket: raw, ...backendTlsOptions(host, tls) });
       secure.once("secureConnect", () => {
         clearTimeout(timer);
         secure.removeListener("error", handshakeFailed);
@@ -106,7 +102,7 @@ export function connectWithTls(
         fail(
           new BackendTlsFailure(
             "08001",
-            `the export could not ${tls.mode === "verify-ca" || tls.mode === "verify-full" ? "verify its backing store over TLS" : "set up TLS with its backing store"} (backendTls: ${tls.mode})`,
+            `the export could not ${verifiesCertificate(tls) ? "verify its backing store over TLS" : "set up TLS with its backing store"} (backendTls: ${tls.mode})`,
             "connection.backend-tls-failed",
             code ? `${code}: ${error.message}` : error.message,
           ),
@@ -116,18 +112,4 @@ export function connectWithTls(
     });
   });
   return { raw, ready };
-}
-
-/** What each mode checks of the server's certificate. */
-function tlsOptions(host: string, tls: BackendTls): ConnectionOptions {
-  const verifies = tls.mode === "verify-ca" || tls.mode === "verify-full";
-  return {
-    host,
-    // SNI takes a host name, never an address (RFC 6066).
-    ...(isIP(host) === 0 ? { servername: host } : {}),
-    ...(verifies && tls.ca !== undefined ? { ca: tls.ca } : {}),
-    rejectUnauthorized: verifies,
-    // verify-ca: signed by the CA, whatever name it carries; verify-full: Node's check of the host name (or address).
-    ...(tls.mode === "verify-ca" ? { checkServerIdentity: () => undefined } : {}),
-  };
 }
