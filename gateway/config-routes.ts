@@ -10,12 +10,12 @@ import {
   platformUsePurposeSchema,
   categorySchema,
   policyConfigSchema,
-  stableIdPattern,
   userAccessSchema,
 } from "../policy/schema";
 import { findItem, type ItemKind, type SectionWrite } from "../policy/sections";
 import { HttpError } from "../http/errors";
 import { requester } from "./requester";
+import { historyQuery, ifMatchHeader, listSectionBody, revisionParams, stableIdParams } from "./requests/config-requests";
 import { configAnswer, guardianAnswer, historyAnswer, revisionAnswer, sectionAnswer, userAccessAnswer, writeResultSchema } from "./answers/config-answers";
 import type { ConfigWriteResult, PolicyPort } from "../api/types";
 
@@ -99,13 +99,6 @@ const listSections: ListSection[] = [
 /** Overrides merge by replacing the whole list; every other list is upserted by stableId. */
 const replacesWholeList = (section: ListSection) => section.path.endsWith("overrides");
 
-const ifMatchHeader = {
-  type: "object",
-  properties: { "if-match": { type: "string", description: "Optimistic concurrency: the revision this write is based on (the ETag of a read), or *" } },
-} as const;
-
-const idParams = { type: "object", properties: { id: { type: "string", pattern: stableIdPattern, maxLength: 200 } }, required: ["id"] } as const;
-
 /** `If-Match: "5"`, `W/"5"`, `5` or `*` (any); anything else is a bad request. */
 export function expectedRevisionOf(request: FastifyRequest): number | undefined {
   const header = request.headers["if-match"];
@@ -135,12 +128,7 @@ function registerListSection(app: FastifyInstance, port: PolicyPort, section: Li
           ? `Replaces the whole list of ${section.summary}.`
           : `Each item creates or replaces the item with the same stableId; items not given stay. Delete with DELETE /config/${section.path}/{id}.`,
         headers: ifMatchHeader,
-        body: {
-          type: "object",
-          additionalProperties: false,
-          properties: { [section.bodyKey]: { type: "array", maxItems: 10_000, items: section.itemSchema } },
-          required: [section.bodyKey],
-        },
+        body: listSectionBody(section.bodyKey, section.itemSchema),
         response: { 200: writeResultSchema },
       },
     },
@@ -159,7 +147,7 @@ function registerListSection(app: FastifyInstance, port: PolicyPort, section: Li
   );
   app.get<{ Params: { id: string } }>(
     `/config/${section.path}/:id`,
-    { schema: { tags, summary: `Read one of the ${section.summary} by stableId`, params: idParams, response: { 200: section.itemSchema } } },
+    { schema: { tags, summary: `Read one of the ${section.summary} by stableId`, params: stableIdParams, response: { 200: section.itemSchema } } },
     async (request, reply) => {
       const { id } = request.params;
       const { revision, config } = await port.read();
@@ -174,7 +162,7 @@ function registerListSection(app: FastifyInstance, port: PolicyPort, section: Li
       schema: {
         tags,
         summary: `Delete one of the ${section.summary} (refused with 409 while anything refers to it)`,
-        params: idParams,
+        params: stableIdParams,
         headers: ifMatchHeader,
         response: { 200: writeResultSchema },
       },
@@ -257,15 +245,7 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
         schema: {
           tags,
           summary: "The revision history, newest first: who changed what, when",
-          // Query values are strings (bodies are never coerced, so neither are these): digits, parsed below.
-          querystring: {
-            type: "object",
-            additionalProperties: false,
-            properties: {
-              before: { type: "string", pattern: "^[1-9][0-9]{0,14}$" },
-              limit: { type: "string", pattern: "^([1-9]|[1-9][0-9]|1[0-9][0-9]|200)$" },
-            },
-          },
+          querystring: historyQuery,
           response: { 200: historyAnswer },
         },
       },
@@ -286,7 +266,7 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
         schema: {
           tags,
           summary: "One revision as it was written, with the complete configuration",
-          params: { type: "object", properties: { revision: { type: "string", pattern: "^[1-9][0-9]{0,14}$" } }, required: ["revision"] },
+          params: revisionParams,
           response: { 200: revisionAnswer },
         },
       },

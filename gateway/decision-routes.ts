@@ -1,14 +1,7 @@
 import type { FastifyPluginAsync } from "fastify";
-import { purposeTypes } from "../decision/types";
 import type { DecisionPort, DecisionQuery } from "../api/types";
-import { idSchema as id } from "./schemas";
+import { decisionBatchBody, decisionQuery } from "./requests/decision-requests";
 
-const query = {
-  type: "object",
-  additionalProperties: false,
-  properties: { userId: id, type: { type: "string", enum: [...purposeTypes] }, purposeId: id, thirdPartyId: id, termsId: id, mappingGroup: id },
-  required: ["userId", "type", "purposeId"],
-} as const;
 const tags = ["decision"];
 
 const reasons = {
@@ -43,7 +36,7 @@ export function decisionRoutes(decisions: DecisionPort): FastifyPluginAsync {
           tags,
           summary:
             "Decide whether a user's data may be used for a purpose: allowed, categories, fields of a mapping group when asked, reasons, revision, trace id",
-          body: query,
+          body: decisionQuery,
           response: { 200: answer },
         },
       },
@@ -55,12 +48,7 @@ export function decisionRoutes(decisions: DecisionPort): FastifyPluginAsync {
         schema: {
           tags,
           summary: "Many decisions at once (up to 1000), answered in order",
-          body: {
-            type: "object",
-            additionalProperties: false,
-            properties: { queries: { type: "array", minItems: 1, maxItems: 1000, items: query } },
-            required: ["queries"],
-          },
+          body: decisionBatchBody,
           response: { 200: { type: "object", properties: { decisions: { type: "array", items: answer } }, required: ["decisions"] } },
         },
       },

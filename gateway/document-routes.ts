@@ -4,12 +4,12 @@ import { seesJob } from "../auth/authorization";
 import type { JobRecord } from "../actors/redaction/job-actor";
 import { documentFormats, type DocumentFormat } from "../redaction/types";
 import { HttpError } from "../http/errors";
-import { idSchema as id, redactionQuery } from "./schemas";
+import { redactionQuery } from "./schemas";
+import { jobListQuery, jobQuery } from "./requests/redact-requests";
 import { jobAnswer, jobListAnswer, jobProgressAnswer, jobRemovedAnswer, jobStatsAnswer } from "./answers/redact-answers";
 import type { DocumentPort, RedactRequest } from "../api/types";
 
 const tags = ["redact"];
-const jobQuery = { type: "object", additionalProperties: false, properties: { jobName: id }, required: ["jobName"] } as const;
 const formatOfMediaType = new Map<string, DocumentFormat>(
   Object.entries(documentFormats).map(([format, mediaType]): [string, DocumentFormat] => [mediaType, format as DocumentFormat]),
 );
@@ -74,8 +74,8 @@ function statsOf(job: JobRecord) {
  */
 export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
   /** The named job, if this caller may see it; another caller's job is answered as if it did not exist (its name says nothing). */
-  const visibleJob = async (request: FastifyRequest): Promise<JobRecord> => {
-    const job = await documents.job((request.query as { jobName: string }).jobName);
+  const visibleJob = async (request: FastifyRequest<{ Querystring: { jobName: string } }>): Promise<JobRecord> => {
+    const job = await documents.job(request.query.jobName);
     if (!seesJob(request.rights, job.owner)) throw new HttpError("ERR_REDACT_JOB_NOT_FOUND");
     return job;
   };
@@ -173,7 +173,7 @@ export function documentRoutes(documents: DocumentPort): FastifyPluginAsync {
         schema: {
           tags,
           summary: "Redaction jobs, newest first",
-          querystring: { type: "object", additionalProperties: false, properties: { status: { type: "string", enum: ["running", "complete", "failed"] } } },
+          querystring: jobListQuery,
           response: { 200: jobListAnswer },
         },
       },

@@ -5,10 +5,9 @@ import { findItem, type SectionWrite } from "../policy/sections";
 import { answerWrite, expectedRevisionOf, withRevision } from "./config-routes";
 import { HttpError } from "../http/errors";
 import { requester } from "./requester";
+import { nameParams } from "./requests/mapping-requests";
 import { mappingGroupAnswer, mappingGroupsAnswer, writeResultSchema } from "./answers/config-answers";
 import type { PolicyPort } from "../api/types";
-
-const nameParams = { type: "object", properties: { name: { type: "string", minLength: 1, maxLength: 200 } }, required: ["name"] } as const;
 
 /** /mapping/groups: mapping groups tie category fields to record fields (spec 2.9, 4.3). */
 export function mappingRoutes(port: PolicyPort): FastifyPluginAsync {

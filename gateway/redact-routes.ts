@@ -3,6 +3,7 @@ import { HttpError } from "../http/errors";
 import { documentRoutes } from "./document-routes";
 import type { DocumentPort, RedactPort, RedactRequest } from "../api/types";
 import { redactionQuery } from "./schemas";
+import { recordBody } from "./requests/redact-requests";
 import { recordRedactionAnswer } from "./answers/redact-answers";
 
 const tags = ["redact"];
@@ -18,7 +19,7 @@ export function redactRoutes(redact: RedactPort, documents: DocumentPort | undef
           summary:
             "Redact one JSON record for a purpose: dropped (no values returned) or with every field the purpose does not allow set to null; always with the summary advice",
           querystring: redactionQuery,
-          body: { type: "object", maxProperties: 10_000 },
+          body: recordBody,
           response: { 200: recordRedactionAnswer },
         },
       },

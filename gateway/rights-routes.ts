@@ -3,12 +3,11 @@ import type { RightsPort } from "../api/types";
 import { requester } from "./requester";
 import { subjectAccessRefusal } from "./subject-access";
 import type { FastifyRequest } from "fastify";
-import { idSchema as id } from "./schemas";
+import { userParams } from "./requests/user-requests";
+import { reportQuery, restrictionBody } from "./requests/rights-requests";
 import { accessReportAnswer, restrictionAnswer } from "./answers/rights-answers";
 
 const tags = ["user"];
-const userParams = { type: "object", properties: { userId: id }, required: ["userId"] } as const;
-const time = { type: "string", minLength: 10, maxLength: 40 } as const;
 
 /** Refuses (and audits) a caller that may not read or act on this user's report; every report request is audited, refused or not. */
 async function checkSubject(rights: RightsPort, request: FastifyRequest, userId: string, actorId: string | undefined, what: string): Promise<void> {
@@ -21,7 +20,10 @@ async function checkSubject(rights: RightsPort, request: FastifyRequest, userId:
 /** Data-subject rights under /user (docs/subject-rights.md): the access report (JSON or CSV) and restriction. */
 export function rightsRoutes(rights: RightsPort): FastifyPluginAsync {
   return async (app) => {
-    app.get(
+    app.get<{
+      Params: { userId: string };
+      Querystring: { from?: string; to?: string; offset?: string; limit?: string; actorId?: string; format?: "json" | "csv" };
+    }>(
       "/user/:userId/report",
       {
         config: { subjectRights: true },
@@ -30,24 +32,13 @@ export function rightsRoutes(rights: RightsPort): FastifyPluginAsync {
           summary:
             "The access report: the user's state, what may use each user-access category now, and the decisions of the period (default: the last 30 days) grouped by purpose and door, with the latest events paged. format=csv downloads the decisions",
           params: userParams,
-          querystring: {
-            type: "object",
-            additionalProperties: false,
-            properties: {
-              from: time,
-              to: time,
-              offset: { type: "string", pattern: "^[0-9]{1,3}$" },
-              limit: { type: "string", pattern: "^[0-9]{1,3}$" },
-              actorId: id,
-              format: { type: "string", enum: ["json", "csv"] },
-            },
-          },
+          querystring: reportQuery,
           response: { 200: accessReportAnswer },
         },
       },
       async (request, reply) => {
-        const { userId } = request.params as { userId: string };
-        const q = request.query as { from?: string; to?: string; offset?: string; limit?: string; actorId?: string; format?: "json" | "csv" };
+        const { userId } = request.params;
+        const q = request.query;
         await checkSubject(rights, request, userId, q.actorId, "report");
         const report = await rights.report(
           userId,
@@ -58,7 +49,7 @@ export function rightsRoutes(rights: RightsPort): FastifyPluginAsync {
         return reply.type("text/csv; charset=utf-8").header("content-disposition", `attachment; filename="access-report.csv"`).send(rights.csv(report));
       },
     );
-    app.put(
+    app.put<{ Params: { userId: string }; Body: { actorId?: string; purposeIds?: string[] } }>(
       "/user/:userId/restriction",
       {
         config: { subjectRights: true },
@@ -67,17 +58,13 @@ export function rightsRoutes(rights: RightsPort): FastifyPluginAsync {
           summary:
             "Restriction: turn off every opt-in and consent (or those of purposeIds) in one call; a guardian (actorId) acts within the guardian categories and also turns off the allowedToDisable flows",
           params: userParams,
-          body: {
-            type: "object",
-            additionalProperties: false,
-            properties: { actorId: id, purposeIds: { type: "array", minItems: 1, maxItems: 100, uniqueItems: true, items: id } },
-          },
+          body: restrictionBody,
           response: { 200: restrictionAnswer },
         },
       },
       async (request) => {
-        const { userId } = request.params as { userId: string };
-        const body = request.body as { actorId?: string; purposeIds?: string[] };
+        const { userId } = request.params;
+        const body = request.body;
         await checkSubject(rights, request, userId, body.actorId, "restriction");
         return rights.restrict(userId, body, requester(request));
       },

@@ -4,7 +4,7 @@ import type { ConsentEntry } from "../actors/user/user-actor";
 import { requester } from "./requester";
 import type { RightsPort, UserPort } from "../api/types";
 import { rightsRoutes } from "./rights-routes";
-import { idSchema as id } from "./schemas";
+import { acceptTermsQuery, consentBody, createUserBody, flowBody, guardianBody, revokeBody, termsQueryBody, userParams } from "./requests/user-requests";
 import {
   acceptedAnswer,
   choicesAnswer,
@@ -18,9 +18,6 @@ import {
   userTermsAnswer,
 } from "./answers/user-answers";
 
-const attributes = { type: "object", maxProperties: 50, additionalProperties: { type: "string", maxLength: 500 } } as const;
-const relationship = { type: "object", additionalProperties: false, properties: { purposeId: id, termsId: id }, required: ["purposeId", "termsId"] } as const;
-const userParams = { type: "object", properties: { userId: id }, required: ["userId"] } as const;
 const tags = ["user"];
 
 /** /user: onboarding, terms, consent and guardians (spec 2.10, 2.11, 3.3, 4.5). Decisions recorded in docs/user-api.md. */
@@ -33,12 +30,7 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
         schema: {
           tags,
           summary: "Create a user (409 if the userId exists)",
-          body: {
-            type: "object",
-            additionalProperties: false,
-            properties: { userId: id, attributes, contractualRelationship: relationship },
-            required: ["userId"],
-          },
+          body: createUserBody,
           response: { 200: userAnswer },
         },
       },
@@ -77,7 +69,7 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
         schema: {
           tags,
           summary: "Personalized terms for a context; {} gives the terms that apply to all users by default",
-          body: { type: "object", additionalProperties: false, properties: { attributes, contractualRelationship: relationship } },
+          body: termsQueryBody,
           response: { 200: termsAnswer },
         },
       },
@@ -117,7 +109,7 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
         schema: {
           tags,
           summary: "Record acceptance of the user's current personalized terms (a child's by a guardian: acceptorId)",
-          querystring: { type: "object", additionalProperties: false, properties: { userId: id, acceptorId: id }, required: ["userId"] },
+          querystring: acceptTermsQuery,
           response: { 200: acceptedAnswer },
         },
       },
@@ -127,33 +119,13 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
       },
     );
 
-    const consentEntry = {
-      type: "object",
-      additionalProperties: false,
-      properties: { purposeId: id, termsId: id, categoryIds: { type: "array", maxItems: 1000, uniqueItems: true, items: id } },
-      required: ["purposeId"],
-    } as const;
     app.put<{ Body: { userId: string; grantorId?: string; consents: { affirmativeConsents: ConsentEntry[] } } }>(
       "/user/consent",
       {
         schema: {
           tags,
           summary: "Record consents (spec 2.11); a consent naming an opt-in purpose opts in. A child's need a guardian grantorId",
-          body: {
-            type: "object",
-            additionalProperties: false,
-            properties: {
-              userId: id,
-              grantorId: id,
-              consents: {
-                type: "object",
-                additionalProperties: false,
-                properties: { affirmativeConsents: { type: "array", minItems: 1, maxItems: 100, items: consentEntry } },
-                required: ["affirmativeConsents"],
-              },
-            },
-            required: ["userId", "consents"],
-          },
+          body: consentBody,
           response: { 200: choicesAnswer },
         },
       },
@@ -168,12 +140,7 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
         schema: {
           tags,
           summary: "Revoke a consent (termsId given) or an opt-in (no termsId)",
-          body: {
-            type: "object",
-            additionalProperties: false,
-            properties: { userId: id, grantorId: id, purposeId: id, termsId: id },
-            required: ["userId", "purposeId"],
-          },
+          body: revokeBody,
           response: { 200: choicesAnswer },
         },
       },
@@ -188,7 +155,7 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
         schema: {
           tags,
           summary: "Link a guardian to a child",
-          body: { type: "object", additionalProperties: false, properties: { childId: id, guardianId: id }, required: ["childId", "guardianId"] },
+          body: guardianBody,
           response: { 200: guardiansAnswer },
         },
       },
@@ -216,12 +183,7 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
           tags,
           summary: "A guardian turns a sharing flow off (disabled: true) or on again for this child",
           params: userParams,
-          body: {
-            type: "object",
-            additionalProperties: false,
-            properties: { guardianId: id, purposeId: id, thirdPartyId: id, disabled: { type: "boolean" } },
-            required: ["guardianId", "purposeId", "thirdPartyId", "disabled"],
-          },
+          body: flowBody,
           response: { 200: flowsAnswer },
         },
       },
