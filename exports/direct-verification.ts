@@ -4,7 +4,7 @@ import { mayRetry, outcomeAudit } from "../auth/credential-check";
 import type { Credential, OverridesByVerifier } from "../auth/types";
 import { jwtShape } from "../auth/verifiers/oauth-verifier";
 import { isDatabaseCredentials, type ExportRecord } from "../actors/export/export-actor";
-import type { ExportAudit } from "./door";
+import type { StoredAudit } from "./door";
 
 /** Why a door refuses a client's credentials; each protocol answers it in its own error form. */
 export type VerificationFailure = "rejected" | "unavailable" | "token-needs-export-credentials";
@@ -30,7 +30,7 @@ export interface CredentialVerification {
 export function directVerificationFor(
   record: ExportRecord,
   authenticator: Authenticator,
-  audit: ExportAudit,
+  audit: StoredAudit,
   overrides: OverridesByVerifier | undefined,
 ): CredentialVerification | undefined {
   const exportComponent = component(record.type);
@@ -43,7 +43,7 @@ export function directVerificationFor(
       const base = { exportId: record.id, connectionId, component: exportComponent.name, user, credentialType: credential.type };
       // A token is no database password: logging in with it as the client's user would make any token holder any database user.
       if (credential.type === "rawBearerToken" && !record.credentials) {
-        audit("warn", "connection.denied", `connection to export ${record.id} refused: a bearer token needs the export's own back-end credentials`, {
+        void audit("warn", "connection.denied", `connection to export ${record.id} refused: a bearer token needs the export's own back-end credentials`, {
           ...base,
           outcome: "rejected",
           reason: "token login without export credentials",
@@ -57,10 +57,12 @@ export function directVerificationFor(
       const outcome = await authenticator.verify(exportComponent, credential, overrides);
       const { level, event, details } = outcomeAudit(outcome);
       if (outcome.kind === "verified") {
-        audit(level, event, `'${outcome.identity.subject}' authenticated for export ${record.id}`, { ...base, ...details });
+        // Admitted only once the login is in the audit log (a full audit stream refuses records): fail closed otherwise.
+        if (!(await audit(level, event, `'${outcome.identity.subject}' authenticated for export ${record.id}`, { ...base, ...details })))
+          return { ok: false, failure: "unavailable", reason: "the audit log did not store this login" };
         return { ok: true, subject: outcome.identity.subject, assertions: outcome.identity.assertions };
       }
-      audit(level, event, `connection to export ${record.id} refused: ${outcome.reason}`, { ...base, ...details });
+      void audit(level, event, `connection to export ${record.id} refused: ${outcome.reason}`, { ...base, ...details });
       // A throttled login may be tried again later, as one whose verifier did not answer.
       return { ok: false, failure: mayRetry(outcome) ? "unavailable" : "rejected", reason: outcome.reason };
     },

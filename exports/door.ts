@@ -12,6 +12,8 @@ import type { ExportDecider } from "./export-decider";
 
 /** Where an export's audit records go (category: the export's component). */
 export type ExportAudit = (level: "debug" | "info" | "warn" | "error", event: string, message: string, details: Record<string, unknown>) => void;
+/** An audit record whose answer waits for it: resolves true once JetStream stored it, false when it did not (the caller fails closed). */
+export type StoredAudit = (...record: Parameters<ExportAudit>) => Promise<boolean>;
 
 /**
  * What every door of one export receives from its serving node: the same decider, audit,

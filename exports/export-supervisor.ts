@@ -9,7 +9,7 @@ import type { ExportServing } from "../api/types";
 import type { Authenticator } from "../auth/authenticator";
 import type { DecisionService } from "../ports/decision-service";
 import { directVerificationFor } from "./direct-verification";
-import type { ExportAudit, ExportDoors, OpenDoor } from "./door";
+import type { ExportAudit, ExportDoors, OpenDoor, StoredAudit } from "./door";
 import type { EndpointAllowList } from "./endpoint-allow-list";
 import { ExportDecider } from "./export-decider";
 import { exportOverrides } from "./export-overrides";
@@ -130,11 +130,20 @@ export class ExportSupervisor {
 
   /** Audit records of an export's endpoint, in the category of its component (`postgres`, `pipeline`). */
   private audit(category: string): ExportAudit {
-    return (level, event, message, details) => {
-      this.deps.runtime.events
-        .audit({ category, level, event, message, details })
-        .catch((error: unknown) => this.deps.log.warn({ err: error, event }, "audit record not stored"));
-    };
+    const stored = this.storedAudit(category);
+    return (level, event, message, details) => void stored(level, event, message, details);
+  }
+
+  /** The same records, for answers that must wait until the record is stored (a login admitted only once audited). */
+  private storedAudit(category: string): StoredAudit {
+    return (level, event, message, details) =>
+      this.deps.runtime.events.audit({ category, level, event, message, details }).then(
+        () => true,
+        (error: unknown) => {
+          this.deps.log.warn({ err: error, event }, "audit record not stored");
+          return false;
+        },
+      );
   }
 
   /** Opens the export's door with the services every door shares. */
@@ -149,7 +158,7 @@ export class ExportSupervisor {
       events: runtime.events,
       nodeId: runtime.membership.nodeId,
       authenticator,
-      verification: directVerificationFor(record, authenticator, audit, overrides),
+      verification: directVerificationFor(record, authenticator, this.storedAudit(record.type), overrides),
       overrides,
       listenHost: this.deps.listenHost,
       tls: this.deps.tls,
