@@ -55,11 +55,27 @@ describe("PostgreSQL exports with pushdown: restart and failover rebuild the ver
 
   test("a second node taking over after SIGKILL, then a new node after SIGKILL of that one, answer from rebuilt verdicts", async () => {
     const started = Date.now();
+    // The export opens asynchronously after PUT /export: wait until it answers before the first check.
+    await until("the export answers", () => answers(check), 30_000);
     assert.deepEqual(await run("export", check), rebuilt, "before tampering: the allowed user's email only");
     // A second node joins: partitions are rebalanced (the export may move); wait until that is done.
     const second = await harness.startNode("pushdown-restart-2");
     await until("the second node owns partitions", async () => ((await second.readiness()).body.checks?.partitions?.detail?.ownedHere ?? 0) > 0, 30_000);
     await until("the export answers with two nodes", () => answers(check), 30_000);
+    // Partitions may move more than once while the second node joins: tamper only once the export stays where it is.
+    let servedBefore: string | undefined;
+    let steady = 0;
+    await until(
+      "the export stays on one node for 3 s",
+      async () => {
+        const serving = (await harness.call("GET", `/export?id=${harness.exportId}`)).body.serving?.nodeId as string | undefined;
+        steady = serving !== undefined && serving === servedBefore && (await answers(check)) ? steady + 1 : 0;
+        servedBefore = serving;
+        if (steady < 3) await new Promise((resolve) => setTimeout(resolve, 1000));
+        return steady >= 3;
+      },
+      60_000,
+    );
 
     await tamper();
     assert.deepEqual(await run("export", check), [[droppedEmail]], "the serving node reads the tampered table (the check can fail)");
