@@ -384,20 +384,31 @@ describe("the web UIs in headless Chromium, against a node enforcing Basic (LDAP
       await signInWithPassword(tab, vic);
       const save = tab.getByRole("button", { name: "Save categories and fields" });
       await save.waitFor();
-      await tab.locator("button[data-needs='config:write'][disabled]").first().waitFor();
+      await tab.locator("button.primary[data-needs='config:write'][disabled]").first().waitFor();
       assert.equal(await tab.locator("button[data-needs='config:write']:not([disabled])").count(), 0, "every save button of the page");
       assert.equal(await save.isDisabled(), true);
       assert.equal(await save.getAttribute("title"), "You are not allowed to do this (it needs config:write)");
       const before = (await call("GET", "/config")).json().categories.length;
       assert.ok(before > 0, "the earlier steps saved categories");
-      // Deleting a saved item is not marked: the gateway's 403 is what the subject sees.
       await tab.locator("summary", { hasText: "Contact details (contact)" }).click();
-      await tab.getByRole("button", { name: "Delete Contact details from the configuration" }).click();
+      const remove = tab.getByRole("button", { name: "Delete Contact details from the configuration" });
+      assert.equal(await remove.isDisabled(), true, "deleting a saved item is a write too");
+      assert.equal(await remove.getAttribute("title"), "You are not allowed to do this (it needs config:write)");
+      // Rights can be taken away after the page read them: the button enabled again as a stale page would have it, the gateway's 403 is what the subject sees.
+      await remove.evaluate((button) => {
+        (button as unknown as { disabled: boolean }).disabled = false;
+      });
+      await remove.click();
       const shown = notice(tab).filter({ hasText: "Not allowed" });
       await shown.waitFor();
       assert.match(String(await shown.textContent()), /^Not allowed: you are signed in, but you do not hold config:write\. Nothing was done/);
       assert.equal((await call("GET", "/config")).json().categories.length, before, "nothing was deleted");
       await shoot(tab, "config-forbidden");
+      await tab.getByRole("link", { name: "Import and export" }).click();
+      const importButton = tab.getByRole("button", { name: "Replace the configuration with this file" });
+      await importButton.waitFor();
+      assert.equal(await importButton.isDisabled(), true, "replacing the whole configuration is config:admin");
+      assert.equal(await importButton.getAttribute("title"), "You are not allowed to do this (it needs config:admin)");
     } finally {
       await context.close();
     }

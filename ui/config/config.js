@@ -244,6 +244,7 @@ function showSection(section) {
     locked: (path) => path.endsWith("/stableId") && isSaved(path.slice(0, -"/stableId".length)),
     collapsed: (path) => isSaved(path),
     removeLabel: (path, item) => (isSaved(path) ? `Delete ${item.name || item.stableId} from the configuration` : undefined),
+    removeNeeds: (path) => (isSaved(path) ? "config:write" : undefined),
     removeItem: async (path, list, index) => (isSaved(path) ? deleteSaved(section, list[index], summary) : false),
     changed: () => drawNav(),
   };
@@ -384,7 +385,7 @@ async function deleteSaved(section, item, summary) {
 function showTransfer() {
   const fileInput = h("input", { type: "file", id: "import-file", accept: "application/json,.json" });
   const result = h("div", { class: "import-result" });
-  const importButton = h("button", { type: "submit", class: "primary", text: "Replace the configuration with this file" });
+  const importButton = h("button", { type: "submit", class: "primary", text: "Replace the configuration with this file", "data-needs": "config:admin" });
   const form = h(
     "form",
     {

@@ -375,6 +375,7 @@ function deleteButton(name, summary) {
     type: "button",
     class: "remove",
     text: "Delete mapping group",
+    "data-needs": "mapping:write",
     onclick: async () => {
       if (!armed) {
         armed = true;

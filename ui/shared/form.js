@@ -16,6 +16,7 @@ import { h, replace, uid } from "./dom.js";
  * @property {(path: string, parent: any) => boolean} [locked] whether an input may not change (a saved item's stableId)
  * @property {(path: string, parent: any[], index: number) => Promise<boolean>} [removeItem] removal of a list item: true when the caller removed it itself (e.g. a DELETE call)
  * @property {(path: string, item: any) => string | undefined} [removeLabel] the remove button's text for an item, when not "Remove"
+ * @property {(path: string, item: any) => string | undefined} [removeNeeds] the permission removing an item needs (`component:action`), when it acts on the server
  * @property {(path: string) => boolean} [collapsed] whether a list item starts collapsed
  * @property {() => void} [changed] told after every edit
  */
@@ -418,6 +419,7 @@ function listEditor(schema, holder, key, path, ctx, label) {
           type: "button",
           class: "remove",
           text: removeText,
+          "data-needs": ctx.removeNeeds?.(itemPath, item),
           onclick: async () => {
             const handled = (await ctx.removeItem?.(itemPath, list, index)) ?? false;
             if (!handled) {
