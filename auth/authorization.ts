@@ -90,6 +90,9 @@ export interface CallerRights {
 
 export const fullRights = (subject: string | null, owner: string | null = null): CallerRights => ({ subject, owner, all: true, grants: new Map(), rules: [] });
 
+/** The rights of every request to a component that enforces no authentication: one frozen object, not one per request. */
+export const unenforcedRights: CallerRights = Object.freeze(fullRights(null));
+
 /** May this caller see a redaction job with this owner? Its creator may; a redact:admin may see every job. */
 export function seesJob(caller: CallerRights | undefined, owner: string | null | undefined): boolean {
   if (permits(caller, "redact", "admin")) return true;

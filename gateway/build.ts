@@ -1,6 +1,6 @@
 import { componentOfRequest } from "./route-components";
 import { permissionOfRequest } from "./route-permissions";
-import { fullRights } from "../auth/authorization";
+import { unenforcedRights } from "../auth/authorization";
 import { randomUUID } from "node:crypto";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import swagger from "@fastify/swagger";
@@ -59,7 +59,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
   // A gateway built without authentication (tests, tools) enforces nothing: every caller holds every permission.
   else
     app.addHook("onRequest", (request, _reply, done) => {
-      request.rights = fullRights(null);
+      request.rights = unenforcedRights;
       done();
     });
   documentResponses(app);

@@ -4,7 +4,7 @@ import { pipeline, Transform } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import fp from "fastify-plugin";
 import type { AccessOutcome } from "../auth/authenticator";
-import { type Action, type AuthorizedComponent, type CallerRights, fullRights, permits } from "../auth/authorization";
+import { type Action, type AuthorizedComponent, type CallerRights, unenforcedRights, permits } from "../auth/authorization";
 import { emptySha256, sha256Hex } from "../auth/cloud-signature";
 import { challenges, offeredCredential } from "../auth/http-credentials";
 import { signedRequestFrom } from "../auth/signed-request";
@@ -285,7 +285,7 @@ export const authentication = fp<{
         assertions: Object.freeze([]) as unknown as string[],
       });
       // Authorization applies to verified subjects: a component that enforces no authentication grants everything (docs/authorization.md).
-      request.rights = fullRights(null);
+      request.rights = unenforcedRights;
       const key = openKey(component.name);
       if (state.audited.has(key)) return done();
       Promise.resolve(
