@@ -77,17 +77,17 @@ export class EventLog {
    * Whether a record of `size` bytes fits the audit stream with headroom to spare. nats-server 2.9.10
    * enforces a discard-new stream's byte limit late: a stream at its limit took a few records more and
    * dropped its oldest instead (measured). So the node stops short of the limit itself, reading the
-   * stream's fill again each second or when its own count says it is near.
+   * stream's fill again at most each second: its own count only grows in between, so a full stream
+   * costs no JetStream request per refused record (a flood is what fills it).
    */
   private async auditHasRoom(size: number): Promise<boolean> {
     const stored = size + auditRecordOverhead;
     let fill = this.auditFill;
-    const near = (f: { maxBytes: number; bytes: number }) => f.maxBytes > 0 && f.bytes + stored > f.maxBytes - auditHeadroom(f.maxBytes);
-    if (!fill || performance.now() - fill.readAt > auditFillRefreshMs || near(fill)) {
+    if (!fill || performance.now() - fill.readAt > auditFillRefreshMs) {
       const info = await (await (this.manager ??= this.js.jetstreamManager())).streams.info(Streams.audit.name);
       fill = this.auditFill = { maxBytes: info.config.max_bytes, bytes: info.state.bytes, readAt: performance.now() };
     }
-    if (near(fill)) return false;
+    if (fill.maxBytes > 0 && fill.bytes + stored > fill.maxBytes - auditHeadroom(fill.maxBytes)) return false;
     fill.bytes += stored;
     return true;
   }
