@@ -1,8 +1,9 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { join } from "node:path";
 import type { Logger } from "pino";
+import { findExecutable, spawnInOwnProcessGroup } from "./own-process-group";
 import { StartupError } from "./startup-error";
 
 export interface NatsServerOptions {
@@ -26,12 +27,9 @@ export interface NatsServerOptions {
 /** The environment variable the server's configuration reads the client token from. */
 const tokenVariable = "WARDEN_NATS_TOKEN";
 
-const systemDirs = ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin", "/bin"];
-
 export function findNatsServer(env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (env.NATS_SERVER_BIN) return existsSync(env.NATS_SERVER_BIN) ? env.NATS_SERVER_BIN : undefined;
-  const dirs = [...(env.PATH ?? "").split(":").filter(Boolean), ...systemDirs];
-  return dirs.map((dir) => join(dir, "nats-server")).find((candidate) => existsSync(candidate));
+  return findExecutable("nats-server", env);
 }
 
 function portIsFree(host: string, port: number): Promise<boolean> {
@@ -138,7 +136,7 @@ export class NatsServerProcess {
     // Its own process group: Ctrl-C at a terminal signals the whole foreground group, and the
     // server must outlive the node's drain (the node stops it last), not die beside it.
     const env = options.token ? { ...process.env, [tokenVariable]: options.token } : process.env;
-    const child = spawn(binary, ["-c", configFile], { stdio: ["ignore", "pipe", "pipe"], detached: true, env });
+    const child = spawnInOwnProcessGroup(binary, ["-c", configFile], { stdio: ["ignore", "pipe", "pipe"], env });
     const server = new NatsServerProcess(child, options, pidFile);
     const remember = (chunk: Buffer) => {
       for (const line of chunk.toString("utf8").split("\n").filter(Boolean)) {

@@ -80,6 +80,13 @@ test("a node killed with SIGKILL leaves its nats-server behind; the next start s
   assert.equal((await second.readiness()).status, 200);
 });
 
+/** Process group and session ids of a process (fields 5 and 6 of /proc/<pid>/stat, after the command in parentheses). */
+function groupAndSession(pid: number): { group: number; session: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const [, , group, session] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { group: Number(group), session: Number(session) };
+}
+
 function startAndFail(env: Record<string, string>): { status: number | null; stderr: string } {
   const { NATS_URL: _ignored, ...base } = process.env;
   const result = spawnSync(process.execPath, [mainScript], {
@@ -131,6 +138,13 @@ test("Ctrl-C at a terminal (SIGINT to the whole process group) drains the node a
   const node = await NodeProcess.start({ nodeId: "terminal", dataDir, ownProcessGroup: true, env: { NATS_PORT: String(natsPort) } });
   started.push(node);
   const natsPid = Number(readFileSync(join(dataDir, "nats", "nats-server.pid"), "utf8"));
+  // A group of its own (Ctrl-C misses it) in the node's session: a session of its own is a
+  // scheduling group of its own under sched_autogroup, which cost the pipeline stream 14 µs a record.
+  const nats = groupAndSession(natsPid);
+  const nodeProcess = groupAndSession(node.child.pid!);
+  assert.equal(nats.group, natsPid, "the nats-server leads its own process group");
+  assert.notEqual(nats.group, nodeProcess.group, "not the node's process group");
+  assert.equal(nats.session, nodeProcess.session, "in the node's session");
   // Some state to write, so the drain has partitions and a live actor to hand over.
   const response = await fetch(`${node.url}/user`, {
     method: "PUT",
