@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
-import type { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { doorApp } from "../../http/door-app";
+import { streamedBody } from "../../http/streamed-body";
 import type { HttpListenerLimits } from "../../http/listener-limits";
 import type { Logger } from "pino";
 import type { ExportRecord } from "../../actors/export/export-actor";
@@ -137,8 +137,7 @@ export class ObjectServer {
     });
     void app.register(async (scope) => {
       const handler = (request: FastifyRequest, reply: FastifyReply) => this.handle(request, reply);
-      for (const url of ["/", "/*"])
-        scope.route({ method: ["GET", "HEAD", "PUT", "DELETE", "POST"], url, config: { streamedBody: true } as Record<string, unknown>, handler });
+      for (const url of ["/", "/*"]) scope.route({ method: ["GET", "HEAD", "PUT", "DELETE", "POST"], url, config: { streamedBody: true }, handler });
     });
   }
 
@@ -319,7 +318,7 @@ export class ObjectServer {
     }
     for (const [name, value] of Object.entries(request.headers)) if (name.startsWith("x-amz-meta-") && typeof value === "string") headers[name] = value;
     const method = operation.kind === "DeleteObject" ? "DELETE" : "PUT";
-    const body = operation.kind === "PutObject" ? (request.body as Readable | undefined) : undefined;
+    const body = operation.kind === "PutObject" ? streamedBody(request.body) : undefined;
     if (body === undefined && operation.kind === "PutObject") headers["content-length"] = "0";
     const answer = await store.send({ method, path: storePath(operation.bucket, operation.key), headers, ...(body ? { body } : {}), signal });
     const status = answer.statusCode ?? 502;

@@ -9,6 +9,7 @@ import { HttpDoorPort } from "../../http/door-port";
 import { installErrorHandling } from "../../http/error-handler";
 import { HttpError } from "../../http/errors";
 import { doorApp } from "../../http/door-app";
+import { streamedBody } from "../../http/streamed-body";
 import type { HttpListenerLimits } from "../../http/listener-limits";
 import type { HttpAuthentication } from "../../http/authentication";
 import type { ExportAudit } from "../../exports/door";
@@ -104,7 +105,10 @@ export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance 
       }
       const redactor = options.redactor;
       async function* answers(): AsyncGenerator<string> {
-        for await (const batch of ndjsonBatches(request.body as AsyncIterable<Buffer>, limits.maxRecordBytes)) {
+        // With a content type, Fastify always runs its parser: an NDJSON request has a stream.
+        const stream = streamedBody(request.body);
+        if (!stream) throw new TypeError("an NDJSON request without its stream");
+        for await (const batch of ndjsonBatches(stream, limits.maxRecordBytes)) {
           const out: PipelineAnswer[] = new Array(batch.length);
           const records: unknown[] = [];
           const places: number[] = [];
