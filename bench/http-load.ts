@@ -1,12 +1,24 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { join } from "node:path";
 import pino from "pino";
 import { loadConfig } from "../service/config";
+import { nodeFlags } from "../service/node-flags";
 import { startServiceNode, type RunningNode } from "../service/node";
 import { realisticPolicy } from "../testkit/policy";
 import { freePort } from "../testkit/ports";
 import { tempDir } from "../testkit/temp";
 import { reportFigure, reqPerSecond } from "./report";
+
+/**
+ * The node runs in the bench's own process: started without the node's V8 flags (as `node
+ * dist/bench/x.js`), the bench runs itself again under them and exits with its status, so a
+ * figure measures the node as it is launched for users (its no-op baseline too).
+ */
+export function underNodeFlags(): void {
+  if (nodeFlags.every((flag) => process.execArgv.includes(flag))) return;
+  const run = spawnSync(process.execPath, [...nodeFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit" });
+  process.exit(run.status ?? 1);
+}
 
 export const benchSeconds = Number(process.env.BENCH_SECONDS ?? 10);
 const autocannon = join(__dirname, "..", "..", "node_modules", "autocannon", "autocannon.js");
