@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import pino from "pino";
 import { loadConfig } from "../service/config";
@@ -67,13 +68,16 @@ export function load(url: string, body: string): Promise<LoadResult> {
  */
 export async function startBenchNode(): Promise<{ node: RunningNode; base: string }> {
   const logger = pino({ level: "warn" });
+  // Each run's JetStream store is a few hundred MB: left behind, a day of bench runs fills the disk until nats-server cannot reserve its limits.
+  const dataDir = tempDir("bench-node");
+  process.once("exit", () => rmSync(dataDir, { recursive: true, force: true }));
   // Settings under test (e.g. EXPORT_WORKERS, REDACTION_THREADS) come from the bench's environment.
   const config = loadConfig([], {
     ...process.env,
     PORT: String(await freePort()),
     NATS_PORT: String(await freePort()),
     NATS_URL: undefined,
-    DATA_DIR: tempDir("bench-node"),
+    DATA_DIR: dataDir,
     NODE_ID: "bench",
     LOG_LEVEL: "warn",
   });
