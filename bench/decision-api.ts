@@ -1,5 +1,5 @@
 import "reflect-metadata";
-import { compareWithNoop, startBenchNode } from "./http-load";
+import { compareWithNoop, startBenchNode, underNodeFlags } from "./http-load";
 
 /**
  * /decision requests per second against a no-op route on the same gateway in the same run, 50
@@ -7,6 +7,7 @@ import { compareWithNoop, startBenchNode } from "./http-load";
  * rates, the ratio (target: at least 0.7x) and p99 latencies (target under 10 ms).
  */
 async function main(): Promise<void> {
+  underNodeFlags();
   const { node, base } = await startBenchNode();
   await compareWithNoop("/decision", `${base}/decision`, JSON.stringify({ userId: "bench-user", type: "platformUse", purposeId: "service" }));
   await node.stop();

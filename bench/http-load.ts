@@ -1,12 +1,25 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import pino from "pino";
 import { loadConfig } from "../service/config";
+import { nodeFlags } from "../service/node-flags";
 import { startServiceNode, type RunningNode } from "../service/node";
 import { realisticPolicy } from "../testkit/policy";
 import { freePort } from "../testkit/ports";
 import { tempDir } from "../testkit/temp";
 import { reportFigure, reqPerSecond } from "./report";
+
+/**
+ * The node runs in the bench's own process: started without the node's V8 flags (as `node
+ * dist/bench/x.js`), the bench runs itself again under them and exits with its status, so a
+ * figure measures the node as it is launched for users (its no-op baseline too).
+ */
+export function underNodeFlags(): void {
+  if (nodeFlags.every((flag) => process.execArgv.includes(flag))) return;
+  const run = spawnSync(process.execPath, [...nodeFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit" });
+  process.exit(run.status ?? 1);
+}
 
 export const benchSeconds = Number(process.env.BENCH_SECONDS ?? 10);
 const autocannon = join(__dirname, "..", "..", "node_modules", "autocannon", "autocannon.js");
@@ -55,13 +68,16 @@ export function load(url: string, body: string): Promise<LoadResult> {
  */
 export async function startBenchNode(): Promise<{ node: RunningNode; base: string }> {
   const logger = pino({ level: "warn" });
+  // Each run's JetStream store is a few hundred MB: left behind, a day of bench runs fills the disk until nats-server cannot reserve its limits.
+  const dataDir = tempDir("bench-node");
+  process.once("exit", () => rmSync(dataDir, { recursive: true, force: true }));
   // Settings under test (e.g. EXPORT_WORKERS, REDACTION_THREADS) come from the bench's environment.
   const config = loadConfig([], {
     ...process.env,
     PORT: String(await freePort()),
     NATS_PORT: String(await freePort()),
     NATS_URL: undefined,
-    DATA_DIR: tempDir("bench-node"),
+    DATA_DIR: dataDir,
     NODE_ID: "bench",
     LOG_LEVEL: "warn",
   });

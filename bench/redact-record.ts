@@ -1,5 +1,5 @@
 import "reflect-metadata";
-import { compareWithNoop, startBenchNode } from "./http-load";
+import { compareWithNoop, startBenchNode, underNodeFlags } from "./http-load";
 
 /**
  * PUT /redact/record requests per second (one record of the users-table group, an accepted
@@ -7,6 +7,7 @@ import { compareWithNoop, startBenchNode } from "./http-load";
  * gateway in the same run; 50 connections, autocannon in a separate process. Target: 0.7x, p99 under 10 ms.
  */
 async function main(): Promise<void> {
+  underNodeFlags();
   const { node, base } = await startBenchNode();
   const record = {
     "users.id": "bench-user",

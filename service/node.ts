@@ -245,17 +245,18 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     provision: { replicas: config.jsReplicas, auditRetention: config.auditRetention },
   };
   // Only provisioning is retried (it is idempotent): a fresh NATS cluster elects its JetStream leader first.
-  const provisioned = await whenJetStreamAnswers(() => provision(nc, provisionOptions(setup)), logger);
-  const { runtime } = await startNode({ ...setup, provisioned }, definitions);
-  let authenticator: Authenticator;
-  try {
-    authenticator = await startAuthenticator(config, security, nc, config.jsReplicas);
-  } catch (error) {
-    await runtime.stop();
-    await nc.drain();
+  // A node that fails to start (e.g. JetStream cannot reserve a storage limit) leaves nothing running, its embedded server included.
+  let started: { stop(): Promise<void> } | undefined;
+  const abandon = async (error: unknown): Promise<never> => {
+    await started?.stop();
+    await nc.drain().catch(() => undefined);
     await natsServer?.stop();
     throw error;
-  }
+  };
+  const provisioned = await whenJetStreamAnswers(() => provision(nc, provisionOptions(setup)), logger).catch(abandon);
+  const { runtime } = await startNode({ ...setup, provisioned }, definitions).catch(abandon);
+  started = runtime;
+  const authenticator: Authenticator = await startAuthenticator(config, security, nc, config.jsReplicas).catch(abandon);
 
   const health = (): HealthReport => {
     const status = runtime.status(nats.connected && !nc.isClosed());
@@ -279,7 +280,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     threads: config.redactionThreads,
     jsReplicas: config.jsReplicas,
     quotas: config.redactQuotas,
-  });
+  }).catch(abandon);
   const { doors, postgres } = exportDoors({
     nc,
     decisions,

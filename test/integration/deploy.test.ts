@@ -5,6 +5,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { findNatsServer } from "../../service/nats-server";
+import { nodeFlags } from "../../service/node-flags";
 import { freePort } from "../../testkit/ports";
 import { tempDir } from "../../testkit/temp";
 
@@ -135,8 +136,12 @@ test("systemd unit: the node binary comes from the environment (NODE_BIN), and S
   const unit = readFileSync(join(deploy, "warden.service"), "utf8");
   const directives = unit.split("\n").filter((line) => /^[A-Z]\w*=/.test(line));
   const value = (key: string) => directives.filter((line) => line.startsWith(`${key}=`)).map((line) => line.slice(key.length + 1));
-  // biome-ignore lint/suspicious/noTemplateCurlyInString: systemd's own ${NODE_BIN} syntax
-  assert.deepEqual(value("ExecStart"), ["/usr/bin/env ${NODE_BIN} /opt/warden/dist/service/main.js"]);
+  // systemd expands its own ${NODE_BIN}; the escaped one below is that text, not a template placeholder.
+  assert.deepEqual(
+    value("ExecStart"),
+    [`/usr/bin/env \${NODE_BIN} ${nodeFlags.join(" ")} /opt/warden/dist/service/main.js`],
+    "launched with the node's V8 flags",
+  );
   assert.ok(value("Environment").includes("NODE_BIN=node"), "a default");
   assert.ok(value("EnvironmentFile").includes("-/etc/default/warden"), "per machine");
   assert.deepEqual(value("KillSignal"), ["SIGTERM"]);
@@ -158,7 +163,7 @@ test("the image's root filesystem, built by the Dockerfile's own steps, starts a
   assert.ok(!existsSync(join(image.workdir, "node_modules", "typescript")), "no devDependencies");
   assert.ok(!existsSync(join(image.workdir, "dist", "test")), "no tests");
   assert.ok(existsSync(join(image.workdir, "node_modules", "fastify")));
-  assert.deepEqual(image.entrypoint.slice(0, 1), ["node"]);
+  assert.deepEqual(image.entrypoint.slice(0, 1 + nodeFlags.length), ["node", ...nodeFlags], "launched with the node's V8 flags");
 
   // The image's environment, with this machine's ports and paths.
   const port = await freePort();
