@@ -8,11 +8,17 @@ const longestKept = 16_384;
 /** Where a text could name something the analysis treats specially (reserved names, U& escapes): never answered by its constants' form. */
 const specialSpelling = /__warden|u&/i;
 
+/** A form's analysis, with the hidden columns it splices in (positions in the form, before any insertion). */
+interface Template {
+  analysis: QueryAnalysis;
+  edits: Array<{ at: number; text: string }>;
+}
+
 /** The analyses kept under one schema and policy: by exact text, and by the form with constants replaced by parameters. */
 interface Bucket {
   texts: Map<string, QueryAnalysis>;
   /** Normalized text -> its analysis when it holds for every constant in its places; null when it does not (the text is analysed itself). */
-  forms: Map<string, QueryAnalysis | null>;
+  forms: Map<string, Template | null>;
 }
 
 /**
@@ -23,9 +29,11 @@ interface Bucket {
  * Sound because the analysis of a form treats a parameter as any value the client could write:
  * it is the analysis of the same statement prepared with parameters. A form's analysis is used
  * for a text only when it holds whatever the constants are: plain SELECTs, nothing refused,
- * nothing spliced in (the text sent is the client's own), not strict (ordinals are constants
- * there), not pushdown (the text sent is rewritten), no reserved names or U& escapes. Otherwise
- * the text is analysed itself, as before.
+ * not strict (ordinals are constants there), not pushdown (the text sent is rewritten), no
+ * reserved names or U& escapes. Otherwise the text is analysed itself, as before.
+ * Hidden columns the form's analysis spliced in are spliced into the client's text at the same
+ * places (`spliceLikeForm`), and used only when that text normalizes to exactly the spliced form:
+ * the text sent is then of the form whose parse was checked to carry those columns.
  */
 export class AnalysisCache {
   /** By policy, then by schema key (the same string object per schema view: no key is built per look-up). */
@@ -71,23 +79,24 @@ export class AnalysisCache {
     let template = bucket.forms.get(form);
     if (template === undefined) {
       this.misses++;
-      const analysis = analyzeQuery(form, schema, policy);
-      template = holdsForAnyConstants(analysis, form) ? analysis : null;
+      template = templateOf(analyzeQuery(form, schema, policy), form);
       this.keep(bucket.forms, form, template);
     } else {
       bucket.forms.delete(form);
       bucket.forms.set(form, template);
     }
     if (template === null) return undefined;
+    const spliced = template.edits.length > 0 ? spliceLikeForm(sql, form, template) : { text: sql, insertions: [] };
+    if (!spliced) return undefined;
     this.formHits++;
     let names: Set<string> | undefined;
     // Labels the client wrote are read from its own text, not the form's.
     return {
-      text: sql,
-      statements: template.statements,
-      insertions: [],
+      text: spliced.text,
+      statements: template.analysis.statements,
+      insertions: spliced.insertions,
       identifiers: () => (names ??= namesWritten(sql)),
-      hiddenPrefix: template.hiddenPrefix,
+      hiddenPrefix: template.analysis.hiddenPrefix,
     };
   }
 
@@ -124,15 +133,64 @@ export class AnalysisCache {
   }
 }
 
-/** Whether a form's analysis holds for every text of that form: every statement a plain SELECT, none refused, the text sent unchanged. */
-function holdsForAnyConstants(analysis: QueryAnalysis, form: string): boolean {
-  return (
-    analysis.refusal === undefined &&
-    analysis.text === form &&
-    analysis.insertions.length === 0 &&
-    analysis.statements.length > 0 &&
-    analysis.statements.every((statement) => statement.kind === "rows")
-  );
+/** Outside the Basic Multilingual Plane, JavaScript's string positions are not PostgreSQL's character positions. */
+const surrogate = /[\uD800-\uDFFF]/;
+
+/**
+ * A form's analysis as a template for every text of that form, or null when it does not hold
+ * whatever the constants are: every statement a plain SELECT, none refused, and the text sent
+ * the form itself or the form with hidden columns inserted (nothing of it replaced).
+ */
+function templateOf(analysis: QueryAnalysis, form: string): Template | null {
+  const plain = analysis.refusal === undefined && analysis.statements.length > 0 && analysis.statements.every((statement) => statement.kind === "rows");
+  if (!plain) return null;
+  if (analysis.insertions.length === 0) return analysis.text === form ? { analysis, edits: [] } : null;
+  if (surrogate.test(analysis.text) || analysis.insertions.some((insertion) => insertion.replaced !== undefined)) return null;
+  const edits: Template["edits"] = [];
+  let shift = 0;
+  let rest = "";
+  let from = 0;
+  for (const insertion of analysis.insertions) {
+    rest += analysis.text.slice(from, insertion.at);
+    edits.push({ at: insertion.at - shift, text: analysis.text.slice(insertion.at, insertion.at + insertion.length) });
+    shift += insertion.length;
+    from = insertion.at + insertion.length;
+  }
+  rest += analysis.text.slice(from);
+  // The insertions account for every difference from the form.
+  return rest === form ? { analysis, edits } : null;
+}
+
+/**
+ * `sql` with the template's hidden columns inserted where they stand in its form, and the
+ * insertions' positions in the result; undefined when that text does not normalize to exactly
+ * the spliced form (the places were not found again: the text is analysed itself).
+ */
+function spliceLikeForm(sql: string, form: string, template: Template): Pick<QueryAnalysis, "text" | "insertions"> | undefined {
+  if (surrogate.test(sql)) return undefined;
+  const parts = alignedParts(sql, form);
+  if (!parts) return undefined;
+  let text = "";
+  let from = 0;
+  const insertions: QueryAnalysis["insertions"] = [];
+  for (const edit of template.edits) {
+    const part = parts.find((p) => p.form <= edit.at && edit.at <= p.form + p.length);
+    if (!part) return undefined;
+    const at = part.sql + (edit.at - part.form);
+    if (at < from) return undefined;
+    text += sql.slice(from, at);
+    insertions.push({ at: text.length, length: edit.text.length });
+    text += edit.text;
+    from = at;
+  }
+  text += sql.slice(from);
+  let normalized: string;
+  try {
+    normalized = normalizeSync(text);
+  } catch {
+    return undefined;
+  }
+  return normalized === template.analysis.text ? { text, insertions } : undefined;
 }
 
 const parameter = /\$\d+/g;
@@ -143,20 +201,29 @@ const parameter = /\$\d+/g;
  * an error text (invalid UTF-8, for one) as if it were the form; this keeps it from being analysed.
  */
 export function spansReplaced(sql: string, form: string): boolean {
+  return alignedParts(sql, form) !== undefined;
+}
+
+/** Where each part of `form` between its parameters stands in `sql` (first match in order), when `form` is `sql` with spans replaced (see spansReplaced). */
+function alignedParts(sql: string, form: string): Array<{ form: number; sql: number; length: number }> | undefined {
+  const parts: Array<{ form: number; sql: number; length: number }> = [];
   let at = 0;
   let from = 0;
   parameter.lastIndex = 0;
   for (let match = parameter.exec(form); match !== null; match = parameter.exec(form)) {
     const part = form.slice(from, match.index);
     const found = from === 0 ? (sql.startsWith(part) ? 0 : -1) : sql.indexOf(part, at);
-    if (found < 0) return false;
+    if (found < 0) return undefined;
+    parts.push({ form: from, sql: found, length: part.length });
     // Something of the client's text stands where the parameter is.
     at = found + part.length + 1;
     from = match.index + match[0].length;
   }
-  if (from === 0) return false;
+  if (from === 0) return undefined;
   const last = form.slice(from);
-  return sql.length - last.length >= at && sql.endsWith(last);
+  if (sql.length - last.length < at || !sql.endsWith(last)) return undefined;
+  parts.push({ form: from, sql: sql.length - last.length, length: last.length });
+  return parts;
 }
 
 /** The analyses of this process's sessions (every export's: the key holds the schema and policy). */
