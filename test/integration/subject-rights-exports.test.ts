@@ -317,4 +317,43 @@ describe("data-subject rights across the doors (issue 25)", () => {
       objects.destroy();
     }
   });
+
+  test("a guardian's restriction stops at the guardian categories: a consent beyond them is left on and listed, naming it is refused, and the child's data still flows", async () => {
+    const childClicks = async (): Promise<unknown> => {
+      const connection = await mysql.createConnection({ host: "127.0.0.1", port: ports.mysql, user: reader.user, password: reader.password, database: "app" });
+      try {
+        const [rows] = await connection.query("SELECT clicks FROM app.users WHERE id = 'child'");
+        return (rows as Array<{ clicks: number | null }>)[0]?.clicks ?? null;
+      } finally {
+        await connection.end();
+      }
+    };
+    const childRow = usersRows().find((row) => row.id === "child")!;
+    const consent = await call("PUT", "/user/consent", {
+      userId: "child",
+      grantorId: "guardian",
+      consents: { affirmativeConsents: [{ purposeId: "research", termsId: "research-study-1", categoryIds: ["usage"] }] },
+    });
+    assert.equal(consent.status, 200, JSON.stringify(consent.body));
+    await until("the child's clicks come through the MySQL export again", async () => (await childClicks()) === childRow.clicks, 5000);
+    // The guardian categories no longer hold usage: the consent the guardian gave covers a category beyond them.
+    const narrowed = fhirPolicy();
+    narrowed.guardian!.categoryIds = ["contact", "identity"];
+    assert.equal((await call("PUT", "/config", narrowed)).status, 200);
+
+    const named = await request(other, "PUT", "/user/child/restriction", { actorId: "guardian", purposeIds: ["research"] });
+    assert.equal(named.status, 403, JSON.stringify(named.body));
+    assert.equal(named.body.error.code, "ERR_USER_GUARDIAN_CATEGORIES");
+    const everything = await request(other, "PUT", "/user/child/restriction", { actorId: "guardian" });
+    assert.equal(everything.status, 200, JSON.stringify(everything.body));
+    assert.deepEqual(everything.body.restricted, []);
+    assert.deepEqual(everything.body.leftOn, [{ purposeId: "research", termsId: "research-study-1", outside: ["usage"] }]);
+    assert.deepEqual((await call("GET", "/user/child")).body.consents, { "research/research-study-1": { categoryIds: ["usage"] } });
+    await new Promise((resolve) => setTimeout(resolve, restrictionBoundMs));
+    assert.equal(
+      await childClicks(),
+      childRow.clicks,
+      "past the bound the child's data still comes through: nothing beyond the guardian categories was turned off",
+    );
+  });
 });
