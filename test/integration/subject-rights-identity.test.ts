@@ -10,7 +10,12 @@ import { NodeProcess } from "../../testkit/node-process";
 import { ldapSecurityFile, SlapdServer } from "../../testkit/slapd";
 import { tempDir } from "../../testkit/temp";
 
-const people = { root: { uid: "root", password: "root-pw" }, alice: { uid: "alice", password: "alice-pw" }, bob: { uid: "bob", password: "bob-pw" } };
+const people = {
+  root: { uid: "root", password: "root-pw" },
+  alice: { uid: "alice", password: "alice-pw" },
+  bob: { uid: "bob", password: "bob-pw" },
+  gina: { uid: "gina", password: "gina-pw" },
+};
 const basic = ({ uid, password }: { uid: string; password: string }) => ({ authorization: `Basic ${Buffer.from(`${uid}:${password}`).toString("base64")}` });
 
 /** Item 3 of issue 25: with authentication and authorization enforced on /user, a verified subject reads its own report only (LDAP uid = userId); an admin reads any. */
@@ -43,6 +48,14 @@ describe("subject rights by caller identity (LDAP uid mapped to userId, slapd)",
       assert.equal((await call(node, "PUT", "/user", { userId, attributes: { dob: "1990-01-01", location: "US" } }, basic(people.root))).status, 200);
       assert.equal((await call(node, "PUT", "/decision", { userId, type: "platformUse", purposeId: "service" })).status, 200);
     }
+    // gina is the guardian of kid (a child, no LDAP account of its own).
+    const childDob = `${new Date().getUTCFullYear() - 9}-01-01`;
+    for (const [userId, dob] of [
+      ["gina", "1980-01-01"],
+      ["kid", childDob],
+    ])
+      assert.equal((await call(node, "PUT", "/user", { userId, attributes: { dob, location: "US" } }, basic(people.root))).status, 200);
+    assert.equal((await call(node, "PUT", "/user/terms?userId=kid&acceptorId=gina", undefined, basic(people.root))).status, 200);
   });
 
   after(async () => {
@@ -75,5 +88,32 @@ describe("subject rights by caller identity (LDAP uid mapped to userId, slapd)",
     const own = await call(node, "PUT", "/user/alice/restriction", {}, basic(people.alice));
     assert.equal(own.status, 200, JSON.stringify(own.body));
     assert.equal(own.body.by, "alice");
+  });
+
+  test("a guardian reads and restricts a linked child's report as themself; naming a guardian one is not is refused and audited", async () => {
+    const asGuardian = await call(node, "GET", "/user/kid/report?actorId=gina", undefined, basic(people.gina));
+    assert.equal(asGuardian.status, 200, JSON.stringify(asGuardian.body));
+    assert.equal(asGuardian.body.guardianId, "gina");
+    // alice claims to be gina: the identity mapping says she is alice, whatever actorId says.
+    const impersonating = await call(node, "GET", "/user/kid/report?actorId=gina", undefined, basic(people.alice));
+    assert.equal(impersonating.status, 403);
+    assert.equal(impersonating.body.error.code, "ERR_USER_NOT_YOURS");
+    // bob is bob, but no guardian of kid.
+    const notLinked = await call(node, "GET", "/user/kid/report?actorId=bob", undefined, basic(people.bob));
+    assert.equal(notLinked.status, 403);
+    assert.equal(notLinked.body.error.code, "ERR_USER_GUARDIAN_INVALID");
+    const noActor = await call(node, "GET", "/user/kid/report", undefined, basic(people.gina));
+    assert.equal(noActor.status, 403, "a guardian names themself as actorId: gina is not kid");
+    assert.equal((await call(node, "PUT", "/user/kid/restriction", { actorId: "gina" }, basic(people.alice))).status, 403);
+    const restricted = await call(node, "PUT", "/user/kid/restriction", { actorId: "gina" }, basic(people.gina));
+    assert.equal(restricted.status, 200, JSON.stringify(restricted.body));
+    assert.equal(restricted.body.by, "gina");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const refused = audits
+      .filter((r) => r.event === "report.refused" && (r.details as { userId: string }).userId === "kid")
+      .map((r) => (r.details as { by: string }).by);
+    assert.ok(refused.includes("alice"), JSON.stringify(refused));
+    assert.ok(audits.some((r) => r.event === "report.read" && (r.details as { userId: string; guardianId: string }).guardianId === "gina"));
+    assert.ok(audits.some((r) => r.event === "user.restricted" && (r.details as { userId: string; actorId: string }).actorId === "gina"));
   });
 });
