@@ -8,6 +8,7 @@ import { call } from "../../testkit/http";
 import { connectTo, startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { ldapSecurityFile, SlapdServer } from "../../testkit/slapd";
+import { OidcProvider } from "../helpers/oidc";
 import { tempDir } from "../../testkit/temp";
 
 const people = {
@@ -18,17 +19,21 @@ const people = {
 };
 const basic = ({ uid, password }: { uid: string; password: string }) => ({ authorization: `Basic ${Buffer.from(`${uid}:${password}`).toString("base64")}` });
 
-/** Item 3 of issue 25: with authentication and authorization enforced on /user, a verified subject reads its own report only (LDAP uid = userId); an admin reads any. */
-describe("subject rights by caller identity (LDAP uid mapped to userId, slapd)", () => {
+/**
+ * Item 3 of issue 25: with authentication and authorization enforced on /user, a verified subject reads its own report only
+ * (LDAP uid = userId; OAuth claim `email` = userId); an admin reads any.
+ */
+describe("subject rights by caller identity (LDAP uid and an OAuth claim mapped to userId: slapd, oidc-provider)", () => {
   let slapd: SlapdServer;
   let nats: NatsServerProcess;
   let node: NodeProcess;
   let nc: NatsConnection;
+  let provider: OidcProvider;
   const audits: AuditRecord[] = [];
 
   before(async () => {
     slapd = await SlapdServer.start({ suffix: "dc=example,dc=org", users: Object.values(people), groups: [{ cn: "wardenAdmins", members: ["root"] }] });
-    nats = await startNats();
+    [nats, provider] = await Promise.all([startNats(), OidcProvider.start()]);
     nc = await connectTo(nats.url);
     nc.subscribe("warden.audit.user.>", {
       callback: (_error, msg) => {
@@ -39,8 +44,15 @@ describe("subject rights by caller identity (LDAP uid mapped to userId, slapd)",
       groups: true,
       sections: {
         authorization: { rules: [{ name: "admins", ldapGroups: ["wardenAdmins"], permissions: ["*:admin"] }] },
-        identityMapping: { ldap: { from: "uid" } },
+        identityMapping: { ldap: { from: "uid" }, oauth: { claim: "email" } },
       },
+      verifiers: [
+        {
+          verifier: "oauth",
+          profiles: [{ profile: "idp", configuration: { serverMetadataUrl: provider.metadataUrl, resourceServerId: OidcProvider.resource } }],
+        },
+      ],
+      credentials: [{ type: "rawBearerToken", verifiers: [{ verifier: "oauth", profile: "idp" }] }],
     });
     node = await NodeProcess.start({ nodeId: "subject-identity", natsUrl: nats.url, env: { SECURITY_CONFIG: file } });
     assert.equal((await call(node, "PUT", "/config", realisticPolicy())).status, 200);
@@ -63,6 +75,7 @@ describe("subject rights by caller identity (LDAP uid mapped to userId, slapd)",
     await node?.stop();
     await nats?.stop();
     await slapd?.stop();
+    await provider?.stop();
   });
 
   test("a subject reads its own report; another's is refused 403 and audited; an admin reads any; no credentials: 401", async () => {
@@ -115,5 +128,21 @@ describe("subject rights by caller identity (LDAP uid mapped to userId, slapd)",
     assert.ok(refused.includes("alice"), JSON.stringify(refused));
     assert.ok(audits.some((r) => r.event === "report.read" && (r.details as { userId: string; guardianId: string }).guardianId === "gina"));
     assert.ok(audits.some((r) => r.event === "user.restricted" && (r.details as { userId: string; actorId: string }).actorId === "gina"));
+  });
+
+  test("an OAuth token's mapped claim is the user: its own report only; a token without the claim is no user", async () => {
+    const bearer = async (claims: Record<string, unknown>) => ({ authorization: `Bearer ${await provider.sign({ sub: "client-of-bob", ...claims })}` });
+    const own = await call(node, "GET", "/user/bob/report", undefined, await bearer({ email: "bob" }));
+    assert.equal(own.status, 200, JSON.stringify(own.body));
+    assert.equal(own.body.userId, "bob");
+    const another = await call(node, "GET", "/user/alice/report", undefined, await bearer({ email: "bob" }));
+    assert.equal(another.status, 403);
+    assert.equal(another.body.error.code, "ERR_USER_NOT_YOURS");
+    // The subject is no user: only the mapped claim is.
+    const bySubject = await call(node, "GET", "/user/bob/report", undefined, await bearer({ sub: "bob" }));
+    assert.equal(bySubject.status, 403, JSON.stringify(bySubject.body));
+    assert.equal(bySubject.body.error.code, "ERR_USER_NOT_YOURS");
+    const notAString = await call(node, "GET", "/user/bob/report", undefined, await bearer({ email: ["bob"] }));
+    assert.equal(notAString.status, 403);
   });
 });
