@@ -266,6 +266,14 @@ describe("data-subject rights across the doors (issue 25)", () => {
       const notAChild = await call("PUT", "/user/accepted/restriction", { actorId: "guardian" });
       assert.equal(notAChild.status, 403, JSON.stringify(notAChild.body));
       assert.equal(notAChild.body.error.code, "ERR_USER_GUARDIAN_INVALID");
+      // A purpose the configuration does not name (a typo) is refused: 400, nothing restricted.
+      const typo = await call("PUT", "/user/accepted/restriction", { purposeIds: ["research", "reserach"] });
+      assert.equal(typo.status, 400, JSON.stringify(typo.body));
+      assert.equal(typo.body.error.code, "ERR_USER_INVALID");
+      assert.deepEqual(
+        typo.body.error.details.map((d: Body) => d.path),
+        ["/purposeIds"],
+      );
       for (const [door, passes] of doors) assert.equal(await passes("accepted"), true, `${door}: a refused restriction changes nothing`);
 
       // The guardian restricts the child through one node, the user restricts themself through the other: each export runs on one of them.
