@@ -179,13 +179,14 @@ export class SlapdServer {
  * A security configuration file (in `dir`) whose only verifier is this directory (user names
  * under ou=people), enforced on `components`: what a PostgreSQL export with direct verification needs.
  * `more.groups` reads group membership (groupOfNames under ou=groups) for authorization rules;
- * `more.sections` adds top-level sections (authorization, identityMapping).
+ * `more.sections` adds top-level sections (authorization, identityMapping); `more.verifiers` and
+ * `more.credentials` add verifiers and credential types beside the directory (an OAuth provider).
  */
 export function ldapSecurityFile(
   dir: string,
   slapd: SlapdServer,
   components: readonly string[],
-  more: { groups?: boolean; sections?: Record<string, unknown> } = {},
+  more: { groups?: boolean; sections?: Record<string, unknown>; verifiers?: unknown[]; credentials?: unknown[] } = {},
 ): string {
   const file = join(dir, "security.json");
   const groupSearch = { base: "ou=groups,dc=example,dc=org", filter: "(&(objectClass=groupOfNames)(member={dn}))", attribute: "cn" };
@@ -193,8 +194,8 @@ export function ldapSecurityFile(
   writeFileSync(
     file,
     JSON.stringify({
-      verifiers: [{ verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration }] }],
-      credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
+      verifiers: [{ verifier: "ldap", default: "directory", profiles: [{ profile: "directory", configuration }] }, ...(more.verifiers ?? [])],
+      credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }, ...(more.credentials ?? [])],
       enforcedComponents: components.map((componentName) => ({ componentName })),
       ...more.sections,
     }),

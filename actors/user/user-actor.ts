@@ -98,6 +98,12 @@ function consentCategories(compiled: CompiledPolicy, record: UserRecord, purpose
 
 const maxConsentHistory = 500;
 
+/** The ids of every purpose the configuration names, of any type. */
+function configuredPurposeIds(compiled: CompiledPolicy): Set<string> {
+  const { platformUse, platformSharing, contractualExchange, consentedSharing } = compiled.config;
+  return new Set([platformUse, platformSharing, contractualExchange, consentedSharing].flatMap((section) => section.purposes.map((p) => p.stableId)));
+}
+
 /**
  * A user (spec 2.10, 3.3): attributes, contract, accepted terms, opt-ins, consents, guardian
  * links and flows a guardian turned off. Rules that depend on the configuration read the
@@ -306,6 +312,12 @@ export const user = actor({
       const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
       const by = await actingFor(ctx, compiled, record, arg.actorId, "a restriction", now);
       const named = arg.purposeIds && new Set(arg.purposeIds);
+      const unknown = [...(named ?? [])].filter((purposeId) => !configuredPurposeIds(compiled).has(purposeId));
+      // A typo must not pass for a restriction: nothing is turned off.
+      if (unknown.length)
+        throw new HandlerError("USER_INVALID", `no purpose ${unknown.map((id) => `'${id}'`).join(", ")} in the configuration: nothing was restricted`, {
+          details: unknown.map((id) => ({ path: "/purposeIds", problem: `'${id}' names no purpose of the configuration` })),
+        });
       const candidates = [
         ...Object.keys(record.optIns).map((purposeId) => ({ purposeId, termsId: undefined as string | undefined })),
         ...Object.keys(record.consents).map((key) => ({ purposeId: key.slice(0, key.indexOf("/")), termsId: key.slice(key.indexOf("/") + 1) })),
