@@ -57,8 +57,8 @@ function mappedField(mapping: MappingView, schema: string, table: string, column
  * resource-context columns in the same result; an instance whose user column is not in the
  * result decides nothing (its values are NULL); the export adds the missing ones as hidden columns
  * (analysis/hidden-user-columns.ts), the shape's last `hiddenCount`, which are never sent.
- * A derived table's or CTE's column (the server reports the derived table as both `table` and
- * `org_table`) is attributed to the base column the parse traces it to (derived-relations.ts),
+ * A derived table's or CTE's column (the server reports the derived table as `table`, and
+ * itself or the base table as `org_table`) is attributed to the base column the parse traces it to (derived-relations.ts),
  * under that base instance's own user. Without a shape, nothing is attributed.
  */
 export function planMysqlResult(
@@ -98,12 +98,12 @@ export function planMysqlResult(
       if (field) attributed[i] = { key: originKey({ path: [instance.alias], db: instance.db, table: instance.table }), field };
       return;
     }
-    // A derived table or CTE: the server names it (as its own org_table) and the output column; the parse says which base column that is.
+    // A derived table or CTE: the server names it as `table` and its output column as `org_name`; the parse says which base column that is.
+    // As org_table MariaDB reports the derived table itself, or the base table when it merged or materialised it (DISTINCT): either will do.
     const derived = shape.derived.get(column.table);
-    if (!derived || derived.alias !== column.orgTable) return;
-    const source = resolveColumn(derived, column.orgName);
+    const source = derived && resolveColumn(derived, column.orgName);
     const schema = source && (source.origin.db ?? database);
-    if (!source || schema === undefined) return;
+    if (!source || schema === undefined || (column.orgTable !== derived.alias && column.orgTable !== source.origin.table)) return;
     const field = mappedField(mapping, schema, source.origin.table, source.column, relationMaps);
     if (field) attributed[i] = { key: originKey(source.origin), field };
   });

@@ -219,7 +219,7 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     assert.deepEqual(own.rows, [[null, `${ALLOWED}@example.com`, null, `item-${ALLOWED}`]], "a join of the allowed user's own rows shows both tables' values");
   });
 
-  test("subqueries, derived tables, CTEs (one named like the table), views and UNION are never attributed", async () => {
+  test("subqueries, derived tables and CTEs (one named like the table) posing as another user, views and UNION", async () => {
     const scalar = await assertBlocked(
       `SELECT id, email, (SELECT email FROM users WHERE id = '${DROPPED}') FROM users WHERE id = '${ALLOWED}'`,
       "scalar subquery in the select list",

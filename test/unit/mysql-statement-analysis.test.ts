@@ -170,7 +170,15 @@ describe("MySQL result plans: the parse and the server's column definitions must
       () => true,
       "app",
     );
-    assert.deepEqual(notDerived.groups, [], "the server reports a base table where the parse has a derived table: not attributed");
+    assert.deepEqual(notDerived.groups, [[0]], "MariaDB reports the base table as org_table when it merges or materialises the derived table (DISTINCT)");
+    const otherTable = planMysqlResult(
+      [column("x", "orders", "id"), column("x", "orders", "email")],
+      shapeOf("SELECT x.id, x.email FROM (SELECT id, email FROM users) x"),
+      mapping,
+      () => true,
+      "app",
+    );
+    assert.deepEqual(otherTable.groups, [], "an org_table that is neither the derived table nor the traced base table: not attributed");
     const counted = planMysqlResult([column("users", "users", "id"), expression("email")], shapeOf("SELECT id, email FROM users"), mapping, () => true, "app");
     assert.deepEqual(counted.groupOf, [0, -1], "an expression where the parse expects a column: NULL");
     const wrongCount = planMysqlResult([column("users", "users", "id")], shapeOf("SELECT id, email FROM users"), mapping, () => true, "app");
