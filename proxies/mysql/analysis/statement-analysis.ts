@@ -263,8 +263,8 @@ export function aliasOf(as: unknown): string | undefined {
 }
 
 /** A derived relation that passes nothing through. */
-function opaque(alias: string): Relation {
-  return { kind: "derived", alias, columns: new Map(), star: null, relations: [], carry: "none", cteColumnList: false, cte: null };
+function opaque(alias: string, cte: string | null = null): Relation {
+  return { kind: "derived", alias, columns: new Map(), star: null, relations: [], carry: "none", cteColumnList: false, cte };
 }
 
 function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, prefix: readonly string[], depth: number): Scope {
@@ -284,17 +284,14 @@ function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, pref
       const body = (item.expr as { ast?: Record<string, unknown> } | undefined)?.ast;
       relation = derivedRelation(alias, body, env, null, [...prefix, alias], depth);
     } else {
-      const name = alias ?? item.table;
+      const table = item.table;
+      const name = alias ?? table;
       const unqualified = item.db === null || item.db === undefined;
-      const cte = unqualified ? env.get(item.table) : undefined;
-      if (cte)
-        relation = {
-          ...derivedRelation(name, cte.recursive ? undefined : cte.body, cte.env, cte.columnList, [...prefix, name], depth),
-          cte: cte.name,
-        } as Relation;
+      const cte = unqualified ? env.get(table) : undefined;
+      if (cte) relation = derivedRelation(name, cte.recursive ? undefined : cte.body, cte.env, cte.columnList, [...prefix, name], depth, cte.name);
       // A name that differs from a CTE's only in case: which one the server reads is not worth guessing.
-      else if (unqualified && [...env.keys()].some((k) => k.toLowerCase() === item.table!.toString().toLowerCase())) relation = opaque(name);
-      else relation = { kind: "base", alias: name, origin: { path: [...prefix, name], db: unqualified ? null : String(item.db), table: item.table } };
+      else if (unqualified && [...env.keys()].some((k) => k.toLowerCase() === table.toLowerCase())) relation = opaque(name);
+      else relation = { kind: "base", alias: name, origin: { path: [...prefix, name], db: unqualified ? null : String(item.db), table } };
     }
     // A repeated name would make the server refuse the statement; attributing neither is the safe reading.
     if (seen.has(relation.alias)) repeated.add(relation.alias);
@@ -302,7 +299,7 @@ function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, pref
     relations.push(relation);
   }
   const entries = selectEntries(select);
-  const kept = relations.map((r) => (repeated.has(r.alias) ? opaque(r.alias) : r));
+  const kept = relations.map((r) => (repeated.has(r.alias) ? opaque(r.alias, r.kind === "derived" ? r.cte : null) : r));
   const loneStar = entries.length === 1 && entries[0]!.entry.kind === "star" && kept.length === 1 && starCovers(entries[0]!.entry, kept[0]!.alias);
   for (const relation of kept) {
     if (relation.kind === "base") continue;
@@ -324,11 +321,12 @@ function derivedRelation(
   columnList: string[] | null,
   path: readonly string[],
   depth: number,
+  cte: string | null = null,
 ): Relation {
-  if (body?.type !== "select" || depth >= maxDepth) return opaque(alias);
+  if (body?.type !== "select" || depth >= maxDepth) return opaque(alias, cte);
   const inner = scopeOf(body, env, path, depth + 1);
   const stars = inner.entries.filter(({ entry }) => entry.kind === "star");
-  if (!inner.attributable || (columnList !== null && (stars.length > 0 || columnList.length !== inner.entries.length))) return opaque(alias);
+  if (!inner.attributable || (columnList !== null && (stars.length > 0 || columnList.length !== inner.entries.length))) return opaque(alias, cte);
   const columns = new Map<string, Source | null>();
   let unnamed = false;
   inner.entries.forEach(({ entry, as }, i) => {
@@ -348,7 +346,7 @@ function derivedRelation(
     const covered = inner.relations.filter((r) => starCovers(stars[0]!.entry as { table: string | null }, r.alias));
     if (covered.length === 1) star = covered[0]!;
   }
-  return { kind: "derived", alias, columns, star, relations: inner.relations, carry: "none", cteColumnList: columnList !== null, cte: null };
+  return { kind: "derived", alias, columns, star, relations: inner.relations, carry: "none", cteColumnList: columnList !== null, cte };
 }
 
 /** The select list as plain columns, stars and expressions, with their aliases. */
