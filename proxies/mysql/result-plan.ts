@@ -2,6 +2,7 @@ import type { ColumnDefinition } from "../../protocols/mysql/column-definition";
 import type { MappedField, MappingView } from "../../exports/row-decider";
 import type { DecisionPlan } from "../../exports/row-masks";
 import { hiddenColumnPrefix } from "./analysis/hidden-user-columns";
+import { originKey, resolveColumn } from "./analysis/derived-relations";
 import type { OutputEntry, SelectShape } from "./analysis/statement-analysis";
 
 /** A MySQL result's plan: the protocol-neutral decision plan and the column types its rows are framed by. */
@@ -33,13 +34,13 @@ function plainColumns(entries: readonly OutputEntry[], count: number): Array<Out
 /** Whether the mapping's field `recordField` applies to a column of (`schema`, `table`): the relation is the one the mapping names (session/backend-catalog.ts). */
 export type RelationCheck = (recordField: string, schema: string, table: string) => boolean;
 
-/** The mapped field of a column: `database.table.column` first, then `table.column`, each only for the relation it names. */
-function mappedField(mapping: MappingView, column: ColumnDefinition, relationMaps: RelationCheck): MappedField | undefined {
-  const { schema, orgTable, orgName } = column;
-  for (const key of [`${schema}.${orgTable}.${orgName}`, `${orgTable}.${orgName}`]) {
-    const field = mapping.fields.get(key);
-    if (field && relationMaps(field.recordField, schema, orgTable)) return field;
-  }
+/** The mapped field of a base table's column: `database.table.column` first, then `table.column`, each only for the relation it names. */
+function mappedField(mapping: MappingView, schema: string, table: string, column: string, relationMaps: RelationCheck): MappedField | undefined {
+  for (const name of new Set([column, column.toLowerCase()]))
+    for (const key of [`${schema}.${table}.${name}`, `${table}.${name}`]) {
+      const field = mapping.fields.get(key);
+      if (field && relationMaps(field.recordField, schema, table)) return field;
+    }
   return undefined;
 }
 
@@ -56,7 +57,9 @@ function mappedField(mapping: MappingView, column: ColumnDefinition, relationMap
  * resource-context columns in the same result; an instance whose user column is not in the
  * result decides nothing (its values are NULL); the export adds the missing ones as hidden columns
  * (analysis/hidden-user-columns.ts), the shape's last `hiddenCount`, which are never sent.
- * Without a shape, nothing is attributed.
+ * A derived table's or CTE's column (the server reports the derived table as `table`, and
+ * itself or the base table as `org_table`) is attributed to the base column the parse traces it to (derived-relations.ts),
+ * under that base instance's own user. Without a shape, nothing is attributed.
  */
 export function planMysqlResult(
   columns: readonly ColumnDefinition[],
@@ -77,38 +80,48 @@ export function planMysqlResult(
   // The columns the export added are the last ones, under the names it gave them: else the result is not the statement's (nothing is attributed).
   for (let i = 0; i < hiddenCount; i++) if (columns[count - hiddenCount + i]?.name !== `${hiddenColumnPrefix}${i}`) return plan;
   const positions = plainColumns(shape.entries, count);
-  /** Per position: its instance alias and mapped field, when attributed. */
-  const attributed: Array<{ alias: string; field: MappedField } | undefined> = new Array(count).fill(undefined);
+  /** Per position: the key of its base-table instance and its mapped field, when attributed. */
+  const attributed: Array<{ key: string; field: MappedField } | undefined> = new Array(count).fill(undefined);
   columns.forEach((column, i) => {
     const entry = positions[i];
     if (entry === undefined || (entry !== "star-range" && entry.kind === "expression")) return;
-    if (!column.table || !column.orgTable || !column.orgName || !column.schema) return;
-    const instance = shape.instances.get(column.table);
-    // Exact: database and table names are case-sensitive on the server (lower_case_table_names=0), and a view reports the alias it is read under as org_table and its base table's database as schema.
-    if (!instance || instance.table !== column.orgTable) return;
-    if ((instance.db ?? database) !== column.schema) return;
+    if (!column.table || !column.orgTable || !column.orgName) return;
     if (entry !== "star-range") {
       if (entry.table !== null && entry.table !== column.table) return;
       if (entry.kind === "column" && entry.column.toLowerCase() !== column.orgName.toLowerCase()) return;
     }
-    const field = mappedField(mapping, column, relationMaps);
-    if (field) attributed[i] = { alias: instance.alias, field };
+    const instance = shape.instances.get(column.table);
+    if (instance) {
+      // Exact: database and table names are case-sensitive on the server (lower_case_table_names=0), and a view reports the alias it is read under as org_table and its base table's database as schema.
+      if (instance.table !== column.orgTable || !column.schema || (instance.db ?? database) !== column.schema) return;
+      const field = mappedField(mapping, column.schema, column.orgTable, column.orgName, relationMaps);
+      if (field) attributed[i] = { key: originKey({ path: [instance.alias], db: instance.db, table: instance.table }), field };
+      return;
+    }
+    // A derived table or CTE: the server names it as `table` and its output column as `org_name`; the parse says which base column that is.
+    // As org_table MariaDB reports the derived table itself, or the base table when it merged or materialised it (DISTINCT): either will do.
+    const derived = shape.derived.get(column.table);
+    const source = derived && resolveColumn(derived, column.orgName);
+    const schema = source && (source.origin.db ?? database);
+    if (!source || schema === undefined || (column.orgTable !== derived.alias && column.orgTable !== source.origin.table)) return;
+    const field = mappedField(mapping, schema, source.origin.table, source.column, relationMaps);
+    if (field) attributed[i] = { key: originKey(source.origin), field };
   });
   // One group per instance with a resource-context column in the result; its user columns in mapping order.
   const groupIndex = new Map<string, number>();
   const userColumns = new Map<string, Array<{ position: number; order: number }>>();
   attributed.forEach((a, i) => {
     if (!a || a.field.resourceOrder < 0) return;
-    const list = userColumns.get(a.alias) ?? [];
+    const list = userColumns.get(a.key) ?? [];
     list.push({ position: i, order: a.field.resourceOrder });
-    userColumns.set(a.alias, list);
+    userColumns.set(a.key, list);
   });
-  for (const [alias, list] of userColumns) {
-    groupIndex.set(alias, plan.groups.length);
+  for (const [key, list] of userColumns) {
+    groupIndex.set(key, plan.groups.length);
     plan.groups.push(list.sort((x, y) => x.order - y.order).map((u) => u.position));
   }
   attributed.forEach((a, i) => {
-    const group = a && groupIndex.get(a.alias);
+    const group = a && groupIndex.get(a.key);
     if (!a || group === undefined) return;
     categories[i] = a.field.category;
     groupOf[i] = group;

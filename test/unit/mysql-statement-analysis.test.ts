@@ -161,7 +161,24 @@ describe("MySQL result plans: the parse and the server's column definitions must
       () => true,
       "app",
     );
-    assert.deepEqual(derived.groups, []);
+    assert.deepEqual(derived.groups, [[0]], "a derived table that passes users' columns through: decided by the base row's user");
+    assert.deepEqual(derived.categories, [undefined, "contact"]);
+    const notDerived = planMysqlResult(
+      [column("x", "users", "id"), column("x", "users", "email")],
+      shapeOf("SELECT x.id, x.email FROM (SELECT id, email FROM users) x"),
+      mapping,
+      () => true,
+      "app",
+    );
+    assert.deepEqual(notDerived.groups, [[0]], "MariaDB reports the base table as org_table when it merges or materialises the derived table (DISTINCT)");
+    const otherTable = planMysqlResult(
+      [column("x", "orders", "id"), column("x", "orders", "email")],
+      shapeOf("SELECT x.id, x.email FROM (SELECT id, email FROM users) x"),
+      mapping,
+      () => true,
+      "app",
+    );
+    assert.deepEqual(otherTable.groups, [], "an org_table that is neither the derived table nor the traced base table: not attributed");
     const counted = planMysqlResult([column("users", "users", "id"), expression("email")], shapeOf("SELECT id, email FROM users"), mapping, () => true, "app");
     assert.deepEqual(counted.groupOf, [0, -1], "an expression where the parse expects a column: NULL");
     const wrongCount = planMysqlResult([column("users", "users", "id")], shapeOf("SELECT id, email FROM users"), mapping, () => true, "app");
@@ -215,30 +232,43 @@ describe("MySQL result plans: the parse and the server's column definitions must
 describe("MySQL hidden user columns: an instance's missing resource-context column is added, decided on, never sent", () => {
   test("which columns are missing: per instance, only for the relation the mapping names, none when the select list returns them", () => {
     const all = () => true;
-    assert.deepEqual(missingUserColumns(shapeOf("SELECT email FROM users"), mapping, all, "app"), [{ alias: "users", column: "id" }]);
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT email FROM users"), mapping, all, "app"), [{ path: ["users"], column: "id" }]);
     assert.deepEqual(missingUserColumns(shapeOf("SELECT id, email FROM users"), mapping, all, "app"), []);
     assert.deepEqual(missingUserColumns(shapeOf("SELECT * FROM users u"), mapping, all, "app"), []);
     assert.deepEqual(missingUserColumns(shapeOf("SELECT a.email, b.email, b.id FROM users a JOIN users b ON a.id = b.id"), mapping, all, "app"), [
-      { alias: "a", column: "id" },
+      { path: ["a"], column: "id" },
     ]);
     assert.deepEqual(missingUserColumns(shapeOf("SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id"), mapping, all, "app"), [
-      { alias: "u", column: "id" },
-      { alias: "o", column: "user_id" },
+      { path: ["u"], column: "id" },
+      { path: ["o"], column: "user_id" },
     ]);
     assert.deepEqual(
       missingUserColumns(shapeOf("SELECT email FROM users"), mapping, () => false, "app"),
       [],
       "a relation the mapping does not name",
     );
-    assert.deepEqual(missingUserColumns(shapeOf("SELECT DISTINCT email FROM users"), mapping, all, "app"), [], "DISTINCT: an added column changes the rows");
+    assert.deepEqual(
+      missingUserColumns(shapeOf("SELECT DISTINCT email FROM users"), mapping, all, "app"),
+      [{ path: ["users"], column: "id" }],
+      "DISTINCT gets them too (as in the PostgreSQL export): equal values of two users are two rows",
+    );
     assert.deepEqual(missingUserColumns(shapeOf("SELECT COUNT(email) FROM users"), mapping, all, "app"), [], "not attributable");
-    assert.deepEqual(missingUserColumns(shapeOf("SELECT x.email FROM (SELECT email FROM users) x"), mapping, all, "app"), [], "a derived table is no instance");
+    assert.deepEqual(
+      missingUserColumns(shapeOf("SELECT x.email FROM (SELECT email FROM users) x"), mapping, all, "app"),
+      [{ path: ["x", "users"], column: "id" }],
+      "an instance inside a derived table: carried up",
+    );
+    assert.deepEqual(
+      missingUserColumns(shapeOf("SELECT x.id, x.email FROM (SELECT id, email FROM users) x"), mapping, all, "app"),
+      [],
+      "passed through already",
+    );
   });
 
   test("the statement is printed with them last; its own analysis is what runs; the plan leaves them out of every row", () => {
     const rewritten = withHiddenColumns(
       "SELECT email AS e, 'accepted' AS warden_user_0 FROM app.users u WHERE u.name = ?",
-      [{ alias: "u", column: "id" }],
+      [{ path: ["u"], column: "id" }],
       readOnly,
     );
     assert.ok(rewritten);
@@ -255,7 +285,138 @@ describe("MySQL hidden user columns: an instance's missing resource-context colu
     const renamed = planMysqlResult([columns[0]!, columns[1]!, { ...columns[2]!, name: "other" }], rewritten.shape, mapping, () => true, "app");
     assert.deepEqual(renamed.groups, [], "the added column is not where it was put: nothing is attributed");
     assert.deepEqual(renamed.hidden, [false, false, true], "and it is still never sent");
-    assert.equal(withHiddenColumns("SELECT 1 UNION SELECT 2", [{ alias: "u", column: "id" }], readOnly), undefined);
+    assert.equal(withHiddenColumns("SELECT 1 UNION SELECT 2", [{ path: ["u"], column: "id" }], readOnly), undefined);
+  });
+});
+
+describe("MySQL attribution through derived tables and CTEs (the parse tree traces, the server names the derived column)", () => {
+  const all = () => true;
+  /** A column definition as MariaDB reports a derived table's or CTE's column: the relation is its own org_table. */
+  const derivedColumn = (relation: string, name: string) => column(relation, relation, name, name);
+
+  /** The plan of the rewritten statement (hidden user columns carried up) for the columns the server reports. */
+  function rewrittenPlan(sql: string, columns: ColumnDefinition[]) {
+    const hidden = missingUserColumns(shapeOf(sql), mapping, all, "app");
+    const rewritten = withHiddenColumns(sql, hidden, readOnly);
+    assert.ok(rewritten, sql);
+    return { text: rewritten.text, hidden, plan: planMysqlResult(columns, rewritten.shape, mapping, all, "app") };
+  }
+
+  test("a self-join inside a derived table: each output column under the user of the instance it comes from, the missing one carried up", () => {
+    const sql = "SELECT * FROM (SELECT a.email, b.id FROM users a JOIN users b ON a.id <> b.id) d";
+    const before = planMysqlResult([derivedColumn("d", "email"), derivedColumn("d", "id")], shapeOf(sql), mapping, all, "app");
+    assert.deepEqual(before.groupOf, [-1, 0], "b's id is b's user; a's email has no user of its own in the result: not attributed");
+    const { text, hidden, plan } = rewrittenPlan(sql, [derivedColumn("d", "email"), derivedColumn("d", "id"), derivedColumn("d", "warden_user_0")]);
+    assert.deepEqual(hidden, [{ path: ["d", "a"], column: "id" }]);
+    assert.equal(
+      text,
+      "SELECT * FROM (SELECT `a`.`email`, `b`.`id`, `a`.`id` AS `warden_user_0` FROM `users` AS `a` INNER JOIN `users` AS `b` ON `a`.`id` <> `b`.`id`) AS `d`",
+    );
+    assert.deepEqual(plan.hidden, [false, false, true], "the lone * carries the added column to the end of the result, never sent");
+    assert.deepEqual(plan.groups, [[1], [2]]);
+    assert.deepEqual(plan.groupOf, [1, 0, 1], "email is decided by a's user (the added column), id by b's");
+    assert.deepEqual(plan.categories, ["contact", undefined, undefined]);
+  });
+
+  test("a CTE that renames (and swaps) columns: the user is read from the column that is the user column", () => {
+    const sql = "WITH c(id, email) AS (SELECT email, id FROM users) SELECT id, email FROM c";
+    const plan = planMysqlResult([derivedColumn("c", "id"), derivedColumn("c", "email")], shapeOf(sql), mapping, all, "app");
+    assert.deepEqual(plan.groups, [[1]], "c.email is users.id");
+    assert.deepEqual(plan.categories, ["contact", undefined], "c.id is users.email");
+    const { text, plan: carried } = rewrittenPlan("WITH c(mail) AS (SELECT email FROM users) SELECT mail FROM c", [
+      derivedColumn("c", "mail"),
+      derivedColumn("c", "warden_user_0"),
+    ]);
+    assert.equal(
+      text,
+      "WITH `c`(`mail`, `warden_user_0`) AS (SELECT `email`, `users`.`id` AS `warden_user_0` FROM `users`) SELECT `mail`, `c`.`warden_user_0` AS `warden_user_0` FROM `c`",
+    );
+    assert.deepEqual(carried.groupOf, [0, 0]);
+    assert.deepEqual(carried.categories, ["contact", undefined]);
+  });
+
+  test("a derived table joined to its own base table, nested derived tables, a CTE read twice: one user per instance", () => {
+    const joined = rewrittenPlan("SELECT d.email, u.email FROM (SELECT email FROM users) d JOIN users u ON u.email <> d.email", [
+      derivedColumn("d", "email"),
+      column("u", "users", "email"),
+      derivedColumn("d", "warden_user_0"),
+      column("u", "users", "id", "warden_user_1"),
+    ]);
+    assert.deepEqual(joined.hidden, [
+      { path: ["d", "users"], column: "id" },
+      { path: ["u"], column: "id" },
+    ]);
+    assert.deepEqual(joined.plan.groupOf, [0, 1, 0, 1]);
+    assert.deepEqual(joined.plan.categories, ["contact", "contact", undefined, undefined]);
+    const nested = rewrittenPlan("SELECT e FROM (SELECT m AS e FROM (SELECT email AS m FROM users) i) o", [
+      derivedColumn("o", "e"),
+      derivedColumn("o", "warden_user_0"),
+    ]);
+    assert.equal(
+      nested.text,
+      "SELECT `e`, `o`.`warden_user_0` AS `warden_user_0` FROM (SELECT `m` AS `e`, `i`.`warden_user_0` AS `warden_user_0` FROM (SELECT `email` AS `m`, `users`.`id` AS `warden_user_0` FROM `users`) AS `i`) AS `o`",
+    );
+    assert.deepEqual(nested.plan.groupOf, [0, 0]);
+    assert.deepEqual(nested.plan.categories, ["contact", undefined]);
+    const twice = "WITH c AS (SELECT id, email FROM users) SELECT a.email, b.email, a.id, b.id FROM c a JOIN c b ON a.email < b.email";
+    const both = planMysqlResult(
+      [derivedColumn("a", "email"), derivedColumn("b", "email"), derivedColumn("a", "id"), derivedColumn("b", "id")],
+      shapeOf(twice),
+      mapping,
+      all,
+      "app",
+    );
+    assert.deepEqual(both.groupOf, [0, 1, 0, 1], "each reading of the CTE is its own instance");
+    assert.deepEqual(
+      missingUserColumns(shapeOf("WITH c AS (SELECT email FROM users) SELECT a.email, b.email FROM c a JOIN c b ON a.email < b.email"), mapping, all, "app"),
+      [],
+      "a CTE read twice is not rewritten (a column added for one reading would show through the other's *)",
+    );
+    const renamed = planMysqlResult(
+      [derivedColumn("o", "e"), derivedColumn("o", "warden_user_1")],
+      withHiddenColumns("SELECT e FROM (SELECT m AS e FROM (SELECT email AS m FROM users) i) o", nested.hidden, readOnly)!.shape,
+      mapping,
+      all,
+      "app",
+    );
+    assert.deepEqual(renamed.groups, [], "the added column not under the name it was given: nothing is attributed");
+  });
+
+  test("what is not traced: UNION, recursion, grouping, unnamed expressions beside a *, a * over the relation a column would be carried through, CTE names in another case", () => {
+    for (const sql of [
+      "SELECT x.id, x.email FROM (SELECT id, email FROM users UNION ALL SELECT id, email FROM users) x",
+      "WITH RECURSIVE x AS (SELECT id, email FROM users) SELECT id, email FROM x",
+      "SELECT x.id, x.email FROM (SELECT id, MAX(email) AS email FROM users GROUP BY id) x",
+      "SELECT x.id, x.email FROM (SELECT DISTINCT id, email FROM users LIMIT 3) x LIMIT 1",
+      "WITH X AS (SELECT id, email FROM users) SELECT id, email FROM x",
+    ]) {
+      const traced = sql.includes("DISTINCT");
+      const plan = planMysqlResult([derivedColumn("x", "id"), derivedColumn("x", "email")], shapeOf(sql), mapping, all, "app");
+      assert.deepEqual(plan.groups, traced ? [[0]] : [], sql);
+    }
+    const unnamed = shapeOf("SELECT x.id, x.email FROM (SELECT u.*, CONCAT(u.email) FROM users u) x");
+    assert.deepEqual(
+      planMysqlResult([derivedColumn("x", "id"), derivedColumn("x", "email")], unnamed, mapping, all, "app").groups,
+      [],
+      "an unnamed expression could take any name",
+    );
+    assert.deepEqual(
+      planMysqlResult(
+        [derivedColumn("x", "id"), derivedColumn("x", "email")],
+        shapeOf("SELECT x.id, x.email FROM (SELECT * FROM users) x"),
+        mapping,
+        all,
+        "app",
+      ).groups,
+      [[0]],
+      "a lone * over users names users' columns",
+    );
+    assert.deepEqual(missingUserColumns(shapeOf("SELECT d.*, 1 FROM (SELECT email FROM users) d"), mapping, all, "app"), [], "d.* would show the added column");
+    assert.deepEqual(
+      missingUserColumns(shapeOf("SELECT x.email FROM (SELECT email FROM users) x GROUP BY x.email"), mapping, all, "app"),
+      [],
+      "not attributable",
+    );
   });
 });
 

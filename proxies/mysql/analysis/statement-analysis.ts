@@ -1,5 +1,6 @@
 import { Parser } from "node-sql-parser/build/mariadb";
 import { withHiddenColumns, type HiddenColumn, type RewrittenSelect } from "./hidden-user-columns";
+import { resolveReference, starCovers, type DerivedRelation, type Relation, type Source } from "./derived-relations";
 import { predicateReferences, type PredicateReference } from "./strict-predicates";
 
 /** A base table the outer SELECT reads, under the name its columns are reported with (its alias, else its name). */
@@ -17,10 +18,14 @@ export type OutputEntry = { kind: "column"; table: string | null; column: string
 export interface SelectShape {
   /** Base-table instances by alias (exact: aliases are case-sensitive on the server). */
   instances: ReadonlyMap<string, Instance>;
+  /** Derived tables and CTE references by alias, with what each passes through. */
+  derived: ReadonlyMap<string, DerivedRelation & { kind: "derived" }>;
+  /** Every relation of the outer FROM list, in order (base and derived). */
+  relations: readonly Relation[];
   entries: readonly OutputEntry[];
   /** False for results whose values cannot stand for one row of each instance (set operations, grouping, aggregates, USING joins): nothing is attributed. */
   attributable: boolean;
-  /** SELECT DISTINCT (an added column would change which rows are distinct). */
+  /** SELECT DISTINCT (an added column makes equal values of two users two rows). */
   distinct: boolean;
   /** How many columns at the end of the result the export added (hidden-user-columns.ts): never sent. */
   hiddenCount: number;
@@ -210,69 +215,200 @@ function nameOf(column: unknown): string | undefined {
   return typeof expr?.value === "string" ? expr.value : undefined;
 }
 
-/**
- * The outer SELECT's instances and select list. Derived tables and CTEs are not instances: the
- * server reports their columns as theirs, not as the base tables' behind them, so their values
- * are never attributed (NULL).
- */
-function selectShape(select: Record<string, unknown>): SelectShape {
-  const instances = new Map<string, Instance>();
-  const derived = new Set<string>();
-  const cteNames = new Set<string>();
-  for (const cte of (select.with as Array<{ name?: { value?: string } }> | null) ?? []) if (cte.name?.value) cteNames.add(cte.name.value.toLowerCase());
+/** A CTE visible to a SELECT: its body, the CTEs its body sees, its column list. */
+export interface CteDefinition {
+  name: string;
+  /** The WITH item (its column list is extended when a column is carried up through it). */
+  node: Record<string, unknown>;
+  body: Record<string, unknown> | undefined;
+  env: CteEnvironment;
+  columnList: string[] | null;
+  /** WITH RECURSIVE: its rows are not traced (a recursive CTE's rows come from a UNION of itself). */
+  recursive: boolean;
+}
+
+/** CTEs by exact name (the server compares them as table names: case-sensitively). */
+export type CteEnvironment = ReadonlyMap<string, CteDefinition>;
+
+/** The environment inside a SELECT: the outer one plus its own WITH list (each CTE sees those before it). */
+export function cteEnvironment(select: Record<string, unknown>, outer: CteEnvironment): CteEnvironment {
+  const list = (select.with as Array<Record<string, unknown>> | null) ?? [];
+  if (list.length === 0) return outer;
+  const recursive = list.some((cte) => Boolean(cte.recursive));
+  const env = new Map(outer);
+  for (const cte of list) {
+    const name = nameOf({ expr: cte.name });
+    if (name === undefined) continue;
+    const body = (cte.stmt as { ast?: Record<string, unknown> } | undefined)?.ast;
+    const columnList = Array.isArray(cte.columns) ? cte.columns.map((c: { column?: unknown }) => nameOf(c.column) ?? "") : null;
+    env.set(name, { name, node: cte, body, env: new Map(env), columnList, recursive });
+  }
+  return env;
+}
+
+/** Nesting deeper than this is not traced (its values are not attributed). */
+const maxDepth = 16;
+
+/** One SELECT's FROM relations and select list. */
+interface Scope {
+  relations: Relation[];
+  entries: Array<{ entry: OutputEntry; as: string | undefined }>;
+  /** False for rows that are not one row of each relation (set operations, grouping, aggregates, USING joins). */
+  attributable: boolean;
+}
+
+/** An alias as the parser gives it (a string, or a backquoted name's node). */
+export function aliasOf(as: unknown): string | undefined {
+  return typeof as === "string" ? as : nameOf({ expr: as });
+}
+
+/** A derived relation that passes nothing through. */
+function opaque(alias: string, cte: string | null = null): Relation {
+  return { kind: "derived", alias, columns: new Map(), star: null, relations: [], carry: "none", cteColumnList: false, cte };
+}
+
+function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, prefix: readonly string[], depth: number): Scope {
+  const env = cteEnvironment(select, outerEnv);
   let attributable =
     !select._next && !select.set_op && !select.groupby && !select.having && !hasAggregate([select.columns, select.orderby, select.having, select.window]);
+  const relations: Relation[] = [];
+  const seen = new Set<string>();
+  const repeated = new Set<string>();
   for (const item of (select.from as Array<Record<string, unknown>> | null) ?? []) {
     if (item.using) attributable = false;
     if (item.type === "dual") continue;
-    const alias = typeof item.as === "string" ? item.as : undefined;
+    const alias = aliasOf(item.as);
+    let relation: Relation;
     if (item.expr || typeof item.table !== "string") {
-      if (alias) derived.add(alias);
-      continue;
-    }
-    const name = alias ?? item.table;
-    if ((item.db === null || item.db === undefined) && cteNames.has(item.table.toLowerCase())) {
-      derived.add(name);
-      continue;
+      if (alias === undefined) continue;
+      const body = (item.expr as { ast?: Record<string, unknown> } | undefined)?.ast;
+      relation = derivedRelation(alias, body, env, null, [...prefix, alias], depth);
+    } else {
+      const table = item.table;
+      const name = alias ?? table;
+      const unqualified = item.db === null || item.db === undefined;
+      const cte = unqualified ? env.get(table) : undefined;
+      if (cte) relation = derivedRelation(name, cte.recursive ? undefined : cte.body, cte.env, cte.columnList, [...prefix, name], depth, cte.name);
+      // A name that differs from a CTE's only in case: which one the server reads is not worth guessing.
+      else if (unqualified && [...env.keys()].some((k) => k.toLowerCase() === table.toLowerCase())) relation = opaque(name);
+      else relation = { kind: "base", alias: name, origin: { path: [...prefix, name], db: unqualified ? null : String(item.db), table } };
     }
     // A repeated name would make the server refuse the statement; attributing neither is the safe reading.
-    if (instances.has(name) || derived.has(name)) {
-      instances.delete(name);
-      derived.add(name);
-      continue;
-    }
-    instances.set(name, { alias: name, db: typeof item.db === "string" ? item.db : null, table: item.table });
+    if (seen.has(relation.alias)) repeated.add(relation.alias);
+    seen.add(relation.alias);
+    relations.push(relation);
   }
-  const entries: OutputEntry[] = [];
+  const entries = selectEntries(select);
+  const kept = relations.map((r) => (repeated.has(r.alias) ? opaque(r.alias, r.kind === "derived" ? r.cte : null) : r));
+  const loneStar = entries.length === 1 && entries[0]!.entry.kind === "star" && kept.length === 1 && starCovers(entries[0]!.entry, kept[0]!.alias);
+  for (const relation of kept) {
+    if (relation.kind === "base") continue;
+    const covered = entries.some(({ entry }) => entry.kind === "star" && starCovers(entry, relation.alias));
+    relation.carry = loneStar ? "star" : covered ? "none" : relation.relations.length > 0 ? "append" : "none";
+  }
+  return { relations: kept, entries, attributable };
+}
+
+/**
+ * A derived table's or CTE's output columns traced through its body (`body`: its SELECT;
+ * undefined: not traced). A body whose rows are not one row of each of its relations (UNION,
+ * grouping, recursion) or that nests too deep passes nothing through.
+ */
+function derivedRelation(
+  alias: string,
+  body: Record<string, unknown> | undefined,
+  env: CteEnvironment,
+  columnList: string[] | null,
+  path: readonly string[],
+  depth: number,
+  cte: string | null = null,
+): Relation {
+  if (body?.type !== "select" || depth >= maxDepth) return opaque(alias, cte);
+  const inner = scopeOf(body, env, path, depth + 1);
+  const stars = inner.entries.filter(({ entry }) => entry.kind === "star");
+  if (!inner.attributable || (columnList !== null && (stars.length > 0 || columnList.length !== inner.entries.length))) return opaque(alias, cte);
+  const columns = new Map<string, Source | null>();
+  let unnamed = false;
+  inner.entries.forEach(({ entry, as }, i) => {
+    if (entry.kind === "star") return;
+    const name = columnList ? columnList[i] : (as ?? (entry.kind === "column" ? entry.column : undefined));
+    if (name === undefined) {
+      unnamed = true;
+      return;
+    }
+    const source = entry.kind === "column" ? (resolveReference(inner.relations, entry.table, entry.column) ?? null) : null;
+    const key = name.toLowerCase();
+    columns.set(key, columns.has(key) ? null : source);
+  });
+  // A lone `*` over one relation names the other outputs, unless an unnamed expression could take any name.
+  let star: Relation | null = null;
+  if (stars.length === 1 && !unnamed) {
+    const covered = inner.relations.filter((r) => starCovers(stars[0]!.entry as { table: string | null }, r.alias));
+    if (covered.length === 1) star = covered[0]!;
+  }
+  return { kind: "derived", alias, columns, star, relations: inner.relations, carry: "none", cteColumnList: columnList !== null, cte };
+}
+
+/** The select list as plain columns, stars and expressions, with their aliases. */
+function selectEntries(select: Record<string, unknown>): Scope["entries"] {
+  const entries: Scope["entries"] = [];
   const columns = select.columns;
   for (const item of Array.isArray(columns)
-    ? (columns as Array<{ expr?: Record<string, unknown> }>)
+    ? (columns as Array<{ expr?: Record<string, unknown>; as?: unknown }>)
     : [{ expr: { type: "column_ref", table: null, column: "*" } }]) {
     const expr = item.expr;
+    const as = aliasOf(item.as);
     const column = nameOf(expr?.column);
     if (expr?.type !== "column_ref" || column === undefined) {
-      entries.push({ kind: "expression" });
+      entries.push({ entry: { kind: "expression" }, as });
       continue;
     }
     // A backquoted qualifier (`u`.`id`) comes as {type: "backticks_quote_string", value}.
     const table = typeof expr.table === "string" ? expr.table : (nameOf({ expr: expr.table }) ?? null);
-    entries.push(column === "*" ? { kind: "star", table } : { kind: "column", table, column });
+    entries.push({ entry: column === "*" ? { kind: "star", table } : { kind: "column", table, column }, as });
   }
-  return { instances, entries, attributable, distinct: Boolean(select.distinct), hiddenCount: 0 };
+  return entries;
 }
 
 /**
- * The one SELECT of `text` printed again by the parser with these columns appended to its outer
- * select list; undefined when it does not parse or print. The caller analyses the printed text
- * again: that text, not the client's, is what the backend runs.
+ * The outer SELECT's relations and select list: base-table instances by alias, and derived
+ * tables and CTEs (never instances: a CTE or derived table named `users` is not the table) with
+ * what each passes through (derived-relations.ts).
  */
-export function printWithColumns(text: string, columns: ReadonlyArray<{ table: string; column: string; as: string }>): string | undefined {
+function selectShape(select: Record<string, unknown>): SelectShape {
+  const scope = scopeOf(select, new Map(), [], 0);
+  const instances = new Map<string, Instance>();
+  const derived = new Map<string, DerivedRelation & { kind: "derived" }>();
+  for (const relation of scope.relations) {
+    if (relation.kind === "base") instances.set(relation.alias, { alias: relation.alias, db: relation.origin.db, table: relation.origin.table });
+    else derived.set(relation.alias, relation);
+  }
+  return {
+    instances,
+    derived,
+    relations: scope.relations,
+    entries: scope.entries.map((e) => e.entry),
+    attributable: scope.attributable,
+    distinct: Boolean(select.distinct),
+    hiddenCount: 0,
+  };
+}
+
+/** Parses one statement (undefined when it does not parse as exactly one). */
+export function parseOne(text: string): Record<string, unknown> | undefined {
   try {
     const ast = parser.astify(text, parseOptions);
-    const select = (Array.isArray(ast) ? ast : [ast]) as Array<{ type?: string; columns?: unknown }>;
-    if (select.length !== 1 || select[0]!.type !== "select" || !Array.isArray(select[0]!.columns)) return undefined;
-    for (const c of columns) select[0]!.columns.push({ expr: { type: "column_ref", table: c.table, column: c.column }, as: c.as });
-    return parser.sqlify(select[0] as Parameters<Parser["sqlify"]>[0], parseOptions);
+    const statements = (Array.isArray(ast) ? ast : [ast]) as unknown as Array<Record<string, unknown>>;
+    return statements.length === 1 ? statements[0] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The parser's own printing of a tree (undefined when it cannot print it). */
+export function printStatement(ast: Record<string, unknown>): string | undefined {
+  try {
+    return parser.sqlify(ast as unknown as Parameters<Parser["sqlify"]>[0], parseOptions);
   } catch {
     return undefined;
   }
