@@ -12,8 +12,11 @@ import { isResultsetEnd } from "../../../protocols/mysql/resultset-end";
 import { responseKind } from "../../../protocols/mysql/response-kind";
 import { ServerStatus } from "../../../protocols/mysql/status-flags";
 import { decodeStmtPrepareOk, encodeStmtPrepareOk } from "../../../protocols/mysql/stmt-prepare-ok";
+import { CursorFlag } from "../../../protocols/mysql/stmt-execute";
+import { decodeChangeUser } from "../../../protocols/mysql/change-user";
+import { decodeStmtFetch } from "../../../protocols/mysql/statement-commands";
 import { decodeTextCommand, encodeTextCommand } from "../../../protocols/mysql/text-commands";
-import { planMysqlResult } from "../result-plan";
+import { planMysqlResult, type MysqlResultPlan } from "../result-plan";
 import { sanitizeError } from "../error-texts";
 import { missingUserColumns } from "../analysis/hidden-user-columns";
 import { resourceContextColumns, strictRefusal } from "../analysis/strict-predicates";
@@ -22,12 +25,18 @@ import type { PacketChannel } from "./packet-channel";
 import { BackendCatalog } from "./backend-catalog";
 import { RowDecisions } from "./row-decisions";
 import { SessionFailure } from "./session-failure";
+import { withPreparedOrigins } from "./cursor-origins";
+import { makeBackendReadOnly, quoteUnsafeCollations, quoteUnsafeRefusal, readOnlyFailure, relayAuthentication } from "./login";
 import type { MysqlSessionCounts, MysqlSessionDeps } from "./session-deps";
 
-/** A prepared statement as the proxy saw it prepared: its text and analysis. */
+/** A prepared statement as the proxy saw it prepared: its text and analysis, and the cursor its last execute opened. */
 interface Prepared {
   text: string;
   analysis: StatementAnalysis;
+  /** The result's definitions as the server gave them at COM_STMT_PREPARE (session/cursor-origins.ts). */
+  columns: ColumnDefinition[];
+  /** The plan of the open cursor's rows (from the definitions at COM_STMT_EXECUTE) and the mapping it was made under. */
+  cursor?: { plan: MysqlResultPlan; mappingKey: string };
 }
 
 /** How many columns the export added to the statement's result (never sent). */
@@ -60,6 +69,8 @@ export class CommandPhase {
     readonly counts: MysqlSessionCounts,
     /** The session's database (unqualified names are its tables): from the login, then COM_INIT_DB and USE once the server says OK. */
     private database: string | undefined,
+    /** Who the session is logged in as (the connection's trace names it): COM_CHANGE_USER changes it. */
+    private readonly identity: { user?: string; database?: string },
   ) {
     this.rows = new RowDecisions(deps, client, backend, counts);
   }
@@ -118,7 +129,7 @@ export class CommandPhase {
       await this.catalogCurrent();
       const run = this.withUserColumns(text, analysis);
       await this.backend.send(run.text === text ? payload : encodeQuery({ sql: run.text, attributes: [] }, this.capabilities));
-      await this.results(run.analysis, text, false);
+      await this.results(run.analysis, text);
       return true;
     }
     if (code === Command.StmtPrepare) {
@@ -132,6 +143,9 @@ export class CommandPhase {
       return true;
     }
     if (code === Command.StmtExecute) return this.execute(payload);
+    if (code === Command.StmtFetch) return this.fetch(payload);
+    if (code === Command.ResetConnection) return this.resetConnection(payload);
+    if (code === Command.ChangeUser) return this.changeUser(payload);
     if (code === Command.StmtClose || code === Command.StmtSendLongData) {
       if (payload.length < 5) return this.refuseCommand(code!, "a malformed statement command");
       if (code === Command.StmtClose) this.prepared.delete(payload.readUInt32LE(1));
@@ -140,6 +154,11 @@ export class CommandPhase {
       return true;
     }
     if (code !== undefined && simpleCommands.has(code)) {
+      // COM_STMT_RESET closes the statement's cursor.
+      if (code === Command.StmtReset && payload.length >= 5) {
+        const statement = this.prepared.get(payload.readUInt32LE(1));
+        if (statement) delete statement.cursor;
+      }
       await this.backend.send(payload);
       const ok = await this.simpleAnswer(code === Command.Statistics);
       if (ok && code === Command.InitDb) this.database = decodeTextCommand(payload, Command.InitDb);
@@ -228,14 +247,112 @@ export class CommandPhase {
       await this.client.send(encodeErrPacket({ code: 1243, sqlState: "HY000", message: "unknown prepared statement handler given to EXECUTE" }));
       return true;
     }
-    if (payload[5] !== 0) return this.refuseCommand(Command.StmtExecute, "cursors (COM_STMT_EXECUTE with cursor flags) are refused by the export");
+    const flags = payload[5];
+    if (flags !== CursorFlag.NoCursor && flags !== CursorFlag.ReadOnly)
+      return this.refuseCommand(Command.StmtExecute, "only read-only cursors are served by the export (COM_STMT_EXECUTE flags 0 or 1)");
+    // A new execute closes the statement's cursor (the server does the same).
+    delete prepared.cursor;
     // Checked again with the mapping now: it may have changed since the statement was prepared.
     const strict = this.strict(prepared.analysis);
     if (strict.kind === "refused") return this.refuse(strict, prepared.text);
     await this.catalogCurrent();
     this.backend.sequence = 0;
     await this.backend.send(payload);
-    await this.results(prepared.analysis, prepared.text, true);
+    await this.results(prepared.analysis, prepared.text, prepared);
+    return true;
+  }
+
+  /**
+   * COM_STMT_FETCH: the next rows of the cursor COM_STMT_EXECUTE opened, decided under the plan
+   * made from the definitions the execute answered with (hidden user columns stripped, rows
+   * dropped, fields NULLed, as any binary row). A statement without a cursor the proxy saw open,
+   * or whose mapping changed since, is answered here and nothing reaches the backend.
+   */
+  private async fetch(payload: Buffer): Promise<boolean> {
+    if (payload.length !== 9) return this.refuseCommand(Command.StmtFetch, "a malformed COM_STMT_FETCH");
+    const { statementId } = decodeStmtFetch(payload);
+    const prepared = this.prepared.get(statementId);
+    // ER_STMT_HAS_NO_OPEN_CURSOR, as the server answers.
+    if (!prepared?.cursor) return this.answerError({ code: 1421, sqlState: "HY000", message: `The statement (${statementId}) has no open cursor.` });
+    const cursor = prepared.cursor;
+    if (cursor.mappingKey !== this.deps.decider.mapping().key) {
+      delete prepared.cursor;
+      return this.answerError({
+        code: 1421,
+        sqlState: "HY000",
+        message: "the export's mapping changed since the cursor was opened: execute the statement again",
+      });
+    }
+    await this.backend.send(payload);
+    const status = await this.decideRows(cursor.plan, true, undefined, prepared.text);
+    if (status === undefined || !(status & ServerStatus.CursorExists)) delete prepared.cursor;
+    await this.client.flush();
+    return true;
+  }
+
+  /**
+   * COM_RESET_CONNECTION: the server drops the session's prepared statements, variables and
+   * transaction, and its read-only setting with them; the proxy forgets the statements and makes
+   * the session read-only again before the client's OK. The login (user, database) stays.
+   * Anything but OK ends the connection: the session's state would be unknown.
+   */
+  private async resetConnection(payload: Buffer): Promise<boolean> {
+    if (payload.length !== 1) return this.refuseCommand(Command.ResetConnection, "a malformed COM_RESET_CONNECTION");
+    await this.backend.send(payload);
+    const answer = await this.next();
+    this.prepared.clear();
+    if (!isOkPacket(answer))
+      throw new SessionFailure("reset refused", { code: 1105, sqlState: "HY000", message: "the export ended the connection: the backend did not reset it" });
+    await this.readOnlyAgain();
+    await this.client.send(this.ok(answer, false));
+    return true;
+  }
+
+  /**
+   * COM_CHANGE_USER in pass-through: a new login with the backend through the proxy, as at
+   * connect (the exchange relayed until the backend's OK or ERR). On OK the server has reset the
+   * session: the proxy forgets its statements, makes it read-only again, takes the new database,
+   * looks the mapped relations up again (the new user may see others), and the connection's
+   * trace names the new user. A refused login ends the connection after the backend's error.
+   * Where the export verifies logins itself (`mysql` enforced) the command is refused: it would
+   * log in past that verification.
+   */
+  private async changeUser(payload: Buffer): Promise<boolean> {
+    const { deps } = this;
+    if (deps.verification) return this.refuseCommand(Command.ChangeUser, "COM_CHANGE_USER is refused where the export verifies logins itself: connect again");
+    const change = decodeChangeUser(payload, this.capabilities);
+    if (change.characterSet !== undefined && quoteUnsafeCollations.has(change.characterSet)) return this.answerError(quoteUnsafeRefusal);
+    this.prepared.clear();
+    await this.backend.send(payload);
+    const answer = await relayAuthentication(deps, this.client, this.backend, change.username);
+    deps.audit("info", "connection.user-changed", `connection ${deps.connectionId} of export ${deps.exportId} logged in again as '${change.username}'`, {
+      exportId: deps.exportId,
+      connectionId: deps.connectionId,
+      component: "mysql",
+      identity: change.username,
+      identitySource: "client",
+      previousIdentity: this.identity.user ?? null,
+      database: change.database || null,
+    });
+    this.identity.user = change.username;
+    this.database = change.database || undefined;
+    if (this.database === undefined) delete this.identity.database;
+    else this.identity.database = this.database;
+    this.catalog.key = "";
+    await this.readOnlyAgain();
+    await this.client.send(this.ok(answer, false));
+    return true;
+  }
+
+  /** After the server reset the session: read-only again (unless the export allows writes), or the connection ends. */
+  private async readOnlyAgain(): Promise<void> {
+    if (this.deps.policy.allowWrites) return;
+    if (!(await makeBackendReadOnly(this.backend))) throw new SessionFailure("read-only failed", readOnlyFailure);
+  }
+
+  /** An error answered by the proxy itself (nothing reached the backend). */
+  private async answerError(error: { code: number; sqlState: string; message: string }): Promise<boolean> {
+    await this.client.send(encodeErrPacket(error));
     return true;
   }
 
@@ -269,13 +386,15 @@ export class CommandPhase {
     const ok = decodeStmtPrepareOk(first, this.capabilities);
     const hidden = hiddenCountOf(analysis);
     if (hidden > 0 && ok.columnCount <= hidden) throw this.outOfStep("a prepared statement without the columns the export added");
-    this.prepared.set(ok.statementId, { text, analysis });
+    const prepared: Prepared = { text, analysis, columns: [] };
+    this.prepared.set(ok.statementId, prepared);
     this.client.push(hidden > 0 ? encodeStmtPrepareOk({ ...ok, columnCount: ok.columnCount - hidden }, this.capabilities) : first);
     const eof = !hasCapability(this.capabilities, Capability.DeprecateEof);
     for (let i = 0; i < ok.parameterCount + (eof && ok.parameterCount > 0 ? 1 : 0); i++) this.client.push(await this.next());
     // The result's definitions, the hidden ones (the last) left out.
     for (let i = 0; i < ok.columnCount; i++) {
       const definition = await this.next();
+      prepared.columns.push(decodeColumnDefinition(definition));
       if (i < ok.columnCount - hidden) this.client.push(definition);
     }
     if (eof && ok.columnCount > 0) this.client.push(await this.next());
@@ -287,7 +406,7 @@ export class CommandPhase {
    * (SERVER_MORE_RESULTS_EXISTS) can only come from server-side code the export did not see:
    * those after the first are decided with no analysis (every row dropped).
    */
-  private async results(analysis: StatementAnalysis | undefined, text: string, binary: boolean): Promise<void> {
+  private async results(analysis: StatementAnalysis | undefined, text: string, statement?: Prepared): Promise<void> {
     let current = analysis;
     for (;;) {
       const first = await this.next();
@@ -303,18 +422,20 @@ export class CommandPhase {
         if (current?.kind === "use") this.database = current.db;
         this.client.push(this.ok(first, current?.kind === "other" && current.write));
       } else {
-        const end = await this.resultset(first, current, text, binary);
+        const end = await this.resultset(first, current, text, statement);
         if (end === undefined) return;
         status = end;
       }
       await this.client.flush();
       if (!(status & ServerStatus.MoreResultsExist)) return;
       current = undefined;
+      statement = undefined;
     }
   }
 
   /** One resultset: column definitions checked and planned, rows decided; the end's status, or undefined after an ERR. */
-  private async resultset(first: Buffer, analysis: StatementAnalysis | undefined, text: string, binary: boolean): Promise<number | undefined> {
+  private async resultset(first: Buffer, analysis: StatementAnalysis | undefined, text: string, statement: Prepared | undefined): Promise<number | undefined> {
+    const binary = statement !== undefined;
     const { columnCount } = decodeColumnCount(first, this.capabilities);
     const definitions: Buffer[] = [];
     const columns: ColumnDefinition[] = [];
@@ -327,7 +448,8 @@ export class CommandPhase {
     const definitionsEnd = deprecateEof ? undefined : await this.next();
     if (definitionsEnd && !isEofPacket(definitionsEnd)) throw this.outOfStep("column definitions not ended by EOF");
     const mapping = this.deps.decider.mapping();
-    const plan = planMysqlResult(columns, analysis?.kind === "select" ? analysis.shape : undefined, mapping, this.relationMaps, this.database);
+    const origins = statement ? withPreparedOrigins(columns, statement.columns) : columns;
+    const plan = planMysqlResult(origins, analysis?.kind === "select" ? analysis.shape : undefined, mapping, this.relationMaps, this.database);
     const hidden = hiddenCountOf(analysis);
     if (hidden > 0 && columnCount <= hidden) throw this.outOfStep("a result without the columns the export added");
     this.client.push(hidden > 0 ? encodeColumnCount({ columnCount: columnCount - hidden, metadataFollows: true }, this.capabilities) : first);
@@ -340,15 +462,26 @@ export class CommandPhase {
       );
     });
     if (definitionsEnd) this.client.push(definitionsEnd);
+    // Without CLIENT_DEPRECATE_EOF a cursor's opening ends at the definitions' EOF (no rows, no second EOF).
+    const definitionsStatus = definitionsEnd && definitionsEnd.length >= 5 ? definitionsEnd.readUInt16LE(3) : 0;
+    if (statement && definitionsStatus & ServerStatus.CursorExists) {
+      statement.cursor = { plan, mappingKey: mapping.key };
+      return definitionsStatus;
+    }
     // SHOW WARNINGS answers Level, Code, Message; anything else is not passed as diagnostics.
     const diagnostics = analysis?.kind === "diagnostics" && columns.map((c) => c.name).join(",") === "Level,Code,Message" ? 2 : undefined;
+    const status = await this.decideRows(plan, binary, diagnostics, text);
+    // A cursor opened (no rows yet): COM_STMT_FETCH decides its rows under this plan.
+    if (statement && status !== undefined && status & ServerStatus.CursorExists) statement.cursor = { plan, mappingKey: mapping.key };
+    return status;
+  }
+
+  /** Rows decided under `plan` up to the resultset's end (its status) or an ERR (undefined). */
+  private async decideRows(plan: MysqlResultPlan, binary: boolean, diagnostics: number | undefined, text: string): Promise<number | undefined> {
     this.rows.start(plan, binary, diagnostics);
     for (;;) {
       const payload = this.backend.tryNext()?.payload ?? (await this.next());
-      if (isResultsetEnd(payload, this.capabilities)) {
-        const status = this.pushEnd(payload);
-        return status;
-      }
+      if (isResultsetEnd(payload, this.capabilities)) return this.pushEnd(payload);
       if (isErrPacket(payload)) {
         this.client.push(this.error(payload, text));
         await this.client.flush();
