@@ -6,7 +6,8 @@
 // No client at hand opens cursors (mysql2 always executes without one; MariaDB Connector/J has no
 // server cursors), so the cursor tests drive the export with the codec as a raw client
 // (test/helpers/mysql-codec-client.ts), with and without CLIENT_DEPRECATE_EOF; mysql2 sends
-// COM_RESET_CONNECTION (`reset()`) and COM_CHANGE_USER (`changeUser()`).
+// COM_RESET_CONNECTION (`reset()`) and COM_CHANGE_USER (`changeUser()`), and multi-statements
+// (`multipleStatements: true`).
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import mysql from "mysql2/promise";
@@ -135,7 +136,7 @@ async function readCursor(session: RawSession, statementId: number, perFetch: nu
   }
 }
 
-describe("MySQL export session commands (issue 21): cursors, COM_RESET_CONNECTION, COM_CHANGE_USER", () => {
+describe("MySQL export session commands (issue 21): cursors, COM_RESET_CONNECTION, COM_CHANGE_USER, multi-statements", () => {
   let db: MariaDbServer;
   let nats: NatsServerProcess;
   let node: NodeProcess;
@@ -279,6 +280,53 @@ describe("MySQL export session commands (issue 21): cursors, COM_RESET_CONNECTIO
     );
     assert.equal(errorCode(await session.client.read()), 1243, "ER_UNKNOWN_STMT_HANDLER");
     session.client.close();
+  });
+
+  test("multi-statements (mysql2 multipleStatements): each statement analysed and its result decided on its own; one refused statement refuses the text", async () => {
+    const text = `SELECT email FROM users WHERE id = '${DROPPED}'; SELECT id, email FROM users WHERE id = '${ALLOWED}'; SELECT 1 AS one`;
+    const direct = await mysql.createConnection({
+      host: "127.0.0.1",
+      port: db.port,
+      user: reader.user,
+      password: reader.password,
+      database: "app",
+      multipleStatements: true,
+    });
+    const [straight] = await direct.query({ sql: text, rowsAsArray: true });
+    assert.ok(
+      leaksIn(JSON.stringify(straight)).includes(droppedEmail),
+      `straight from MariaDB the first statement shows a forbidden value: ${JSON.stringify(straight)}`,
+    );
+    const through = await mysql.createConnection({
+      host: "127.0.0.1",
+      port,
+      user: reader.user,
+      password: reader.password,
+      database: "app",
+      multipleStatements: true,
+    });
+    const [results] = await through.query({ sql: text, rowsAsArray: true });
+    // The users-table mapping gives id no category: its values are NULL, the row stays.
+    assert.deepEqual(results, [[], [[null, allowedEmail]], []], "three results, each decided with its own statement's analysis");
+    // One statement refused: nothing of the text runs (the read-only refusal is the only answer).
+    const [[notesBefore]] = (await direct.query({ sql: "SELECT COUNT(*) FROM audit_notes", rowsAsArray: true })) as unknown as [[[number]]];
+    await assert.rejects(
+      through.query(`SELECT app.note_it(); SELECT email FROM users; DELETE FROM audit_notes`),
+      (e: { errno: number; message: string }) => e.errno === 1792 && /statement 3 of 3/.test(e.message),
+      "a write in a read-only export refuses the whole text",
+    );
+    const [[notesAfter]] = (await direct.query({ sql: "SELECT COUNT(*) FROM audit_notes", rowsAsArray: true })) as unknown as [[[number]]];
+    assert.deepEqual(notesAfter, notesBefore, "the first statement did not run either");
+    // The server's error ends the sequence, as on MariaDB.
+    await assert.rejects(through.query("SELECT email FROM users; SELECT nope FROM users; SELECT 1"), (e: { errno: number }) => e.errno === 1054);
+    const [after] = await through.query({ sql: "SELECT 2 AS two", rowsAsArray: true });
+    assert.deepEqual(after, [], "the connection goes on (an expression names no user: no row)");
+    await through.end();
+    await direct.end();
+    // Without CLIENT_MULTI_STATEMENTS a multi-statement is refused, as the server refuses it.
+    const single = await open(port);
+    await assert.rejects(single.query(text), (e: { errno: number }) => e.errno === 1235);
+    await single.end();
   });
 
   test("COM_CHANGE_USER (mysql2 changeUser()): a new login through the backend; read-only and decided as before; a wrong password ends the connection", async () => {

@@ -3,7 +3,7 @@ import { decodeColumnCount, encodeColumnCount } from "../../../protocols/mysql/c
 import { decodeColumnDefinition, encodeColumnDefinition, type ColumnDefinition } from "../../../protocols/mysql/column-definition";
 import { ColumnFlag } from "../../../protocols/mysql/column-flags";
 import { Command, commandName, isReplicationOrAdministrationCommand } from "../../../protocols/mysql/commands";
-import { isEofPacket } from "../../../protocols/mysql/eof-packet";
+import { decodeEofPacket, encodeEofPacket, isEofPacket } from "../../../protocols/mysql/eof-packet";
 import { decodeErrPacket, encodeErrPacket, isErrPacket } from "../../../protocols/mysql/err-packet";
 import { decodeOkPacket, encodeOkPacket, isOkPacket } from "../../../protocols/mysql/ok-packet";
 import type { Packet } from "../../../protocols/mysql/packets";
@@ -20,7 +20,7 @@ import { planMysqlResult, type MysqlResultPlan } from "../result-plan";
 import { sanitizeError } from "../error-texts";
 import { missingUserColumns } from "../analysis/hidden-user-columns";
 import { resourceContextColumns, strictRefusal } from "../analysis/strict-predicates";
-import type { StatementAnalysis } from "../analysis/statement-analysis";
+import { RefusalCode, splitStatements, type StatementAnalysis } from "../analysis/statement-analysis";
 import type { PacketChannel } from "./packet-channel";
 import { BackendCatalog } from "./backend-catalog";
 import { RowDecisions } from "./row-decisions";
@@ -58,6 +58,8 @@ export class CommandPhase {
   private readonly rows: RowDecisions;
   private readonly catalog = new BackendCatalog();
   private idleTimer?: NodeJS.Timeout;
+  /** Set while a multi-statement's statement other than the last runs: its last OK or EOF tells the client more results follow. */
+  private moreResults = false;
   /** Set while waiting for the client's next command: ends the wait when the idle timer fires. */
   private idleWait?: () => void;
 
@@ -71,6 +73,8 @@ export class CommandPhase {
     private database: string | undefined,
     /** Who the session is logged in as (the connection's trace names it): COM_CHANGE_USER changes it. */
     private readonly identity: { user?: string; database?: string },
+    /** The client agreed CLIENT_MULTI_STATEMENTS with the proxy. */
+    private readonly multiStatements = false,
   ) {
     this.rows = new RowDecisions(deps, client, backend, counts);
   }
@@ -125,6 +129,7 @@ export class CommandPhase {
     if (code === Command.Query) {
       const text = decodeQuery(payload, this.capabilities).sql;
       const analysis = this.strict(this.analyse(text));
+      if (analysis.kind === "refused" && analysis.multiStatement && this.multiStatements) return this.multiQuery(text);
       if (analysis.kind === "refused") return this.refuse(analysis, text);
       await this.catalogCurrent();
       const run = this.withUserColumns(text, analysis);
@@ -165,6 +170,41 @@ export class CommandPhase {
       return true;
     }
     return this.refuseCommand(code ?? -1, "");
+  }
+
+  /**
+   * A multi-statement COM_QUERY (the client agreed CLIENT_MULTI_STATEMENTS): split by the parser,
+   * each statement printed and analysed on its own; if any one is refused the whole text is
+   * refused and nothing runs. Then each runs as its own COM_QUERY on the backend (which never
+   * agreed to multi-statements, so the server cannot split otherwise than the parser), its
+   * results decided with its own analysis, and every result but the last's tells the client more
+   * follow. An ERR ends the sequence, as the server's own multi-statements do.
+   */
+  private async multiQuery(text: string): Promise<boolean> {
+    const texts = splitStatements(text);
+    if (!texts)
+      return this.refuse(
+        { ...RefusalCode.parse, kind: "refused", event: "statement.unparsable", message: "the export cannot split this multi-statement" },
+        text,
+      );
+    const analyses = texts.map((statement) => this.strict(this.analyse(statement)));
+    for (let i = 0; i < texts.length; i++) {
+      const analysis = analyses[i]!;
+      if (analysis.kind === "refused") return this.refuse({ ...analysis, message: `statement ${i + 1} of ${texts.length}: ${analysis.message}` }, texts[i]!);
+    }
+    try {
+      for (let i = 0; i < texts.length; i++) {
+        await this.catalogCurrent();
+        const run = this.withUserColumns(texts[i]!, analyses[i]!);
+        this.backend.sequence = 0;
+        await this.backend.send(encodeQuery({ sql: run.text, attributes: [] }, this.capabilities));
+        this.moreResults = i < texts.length - 1;
+        if (!(await this.results(run.analysis, texts[i]!))) return true;
+      }
+    } finally {
+      this.moreResults = false;
+    }
+    return true;
   }
 
   /** The catalog of the mapped relations, looked up again when the mapping changed (the backend is idle: between commands). */
@@ -406,14 +446,14 @@ export class CommandPhase {
    * (SERVER_MORE_RESULTS_EXISTS) can only come from server-side code the export did not see:
    * those after the first are decided with no analysis (every row dropped).
    */
-  private async results(analysis: StatementAnalysis | undefined, text: string, statement?: Prepared): Promise<void> {
+  private async results(analysis: StatementAnalysis | undefined, text: string, statement?: Prepared): Promise<boolean> {
     let current = analysis;
     for (;;) {
       const first = await this.next();
       const kind = responseKind(first);
       if (kind === "err") {
         await this.client.send(this.error(first, text));
-        return;
+        return false;
       }
       if (kind === "local-infile") throw this.outOfStep("a LOCAL INFILE request (the export never offers CLIENT_LOCAL_FILES)");
       let status: number;
@@ -423,11 +463,11 @@ export class CommandPhase {
         this.client.push(this.ok(first, current?.kind === "other" && current.write));
       } else {
         const end = await this.resultset(first, current, text, statement);
-        if (end === undefined) return;
+        if (end === undefined) return false;
         status = end;
       }
       await this.client.flush();
-      if (!(status & ServerStatus.MoreResultsExist)) return;
+      if (!(status & ServerStatus.MoreResultsExist)) return true;
       current = undefined;
       statement = undefined;
     }
@@ -495,12 +535,22 @@ export class CommandPhase {
   /** The end of a resultset: an EOF passes (counts and flags only); an OK loses its info, last insert id and affected rows (they could carry a value: LAST_INSERT_ID(expr)). */
   private pushEnd(payload: Buffer): number {
     if (!hasCapability(this.capabilities, Capability.DeprecateEof)) {
-      this.client.push(payload);
-      return payload.length >= 5 ? payload.readUInt16LE(3) : 0;
+      const statusFlags = payload.length >= 5 ? payload.readUInt16LE(3) : 0;
+      if (!this.moreResults) this.client.push(payload);
+      else {
+        const eof = decodeEofPacket(payload, this.capabilities);
+        this.client.push(encodeEofPacket({ warnings: eof.warnings, statusFlags: eof.statusFlags | ServerStatus.MoreResultsExist }, this.capabilities));
+      }
+      return statusFlags;
     }
     const ok = decodeOkPacket(payload, this.capabilities);
     const statusFlags = ok.statusFlags & ~ServerStatus.SessionStateChanged;
-    this.client.push(encodeOkPacket({ header: ok.header, affectedRows: 0, lastInsertId: 0, statusFlags, warnings: ok.warnings, info: "" }, this.capabilities));
+    this.client.push(
+      encodeOkPacket(
+        { header: ok.header, affectedRows: 0, lastInsertId: 0, statusFlags: statusFlags | this.more(), warnings: ok.warnings, info: "" },
+        this.capabilities,
+      ),
+    );
     return statusFlags;
   }
 
@@ -516,12 +566,17 @@ export class CommandPhase {
         header: ok.header,
         affectedRows: write ? ok.affectedRows : 0,
         lastInsertId: write ? ok.lastInsertId : 0,
-        statusFlags: ok.statusFlags & ~ServerStatus.SessionStateChanged,
+        statusFlags: (ok.statusFlags & ~ServerStatus.SessionStateChanged) | this.more(),
         warnings: ok.warnings,
         info: "",
       },
       this.capabilities,
     );
+  }
+
+  /** SERVER_MORE_RESULTS_EXISTS while a multi-statement's statement other than the last answers. */
+  private more(): number {
+    return this.moreResults ? ServerStatus.MoreResultsExist : 0;
   }
 
   private error(payload: Buffer, statement: string | undefined): Buffer {

@@ -26,8 +26,8 @@ import type { MysqlSessionDeps } from "./session-deps";
 
 /**
  * Capabilities the proxy lets through, both ways. Left out: LOCAL INFILE (the server could ask
- * the client for any file), compression, multi-statements and multi-results (one statement, one
- * result, each analysed), session-state tracking (it reports variable values), optional metadata
+ * the client for any file), compression, multi-statements and multi-results (the proxy offers
+ * those to clients itself, proxyCapabilities, and runs each statement alone), session-state tracking (it reports variable values), optional metadata
  * and query attributes (every result carries the definitions the proxy checks), IGNORE_SPACE
  * (it changes how the server reads names the parser reads), and every MariaDB extension (progress
  * reports, bulk, extended and cached metadata).
@@ -48,6 +48,9 @@ const passedCapabilities =
   Capability.PluginAuthLenencClientData |
   Capability.CanHandleExpiredPasswords |
   Capability.DeprecateEof;
+
+/** Offered to clients, never to the backend: the proxy splits multi-statements with its parser and runs each on its own (session/command-phase.ts). */
+const proxyCapabilities = Capability.MultiStatements | Capability.MultiResults;
 
 const clearPasswordPlugin = "mysql_clear_password";
 
@@ -72,6 +75,8 @@ export class LoginEnded extends Error {}
 export interface LoggedIn {
   /** What client and backend agreed: the same on both sides (save CLIENT_SSL). */
   capabilities: number;
+  /** The client sends multi-statements (CLIENT_MULTI_STATEMENTS with the proxy only: the proxy runs them one by one, the backend never agrees to it). */
+  multiStatements: boolean;
   user: string;
   database?: string;
 }
@@ -105,7 +110,7 @@ export class MysqlLogin {
       throw new LoginEnded("backend refused the connection");
     }
     const handshake = decodeHandshake(greeting.payload);
-    const offered = ((handshake.capabilities & passedCapabilities) | (deps.tls ? Capability.Ssl : 0)) >>> 0;
+    const offered = ((handshake.capabilities & passedCapabilities) | (deps.tls ? Capability.Ssl : 0) | proxyCapabilities) >>> 0;
     client.sequence = 0;
     await client.send(encodeHandshake({ ...handshake, capabilities: offered, mariaDbCapabilities: 0, serverVersion: handshake.serverVersion }));
     let first = await client.next();
@@ -135,7 +140,8 @@ export class MysqlLogin {
         capabilities,
       ),
     );
-    return { capabilities, ...identity };
+    const multiStatements = hasCapability(response.capabilities, Capability.MultiStatements) && hasCapability(response.capabilities, Capability.MultiResults);
+    return { capabilities, multiStatements, ...identity };
   }
 
   /** The client's answer goes to the backend; the exchange is relayed until the backend says OK or ERR. */
