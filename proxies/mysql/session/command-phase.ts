@@ -35,8 +35,28 @@ interface Prepared {
   analysis: StatementAnalysis;
   /** The result's definitions as the server gave them at COM_STMT_PREPARE (session/cursor-origins.ts). */
   columns: ColumnDefinition[];
+  /** The head of the last result an execute gave, for the next execute (resultHead). */
+  head?: ResultHead;
   /** The plan of the open cursor's rows (from the definitions at COM_STMT_EXECUTE) and the mapping it was made under. */
   cursor?: { plan: MysqlResultPlan; mappingKey: string };
+}
+
+/** A result's plan and the packets the client gets for its column count and definitions. */
+interface ResultHead {
+  /** The backend's definitions the plan was made from. */
+  definitions: Buffer[];
+  mappingKey: string;
+  catalogKey: string;
+  database: string | undefined;
+  plan: MysqlResultPlan;
+  sent: Buffer[];
+  diagnostics: number | undefined;
+}
+
+function sameBuffers(a: readonly Buffer[], b: readonly Buffer[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!a[i]!.equals(b[i]!)) return false;
+  return true;
 }
 
 /** How many columns the export added to the statement's result (never sent). */
@@ -214,6 +234,11 @@ export class CommandPhase {
     this.backend.sequence = 0;
   }
 
+  /** Whether the catalog must be looked up again before the next statement (a prepared execute awaits nothing when it need not). */
+  private catalogStale(): boolean {
+    return this.catalog.key !== this.deps.decider.mapping().key;
+  }
+
   /** Whether the mapping's field applies to a column of (`schema`, `table`), by the catalog looked up for the current mapping. */
   private readonly relationMaps = (recordField: string, schema: string, table: string): boolean =>
     this.catalog.key === this.deps.decider.mapping().key && this.catalog.maps(recordField, schema, table);
@@ -295,7 +320,7 @@ export class CommandPhase {
     // Checked again with the mapping now: it may have changed since the statement was prepared.
     const strict = this.strict(prepared.analysis);
     if (strict.kind === "refused") return this.refuse(strict, prepared.text);
-    await this.catalogCurrent();
+    if (this.catalogStale()) await this.catalogCurrent();
     this.backend.sequence = 0;
     await this.backend.send(payload);
     await this.results(prepared.analysis, prepared.text, prepared);
@@ -478,29 +503,13 @@ export class CommandPhase {
     const binary = statement !== undefined;
     const { columnCount } = decodeColumnCount(first, this.capabilities);
     const definitions: Buffer[] = [];
-    const columns: ColumnDefinition[] = [];
-    for (let i = 0; i < columnCount; i++) {
-      const payload = await this.next();
-      definitions.push(payload);
-      columns.push(decodeColumnDefinition(payload));
-    }
+    for (let i = 0; i < columnCount; i++) definitions.push(this.backend.tryNext()?.payload ?? (await this.next()));
     const deprecateEof = hasCapability(this.capabilities, Capability.DeprecateEof);
     const definitionsEnd = deprecateEof ? undefined : await this.next();
     if (definitionsEnd && !isEofPacket(definitionsEnd)) throw this.outOfStep("column definitions not ended by EOF");
     const mapping = this.deps.decider.mapping();
-    const origins = statement ? withPreparedOrigins(columns, statement.columns) : columns;
-    const plan = planMysqlResult(origins, analysis?.kind === "select" ? analysis.shape : undefined, mapping, this.relationMaps, this.database);
-    const hidden = hiddenCountOf(analysis);
-    if (hidden > 0 && columnCount <= hidden) throw this.outOfStep("a result without the columns the export added");
-    this.client.push(hidden > 0 ? encodeColumnCount({ columnCount: columnCount - hidden, metadataFollows: true }, this.capabilities) : first);
-    columns.forEach((column, i) => {
-      if (plan.hidden[i]) return;
-      // A column that is always NULL is not NOT NULL any more.
-      const alwaysNull = plan.groupOf[i]! < 0 && analysis?.kind !== "diagnostics";
-      this.client.push(
-        alwaysNull && column.flags & ColumnFlag.NotNull ? encodeColumnDefinition({ ...column, flags: column.flags & ~ColumnFlag.NotNull }) : definitions[i]!,
-      );
-    });
+    const { plan, sent, diagnostics } = this.resultHead(first, definitions, analysis, statement, mapping.key);
+    for (const payload of sent) this.client.push(payload);
     if (definitionsEnd) this.client.push(definitionsEnd);
     // Without CLIENT_DEPRECATE_EOF a cursor's opening ends at the definitions' EOF (no rows, no second EOF).
     const definitionsStatus = definitionsEnd && definitionsEnd.length >= 5 ? definitionsEnd.readUInt16LE(3) : 0;
@@ -508,12 +517,71 @@ export class CommandPhase {
       statement.cursor = { plan, mappingKey: mapping.key };
       return definitionsStatus;
     }
-    // SHOW WARNINGS answers Level, Code, Message; anything else is not passed as diagnostics.
-    const diagnostics = analysis?.kind === "diagnostics" && columns.map((c) => c.name).join(",") === "Level,Code,Message" ? 2 : undefined;
     const status = await this.decideRows(plan, binary, diagnostics, text);
     // A cursor opened (no rows yet): COM_STMT_FETCH decides its rows under this plan.
     if (statement && status !== undefined && status & ServerStatus.CursorExists) statement.cursor = { plan, mappingKey: mapping.key };
     return status;
+  }
+
+  /**
+   * A result's plan and what the client gets of its head (column count and definitions, hidden
+   * columns left out, always-NULL columns no longer NOT NULL). A prepared statement keeps the
+   * last one: an execute whose definitions are byte for byte the last ones, under the same
+   * mapping, catalog and database, reuses it (the plan is a function of exactly those and the
+   * statement's analysis) instead of decoding and planning every execute again.
+   */
+  private resultHead(
+    first: Buffer,
+    definitions: Buffer[],
+    analysis: StatementAnalysis | undefined,
+    statement: Prepared | undefined,
+    mappingKey: string,
+  ): ResultHead {
+    const cached = statement?.head;
+    if (
+      cached &&
+      cached.mappingKey === mappingKey &&
+      cached.catalogKey === this.catalog.key &&
+      cached.database === this.database &&
+      sameBuffers(cached.definitions, definitions)
+    )
+      return cached;
+    const columns = definitions.map((payload) => decodeColumnDefinition(payload));
+    const origins = statement ? withPreparedOrigins(columns, statement.columns) : columns;
+    const plan = planMysqlResult(
+      origins,
+      analysis?.kind === "select" ? analysis.shape : undefined,
+      this.deps.decider.mapping(),
+      this.relationMaps,
+      this.database,
+    );
+    const hidden = hiddenCountOf(analysis);
+    const columnCount = definitions.length;
+    if (hidden > 0 && columnCount <= hidden) throw this.outOfStep("a result without the columns the export added");
+    const sent = [hidden > 0 ? encodeColumnCount({ columnCount: columnCount - hidden, metadataFollows: true }, this.capabilities) : first];
+    columns.forEach((column, i) => {
+      if (plan.hidden[i]) return;
+      // A column that is always NULL is not NOT NULL any more.
+      const alwaysNull = plan.groupOf[i]! < 0 && analysis?.kind !== "diagnostics";
+      sent.push(
+        alwaysNull && column.flags & ColumnFlag.NotNull ? encodeColumnDefinition({ ...column, flags: column.flags & ~ColumnFlag.NotNull }) : definitions[i]!,
+      );
+    });
+    // SHOW WARNINGS answers Level, Code, Message; anything else is not passed as diagnostics.
+    const diagnostics = analysis?.kind === "diagnostics" && columns.map((c) => c.name).join(",") === "Level,Code,Message" ? 2 : undefined;
+    if (!statement) return { definitions, mappingKey, catalogKey: this.catalog.key, database: this.database, plan, sent, diagnostics };
+    // Kept across executes: copies, not views of the socket's chunks.
+    const head: ResultHead = {
+      definitions: definitions.map((payload) => Buffer.from(payload)),
+      mappingKey,
+      catalogKey: this.catalog.key,
+      database: this.database,
+      plan,
+      sent: sent.map((payload) => Buffer.from(payload)),
+      diagnostics,
+    };
+    statement.head = head;
+    return head;
   }
 
   /** Rows decided under `plan` up to the resultset's end (its status) or an ERR (undefined). */
