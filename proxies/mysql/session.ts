@@ -53,7 +53,7 @@ export class MysqlSession {
       deps.onLoggedIn();
       this.identity.user = login.user;
       if (login.database !== undefined) this.identity.database = login.database;
-      await new CommandPhase(deps, client, backend, login.capabilities, this.counts, login.database).run();
+      await new CommandPhase(deps, client, backend, login.capabilities, this.counts, login.database, this.identity, login.multiStatements).run();
       this.close();
     } catch (error) {
       clearTimeout(timer);

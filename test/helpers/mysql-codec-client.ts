@@ -1,5 +1,22 @@
 import { connect, type Socket } from "node:net";
+import type { Handshake } from "../../protocols/mysql/handshake";
+import { encodeHandshakeResponse } from "../../protocols/mysql/handshake-response";
+import { nativePasswordPlugin, nativePasswordResponse } from "../../protocols/mysql/native-password";
 import { encodePacket, nextSequenceId, PacketReader, type Packet } from "../../protocols/mysql/packets";
+
+/** The HandshakeResponse41 of a mysql_native_password login to `handshake`'s scramble, in utf8mb4, into database `app`. */
+export function nativePasswordLogin(handshake: Handshake, capabilities: number, account: { user: string; password: string }): Buffer {
+  return encodeHandshakeResponse({
+    capabilities,
+    maxPacketSize: 1 << 24,
+    characterSet: 45,
+    mariaDbCapabilities: 0,
+    username: account.user,
+    authResponse: nativePasswordResponse(account.password, handshake.authPluginData),
+    database: "app",
+    authPluginName: nativePasswordPlugin,
+  });
+}
 
 /**
  * The smallest client a test needs to drive a real server with protocols/mysql/ alone: it

@@ -38,6 +38,8 @@ export interface Refusal {
   sqlState: string;
   message: string;
   event: string;
+  /** The text holds several statements (each may still run on its own: session/command-phase.ts, multi-statements). */
+  multiStatement?: true;
 }
 
 export type StatementAnalysis =
@@ -117,7 +119,11 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
     return refusal("parse", "statement.unparsable", `the export cannot parse this statement, so it is refused (${reason})`);
   }
   const statements = (Array.isArray(ast) ? ast : [ast]) as Array<Record<string, unknown>>;
-  if (statements.length !== 1) return refusal("unsupported", "statement.refused", "one statement per query: the export refuses multi-statements");
+  if (statements.length !== 1)
+    return {
+      ...refusal("unsupported", "statement.refused", "one statement per query: multi-statements need CLIENT_MULTI_STATEMENTS, and COM_STMT_PREPARE takes one"),
+      multiStatement: true,
+    };
   const statement = statements[0]!;
   const type = String(statement.type ?? "");
   const never = neverTypes.get(type);
@@ -409,6 +415,22 @@ export function parseOne(text: string): Record<string, unknown> | undefined {
 export function printStatement(ast: Record<string, unknown>): string | undefined {
   try {
     return parser.sqlify(ast as unknown as Parameters<Parser["sqlify"]>[0], parseOptions);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The statements of a multi-statement text, each printed again by the parser on its own: the
+ * parser's split, never the server's, decides where each ends, and the backend runs each printed
+ * statement as its own COM_QUERY. Undefined when the text does not parse or a statement does not
+ * print.
+ */
+export function splitStatements(text: string): string[] | undefined {
+  try {
+    const ast = parser.astify(text, parseOptions);
+    const statements = (Array.isArray(ast) ? ast : [ast]) as Array<Parameters<Parser["sqlify"]>[0]>;
+    return statements.map((statement) => parser.sqlify(statement, parseOptions));
   } catch {
     return undefined;
   }

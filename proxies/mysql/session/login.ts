@@ -26,8 +26,8 @@ import type { MysqlSessionDeps } from "./session-deps";
 
 /**
  * Capabilities the proxy lets through, both ways. Left out: LOCAL INFILE (the server could ask
- * the client for any file), compression, multi-statements and multi-results (one statement, one
- * result, each analysed), session-state tracking (it reports variable values), optional metadata
+ * the client for any file), compression, multi-statements and multi-results (the proxy offers
+ * those to clients itself, proxyCapabilities, and runs each statement alone), session-state tracking (it reports variable values), optional metadata
  * and query attributes (every result carries the definitions the proxy checks), IGNORE_SPACE
  * (it changes how the server reads names the parser reads), and every MariaDB extension (progress
  * reports, bulk, extended and cached metadata).
@@ -49,6 +49,9 @@ const passedCapabilities =
   Capability.CanHandleExpiredPasswords |
   Capability.DeprecateEof;
 
+/** Offered to clients, never to the backend: the proxy splits multi-statements with its parser and runs each on its own (session/command-phase.ts). */
+const proxyCapabilities = Capability.MultiStatements | Capability.MultiResults;
+
 const clearPasswordPlugin = "mysql_clear_password";
 
 /**
@@ -56,7 +59,15 @@ const clearPasswordPlugin = "mysql_clear_password";
  * 0x5c or 0x27 can be the second byte of one of their characters, so the server would read
  * string literals otherwise than the export's parser (which reads UTF-8).
  */
-const quoteUnsafeCollations = new Set([1, 84, 13, 88, 28, 87, 95, 96, 248, 249, 250]);
+export const quoteUnsafeCollations = new Set([1, 84, 13, 88, 28, 87, 95, 96, 248, 249, 250]);
+
+/** Why a quote-unsafe character set is refused (1115 42000), at login and at COM_CHANGE_USER. */
+export const quoteUnsafeRefusal = {
+  code: 1115,
+  sqlState: "42000",
+  message:
+    "the export takes no character set whose multi-byte characters can end in a quote or backslash byte (big5, sjis, gbk, cp932, gb18030): connect with utf8mb4",
+};
 
 /** The connection was answered (an error sent, or the peer gone): nothing more to do. */
 export class LoginEnded extends Error {}
@@ -64,6 +75,8 @@ export class LoginEnded extends Error {}
 export interface LoggedIn {
   /** What client and backend agreed: the same on both sides (save CLIENT_SSL). */
   capabilities: number;
+  /** The client sends multi-statements (CLIENT_MULTI_STATEMENTS with the proxy only: the proxy runs them one by one, the backend never agrees to it). */
+  multiStatements: boolean;
   user: string;
   database?: string;
 }
@@ -97,7 +110,7 @@ export class MysqlLogin {
       throw new LoginEnded("backend refused the connection");
     }
     const handshake = decodeHandshake(greeting.payload);
-    const offered = ((handshake.capabilities & passedCapabilities) | (deps.tls ? Capability.Ssl : 0)) >>> 0;
+    const offered = ((handshake.capabilities & passedCapabilities) | (deps.tls ? Capability.Ssl : 0) | proxyCapabilities) >>> 0;
     client.sequence = 0;
     await client.send(encodeHandshake({ ...handshake, capabilities: offered, mariaDbCapabilities: 0, serverVersion: handshake.serverVersion }));
     let first = await client.next();
@@ -114,12 +127,7 @@ export class MysqlLogin {
       first = await client.next();
     }
     const response = decodeHandshakeResponse(first.payload);
-    if (quoteUnsafeCollations.has(response.characterSet))
-      return this.refuse(
-        { code: 1115, sqlState: "42000" },
-        "the export takes no character set whose multi-byte characters can end in a quote or backslash byte (big5, sjis, gbk, cp932, gb18030): connect with utf8mb4",
-        "character-set.refused",
-      );
+    if (quoteUnsafeCollations.has(response.characterSet)) return this.refuse(quoteUnsafeRefusal, quoteUnsafeRefusal.message, "character-set.refused");
     const capabilities = (response.capabilities & offered & passedCapabilities) >>> 0;
     const identity = { user: response.username, ...(response.database !== undefined ? { database: response.database } : {}) };
     let okStatus: number;
@@ -132,12 +140,13 @@ export class MysqlLogin {
         capabilities,
       ),
     );
-    return { capabilities, ...identity };
+    const multiStatements = hasCapability(response.capabilities, Capability.MultiStatements) && hasCapability(response.capabilities, Capability.MultiResults);
+    return { capabilities, multiStatements, ...identity };
   }
 
   /** The client's answer goes to the backend; the exchange is relayed until the backend says OK or ERR. */
   private async passThrough(handshake: Handshake, response: HandshakeResponse, capabilities: number): Promise<number> {
-    const { deps, client, backend } = this;
+    const { deps, backend } = this;
     deps.audit("debug", "connection.pass-through", `connection ${deps.connectionId} authenticates with the backend of export ${deps.exportId}`, {
       exportId: deps.exportId,
       connectionId: deps.connectionId,
@@ -147,24 +156,7 @@ export class MysqlLogin {
     const secured = await this.secureBackend(handshake, response, capabilities);
     await backend.send(encodeHandshakeResponse({ ...response, capabilities: secured, mariaDbCapabilities: 0 }));
     this.outgoing(response.username, "client", response.database);
-    for (;;) {
-      const answer = await backend.next();
-      if (isOkPacket(answer.payload)) return decodeOkPacket(answer.payload, capabilities).statusFlags;
-      if (isErrPacket(answer.payload)) {
-        // The backend's own error (a wrong password): the client reacts to it as to the server.
-        await client.send(answer.payload);
-        deps.audit("warn", "connection.backend-login-failed", `the backend of export ${deps.exportId} refused the login of '${response.username}'`, {
-          exportId: deps.exportId,
-          connectionId: deps.connectionId,
-          component: "mysql",
-          user: response.username,
-        });
-        throw new LoginEnded("backend refused the login");
-      }
-      await client.send(answer.payload);
-      const next = await client.next();
-      await backend.send(next.payload);
-    }
+    return decodeOkPacket(await relayAuthentication(deps, this.client, backend, response.username), capabilities).statusFlags;
   }
 
   /** Direct verification (spec 5.1): the client's cleartext password over TLS, verified here; then the proxy logs in to the backend. */
@@ -333,12 +325,7 @@ export class MysqlLogin {
 
   /** A second layer under the statement checks: functions a SELECT calls cannot write either. */
   private async makeReadOnly(): Promise<void> {
-    const { backend } = this;
-    backend.sequence = 0;
-    await backend.send(Buffer.concat([Buffer.from([Command.Query]), Buffer.from("SET SESSION TRANSACTION READ ONLY")]));
-    const answer = (await backend.next()).payload;
-    if (!isOkPacket(answer))
-      return this.refuse({ code: 1792, sqlState: "25006" }, "the export could not make the backend session read-only", "connection.read-only-failed");
+    if (!(await makeBackendReadOnly(this.backend))) return this.refuse(readOnlyFailure, readOnlyFailure.message, "connection.read-only-failed");
   }
 
   private outgoing(user: string, source: "export" | "client", database: string | undefined): void {
@@ -367,6 +354,43 @@ export class MysqlLogin {
     await this.client.send(encodeErrPacket({ ...error, message }));
     throw new LoginEnded(message);
   }
+}
+
+/**
+ * Pass-through authentication (a login, or COM_CHANGE_USER): the client's first answer is with
+ * the backend; the exchange (auth switch, more data) is relayed both ways until the backend says
+ * OK (returned, not sent) or ERR (sent to the client as the server's own words, a wrong password,
+ * audited; the login or the connection ends).
+ */
+export async function relayAuthentication(deps: MysqlSessionDeps, client: PacketChannel, backend: PacketChannel, user: string): Promise<Buffer> {
+  for (;;) {
+    const answer = await backend.next();
+    if (isOkPacket(answer.payload)) return answer.payload;
+    if (isErrPacket(answer.payload)) {
+      // The backend's own error (a wrong password): the client reacts to it as to the server.
+      await client.send(answer.payload);
+      deps.audit("warn", "connection.backend-login-failed", `the backend of export ${deps.exportId} refused the login of '${user}'`, {
+        exportId: deps.exportId,
+        connectionId: deps.connectionId,
+        component: "mysql",
+        user,
+      });
+      throw new LoginEnded("backend refused the login");
+    }
+    await client.send(answer.payload);
+    const next = await client.next();
+    await backend.send(next.payload);
+  }
+}
+
+/** ER_READ_ONLY_TRANSACTION-like answer when the backend session could not be made read-only. */
+export const readOnlyFailure = { code: 1792, sqlState: "25006", message: "the export could not make the backend session read-only" };
+
+/** A second layer under the statement checks, run after every login (and COM_RESET_CONNECTION, COM_CHANGE_USER, which undo it): true once the backend said OK. */
+export async function makeBackendReadOnly(backend: PacketChannel): Promise<boolean> {
+  backend.sequence = 0;
+  await backend.send(Buffer.concat([Buffer.from([Command.Query]), Buffer.from("SET SESSION TRANSACTION READ ONLY")]));
+  return isOkPacket((await backend.next()).payload);
 }
 
 /** What `plugin` answers for `password` and `scramble`; undefined for a plugin the proxy does not compute. */
