@@ -158,8 +158,7 @@ export function scanRows(buf: Buffer, start: number, final: boolean, line: numbe
 /**
  * Writes the rows from `first` that their verdicts keep (`verdicts[r - first]`; undefined: the
  * row names no user), each kept field byte for byte and every other one empty, and counts them.
- * The output goes into `room` when it surely fits there, else into a buffer with an ArrayBuffer
- * of its own (so a worker can hand it over without a copy).
+ * The output has its own ArrayBuffer, so a worker can hand it over without a copy.
  */
 export function writeRows(
   buf: Buffer,
@@ -168,11 +167,9 @@ export function writeRows(
   verdicts: ReadonlyArray<CsvVerdict | undefined>,
   terminator: Buffer,
   counts: CsvCounts,
-  room?: Buffer,
 ): Buffer {
   const { bounds, columns } = rows;
-  const most = rows.end + (rows.count + 1) * terminator.length;
-  const out = room && room.length >= most ? room : Buffer.allocUnsafeSlow(most);
+  const out = Buffer.allocUnsafeSlow(rows.end + (rows.count + 1) * terminator.length);
   let at = 0;
   counts.rowsIn += rows.count - first;
   for (let r = first; r < rows.count; r++) {

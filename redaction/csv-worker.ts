@@ -11,7 +11,7 @@ import { documentLimits, type CsvVerdict, type CsvWorkerReport, type CsvWorkerRe
 
 /** A scanned block, with the verdicts of its rows as far as they are known. */
 interface Scanned {
-  input: SharedArrayBuffer;
+  input: ArrayBuffer;
   buf: Buffer;
   rows: ScannedRows;
   userIds: Array<string | undefined>;
@@ -33,7 +33,7 @@ function report(message: CsvWorkerReport, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
 }
 
-function scan(task: number, input: SharedArrayBuffer, length: number, final: boolean): void {
+function scan(task: number, input: ArrayBuffer, length: number, final: boolean): void {
   // Forgetting is safe only while no block waits: its users, met before, must stay known until it is written.
   if (waiting.size === 0 && verdictOfUser.size > documentLimits.maxRememberedUsers) verdictOfUser.clear();
   const buf = Buffer.from(input, 0, length);
@@ -72,15 +72,12 @@ function decided(task: number, verdictIds: readonly number[], added: readonly Cs
 
 function write(task: number, block: Scanned): void {
   const counts = emptyCounts();
-  // The output goes after the block in its own shared buffer when it fits: nothing is allocated or handed over.
-  const room = Buffer.from(block.input, block.buf.length);
-  const output = writeRows(block.buf, block.rows, 0, block.rowVerdicts, terminator, counts, room);
+  const output = writeRows(block.buf, block.rows, 0, block.rowVerdicts, terminator, counts);
   spareRows.push(block.rows);
-  if (output.buffer === block.input) report({ kind: "done", task, input: block.input, outputStart: block.buf.length, outputLength: output.length, counts });
-  else
-    report({ kind: "done", task, input: block.input, output: output.buffer as ArrayBuffer, outputStart: 0, outputLength: output.length, counts }, [
-      output.buffer as ArrayBuffer,
-    ]);
+  report({ kind: "done", task, input: block.input, output: output.buffer as ArrayBuffer, outputLength: output.length, counts }, [
+    block.input,
+    output.buffer as ArrayBuffer,
+  ]);
 }
 
 port.on("message", (request: CsvWorkerRequest) => {
@@ -91,6 +88,6 @@ port.on("message", (request: CsvWorkerRequest) => {
     if (!block) return; // written already: its report is on its way
     waiting.delete(request.task);
     spareRows.push(block.rows);
-    report({ kind: "done", task: request.task, input: block.input, outputStart: 0, outputLength: 0 });
+    report({ kind: "done", task: request.task, input: block.input, outputLength: 0 }, [block.input]);
   }
 });

@@ -154,11 +154,11 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     block.task = ++this.lastTask;
     this.tasks.set(block.task, block);
     worker.tasks++;
-    this.post(worker, { kind: "block", task: block.task, input: block.input, length: block.length, final: block.final });
+    this.post(worker, { kind: "block", task: block.task, input: block.input, length: block.length, final: block.final }, [block.input]);
   }
 
-  private post(worker: BlockWorker, request: CsvWorkerRequest): void {
-    worker.thread.postMessage(request);
+  private post(worker: BlockWorker, request: CsvWorkerRequest, transfer: ArrayBuffer[] = []): void {
+    worker.thread.postMessage(request, transfer);
   }
 
   private received(worker: BlockWorker, report: CsvWorkerReport): void {
@@ -232,9 +232,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
         document.tally.bytesIn = start.offset + scanned.fault.rowStart;
         throw faultError(scanned.fault, start.line);
       }
-      // Output in the shared block is copied out before the block is reused; output of its own is handed on as it is.
       if (done.output) this.ready.push(Buffer.from(done.output, 0, done.outputLength));
-      else if (done.outputLength > 0) this.ready.push(Buffer.copyBytesFrom(new Uint8Array(done.input, done.outputStart, done.outputLength)));
       this.input.recycle(done.input);
       this.next = { line: start.line + scanned.lines, offset: start.offset + scanned.end };
       this.blocks.shift();

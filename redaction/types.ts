@@ -150,7 +150,7 @@ export interface CsvThreading {
 
 /** Messages from the thread that owns a CSV document to one of its workers. */
 export type CsvWorkerRequest =
-  | { kind: "block"; task: number; input: SharedArrayBuffer; length: number; final: boolean }
+  | { kind: "block"; task: number; input: ArrayBuffer; length: number; final: boolean }
   /** The answer to `users`: a verdict id per user asked about, and the verdicts the worker has not seen yet. */
   | { kind: "decisions"; task: number; verdictIds: number[]; verdicts: CsvVerdict[] }
   /** The block does not start where a row starts: drop it. */
@@ -160,11 +160,8 @@ export type CsvWorkerRequest =
 export type CsvWorkerReport =
   /** The block's rows are found; `users` are the ones whose decisions the worker needs before it writes them. */
   | { kind: "scanned"; task: number; end: number; lines: number; emptyLines: number; fault?: CsvRowFault; users: string[] }
-  /**
-   * The block is written, or abandoned (`outputLength` 0); `input` comes back. The output is in
-   * `input` from `outputStart` (after the block's bytes) when it fits there, else in `output`.
-   */
-  | { kind: "done"; task: number; input: SharedArrayBuffer; output?: ArrayBuffer; outputStart: number; outputLength: number; counts?: CsvCounts };
+  /** The block is written (`output` holds `outputLength` bytes), or abandoned (no output); `input` comes back. */
+  | { kind: "done"; task: number; input: ArrayBuffer; output?: ArrayBuffer; outputLength: number; counts?: CsvCounts };
 
 /** What a CSV worker is started with. */
 export interface CsvWorkerSetup {
