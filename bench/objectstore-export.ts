@@ -6,6 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { startNats } from "../testkit/nats";
 import { peakRss } from "../testkit/memory";
 import { processCpuSeconds } from "../testkit/process-cpu";
+import { ThreadCpuSampler } from "../testkit/thread-cpu";
 import { NodeProcess } from "../testkit/node-process";
 import { freePort } from "../testkit/ports";
 import { S3Store } from "../testkit/s3";
@@ -112,13 +113,16 @@ async function main(): Promise<void> {
       directCpu.push(benchCpu() - benchBefore);
       benchBefore = benchCpu();
       const nodeBefore = processCpuSeconds(node.child.pid!);
+      const threads = new ThreadCpuSampler(node.child.pid!);
       const redacted = await timedGet(exportPort, "/bench/input.csv");
+      const byThread = [...threads.stop()].filter(([, seconds]) => seconds > 0).sort((a, b) => b[1] - a[1]);
       outBytes = redacted.bytes;
       exportMs.push(redacted.ms);
       nodeCpu.push(processCpuSeconds(node.child.pid!) - nodeBefore);
       exportCpu.push(benchCpu() - benchBefore + nodeCpu[round]!);
       process.stdout.write(
-        `round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s (${directCpu[round]!.toFixed(2)} CPU s), through the export ${(redacted.ms / 1000).toFixed(2)} s (${exportCpu[round]!.toFixed(2)} CPU s, the node ${nodeCpu[round]!.toFixed(2)}; ${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n`,
+        `round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s (${directCpu[round]!.toFixed(2)} CPU s), through the export ${(redacted.ms / 1000).toFixed(2)} s (${exportCpu[round]!.toFixed(2)} CPU s, the node ${nodeCpu[round]!.toFixed(2)}; ${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n` +
+          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}\n`,
       );
     }
     const rss = peakRss(node.child.pid!);

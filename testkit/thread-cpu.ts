@@ -1,0 +1,59 @@
+import { readdirSync, readFileSync } from "node:fs";
+
+/**
+ * CPU seconds per kind of thread of a node process while something runs, sampled from
+ * /proc/<pid>/task/* (clock ticks of 1/100 s). Node names all its threads "node", so they are
+ * told apart by when they exist: the event loop (thread id = pid), threads started during the
+ * run (a document's worker threads; one ending between samples loses at most one interval),
+ * and the threads that were there before (V8's helpers, mostly garbage collection, and libuv's pool).
+ */
+export class ThreadCpuSampler {
+  /** Ticks per thread id: at the start, and the last seen. */
+  private readonly first = new Map<string, number>();
+  private readonly last = new Map<string, { ticks: number }>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly pid: number,
+    intervalMs = 50,
+  ) {
+    for (const [tid, { ticks }] of this.sample()) this.first.set(tid, ticks);
+    this.timer = setInterval(() => this.record(), intervalMs);
+  }
+
+  /** Stops sampling; CPU seconds per kind of thread. */
+  stop(): Map<string, number> {
+    clearInterval(this.timer);
+    this.record();
+    const byKind = new Map<string, number>();
+    for (const [tid, { ticks }] of this.last) {
+      const kind = tid === String(this.pid) ? "event loop" : this.first.has(tid) ? "helper threads (GC, libuv)" : "threads started (workers)";
+      byKind.set(kind, (byKind.get(kind) ?? 0) + (ticks - (this.first.get(tid) ?? 0)) / 100);
+    }
+    return byKind;
+  }
+
+  private record(): void {
+    for (const [tid, entry] of this.sample()) this.last.set(tid, entry);
+  }
+
+  private sample(): Map<string, { ticks: number }> {
+    const threads = new Map<string, { ticks: number }>();
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${this.pid}/task`);
+    } catch {
+      return threads;
+    }
+    for (const tid of tids) {
+      try {
+        const stat = readFileSync(`/proc/${this.pid}/task/${tid}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+        threads.set(tid, { ticks: Number(fields[11]) + Number(fields[12]) });
+      } catch {
+        // the thread ended between listing and reading
+      }
+    }
+    return threads;
+  }
+}
