@@ -53,6 +53,10 @@ export class NodeProcess {
         ACTOR_MODULES: counterModule,
         HEARTBEAT_MS: "500",
         LEASE_TTL_MS: "2000",
+        // JetStream refuses to start a node whose reservations exceed the free disk: the 8 GiB
+        // production default for documents would make the suite depend on the machine's disk.
+        REDACT_STORAGE_MAX_BYTES: String(2 * 1024 ** 3),
+        REDACT_MAX_DOCUMENT_BYTES: String(1024 ** 3),
         ...options.env,
       },
       stdio: ["ignore", "pipe", "pipe"],
