@@ -11,7 +11,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import mysql from "mysql2/promise";
-import { compilePolicy } from "../../decision/compiled-policy";
 import { decodeBinaryRow } from "../../protocols/mysql/binary-row";
 import { Capability, hasCapability } from "../../protocols/mysql/capabilities";
 import { decodeColumnCount } from "../../protocols/mysql/column-count";
@@ -33,9 +32,8 @@ import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
-import { policyWithOrders } from "../fixtures/orders-policy";
-import { createPopulation } from "../fixtures/population";
-import { forbiddenValues, verdictsOf } from "../fixtures/postgres-verdicts";
+import { configureOrdersWorld } from "../fixtures/orders-policy";
+import { forbiddenValues } from "../fixtures/postgres-verdicts";
 import { CodecClient, nativePasswordLogin } from "../helpers/mysql-codec-client";
 
 const ALLOWED = "accepted";
@@ -163,11 +161,7 @@ describe("MySQL export session commands (issue 21): cursors, COM_RESET_CONNECTIO
     await admin.end();
     nats = await startNats();
     node = await NodeProcess.start({ nodeId: "mysql-session-commands-1", natsUrl: nats.url });
-    const policy = policyWithOrders();
-    assert.equal((await call("PUT", "/config", policy)).status, 200);
-    await createPopulation(call);
-    const revision = Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));
-    const allowed = await verdictsOf(call, compilePolicy(policy, revision), "service");
+    const allowed = await configureOrdersWorld(call, node.url);
     assert.ok(allowed.get(ALLOWED)?.has("contact") && allowed.get(DROPPED) === undefined);
     forbidden = forbiddenValues(allowed);
     assert.ok(forbidden.includes(droppedEmail));

@@ -10,7 +10,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import mysql from "mysql2/promise";
-import { compilePolicy } from "../../decision/compiled-policy";
 import { Capability, hasCapability } from "../../protocols/mysql/capabilities";
 import { Command } from "../../protocols/mysql/commands";
 import { decodeErrPacket, isErrPacket } from "../../protocols/mysql/err-packet";
@@ -22,9 +21,8 @@ import { NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
 import { MariaDbServer } from "../../testkit/mariadb";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
-import { forbiddenWithOrders, policyWithOrders } from "../fixtures/orders-policy";
-import { createPopulation } from "../fixtures/population";
-import { verdictsOf, type Verdicts } from "../fixtures/postgres-verdicts";
+import { forbiddenWithOrders, configureOrdersWorld } from "../fixtures/orders-policy";
+import { type Verdicts } from "../fixtures/postgres-verdicts";
 import { CodecClient, nativePasswordLogin } from "../helpers/mysql-codec-client";
 
 const ALLOWED = "accepted";
@@ -106,11 +104,7 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     await admin.end();
     nats = await startNats();
     node = await NodeProcess.start({ nodeId: "mysql-soundness-1", natsUrl: nats.url });
-    const policy = policyWithOrders();
-    assert.equal((await call("PUT", "/config", policy)).status, 200);
-    await createPopulation(call);
-    const revision = Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));
-    allowed = await verdictsOf(call, compilePolicy(policy, revision), "service");
+    allowed = await configureOrdersWorld(call, node.url);
     assert.ok(allowed.get(ALLOWED)?.has("contact") && allowed.get(DROPPED) === undefined);
     forbidden = forbiddenWithOrders(allowed);
     assert.ok(forbidden.includes(droppedEmail));

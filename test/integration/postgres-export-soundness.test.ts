@@ -24,12 +24,10 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "pg";
-import { compilePolicy } from "../../decision/compiled-policy";
 import { decodeParameterStatus } from "../../protocols/postgres/parameter-status";
 import { encodeQuery } from "../../protocols/postgres/query";
 import type { NatsServerProcess } from "../../service/nats-server";
-import { createPopulation } from "../fixtures/population";
-import { ordersRows, policyWithOrders } from "../fixtures/orders-policy";
+import { ordersRows, configureOrdersWorld } from "../fixtures/orders-policy";
 import {
   ALLOWED,
   alterRoleAttack,
@@ -69,7 +67,6 @@ import {
   withWire as withOpenWire,
 } from "../fixtures/postgres-attacks";
 import { createAppDatabase, populationHba, roles } from "../fixtures/postgres-population";
-import { verdictsOf } from "../fixtures/postgres-verdicts";
 import { call as request } from "../../testkit/http";
 import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
@@ -180,11 +177,7 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
     nats = await startNats();
     // The node's defaults (sessions in proxy worker processes): what a hostile client faces.
     node = await NodeProcess.start({ nodeId: "pg-soundness-1", natsUrl: nats.url });
-    const policy = policyWithOrders();
-    assert.equal((await call("PUT", "/config", policy)).status, 200);
-    await createPopulation(call);
-    const revision = Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));
-    v = new AttackVerdicts(await verdictsOf(call, compilePolicy(policy, revision), "service"));
+    v = new AttackVerdicts(await configureOrdersWorld(call, node.url));
     readOnlyPort = await createExport();
   });
 
