@@ -9,6 +9,19 @@ export async function until(what: string, check: () => Promise<boolean>, timeout
   }
 }
 
+/** Retries `attempt` every 200 ms until it succeeds and answers its result; after `timeoutMs` throws its last error. */
+export async function firstSuccess<T>(attempt: () => Promise<T>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
 /** Whether something accepts TCP connections on the loopback port (an export's door is open). */
 export const listening = (port: number) =>
   new Promise<boolean>((resolve) => {

@@ -14,6 +14,7 @@ import { call as request } from "../../testkit/http";
 import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
+import { firstSuccess } from "../../testkit/wait";
 import { MariaDbServer } from "../../testkit/mariadb";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { forbiddenWithOrders, ordersRows, configureOrdersWorld } from "../fixtures/orders-policy";
@@ -94,16 +95,7 @@ describe("MySQL export attribution through derived tables, CTEs, views and subqu
     };
     assert.equal((await call("PUT", "/export", body)).status, 200);
     direct = await open(db.port);
-    const until = Date.now() + 15_000;
-    for (;;) {
-      try {
-        through = await open(port);
-        break;
-      } catch (error) {
-        if (Date.now() > until) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-    }
+    through = await firstSuccess(() => open(port), 15_000);
   });
 
   after(async () => {

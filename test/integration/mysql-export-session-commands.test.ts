@@ -31,6 +31,7 @@ import { MariaDbServer } from "../../testkit/mariadb";
 import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
+import { firstSuccess } from "../../testkit/wait";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { configureOrdersWorld } from "../fixtures/orders-policy";
 import { forbiddenValues } from "../fixtures/postgres-verdicts";
@@ -174,16 +175,7 @@ describe("MySQL export session commands (issue 21): cursors, COM_RESET_CONNECTIO
       port,
     };
     assert.equal((await call("PUT", "/export", body)).status, 200);
-    const until = Date.now() + 15_000;
-    for (;;) {
-      try {
-        await (await open(port)).end();
-        break;
-      } catch (error) {
-        if (Date.now() > until) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-    }
+    await (await firstSuccess(() => open(port), 15_000)).end();
   });
 
   after(async () => {
