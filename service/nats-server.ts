@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { createConnection, createServer } from "node:net";
 import { join } from "node:path";
 import type { Logger } from "pino";
-import { findExecutable, spawnInOwnProcessGroup } from "./own-process-group";
+import { findExecutable } from "./find-executable";
+import { spawnInOwnProcessGroup } from "./own-process-group";
 import { StartupError } from "./startup-error";
 
 export interface NatsServerOptions {

@@ -1,14 +1,5 @@
 import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
-
-const systemDirs = ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin", "/bin"];
-
-/** An executable by name on PATH or in the usual system directories. */
-export function findExecutable(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const dirs = [...(env.PATH ?? "").split(":").filter(Boolean), ...systemDirs];
-  return dirs.map((dir) => join(dir, name)).find((candidate) => existsSync(candidate));
-}
+import { findExecutable } from "./find-executable";
 
 /**
  * Starts a program in a process group of its own, in this process's session: Ctrl-C at a
