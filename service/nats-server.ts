@@ -52,13 +52,18 @@ function accepts(host: string, port: number): Promise<boolean> {
   });
 }
 
-/** Whether a process with this pid exists (signal 0 probes without signalling). */
+/** Whether a process with this pid exists and has not exited (a zombie waiting to be reaped by whoever adopted it has). */
 export function isRunning(pid: number): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
+    process.kill(pid, 0); // signal 0 probes without signalling
   } catch {
     return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat[stat.lastIndexOf(")") + 2] !== "Z";
+  } catch {
+    return true; // no /proc: the probe above is all there is
   }
 }
 
@@ -158,7 +163,7 @@ export class NatsServerProcess {
     return server;
   }
 
-  /** A node killed with SIGKILL leaves its nats-server running; the next start stops it. */
+  /** A node killed with SIGKILL where perl is missing (no death signal, see own-process-group.ts) leaves its nats-server running; the next start stops it. */
   private static async stopOrphan(pidFile: string, log?: Logger): Promise<void> {
     if (!existsSync(pidFile)) return;
     const pid = Number(readFileSync(pidFile, "utf8"));

@@ -1,12 +1,13 @@
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import { storedMessages } from "../../testkit/nats";
+import { findExecutable } from "../../service/find-executable";
 import { isRunning } from "../../service/nats-server";
 import { mainScript, NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
@@ -65,19 +66,48 @@ test("the embedded default: own nats-server, audited start, real HTTP, clean sto
   assert.ok(!isRunning(natsPid), "the embedded nats-server stopped with it");
 });
 
-test("a node killed with SIGKILL leaves its nats-server behind; the next start stops it and serves the same data", async () => {
+test("a node killed with SIGKILL takes its nats-server with it; the next start serves the same data", async () => {
   const natsPort = await freePort();
-  const dataDir = tempDir("orphan");
+  const dataDir = tempDir("killed");
   const first = await NodeProcess.start({ nodeId: "phoenix", dataDir, env: { NATS_PORT: String(natsPort) } });
-  const orphanPid = Number(readFileSync(join(dataDir, "nats", "nats-server.pid"), "utf8"));
+  const natsPid = Number(readFileSync(join(dataDir, "nats", "nats-server.pid"), "utf8"));
   const firstToken = readFileSync(join(dataDir, "nats", "client.token"), "utf8");
+  const created = await fetch(`${first.url}/user`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ userId: "kept" }),
+  });
+  assert.equal(created.status, 200);
+  assert.ok(isRunning(natsPid), "the embedded nats-server runs");
   await first.kill();
-  assert.ok(isRunning(orphanPid), "the orphan is still there");
+  const deadline = Date.now() + 10_000;
+  while (isRunning(natsPid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.ok(!isRunning(natsPid), "the nats-server ended with the node that started it (its death signal)");
   const second = await NodeProcess.start({ nodeId: "phoenix", dataDir, env: { NATS_PORT: String(natsPort) } });
   started.push(second);
-  assert.ok(!isRunning(orphanPid), "the orphan was stopped");
   assert.notEqual(readFileSync(join(dataDir, "nats", "client.token"), "utf8"), firstToken, "a new token at each start");
   assert.equal((await second.readiness()).status, 200);
+  assert.equal((await fetch(`${second.url}/user/kept`)).status, 200, "the user written before the kill is there");
+});
+
+test("a nats-server left behind (a node killed where perl is missing) is stopped by the next start", async () => {
+  const natsPort = await freePort();
+  const dataDir = tempDir("orphan");
+  mkdirSync(join(dataDir, "nats"), { recursive: true });
+  const orphan = spawn(findExecutable("nats-server", process.env) ?? "nats-server", ["-a", "127.0.0.1", "-p", String(natsPort)], {
+    stdio: "ignore",
+    detached: true,
+  });
+  orphan.unref();
+  after(() => {
+    if (isRunning(orphan.pid!)) orphan.kill("SIGKILL");
+  });
+  writeFileSync(join(dataDir, "nats", "nats-server.pid"), String(orphan.pid));
+  assert.ok(isRunning(orphan.pid!), "the orphan runs");
+  const node = await NodeProcess.start({ nodeId: "heir", dataDir, env: { NATS_PORT: String(natsPort) } });
+  started.push(node);
+  assert.ok(!isRunning(orphan.pid!), "the orphan was stopped");
+  assert.equal((await node.readiness()).status, 200, "the node serves on the port the orphan held");
 });
 
 /** Process group and session ids of a process (fields 5 and 6 of /proc/<pid>/stat, after the command in parentheses). */
