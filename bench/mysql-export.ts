@@ -9,6 +9,7 @@ import { join } from "node:path";
 import mysql from "mysql2/promise";
 import { MariaDbServer } from "../testkit/mariadb";
 import { freePort } from "../testkit/ports";
+import { firstSuccess } from "../testkit/wait";
 import { startBenchNode } from "./http-load";
 import { reportFigure } from "./report";
 
@@ -113,6 +114,17 @@ async function slowReader(
 
 async function main(): Promise<void> {
   const db = await MariaDbServer.start({ database: "bench" });
+  // A failed run must not leave MariaDB, the node's embedded nats-server or the byte copier running: they outlive this process.
+  let stopNode: (() => Promise<void>) | undefined;
+  try {
+    await measure(db, (stop) => (stopNode = stop));
+  } finally {
+    await stopNode?.();
+    await db.stop();
+  }
+}
+
+async function measure(db: MariaDbServer, onNodeStarted: (stop: () => Promise<void>) => void): Promise<void> {
   const admin = await mysql.createConnection({ ...db.connectionOptions, multipleStatements: true });
   // The point selects read the first rows, all the bench user's (allowed): the export keeps each, so the figures compare like with
   // like. Past them, every other row is nobody's: the large SELECT reads them all and the export drops those.
@@ -122,6 +134,7 @@ async function main(): Promise<void> {
   `);
   await admin.end();
   const { node, base } = await startBenchNode();
+  onNodeStarted(() => node.stop());
   const exportPort = await freePort();
   const created = await fetch(`${base}/export`, {
     method: "PUT",
@@ -136,16 +149,9 @@ async function main(): Promise<void> {
   });
   if (created.status !== 200) throw new Error(`PUT /export: ${created.status} ${await created.text()}`);
   const pipe = await startPipeProxy(db.port);
+  process.once("exit", () => pipe.child.kill());
   const options = (port: number): mysql.ConnectionOptions => ({ ...db.connectionOptions, port });
-  for (let i = 0; ; i++) {
-    try {
-      await (await mysql.createConnection(options(exportPort))).end();
-      break;
-    } catch (error) {
-      if (i > 50) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+  await (await firstSuccess(() => mysql.createConnection(options(exportPort)), 10_000)).end();
   const paths = { direct: db.port, pipe: pipe.port, export: exportPort } as const;
   const measured: Record<keyof typeof paths, number[]> = { direct: [], pipe: [], export: [] };
   for (const [name, port] of Object.entries(paths)) {
@@ -201,8 +207,6 @@ async function main(): Promise<void> {
     `slow reader: ${slow.rows} rows in ${seconds * 2} s; process RSS (node and client) ${slow.before.toFixed(0)} MiB before, ${slow.peak.toFixed(0)} MiB at most while it read\n`,
   );
   pipe.child.kill();
-  await node.stop();
-  await db.stop();
 }
 
 main().then(

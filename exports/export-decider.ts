@@ -131,23 +131,14 @@ export class ExportDecider implements RowDecider {
     const entries: Array<[string, Remembered]> = [];
     const stored: Array<Promise<void>> = [];
     const undecided: string[] = [];
-    for (const userId of userIds) {
-      // Decided by another load whose record is on its way to JetStream: wait for it rather than decide (and trace) the user again.
-      const inFlight = this.memo.peek(userId);
-      if (inFlight && !inFlight.stored && inFlight.madeUnder === compiled.revision) {
-        made.set(userId, inFlight.decision);
-        // Marked stored here too: the load that made it marks it after its own wait, which may come after this one's (the caller would then find no verdict and drop the row).
-        stored.push(
-          inFlight.traced.then(() => {
-            inFlight.stored = true;
-          }),
-        );
-      } else undecided.push(userId);
-    }
+    for (const userId of userIds) if (!this.join(userId, compiled.revision, made, stored)) undecided.push(userId);
     await withUserStates(
       undecided,
       (userId) => this.decisions.userState(userId),
       (userId, state) => {
+        // Another load may have decided the user while this one read the state: a second decision would replace the first in the memo
+        // before its record is stored, and a caller of the first, reading the memo once its own record is, would find no verdict and drop the row.
+        if (this.join(userId, compiled.revision, made, stored)) return;
         const { decision, stored: traced } = this.decideFor(compiled, userId, state);
         made.set(userId, decision);
         // Remembered now, so a change to the user meanwhile still voids it; handed out only once stored.
@@ -172,6 +163,24 @@ export class ExportDecider implements RowDecider {
     }
     for (const [, entry] of entries) entry.stored = true;
     return made;
+  }
+
+  /**
+   * Uses the user's verdict made under `revision` by another load, stored or on its way to JetStream (then waited for in `stored`),
+   * rather than deciding (and tracing) the user again; false when there is none.
+   */
+  private join(userId: string, revision: number, made: Map<string, Decision>, stored: Array<Promise<void>>): boolean {
+    const known = this.memo.get(userId, revision);
+    if (!known) return false;
+    made.set(userId, known.decision);
+    // Marked stored here too: the load that made it marks it after its own wait, which may come after this one's (the caller would then find no verdict and drop the row).
+    if (!known.stored)
+      stored.push(
+        known.traced.then(() => {
+          known.stored = true;
+        }),
+      );
+    return true;
   }
 
   /** Whether a configuration is in memory (without one nothing can be decided). */

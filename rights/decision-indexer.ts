@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { Streams } from "../actors/runtime/addressing";
 import type { IndexedEvent } from "../api/subject-rights";
-import { decisionOf, fold, type UserIndexEntry } from "./decision-index";
+import { decisionOf, foldMessages, type MessageEvents, type UserIndexEntry } from "./decision-index";
 import type { IndexBucket } from "./index-bucket";
 
 const fetchMessages = 512;
@@ -152,12 +152,11 @@ export class DecisionIndexer {
   }
 
   /** Folds a user's messages of the batch into their entry, revision-checked; a conflicting write (an erasure) is read again and folded again. */
-  private async foldUser(userId: string, folds: ReadonlyArray<{ seq: number; events: IndexedEvent[] }>): Promise<void> {
+  private async foldUser(userId: string, folds: readonly MessageEvents[]): Promise<void> {
     const now = new Date();
     for (;;) {
       const current = this.cache.get(userId) ?? (await this.bucket.entry(userId));
-      let entry = current.entry;
-      for (const { seq, events } of folds) entry = fold(entry, seq, events, now);
+      const entry = foldMessages(current.entry, folds, now);
       if (entry === current.entry) return;
       const written = await this.bucket.write(userId, entry, current.revision);
       if (written !== undefined) {

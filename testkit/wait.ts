@@ -9,14 +9,17 @@ export async function until(what: string, check: () => Promise<boolean>, timeout
   }
 }
 
-/** Retries `attempt` every 200 ms until it succeeds and answers its result; after `timeoutMs` throws its last error. */
-export async function firstSuccess<T>(attempt: () => Promise<T>, timeoutMs = 20_000): Promise<T> {
+/**
+ * Retries `attempt` every 200 ms until it succeeds and answers its result; after `timeoutMs` throws its last error.
+ * An error `retryable` rejects is thrown at once (e.g. a login the export refused, where only a closed port is worth waiting out).
+ */
+export async function firstSuccess<T>(attempt: () => Promise<T>, timeoutMs = 20_000, retryable: (error: unknown) => boolean = () => true): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       return await attempt();
     } catch (error) {
-      if (Date.now() > deadline) throw error;
+      if (!retryable(error) || Date.now() > deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }

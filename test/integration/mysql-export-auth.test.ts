@@ -19,6 +19,7 @@ import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { realisticPolicy } from "../../testkit/policy";
 import { freePort } from "../../testkit/ports";
+import { firstSuccess } from "../../testkit/wait";
 import { tempDir } from "../../testkit/temp";
 import { selfSignedCertificate } from "../../testkit/certificates";
 import { SlapdServer } from "../../testkit/slapd";
@@ -99,15 +100,7 @@ describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
     assert.equal(withCredentials.status, 200, JSON.stringify(withCredentials.body));
     assert.equal(withCredentials.body.backendIdentity, "export");
     assert.ok(!JSON.stringify(withCredentials.body).includes(reader.password), "the export's password is never read back");
-    const until = Date.now() + 15_000;
-    for (;;) {
-      const ready = await open(asClient, reader.user, reader.password).then(
-        async (c) => (await c.end(), true),
-        () => false,
-      );
-      if (ready || Date.now() > until) break;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    await (await firstSuccess(() => open(asClient, reader.user, reader.password), 15_000)).end();
   });
 
   after(async () => {

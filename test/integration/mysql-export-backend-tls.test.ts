@@ -15,6 +15,7 @@ import { NodeProcess } from "../../testkit/node-process";
 import { realisticPolicy } from "../../testkit/policy";
 import { freePortBesides } from "../../testkit/ports";
 import { tempDir } from "../../testkit/temp";
+import { firstSuccess } from "../../testkit/wait";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { createPopulation } from "../fixtures/population";
 
@@ -49,16 +50,12 @@ describe("MySQL exports: TLS to the backend (backendTls)", () => {
   }
 
   /** A client through the named export, once its port is open (a refused login is the export's answer: thrown). */
-  async function through(name: string): Promise<mysql.Connection> {
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      try {
-        return await openClient(exportPorts.get(name)!);
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== "ECONNREFUSED" || Date.now() > deadline) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    }
+  function through(name: string): Promise<mysql.Connection> {
+    return firstSuccess(
+      () => openClient(exportPorts.get(name)!),
+      15_000,
+      (error) => (error as NodeJS.ErrnoException).code === "ECONNREFUSED",
+    );
   }
 
   /** TLS handshakes the TLS server has accepted so far, as it reports them. */

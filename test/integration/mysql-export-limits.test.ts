@@ -11,6 +11,7 @@ import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { realisticPolicy } from "../../testkit/policy";
 import { freePort } from "../../testkit/ports";
+import { firstSuccess } from "../../testkit/wait";
 import { MariaDbServer } from "../../testkit/mariadb";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { createPopulation } from "../fixtures/population";
@@ -59,16 +60,7 @@ describe("MySQL exports: connections logging in are limited apart from sessions;
     });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     exportId = (created.body as { id: string }).id;
-    const until = Date.now() + 15_000;
-    for (;;) {
-      const ready = await openClient().then(
-        async (c) => (await c.end(), true),
-        () => false,
-      );
-      if (ready) break;
-      if (Date.now() > until) throw new Error("the export did not open");
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    await (await firstSuccess(() => openClient(), 15_000)).end();
   });
 
   after(async () => {

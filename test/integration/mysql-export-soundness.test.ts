@@ -19,6 +19,7 @@ import { call as request } from "../../testkit/http";
 import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { freePort } from "../../testkit/ports";
+import { firstSuccess } from "../../testkit/wait";
 import { MariaDbServer } from "../../testkit/mariadb";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { forbiddenWithOrders, configureOrdersWorld } from "../fixtures/orders-policy";
@@ -79,17 +80,7 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     return exported;
   };
 
-  const waitOpen = async (port: number) => {
-    const until = Date.now() + 15_000;
-    for (;;) {
-      try {
-        return await open(port);
-      } catch (error) {
-        if (Date.now() > until) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-    }
-  };
+  const waitOpen = (port: number) => firstSuccess(() => open(port), 15_000);
 
   before(async () => {
     db = await MariaDbServer.start();

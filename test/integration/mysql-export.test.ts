@@ -15,6 +15,7 @@ import { startNats } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
 import { realisticPolicy } from "../../testkit/policy";
 import { freePort } from "../../testkit/ports";
+import { firstSuccess } from "../../testkit/wait";
 import { MariaDbServer } from "../../testkit/mariadb";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { createPopulation } from "../fixtures/population";
@@ -45,17 +46,8 @@ function expectedUsers(allowed: Verdicts, columns: readonly string[], ids?: read
 
 /** Waits until an export's port takes a mysql2 login. */
 async function waitOpen(port: number, user: string = reader.user, password: string = reader.password): Promise<void> {
-  const until = Date.now() + 15_000;
-  for (;;) {
-    try {
-      const c = await mysql.createConnection({ host: "127.0.0.1", port, user, password, database: "app", connectTimeout: 2000 });
-      await c.end();
-      return;
-    } catch (error) {
-      if (Date.now() > until) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
+  const c = await firstSuccess(() => mysql.createConnection({ host: "127.0.0.1", port, user, password, database: "app", connectTimeout: 2000 }), 15_000);
+  await c.end();
 }
 
 describe("MySQL exports (issue 21): mysql2 and the mariadb client through an export in front of MariaDB", () => {

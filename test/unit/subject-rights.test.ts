@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { AccessReport } from "../../api/subject-rights";
 import { parseIdentityMapping, userIdOf } from "../../auth/identity-mapping";
 import { SecurityConfigError } from "../../auth/types";
-import { decisionOf, emptyEntry, fold, recentEvents } from "../../rights/decision-index";
+import { decisionOf, emptyEntry, fold, foldMessages, recentEvents } from "../../rights/decision-index";
 import { reportCsv } from "../../rights/report-csv";
 
 const record = (n: number, extra: Record<string, unknown> = {}) => ({
@@ -43,6 +43,27 @@ test("a message folded twice counts once; counts group by day, door and outcome;
   assert.equal(many.recent.at(-1)!.traceId, `t${7 + recentEvents}`, "the newest is kept");
   assert.equal(decisionOf({ kind: "export.connection", exportId: "x" }), undefined, "a connection summary is no decision about a user");
   assert.equal(decisionOf(record(1, { userId: null })), undefined, "nor a record without a user");
+});
+
+test("a user's messages folded at once (as the indexer does per batch) give the entry folded message by message, and leave the entry given as it was", () => {
+  const now = new Date("2026-11-24T12:00:00Z");
+  const messages = Array.from({ length: 40 }, (_, m) => ({
+    seq: 10 + m,
+    events: Array.from({ length: 1 + (m % 5) }, (_, e) => decisionOf(record(m * 5 + e, { door: m % 3 ? "decision" : "export" }))!),
+  }));
+  const start = fold(emptyEntry(), 12, messages[0]!.events, now);
+  const before = structuredClone(start);
+  const oneByOne = messages.reduce((entry, message) => fold(entry, message.seq, message.events, now), start);
+  const atOnce = foldMessages(start, messages, now);
+  assert.deepEqual(atOnce, oneByOne, "messages up to 12 skipped as folded already, the rest counted alike, the same recent events");
+  assert.deepEqual(start, before, "the entry given is not changed (the indexer folds it again when its write loses)");
+  assert.equal(foldMessages(atOnce, messages, now), atOnce, "all folded already: the entry itself");
+  const few = messages.slice(0, 15);
+  assert.deepEqual(
+    foldMessages(start, few, now),
+    few.reduce((entry, message) => fold(entry, message.seq, message.events, now), start),
+    "fewer new events than the recent list holds: the older recent events stay",
+  );
 });
 
 test("CSV cells: quoted when needed, and an id that looks like a formula is made inert", () => {
