@@ -76,7 +76,19 @@ async function main(): Promise<void> {
 
   const nats = await startNats();
   const exportPort = await freePort();
-  const node = await NodeProcess.start({ nodeId: "bench-objectstore", natsUrl: nats.url, env: { LOG_LEVEL: "warn" } });
+  // --trace-gc: every round also says how many full mark-compacts the node's event loop made (one log line each).
+  const node = await NodeProcess.start({
+    nodeId: "bench-objectstore",
+    natsUrl: nats.url,
+    env: { LOG_LEVEL: "warn" },
+    execArgv: ["--trace-gc", ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [])],
+  });
+  // The event loop's isolate is the one of the first collection logged (at start-up); workers' isolates have other addresses.
+  const isolateOf = (line: string) => /^\[\d+:(0x[0-9a-f]+)\]/.exec(line)?.[1];
+  const markCompacts = () => {
+    const main = isolateOf(node.lines.find((line) => isolateOf(line) !== undefined) ?? "");
+    return node.lines.filter((line) => line.includes("Mark-Compact") && isolateOf(line) === main).length;
+  };
   try {
     await setUpBenchPolicy(node.url, users);
     const created = await fetch(`${node.url}/export`, {
@@ -113,6 +125,7 @@ async function main(): Promise<void> {
       directCpu.push(benchCpu() - benchBefore);
       benchBefore = benchCpu();
       const nodeBefore = processCpuSeconds(node.child.pid!);
+      const compactsBefore = markCompacts();
       const threads = new ThreadCpuSampler(node.child.pid!);
       const redacted = await timedGet(exportPort, "/bench/input.csv");
       const byThread = [...threads.stop()].filter(([, seconds]) => seconds > 0).sort((a, b) => b[1] - a[1]);
@@ -122,7 +135,7 @@ async function main(): Promise<void> {
       exportCpu.push(benchCpu() - benchBefore + nodeCpu[round]!);
       process.stdout.write(
         `round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s (${directCpu[round]!.toFixed(2)} CPU s), through the export ${(redacted.ms / 1000).toFixed(2)} s (${exportCpu[round]!.toFixed(2)} CPU s, the node ${nodeCpu[round]!.toFixed(2)}; ${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n` +
-          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}\n`,
+          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}; ${markCompacts() - compactsBefore} mark-compacts of the event loop's heap\n`,
       );
     }
     const rss = peakRss(node.child.pid!);
