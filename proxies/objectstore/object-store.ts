@@ -1,12 +1,10 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import type { NetConnectOpts } from "node:net";
 import type { Readable } from "node:stream";
 import { Hash } from "@smithy/hash-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { ObjectstoreCredentials } from "../../actors/export/export-actor";
 import { uriEncode } from "../../auth/cloud-signature";
-import { storeConnection } from "./store-reads";
 
 /** The signing region when the export's credentials name none (what S3-compatible stores expect by default). */
 export const defaultStoreRegion = "us-east-1";
@@ -38,12 +36,7 @@ export class ObjectStore {
     private readonly endpoint: URL,
     credentials: ObjectstoreCredentials | undefined,
   ) {
-    if (endpoint.protocol === "https:") this.agent = new HttpsAgent({ keepAlive: true });
-    else {
-      this.agent = new HttpAgent({ keepAlive: true });
-      // Plain HTTP reads the store into reused buffers (store-reads.ts); TLS sockets read as Node's do.
-      this.agent.createConnection = (options) => storeConnection(options as NetConnectOpts);
-    }
+    this.agent = endpoint.protocol === "https:" ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
     if (credentials) {
       const { accessKeyId, secretAccessKey, sessionToken } = credentials;
       this.signer = new SignatureV4({
