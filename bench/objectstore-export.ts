@@ -22,7 +22,8 @@ import { setUpBenchPolicy, writeBenchCsv } from "./csv-fixture";
  * the rounds (default 3). Target: at least 0.7x of direct, node RSS under 300 MiB.
  * CPU seconds are counted too (this process: s3rver and the reading client; the node: its event
  * loop and the redaction workers): on a shared machine they vary less than the wall clock, and
- * they say what each path costs the two cores.
+ * they say what each path costs the two cores. The node runs with --trace-gc: each round says how
+ * many full mark-compacts its event loop made. BENCH_NODE_ARGS adds node flags (e.g. --cpu-prof).
  */
 const megabytes = Number(process.env.BENCH_MB ?? 200);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -76,7 +77,19 @@ async function main(): Promise<void> {
 
   const nats = await startNats();
   const exportPort = await freePort();
-  const node = await NodeProcess.start({ nodeId: "bench-objectstore", natsUrl: nats.url, env: { LOG_LEVEL: "warn" } });
+  // --trace-gc: every round also says how many full mark-compacts the node's event loop made (one log line each).
+  const node = await NodeProcess.start({
+    nodeId: "bench-objectstore",
+    natsUrl: nats.url,
+    env: { LOG_LEVEL: "warn" },
+    execArgv: ["--trace-gc", ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [])],
+  });
+  // The event loop's isolate is the one of the first collection logged (at start-up); workers' isolates have other addresses.
+  const isolateOf = (line: string) => /^\[\d+:(0x[0-9a-f]+)\]/.exec(line)?.[1];
+  const markCompacts = () => {
+    const main = isolateOf(node.lines.find((line) => isolateOf(line) !== undefined) ?? "");
+    return node.lines.filter((line) => line.includes("Mark-Compact") && isolateOf(line) === main).length;
+  };
   try {
     await setUpBenchPolicy(node.url, users);
     const created = await fetch(`${node.url}/export`, {
@@ -113,6 +126,7 @@ async function main(): Promise<void> {
       directCpu.push(benchCpu() - benchBefore);
       benchBefore = benchCpu();
       const nodeBefore = processCpuSeconds(node.child.pid!);
+      const compactsBefore = markCompacts();
       const threads = new ThreadCpuSampler(node.child.pid!);
       const redacted = await timedGet(exportPort, "/bench/input.csv");
       const byThread = [...threads.stop()].filter(([, seconds]) => seconds > 0).sort((a, b) => b[1] - a[1]);
@@ -122,7 +136,7 @@ async function main(): Promise<void> {
       exportCpu.push(benchCpu() - benchBefore + nodeCpu[round]!);
       process.stdout.write(
         `round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s (${directCpu[round]!.toFixed(2)} CPU s), through the export ${(redacted.ms / 1000).toFixed(2)} s (${exportCpu[round]!.toFixed(2)} CPU s, the node ${nodeCpu[round]!.toFixed(2)}; ${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n` +
-          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}\n`,
+          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}; ${markCompacts() - compactsBefore} mark-compacts of the event loop's heap\n`,
       );
     }
     const rss = peakRss(node.child.pid!);

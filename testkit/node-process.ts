@@ -20,6 +20,8 @@ export interface NodeProcessOptions {
   caFile?: string;
   /** Its own process group, as a shell gives a foreground job: signalGroup() then reaches it and everything it did not move out. */
   ownProcessGroup?: boolean;
+  /** Node/V8 flags before the script (e.g. --trace-gc for a bench that counts collections). */
+  execArgv?: string[];
 }
 
 /**
@@ -42,7 +44,7 @@ export class NodeProcess {
     const port = await freePort();
     mkdirSync(artifactsDir, { recursive: true });
     const { NATS_URL: _inherited, ...inheritedEnv } = process.env;
-    const child = spawn(process.execPath, [mainScript], {
+    const child = spawn(process.execPath, [...(options.execArgv ?? []), mainScript], {
       env: {
         ...inheritedEnv,
         ...(options.natsUrl ? { NATS_URL: options.natsUrl } : {}),

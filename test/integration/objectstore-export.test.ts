@@ -239,6 +239,50 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     unsigned.destroy();
   });
 
+  test("a CSV of many socket reads and worker blocks, read fast and read slowly, gives the redaction engine's bytes both times", async () => {
+    const exported = await created({ port: ports[3] });
+    // 24 MiB: past the 8 MiB the engine keeps on the calling thread, so worker blocks and ~100 reused socket reads are in play.
+    const lines = [`${columns.join(",")}\n`];
+    for (let n = 0; lines.length < 330_000; n++) {
+      const id = populationIds[n % populationIds.length];
+      lines.push(`${id},${id || "nobody"}-${n}@example.com,login-${n},"Name, ${n}",${n},s3cret-${n}\n`);
+    }
+    const large = lines.join("");
+    assert.ok(large.length > 20 << 20, `${large.length} bytes`);
+    await direct.send(new PutObjectCommand({ Bucket: "docs", Key: "large.csv", Body: large, ContentType: "text/csv" }));
+    const raw = await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "large.csv" }))).Body!.transformToString();
+    assert.ok(raw.includes("not-accepted-1@example.com") && raw.includes("s3cret-329998"), "the store itself hands out every row and field");
+    const expected = await redactedByJob("text/csv", large);
+    assert.ok(!expected.includes("not-accepted-1@example.com") && !expected.includes("s3cret"));
+
+    const fast = await rawGet(ports[3]!, "/docs/large.csv");
+    assert.equal(fast.status, 200);
+    assert.ok(fast.complete);
+    assert.ok(fast.body === expected, `read fast: ${fast.body.length} bytes, the engine's ${expected.length}`);
+
+    // A reader that stops for a while every few chunks: the store's socket is paused and resumed many times mid-body.
+    const slow = await new Promise<{ body: string; complete: boolean }>((resolve, reject) => {
+      const outgoing = httpRequest({ host: "127.0.0.1", port: ports[3]!, path: "/docs/large.csv" }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (chunk: Buffer) => {
+          chunks.push(chunk);
+          if (chunks.length % 4 === 0) {
+            response.pause();
+            setTimeout(() => response.resume(), 20);
+          }
+        });
+        response.on("end", () => resolve({ body: Buffer.concat(chunks).toString("utf8"), complete: response.complete }));
+        response.on("error", reject);
+      });
+      outgoing.on("error", reject);
+      outgoing.end();
+    });
+    assert.ok(slow.complete);
+    assert.ok(slow.body === expected, `read slowly: ${slow.body.length} bytes, the engine's ${expected.length}`);
+    assert.equal((await call("DELETE", `/export?id=${exported.id}`)).status, 200);
+    await until("the port is free again", async () => !(await listening(ports[3]!)));
+  });
+
   test("HeadObject, ListObjectsV2 and ListBuckets pass within `buckets`; Range, unknown formats, malformed documents, writes and other operations are refused as S3 errors, and audited", async () => {
     const body = await created({ port: ports[2], buckets: ["docs"] });
     const client = s3Client(ports[2]!);
