@@ -143,9 +143,11 @@ function parseCost(): void {
   const cache = new AnalysisCache();
   const cached = time(() => cache.get("SELECT aid, abalance FROM pgbench_accounts WHERE aid = $1", schema, policy));
   const byForm = time((i) => cache.get(`SELECT aid, abalance FROM pgbench_accounts WHERE aid = ${i + 1};`, schema, policy));
+  // A comment: no quick key, so the normalizer finds the form every time.
+  const byNormalizer = time((i) => cache.get(`/* c */ SELECT aid, abalance FROM pgbench_accounts WHERE aid = ${i + 1};`, schema, policy));
   const hiddenByForm = time((i) => cache.get(`SELECT abalance FROM pgbench_accounts WHERE aid = ${i + 1};`, schema, policy));
   console.log(
-    `\nstatement analysis in this process (libpg-query parse + read-only check + attribution), µs per statement: ${fresh.toFixed(1)} parsed; ${hidden.toFixed(1)} parsed with a hidden resource-context column spliced in and checked by a second parse; ${cached.toFixed(2)} from the cache by text; ${byForm.toFixed(1)} a new text from the cache by its form (libpg-query normalize, then the form's analysis); ${hiddenByForm.toFixed(1)} a new text needing the hidden column, from the cache by its form (normalize, the form's columns spliced in, the result normalized again and compared)`,
+    `\nstatement analysis in this process (libpg-query parse + read-only check + attribution), µs per statement: ${fresh.toFixed(1)} parsed; ${hidden.toFixed(1)} parsed with a hidden resource-context column spliced in and checked by a second parse; ${cached.toFixed(2)} from the cache by text; ${byForm.toFixed(1)} a new text from the cache by its form, found by the quick constants key; ${byNormalizer.toFixed(1)} the same through libpg-query's normalize (a text with a comment: no quick key); ${hiddenByForm.toFixed(1)} a new text needing the hidden column, from the cache by its form (normalize, the form's columns spliced in, the result normalized again and compared)`,
   );
 }
 
