@@ -19,37 +19,37 @@ export function constantsKey(sql: string): string | undefined {
   const end = sql.length;
   for (let at = 0; at < end; ) {
     const c = sql.charCodeAt(at);
-    if (c > 0x7e || c === dollar || c === backslash) return undefined;
-    if (c === quote) {
+    if (c > 0x7e || c === char.dollar || c === char.backslash) return undefined;
+    if (c === char.quote) {
       if (at > 0 && namePart(sql.charCodeAt(at - 1))) return undefined; // E'', B'', X'', N'' and names glued to strings
       const close = stringEnd(sql, at + 1);
       if (close < 0) return undefined;
       form += `${sql.slice(from, at)}$${kinds.length + 1}`;
       kinds += "s";
       at = from = close;
-    } else if (c >= zero && c <= nine) {
-      if (at > 0 && (namePart(sql.charCodeAt(at - 1)) || sql.charCodeAt(at - 1) === dot)) {
-        if (sql.charCodeAt(at - 1) === dot) return undefined; // `.5` is one number to PostgreSQL
+    } else if (c >= char.zero && c <= char.nine) {
+      if (at > 0 && (namePart(sql.charCodeAt(at - 1)) || sql.charCodeAt(at - 1) === char.dot)) {
+        if (sql.charCodeAt(at - 1) === char.dot) return undefined; // `.5` is one number to PostgreSQL
         at++; // a digit inside a name
         continue;
       }
       let after = digitsEnd(sql, at);
       let kind = "i";
-      if (sql.charCodeAt(after) === dot) {
+      if (sql.charCodeAt(after) === char.dot) {
         const fraction = digitsEnd(sql, after + 1);
         if (fraction === after + 1) return undefined; // `1.` and `1..`
         after = fraction;
         kind = "d";
       }
-      if (after < end && (namePart(sql.charCodeAt(after)) || sql.charCodeAt(after) === dot)) return undefined; // 1e5, 0x1F, 1_000, 1.2.3
+      if (after < end && (namePart(sql.charCodeAt(after)) || sql.charCodeAt(after) === char.dot)) return undefined; // 1e5, 0x1F, 1_000, 1.2.3
       form += `${sql.slice(from, at)}$${kinds.length + 1}`;
       kinds += kind;
       at = from = after;
-    } else if (c === doubleQuote) {
+    } else if (c === char.doubleQuote) {
       const close = quotedNameEnd(sql, at + 1);
       if (close < 0) return undefined;
       at = close;
-    } else if ((c === dash && sql.charCodeAt(at + 1) === dash) || (c === slash && sql.charCodeAt(at + 1) === star)) {
+    } else if ((c === char.dash && sql.charCodeAt(at + 1) === char.dash) || (c === char.slash && sql.charCodeAt(at + 1) === char.star)) {
       return undefined; // comments
     } else {
       at++;
@@ -64,24 +64,16 @@ export function formOfKey(key: string): string {
   return key.slice(key.indexOf("\u0000") + 1);
 }
 
-const dollar = 0x24;
-const backslash = 0x5c;
-const quote = 0x27;
-const doubleQuote = 0x22;
-const dot = 0x2e;
-const dash = 0x2d;
-const slash = 0x2f;
-const star = 0x2a;
-const zero = 0x30;
-const nine = 0x39;
+/** Character codes the pass looks for. */
+const char = { dollar: 0x24, backslash: 0x5c, quote: 0x27, doubleQuote: 0x22, dot: 0x2e, dash: 0x2d, slash: 0x2f, star: 0x2a, zero: 0x30, nine: 0x39 } as const;
 
 /** A character that continues a name (PostgreSQL's ident_cont, ASCII part). */
 function namePart(c: number): boolean {
-  return (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= zero && c <= nine) || c === 0x5f || c === dollar;
+  return (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= char.zero && c <= char.nine) || c === 0x5f || c === char.dollar;
 }
 
 function digitsEnd(sql: string, at: number): number {
-  while (at < sql.length && sql.charCodeAt(at) >= zero && sql.charCodeAt(at) <= nine) at++;
+  while (at < sql.length && sql.charCodeAt(at) >= char.zero && sql.charCodeAt(at) <= char.nine) at++;
   return at;
 }
 
@@ -89,9 +81,9 @@ function digitsEnd(sql: string, at: number): number {
 function stringEnd(sql: string, at: number): number {
   for (; at < sql.length; at++) {
     const c = sql.charCodeAt(at);
-    if (c > 0x7e || c === backslash || c < 0x20) return -1; // a line break inside is fine to PostgreSQL, but rare enough to leave to it
-    if (c === quote) {
-      if (sql.charCodeAt(at + 1) !== quote) return at + 1;
+    if (c > 0x7e || c === char.backslash || c < 0x20) return -1; // a line break inside is fine to PostgreSQL, but rare enough to leave to it
+    if (c === char.quote) {
+      if (sql.charCodeAt(at + 1) !== char.quote) return at + 1;
       at++;
     }
   }
@@ -103,8 +95,8 @@ function quotedNameEnd(sql: string, at: number): number {
   for (; at < sql.length; at++) {
     const c = sql.charCodeAt(at);
     if (c > 0x7e) return -1;
-    if (c === doubleQuote) {
-      if (sql.charCodeAt(at + 1) !== doubleQuote) return at + 1;
+    if (c === char.doubleQuote) {
+      if (sql.charCodeAt(at + 1) !== char.doubleQuote) return at + 1;
       at++;
     }
   }
