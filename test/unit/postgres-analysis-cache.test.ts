@@ -1,7 +1,9 @@
 import { before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { loadSqlParser } from "../../proxies/postgres/analysis/sql-parser";
+import { normalizeSync } from "libpg-query";
 import { AnalysisCache, spansReplaced } from "../../proxies/postgres/analysis/analysis-cache";
+import { constantsKey, formOfKey } from "../../proxies/postgres/analysis/constants-key";
 import { analyzeQuery, type QueryAnalysis, type StatementPolicy } from "../../proxies/postgres/analysis/statement-analysis";
 import { schemaView } from "../../proxies/postgres/analysis/schema-view";
 
@@ -115,5 +117,146 @@ describe("PostgreSQL analysis cache: texts that differ only in constants", () =>
     assert.ok(!spansReplaced("SELECT a FROM t", "SELECT a FROM t"));
     assert.ok(!spansReplaced("SELECT a FROM t WHERE x = 1", "SELECT b FROM t WHERE x = $1"));
     assert.ok(!spansReplaced("SELECT 1", "SELECT 1$1"));
+  });
+});
+
+/** The normalizer's form of `sql`, or its error. */
+const normalized = (sql: string) => {
+  try {
+    return normalizeSync(sql);
+  } catch (error) {
+    return `error: ${(error as Error).message}`;
+  }
+};
+
+describe("PostgreSQL analysis cache: the quick constants key in front of the normalizer", () => {
+  before(() => loadSqlParser());
+
+  test("a text whose constants the quick pass finds is answered by its key, exactly as by the normalizer", () => {
+    const cache = new AnalysisCache();
+    const texts = ["1", "22", "333", "4.5"].map((aid) => `SELECT id, email FROM users WHERE id = '${aid}' AND login <> 'it''s' LIMIT ${aid.length}`);
+    for (const sql of texts) assert.deepEqual(acted(cache.get(sql, schema, readOnly)), acted(analyzeQuery(sql, schema, readOnly)), sql);
+    // The first text confirms the key with the normalizer; the others need neither it nor the parser.
+    assert.deepEqual({ misses: cache.misses, formHits: cache.formHits, keyHits: cache.keyHits }, { misses: 1, formHits: 4, keyHits: 3 });
+  });
+
+  test("a key is used only while the normalizer's form of a text with it was the key's form", () => {
+    const cache = new AnalysisCache();
+    // Where the quick pass and PostgreSQL disagree: a negative number is one constant with its sign, strings continued
+    // over a line break are one constant, LIMIT's and OFFSET's parameters are numbered in the parse tree's order, ORDER BY's
+    // ordinals and type modifiers are not replaced. Every text is still answered by its form, through the normalizer.
+    const disagreeing = [
+      (i: number) => `SELECT id FROM users WHERE id = -${i}`,
+      (i: number) => `SELECT id FROM users WHERE id = '${i}'\n'x'`,
+      (i: number) => `SELECT id FROM users WHERE login = 'x' LIMIT ${i} OFFSET ${i + 1}`,
+      (i: number) => `SELECT id FROM users WHERE id = '${i}' ORDER BY ${i}`,
+      (i: number) => `SELECT CAST(id AS varchar(${i})) FROM users WHERE id = '${i}'`,
+    ];
+    for (const text of disagreeing) {
+      const key = constantsKey(text(1));
+      assert.ok(key !== undefined && formOfKey(key) !== normalized(text(1)), `${text(1)} has a key the normalizer disagrees with`);
+      for (const i of [1, 2, 3]) assert.deepEqual(acted(cache.get(text(i), schema, readOnly)), acted(analyzeQuery(text(i), schema, readOnly)), text(i));
+    }
+    assert.equal(cache.keyHits, 0);
+  });
+
+  test("texts that differ in anything but a constant's value never share a key", () => {
+    const pairs = [
+      ["SELECT id FROM users WHERE id = 1", "SELECT id FROM users WHERE login = 1"],
+      ["SELECT id FROM users WHERE id = 1", "SELECT id FROM users WHERE id <> 1"],
+      ["SELECT id FROM users WHERE id = 1", "SELECT id FROM users WHERE id  = 1"],
+      ["SELECT id FROM users WHERE id = 1", "SELECT id FROM users WHERE id = '1'"],
+      ["SELECT id FROM users WHERE id = 1", "SELECT id FROM users WHERE id = 1.0"],
+      [`SELECT "a'", 1 FROM users`, `SELECT "b'", 1 FROM users`],
+      [`SELECT "a""'", 1 FROM users`, `SELECT "a""", 1 FROM users`],
+      ["SELECT t1.id, 1 FROM users t1", "SELECT t2.id, 1 FROM users t2"],
+    ];
+    for (const [a, b] of pairs) {
+      const [keyA, keyB] = [constantsKey(a!), constantsKey(b!)];
+      assert.ok(keyA !== undefined && keyB !== undefined, `${a} and ${b} have keys`);
+      assert.notEqual(keyA, keyB, `${a} / ${b}`);
+    }
+    // A quoted name's content is the name's, not a constant: a quote inside it does not start a string.
+    assert.equal(formOfKey(constantsKey(`SELECT "x'", 'y' FROM users WHERE id = "z'"`)!), `SELECT "x'", $1 FROM users WHERE id = "z'"`);
+  });
+
+  test("texts the quick pass cannot read for certain get no key", () => {
+    const unread = [
+      "SELECT id FROM users -- 1",
+      "SELECT id /* 1 */ FROM users",
+      "SELECT $1, 2",
+      "SELECT $$x$$, 2",
+      "SELECT 'a\\', 2",
+      "SELECT E'a', 2",
+      "SELECT x'1F', 2",
+      "SELECT 1e5",
+      "SELECT .5",
+      "SELECT 0x1F",
+      "SELECT 1_000",
+      "SELECT 1.",
+      "SELECT 1.2.3",
+      "SELECT 'é', 1",
+      "SELECT 'a\nb', 1",
+      "SELECT 'unterminated",
+      `SELECT "unterminated, 1`,
+      "SELECT id FROM users",
+    ];
+    for (const sql of unread) assert.equal(constantsKey(sql), undefined, sql);
+  });
+
+  test("every text of a key the normalizer confirmed has that form (random texts of tricky tokens)", () => {
+    const tokens = [
+      "SELECT",
+      " ",
+      "\n",
+      "id",
+      "users",
+      ",",
+      "(",
+      ")",
+      "-",
+      "+",
+      "::",
+      "=",
+      "'a'",
+      "''''",
+      "'--'",
+      `"q'"`,
+      "5",
+      "5.25",
+      "e",
+      ".",
+      "/",
+      "*",
+      "E",
+      "U&",
+      "$",
+      "LIMIT",
+      "ORDER BY",
+      "'",
+      `"`,
+    ];
+    const constants: Record<string, string[]> = { i: ["0", "7", "99999999999999999999"], d: ["1.5", "0.25"], s: ["''", "'x'", "'it''s'", "' -- /* '", `'"'`] };
+    let seed = 18;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    let confirmed = 0;
+    for (let round = 0; round < 3000; round++) {
+      let sql = "SELECT ";
+      for (let length = 1 + random(8); length > 0; length--) sql += tokens[random(tokens.length)];
+      const key = constantsKey(sql);
+      if (key === undefined || normalized(sql) !== formOfKey(key)) continue;
+      confirmed++;
+      const kinds = key.slice(0, key.indexOf("\u0000"));
+      const other = formOfKey(key).replace(/\$(\d+)/g, (_, n: string) => {
+        const choices = constants[kinds[Number(n) - 1]!]!;
+        return choices[random(choices.length)]!;
+      });
+      assert.equal(constantsKey(other), key, other);
+      assert.equal(normalized(other), formOfKey(key), `${sql} / ${other}`);
+    }
+    assert.ok(confirmed > 100, `${confirmed} random texts had a confirmed key`);
   });
 });

@@ -1,4 +1,5 @@
 import { normalizeSync } from "libpg-query";
+import { constantsKey, formOfKey } from "./constants-key";
 import type { SchemaView } from "./schema-view";
 import { analyzeQuery, namesWritten, type QueryAnalysis, type StatementPolicy } from "./statement-analysis";
 
@@ -19,6 +20,11 @@ interface Bucket {
   texts: Map<string, QueryAnalysis>;
   /** Normalized text -> its analysis when it holds for every constant in its places; null when it does not (the text is analysed itself). */
   forms: Map<string, Template | null>;
+  /**
+   * constantsKey -> its form's template, once the normalizer's form of a text with that key was
+   * the key's form; null when it was not (or the form is not used): such texts go to the normalizer.
+   */
+  keys: Map<string, Template | null>;
 }
 
 /**
@@ -34,6 +40,9 @@ interface Bucket {
  * Hidden columns the form's analysis spliced in are spliced into the client's text at the same
  * places (`spliceLikeForm`), and used only when that text normalizes to exactly the spliced form:
  * the text sent is then of the form whose parse was checked to carry those columns.
+ * The normalizer costs more than the rest of a simple-protocol round trip: a text whose
+ * constants a quick pass can find (`constantsKey`) is looked up by that key first, and the
+ * normalizer runs for a key only until it has confirmed the key's form once.
  */
 export class AnalysisCache {
   /** By policy, then by schema key (the same string object per schema view: no key is built per look-up). */
@@ -43,6 +52,8 @@ export class AnalysisCache {
   hits = 0;
   /** Answered by the analysis of the text's form (its constants replaced by parameters), made earlier. */
   formHits = 0;
+  /** Of formHits, those found by constantsKey without the normalizer. */
+  keyHits = 0;
   /** Analysed with the parser and attribution (a text, or a form seen first). */
   misses = 0;
 
@@ -68,6 +79,12 @@ export class AnalysisCache {
   /** The analysis of `sql`'s form when it holds for `sql` (see the class comment); undefined: analyse the text itself. */
   private byForm(sql: string, bucket: Bucket, schema: SchemaView, policy: StatementPolicy): QueryAnalysis | undefined {
     if (sql.length > longestKept || specialSpelling.test(sql)) return undefined;
+    const key = constantsKey(sql);
+    const known = key === undefined ? undefined : bucket.keys.get(key);
+    if (known && known.edits.length === 0) {
+      this.keyHits++;
+      return this.answer(sql, { text: sql, insertions: [] }, known);
+    }
     let form: string;
     try {
       form = normalizeSync(sql);
@@ -85,16 +102,23 @@ export class AnalysisCache {
       bucket.forms.delete(form);
       bucket.forms.set(form, template);
     }
+    // The key is usable only when the normalizer's form is the key's form: the quick pass found the constants PostgreSQL finds.
+    if (key !== undefined && known === undefined) this.keep(bucket.keys, key, formOfKey(key) === form ? template : null);
     if (template === null) return undefined;
     const spliced = template.edits.length > 0 ? spliceLikeForm(sql, form, template) : { text: sql, insertions: [] };
     if (!spliced) return undefined;
+    return this.answer(sql, spliced, template);
+  }
+
+  /** A form's analysis for the client's text `sql` (sent as `sent.text`). */
+  private answer(sql: string, sent: Pick<QueryAnalysis, "text" | "insertions">, template: Template): QueryAnalysis {
     this.formHits++;
     let names: Set<string> | undefined;
     // Labels the client wrote are read from its own text, not the form's.
     return {
-      text: spliced.text,
+      text: sent.text,
       statements: template.analysis.statements,
-      insertions: spliced.insertions,
+      insertions: sent.insertions,
       identifiers: () => (names ??= namesWritten(sql)),
       hiddenPrefix: template.analysis.hiddenPrefix,
     };
@@ -105,7 +129,7 @@ export class AnalysisCache {
     let bySchema = this.buckets.get(policyKey);
     if (!bySchema) this.buckets.set(policyKey, (bySchema = new Map()));
     let bucket = bySchema.get(schema.key);
-    if (!bucket) bySchema.set(schema.key, (bucket = { texts: new Map(), forms: new Map() }));
+    if (!bucket) bySchema.set(schema.key, (bucket = { texts: new Map(), forms: new Map(), keys: new Map() }));
     return bucket;
   }
 
@@ -119,13 +143,13 @@ export class AnalysisCache {
   private evict(): void {
     for (const [policyKey, bySchema] of this.buckets) {
       for (const [schemaKey, bucket] of bySchema) {
-        const map: Map<string, unknown> = bucket.texts.size > 0 ? bucket.texts : bucket.forms;
+        const map: Map<string, unknown> = bucket.texts.size > 0 ? bucket.texts : bucket.keys.size > 0 ? bucket.keys : bucket.forms;
         const oldest = map.keys().next();
         if (!oldest.done) {
           map.delete(oldest.value);
           this.size--;
         }
-        if (bucket.texts.size === 0 && bucket.forms.size === 0) bySchema.delete(schemaKey);
+        if (bucket.texts.size === 0 && bucket.forms.size === 0 && bucket.keys.size === 0) bySchema.delete(schemaKey);
         if (bySchema.size === 0) this.buckets.delete(policyKey);
         return;
       }
