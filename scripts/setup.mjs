@@ -137,11 +137,16 @@ function ensureBuild() {
   }
   const { newestSource, stale } = state;
   if (!stale) return;
-  say("building (tsc)");
+  say("building (tsc, then the WebAssembly modules)");
   const result = run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"]);
   if (!result.ok) {
     process.stderr.write(result.output);
     fail("the TypeScript build failed (errors above)");
+  }
+  const wasm = run(process.execPath, [join(root, "scripts", "build-wasm.mjs")]);
+  if (!wasm.ok) {
+    process.stderr.write(wasm.output);
+    fail("the WebAssembly build failed (errors above)");
   }
   writeFileSync(stampFile(root), String(newestSource));
 }
