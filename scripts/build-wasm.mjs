@@ -4,14 +4,14 @@
 // Dockerfile's build stage. SIMD is on: Node 20 runs it; redaction/csv-structure.ts falls back
 // to the JS scanner on an engine that does not.
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const sources = ["redaction/wasm"];
 
-for (const folder of sources) {
+for (const folder of sources.filter((source) => existsSync(join(root, source)))) {
   mkdirSync(join(root, "dist", folder), { recursive: true });
   for (const file of readdirSync(join(root, folder)).filter((name) => name.endsWith(".ts"))) {
     const output = join("dist", folder, file.replace(/\.ts$/, ".wasm"));

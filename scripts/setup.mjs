@@ -137,7 +137,7 @@ function ensureBuild() {
   }
   const { newestSource, stale } = state;
   if (!stale) return;
-  say("building (tsc, then the WebAssembly modules)");
+  say("building (tsc)");
   const result = run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"]);
   if (!result.ok) {
     process.stderr.write(result.output);
