@@ -1,3 +1,4 @@
+import { regularRows } from "./csv-structure";
 import { DocumentError, documentLimits, type CsvCounts, type CsvRowFault, type CsvVerdict } from "./types";
 
 const enum Byte {
@@ -27,6 +28,9 @@ export function emptyRows(): ScannedRows {
   return { count: 0, columns: 0, bounds: new Int32Array(8192), end: 0, line: 0, emptyLines: 0 };
 }
 
+/** Input handed to the WebAssembly scanner per call: its memory holds about nine times this. */
+const wasmSliceBytes = 2 << 20;
+
 /**
  * Finds the complete rows of `buf` from `start` (a row start, on line `line`) into `rows`
  * (whose buffers it reuses). `columns` is the header's field count; undefined when the first
@@ -37,12 +41,45 @@ export function emptyRows(): ScannedRows {
  * reported as the row being too large, as it would be when the row came in pieces. Empty lines
  * are skipped and counted. Without `final` a row the buffer does not complete is left for the
  * next buffer (from `end`).
+ *
+ * The WebAssembly scanner (csv-structure) finds the regular rows first; this JS scanner goes on
+ * from the first row it leaves (an irregular or refused row, the unfinished end) and is the one
+ * that refuses: the rules above are written here only.
  */
 export function scanRows(buf: Buffer, start: number, final: boolean, line: number, columns: number | undefined, rows: ScannedRows): ScannedRows {
   rows.count = 0;
   rows.emptyLines = 0;
   rows.fault = undefined;
   let fields = 0;
+  let p = start;
+  while (p < buf.length) {
+    const length = Math.min(buf.length - p, wasmSliceBytes);
+    const regular = regularRows(buf, p, length, columns, documentLimits.maxRecordBytes);
+    if (!regular) break;
+    reserveFields(rows, fields + regular.fields);
+    rows.bounds.set(regular.bounds, fields * 2);
+    fields += regular.fields;
+    rows.count += regular.rows;
+    rows.emptyLines += regular.emptyLines;
+    line += regular.lineFeeds;
+    if (regular.columns > 0) columns = regular.columns;
+    const from = p;
+    p = regular.end;
+    if (regular.stopped || p === from || from + length === buf.length) break;
+  }
+  return scanRest(buf, p, final, line, columns, rows, fields);
+}
+
+/** The JS scanner alone: what scanRows does without WebAssembly SIMD, and the tests' reference for it. */
+export function scanRowsInJs(buf: Buffer, start: number, final: boolean, line: number, columns: number | undefined, rows: ScannedRows): ScannedRows {
+  rows.count = 0;
+  rows.emptyLines = 0;
+  rows.fault = undefined;
+  return scanRest(buf, start, final, line, columns, rows, 0);
+}
+
+/** scanRows' JS scanner, from `start` (a row start) after `rows.count` rows of `fields` fields. */
+function scanRest(buf: Buffer, start: number, final: boolean, line: number, columns: number | undefined, rows: ScannedRows, fields: number): ScannedRows {
   const n = buf.length;
   let p = start;
   let end = start;
@@ -213,14 +250,20 @@ export function decodeField(buf: Buffer, start: number, end: number): string {
 }
 
 function addField(rows: ScannedRows, fields: number, start: number, end: number): number {
-  if (rows.bounds.length < (fields + 1) * 2) {
-    const grown = new Int32Array(rows.bounds.length * 2);
-    grown.set(rows.bounds);
-    rows.bounds = grown;
-  }
+  if (rows.bounds.length < (fields + 1) * 2) reserveFields(rows, fields + 1);
   rows.bounds[fields * 2] = start;
   rows.bounds[fields * 2 + 1] = end;
   return fields + 1;
+}
+
+/** Makes room for `fields` fields' bounds, keeping those there. */
+function reserveFields(rows: ScannedRows, fields: number): void {
+  if (rows.bounds.length >= fields * 2) return;
+  let length = rows.bounds.length * 2;
+  while (length < fields * 2) length *= 2;
+  const grown = new Int32Array(length);
+  grown.set(rows.bounds);
+  rows.bounds = grown;
 }
 
 /** Bytes that continue an unquoted field: all but comma, LF, CR and quote. */

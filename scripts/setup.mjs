@@ -143,6 +143,11 @@ function ensureBuild() {
     process.stderr.write(result.output);
     fail("the TypeScript build failed (errors above)");
   }
+  const wasm = run(process.execPath, [join(root, "scripts", "build-wasm.mjs")]);
+  if (!wasm.ok) {
+    process.stderr.write(wasm.output);
+    fail("the WebAssembly build failed (errors above)");
+  }
   writeFileSync(stampFile(root), String(newestSource));
 }
 

@@ -15,7 +15,7 @@ const root = join(__dirname, "..", "..", "..");
 function project(): { dir: string; setup: () => string } {
   const dir = tempDir("setup-rebuild");
   mkdirSync(join(dir, "scripts"));
-  for (const script of ["setup.mjs", "build-inputs.mjs"]) copyFileSync(join(root, "scripts", script), join(dir, "scripts", script));
+  for (const script of ["setup.mjs", "build-inputs.mjs", "build-wasm.mjs"]) copyFileSync(join(root, "scripts", script), join(dir, "scripts", script));
   symlinkSync(join(root, "node_modules"), join(dir, "node_modules"));
   writeFileSync(
     join(dir, "tsconfig.json"),
