@@ -76,11 +76,11 @@ export class ProxySession {
 
   private attachClient(socket: Socket): void {
     socket.setNoDelay(true);
-    const idleMs = this.connection.deps.limits.idleTimeoutMs;
-    // A silent connection keeps its backend connection open too: both go after this long.
-    if (idleMs > 0)
-      socket.setTimeout(idleMs, () => this.connection.fatal("57P05", `terminating connection: nothing was sent or received for ${idleMs / 1000} s`));
-    socket.on("data", (chunk: Buffer) => this.clientPump.received(chunk));
+    const { idle } = this.connection;
+    socket.on("data", (chunk: Buffer) => {
+      if (idle) idle.traffic = true;
+      this.clientPump.received(chunk);
+    });
     socket.on("drain", () => {
       if (!this.backendPump.pumping) this.connection.backend?.resume();
     });

@@ -4,6 +4,7 @@ import { ProtocolError } from "../../../protocols/postgres/wire";
 import type { ForwardBuffer } from "../forward-buffer";
 import type { OutputBuffer } from "../output-buffer";
 import type { SessionCounts } from "../types";
+import { IdleWatch } from "./idle-watch";
 import type { SessionDeps } from "./session-deps";
 
 /** After end(), a client that does not close is cut off after this long. */
@@ -33,6 +34,8 @@ export class Connection {
     notificationsDropped: 0,
     refused: 0,
   };
+  /** Ends the session after EXPORT_IDLE_TIMEOUT_MS with no traffic either way (none with 0). */
+  readonly idle?: IdleWatch;
   private clientHolds = 0;
   /** What the other parts release when the connection closes (timers, waiting promises, cancel keys). */
   private readonly cleanups: Array<() => void> = [];
@@ -42,6 +45,14 @@ export class Connection {
     client: Socket,
   ) {
     this.client = client;
+    const idleMs = deps.limits.idleTimeoutMs;
+    // A silent connection keeps its backend connection open too: both go after this long.
+    if (idleMs > 0) {
+      const idle = (this.idle = new IdleWatch(idleMs, () =>
+        this.fatal("57P05", `terminating connection: nothing was sent or received for ${idleMs / 1000} s`),
+      ));
+      this.whenClosed(() => idle.stop());
+    }
   }
 
   /** A method, not a field test: the phase changes under awaits and callbacks. */
@@ -76,6 +87,7 @@ export class Connection {
 
   toClient(out: OutputBuffer): void {
     if (out.size === 0 || this.closed) return;
+    if (this.idle) this.idle.traffic = true;
     if (!this.client.write(out.take())) this.backend?.pause();
   }
 
