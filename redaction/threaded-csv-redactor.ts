@@ -12,11 +12,6 @@ const workerFile = join(__dirname, "csv-worker.js");
 const stallLimitMs = 120_000;
 /** A block's output is at most its input (1 MiB and the chunk that ended it) and a line terminator per row; outputs that might not fit get a buffer of their own. */
 const outputBytes = (blockBytes: number) => blockBytes + (blockBytes >> 2);
-/**
- * A worker's young generation, smaller than V8's default: with no new ArrayBuffer per block (shared input and output buffers),
- * little starts a worker's collections, and its short-lived row data filled a default-sized young generation (+20 MiB of node RSS, measured).
- */
-const workerYoungGenerationMb = 8;
 
 /** Blocks of 1 MiB; documents up to 8 MiB stay on the calling thread (starting a worker takes tens of milliseconds). */
 export function csvThreading(threads: number): CsvThreading {
@@ -143,11 +138,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.input.append(document.carry);
     const setup: CsvWorkerSetup = { columns: document.header.names.length, userColumns: document.header.userColumns, terminator: document.header.terminator };
     for (let i = 0; i < this.threading.threads; i++) {
-      const worker: BlockWorker = {
-        thread: new Worker(workerFile, { workerData: setup, resourceLimits: { maxYoungGenerationSizeMb: workerYoungGenerationMb } }),
-        tasks: 0,
-        verdictsSent: 0,
-      };
+      const worker: BlockWorker = { thread: new Worker(workerFile, { workerData: setup }), tasks: 0, verdictsSent: 0 };
       worker.thread.on("message", (report: CsvWorkerReport) => this.received(worker, report));
       worker.thread.on("error", (error) => this.fail(error));
       worker.thread.on("exit", (code) => {
