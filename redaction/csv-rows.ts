@@ -195,8 +195,7 @@ function scanRest(buf: Buffer, start: number, final: boolean, line: number, colu
 /**
  * Writes the rows from `first` that their verdicts keep (`verdicts[r - first]`; undefined: the
  * row names no user), each kept field byte for byte and every other one empty, and counts them.
- * The output is in `target` when it surely fits there, else in an ArrayBuffer of its own (so a
- * worker can hand it over without a copy).
+ * The output has its own ArrayBuffer, so a worker can hand it over without a copy.
  */
 export function writeRows(
   buf: Buffer,
@@ -205,12 +204,9 @@ export function writeRows(
   verdicts: ReadonlyArray<CsvVerdict | undefined>,
   terminator: Buffer,
   counts: CsvCounts,
-  /** Where to write, when the rows' bytes surely fit in it (else a new buffer). */
-  target?: Buffer,
 ): Buffer {
   const { bounds, columns } = rows;
-  const most = rows.end + (rows.count + 1) * terminator.length;
-  const out = target && target.length >= most ? target : Buffer.allocUnsafeSlow(most);
+  const out = Buffer.allocUnsafeSlow(rows.end + (rows.count + 1) * terminator.length);
   let at = 0;
   counts.rowsIn += rows.count - first;
   for (let r = first; r < rows.count; r++) {

@@ -11,9 +11,8 @@ import { documentLimits, type CsvVerdict, type CsvWorkerReport, type CsvWorkerRe
 
 /** A scanned block, with the verdicts of its rows as far as they are known. */
 interface Scanned {
+  input: ArrayBuffer;
   buf: Buffer;
-  /** The owner's shared buffer for this block's output. */
-  output: SharedArrayBuffer;
   rows: ScannedRows;
   userIds: Array<string | undefined>;
   rowVerdicts: Array<CsvVerdict | undefined>;
@@ -34,7 +33,7 @@ function report(message: CsvWorkerReport, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
 }
 
-function scan(task: number, input: SharedArrayBuffer, length: number, final: boolean, output: SharedArrayBuffer): void {
+function scan(task: number, input: ArrayBuffer, length: number, final: boolean): void {
   // Forgetting is safe only while no block waits: its users, met before, must stay known until it is written.
   if (waiting.size === 0 && verdictOfUser.size > documentLimits.maxRememberedUsers) verdictOfUser.clear();
   const buf = Buffer.from(input, 0, length);
@@ -50,7 +49,7 @@ function scan(task: number, input: SharedArrayBuffer, length: number, final: boo
   });
   const asked = [...unknown];
   report({ kind: "scanned", task, end: rows.end, lines: rows.line, emptyLines: rows.emptyLines, ...(rows.fault ? { fault: rows.fault } : {}), users: asked });
-  const block = { buf, output, rows, userIds, rowVerdicts, asked };
+  const block = { input, buf, rows, userIds, rowVerdicts, asked };
   if (asked.length === 0) write(task, block);
   else waiting.set(task, block);
 }
@@ -73,22 +72,22 @@ function decided(task: number, verdictIds: readonly number[], added: readonly Cs
 
 function write(task: number, block: Scanned): void {
   const counts = emptyCounts();
-  const shared = Buffer.from(block.output);
-  const output = writeRows(block.buf, block.rows, 0, block.rowVerdicts, terminator, counts, shared);
+  const output = writeRows(block.buf, block.rows, 0, block.rowVerdicts, terminator, counts);
   spareRows.push(block.rows);
-  // Written into the shared output, nothing moves; else (rows that might not fit) the new buffer is handed over.
-  if (output.buffer === shared.buffer) report({ kind: "done", task, outputLength: output.length, counts });
-  else report({ kind: "done", task, output: output.buffer as ArrayBuffer, outputLength: output.length, counts }, [output.buffer as ArrayBuffer]);
+  report({ kind: "done", task, input: block.input, output: output.buffer as ArrayBuffer, outputLength: output.length, counts }, [
+    block.input,
+    output.buffer as ArrayBuffer,
+  ]);
 }
 
 port.on("message", (request: CsvWorkerRequest) => {
-  if (request.kind === "block") scan(request.task, request.input, request.length, request.final, request.output);
+  if (request.kind === "block") scan(request.task, request.input, request.length, request.final);
   else if (request.kind === "decisions") decided(request.task, request.verdictIds, request.verdicts);
   else {
     const block = waiting.get(request.task);
     if (!block) return; // written already: its report is on its way
     waiting.delete(request.task);
     spareRows.push(block.rows);
-    report({ kind: "done", task: request.task, outputLength: 0 });
+    report({ kind: "done", task: request.task, input: block.input, outputLength: 0 }, [block.input]);
   }
 });

@@ -4,13 +4,9 @@ const LF = 0x0a;
 /** Buffers kept for reuse; more are left to the garbage collector. */
 const maxSpare = 4;
 
-/**
- * A block of input in a SharedArrayBuffer of its own: a worker reads it where it is, and it never
- * comes back as a new ArrayBuffer (each arrival of one counts as new external memory to V8 and
- * brings the next full collection nearer). It is reused only once its reader reported it done.
- */
+/** A block of input in its own ArrayBuffer (so it can move to a worker without a copy). */
 export interface InputBlock {
-  input: SharedArrayBuffer;
+  input: ArrayBuffer;
   length: number;
 }
 
@@ -24,7 +20,7 @@ export class LineBlocks {
   private length = 0;
   /** Just after the last line feed gathered; 0 when there is none. */
   private lineEnd = 0;
-  private readonly spare: SharedArrayBuffer[] = [];
+  private readonly spare: ArrayBuffer[] = [];
 
   constructor(private readonly blockBytes: number) {
     this.buf = this.fresh(0);
@@ -63,7 +59,7 @@ export class LineBlocks {
   }
 
   private cut(cut: number): InputBlock {
-    const block = { input: this.buf.buffer as SharedArrayBuffer, length: cut };
+    const block = { input: this.buf.buffer as ArrayBuffer, length: cut };
     const rest = this.buf.subarray(cut, this.length);
     this.buf = this.fresh(rest.length);
     rest.copy(this.buf);
@@ -77,11 +73,11 @@ export class LineBlocks {
     const joined = this.fresh(first.length + second.length);
     first.copy(joined, 0);
     second.copy(joined, first.length);
-    return { input: joined.buffer as SharedArrayBuffer, length: first.length + second.length };
+    return { input: joined.buffer as ArrayBuffer, length: first.length + second.length };
   }
 
-  /** A block's buffer, once its reader is done with it, for reuse. */
-  recycle(input: SharedArrayBuffer): void {
+  /** A block's buffer back from its reader, for reuse. */
+  recycle(input: ArrayBuffer): void {
     if (this.spare.length < maxSpare && input.byteLength >= this.blockBytes * 2) this.spare.push(input);
   }
 
@@ -92,10 +88,10 @@ export class LineBlocks {
     return grown;
   }
 
-  /** A buffer of at least `size` bytes with a SharedArrayBuffer of its own. */
+  /** A buffer of at least `size` bytes with an ArrayBuffer of its own. */
   private fresh(size: number): Buffer {
     const index = this.spare.findIndex((buffer) => buffer.byteLength >= size);
     if (index !== -1) return Buffer.from(this.spare.splice(index, 1)[0]);
-    return Buffer.from(new SharedArrayBuffer(Math.max(size, this.blockBytes * 2)));
+    return Buffer.allocUnsafeSlow(Math.max(size, this.blockBytes * 2));
   }
 }

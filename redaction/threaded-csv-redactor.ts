@@ -10,8 +10,6 @@ import type { CsvHandover, CsvThreading, CsvWorkerReport, CsvWorkerRequest, CsvW
 const workerFile = join(__dirname, "csv-worker.js");
 /** A block takes milliseconds: this long without any worker reporting means one hangs, and the attempt fails (it is retried) instead of waiting forever. */
 const stallLimitMs = 120_000;
-/** A block's output is at most its input (1 MiB and the chunk that ended it) and a line terminator per row; outputs that might not fit get a buffer of their own. */
-const outputBytes = (blockBytes: number) => blockBytes + (blockBytes >> 2);
 
 /** Blocks of 1 MiB; documents up to 8 MiB stay on the calling thread (starting a worker takes tens of milliseconds). */
 export function csvThreading(threads: number): CsvThreading {
@@ -36,8 +34,6 @@ interface Block extends InputBlock {
   task: number;
   worker: BlockWorker;
   final: boolean;
-  /** Its shared output buffer, from the pool, back there once its output is copied out. */
-  output?: SharedArrayBuffer;
   /** Where it starts in the document: known once the block before showed that a row starts there. */
   start?: { line: number; offset: number };
   scanned?: Extract<CsvWorkerReport, { kind: "scanned" }>;
@@ -71,10 +67,6 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   private readonly workers: BlockWorker[] = [];
   private readonly input: LineBlocks;
   private ready: Buffer[] = [];
-  /** Output buffers free for the next blocks: the same few go back and forth, so the event loop gets no new ArrayBuffer per block. */
-  private readonly freeOutputs: SharedArrayBuffer[] = [];
-  /** Output buffers whose bytes are in `ready`, free once copied out. */
-  private readyOutputs: SharedArrayBuffer[] = [];
   /** Where the first block not yet released starts. */
   private next = { line: 0, offset: 0 };
   private lastTask = 0;
@@ -160,11 +152,9 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     const worker = this.workers.reduce((least, candidate) => (candidate.tasks < least.tasks ? candidate : least));
     block.worker = worker;
     block.task = ++this.lastTask;
-    // A block sent again (joined to the end before it) keeps its output buffer: the worker reported it done with it.
-    block.output ??= this.freeOutputs.pop() ?? new SharedArrayBuffer(outputBytes(this.threading.blockBytes));
     this.tasks.set(block.task, block);
     worker.tasks++;
-    this.post(worker, { kind: "block", task: block.task, input: block.input, length: block.length, final: block.final, output: block.output });
+    this.post(worker, { kind: "block", task: block.task, input: block.input, length: block.length, final: block.final }, [block.input]);
   }
 
   private post(worker: BlockWorker, request: CsvWorkerRequest, transfer: ArrayBuffer[] = []): void {
@@ -177,6 +167,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     if (report.kind === "scanned") block.scanned = report;
     else {
       block.done = report;
+      block.input = report.input;
       worker.tasks--;
       this.tasks.delete(report.task);
     }
@@ -212,9 +203,9 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
         if (!after.done) this.post(after.worker, { kind: "abandon", task: after.task });
       }
       if (block.done && after.done) {
-        const unfinished = Buffer.from(block.input, block.scanned.end, block.length - block.scanned.end);
-        const joined = this.input.join(unfinished, Buffer.from(after.input, 0, after.length));
-        this.input.recycle(after.input);
+        const unfinished = Buffer.from(block.done.input, block.scanned.end, block.length - block.scanned.end);
+        const joined = this.input.join(unfinished, Buffer.from(after.done.input, 0, after.length));
+        this.input.recycle(after.done.input);
         Object.assign(after, joined, { start, scanned: undefined, done: undefined, asked: false, abandoned: false });
         block.carried = true;
         this.send(after);
@@ -231,7 +222,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
       const unfinished = scanned.end < block.length && !scanned.fault;
       if (unfinished && !block.carried) {
         if (this.blocks.length > 1) return; // the block after it takes the unfinished row (advance)
-        this.input.prepend(Buffer.from(block.input, scanned.end, block.length - scanned.end));
+        this.input.prepend(Buffer.from(done.input, scanned.end, block.length - scanned.end));
       }
       document.tally.emptyLines += scanned.emptyLines;
       if (done.counts) document.verdicts.merge(done.counts, document.tally);
@@ -242,9 +233,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
         throw faultError(scanned.fault, start.line);
       }
       if (done.output) this.ready.push(Buffer.from(done.output, 0, done.outputLength));
-      else if (done.outputLength > 0) this.ready.push(Buffer.from(block.output!, 0, done.outputLength));
-      if (block.output) (done.output || done.outputLength === 0 ? this.freeOutputs : this.readyOutputs).push(block.output);
-      this.input.recycle(block.input);
+      this.input.recycle(done.input);
       this.next = { line: start.line + scanned.lines, offset: start.offset + scanned.end };
       this.blocks.shift();
     }
@@ -266,13 +255,9 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
       .catch((error: unknown) => this.fail(error as Error));
   }
 
-  /** The outputs released so far, copied out of the shared output buffers (which then go back to the pool) into one buffer of the caller's. */
   private takeReady(): Buffer {
-    const own = this.ready.length === 1 && this.readyOutputs.length === 0;
-    const out = own ? this.ready[0] : this.ready.length === 0 ? emptyBuffer : Buffer.concat(this.ready);
+    const out = this.ready.length === 1 ? this.ready[0] : this.ready.length === 0 ? emptyBuffer : Buffer.concat(this.ready);
     this.ready = [];
-    this.freeOutputs.push(...this.readyOutputs);
-    this.readyOutputs = [];
     return out;
   }
 

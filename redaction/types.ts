@@ -150,8 +150,7 @@ export interface CsvThreading {
 
 /** Messages from the thread that owns a CSV document to one of its workers. */
 export type CsvWorkerRequest =
-  /** `output` is where to write the block's kept rows when they fit (shared, handed back to the owner's pool once copied out). */
-  | { kind: "block"; task: number; input: SharedArrayBuffer; length: number; final: boolean; output: SharedArrayBuffer }
+  | { kind: "block"; task: number; input: ArrayBuffer; length: number; final: boolean }
   /** The answer to `users`: a verdict id per user asked about, and the verdicts the worker has not seen yet. */
   | { kind: "decisions"; task: number; verdictIds: number[]; verdicts: CsvVerdict[] }
   /** The block does not start where a row starts: drop it. */
@@ -161,11 +160,8 @@ export type CsvWorkerRequest =
 export type CsvWorkerReport =
   /** The block's rows are found; `users` are the ones whose decisions the worker needs before it writes them. */
   | { kind: "scanned"; task: number; end: number; lines: number; emptyLines: number; fault?: CsvRowFault; users: string[] }
-  /**
-   * The block is written (its `outputLength` bytes in the block's shared output, or in `output` when they did not fit there),
-   * or abandoned (no output). Its input is no longer read.
-   */
-  | { kind: "done"; task: number; output?: ArrayBuffer; outputLength: number; counts?: CsvCounts };
+  /** The block is written (`output` holds `outputLength` bytes), or abandoned (no output); `input` comes back. */
+  | { kind: "done"; task: number; input: ArrayBuffer; output?: ArrayBuffer; outputLength: number; counts?: CsvCounts };
 
 /** What a CSV worker is started with. */
 export interface CsvWorkerSetup {
