@@ -1,4 +1,5 @@
 import { createReadStream, rmSync, statSync } from "node:fs";
+import { benchNodeArgs } from "./node-args";
 import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -82,7 +83,7 @@ async function main(): Promise<void> {
     nodeId: "bench-objectstore",
     natsUrl: nats.url,
     env: { LOG_LEVEL: "warn" },
-    execArgv: ["--trace-gc", ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [])],
+    execArgv: ["--trace-gc", ...benchNodeArgs()],
   });
   // The event loop's isolate is the one of the first collection logged (at start-up); workers' isolates have other addresses.
   const isolateOf = (line: string) => /^\[\d+:(0x[0-9a-f]+)\]/.exec(line)?.[1];

@@ -381,7 +381,7 @@ cmd_start() {
       cd "$ROOT"
       export NATS_URL="$nats_url_list" JS_REPLICAS="$replicas" PORT="$port" HOST=127.0.0.1 \
         NODE_ID="$name" DATA_DIR="$DIR/$name"
-      exec nohup node --max-semi-space-size=64 dist/service/main.js --data-dir "$DIR/$name" >"$log" 2>&1 </dev/null
+      exec nohup node --max-semi-space-size=24 dist/service/main.js --data-dir "$DIR/$name" >"$log" 2>&1 </dev/null
     ) &
     pid=$!
     printf '%s\n' "$pid" >"$PIDS/$name.pid"

@@ -1,10 +1,12 @@
 /**
  * The V8 flags a node is launched with (deploy/Dockerfile, deploy/warden.service,
- * deploy/local-cluster.sh, `npm start`; the HTTP benches run under them too). A 64 MiB
+ * deploy/local-cluster.sh, `npm start`; the HTTP benches run under them too). A 24 MiB
  * semi-space: at ~15k requests/s the default 16 MiB young generation was scavenged every
- * ~25 ms (1.7-2.2 ms each) and promoted ~40 MB/s of short-lived request objects into the old
- * generation (a mark-compact every ~3 s, incremental steps up to 5.7 ms): pauses that land in
- * the p99 of every request in flight. At 64 MiB: a scavenge every ~120 ms (1.1-1.3 ms), no
- * promotion, no mark-compact under load (docs/operations.md, "Node.js flags").
+ * ~25 ms and promoted short-lived request objects into the old generation (mark-compacts,
+ * pauses up to 5.7 ms in the p99). 64 MiB removed that but let a node streaming a large
+ * document hold up to 128 MiB of young garbage: peak RSS 324 MiB for a 200 MiB redaction job
+ * and 349-370 MiB for an objectstore GetObject, over the 300 MiB bound. At 24 MiB: p99 7-8 ms
+ * under the /decision and /redact/record benches, 277 and 299 MiB for the two streams
+ * (docs/operations.md, "Node.js flags"; bench/RESULTS.md).
  */
-export const nodeFlags: readonly string[] = ["--max-semi-space-size=64"];
+export const nodeFlags: readonly string[] = ["--max-semi-space-size=24"];
