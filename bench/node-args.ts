@@ -1,4 +1,10 @@
-/** Extra node flags for a bench's node process (BENCH_NODE_ARGS, space-separated), e.g. the deployed `--max-semi-space-size=24` or `--cpu-prof`. */
+import { nodeFlags } from "../service/node-flags";
+
+/**
+ * The flags a bench's node process runs with: the deployed ones (service/node-flags.ts), so that
+ * what a bench measures is the node as operators run it, then BENCH_NODE_ARGS (space-separated;
+ * a later V8 flag wins, e.g. another --max-semi-space-size, or --cpu-prof).
+ */
 export function benchNodeArgs(): string[] {
-  return process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  return [...nodeFlags, ...(process.env.BENCH_NODE_ARGS?.split(" ").filter(Boolean) ?? [])];
 }

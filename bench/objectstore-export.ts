@@ -24,7 +24,7 @@ import { setUpBenchPolicy, writeBenchCsv } from "./csv-fixture";
  * CPU seconds are counted too (this process: s3rver and the reading client; the node: its event
  * loop and the redaction workers): on a shared machine they vary less than the wall clock, and
  * they say what each path costs the two cores. The node runs with --trace-gc: each round says how
- * many full mark-compacts its event loop made. BENCH_NODE_ARGS adds node flags (e.g. --cpu-prof).
+ * many full mark-compacts its event loop made. The node runs with the deployed flags; BENCH_NODE_ARGS adds node flags (e.g. --cpu-prof).
  */
 const megabytes = Number(process.env.BENCH_MB ?? 200);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);

@@ -1,4 +1,5 @@
 import "reflect-metadata";
+import { benchNodeArgs } from "./node-args";
 import { reportFigure } from "./report";
 import { DeliverPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient } from "@nats-io/jetstream";
 import { realisticPolicy } from "../testkit/policy";
@@ -51,7 +52,7 @@ async function run(js: JetStreamClient, stream: string, input: string, output: s
 
 async function main(): Promise<void> {
   const nats = await startNats();
-  const node = await NodeProcess.start({ nodeId: "bench-pipeline", natsUrl: nats.url, env: { LOG_LEVEL: "warn" } });
+  const node = await NodeProcess.start({ nodeId: "bench-pipeline", natsUrl: nats.url, env: { LOG_LEVEL: "warn" }, execArgv: benchNodeArgs() });
   try {
     const put = (path: string, body?: unknown) => call(node, "PUT", path, body);
     await put("/config", realisticPolicy());

@@ -16,7 +16,7 @@ import { setUpBenchPolicy, writeBenchCsv } from "./csv-fixture";
  * A redaction job end to end through a node (upload, run, download), against a raw JetStream
  * Object Store put plus get of the same bytes on the same nats-server, in the same run. The
  * node is a separate process (as operators run it), so its peak RSS is its own. BENCH_MB sets
- * the document size (default 200; 1024 for the 1 GB figure); BENCH_NODE_ARGS adds node flags. Target: at least 0.7x.
+ * the document size (default 200; 1024 for the 1 GB figure); the node runs with the deployed flags, BENCH_NODE_ARGS adds more. Target: at least 0.7x.
  */
 const megabytes = Number(process.env.BENCH_MB ?? 200);
 const users = 2000;
