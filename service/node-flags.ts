@@ -6,7 +6,9 @@
  * pauses up to 5.7 ms in the p99). 64 MiB removed that but let a node streaming a large
  * document hold up to 128 MiB of young garbage: peak RSS 324 MiB for a 200 MiB redaction job
  * and 349-370 MiB for an objectstore GetObject, over the 300 MiB bound. At 24 MiB: p99 7-8 ms
- * under the /decision and /redact/record benches, 277 and 299 MiB for the two streams
+ * under the /decision and /redact/record benches; the streams peaked at 277-309 MiB (job) and
+ * 299-307 MiB (GetObject): at the bound, not safely under it. Without the flag: 264-283 MiB, but
+ * a /redact/record p99 of 10 ms
  * (docs/operations.md, "Node.js flags"; bench/RESULTS.md).
  */
 export const nodeFlags: readonly string[] = ["--max-semi-space-size=24"];
