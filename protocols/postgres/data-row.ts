@@ -66,14 +66,24 @@ export function encodeMaskedDataRow(message: Buffer, keep: ValueActions): Buffer
  * its lengths overrun the message.
  */
 export function locateValue(bytes: Buffer, bodyStart: number, end: number, column: number): { start: number; length: number } | undefined {
-  if (end - bodyStart < 2 || column >= bytes.readInt16BE(bodyStart)) return undefined;
+  const at = valueLengthAt(bytes, bodyStart, end, column);
+  return at < 0 ? undefined : { start: at + 4, length: bytes.readInt32BE(at) };
+}
+
+/**
+ * `locateValue` without an object per call (a row's user is read per row): the offset of value
+ * `column`'s int32 length (its bytes follow it), or -1 when the row has no such column or its
+ * lengths overrun the message.
+ */
+export function valueLengthAt(bytes: Buffer, bodyStart: number, end: number, column: number): number {
+  if (end - bodyStart < 2 || column >= bytes.readInt16BE(bodyStart)) return -1;
   let offset = bodyStart + 2;
   for (let i = 0; ; i++) {
-    if (offset + 4 > end) return undefined;
+    if (offset + 4 > end) return -1;
     const length = bytes.readInt32BE(offset);
+    if (length < -1 || (length > 0 && offset + 4 + length > end)) return -1;
+    if (i === column) return offset;
     offset += 4;
-    if (length < -1 || (length > 0 && offset + length > end)) return undefined;
-    if (i === column) return { start: offset, length };
     if (length > 0) offset += length;
   }
 }

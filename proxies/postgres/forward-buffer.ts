@@ -25,6 +25,13 @@ export class ForwardBuffer {
 
   /** The bytes so far, as one buffer (undefined: none); the buffer starts empty again. */
   take(): Buffer | undefined {
+    const run = this.run;
+    if (this.parts.length === 0 && run.start === 0 && run.end === run.source.length && run.size > 0) {
+      // The whole chunk passes: written as the socket handed it over (no slice of it).
+      const whole = run.source;
+      run.clear();
+      return whole;
+    }
     this.endRun();
     const parts = this.parts;
     if (parts.length === 0) return undefined;

@@ -62,6 +62,14 @@ export class OutputBuffer {
 
   /** The bytes so far (the buffer is not reused: the caller may hold them while they are written). */
   take(): Buffer {
+    const run = this.run;
+    if (this.length === 0 && run.size > 0) {
+      // Only messages that pass as they came: one copy of exactly their bytes.
+      const taken = Buffer.allocUnsafe(run.size);
+      run.source.copy(taken, 0, run.start, run.end);
+      run.clear();
+      return taken;
+    }
     this.endRun();
     const taken = this.buffer.subarray(0, this.length);
     this.buffer = empty;

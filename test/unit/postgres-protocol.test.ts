@@ -5,7 +5,15 @@ import { decodeBind, encodeBind } from "../../protocols/postgres/bind";
 import { encodeCancelRequest } from "../../protocols/postgres/cancel-request";
 import { encodeCopyData, encodeCopyDone, encodeCopyFail } from "../../protocols/postgres/copy";
 import { decodeCommandComplete, encodeCommandComplete, selectCount, withReturnedRows } from "../../protocols/postgres/command-complete";
-import { decodeDataRow, encodeDataRow, encodeMaskedDataRow, locateValue, newRowValues, writeMaskedRowFrom } from "../../protocols/postgres/data-row";
+import {
+  decodeDataRow,
+  encodeDataRow,
+  encodeMaskedDataRow,
+  locateValue,
+  newRowValues,
+  valueLengthAt,
+  writeMaskedRowFrom,
+} from "../../protocols/postgres/data-row";
 import { decodeDescribe, encodeDescribe, locateDescribe } from "../../protocols/postgres/describe";
 import { decodeErrorFields, encodeErrorResponse, ErrorField, errorFields } from "../../protocols/postgres/error-response";
 import { decodeExecute, encodeExecute, locateExecute } from "../../protocols/postgres/execute";
@@ -28,6 +36,7 @@ import { analyzeQuery, type ResultShape } from "../../proxies/postgres/analysis/
 import { sanitizeError, sanitizeNotice } from "../../proxies/postgres/sanitize";
 import type { MappingView, RowVerdict } from "../../exports/row-decider";
 import { userIdFromValue } from "../../proxies/postgres/user-id";
+import { ByteStringMemo } from "../../proxies/postgres/byte-string-memo";
 import { UserIdMemo } from "../../proxies/postgres/user-id-memo";
 
 const hex = (text: string) => Buffer.from(text.replace(/\s+/g, ""), "hex");
@@ -80,6 +89,11 @@ describe("PostgreSQL codecs: byte fixtures", () => {
     assert.deepEqual(locateValue(row, 5, row.length, 1), { start: 17, length: -1 });
     assert.equal(locateValue(row, 5, row.length, 3), undefined, "no such column");
     assert.equal(locateValue(hex("44 0000000b 0002 00000009 61"), 5, 12, 1), undefined, "lengths that overrun the message");
+    // The form without an object per call: the offset of the value's length, -1 where locateValue finds none.
+    assert.equal(valueLengthAt(row, 5, row.length, 2), row.length - 7);
+    assert.equal(valueLengthAt(row, 5, row.length, 1), 13);
+    assert.equal(valueLengthAt(row, 5, row.length, 3), -1, "no such column");
+    assert.equal(valueLengthAt(hex("44 0000000b 0002 00000009 61"), 5, 12, 0), -1, "a value that overruns the message");
   });
 
   test("RowDescription 'T': table OID and attribute number per column (unsigned OIDs)", () => {
@@ -359,6 +373,13 @@ describe("PostgreSQL proxy: planning and sanitising", () => {
         assert.equal(userIdFromValue(inside, 1, id.length, 25, 0, memo), id.length === 0 ? undefined : id.toString("utf8"));
       }
     }
+    // Names (latin1): two byte strings UTF-8 would read as the same replacement character stay two names.
+    const names = new ByteStringMemo(64, "latin1", 64);
+    for (let round = 0; round < 2; round++) {
+      for (const name of [hex("ff"), hex("fe"), Buffer.from("P_0"), Buffer.from("x".repeat(65)), Buffer.alloc(0)])
+        assert.equal(names.text(name, 0, name.length), name.toString("latin1"));
+    }
+    assert.notEqual(names.text(hex("ff"), 0, 1), names.text(hex("fe"), 0, 1));
   });
 
   test("errors keep their code and lose values; notices keep only severity and code", () => {

@@ -46,6 +46,8 @@ const backendReadBytes = 65_536;
 export class BackendPump {
   /** Where the backend's bytes are read into; what is still queued when the next read comes is copied out first. */
   readonly readBuffer = Buffer.allocUnsafeSlow(backendReadBytes);
+  /** Bytes of the read buffer to handle before anything queued (set by `read` when nothing is queued). */
+  private readLength = 0;
   private readonly fromBackend: ByteQueue;
   /** Handling a chunk (perhaps waiting for decisions): the backend is resumed by the pump, not by the client draining. */
   pumping = false;
@@ -70,7 +72,9 @@ export class BackendPump {
 
   /** `length` bytes read into the read buffer: handled in place; whatever must wait is copied before the next read. */
   read(length: number): boolean {
-    this.fromBackend.push(this.readBuffer.subarray(0, length));
+    // Nothing queued before it: the pump reads the read buffer itself (no slice of it per read).
+    if (!this.pumping && this.fromBackend.length === 0) this.readLength = length;
+    else this.fromBackend.push(this.readBuffer.subarray(0, length));
     void this.pump();
     this.fromBackend.copyOut(this.readBuffer);
     return true;
@@ -101,13 +105,24 @@ export class BackendPump {
     try {
       for (;;) {
         if (connection.closed) return;
-        let bytes = this.fromBackend.take();
-        if (!bytes) return;
+        let bytes: Buffer;
+        /** The bytes to handle are bytes[0, limit). */
+        let limit: number;
+        if (this.readLength > 0) {
+          bytes = this.readBuffer;
+          limit = this.readLength;
+          this.readLength = 0;
+        } else {
+          const taken = this.fromBackend.take();
+          if (!taken) return;
+          bytes = taken;
+          limit = taken.length;
+        }
         const frames = this.frames;
-        const consumed = frames.split(bytes, connection.deps.limits.maxMessageBytes);
-        if (consumed < bytes.length) this.fromBackend.unshift(bytes.subarray(consumed));
+        const consumed = frames.split(bytes, connection.deps.limits.maxMessageBytes, limit);
+        if (consumed < limit) this.fromBackend.unshift(bytes.subarray(consumed, limit));
         if (frames.count === 0) return;
-        const out = new OutputBuffer(bytes.length);
+        const out = new OutputBuffer(limit);
         rows.startChunk();
         let scannedThrough = -1;
         for (let i = 0; i < frames.count; i++) {
@@ -119,7 +134,7 @@ export class BackendPump {
               connection.toClient(out);
               connection.backend?.pause();
               // The read buffer may be read into again before these rows are handled.
-              if (bytes.buffer === this.readBuffer.buffer) bytes = Buffer.from(bytes);
+              if (bytes.buffer === this.readBuffer.buffer) bytes = Buffer.from(bytes.subarray(0, limit));
               await withTimeout(connection.deps.decider.load(missing), decisionTimeoutMs, "deciding the rows' users took too long");
               if (connection.closed) return;
               rows.keepLoaded(missing);

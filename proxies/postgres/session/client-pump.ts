@@ -11,6 +11,7 @@ import { encodeFlush } from "../../../protocols/postgres/sync";
 import { equalBytes } from "../../../protocols/postgres/wire";
 import type { QueryAnalysis, ResultShape } from "../analysis/statement-analysis";
 import { ByteQueue } from "../byte-queue";
+import { ByteStringMemo } from "../byte-string-memo";
 import { ForwardBuffer } from "../forward-buffer";
 import { OutputBuffer } from "../output-buffer";
 import { alignShape } from "../result-plan";
@@ -39,6 +40,8 @@ export class ClientPump {
   /** The messages of the chunk being handled, and the message being handled (objects reused, not one per message). */
   private readonly frames = new FrameList();
   private readonly cursor: Frame = { code: 0, start: 0, bodyStart: 0, end: 0 };
+  /** What goes to the backend for the chunk being handled (reused: `toBackend` empties it). */
+  private readonly out = new ForwardBuffer();
   /**
    * The client's last message when it was a Describe of a portal: an Execute of that portal right
    * behind it is described by it (libpq, node-postgres) and needs no Describe of the proxy's.
@@ -49,6 +52,8 @@ export class ClientPump {
   private limitedExecute?: Promise<void>;
   /** Pushdown: the verdict table of the session's database (asked for with the first statement). */
   private verdicts?: VerdictWatch;
+  /** Statement and portal names as sent (latin1: each byte one character, so distinct names stay distinct), read once per distinct name. */
+  private readonly names = new ByteStringMemo(64, "latin1", 64);
 
   constructor(
     private readonly connection: Connection,
@@ -91,7 +96,7 @@ export class ClientPump {
         if (consumed < bytes.length) this.fromClient.unshift(bytes.subarray(consumed));
         // Only part of a message: wait for the rest.
         if (frames.count === 0) return;
-        const out = new ForwardBuffer();
+        const out = this.out;
         for (let i = 0; i < frames.count; i++) {
           const frame = frames.read(i, this.cursor);
           if (connection.phase === "verifying") {
@@ -221,11 +226,12 @@ export class ClientPump {
       case FrontendCode.Bind: {
         queue.extendedOpen = true;
         const { portalEnd, statementStart, statementEnd } = locateBind(bytes, frame.bodyStart, frame.end);
-        const statement = bytes.toString("latin1", statementStart, statementEnd);
+        const statement = this.names.text(bytes, statementStart, statementEnd);
         const effect = named.statement(statement);
-        named.setPortal(bytes.toString("latin1", frame.bodyStart, portalEnd), effect ?? { kind: "other" }, statement);
+        named.setPortal(this.names.text(bytes, frame.bodyStart, portalEnd), effect ?? { kind: "other" }, statement);
         queue.push(stateless.bindComplete);
-        const rebound = effect ? withHiddenResultFormats(bytes.subarray(frame.bodyStart, frame.end), named.shapeOf(effect)) : undefined;
+        const shape = effect && named.shapeOf(effect);
+        const rebound = shape && shape.hiddenCount > 0 ? withHiddenResultFormats(bytes.subarray(frame.bodyStart, frame.end), shape) : undefined;
         if (rebound) {
           out.push(rebound);
           return true;
@@ -235,7 +241,7 @@ export class ClientPump {
       case FrontendCode.Close: {
         queue.extendedOpen = true;
         const target = locateDescribe(bytes, frame.bodyStart, frame.end);
-        const name = bytes.toString("latin1", frame.bodyStart + 1, target.nameEnd);
+        const name = this.names.text(bytes, frame.bodyStart + 1, target.nameEnd);
         if (target.kind === TargetKind.Portal) named.closePortal(name);
         else named.closeStatement(name);
         queue.push(stateless.closeComplete);
@@ -247,7 +253,7 @@ export class ClientPump {
       case FrontendCode.Describe: {
         queue.extendedOpen = true;
         const target = locateDescribe(bytes, frame.bodyStart, frame.end);
-        const name = bytes.toString("latin1", frame.bodyStart + 1, target.nameEnd);
+        const name = this.names.text(bytes, frame.bodyStart + 1, target.nameEnd);
         const effect = target.kind === TargetKind.Portal ? named.portal(name) : named.statement(name);
         const expectation: DescribeExpectation = { kind: "describe", forClient: true, decidesRows: false, effect };
         queue.push(expectation);
@@ -260,7 +266,7 @@ export class ClientPump {
         // the portal just before (still unanswered, so nothing came between), otherwise from the
         // proxy's own Describe, whose answer comes back just before the rows and is kept from the client.
         const { portalEnd, maxRows: limit } = locateExecute(bytes, frame.bodyStart, frame.end);
-        const effect = named.portal(bytes.toString("latin1", frame.bodyStart, portalEnd));
+        const effect = named.portal(this.names.text(bytes, frame.bodyStart, portalEnd));
         named.sent(effect);
         // Still the last expectation: not answered yet (nor cleared by an error).
         if (

@@ -1,5 +1,5 @@
 import { BackendCode } from "../../../protocols/postgres/codes";
-import { locateValue } from "../../../protocols/postgres/data-row";
+import { valueLengthAt } from "../../../protocols/postgres/data-row";
 import type { Frame, FrameList } from "../../../protocols/postgres/frames";
 import type { OutputBuffer } from "../output-buffer";
 import { maskFor, type ResultPlan } from "../result-plan";
@@ -25,10 +25,12 @@ export class RowFilter {
   private readonly scanCursor: Frame = { code: 0, start: 0, bodyStart: 0, end: 0 };
   /** Verdicts loaded for the chunk's `missingUsers`, kept until its rows are sent. */
   private readonly loadedVerdicts = new Map<string, RowVerdict>();
-  /** Per frame of the chunk being handled: the row's user as `scan` read it ("" for none). */
-  private readonly chunkUsers: string[] = [];
+  /** Per frame of the chunk being handled: the row's user as `scan` read it ("" for none; undefined: not read ahead). */
+  private readonly chunkUsers: Array<string | undefined> = [];
   /** Per frame of the chunk being handled: the row's verdict when `scan` found it in memory. */
   private readonly chunkRowVerdicts: Array<RowVerdict | undefined> = [];
+  /** Frames of the last chunk `scan` wrote an entry for: emptied by `startChunk` (the arrays are kept, not reallocated per chunk). */
+  private chunkEntries = 0;
 
   constructor(
     private readonly decider: RowDecider,
@@ -39,8 +41,11 @@ export class RowFilter {
   /** A new chunk of the backend's messages: what was read ahead for the last one goes. */
   startChunk(): void {
     if (this.loadedVerdicts.size > 0) this.loadedVerdicts.clear();
-    this.chunkUsers.length = 0;
-    this.chunkRowVerdicts.length = 0;
+    for (let i = 0; i < this.chunkEntries; i++) {
+      this.chunkUsers[i] = undefined;
+      this.chunkRowVerdicts[i] = undefined;
+    }
+    this.chunkEntries = 0;
   }
 
   /**
@@ -52,6 +57,12 @@ export class RowFilter {
     const plan = this.plan!;
     const missing = this.missingUsers;
     missing.clear();
+    // Entries for every frame of the chunk (the arrays only grow), emptied again by the next `startChunk`.
+    while (this.chunkUsers.length < frames.count) {
+      this.chunkUsers.push(undefined);
+      this.chunkRowVerdicts.push(undefined);
+    }
+    this.chunkEntries = Math.max(this.chunkEntries, frames.count);
     let i = from;
     for (; i < frames.count && frames.code(i) === BackendCode.DataRow; i++) {
       if (plan.groups.length === 0) continue;
@@ -138,8 +149,8 @@ export class RowFilter {
   private groupAllNull(bytes: Buffer, frame: Frame, plan: ResultPlan, group: number): boolean {
     for (let column = 0; column < plan.groupOf.length; column++) {
       if (plan.groupOf[column] !== group) continue;
-      const value = locateValue(bytes, frame.bodyStart, frame.end, column);
-      if (!value || value.length !== -1) return false;
+      const at = valueLengthAt(bytes, frame.bodyStart, frame.end, column);
+      if (at < 0 || bytes.readInt32BE(at) !== -1) return false;
     }
     return true;
   }
@@ -147,10 +158,10 @@ export class RowFilter {
   /** The user a row names in one group's resource-context columns (first non-empty). */
   private userOf(bytes: Buffer, frame: Frame, plan: ResultPlan, columns: readonly number[]): string | undefined {
     for (const column of columns) {
-      const value = locateValue(bytes, frame.bodyStart, frame.end, column);
-      if (!value) continue;
+      const at = valueLengthAt(bytes, frame.bodyStart, frame.end, column);
+      if (at < 0) continue;
       const description = plan.columns[column]!;
-      const userId = userIdFromValue(bytes, value.start, value.length, description.typeOid, description.format, this.userIds);
+      const userId = userIdFromValue(bytes, at + 4, bytes.readInt32BE(at), description.typeOid, description.format, this.userIds);
       if (userId !== undefined && userId !== "") return userId;
     }
     return undefined;
