@@ -1,5 +1,5 @@
 import "reflect-metadata";
-import { compareWithNoop, startBenchNode, underNodeFlags } from "./http-load";
+import { benchDecisionQuery, compareWithNoop, startBenchNode, underNodeFlags } from "./http-load";
 
 /**
  * /decision requests per second against a no-op route on the same gateway in the same run, 50
@@ -9,7 +9,7 @@ import { compareWithNoop, startBenchNode, underNodeFlags } from "./http-load";
 async function main(): Promise<void> {
   underNodeFlags();
   const { node, base } = await startBenchNode();
-  await compareWithNoop("/decision", `${base}/decision`, JSON.stringify({ userId: "bench-user", type: "platformUse", purposeId: "service" }));
+  await compareWithNoop("/decision", `${base}/decision`, JSON.stringify(benchDecisionQuery));
   await node.stop();
 }
 

@@ -3,21 +3,26 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import pino from "pino";
 import { loadConfig } from "../service/config";
-import { nodeFlags } from "../service/node-flags";
 import { startServiceNode, type RunningNode } from "../service/node";
 import { realisticPolicy } from "../testkit/policy";
 import { freePort } from "../testkit/ports";
 import { tempDir } from "../testkit/temp";
+import { benchNodeArgs } from "./node-args";
 import { reportFigure, reqPerSecond } from "./report";
 
 /**
  * The node runs in the bench's own process: started without the node's V8 flags (as `node
- * dist/bench/x.js`), the bench runs itself again under them and exits with its status, so a
+ * dist/bench/x.js`), the bench runs itself again under them (bench/node-args.ts: the deployed
+ * flags unless BENCH_DEPLOYED_FLAGS=off, then BENCH_NODE_ARGS) and exits with its status, so a
  * figure measures the node as it is launched for users (its no-op baseline too).
  */
 export function underNodeFlags(): void {
-  if (nodeFlags.every((flag) => process.execArgv.includes(flag))) return;
-  const run = spawnSync(process.execPath, [...nodeFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: "inherit" });
+  const flags = benchNodeArgs();
+  if (process.env.BENCH_UNDER_FLAGS === "1" || flags.every((flag) => process.execArgv.includes(flag))) return;
+  const run = spawnSync(process.execPath, [...flags, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: "inherit",
+    env: { ...process.env, BENCH_UNDER_FLAGS: "1" },
+  });
   process.exit(run.status ?? 1);
 }
 
@@ -97,6 +102,19 @@ export async function startBenchNode(): Promise<{ node: RunningNode; base: strin
   await put("/user/terms?userId=bench-user");
   return { node, base };
 }
+
+/** The record the /redact/record benches send: `bench-user`'s row of the users-table group (kept, redacted field by field). */
+export const benchRecord = {
+  "users.id": "bench-user",
+  "users.email": "bench@example.com",
+  "users.login": "bench",
+  "users.name": "Bench User",
+  "users.clicks": 7,
+  "users.secret": "s3cret",
+};
+export const benchRedactPath = "/redact/record?purposeId=service&type=platformUse&mappingGroup=users-table";
+/** The query the /decision benches send. */
+export const benchDecisionQuery = { userId: "bench-user", type: "platformUse", purposeId: "service" };
 
 export const benchRounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const p99TargetMs = 10;

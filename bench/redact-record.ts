@@ -1,5 +1,5 @@
 import "reflect-metadata";
-import { compareWithNoop, startBenchNode, underNodeFlags } from "./http-load";
+import { benchRecord, benchRedactPath, compareWithNoop, startBenchNode, underNodeFlags } from "./http-load";
 
 /**
  * PUT /redact/record requests per second (one record of the users-table group, an accepted
@@ -9,15 +9,7 @@ import { compareWithNoop, startBenchNode, underNodeFlags } from "./http-load";
 async function main(): Promise<void> {
   underNodeFlags();
   const { node, base } = await startBenchNode();
-  const record = {
-    "users.id": "bench-user",
-    "users.email": "bench@example.com",
-    "users.login": "bench",
-    "users.name": "Bench User",
-    "users.clicks": 7,
-    "users.secret": "s3cret",
-  };
-  await compareWithNoop("/redact/record", `${base}/redact/record?purposeId=service&type=platformUse&mappingGroup=users-table`, JSON.stringify(record));
+  await compareWithNoop("/redact/record", `${base}${benchRedactPath}`, JSON.stringify(benchRecord));
   await node.stop();
 }
 
