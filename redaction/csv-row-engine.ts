@@ -95,8 +95,7 @@ export class CsvRowEngine {
     };
     const rows = regular.rows;
     // Room for every field of the block (added at most once per user-id column), bounded as the verdicts remembered per document.
-    const maxEntries = Math.min(documentLimits.maxRememberedUsers, module.tableMaxEntries());
-    const fits = () => module.tableEntries() + rows * userColumnCount <= maxEntries && module.tableKeyBytes() + buf.length <= module.tableMaxKeyBytes();
+    const fits = () => module.tableFits(rows * userColumnCount, buf.length, documentLimits.maxRememberedUsers) === 1;
     if (!fits()) module.clearTable();
     if (!fits()) return undefined;
     // The module's scratch after the bounds: row codes, listed fields, user-id columns, verdicts, counts, output.

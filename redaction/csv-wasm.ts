@@ -16,10 +16,7 @@ export interface CsvWasmExports {
   dataStart(): number;
   scan(input: number, length: number, base: number, columns: number, maxRecordBytes: number, bounds: number, result: number): void;
   hashOf(at: number, length: number, tag: number): number;
-  tableEntries(): number;
-  tableKeyBytes(): number;
-  tableMaxKeyBytes(): number;
-  tableMaxEntries(): number;
+  tableFits(entries: number, keyBytes: number, limit: number): number;
   clearTable(): void;
   setEntry(entry: number, value: number): void;
   classify(

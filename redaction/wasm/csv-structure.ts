@@ -7,7 +7,9 @@
 //
 // Memory is laid out by the caller (redaction/csv-structure.ts): the input at `input`, with a
 // LF at input - 1 (a row starts at the input's start) and zero bytes for 64 bytes after its
-// end; the fields' bounds, pairs of i32, at `bounds`; seven i32 results at `result`.
+// end; the fields' bounds, pairs of i32, at `bounds`; seven i32 results at `result`. The
+// user-id table of the rows' work (below) lies before `dataStart()`; the rest of the rows' work
+// uses regions the caller lays out after the bounds (redaction/csv-row-engine.ts).
 
 const quote = i8x16.splat(0x22);
 const comma = i8x16.splat(0x2c);
@@ -257,26 +259,9 @@ function insert(slot: i32, h: u32, tag: i32, key: usize, length: i32): i32 {
   return entry;
 }
 
-/** Bytes the table reserves before the caller's data (dataStart). */
-export function tableReserved(): usize {
-  return tableBytes;
-}
-
-/** Entries and key bytes in use, and the limits: JS clears the table before a block that might not fit. */
-export function tableEntries(): i32 {
-  return entryCount;
-}
-
-export function tableKeyBytes(): i32 {
-  return arenaUsed;
-}
-
-export function tableMaxKeyBytes(): i32 {
-  return arenaBytes;
-}
-
-export function tableMaxEntries(): i32 {
-  return maxEntries;
+/** Whether `entries` more entries (at most `limit` in all) and `keyBytes` more key bytes fit: JS empties the table before a block that might not. */
+export function tableFits(entries: i32, keyBytes: i32, limit: i32): bool {
+  return entryCount + entries <= min(limit, maxEntries) && arenaUsed + keyBytes <= arenaBytes;
 }
 
 /** Forgets every entry. */
