@@ -29,7 +29,7 @@ export function emptyRows(): ScannedRows {
 }
 
 /** Input handed to the WebAssembly scanner per call: its memory holds about nine times this. */
-const wasmSliceBytes = 2 << 20;
+export const wasmSliceBytes = 2 << 20;
 
 /**
  * Finds the complete rows of `buf` from `start` (a row start, on line `line`) into `rows`

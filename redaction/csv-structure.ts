@@ -1,5 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { csvWasm, reserveWasmMemory } from "./csv-wasm";
 
 /** The regular rows at the start of a slice of input, found by the WebAssembly scanner. */
 export interface RegularRows {
@@ -15,43 +14,16 @@ export interface RegularRows {
   columns: number;
   /** It stopped at a row it leaves to the JS scanner, before the slice's end. */
   stopped: boolean;
+  /** Where the input and the bounds are in the module's memory (valid until its next scan), for csv-row-engine. */
+  inputAt: number;
+  boundsAt: number;
 }
 
-/** The part of the WebAssembly global used here (the build's lib has no DOM, where its types live). */
-declare const WebAssembly:
-  | undefined
-  | {
-      validate(bytes: Uint8Array): boolean;
-      Module: new (bytes: Uint8Array) => object;
-      Instance: new (module: object) => { exports: object };
-    };
-
-interface ScannerExports {
-  memory: { buffer: ArrayBuffer; grow(pages: number): number };
-  dataStart(): number;
-  scan(input: number, length: number, base: number, columns: number, maxRecordBytes: number, bounds: number, result: number): void;
-}
-
-/** Where the build puts the module (scripts/build-wasm.mjs, from redaction/wasm/csv-structure.ts). */
-const wasmFile = join(__dirname, "wasm", "csv-structure.wasm");
 /** Bytes after the input that the scanner reads (one 64-byte word past the end): kept zero. */
 const padding = 128;
 const resultBytes = 32;
 
-/**
- * The WebAssembly CSV scanner of this thread; undefined on an engine without WebAssembly SIMD or
- * when the module was not built (`tsc` alone builds no WebAssembly; `npm run build` and
- * scripts/setup.mjs do, and test/unit/csv-structure.test.ts fails without it). The JS scanner
- * alone (csv-rows) then does the same work, slower.
- */
-function load(): ScannerExports | undefined {
-  if (typeof WebAssembly === "undefined" || !existsSync(wasmFile)) return undefined;
-  const bytes = readFileSync(wasmFile);
-  if (!WebAssembly.validate(bytes)) return undefined;
-  return new WebAssembly.Instance(new WebAssembly.Module(bytes)).exports as unknown as ScannerExports;
-}
-
-const scanner = load();
+const scanner = csvWasm;
 
 /** Whether the WebAssembly scanner runs on this thread (tests check it does here). */
 export const wasmScannerLoaded = scanner !== undefined;
@@ -68,8 +40,8 @@ export function regularRows(buf: Buffer, start: number, length: number, columns:
   const bounds = (input + length + padding + 7) & ~7;
   // A field takes at least one byte or a separator: at most length + 1 fields of 8 bytes.
   const needed = bounds + (length + 1) * 8;
+  reserveWasmMemory(scanner, needed);
   const memory = scanner.memory;
-  if (memory.buffer.byteLength < needed) memory.grow(Math.ceil((needed - memory.buffer.byteLength) / 65536));
   const bytes = new Uint8Array(memory.buffer);
   bytes[input - 1] = 0x0a;
   bytes.set(buf.subarray(start, start + length), input);
@@ -85,5 +57,7 @@ export function regularRows(buf: Buffer, start: number, length: number, columns:
     emptyLines: out[4],
     columns: out[5],
     stopped: out[6] === 1,
+    inputAt: input,
+    boundsAt: bounds,
   };
 }

@@ -1,23 +1,29 @@
 import { parentPort, workerData } from "node:worker_threads";
+import { CsvRowEngine, type BlockScan } from "./csv-row-engine";
 import { emptyCounts, emptyRows, scanRows, writeRows, type ScannedRows } from "./csv-rows";
 import { UserIdFields } from "./user-id-fields";
-import { documentLimits, type CsvVerdict, type CsvWorkerReport, type CsvWorkerRequest, type CsvWorkerSetup } from "./types";
+import { documentLimits, type CsvCounts, type CsvVerdict, type CsvWorkerReport, type CsvWorkerRequest, type CsvWorkerSetup } from "./types";
 
 /**
  * A worker thread of ThreadedCsvRedactor: scans the blocks it is given as if each started where a
  * row starts (the owner checks that against the block before), reports what it found, asks the
- * owner for the decisions of users it has not met, then writes the block's kept rows.
+ * owner for the decisions of users it has not met, then writes the block's kept rows. The rows'
+ * work is done in WebAssembly (CsvRowEngine) where it can be, else the JS way (redactInJs).
  */
 
-/** A scanned block, with the verdicts of its rows as far as they are known. */
-interface Scanned {
-  input: ArrayBuffer;
-  buf: Buffer;
-  rows: ScannedRows;
-  userIds: Array<string | undefined>;
-  rowVerdicts: Array<CsvVerdict | undefined>;
+/** A block's rows as far as the worker got: written, or waiting for the verdicts of `asked`. */
+interface BlockRedaction {
+  scan: BlockScan;
   /** The users asked about, in the order the answer gives their verdicts. */
   asked: string[];
+  /** Writes the rows (every user asked about has a verdict by then). */
+  write(): { output: Buffer; counts: CsvCounts };
+}
+
+/** A block that waits for its users' verdicts. */
+interface Waiting {
+  input: ArrayBuffer;
+  block: BlockRedaction;
 }
 
 const port = parentPort!;
@@ -25,69 +31,95 @@ const setup = workerData as CsvWorkerSetup;
 const terminator = Buffer.from(setup.terminator);
 const verdicts: CsvVerdict[] = [];
 const verdictOfUser = new Map<string, CsvVerdict>();
-const waiting = new Map<number, Scanned>();
+const verdictOf = (userId: string) => verdictOfUser.get(userId);
+const waiting = new Map<number, Waiting>();
 const spareRows: ScannedRows[] = [];
 const userIdFields = new UserIdFields(setup.userColumns);
+const engine = CsvRowEngine.create(setup.userColumns, terminator);
 
 function report(message: CsvWorkerReport, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
 }
 
-function scan(task: number, input: ArrayBuffer, length: number, final: boolean): void {
-  // Forgetting is safe only while no block waits: its users, met before, must stay known until it is written.
-  if (waiting.size === 0 && verdictOfUser.size > documentLimits.maxRememberedUsers) verdictOfUser.clear();
-  const buf = Buffer.from(input, 0, length);
+/** The block's rows in WebAssembly; written at once when no user is new. Undefined where the engine cannot. */
+function redactInWasm(buf: Buffer, final: boolean): BlockRedaction | undefined {
+  const rows = engine?.redact(buf, final, 0, setup.columns, verdicts, verdictOf);
+  if (!rows) return undefined;
+  const written = rows.output && rows.counts ? { output: rows.output, counts: rows.counts } : undefined;
+  return {
+    scan: rows.scan,
+    asked: rows.users,
+    write: () => {
+      if (written) return written;
+      // The block waited: redacted again from its bytes (the module's memory has had other blocks since).
+      const again = engine!.redact(buf, final, 0, setup.columns, verdicts, verdictOf);
+      // Fail closed: a row is never written without its user's decision.
+      if (!again?.output || !again.counts) throw new Error("no decision for a user of a CSV block");
+      return { output: again.output, counts: again.counts };
+    },
+  };
+}
+
+/** The block's rows the JS way (csv-rows, UserIdFields): the reference for the WebAssembly way. */
+function redactInJs(buf: Buffer, final: boolean): BlockRedaction {
   const rows = scanRows(buf, 0, final, 0, setup.columns, spareRows.pop() ?? emptyRows());
   const userIds = userIdFields.idsOf(buf, rows, 0);
-  const rowVerdicts = new Array<CsvVerdict | undefined>(userIds.length);
   const unknown = new Set<string>();
-  userIds.forEach((id, row) => {
-    if (id === undefined) return;
-    const verdict = verdictOfUser.get(id);
-    if (verdict) rowVerdicts[row] = verdict;
-    else unknown.add(id);
-  });
-  const asked = [...unknown];
-  report({ kind: "scanned", task, end: rows.end, lines: rows.line, emptyLines: rows.emptyLines, ...(rows.fault ? { fault: rows.fault } : {}), users: asked });
-  const block = { input, buf, rows, userIds, rowVerdicts, asked };
-  if (asked.length === 0) write(task, block);
-  else waiting.set(task, block);
+  for (const id of userIds) if (id !== undefined && !verdictOfUser.has(id)) unknown.add(id);
+  return {
+    scan: rows,
+    asked: [...unknown],
+    write: () => {
+      const rowVerdicts = userIds.map((id) => {
+        if (id === undefined) return undefined;
+        const verdict = verdictOfUser.get(id);
+        // Fail closed: a row is never written without its user's decision.
+        if (!verdict) throw new Error("no decision for a user of a CSV block");
+        return verdict;
+      });
+      const counts = emptyCounts();
+      const output = writeRows(buf, rows, 0, rowVerdicts, terminator, counts);
+      spareRows.push(rows);
+      return { output, counts };
+    },
+  };
+}
+
+function scan(task: number, input: ArrayBuffer, length: number, final: boolean): void {
+  // Forgetting is safe only while no block waits: its users, met before, must stay known until it is written.
+  if (waiting.size === 0 && verdictOfUser.size > documentLimits.maxRememberedUsers) {
+    verdictOfUser.clear();
+    engine?.forget();
+  }
+  const buf = Buffer.from(input, 0, length);
+  const block = redactInWasm(buf, final) ?? redactInJs(buf, final);
+  const { end, line, emptyLines, fault } = block.scan;
+  report({ kind: "scanned", task, end, lines: line, emptyLines, ...(fault ? { fault } : {}), users: block.asked });
+  if (block.asked.length === 0) write(task, input, block);
+  else waiting.set(task, { input, block });
 }
 
 function decided(task: number, verdictIds: readonly number[], added: readonly CsvVerdict[]): void {
   for (const verdict of added) verdicts[verdict.id] = verdict;
-  const block = waiting.get(task);
-  if (!block) throw new Error(`decisions for task ${task}, which does not wait for any`);
+  const waited = waiting.get(task);
+  if (!waited) throw new Error(`decisions for task ${task}, which does not wait for any`);
   waiting.delete(task);
-  block.asked.forEach((userId, index) => verdictOfUser.set(userId, verdicts[verdictIds[index]]));
-  block.userIds.forEach((id, row) => {
-    if (id === undefined || block.rowVerdicts[row]) return;
-    const verdict = verdictOfUser.get(id);
-    // Fail closed: a row is never written without its user's decision.
-    if (!verdict) throw new Error(`no decision for a user of task ${task}`);
-    block.rowVerdicts[row] = verdict;
-  });
-  write(task, block);
+  waited.block.asked.forEach((userId, index) => verdictOfUser.set(userId, verdicts[verdictIds[index]]));
+  write(task, waited.input, waited.block);
 }
 
-function write(task: number, block: Scanned): void {
-  const counts = emptyCounts();
-  const output = writeRows(block.buf, block.rows, 0, block.rowVerdicts, terminator, counts);
-  spareRows.push(block.rows);
-  report({ kind: "done", task, input: block.input, output: output.buffer as ArrayBuffer, outputLength: output.length, counts }, [
-    block.input,
-    output.buffer as ArrayBuffer,
-  ]);
+function write(task: number, input: ArrayBuffer, block: BlockRedaction): void {
+  const { output, counts } = block.write();
+  report({ kind: "done", task, input, output: output.buffer as ArrayBuffer, outputLength: output.length, counts }, [input, output.buffer as ArrayBuffer]);
 }
 
 port.on("message", (request: CsvWorkerRequest) => {
   if (request.kind === "block") scan(request.task, request.input, request.length, request.final);
   else if (request.kind === "decisions") decided(request.task, request.verdictIds, request.verdicts);
   else {
-    const block = waiting.get(request.task);
-    if (!block) return; // written already: its report is on its way
+    const waited = waiting.get(request.task);
+    if (!waited) return; // written already: its report is on its way
     waiting.delete(request.task);
-    spareRows.push(block.rows);
-    report({ kind: "done", task: request.task, input: block.input, outputLength: 0 }, [block.input]);
+    report({ kind: "done", task: request.task, input: waited.input, outputLength: 0 }, [waited.input]);
   }
 });
