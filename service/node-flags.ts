@@ -7,7 +7,7 @@
  * document hold up to 128 MiB of young garbage: peak RSS 324 MiB for a 200 MiB redaction job
  * and 349-370 MiB for an objectstore GetObject, over the 300 MiB bound. At 24 MiB: p99 7-8 ms
  * under the /decision and /redact/record benches; the streams peaked at 277-309 MiB (job) and
- * 299-307 MiB (GetObject): at the bound, not safely under it. Without the flag: 264-283 MiB, but
+ * 299-307 MiB (GetObject), later 311-316 MiB on a loaded machine: at or over the bound. Without the flag: 264-283 MiB, but
  * a /redact/record p99 of 10 ms
  * (docs/operations.md, "Node.js flags"; bench/RESULTS.md).
  */
