@@ -2,6 +2,7 @@ import { canNameUser } from "../decision/user-id-shape";
 import { decodeField, emptyCounts, emptyRows, scanRowsInJs, wasmSliceBytes, writeRows, type ScannedRows } from "./csv-rows";
 import { regularRows } from "./csv-structure";
 import { csvWasm, reserveWasmMemory, type CsvWasmExports } from "./csv-wasm";
+import { addUsersWithoutVerdict, rowVerdicts, type VerdictOf } from "./row-verdicts";
 import { UserIdFields } from "./user-id-fields";
 import { documentLimits, type CsvCounts, type CsvVerdict } from "./types";
 
@@ -71,14 +72,7 @@ export class CsvRowEngine {
    * Scans `buf` (a row starts at 0, on line `line`; rows of `columns` fields) and writes its rows
    * with `verdicts` (by id), `verdictOf` giving a user's verdict when the caller has it.
    */
-  redact(
-    buf: Buffer,
-    final: boolean,
-    line: number,
-    columns: number,
-    verdicts: readonly CsvVerdict[],
-    verdictOf: (userId: string) => CsvVerdict | undefined,
-  ): BlockRows | undefined {
+  redact(buf: Buffer, final: boolean, line: number, columns: number, verdicts: readonly CsvVerdict[], verdictOf: VerdictOf): BlockRows | undefined {
     const module = this.module;
     const userColumnCount = this.userColumns.length;
     if (buf.length > wasmSliceBytes) return undefined;
@@ -139,13 +133,7 @@ export class CsvRowEngine {
       for (const entry of undecided.keys()) module.setEntry(entry, Entry.Unknown);
     }
     const tailIds = tail.count > 0 ? this.tailIds.idsOf(buf, tail, 0) : [];
-    for (const id of tailIds) if (id !== undefined && !verdictOf(id)) users.add(id);
-    if (users.size > 0) return { scan, users: [...users] };
-    const known = (userId: string): CsvVerdict => {
-      const verdict = verdictOf(userId);
-      if (!verdict) throw new Error("a CSV row without its user's verdict");
-      return verdict;
-    };
+    if (addUsersWithoutVerdict(tailIds, verdictOf, users).size > 0) return { scan, users: [...users] };
 
     const counts = emptyCounts();
     let written = 0;
@@ -179,17 +167,7 @@ export class CsvRowEngine {
       counts.noUserId = rowCounts[0];
       for (let id = 0; id < verdicts.length; id++) if (rowCounts[id + 1] > 0) counts.rowsByVerdict[id] = rowCounts[id + 1];
     }
-    const tailOutput =
-      tail.count > 0
-        ? writeRows(
-            buf,
-            tail,
-            0,
-            tailIds.map((id) => (id === undefined ? undefined : known(id))),
-            this.terminator,
-            counts,
-          )
-        : undefined;
+    const tailOutput = tail.count > 0 ? writeRows(buf, tail, 0, rowVerdicts(tailIds, verdictOf), this.terminator, counts) : undefined;
     const output = Buffer.allocUnsafeSlow(written + (tailOutput?.length ?? 0));
     output.set(new Uint8Array(module.memory.buffer, out, written));
     if (tailOutput) output.set(tailOutput, written);

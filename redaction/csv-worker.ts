@@ -1,6 +1,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { CsvRowEngine, type BlockScan } from "./csv-row-engine";
 import { emptyCounts, emptyRows, scanRows, writeRows, type ScannedRows } from "./csv-rows";
+import { addUsersWithoutVerdict, rowVerdicts } from "./row-verdicts";
 import { UserIdFields } from "./user-id-fields";
 import { documentLimits, type CsvCounts, type CsvVerdict, type CsvWorkerReport, type CsvWorkerRequest, type CsvWorkerSetup } from "./types";
 
@@ -64,21 +65,12 @@ function redactInWasm(buf: Buffer, final: boolean): BlockRedaction | undefined {
 function redactInJs(buf: Buffer, final: boolean): BlockRedaction {
   const rows = scanRows(buf, 0, final, 0, setup.columns, spareRows.pop() ?? emptyRows());
   const userIds = userIdFields.idsOf(buf, rows, 0);
-  const unknown = new Set<string>();
-  for (const id of userIds) if (id !== undefined && !verdictOfUser.has(id)) unknown.add(id);
   return {
     scan: rows,
-    asked: [...unknown],
+    asked: [...addUsersWithoutVerdict(userIds, verdictOf, new Set())],
     write: () => {
-      const rowVerdicts = userIds.map((id) => {
-        if (id === undefined) return undefined;
-        const verdict = verdictOfUser.get(id);
-        // Fail closed: a row is never written without its user's decision.
-        if (!verdict) throw new Error("no decision for a user of a CSV block");
-        return verdict;
-      });
       const counts = emptyCounts();
-      const output = writeRows(buf, rows, 0, rowVerdicts, terminator, counts);
+      const output = writeRows(buf, rows, 0, rowVerdicts(userIds, verdictOf), terminator, counts);
       spareRows.push(rows);
       return { output, counts };
     },
