@@ -1,10 +1,10 @@
-import { createReadStream, rmSync, statSync } from "node:fs";
+import { createReadStream, rmSync, statSync, writeFileSync } from "node:fs";
 import { benchNodeArgs } from "./node-args";
 import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startNats } from "../testkit/nats";
-import { peakRss } from "../testkit/memory";
+import { currentRss, peakRss } from "../testkit/memory";
 import { processCpuSeconds } from "../testkit/process-cpu";
 import { ThreadCpuSampler } from "../testkit/thread-cpu";
 import { NodeProcess } from "../testkit/node-process";
@@ -24,7 +24,8 @@ import { setUpBenchPolicy, writeBenchCsv } from "./csv-fixture";
  * CPU seconds are counted too (this process: s3rver on its event loop and libuv's pool, the reading
  * client on a thread of its own; the node: its event loop, the redaction workers, V8's helper threads): on a shared machine they vary less than the wall clock, and
  * they say what each path costs the two cores. The node runs with --trace-gc: each round says how
- * many full mark-compacts its event loop made. The node runs with the deployed flags; BENCH_NODE_ARGS adds node flags (e.g. --cpu-prof).
+ * many full mark-compacts its event loop made (BENCH_GC_LOG=<file> keeps the node's log), and the node's RSS before
+ * the rounds and its peak after each. The node runs with the deployed flags; BENCH_NODE_ARGS adds node flags (e.g. --cpu-prof).
  */
 const megabytes = Number(process.env.BENCH_MB ?? 200);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -100,6 +101,9 @@ async function main(): Promise<void> {
       return (user + system) / 1e6;
     };
     let outBytes = 0;
+    // What the node holds before any document (so what a round adds to it can be told apart).
+    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+    process.stdout.write(`node RSS before the rounds: ${mib(currentRss(node.child.pid!))} (peak so far ${mib(peakRss(node.child.pid!))})\n`);
     const client = await ReadingClient.start();
     const benchNames = new Map(client.threadIds.map((tid) => [tid, "reading client"]));
     /** This process's CPU by thread during a GET: s3rver (event loop, libuv's pool for its file reads) and the client. */
@@ -133,7 +137,7 @@ async function main(): Promise<void> {
       exportCpu.push(benchCpu() - benchBefore + nodeCpu[round]!);
       process.stdout.write(
         `round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s (${directCpu[round]!.toFixed(2)} CPU s), through the export ${(redacted.ms / 1000).toFixed(2)} s (${exportCpu[round]!.toFixed(2)} CPU s, the node ${nodeCpu[round]!.toFixed(2)}; ${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n` +
-          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}; ${markCompacts() - compactsBefore} mark-compacts of the event loop's heap\n` +
+          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}; ${markCompacts() - compactsBefore} mark-compacts of the event loop's heap; node peak RSS so far ${mib(peakRss(node.child.pid!))}\n` +
           `  bench process by thread: direct ${directThreads}; through the export ${exportThreads}\n`,
       );
     }
@@ -171,6 +175,8 @@ async function main(): Promise<void> {
       met: rss < 300 * 2 ** 20,
     });
   } finally {
+    // BENCH_GC_LOG=<file>: the node's output (its --trace-gc lines) for a closer look at its collections.
+    if (process.env.BENCH_GC_LOG) writeFileSync(process.env.BENCH_GC_LOG, `${node.lines.join("\n")}\n`);
     await node.stop();
     await nats.stop();
     await store.stop();
