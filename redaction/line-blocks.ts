@@ -3,8 +3,6 @@ import { documentLimits } from "./types";
 const LF = 0x0a;
 /** Buffers kept for reuse; more are left to the garbage collector. */
 const maxSpare = 4;
-/** Room past a block's size for the chunk that completes it (a bigger chunk grows the buffer). */
-const minSlack = 64 << 10;
 
 /** A block of input in its own ArrayBuffer (so it can move to a worker without a copy). */
 export interface InputBlock {
@@ -23,15 +21,8 @@ export class LineBlocks {
   /** Just after the last line feed gathered; 0 when there is none. */
   private lineEnd = 0;
   private readonly spare: ArrayBuffer[] = [];
-  /**
-   * What a block's buffer holds: a block and the chunk that completes it (the store's reads are 64 KiB).
-   * Not twice the block: every buffer that comes back from a worker is new external memory to V8, and
-   * what it adds up to per document (its byte lengths) is what starts the event loop's collections.
-   */
-  private readonly capacity: number;
 
   constructor(private readonly blockBytes: number) {
-    this.capacity = blockBytes + Math.max(blockBytes >> 2, minSlack);
     this.buf = this.fresh(0);
   }
 
@@ -87,7 +78,7 @@ export class LineBlocks {
 
   /** A block's buffer back from its reader, for reuse. */
   recycle(input: ArrayBuffer): void {
-    if (this.spare.length < maxSpare && input.byteLength >= this.capacity) this.spare.push(input);
+    if (this.spare.length < maxSpare && input.byteLength >= this.blockBytes * 2) this.spare.push(input);
   }
 
   /** The gathered bytes moved into a buffer of at least `size`, starting at `at`. */
@@ -101,6 +92,6 @@ export class LineBlocks {
   private fresh(size: number): Buffer {
     const index = this.spare.findIndex((buffer) => buffer.byteLength >= size);
     if (index !== -1) return Buffer.from(this.spare.splice(index, 1)[0]);
-    return Buffer.allocUnsafeSlow(Math.max(size, this.capacity));
+    return Buffer.allocUnsafeSlow(Math.max(size, this.blockBytes * 2));
   }
 }
