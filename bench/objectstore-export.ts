@@ -1,11 +1,10 @@
-import { createReadStream, rmSync, statSync } from "node:fs";
+import { createReadStream, rmSync, statSync, writeFileSync } from "node:fs";
 import { benchNodeArgs } from "./node-args";
 import { request as httpRequest } from "node:http";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startNats } from "../testkit/nats";
-import { peakRss } from "../testkit/memory";
+import { currentRss, peakRss } from "../testkit/memory";
 import { processCpuSeconds } from "../testkit/process-cpu";
 import { ThreadCpuSampler } from "../testkit/thread-cpu";
 import { NodeProcess } from "../testkit/node-process";
@@ -13,6 +12,7 @@ import { freePort } from "../testkit/ports";
 import { S3Store } from "../testkit/s3";
 import { tempDir } from "../testkit/temp";
 import { reportFigure } from "./report";
+import { ReadingClient } from "./reading-client";
 import { setUpBenchPolicy, writeBenchCsv } from "./csv-fixture";
 
 /**
@@ -21,33 +21,15 @@ import { setUpBenchPolicy, writeBenchCsv } from "./csv-fixture";
  * (s3rver), interleaved rounds, medians. The node is its own process, so its peak RSS is its
  * own. BENCH_MB sets the object's size (default 200; 1024 for the 1 GiB figure), BENCH_ROUNDS
  * the rounds (default 3). Target: at least 0.7x of direct, node RSS under 300 MiB.
- * CPU seconds are counted too (this process: s3rver and the reading client; the node: its event
- * loop and the redaction workers): on a shared machine they vary less than the wall clock, and
+ * CPU seconds are counted too (this process: s3rver on its event loop and libuv's pool, the reading
+ * client on a thread of its own; the node: its event loop, the redaction workers, V8's helper threads): on a shared machine they vary less than the wall clock, and
  * they say what each path costs the two cores. The node runs with --trace-gc: each round says how
- * many full mark-compacts its event loop made. The node runs with the deployed flags; BENCH_NODE_ARGS adds node flags (e.g. --cpu-prof).
+ * many full mark-compacts its event loop made (BENCH_GC_LOG=<file> keeps the node's log), and the node's RSS before
+ * the rounds and its peak after each. The node runs with the deployed flags; BENCH_NODE_ARGS adds node flags (e.g. --cpu-prof).
  */
 const megabytes = Number(process.env.BENCH_MB ?? 200);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const users = 2000;
-
-/** One GET read to its end as fast as it comes: bytes and milliseconds; throws unless 200 and complete. */
-function timedGet(port: number, path: string): Promise<{ bytes: number; ms: number }> {
-  const started = performance.now();
-  return new Promise((resolve, reject) => {
-    const outgoing = httpRequest({ host: "127.0.0.1", port, path }, (response) => {
-      let bytes = 0;
-      response.on("data", (chunk: Buffer) => (bytes += chunk.length));
-      response.on("end", () =>
-        response.statusCode === 200 && response.complete
-          ? resolve({ bytes, ms: performance.now() - started })
-          : reject(new Error(`GET ${path}: ${response.statusCode}, complete ${response.complete}`)),
-      );
-      response.on("error", reject);
-    });
-    outgoing.on("error", reject);
-    outgoing.end();
-  });
-}
 
 /** Stores the file in the store as it is read (no SDK buffering a large body). */
 function upload(port: number, path: string, file: string): Promise<void> {
@@ -119,17 +101,35 @@ async function main(): Promise<void> {
       return (user + system) / 1e6;
     };
     let outBytes = 0;
+    // What the node holds before any document (so what a round adds to it can be told apart).
+    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+    process.stdout.write(`node RSS before the rounds: ${mib(currentRss(node.child.pid!))} (peak so far ${mib(peakRss(node.child.pid!))})\n`);
+    const client = await ReadingClient.start();
+    const benchNames = new Map(client.threadIds.map((tid) => [tid, "reading client"]));
+    /** This process's CPU by thread during a GET: s3rver (event loop, libuv's pool for its file reads) and the client. */
+    const benchThreads = (byThread: Map<string, number>) =>
+      [...byThread]
+        .filter(([, seconds]) => seconds > 0)
+        .map(
+          ([kind, seconds]) =>
+            `${kind === "event loop" ? "s3rver (event loop)" : kind.startsWith("helper") ? "s3rver's fs pool and GC" : kind} ${seconds.toFixed(2)} s`,
+        )
+        .join(", ");
     for (let round = 0; round < rounds; round++) {
       let benchBefore = benchCpu();
-      const direct = await timedGet(store.port, "/bench/input.csv");
+      let own = new ThreadCpuSampler(process.pid, 50, benchNames);
+      const direct = await client.get(store.port, "/bench/input.csv");
+      const directThreads = benchThreads(own.stop());
       if (direct.bytes !== bytes) throw new Error(`the store gave ${direct.bytes} of ${bytes} bytes`);
       directMs.push(direct.ms);
       directCpu.push(benchCpu() - benchBefore);
       benchBefore = benchCpu();
       const nodeBefore = processCpuSeconds(node.child.pid!);
       const compactsBefore = markCompacts();
+      own = new ThreadCpuSampler(process.pid, 50, benchNames);
       const threads = new ThreadCpuSampler(node.child.pid!);
-      const redacted = await timedGet(exportPort, "/bench/input.csv");
+      const redacted = await client.get(exportPort, "/bench/input.csv");
+      const exportThreads = benchThreads(own.stop());
       const byThread = [...threads.stop()].filter(([, seconds]) => seconds > 0).sort((a, b) => b[1] - a[1]);
       outBytes = redacted.bytes;
       exportMs.push(redacted.ms);
@@ -137,9 +137,11 @@ async function main(): Promise<void> {
       exportCpu.push(benchCpu() - benchBefore + nodeCpu[round]!);
       process.stdout.write(
         `round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s (${directCpu[round]!.toFixed(2)} CPU s), through the export ${(redacted.ms / 1000).toFixed(2)} s (${exportCpu[round]!.toFixed(2)} CPU s, the node ${nodeCpu[round]!.toFixed(2)}; ${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n` +
-          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}; ${markCompacts() - compactsBefore} mark-compacts of the event loop's heap\n`,
+          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}; ${markCompacts() - compactsBefore} mark-compacts of the event loop's heap; node peak RSS so far ${mib(peakRss(node.child.pid!))}\n` +
+          `  bench process by thread: direct ${directThreads}; through the export ${exportThreads}\n`,
       );
     }
+    await client.stop();
     const rss = peakRss(node.child.pid!);
     const view = (await (await fetch(`${node.url}/export`)).json()) as { exports: Array<{ serving: { rows: { in: number; kept: number } } }> };
     const rows = view.exports[0]!.serving.rows;
@@ -173,6 +175,8 @@ async function main(): Promise<void> {
       met: rss < 300 * 2 ** 20,
     });
   } finally {
+    // BENCH_GC_LOG=<file>: the node's output (its --trace-gc lines) for a closer look at its collections.
+    if (process.env.BENCH_GC_LOG) writeFileSync(process.env.BENCH_GC_LOG, `${node.lines.join("\n")}\n`);
     await node.stop();
     await nats.stop();
     await store.stop();

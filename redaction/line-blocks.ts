@@ -1,8 +1,23 @@
 import { documentLimits } from "./types";
 
 const LF = 0x0a;
-/** Buffers kept for reuse; more are left to the garbage collector. */
+/** Block buffers kept for reuse by every document of the process; more are left to the garbage collector. */
 const maxSpare = 4;
+/** Room past a block's size for the chunk that completes it (a bigger chunk grows the buffer). */
+const minSlack = 64 << 10;
+
+/** A block buffer kept for reuse, and the document whose bytes it holds. */
+interface SpareBuffer {
+  buffer: ArrayBuffer;
+  holder: LineBlocks;
+}
+
+/**
+ * Shared by all documents: a document's buffers, long-lived and so in V8's old generation, would
+ * otherwise be garbage when it ends and wait for a mark-compact (the node's RSS grew document after
+ * document where those were rare).
+ */
+const spare: SpareBuffer[] = [];
 
 /** A block of input in its own ArrayBuffer (so it can move to a worker without a copy). */
 export interface InputBlock {
@@ -20,9 +35,15 @@ export class LineBlocks {
   private length = 0;
   /** Just after the last line feed gathered; 0 when there is none. */
   private lineEnd = 0;
-  private readonly spare: ArrayBuffer[] = [];
+  /**
+   * What a block's buffer holds: a block and the chunk that completes it (the store's reads are 64 KiB).
+   * Not twice the block: every buffer that comes back from a worker is new external memory to V8, and
+   * what it adds up to per document (its byte lengths) is what starts the event loop's collections.
+   */
+  private readonly capacity: number;
 
   constructor(private readonly blockBytes: number) {
+    this.capacity = blockBytes + Math.max(blockBytes >> 2, minSlack);
     this.buf = this.fresh(0);
   }
 
@@ -78,7 +99,15 @@ export class LineBlocks {
 
   /** A block's buffer back from its reader, for reuse. */
   recycle(input: ArrayBuffer): void {
-    if (this.spare.length < maxSpare && input.byteLength >= this.blockBytes * 2) this.spare.push(input);
+    if (spare.length < maxSpare && input.byteLength >= this.capacity) spare.push({ buffer: input, holder: this });
+  }
+
+  /** The document is done (or failed): the gathering buffer goes back for reuse; nothing may be appended after. */
+  release(): void {
+    this.recycle(this.buf.buffer as ArrayBuffer);
+    this.buf = Buffer.alloc(0);
+    this.length = 0;
+    this.lineEnd = 0;
   }
 
   /** The gathered bytes moved into a buffer of at least `size`, starting at `at`. */
@@ -90,8 +119,11 @@ export class LineBlocks {
 
   /** A buffer of at least `size` bytes with an ArrayBuffer of its own. */
   private fresh(size: number): Buffer {
-    const index = this.spare.findIndex((buffer) => buffer.byteLength >= size);
-    if (index !== -1) return Buffer.from(this.spare.splice(index, 1)[0]);
-    return Buffer.allocUnsafeSlow(Math.max(size, this.blockBytes * 2));
+    const needed = Math.max(size, this.capacity);
+    const index = spare.findIndex(({ buffer }) => buffer.byteLength >= needed);
+    if (index === -1) return Buffer.allocUnsafeSlow(needed);
+    const [{ buffer, holder }] = spare.splice(index, 1);
+    // Another document's bytes never reach this one's blocks, not even past a block's length.
+    return holder === this ? Buffer.from(buffer) : Buffer.from(buffer).fill(0);
   }
 }

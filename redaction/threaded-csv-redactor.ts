@@ -118,6 +118,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   close(): Promise<void> {
     // A stopped attempt decides nothing more (queued decision requests check the failure), and a push or end still waiting is told.
     this.failure ??= new Error("the document redaction was closed");
+    if (!this.closing) this.input.release();
     this.wake();
     this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => undefined);
     return this.closing;

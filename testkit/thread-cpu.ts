@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from "node:fs";
  * told apart by when they exist: the event loop (thread id = pid), threads started during the
  * run (a document's worker threads; one ending between samples loses at most one interval),
  * and the threads that were there before (V8's helpers, mostly garbage collection, and libuv's pool).
+ * Threads whose ids the caller knows (`named`, e.g. a bench's own client thread) are counted under their name.
  */
 export class ThreadCpuSampler {
   /** Ticks per thread id: at the start, and the last seen. */
@@ -16,6 +17,7 @@ export class ThreadCpuSampler {
   constructor(
     private readonly pid: number,
     intervalMs = 50,
+    private readonly named = new Map<string, string>(),
   ) {
     for (const [tid, { ticks }] of this.sample()) this.first.set(tid, ticks);
     this.timer = setInterval(() => this.record(), intervalMs);
@@ -27,10 +29,20 @@ export class ThreadCpuSampler {
     this.record();
     const byKind = new Map<string, number>();
     for (const [tid, { ticks }] of this.last) {
-      const kind = tid === String(this.pid) ? "event loop" : this.first.has(tid) ? "helper threads (GC, libuv)" : "threads started (workers)";
+      const kind =
+        this.named.get(tid) ?? (tid === String(this.pid) ? "event loop" : this.first.has(tid) ? "helper threads (GC, libuv)" : "threads started (workers)");
       byKind.set(kind, (byKind.get(kind) ?? 0) + (ticks - (this.first.get(tid) ?? 0)) / 100);
     }
     return byKind;
+  }
+
+  /** The ids of a process's threads now (to name one started next: the id that was not there before). */
+  static threadIds(pid: number): string[] {
+    try {
+      return readdirSync(`/proc/${pid}/task`);
+    } catch {
+      return [];
+    }
   }
 
   private record(): void {
@@ -39,13 +51,7 @@ export class ThreadCpuSampler {
 
   private sample(): Map<string, { ticks: number }> {
     const threads = new Map<string, { ticks: number }>();
-    let tids: string[];
-    try {
-      tids = readdirSync(`/proc/${this.pid}/task`);
-    } catch {
-      return threads;
-    }
-    for (const tid of tids) {
+    for (const tid of ThreadCpuSampler.threadIds(this.pid)) {
       try {
         const stat = readFileSync(`/proc/${this.pid}/task/${tid}/stat`, "utf8");
         const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
