@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { startNats } from "../testkit/nats";
-import { peakRss } from "../testkit/memory";
+import { currentRss, peakRss } from "../testkit/memory";
 import { processCpuSeconds } from "../testkit/process-cpu";
 import { ThreadCpuSampler } from "../testkit/thread-cpu";
 import { NodeProcess } from "../testkit/node-process";
@@ -91,8 +91,12 @@ async function main(): Promise<void> {
     const main = isolateOf(node.lines.find((line) => isolateOf(line) !== undefined) ?? "");
     return node.lines.filter((line) => line.includes("Mark-Compact") && isolateOf(line) === main).length;
   };
+  const mib = (value: number) => `${(value / 2 ** 20).toFixed(0)} MiB`;
+  // Where the node's memory comes from: started, with the bench's policy, with the export, then the peak after each round.
+  const rssSteps = [`started ${mib(currentRss(node.child.pid!))}`];
   try {
     await setUpBenchPolicy(node.url, users);
+    rssSteps.push(`policy ${mib(currentRss(node.child.pid!))}`);
     const created = await fetch(`${node.url}/export`, {
       method: "PUT",
       headers: { "content-type": "application/json" },
@@ -109,6 +113,8 @@ async function main(): Promise<void> {
       if ((await fetch(`http://127.0.0.1:${exportPort}/`).catch(() => undefined)) !== undefined) break;
       await sleep(100);
     }
+    rssSteps.push(`export ${mib(currentRss(node.child.pid!))}`);
+    process.stdout.write(`node RSS: ${rssSteps.join(", ")}\n`);
     const directMs: number[] = [];
     const exportMs: number[] = [];
     const directCpu: number[] = [];
@@ -137,7 +143,7 @@ async function main(): Promise<void> {
       exportCpu.push(benchCpu() - benchBefore + nodeCpu[round]!);
       process.stdout.write(
         `round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s (${directCpu[round]!.toFixed(2)} CPU s), through the export ${(redacted.ms / 1000).toFixed(2)} s (${exportCpu[round]!.toFixed(2)} CPU s, the node ${nodeCpu[round]!.toFixed(2)}; ${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n` +
-          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}; ${markCompacts() - compactsBefore} mark-compacts of the event loop's heap\n`,
+          `  node peak RSS so far ${mib(peakRss(node.child.pid!))}; node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}; ${markCompacts() - compactsBefore} mark-compacts of the event loop's heap\n`,
       );
     }
     const rss = peakRss(node.child.pid!);

@@ -1,3 +1,5 @@
+import { setFlagsFromString } from "node:v8";
+
 /**
  * The V8 flags a node is launched with (deploy/Dockerfile, deploy/warden.service,
  * deploy/local-cluster.sh, `npm start`; the HTTP benches run under them too). A 24 MiB
@@ -12,3 +14,20 @@
  * (docs/operations.md, "Node.js flags"; bench/RESULTS.md).
  */
 export const nodeFlags: readonly string[] = ["--max-semi-space-size=24"];
+
+/**
+ * Lets a worker thread's `resourceLimits` apply while it starts. V8 flags are process-wide and
+ * override a worker's limits (measured: a worker asked for an 8 MiB young generation got 64 MiB
+ * under the semi-space flag), so the decision indexer's young generation grew like the event
+ * loop's, to ~47 MB committed while a large document was redacted, and the node's peak RSS went
+ * over 300 MiB (bench/RESULTS.md, branch objmem). V8 reads the flag when it sets up an isolate's
+ * heap: cleared until the worker is online, then restored as launched. Cleared for good, it made
+ * the event loop's heap run a mark-compact every few hundred milliseconds (measured), hence the
+ * window. Returns the function that restores it.
+ */
+export function withoutSemiSpaceFlag(): () => void {
+  const launched = process.execArgv.find((arg) => arg.startsWith("--max-semi-space-size="));
+  if (!launched) return () => undefined;
+  setFlagsFromString("--max-semi-space-size=0");
+  return () => setFlagsFromString(launched);
+}
