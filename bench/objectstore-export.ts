@@ -73,8 +73,12 @@ async function main(): Promise<void> {
     const main = isolateOf(node.lines.find((line) => isolateOf(line) !== undefined) ?? "");
     return node.lines.filter((line) => line.includes("Mark-Compact") && isolateOf(line) === main).length;
   };
+  const mib = (value: number) => `${(value / 2 ** 20).toFixed(0)} MiB`;
+  // Where the node's memory comes from: started, with the bench's policy, with the export, then the peak after each round.
+  const rssSteps = [`started ${mib(currentRss(node.child.pid!))}`];
   try {
     await setUpBenchPolicy(node.url, users);
+    rssSteps.push(`policy ${mib(currentRss(node.child.pid!))}`);
     const created = await fetch(`${node.url}/export`, {
       method: "PUT",
       headers: { "content-type": "application/json" },
@@ -91,6 +95,8 @@ async function main(): Promise<void> {
       if ((await fetch(`http://127.0.0.1:${exportPort}/`).catch(() => undefined)) !== undefined) break;
       await sleep(100);
     }
+    rssSteps.push(`export ${mib(currentRss(node.child.pid!))}`);
+    process.stdout.write(`node RSS: ${rssSteps.join(", ")}\n`);
     const directMs: number[] = [];
     const exportMs: number[] = [];
     const directCpu: number[] = [];
@@ -102,7 +108,6 @@ async function main(): Promise<void> {
     };
     let outBytes = 0;
     // What the node holds before any document (so what a round adds to it can be told apart).
-    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
     process.stdout.write(`node RSS before the rounds: ${mib(currentRss(node.child.pid!))} (peak so far ${mib(peakRss(node.child.pid!))})\n`);
     const client = await ReadingClient.start();
     const benchNames = new Map(client.threadIds.map((tid) => [tid, "reading client"]));

@@ -380,7 +380,7 @@ cmd_start() {
     (
       cd "$ROOT"
       export NATS_URL="$nats_url_list" JS_REPLICAS="$replicas" PORT="$port" HOST=127.0.0.1 \
-        NODE_ID="$name" DATA_DIR="$DIR/$name"
+        NODE_ID="$name" DATA_DIR="$DIR/$name" MALLOC_ARENA_MAX=2
       exec nohup node --max-semi-space-size=24 dist/service/main.js --data-dir "$DIR/$name" >"$log" 2>&1 </dev/null
     ) &
     pid=$!

@@ -4,10 +4,17 @@ import type { Logger } from "pino";
 import { partitionOf } from "../actors/runtime/addressing";
 import type { ActorRuntime } from "../actors/runtime/runtime";
 import type { IndexerThreadMessage, IndexerThreadSetup } from "./indexer-thread";
+import { withoutSemiSpaceFlag } from "./node-flags";
 
 /** The indexer runs where this (virtual) actor's partition lives: one indexer in the cluster, moved like any actor on failover. */
 const indexerAddress = { type: "decision-index", id: "trace" };
 const checkEveryMs = 250;
+/**
+ * The indexer thread's young generation: two 2 MiB semi-spaces (V8 takes a third of this for one and rounds it to a power of
+ * two). Its messages are small and short-lived. Under the event loop's semi-space flag it grew to 32 MiB committed (46 MB of
+ * heap) while a large document's decisions were indexed: the node's peak RSS (bench/RESULTS.md, branch objmem3).
+ */
+const indexerYoungGenerationMb = 6;
 
 /**
  * The node's side of the decision indexer: starts its thread, and tells it whether this node is
@@ -23,7 +30,13 @@ export class IndexerHost {
   ) {}
 
   static async start(setup: IndexerThreadSetup, runtime: ActorRuntime, log: Logger): Promise<IndexerHost> {
-    const worker = new Worker(join(__dirname, "indexer-thread.js"), { workerData: setup });
+    const restoreFlag = withoutSemiSpaceFlag();
+    const worker = new Worker(join(__dirname, "indexer-thread.js"), {
+      workerData: setup,
+      resourceLimits: { maxYoungGenerationSizeMb: indexerYoungGenerationMb },
+    });
+    worker.once("online", restoreFlag);
+    worker.once("exit", restoreFlag);
     worker.on("error", (error) => log.error({ err: error }, "decision indexer thread failed; reports answer 503 until the node restarts"));
     await new Promise<void>((resolve, reject) => {
       worker.once("message", () => resolve());

@@ -4,6 +4,7 @@ import { httpsRequest } from "./https";
 import { join } from "node:path";
 import { freePort } from "./ports";
 import { tempDir } from "./temp";
+import { nodeEnvironment } from "../service/node-flags";
 
 const root = join(__dirname, "..", "..");
 export const mainScript = join(root, "dist", "service", "main.js");
@@ -46,6 +47,8 @@ export class NodeProcess {
     const { NATS_URL: _inherited, ...inheritedEnv } = process.env;
     const child = spawn(process.execPath, [...(options.execArgv ?? []), mainScript], {
       env: {
+        // As deployed (service/node-flags.ts); this process's own environment can override it.
+        ...nodeEnvironment,
         ...inheritedEnv,
         ...(options.natsUrl ? { NATS_URL: options.natsUrl } : {}),
         PORT: String(port),

@@ -5,7 +5,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { parse, parseAllDocuments } from "yaml";
 import { findNatsServer } from "../../service/nats-server";
-import { nodeFlags } from "../../service/node-flags";
+import { nodeEnvironment, nodeFlags } from "../../service/node-flags";
 import { freePort } from "../../testkit/ports";
 import { tempDir } from "../../testkit/temp";
 
@@ -143,6 +143,7 @@ test("systemd unit: the node binary comes from the environment (NODE_BIN), and S
     "launched with the node's V8 flags",
   );
   assert.ok(value("Environment").includes("NODE_BIN=node"), "a default");
+  for (const [name, setting] of Object.entries(nodeEnvironment)) assert.ok(value("Environment").includes(`${name}=${setting}`), `the node's ${name}`);
   assert.ok(value("EnvironmentFile").includes("-/etc/default/warden"), "per machine");
   assert.deepEqual(value("KillSignal"), ["SIGTERM"]);
 });
@@ -164,6 +165,7 @@ test("the image's root filesystem, built by the Dockerfile's own steps, starts a
   assert.ok(!existsSync(join(image.workdir, "dist", "test")), "no tests");
   assert.ok(existsSync(join(image.workdir, "node_modules", "fastify")));
   assert.deepEqual(image.entrypoint.slice(0, 1 + nodeFlags.length), ["node", ...nodeFlags], "launched with the node's V8 flags");
+  for (const [name, setting] of Object.entries(nodeEnvironment)) assert.equal(image.env[name], setting, `the node's ${name}`);
 
   // The image's environment, with this machine's ports and paths.
   const port = await freePort();

@@ -1,4 +1,4 @@
-import { normalizeSync } from "libpg-query";
+import { postgresParser } from "./sql-parser";
 import { constantsKey, formOfKey } from "./constants-key";
 import type { SchemaView } from "./schema-view";
 import { analyzeQuery, namesWritten, type QueryAnalysis, type StatementPolicy } from "./statement-analysis";
@@ -87,7 +87,7 @@ export class AnalysisCache {
     }
     let form: string;
     try {
-      form = normalizeSync(sql);
+      form = postgresParser().normalizeSync(sql);
     } catch {
       return undefined; // a syntax error: the text's own analysis reports it
     }
@@ -210,7 +210,7 @@ function spliceLikeForm(sql: string, form: string, template: Template): Pick<Que
   text += sql.slice(from);
   let normalized: string;
   try {
-    normalized = normalizeSync(text);
+    normalized = postgresParser().normalizeSync(text);
   } catch {
     return undefined;
   }

@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
-import { parseSync } from "libpg-query";
 import { deparseSync } from "pgsql-deparser";
 import { readsOnlyCatalogs, type RelationHook } from "./catalog-reads";
 import type { RelationView, SchemaView } from "./schema-view";
-import { nodeType, parseStatements, stripLocations, type Node } from "./sql-parser";
+import { nodeType, parseStatements, postgresParser, stripLocations, type Node } from "./sql-parser";
 
 /**
  * Policy pushdown (docs/postgres-export.md, "Pushdown"): each reference to a mapped table becomes
@@ -130,6 +129,6 @@ function derivedTable(relation: RelationView, inherited: boolean, target: Pushdo
     `SELECT ${columns.join(", ")} FROM ${inherited ? "" : "ONLY "}${ident(relation.schema)}.${ident(relation.name)} AS t ` +
     `JOIN ${target.table} AS v ON v.user_id OPERATOR(pg_catalog.=) ${userOf} ` +
     `WHERE ${verdictSchema}.require_verdicts(${literal(target.exportKey)}, ${target.versionMarker})`;
-  const parsed = parseSync(sql);
+  const parsed = postgresParser().parseSync(sql);
   return parsed.stmts![0]!.stmt as unknown as Node;
 }

@@ -1,18 +1,29 @@
-import { loadModule, parseSync, type ParseResult } from "libpg-query";
+import type * as LibpgQuery from "libpg-query";
 
 /**
  * PostgreSQL's own parser (libpg-query: the server's grammar compiled to WebAssembly), so the
  * export reads a statement exactly as the server will. Its synchronous API needs the module
- * loaded once per process before the first statement: `loadSqlParser()` at startup.
+ * loaded once per process before the first statement: `loadSqlParser()` before a PostgreSQL
+ * export's port opens (and in each proxy worker). Required there and not at import: requiring
+ * libpg-query starts its WebAssembly, about 17 MiB of the node's resident memory, which a node
+ * serving no PostgreSQL export would hold for nothing (bench/RESULTS.md, branch objmem3).
  */
 let loaded: Promise<void> | undefined;
-let ready = false;
+let libpgQuery: typeof LibpgQuery | undefined;
 
 export function loadSqlParser(): Promise<void> {
-  loaded ??= loadModule().then(() => {
-    ready = true;
-  });
+  loaded ??= (async () => {
+    const module = require("libpg-query") as typeof LibpgQuery;
+    await module.loadModule();
+    libpgQuery = module;
+  })();
   return loaded;
+}
+
+/** libpg-query's synchronous functions (parse, normalize, scan), once `loadSqlParser()` resolved. */
+export function postgresParser(): typeof LibpgQuery {
+  if (!libpgQuery) throw new Error("the SQL parser is not loaded (loadSqlParser() first)");
+  return libpgQuery;
 }
 
 /** A plain JSON parse tree node: `{ NodeType: { ...fields } }`. */
@@ -38,10 +49,10 @@ export class SqlSyntaxError extends Error {
 
 /** The statements of `sql`; throws SqlSyntaxError where PostgreSQL would answer 42601. */
 export function parseStatements(sql: string): ParsedStatement[] {
-  if (!ready) throw new Error("the SQL parser is not loaded (loadSqlParser() first)");
-  let result: ParseResult;
+  const parser = postgresParser();
+  let result: LibpgQuery.ParseResult;
   try {
-    result = parseSync(sql);
+    result = parser.parseSync(sql);
   } catch (error) {
     const details = (error as { sqlDetails?: { message?: string; cursorPosition?: number } }).sqlDetails;
     // libpg-query counts from 0; PostgreSQL reports positions from 1.

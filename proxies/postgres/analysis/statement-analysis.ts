@@ -1,11 +1,21 @@
 import { randomBytes } from "node:crypto";
-import { scanSync } from "libpg-query";
+import type { scanSync } from "libpg-query";
 import { Attribution, baseOf, type Level, type LayoutEntry } from "./attribution";
 import { readsOnlyCatalogs } from "./catalog-reads";
 import { deparseChecked, pushdownSelect, type PushdownTarget } from "./pushdown";
 import { readOnlyRefusal, type Refusal } from "./read-only";
 import type { RelationView, SchemaView } from "./schema-view";
-import { nodeType, parseStatements, parseWithoutLocations, SqlSyntaxError, stripLocations, walkNodes, type Node, type ParsedStatement } from "./sql-parser";
+import {
+  nodeType,
+  parseStatements,
+  parseWithoutLocations,
+  postgresParser,
+  SqlSyntaxError,
+  stripLocations,
+  walkNodes,
+  type Node,
+  type ParsedStatement,
+} from "./sql-parser";
 import { strictRefusal } from "./strict-predicates";
 
 export type { Refusal } from "./read-only";
@@ -434,7 +444,7 @@ const expressionPairs: Record<string, string> = { FROM: "DISTINCT", GROUP: "WITH
  */
 function splice(sql: string, levels: Level[]): { text: string; insertions: QueryAnalysis["insertions"] } | undefined {
   const bytes = Buffer.from(sql, "utf8");
-  const tokens = scanSync(sql).tokens;
+  const tokens = postgresParser().scanSync(sql).tokens;
   const edits: Array<{ at: number; text: string }> = [];
   for (const level of levels) {
     const targets = (level.select.targetList as Node[] | undefined) ?? [];
@@ -552,7 +562,7 @@ const keywordLabelSet: ReadonlySet<string> = new Set(keywordLabels);
  */
 export function namesWritten(sql: string): Set<string> {
   const names = new Set<string>(keywordLabels);
-  for (const token of scanSync(sql).tokens) {
+  for (const token of postgresParser().scanSync(sql).tokens) {
     const text = token.text;
     if (text.startsWith('"')) names.add(text.slice(1, -1).replace(/""/g, '"'));
     else if (token.tokenName === "IDENT" || token.keywordKind !== 0) names.add(text.toLowerCase());
