@@ -5,6 +5,7 @@ import { CancelKeys, honourCancel, type CancelTarget } from "./cancel-keys";
 import { RemoteDecider } from "./remote-decider";
 import { VerdictWatch, type PushdownVerdicts } from "./verdict-watch";
 import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
+import { readThroughBuffer } from "./client-reads";
 import { fatalMessage, ProxySession } from "./session";
 import { UserIdMemo } from "./user-id-memo";
 import { loadSqlParser } from "./analysis/sql-parser";
@@ -123,7 +124,11 @@ function accept(exportId: string, connectionId: string, socket: Socket | undefin
     return;
   }
   const { settings } = served;
-  const session: ProxySession = new ProxySession(socket, {
+  // Read into one buffer (client-reads.ts); the session exists before the first read (same tick).
+  let reading: ProxySession | undefined;
+  const client = readThroughBuffer(socket, (chunk) => (reading ? reading.clientBytes(chunk) : client?.destroy()));
+  client?.on("error", () => client.destroy());
+  const session: ProxySession = new ProxySession(client ?? socket, {
     exportId,
     connectionId,
     backend: settings.backend,
@@ -149,6 +154,7 @@ function accept(exportId: string, connectionId: string, socket: Socket | undefin
       send({ kind: "ended", exportId, connectionId, counts, identity, live });
     },
   });
+  reading = session;
   served.sessions.add(session);
 }
 

@@ -74,13 +74,16 @@ export class ProxySession {
     this.connection.close(destroyClient);
   }
 
+  /** Bytes from the client: its socket's `'data'`, or its reads into a buffer (client-reads.ts). */
+  clientBytes(chunk: Buffer): void {
+    const { idle } = this.connection;
+    if (idle) idle.traffic = true;
+    this.clientPump.received(chunk);
+  }
+
   private attachClient(socket: Socket): void {
     socket.setNoDelay(true);
-    const { idle } = this.connection;
-    socket.on("data", (chunk: Buffer) => {
-      if (idle) idle.traffic = true;
-      this.clientPump.received(chunk);
-    });
+    socket.on("data", (chunk: Buffer) => this.clientBytes(chunk));
     socket.on("drain", () => {
       if (!this.backendPump.pumping) this.connection.backend?.resume();
     });

@@ -56,7 +56,8 @@ export class RowFilter {
   scan(bytes: Buffer, frames: FrameList, from: number): number {
     const plan = this.plan!;
     const missing = this.missingUsers;
-    missing.clear();
+    // Only when something is in it: clearing a Set allocates a new table, once per transaction otherwise.
+    if (missing.size > 0) missing.clear();
     // Entries for every frame of the chunk (the arrays only grow), emptied again by the next `startChunk`.
     while (this.chunkUsers.length < frames.count) {
       this.chunkUsers.push(undefined);
