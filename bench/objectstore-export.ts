@@ -96,7 +96,8 @@ async function main(): Promise<void> {
       await sleep(100);
     }
     rssSteps.push(`export ${mib(currentRss(node.child.pid!))}`);
-    process.stdout.write(`node RSS: ${rssSteps.join(", ")}\n`);
+    // What the node holds before any document (so what a round adds to it can be told apart).
+    process.stdout.write(`node RSS: ${rssSteps.join(", ")} (peak so far ${mib(peakRss(node.child.pid!))})\n`);
     const directMs: number[] = [];
     const exportMs: number[] = [];
     const directCpu: number[] = [];
@@ -107,8 +108,6 @@ async function main(): Promise<void> {
       return (user + system) / 1e6;
     };
     let outBytes = 0;
-    // What the node holds before any document (so what a round adds to it can be told apart).
-    process.stdout.write(`node RSS before the rounds: ${mib(currentRss(node.child.pid!))} (peak so far ${mib(peakRss(node.child.pid!))})\n`);
     const client = await ReadingClient.start();
     const benchNames = new Map(client.threadIds.map((tid) => [tid, "reading client"]));
     /** This process's CPU by thread during a GET: s3rver (event loop, libuv's pool for its file reads) and the client. */
