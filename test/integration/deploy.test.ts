@@ -148,6 +148,18 @@ test("systemd unit: the node binary comes from the environment (NODE_BIN), and S
   assert.deepEqual(value("KillSignal"), ["SIGTERM"]);
 });
 
+test("`npm start` and deploy/local-cluster.sh launch the node with its V8 flags and its environment", () => {
+  const launch = `node ${nodeFlags.join(" ")} dist/service/main.js`;
+  const start = (JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.start!;
+  assert.ok(start.includes(launch), `npm start: ${start}`);
+  const cluster = readFileSync(join(deploy, "local-cluster.sh"), "utf8");
+  assert.ok(cluster.includes(`exec nohup ${launch}`), "local-cluster.sh starts each node with the flags");
+  for (const [name, setting] of Object.entries(nodeEnvironment)) {
+    assert.ok(start.includes(`${name}=${setting} ${launch}`), `npm start sets ${name}`);
+    assert.match(cluster, new RegExp(`export [^\\n]*(\\\\\\n[^\\n]*)*\\b${name}=${setting}\\b`), `local-cluster.sh exports ${name}`);
+  }
+});
+
 test("the image's root filesystem, built by the Dockerfile's own steps, starts a node that passes the image's HEALTHCHECK", { timeout: 600_000 }, async () => {
   const out = tempDir("rootfs");
   const built = spawnSync(process.execPath, [join(root, "scripts", "build-rootfs.mjs"), out], { encoding: "utf8", timeout: 540_000 });
