@@ -11,6 +11,10 @@ import { brokenCsvInputs, csvInputs, csvPlan, FakeDecisions, randomCsv, seeded, 
 class FakeReader implements DirectInput {
   private sink?: InputSink;
   private at = 0;
+  /** Bytes read so far. */
+  get read(): number {
+    return this.at;
+  }
   private paused = true;
   private scheduled = false;
   private ended = false;
@@ -34,7 +38,7 @@ class FakeReader implements DirectInput {
     this.paused = false;
     if (!this.scheduled && !this.ended) {
       this.scheduled = true;
-      setImmediate(() => this.read());
+      setImmediate(() => this.readOnce());
     }
   }
 
@@ -44,7 +48,7 @@ class FakeReader implements DirectInput {
     this.sink?.ended(error ?? new Error("destroyed"));
   }
 
-  private read(): void {
+  private readOnce(): void {
     this.scheduled = false;
     if (this.paused || this.ended) return;
     if (this.at === this.input.length) {
@@ -131,4 +135,21 @@ test("a reader that fails midway fails the document: it never ends as complete",
     })(),
     /ended early/,
   );
+});
+
+test("a consumer that stops reading stops the reader: what is read stays within the blocks in flight", async () => {
+  const input = randomCsv(seeded(13), { faults: false, rows: 4000 });
+  assert.ok(input.length > 100_000, `${input.length} bytes`);
+  const decisions = new FakeDecisions();
+  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes: 256, inlineBytes: 0 });
+  const reader = new FakeReader(input, seeded(17));
+  const chunks = redactedChunks(redactor, reader);
+  assert.equal((await chunks.next()).done, false, "the header's output");
+  assert.equal((await chunks.next()).done, false, "the first block's output: the reader reads into the block buffers");
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const read = reader.read;
+  assert.ok(read < 20_000, `${read} of ${input.length} bytes read while nothing was taken`);
+  const parts: Buffer[] = [];
+  for (let next = await chunks.next(); !next.done; next = await chunks.next()) parts.push(next.value);
+  assert.ok(reader.read === input.length, "all of it once the consumer reads again");
 });
