@@ -13,7 +13,8 @@ const parkingBytes = 16 << 10;
  * does for handed-over client sockets), whose every read lands where the sink asked. Framing is
  * the `Content-Length` only: bytes are counted, never parsed. The body ends with its last byte
  * (the connection is then closed, never reused); fewer bytes before the connection ends, or more
- * than the length in a read, fail it. Silence for the store's idle limit fails it, as a client
+ * than the length in a read, fail it. Silence for the store's idle limit (`idleMs`, the HTTP
+ * client's for the headers) fails it, paused or not, as a client
  * request that ends (`signal`) does. docs/objectstore-export.md.
  */
 export class StoreBody implements DirectInput {
@@ -31,6 +32,7 @@ export class StoreBody implements DirectInput {
     private readonly pending: Buffer[],
     private readonly length: number,
     private readonly signal: AbortSignal,
+    idleMs: number,
   ) {
     this.received = 0;
     const options = {
@@ -42,7 +44,7 @@ export class StoreBody implements DirectInput {
       onread: { buffer: () => this.nextRoom(), callback: (length: number, buffer: Buffer) => this.read(buffer.subarray(0, length)) },
     } as SocketConstructorOpts;
     this.socket = new Socket(options);
-    this.socket.setTimeout(storeIdleMs, () => this.fail(new Error(`the store sent nothing for ${storeIdleMs / 1000} s`)));
+    this.socket.setTimeout(idleMs, () => this.fail(new Error(`the store sent nothing for ${idleMs / 1000} s`)));
     this.socket.on("error", (error) => this.fail(error));
     const cut = () => this.fail(new Error(`the store's connection ended after ${this.received} of the body's ${this.length} bytes`));
     this.socket.on("end", cut);
@@ -124,7 +126,7 @@ export class StoreBody implements DirectInput {
  * an IncomingMessage, as every other answer is. The HTTP client's socket is destroyed without its
  * handle (Node's client and agent see it close; the connection lives on in the StoreBody).
  */
-export function takeOverBody(response: IncomingMessage, signal: AbortSignal): StoreBody | undefined {
+export function takeOverBody(response: IncomingMessage, signal: AbortSignal, idleMs = storeIdleMs): StoreBody | undefined {
   const socket = response.socket as (Socket & { encrypted?: boolean }) | null;
   const length = Number(response.headers["content-length"]);
   const framed = response.headers["transfer-encoding"] === undefined && response.headers["content-length"] !== undefined && Number.isSafeInteger(length);
@@ -137,7 +139,7 @@ export function takeOverBody(response: IncomingMessage, signal: AbortSignal): St
   internal._handle = null;
   const first: Buffer[] = [];
   for (let chunk: Buffer | null = response.read(); chunk !== null; chunk = response.read()) first.push(chunk);
-  const body = new StoreBody(handle, first, length, signal);
+  const body = new StoreBody(handle, first, length, signal, idleMs);
   socket.destroy();
   return body;
 }

@@ -170,6 +170,20 @@ describe("the store's body read straight into a sink's room (proxies/objectstore
     server.close();
   });
 
+  test("a store that sends nothing for the idle limit fails the body and its connection is closed", { timeout: 10_000 }, async () => {
+    const { server, port, closed } = await store([`${head(1000)}a,b\n`]);
+    const reading = takeOverBody(await answer(port), new AbortController().signal, 300);
+    assert.ok(reading);
+    const sink = new TailSink();
+    reading.readInto(sink);
+    reading.resume();
+    await sink.settled;
+    assert.match(String(sink.error()?.message), /sent nothing for 0.3 s/);
+    assert.equal(sink.text(), "a,b\n");
+    await closed;
+    server.close();
+  });
+
   test("chunked answers and answers the HTTP client already read whole are left to it", { timeout: 10_000 }, async () => {
     const chunked = await store(["HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n4\r\na,b\n\r\n", "0\r\n\r\n"]);
     const first = await answer(chunked.port);
