@@ -43,6 +43,7 @@ export async function* redactedChunks(redactor: DocumentRedactor, input: AsyncIt
 async function* readDirectly(redactor: DocumentRedactor, input: DirectInput): AsyncGenerator<Buffer> {
   const resume = () => input.resume();
   let sink = redactor.directSink?.(resume);
+  let more = true;
   if (!sink) {
     const chunks = new ChunkReader(input);
     for (let chunk = await chunks.next(); chunk; chunk = sink ? undefined : await chunks.next()) {
@@ -51,9 +52,10 @@ async function* readDirectly(redactor: DocumentRedactor, input: DirectInput): As
       sink = redactor.directSink?.(resume);
     }
     if (!sink) return;
-    for (const queued of chunks.takeQueued()) sink.arrived(queued);
+    for (const queued of chunks.takeQueued()) more = sink.arrived(queued);
   }
   input.readInto(sink);
-  input.resume();
+  // Told to stop already: the redactor resumes the reader once its output is taken.
+  if (more) input.resume();
   for (let out = await redactor.output!(); out; out = await redactor.output!()) if (out.length > 0) yield out;
 }

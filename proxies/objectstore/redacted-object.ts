@@ -54,7 +54,7 @@ export async function redactedObject(options: {
   const { stored, format, plan } = options;
   const threading = threadingFor(stored, options.threading);
   const redactor = documentRedactor(format, plan, new ExportDecisionSource(options.decider, plan), threading);
-  const input = readDirectly(format, threading) ? (takeOverBody(stored, options.signal) ?? stored) : stored;
+  const input = takesBodyOver(format, threading) ? (takeOverBody(stored, options.signal) ?? stored) : stored;
   const chunks = redactedChunks(redactor, input instanceof StoreBody ? input : (input as AsyncIterable<Buffer>));
   const drop = () => (input instanceof StoreBody ? input.destroy(new Error("the document's answer ended before the store's body")) : stored.destroy());
   let ended = false;
@@ -132,7 +132,7 @@ function threadingFor(stored: IncomingMessage, threading: CsvThreading): CsvThre
  * block buffers (store-body.ts), where the connection allows. JSON, NDJSON, and CSVs redacted on the
  * calling thread (one thread, or small enough) are read as the HTTP client hands them out.
  */
-function readDirectly(format: DocumentFormat, threading: CsvThreading): boolean {
+function takesBodyOver(format: DocumentFormat, threading: CsvThreading): boolean {
   return format === "csv" && threading.threads > 1 && threading.inlineBytes === 0;
 }
 
