@@ -83,7 +83,9 @@ export class StoreBody implements DirectInput {
   /** A read; false stops reading (Node pauses the socket). */
   private read(bytes: Buffer): boolean {
     if (this.outcome) return false;
-    if (!this.sink) {
+    if (!this.sink || this.paused) {
+      // No sink yet, or a read after a stop (Node's stream machinery restarts reading once when pause() follows resume()
+      // in the same tick): kept, and handed on at resume.
       this.pending.push(Buffer.from(bytes));
       return false;
     }

@@ -154,6 +154,21 @@ describe("the store's body read straight into a sink's room (proxies/objectstore
     server.close();
   });
 
+  test("pause() stops the socket's reads (an onread socket's readStop) until resume()", { timeout: 10_000 }, async () => {
+    const body = "y".repeat(30);
+    const { server, port } = await store([head(body.length) + body.slice(0, 10), body.slice(10, 20), body.slice(20)]);
+    const sink = new TailSink();
+    const reading = await read(port, sink);
+    reading.pause();
+    await wait(200);
+    assert.equal(sink.arrivals, 1, "only what the HTTP client had read with the head");
+    reading.resume();
+    await sink.settled;
+    assert.equal(sink.error(), undefined);
+    assert.equal(sink.text(), body);
+    server.close();
+  });
+
   test("the client's request ending (its signal) fails the body and closes the store's connection", { timeout: 10_000 }, async () => {
     const { server, port, closed } = await store([`${head(1 << 20)}a,b\n`]);
     const abort = new AbortController();
