@@ -5,6 +5,8 @@ const LF = 0x0a;
 const maxSpare = 4;
 /** Room past a block's size for the chunk that completes it (a bigger chunk grows the buffer). */
 const minSlack = 64 << 10;
+/** The least free room handed to a reader that reads straight into the buffer (a socket read of Node's size). */
+const minRoom = 64 << 10;
 
 /** A block buffer kept for reuse, and the document whose bytes it holds. */
 interface SpareBuffer {
@@ -41,6 +43,11 @@ export class LineBlocks {
    * what it adds up to per document (its byte lengths) is what starts the event loop's collections.
    */
   private readonly capacity: number;
+  /**
+   * The buffer whose free room was handed to a reader (`room`) that may still write into it (a
+   * socket's reads land there): it never goes back for reuse by another document while lent.
+   */
+  private lent?: ArrayBuffer;
 
   constructor(private readonly blockBytes: number) {
     this.capacity = blockBytes + Math.max(blockBytes >> 2, minSlack);
@@ -50,6 +57,37 @@ export class LineBlocks {
   append(chunk: Buffer): void {
     if (this.length + chunk.length > this.buf.length) this.buf = this.moved(this.length + chunk.length, 0);
     chunk.copy(this.buf, this.length);
+    this.gathered(chunk);
+  }
+
+  /**
+   * The free room after what is gathered (at least `minRoom` bytes), for a reader to write the next
+   * input into: bytes read there are gathered by `commit` without a copy. The buffer stays lent to
+   * the reader (never reused by another document) until `endLoan`.
+   */
+  room(): Buffer {
+    if (this.buf.length - this.length < minRoom) this.buf = this.moved(this.length + minRoom, 0);
+    this.lent = this.buf.buffer as ArrayBuffer;
+    return this.buf.subarray(this.length);
+  }
+
+  /**
+   * Input that arrived: written at the start of the last `room` (gathered in place), or anywhere else,
+   * a room handed out before the buffer moved (`prepend`) included (copied, as `append`).
+   */
+  commit(bytes: Buffer): void {
+    const inPlace = bytes.buffer === this.buf.buffer && bytes.byteOffset === this.buf.byteOffset + this.length && this.length + bytes.length <= this.buf.length;
+    if (!inPlace) return this.append(bytes);
+    this.gathered(bytes);
+  }
+
+  /** The reader given `room` writes nothing more (its socket is closed): the buffer may be reused again. */
+  endLoan(): void {
+    this.lent = undefined;
+  }
+
+  /** `chunk` was just written after what is gathered. */
+  private gathered(chunk: Buffer): void {
     const lf = chunk.lastIndexOf(LF);
     if (lf !== -1) this.lineEnd = this.length + lf + 1;
     this.length += chunk.length;
@@ -104,7 +142,8 @@ export class LineBlocks {
 
   /** The document is done (or failed): the gathering buffer goes back for reuse; nothing may be appended after. */
   release(): void {
-    this.recycle(this.buf.buffer as ArrayBuffer);
+    // A buffer a reader may still write into is left to the garbage collector, never to another document.
+    if (this.lent !== this.buf.buffer) this.recycle(this.buf.buffer as ArrayBuffer);
     this.buf = Buffer.alloc(0);
     this.length = 0;
     this.lineEnd = 0;

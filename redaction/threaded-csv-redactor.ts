@@ -4,6 +4,7 @@ import type { RecordPlan } from "../decision/record-redaction";
 import { emptyBuffer } from "./chunked-redactor";
 import { CsvRedactor } from "./csv-redactor";
 import { faultError } from "./csv-rows";
+import type { InputSink } from "./direct-input";
 import { LineBlocks, type InputBlock } from "./line-blocks";
 import type { CsvHandover, CsvThreading, CsvWorkerReport, CsvWorkerRequest, CsvWorkerSetup, DecisionSource, DocumentRedactor, RedactionTally } from "./types";
 
@@ -74,6 +75,11 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   private failure?: Error;
   private waiter?: { resolve: () => void; reject: (error: Error) => void };
   private closing?: Promise<void>;
+  /** Input read straight into the block buffers (directSink): the reader to wake when it was told to stop. */
+  private resumeInput?: () => void;
+  private inputPaused = false;
+  /** All of the input has been gathered and handed out (end, or the direct reader's end). */
+  private inputEnded = false;
 
   constructor(
     plan: RecordPlan,
@@ -96,14 +102,44 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.document!.tally.bytesIn += chunk.length;
     this.input.append(chunk);
     for (let block = this.input.take(); block; block = this.input.take()) this.dispatch(block, false);
-    while (this.blocks.length >= this.threading.threads * 2) await this.change();
+    while (this.blocks.length >= this.blockLimit) await this.change();
     return this.takeReady();
+  }
+
+  /**
+   * Once the header is read (the workers started), the rest of the input can be written straight into
+   * the block buffers (DirectInput) instead of pushed: undefined before. `resume` is called when the
+   * reader, told to stop (enough blocks in flight or released but not yet taken by `output`), may read again.
+   */
+  directSink(resume: () => void): InputSink | undefined {
+    if (!this.document || this.failure || this.inputEnded) return undefined;
+    this.resumeInput = resume;
+    return { room: () => this.input.room(), arrived: (bytes) => this.arrived(bytes), ended: (error) => this.inputEnd(error) };
+  }
+
+  /** With a direct sink: the output released since the last call (waiting for some); undefined once the input ended and all of it is released. */
+  async output(): Promise<Buffer | undefined> {
+    for (;;) {
+      if (this.failure) throw this.failure;
+      if (this.ready.length > 0) {
+        const out = this.takeReady();
+        if (this.inputPaused && this.blocks.length < this.blockLimit) {
+          this.inputPaused = false;
+          this.resumeInput?.();
+        }
+        return out;
+      }
+      if (this.inputEnded && this.blocks.length === 0) return undefined;
+      // Waiting for input (no block at a worker) is the reader's to time out, not the workers' stall limit.
+      await this.change(this.tasks.size > 0);
+    }
   }
 
   async end(): Promise<Buffer> {
     if (this.failure) throw this.failure;
     if (!this.document) return this.inline.end();
-    this.dispatch(this.input.takeRest(), true);
+    if (!this.inputEnded) this.dispatch(this.input.takeRest(), true);
+    this.inputEnded = true;
     while (this.blocks.length > 0) await this.change();
     await this.close();
     return this.takeReady();
@@ -122,6 +158,37 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.wake();
     this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => undefined);
     return this.closing;
+  }
+
+  /** Blocks handed to workers and not yet released: past this, input waits (push) or its reader is stopped (direct sink, counting released output not yet taken). */
+  private get blockLimit(): number {
+    return this.threading.threads * 2;
+  }
+
+  /** Bytes the direct reader wrote (in place into the room it was given, or elsewhere): gathered and cut into blocks as push does. */
+  private arrived(bytes: Buffer): boolean {
+    if (this.failure || this.inputEnded) return false;
+    this.document!.tally.bytesIn += bytes.length;
+    this.input.commit(bytes);
+    let dispatched = false;
+    for (let block = this.input.take(); block; block = this.input.take()) {
+      this.dispatch(block, false);
+      dispatched = true;
+    }
+    // output() may be waiting for input, without the workers' stall limit: with a block out, it waits with it.
+    if (dispatched) this.wake();
+    this.inputPaused = this.blocks.length + this.ready.length >= this.blockLimit;
+    return !this.inputPaused;
+  }
+
+  /** The direct reader is done: it writes into no room any more; the rest of the input is the last block. */
+  private inputEnd(error?: Error): void {
+    this.input.endLoan();
+    if (error) return this.fail(error);
+    if (this.failure || this.inputEnded) return;
+    this.inputEnded = true;
+    this.dispatch(this.input.takeRest(), true);
+    this.wake();
   }
 
   private startWorkers(): void {
@@ -270,10 +337,12 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   }
 
   /** Waits until a worker reports (or the document fails). */
-  private change(): Promise<void> {
+  private change(stallLimit = true): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
-      const stalled = setTimeout(() => this.fail(new Error(`no CSV worker thread reported for ${stallLimitMs / 1000} s`)), stallLimitMs);
+      const stalled = stallLimit
+        ? setTimeout(() => this.fail(new Error(`no CSV worker thread reported for ${stallLimitMs / 1000} s`)), stallLimitMs)
+        : undefined;
       const settled = () => clearTimeout(stalled);
       this.waiter = {
         resolve: () => (settled(), resolve()),

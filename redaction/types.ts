@@ -1,3 +1,4 @@
+import type { InputSink } from "./direct-input";
 import type { Verdict } from "../decision/verdicts";
 import type { DecisionRequest } from "../decision/types";
 import type { CsvVerdicts } from "./csv-verdicts";
@@ -72,6 +73,13 @@ export interface DocumentRedactor {
   tally(): RedactionTally;
   /** Releases what the redactor holds beyond memory (worker threads); safe to call more than once. */
   close(): Promise<void>;
+  /**
+   * Where it can, the rest of the input written straight into its buffers instead of pushed (direct-input.ts):
+   * undefined while it cannot (yet). `resume` is called when the reader it stopped may read again.
+   */
+  directSink?(resume: () => void): InputSink | undefined;
+  /** With a direct sink: the output released since the last call (waiting for some); undefined once all of it is out. */
+  output?(): Promise<Buffer | undefined>;
 }
 
 /** Limits that keep a hostile document from exhausting a node (docs/redaction.md). */

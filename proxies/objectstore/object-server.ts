@@ -252,6 +252,7 @@ export class ObjectServer {
       plan,
       mappingKey,
       threading: this.options.threading,
+      signal,
       onEnd: (outcome, tally, error) => this.objectEnded(request, operation, format, outcome, tally, error, Date.now() - started),
     });
     return reply.headers(redacted.headers).send(redacted.body);

@@ -9,7 +9,7 @@ import { uriEncode } from "../../auth/cloud-signature";
 /** The signing region when the export's credentials name none (what S3-compatible stores expect by default). */
 export const defaultStoreRegion = "us-east-1";
 /** A store that sends nothing for this long (headers or body) is given up on: the client's request fails. */
-const storeIdleMs = 60_000;
+export const storeIdleMs = 60_000;
 
 export interface StoreRequest {
   method: string;

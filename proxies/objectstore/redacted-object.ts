@@ -7,6 +7,7 @@ import { documentFormats, DocumentError, type CsvThreading, type DocumentFormat,
 import type { ExportDecider } from "../../exports/export-decider";
 import { ExportDecisionSource } from "./export-decision-source";
 import { S3Error } from "./s3-errors";
+import { StoreBody, takeOverBody } from "./store-body";
 
 /** The redacted document is handed to the client in pieces of about this size: what a slow reader holds at most beyond the redactor's blocks. */
 const outputHighWaterMark = 1 << 20;
@@ -45,12 +46,17 @@ export async function redactedObject(options: {
   plan: RecordPlan;
   mappingKey: string;
   threading: CsvThreading;
+  /** The client's request ended: the store's body, once taken over from the HTTP client (store-body.ts), is dropped with it. */
+  signal: AbortSignal;
   /** Called once when the document ends: complete, failed (with the error) or abandoned by the client. */
   onEnd: (outcome: "complete" | "failed" | "abandoned", tally: RedactionTally | undefined, error?: Error) => void;
 }): Promise<RedactedObject> {
   const { stored, format, plan } = options;
-  const redactor = documentRedactor(format, plan, new ExportDecisionSource(options.decider, plan), threadingFor(stored, options.threading));
-  const chunks = redactedChunks(redactor, stored as AsyncIterable<Buffer>);
+  const threading = threadingFor(stored, options.threading);
+  const redactor = documentRedactor(format, plan, new ExportDecisionSource(options.decider, plan), threading);
+  const input = takesBodyOver(format, threading) ? (takeOverBody(stored, options.signal) ?? stored) : stored;
+  const chunks = redactedChunks(redactor, input instanceof StoreBody ? input : (input as AsyncIterable<Buffer>));
+  const drop = () => (input instanceof StoreBody ? input.destroy(new Error("the document's answer ended before the store's body")) : stored.destroy());
   let ended = false;
   const end = (outcome: "complete" | "failed" | "abandoned", error?: Error) => {
     if (ended) return;
@@ -67,7 +73,7 @@ export async function redactedObject(options: {
   try {
     first = await chunks.next();
   } catch (error) {
-    stored.destroy();
+    drop();
     end("failed", error as Error);
     throw documentFailure(error);
   }
@@ -92,7 +98,7 @@ export async function redactedObject(options: {
     } finally {
       // The client went away (the answer was destroyed): the store's request is dropped with it.
       if (!finished) {
-        stored.destroy();
+        drop();
         await chunks.return(undefined).catch(() => undefined);
         end("abandoned");
       } else if (first.done) end("complete");
@@ -119,6 +125,15 @@ export async function redactedObject(options: {
 function threadingFor(stored: IncomingMessage, threading: CsvThreading): CsvThreading {
   const length = Number(stored.headers["content-length"]);
   return length > threading.inlineBytes ? { ...threading, inlineBytes: 0 } : threading;
+}
+
+/**
+ * A CSV on worker threads from its header on is read off the store's connection straight into the
+ * block buffers (store-body.ts), where the connection allows. JSON, NDJSON, and CSVs redacted on the
+ * calling thread (one thread, or small enough) are read as the HTTP client hands them out.
+ */
+function takesBodyOver(format: DocumentFormat, threading: CsvThreading): boolean {
+  return format === "csv" && threading.threads > 1 && threading.inlineBytes === 0;
 }
 
 /** A document the engine refused before anything was sent, as the client's error (its line or record, never its bytes). */

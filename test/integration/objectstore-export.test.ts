@@ -368,7 +368,9 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
   });
 
   test("a store failing midway cuts the client's stream off (never a short document ended cleanly); a client that goes away aborts the store's request; a slow reader holds the store back", async () => {
-    // A store (fake, in addition to s3rver) that streams an endless CSV as fast as it is taken, or fails after some rows.
+    // A store (fake, in addition to s3rver) that streams an endless CSV as fast as it is taken, or fails after some rows:
+    // chunked (read through Node's HTTP client), or with a Content-Length (1 TiB: read off the connection, store-body.ts).
+    let sized = false;
     let written = 0;
     let closedEarly = 0;
     let failAfter = Number.POSITIVE_INFINITY;
@@ -378,7 +380,7 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
         res.writeHead(200, { "content-type": "text/csv" }).end();
         return;
       }
-      res.writeHead(200, { "content-type": "text/csv", etag: '"fake"' });
+      res.writeHead(200, { "content-type": "text/csv", etag: '"fake"', ...(sized ? { "content-length": String(2 ** 40) } : {}) });
       res.write(`${columns.join(",")}\n`);
       let sent = 0;
       const pump = () => {
@@ -400,40 +402,43 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     assert.equal(answer.status, 200, JSON.stringify(answer.body));
     await until("the export listens", () => listening(ports[4]!));
 
-    // 1. failing midway: the client's chunked answer has no proper end.
-    failAfter = 3 * 1024 * 1024;
-    const cut = await rawGet(ports[4]!, "/docs/endless.csv");
-    assert.equal(cut.status, 200);
-    assert.equal(cut.complete, false, "the answer is cut off, not ended");
-    assert.ok(cut.body.length > 0);
-    const sdkCut = await s3Client(ports[4]!).send(new GetObjectCommand({ Bucket: "docs", Key: "endless.csv" }));
-    await assert.rejects(sdkCut.Body!.transformToString(), "the SDK's stream fails rather than ending");
+    for (const framing of ["chunked", "content-length"]) {
+      sized = framing === "content-length";
+      // 1. failing midway: the client's chunked answer has no proper end.
+      failAfter = 3 * 1024 * 1024;
+      const cut = await rawGet(ports[4]!, "/docs/endless.csv");
+      assert.equal(cut.status, 200);
+      assert.equal(cut.complete, false, "the answer is cut off, not ended");
+      assert.ok(cut.body.length > 0);
+      const sdkCut = await s3Client(ports[4]!).send(new GetObjectCommand({ Bucket: "docs", Key: "endless.csv" }));
+      await assert.rejects(sdkCut.Body!.transformToString(), "the SDK's stream fails rather than ending");
 
-    // 2. a slow reader (reads nothing for a while): the store is held back (backpressure), memory stays bounded.
-    failAfter = Number.POSITIVE_INFINITY;
-    written = 0;
-    closedEarly = 0;
-    const rssBefore = await nodeRss(live());
-    const slow = await new Promise<{ destroy: () => void; received: () => number }>((resolve) => {
-      const outgoing = httpRequest({ host: "127.0.0.1", port: ports[4]!, path: "/docs/endless.csv" }, (response) => {
-        let received = 0;
-        response.pause();
-        resolve({ destroy: () => outgoing.destroy(), received: () => received });
-        response.on("data", (chunk: Buffer) => (received += chunk.length));
+      // 2. a slow reader (reads nothing for a while): the store is held back (backpressure), memory stays bounded.
+      failAfter = Number.POSITIVE_INFINITY;
+      written = 0;
+      closedEarly = 0;
+      const rssBefore = await nodeRss(live());
+      const slow = await new Promise<{ destroy: () => void; received: () => number }>((resolve) => {
+        const outgoing = httpRequest({ host: "127.0.0.1", port: ports[4]!, path: "/docs/endless.csv" }, (response) => {
+          let received = 0;
+          response.pause();
+          resolve({ destroy: () => outgoing.destroy(), received: () => received });
+          response.on("data", (chunk: Buffer) => (received += chunk.length));
+        });
+        outgoing.end();
       });
-      outgoing.end();
-    });
-    await new Promise((resolve) => setTimeout(resolve, 3000));
-    const held = written;
-    await new Promise((resolve) => setTimeout(resolve, 2000));
-    assert.ok(written - held < 4 * 1024 * 1024, `the store was held back while the client read nothing (${written - held} more bytes)`);
-    assert.ok(written < 64 * 1024 * 1024, `bounded: ${written} bytes taken from the store`);
-    const rssDuring = await nodeRss(live());
-    assert.ok(rssDuring - rssBefore < 100 * 1024 * 1024, `node RSS grew by ${rssDuring - rssBefore}`);
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const held = written;
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      assert.ok(written - held < 4 * 1024 * 1024, `the store was held back while the client read nothing (${written - held} more bytes)`);
+      assert.ok(written < 64 * 1024 * 1024, `bounded: ${written} bytes taken from the store`);
+      const rssDuring = await nodeRss(live());
+      assert.ok(rssDuring - rssBefore < 100 * 1024 * 1024, `node RSS grew by ${rssDuring - rssBefore}`);
 
-    // 3. the client goes away: the store's request is aborted.
-    slow.destroy();
-    await until("the store's request is aborted", async () => closedEarly > 0, 10_000);
+      // 3. the client goes away: the store's request is aborted.
+      slow.destroy();
+      await until(`the store's request is aborted (${framing})`, async () => closedEarly > 0, 10_000);
+    }
     assert.equal((await call("DELETE", `/export?id=${answer.body.id}`)).status, 200);
     await new Promise<void>((resolve) => fake.close(() => resolve()));
     fake.closeAllConnections();

@@ -32,3 +32,49 @@ test("a released LineBlocks keeps nothing of its input", () => {
   blocks.release();
   assert.equal(blocks.takeRest().length, 0);
 });
+
+test("input read into the room is gathered in place, and the block it completes holds it", () => {
+  const blocks = new LineBlocks(4096);
+  const room = blocks.room();
+  const input = rows("carol,field\n", 5000);
+  input.copy(room);
+  blocks.commit(room.subarray(0, input.length));
+  const block = blocks.take();
+  assert.ok(block);
+  assert.equal(block.input, room.buffer, "the block is the buffer the room was in: no copy");
+  assert.equal(
+    Buffer.from(block.input, 0, block.length).toString() +
+      Buffer.from(blocks.takeRest().input)
+        .toString("utf8")
+        .slice(0, input.length - block.length),
+    input.toString(),
+  );
+});
+
+test("bytes read into a room the buffer has since moved away from (prepend) are copied, none lost", () => {
+  const blocks = new LineBlocks(4096);
+  blocks.append(Buffer.from("a,1\n"));
+  const room = blocks.room();
+  blocks.prepend(Buffer.from("head,0\n"));
+  room.write("b,2\n");
+  blocks.commit(room.subarray(0, 4));
+  const rest = blocks.takeRest();
+  assert.equal(Buffer.from(rest.input, 0, rest.length).toString(), "head,0\na,1\nb,2\n");
+});
+
+test("a buffer whose room a reader may still write into is never handed to another document", () => {
+  const blockBytes = 4096;
+  const first = new LineBlocks(blockBytes);
+  first.append(Buffer.from("a,1\n"));
+  const room = first.room();
+  // The first document ends while its reader still holds the room (its socket not yet closed).
+  first.release();
+  const second = new LineBlocks(blockBytes);
+  second.append(rows("b\n", blockBytes * 2));
+  // The first document's store writes into the room it was given: none of it may reach the second document.
+  room.fill("secret");
+  const block = second.take();
+  assert.ok(block);
+  assert.equal(Buffer.from(block.input).includes("secret"), false, "not in the second document's block");
+  assert.equal(Buffer.from(second.takeRest().input).includes("secret"), false, "nor in its gathering buffer");
+});
