@@ -5,6 +5,7 @@ import { emptyBuffer } from "./chunked-redactor";
 import { CsvRedactor } from "./csv-redactor";
 import { faultError } from "./csv-rows";
 import { LineBlocks, type InputBlock } from "./line-blocks";
+import { OutputBuffers } from "./output-buffers";
 import type { CsvHandover, CsvThreading, CsvWorkerReport, CsvWorkerRequest, CsvWorkerSetup, DecisionSource, DocumentRedactor, RedactionTally } from "./types";
 
 const workerFile = join(__dirname, "csv-worker.js");
@@ -66,6 +67,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   private readonly tasks = new Map<number, Block>();
   private readonly workers: BlockWorker[] = [];
   private readonly input: LineBlocks;
+  private readonly outputs = new OutputBuffers();
   private ready: Buffer[] = [];
   /** Where the first block not yet released starts. */
   private next = { line: 0, offset: 0 };
@@ -115,6 +117,10 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     return this.document.tally.snapshot();
   }
 
+  written(output: Buffer): void {
+    this.outputs.written(output);
+  }
+
   close(): Promise<void> {
     // A stopped attempt decides nothing more (queued decision requests check the failure), and a push or end still waiting is told.
     this.failure ??= new Error("the document redaction was closed");
@@ -155,7 +161,16 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     block.task = ++this.lastTask;
     this.tasks.set(block.task, block);
     worker.tasks++;
-    this.post(worker, { kind: "block", task: block.task, input: block.input, length: block.length, final: block.final }, [block.input]);
+    const output = this.outputs.take();
+    const request: CsvWorkerRequest = {
+      kind: "block",
+      task: block.task,
+      input: block.input,
+      length: block.length,
+      final: block.final,
+      ...(output ? { output } : {}),
+    };
+    this.post(worker, request, output ? [block.input, output] : [block.input]);
   }
 
   private post(worker: BlockWorker, request: CsvWorkerRequest, transfer: ArrayBuffer[] = []): void {
@@ -169,6 +184,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     else {
       block.done = report;
       block.input = report.input;
+      if (report.unused) this.outputs.unused(report.unused);
       worker.tasks--;
       this.tasks.delete(report.task);
     }
@@ -233,7 +249,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
         document.tally.bytesIn = start.offset + scanned.fault.rowStart;
         throw faultError(scanned.fault, start.line);
       }
-      if (done.output) this.ready.push(Buffer.from(done.output, 0, done.outputLength));
+      if (done.output && done.outputLength > 0) this.ready.push(this.outputs.output(done.output, done.outputLength));
+      else if (done.output) this.outputs.unused(done.output);
       this.input.recycle(done.input);
       this.next = { line: start.line + scanned.lines, offset: start.offset + scanned.end };
       this.blocks.shift();
@@ -257,7 +274,14 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   }
 
   private takeReady(): Buffer {
-    const out = this.ready.length === 1 ? this.ready[0] : this.ready.length === 0 ? emptyBuffer : Buffer.concat(this.ready);
+    if (this.ready.length <= 1) {
+      const out = this.ready[0] ?? emptyBuffer;
+      this.ready = [];
+      return out;
+    }
+    const out = Buffer.concat(this.ready);
+    // Copied: the outputs' buffers can take later outputs at once.
+    for (const part of this.ready) this.outputs.written(part);
     this.ready = [];
     return out;
   }
