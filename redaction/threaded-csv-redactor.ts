@@ -223,6 +223,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
         const unfinished = Buffer.from(block.done.input, block.scanned.end, block.length - block.scanned.end);
         const joined = this.input.join(unfinished, Buffer.from(after.done.input, 0, after.length));
         this.input.recycle(after.done.input);
+        if (after.done.output) this.outputs.unused(after.done.output);
         Object.assign(after, joined, { start, scanned: undefined, done: undefined, asked: false, abandoned: false });
         block.carried = true;
         this.send(after);
