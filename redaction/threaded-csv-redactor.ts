@@ -99,7 +99,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.input.append(chunk);
     for (let block = this.input.take(); block; block = this.input.take()) this.dispatch(block, false);
     while (this.blocks.length >= this.threading.threads * 2) await this.change();
-    return this.takeReady();
+    return this.takeReady(false);
   }
 
   async end(): Promise<Buffer> {
@@ -108,7 +108,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.dispatch(this.input.takeRest(), true);
     while (this.blocks.length > 0) await this.change();
     await this.close();
-    return this.takeReady();
+    return this.takeReady(true);
   }
 
   tally(): RedactionTally {
@@ -274,18 +274,22 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
       .catch((error: unknown) => this.fail(error as Error));
   }
 
-  private takeReady(): Buffer {
-    if (this.ready.length <= 1) {
-      const out = this.ready[0] ?? emptyBuffer;
-      this.ready = [];
-      return out;
-    }
+  /**
+   * The oldest output released: outputs are handed out one per call, so that each keeps its own
+   * buffer (given back to the pool once written) instead of being joined into a new one, which
+   * the collector would take. All of them joined at the end, or when more than two blocks per
+   * worker wait (a caller whose pushes release several blocks each).
+   */
+  private takeReady(all: boolean): Buffer {
+    if (this.ready.length === 0) return emptyBuffer;
+    if (this.ready.length === 1 || (!all && this.ready.length <= this.threading.threads * 2)) return this.ready.shift()!;
     const out = Buffer.concat(this.ready);
     // Copied: the outputs' buffers can take later outputs at once.
     for (const part of this.ready) this.outputs.written(part);
     this.ready = [];
     return out;
   }
+
 
   private fail(error: Error): void {
     if (this.failure) return;
