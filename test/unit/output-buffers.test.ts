@@ -54,7 +54,7 @@ test("worker threads write a later document's outputs into the buffers of an ear
     try {
       for (let at = 0; at < input.length; at += blockBytes) {
         let output = await redactor.push(input.subarray(at, at + blockBytes));
-        // Each block's output taken alone (outputs released together are joined into a new buffer): every block here keeps rows.
+        // Each block's output taken before the next block (what still waits at the end is joined into a new buffer): every block here keeps rows.
         for (let tries = 0; output.length === 0 && at >= blockBytes && tries < 500; tries++) {
           await new Promise((resolve) => setTimeout(resolve, 2));
           output = await redactor.push(Buffer.alloc(0));
