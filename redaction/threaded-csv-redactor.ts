@@ -290,7 +290,6 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     return out;
   }
 
-
   private fail(error: Error): void {
     if (this.failure) return;
     this.failure = error;
