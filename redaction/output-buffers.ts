@@ -48,7 +48,7 @@ export class OutputBuffers {
     this.keep(buffer);
   }
 
-  /** A buffer a worker gave back without writing an output in it (its block was abandoned, or it was too small). */
+  /** A buffer of this document whose output is not sent: its block was abandoned (read from a wrong start), or its output is empty. */
   unused(buffer: ArrayBuffer): void {
     this.keep(buffer);
   }
