@@ -1,5 +1,5 @@
 import { canNameUser } from "../decision/user-id-shape";
-import { decodeField, emptyCounts, emptyRows, scanRowsInJs, wasmSliceBytes, writeRows, type ScannedRows } from "./csv-rows";
+import { decodeField, emptyCounts, emptyRows, newOutput, scanRowsInJs, wasmSliceBytes, writeRows, type OutputSpace, type ScannedRows } from "./csv-rows";
 import { regularRows } from "./csv-structure";
 import { csvWasm, reserveWasmMemory, type CsvWasmExports } from "./csv-wasm";
 import { addUsersWithoutVerdict, rowVerdicts, type VerdictOf } from "./row-verdicts";
@@ -24,7 +24,7 @@ export interface BlockRows {
   scan: BlockScan;
   /** Users the caller has no verdict for, in the order their rows come (as idsOf and a Set give them). */
   users: string[];
-  /** When `users` is empty: the kept rows, in a Buffer with its own ArrayBuffer, and their counts. */
+  /** When `users` is empty: the kept rows, at the start of an ArrayBuffer of their own (the caller's `space`), and their counts. */
   output?: Buffer;
   counts?: CsvCounts;
 }
@@ -70,9 +70,17 @@ export class CsvRowEngine {
 
   /**
    * Scans `buf` (a row starts at 0, on line `line`; rows of `columns` fields) and writes its rows
-   * with `verdicts` (by id), `verdictOf` giving a user's verdict when the caller has it.
+   * with `verdicts` (by id), `verdictOf` giving a user's verdict when the caller has it, into `space`.
    */
-  redact(buf: Buffer, final: boolean, line: number, columns: number, verdicts: readonly CsvVerdict[], verdictOf: VerdictOf): BlockRows | undefined {
+  redact(
+    buf: Buffer,
+    final: boolean,
+    line: number,
+    columns: number,
+    verdicts: readonly CsvVerdict[],
+    verdictOf: VerdictOf,
+    space: OutputSpace = newOutput,
+  ): BlockRows | undefined {
     const module = this.module;
     const userColumnCount = this.userColumns.length;
     if (buf.length > wasmSliceBytes) return undefined;
@@ -168,7 +176,7 @@ export class CsvRowEngine {
       for (let id = 0; id < verdicts.length; id++) if (rowCounts[id + 1] > 0) counts.rowsByVerdict[id] = rowCounts[id + 1];
     }
     const tailOutput = tail.count > 0 ? writeRows(buf, tail, 0, rowVerdicts(tailIds, verdictOf), this.terminator, counts) : undefined;
-    const output = Buffer.allocUnsafeSlow(written + (tailOutput?.length ?? 0));
+    const output = space(written + (tailOutput?.length ?? 0)).subarray(0, written + (tailOutput?.length ?? 0));
     output.set(new Uint8Array(module.memory.buffer, out, written));
     if (tailOutput) output.set(tailOutput, written);
     return { scan, users: [], output, counts };

@@ -192,10 +192,16 @@ function scanRest(buf: Buffer, start: number, final: boolean, line: number, colu
   return rows;
 }
 
+/** Where an output of up to `length` bytes is written: a Buffer of at least that length at the start of an ArrayBuffer of its own. */
+export type OutputSpace = (length: number) => Buffer;
+
+/** A new ArrayBuffer for each output. */
+export const newOutput: OutputSpace = (length) => Buffer.allocUnsafeSlow(length);
+
 /**
  * Writes the rows from `first` that their verdicts keep (`verdicts[r - first]`; undefined: the
  * row names no user), each kept field byte for byte and every other one empty, and counts them.
- * The output has its own ArrayBuffer, so a worker can hand it over without a copy.
+ * The output starts an ArrayBuffer of its own (`space`'s), so a worker can hand it over without a copy.
  */
 export function writeRows(
   buf: Buffer,
@@ -204,9 +210,10 @@ export function writeRows(
   verdicts: ReadonlyArray<CsvVerdict | undefined>,
   terminator: Buffer,
   counts: CsvCounts,
+  space: OutputSpace = newOutput,
 ): Buffer {
   const { bounds, columns } = rows;
-  const out = Buffer.allocUnsafeSlow(rows.end + (rows.count + 1) * terminator.length);
+  const out = space(rows.end + (rows.count + 1) * terminator.length);
   let at = 0;
   counts.rowsIn += rows.count - first;
   for (let r = first; r < rows.count; r++) {

@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { CsvRowEngine, type BlockScan } from "./csv-row-engine";
-import { emptyCounts, emptyRows, scanRows, writeRows, type ScannedRows } from "./csv-rows";
+import { emptyCounts, emptyRows, scanRows, writeRows, type OutputSpace, type ScannedRows } from "./csv-rows";
 import { addUsersWithoutVerdict, rowVerdicts } from "./row-verdicts";
 import { UserIdFields } from "./user-id-fields";
 import { documentLimits, type CsvCounts, type CsvVerdict, type CsvWorkerReport, type CsvWorkerRequest, type CsvWorkerSetup } from "./types";
@@ -25,6 +25,8 @@ interface BlockRedaction {
 interface Waiting {
   input: ArrayBuffer;
   block: BlockRedaction;
+  /** The buffer the owner gave for its output, if any. */
+  given?: ArrayBuffer;
 }
 
 const port = parentPort!;
@@ -43,8 +45,8 @@ function report(message: CsvWorkerReport, transfer: ArrayBuffer[] = []): void {
 }
 
 /** The block's rows in WebAssembly; written at once when no user is new. Undefined where the engine cannot. */
-function redactInWasm(buf: Buffer, final: boolean): BlockRedaction | undefined {
-  const rows = engine?.redact(buf, final, 0, setup.columns, verdicts, verdictOf);
+function redactInWasm(buf: Buffer, final: boolean, space: OutputSpace): BlockRedaction | undefined {
+  const rows = engine?.redact(buf, final, 0, setup.columns, verdicts, verdictOf, space);
   if (!rows) return undefined;
   const written = rows.output && rows.counts ? { output: rows.output, counts: rows.counts } : undefined;
   return {
@@ -53,7 +55,7 @@ function redactInWasm(buf: Buffer, final: boolean): BlockRedaction | undefined {
     write: () => {
       if (written) return written;
       // The block waited: redacted again from its bytes (the module's memory has had other blocks since).
-      const again = engine!.redact(buf, final, 0, setup.columns, verdicts, verdictOf);
+      const again = engine!.redact(buf, final, 0, setup.columns, verdicts, verdictOf, space);
       // Fail closed: a row is never written without its user's decision.
       if (!again?.output || !again.counts) throw new Error("no decision for a user of a CSV block");
       return { output: again.output, counts: again.counts };
@@ -62,7 +64,7 @@ function redactInWasm(buf: Buffer, final: boolean): BlockRedaction | undefined {
 }
 
 /** The block's rows the JS way (csv-rows, UserIdFields): the reference for the WebAssembly way. */
-function redactInJs(buf: Buffer, final: boolean): BlockRedaction {
+function redactInJs(buf: Buffer, final: boolean, space: OutputSpace): BlockRedaction {
   const rows = scanRows(buf, 0, final, 0, setup.columns, spareRows.pop() ?? emptyRows());
   const userIds = userIdFields.idsOf(buf, rows, 0);
   return {
@@ -70,25 +72,35 @@ function redactInJs(buf: Buffer, final: boolean): BlockRedaction {
     asked: [...addUsersWithoutVerdict(userIds, verdictOf, new Set())],
     write: () => {
       const counts = emptyCounts();
-      const output = writeRows(buf, rows, 0, rowVerdicts(userIds, verdictOf), terminator, counts);
+      const output = writeRows(buf, rows, 0, rowVerdicts(userIds, verdictOf), terminator, counts, space);
       spareRows.push(rows);
       return { output, counts };
     },
   };
 }
 
-function scan(task: number, input: ArrayBuffer, length: number, final: boolean): void {
+/**
+ * Where a block's output goes: the buffer the owner gave when it is big enough (an output the
+ * client has been sent, back for reuse), else a new one with room for the next outputs, about
+ * as long, to fit in it when it comes back. A given buffer too small is left to the collector.
+ */
+function outputSpace(given: ArrayBuffer | undefined): OutputSpace {
+  return (length) => (given && given.byteLength >= length ? Buffer.from(given, 0, length) : Buffer.allocUnsafeSlow(length + (length >> 3)));
+}
+
+function scan(task: number, input: ArrayBuffer, length: number, final: boolean, given: ArrayBuffer | undefined): void {
   // Forgetting is safe only while no block waits: its users, met before, must stay known until it is written.
   if (waiting.size === 0 && verdictOfUser.size > documentLimits.maxRememberedUsers) {
     verdictOfUser.clear();
     engine?.forget();
   }
   const buf = Buffer.from(input, 0, length);
-  const block = redactInWasm(buf, final) ?? redactInJs(buf, final);
+  const space = outputSpace(given);
+  const block = redactInWasm(buf, final, space) ?? redactInJs(buf, final, space);
   const { end, line, emptyLines, fault } = block.scan;
   report({ kind: "scanned", task, end, lines: line, emptyLines, ...(fault ? { fault } : {}), users: block.asked });
   if (block.asked.length === 0) write(task, input, block);
-  else waiting.set(task, { input, block });
+  else waiting.set(task, { input, block, given });
 }
 
 function decided(task: number, verdictIds: readonly number[], added: readonly CsvVerdict[]): void {
@@ -102,16 +114,18 @@ function decided(task: number, verdictIds: readonly number[], added: readonly Cs
 
 function write(task: number, input: ArrayBuffer, block: BlockRedaction): void {
   const { output, counts } = block.write();
-  report({ kind: "done", task, input, output: output.buffer as ArrayBuffer, outputLength: output.length, counts }, [input, output.buffer as ArrayBuffer]);
+  const buffer = output.buffer as ArrayBuffer;
+  report({ kind: "done", task, input, output: buffer, outputLength: output.length, counts }, [input, buffer]);
 }
 
 port.on("message", (request: CsvWorkerRequest) => {
-  if (request.kind === "block") scan(request.task, request.input, request.length, request.final);
+  if (request.kind === "block") scan(request.task, request.input, request.length, request.final, request.output);
   else if (request.kind === "decisions") decided(request.task, request.verdictIds, request.verdicts);
   else {
     const waited = waiting.get(request.task);
     if (!waited) return; // written already: its report is on its way
     waiting.delete(request.task);
-    report({ kind: "done", task: request.task, input: waited.input, outputLength: 0 }, [waited.input]);
+    const { input, given } = waited;
+    report({ kind: "done", task: request.task, input, outputLength: 0, ...(given ? { unused: given } : {}) }, given ? [input, given] : [input]);
   }
 });

@@ -149,9 +149,9 @@ export class LineBlocks {
     this.lineEnd = 0;
   }
 
-  /** The gathered bytes moved into a buffer of at least `size`, starting at `at`. */
+  /** The gathered bytes moved into a buffer of at least `size`, starting at `at`: twice as long only when they outgrow it. */
   private moved(size: number, at: number): Buffer {
-    const grown = this.fresh(Math.max(size, this.buf.length * 2));
+    const grown = this.fresh(size > this.buf.length ? Math.max(size, this.buf.length * 2) : size);
     this.buf.copy(grown, at, 0, this.length);
     return grown;
   }

@@ -6,6 +6,7 @@ import { CsvRedactor } from "./csv-redactor";
 import { faultError } from "./csv-rows";
 import type { InputSink } from "./direct-input";
 import { LineBlocks, type InputBlock } from "./line-blocks";
+import { OutputBuffers } from "./output-buffers";
 import type { CsvHandover, CsvThreading, CsvWorkerReport, CsvWorkerRequest, CsvWorkerSetup, DecisionSource, DocumentRedactor, RedactionTally } from "./types";
 
 const workerFile = join(__dirname, "csv-worker.js");
@@ -67,6 +68,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   private readonly tasks = new Map<number, Block>();
   private readonly workers: BlockWorker[] = [];
   private readonly input: LineBlocks;
+  private readonly outputs = new OutputBuffers();
   private ready: Buffer[] = [];
   /** Where the first block not yet released starts. */
   private next = { line: 0, offset: 0 };
@@ -103,7 +105,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.input.append(chunk);
     for (let block = this.input.take(); block; block = this.input.take()) this.dispatch(block, false);
     while (this.blocks.length >= this.blockLimit) await this.change();
-    return this.takeReady();
+    return this.takeReady(false);
   }
 
   /**
@@ -122,11 +124,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     for (;;) {
       if (this.failure) throw this.failure;
       if (this.ready.length > 0) {
-        const out = this.takeReady();
-        if (this.inputPaused && this.blocks.length < this.blockLimit) {
-          this.inputPaused = false;
-          this.resumeInput?.();
-        }
+        const out = this.takeReady(false);
+        this.resumeInputIfRoom();
         return out;
       }
       if (this.inputEnded && this.blocks.length === 0) return undefined;
@@ -142,13 +141,17 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.inputEnded = true;
     while (this.blocks.length > 0) await this.change();
     await this.close();
-    return this.takeReady();
+    return this.takeReady(true);
   }
 
   tally(): RedactionTally {
     if (!this.document) return this.inline.tally();
     this.document.verdicts.flush(this.document.tally);
     return this.document.tally.snapshot();
+  }
+
+  written(output: Buffer): void {
+    this.outputs.written(output);
   }
 
   close(): Promise<void> {
@@ -163,6 +166,13 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   /** Blocks handed to workers and not yet released: past this, input waits (push) or its reader is stopped (direct sink, counting released output not yet taken). */
   private get blockLimit(): number {
     return this.threading.threads * 2;
+  }
+
+  /** The direct reader, stopped while enough was in flight or released and not taken, reads again once there is room. */
+  private resumeInputIfRoom(): void {
+    if (!this.inputPaused || this.blocks.length + this.ready.length >= this.blockLimit) return;
+    this.inputPaused = false;
+    this.resumeInput?.();
   }
 
   /** Bytes the direct reader wrote (in place into the room it was given, or elsewhere): gathered and cut into blocks as push does. */
@@ -222,7 +232,16 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     block.task = ++this.lastTask;
     this.tasks.set(block.task, block);
     worker.tasks++;
-    this.post(worker, { kind: "block", task: block.task, input: block.input, length: block.length, final: block.final }, [block.input]);
+    const output = this.outputs.take();
+    const request: CsvWorkerRequest = {
+      kind: "block",
+      task: block.task,
+      input: block.input,
+      length: block.length,
+      final: block.final,
+      ...(output ? { output } : {}),
+    };
+    this.post(worker, request, output ? [block.input, output] : [block.input]);
   }
 
   private post(worker: BlockWorker, request: CsvWorkerRequest, transfer: ArrayBuffer[] = []): void {
@@ -236,6 +255,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     else {
       block.done = report;
       block.input = report.input;
+      if (report.unused) this.outputs.unused(report.unused);
       worker.tasks--;
       this.tasks.delete(report.task);
     }
@@ -243,6 +263,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
       this.advance();
       this.release();
       this.wake();
+      // Blocks whose output is empty (every row dropped) leave nothing for output() to take: room is made here too.
+      this.resumeInputIfRoom();
     } catch (error) {
       this.fail(error as Error);
     }
@@ -274,6 +296,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
         const unfinished = Buffer.from(block.done.input, block.scanned.end, block.length - block.scanned.end);
         const joined = this.input.join(unfinished, Buffer.from(after.done.input, 0, after.length));
         this.input.recycle(after.done.input);
+        if (after.done.output) this.outputs.unused(after.done.output);
         Object.assign(after, joined, { start, scanned: undefined, done: undefined, asked: false, abandoned: false });
         block.carried = true;
         this.send(after);
@@ -300,7 +323,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
         document.tally.bytesIn = start.offset + scanned.fault.rowStart;
         throw faultError(scanned.fault, start.line);
       }
-      if (done.output) this.ready.push(Buffer.from(done.output, 0, done.outputLength));
+      if (done.output && done.outputLength > 0) this.ready.push(this.outputs.output(done.output, done.outputLength));
+      else if (done.output) this.outputs.unused(done.output);
       this.input.recycle(done.input);
       this.next = { line: start.line + scanned.lines, offset: start.offset + scanned.end };
       this.blocks.shift();
@@ -323,8 +347,18 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
       .catch((error: unknown) => this.fail(error as Error));
   }
 
-  private takeReady(): Buffer {
-    const out = this.ready.length === 1 ? this.ready[0] : this.ready.length === 0 ? emptyBuffer : Buffer.concat(this.ready);
+  /**
+   * The oldest output released: outputs are handed out one per call, so that each keeps its own
+   * buffer (given back to the pool once written) instead of being joined into a new one, which
+   * the collector would take. All of them joined at the end, or when more than two blocks per
+   * worker wait (a caller whose pushes release several blocks each).
+   */
+  private takeReady(all: boolean): Buffer {
+    if (this.ready.length === 0) return emptyBuffer;
+    if (this.ready.length === 1 || (!all && this.ready.length <= this.blockLimit)) return this.ready.shift()!;
+    const out = Buffer.concat(this.ready);
+    // Copied: the outputs' buffers can take later outputs at once.
+    for (const part of this.ready) this.outputs.written(part);
     this.ready = [];
     return out;
   }

@@ -71,6 +71,11 @@ export interface DocumentRedactor {
   /** Redacts what is left and closes the document; throws DocumentError when it is incomplete. */
   end(): Promise<Buffer>;
   tally(): RedactionTally;
+  /**
+   * The caller has written `output` (a result of push or end) and reads it no more: its memory
+   * may take a later output. Optional to call; a redactor without reusable outputs has no such method.
+   */
+  written?(output: Buffer): void;
   /** Releases what the redactor holds beyond memory (worker threads); safe to call more than once. */
   close(): Promise<void>;
   /**
@@ -158,7 +163,8 @@ export interface CsvThreading {
 
 /** Messages from the thread that owns a CSV document to one of its workers. */
 export type CsvWorkerRequest =
-  | { kind: "block"; task: number; input: ArrayBuffer; length: number; final: boolean }
+  /** A block to redact; `output`, when given, is a buffer to write its output into if it is big enough (else it comes back as `unused`). */
+  | { kind: "block"; task: number; input: ArrayBuffer; length: number; final: boolean; output?: ArrayBuffer }
   /** The answer to `users`: a verdict id per user asked about, and the verdicts the worker has not seen yet. */
   | { kind: "decisions"; task: number; verdictIds: number[]; verdicts: CsvVerdict[] }
   /** The block does not start where a row starts: drop it. */
@@ -168,8 +174,8 @@ export type CsvWorkerRequest =
 export type CsvWorkerReport =
   /** The block's rows are found; `users` are the ones whose decisions the worker needs before it writes them. */
   | { kind: "scanned"; task: number; end: number; lines: number; emptyLines: number; fault?: CsvRowFault; users: string[] }
-  /** The block is written (`output` holds `outputLength` bytes), or abandoned (no output); `input` comes back. */
-  | { kind: "done"; task: number; input: ArrayBuffer; output?: ArrayBuffer; outputLength: number; counts?: CsvCounts };
+  /** The block is written (`output` holds `outputLength` bytes), or abandoned (no output); `input` comes back, and the output buffer it was given if unused. */
+  | { kind: "done"; task: number; input: ArrayBuffer; output?: ArrayBuffer; outputLength: number; counts?: CsvCounts; unused?: ArrayBuffer };
 
 /** What a CSV worker is started with. */
 export interface CsvWorkerSetup {

@@ -255,7 +255,10 @@ export class ObjectServer {
       signal,
       onEnd: (outcome, tally, error) => this.objectEnded(request, operation, format, outcome, tally, error, Date.now() - started),
     });
-    return reply.headers(redacted.headers).send(redacted.body);
+    // The answer is written here, not by Fastify: each output is given back to the redactor once sent.
+    reply.hijack();
+    await redacted.send(reply.raw, { ...reply.getHeaders(), ...redacted.headers });
+    return reply;
   }
 
   /** Counts a document's rows and traces its summary (no values): how many rows of how many users went out, and how it ended. */

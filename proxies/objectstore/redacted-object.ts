@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import type { IncomingMessage } from "node:http";
-import { Readable } from "node:stream";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { RecordPlan } from "../../decision/record-redaction";
 import { documentRedactor, redactedChunks } from "../../redaction/document-stream";
 import { documentFormats, DocumentError, type CsvThreading, type DocumentFormat, type RedactionTally } from "../../redaction/types";
@@ -9,13 +8,21 @@ import { ExportDecisionSource } from "./export-decision-source";
 import { S3Error } from "./s3-errors";
 import { StoreBody, takeOverBody } from "./store-body";
 
-/** The redacted document is handed to the client in pieces of about this size: what a slow reader holds at most beyond the redactor's blocks. */
+/**
+ * Redacted output the client's connection may hold at once (written to it, not yet sent): no
+ * further output is made past this, so a slow reader holds the store back. What a slow reader
+ * holds at most beyond the redactor's blocks.
+ */
 const outputHighWaterMark = 1 << 20;
 
 export interface RedactedObject {
   /** Headers of the answer: no length (chunked), a derived ETag and Last-Modified, never cached. */
   headers: Record<string, string>;
-  body: Readable;
+  /**
+   * Sends the answer on `res`: its head (`head`: the answer's headers with any the caller adds),
+   * then the document as it is redacted. Never rejects: a failure cuts the answer off.
+   */
+  send(res: ServerResponse, head: Record<string, string | number | string[] | undefined>): Promise<void>;
 }
 
 /**
@@ -35,8 +42,8 @@ export function redactedEtag(exportId: string, mappingKey: string, stored: Incom
  * of its format and out to the client, read from the store only as fast as the client reads.
  * The first output (the CSV header, or the first records) is produced before the answer starts,
  * so a document refused at once is an S3 error; a failure later (a malformed row, the store
- * failing, a decision that cannot be made) errors the body, which cuts the chunked answer off
- * without its last chunk: the client sees a failed transfer, never a short document as whole.
+ * failing, a decision that cannot be made) cuts the chunked answer off without its last chunk:
+ * the client sees a failed transfer, never a short document as whole.
  */
 export async function redactedObject(options: {
   exportId: string;
@@ -77,31 +84,52 @@ export async function redactedObject(options: {
     end("failed", error as Error);
     throw documentFailure(error);
   }
-  async function* body(): AsyncGenerator<Buffer> {
+  /**
+   * Each output is written as it comes, and given back to the redactor once the connection has
+   * sent it (its buffer takes a later block's output instead of becoming garbage).
+   */
+  async function send(res: ServerResponse, head: Record<string, string | number | string[] | undefined>): Promise<void> {
     let finished = false;
+    let unsent = 0;
+    let resume: (() => void) | undefined;
+    const wake = () => {
+      const waiting = resume;
+      resume = undefined;
+      waiting?.();
+    };
+    const sent = (output: Buffer) => (error?: Error | null) => {
+      unsent -= output.length;
+      // A write that failed may leave the output anywhere in the connection's queue: it is not reused.
+      if (!error) redactor.written?.(output);
+      wake();
+    };
+    res.once("close", wake);
     try {
-      if (first.done) {
+      res.writeHead(200, head);
+      for (let next = first; !next.done; next = await chunks.next()) {
+        // The client went away (the answer was destroyed).
+        if (res.destroyed) break;
+        unsent += next.value.length;
+        res.write(next.value, sent(next.value));
+        while (unsent > outputHighWaterMark && !res.destroyed) await new Promise<void>((resolve) => (resume = resolve));
+      }
+      if (!res.destroyed) {
         finished = true;
-        return;
+        end("complete");
+        res.end();
       }
-      yield first.value;
-      for (;;) {
-        const next = await chunks.next();
-        if (next.done) break;
-        yield next.value;
-      }
-      finished = true;
-      end("complete");
     } catch (error) {
       end("failed", error as Error);
-      throw error;
+      // Cuts the chunked answer off without its last chunk: the client sees a failed transfer.
+      res.destroy();
     } finally {
-      // The client went away (the answer was destroyed): the store's request is dropped with it.
+      res.off("close", wake);
+      // The client went away: the store's request is dropped with it, and the workers stopped.
       if (!finished) {
         drop();
         await chunks.return(undefined).catch(() => undefined);
         end("abandoned");
-      } else if (first.done) end("complete");
+      }
     }
   }
   const contentType = typeof stored.headers["content-type"] === "string" ? stored.headers["content-type"] : documentFormats[format];
@@ -113,7 +141,7 @@ export async function redactedObject(options: {
       "cache-control": "no-store",
       "accept-ranges": "none",
     },
-    body: Readable.from(body(), { objectMode: false, highWaterMark: outputHighWaterMark }),
+    send,
   };
 }
 

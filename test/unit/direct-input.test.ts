@@ -100,7 +100,7 @@ async function singleThread(input: Buffer) {
   return outcome(new CsvRedactor(csvPlan, decisions), decisions, input);
 }
 
-test("a CSV read straight into the block buffers gives the bytes, stats and lookups of one thread, however the reads fall", async () => {
+test("a CSV read straight into the block buffers gives the bytes, stats and lookups of one thread, however the reads fall", { timeout: 60_000 }, async () => {
   const inputs = [...Object.values(csvInputs).map((text) => Buffer.from(text)), randomCsv(seeded(7), { faults: false, rows: 400 })];
   let pauses = 0;
   for (const [n, input] of inputs.entries()) {

@@ -78,3 +78,13 @@ test("a buffer whose room a reader may still write into is never handed to anoth
   assert.equal(Buffer.from(block.input).includes("secret"), false, "not in the second document's block");
   assert.equal(Buffer.from(second.takeRest().input).includes("secret"), false, "nor in its gathering buffer");
 });
+
+test("unfinished rows put back again and again keep the gathering buffer at its size (it grows only when outgrown)", () => {
+  const blocks = new LineBlocks(256);
+  const unfinished = Buffer.from('u1,"a quoted field not yet closed');
+  // Each block's unfinished end goes back in front (ThreadedCsvRedactor.release): twice the buffer per time, it overflowed.
+  for (let i = 0; i < 40; i++) blocks.prepend(unfinished);
+  const block = blocks.takeRest();
+  assert.equal(Buffer.from(block.input, 0, block.length).toString(), unfinished.toString().repeat(40));
+  assert.ok(block.input.byteLength < 1 << 20, `the gathering buffer reached ${block.input.byteLength} bytes`);
+});
