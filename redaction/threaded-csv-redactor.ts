@@ -1,13 +1,13 @@
-import { join } from "node:path";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import type { RecordPlan } from "../decision/record-redaction";
 import { emptyBuffer } from "./chunked-redactor";
 import { CsvRedactor } from "./csv-redactor";
 import { faultError } from "./csv-rows";
 import { LineBlocks, type InputBlock } from "./line-blocks";
+import { csvWorker, keepSpareCsvWorkers } from "./csv-worker-pool";
+import { PipelineWaits, pipelineWaitsOn } from "./pipeline-waits";
 import type { CsvHandover, CsvThreading, CsvWorkerReport, CsvWorkerRequest, CsvWorkerSetup, DecisionSource, DocumentRedactor, RedactionTally } from "./types";
 
-const workerFile = join(__dirname, "csv-worker.js");
 /** A block takes milliseconds: this long without any worker reporting means one hangs, and the attempt fails (it is retried) instead of waiting forever. */
 const stallLimitMs = 120_000;
 
@@ -74,6 +74,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   private failure?: Error;
   private waiter?: { resolve: () => void; reject: (error: Error) => void };
   private closing?: Promise<void>;
+  /** Where this document's pipeline waited (REDACTION_PIPELINE_WAITS=1), else undefined. */
+  readonly waits = pipelineWaitsOn ? new PipelineWaits() : undefined;
 
   constructor(
     plan: RecordPlan,
@@ -96,7 +98,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.document!.tally.bytesIn += chunk.length;
     this.input.append(chunk);
     for (let block = this.input.take(); block; block = this.input.take()) this.dispatch(block, false);
-    while (this.blocks.length >= this.threading.threads * 2) await this.change();
+    while (this.blocks.length >= this.threading.threads * 2) await (this.waits ? this.waits.time("capMs", this.change()) : this.change());
     return this.takeReady();
   }
 
@@ -104,7 +106,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     if (this.failure) throw this.failure;
     if (!this.document) return this.inline.end();
     this.dispatch(this.input.takeRest(), true);
-    while (this.blocks.length > 0) await this.change();
+    while (this.blocks.length > 0) await (this.waits ? this.waits.time("endMs", this.change()) : this.change());
     await this.close();
     return this.takeReady();
   }
@@ -118,9 +120,13 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   close(): Promise<void> {
     // A stopped attempt decides nothing more (queued decision requests check the failure), and a push or end still waiting is told.
     this.failure ??= new Error("the document redaction was closed");
-    if (!this.closing) this.input.release();
+    if (!this.closing) {
+      this.input.release();
+      this.waits?.report(this.workers.map((worker) => worker.thread));
+    }
     this.wake();
-    this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => undefined);
+    // The next document's workers start now, while none waits for them (csv-worker-pool.ts).
+    this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => keepSpareCsvWorkers(this.threading.threads));
     return this.closing;
   }
 
@@ -129,9 +135,10 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.document = document;
     this.next = { line: document.line, offset: document.offset };
     this.input.append(document.carry);
+    if (this.waits) this.waits.workersStartedAt = performance.now();
     const setup: CsvWorkerSetup = { columns: document.header.names.length, userColumns: document.header.userColumns, terminator: document.header.terminator };
     for (let i = 0; i < this.threading.threads; i++) {
-      const worker: BlockWorker = { thread: new Worker(workerFile, { workerData: setup }), tasks: 0, verdictsSent: 0 };
+      const worker: BlockWorker = { thread: csvWorker(setup), tasks: 0, verdictsSent: 0 };
       worker.thread.on("message", (report: CsvWorkerReport) => this.received(worker, report));
       worker.thread.on("error", (error) => this.fail(error));
       worker.thread.on("exit", (code) => {
@@ -146,6 +153,10 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     // The first block not yet released starts where the document goes on; any other waits for the one before it.
     if (this.blocks.length === 0) block.start = { ...this.next };
     this.blocks.push(block);
+    if (this.waits) {
+      this.waits.blocks++;
+      this.waits.inFlightSum += this.blocks.length;
+    }
     this.send(block);
   }
 
@@ -165,6 +176,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   private received(worker: BlockWorker, report: CsvWorkerReport): void {
     const block = this.tasks.get(report.task);
     if (!block || this.failure) return;
+    if (this.waits && this.waits.firstScanMs === undefined) this.waits.firstScanMs = performance.now() - (this.waits.workersStartedAt ?? 0);
     if (report.kind === "scanned") block.scanned = report;
     else {
       block.done = report;

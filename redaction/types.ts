@@ -1,3 +1,4 @@
+import type { PipelineWaits } from "./pipeline-waits";
 import type { Verdict } from "../decision/verdicts";
 import type { DecisionRequest } from "../decision/types";
 import type { CsvVerdicts } from "./csv-verdicts";
@@ -72,6 +73,8 @@ export interface DocumentRedactor {
   tally(): RedactionTally;
   /** Releases what the redactor holds beyond memory (worker threads); safe to call more than once. */
   close(): Promise<void>;
+  /** Where the document's pipeline waits, when that is measured (REDACTION_PIPELINE_WAITS=1). */
+  readonly waits?: PipelineWaits;
 }
 
 /** Limits that keep a hostile document from exhausting a node (docs/redaction.md). */
