@@ -4,14 +4,6 @@ import type { CsvWorkerSetup } from "./types";
 
 const startFile = join(__dirname, "csv-worker-start.js");
 
-/**
- * The nice value of CSV worker threads (Linux; the event loop keeps the process's, 0). On a busy
- * machine the event loop is a document's critical path (it reads the store and writes the answer,
- * the workers are idle most of a document): it runs first, the workers take the rest of the cores.
- * docs/objectstore-export.md has the measurements.
- */
-export const csvWorkerNice = 10;
-
 /** Threads started and waiting for a document; each is given to one document only and ends with it. */
 const spares: Worker[] = [];
 

@@ -1,7 +1,5 @@
-import { readlinkSync, writeFileSync } from "node:fs";
-import { setPriority } from "node:os";
+import { writeFileSync } from "node:fs";
 import "./csv-row-engine";
-import { csvWorkerNice } from "./csv-worker-pool";
 import type { CsvWorkerSetup } from "./types";
 
 /**
@@ -12,20 +10,17 @@ import type { CsvWorkerSetup } from "./types";
  * ends with it: no thread ever serves two documents.
  */
 
-/** Linux: the thread's name (`top -H`, /proc/<pid>/task/<tid>/comm) and a priority below the event loop's. */
-function nameAndLowerThisThread(): void {
+/** Linux: the thread's name, which `top -H` and /proc/<pid>/task/<tid>/comm show (and the objectstore bench counts by). */
+function nameThisThread(): void {
   if (process.platform !== "linux") return;
   try {
-    const tid = Number(readlinkSync("/proc/thread-self").split("/").pop());
     writeFileSync("/proc/thread-self/comm", "csv-worker");
-    // On Linux a thread id given to setpriority is that thread alone (elsewhere it would be the whole process).
-    setPriority(tid, csvWorkerNice);
   } catch {
-    // No /proc (a sandbox): the thread keeps Node's name and the process's priority.
+    // No /proc (a sandbox): the thread keeps Node's name.
   }
 }
 
-nameAndLowerThisThread();
+nameThisThread();
 const threads = require("node:worker_threads") as { parentPort: import("node:worker_threads").MessagePort; workerData: unknown };
 threads.parentPort.once("message", (setup: CsvWorkerSetup) => {
   threads.workerData = setup;
