@@ -159,6 +159,8 @@ async function main(): Promise<void> {
     }
     await client.stop();
     const rss = peakRss(node.child.pid!);
+    // What stays once the documents are done (with spare CSV workers: those waiting for the next document).
+    process.stdout.write(`node RSS after the rounds, idle: ${mib(currentRss(node.child.pid!))}\n`);
     const view = (await (await fetch(`${node.url}/export`)).json()) as { exports: Array<{ serving: { rows: { in: number; kept: number } } }> };
     const rows = view.exports[0]!.serving.rows;
     if (rows.kept !== generated.kept * rounds) throw new Error(`kept ${rows.kept} rows, expected ${generated.kept * rounds}`);

@@ -125,8 +125,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
       this.waits?.report(this.workers.map((worker) => worker.thread));
     }
     this.wake();
-    // The next document's workers start now, while none waits for them (csv-worker-pool.ts).
-    this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => keepSpareCsvWorkers(this.threading.threads));
+    // As many workers as this document used start now for the next one, while none waits for them (csv-worker-pool.ts).
+    this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => keepSpareCsvWorkers(this.workers.length));
     return this.closing;
   }
 

@@ -76,3 +76,15 @@ test("CSV worker threads are named csv-worker (Linux), so that top -H and the ob
   });
   assert.ok(seen.length >= 2, `the document's worker threads are named csv-worker (seen ${seen.length})`);
 });
+
+test("a document small enough for the calling thread starts no spare workers", async () => {
+  const before = spareCsvWorkers();
+  const input = randomCsv(seeded(5), { faults: false, rows: 20 });
+  const redactor = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(), { threads: before + 2, blockBytes: 64, inlineBytes: 1 << 20 });
+  try {
+    assert.equal((await run(redactor, input, whole)).toString("latin1"), await singleThread(input));
+  } finally {
+    await redactor.close();
+  }
+  assert.equal(spareCsvWorkers(), before);
+});
