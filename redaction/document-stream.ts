@@ -20,7 +20,27 @@ export function documentRedactor(format: DocumentFormat, plan: RecordPlan, decis
 export async function* redactedChunks(redactor: DocumentRedactor, input: AsyncIterable<Buffer> | DirectInput): AsyncGenerator<Buffer> {
   try {
     if (isDirectInput(input)) yield* readDirectly(redactor, input);
-    else
+    else if (redactor.waits) {
+      const waits = redactor.waits;
+      // The same loop, timed: how long the input's next chunk and the consumer's next read take.
+      const chunks = input[Symbol.asyncIterator]();
+      let done = false;
+      try {
+        for (;;) {
+          const next = await waits.time("inputMs", chunks.next());
+          if (next.done) break;
+          waits.chunks++;
+          const out = await redactor.push(next.value);
+          const from = performance.now();
+          if (out.length > 0) yield out;
+          waits.outputMs += performance.now() - from;
+        }
+        done = true;
+      } finally {
+        // As for-await does: an input left before its end is told (a stream is destroyed).
+        if (!done) await chunks.return?.();
+      }
+    } else
       for await (const chunk of input) {
         const out = await redactor.push(chunk);
         if (out.length > 0) yield out;

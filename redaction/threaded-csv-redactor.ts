@@ -1,5 +1,4 @@
-import { join } from "node:path";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import type { RecordPlan } from "../decision/record-redaction";
 import { emptyBuffer } from "./chunked-redactor";
 import { CsvRedactor } from "./csv-redactor";
@@ -7,9 +6,10 @@ import { faultError } from "./csv-rows";
 import type { InputSink } from "./direct-input";
 import { LineBlocks, type InputBlock } from "./line-blocks";
 import { OutputBuffers } from "./output-buffers";
+import { csvWorker, keepSpareCsvWorkers } from "./csv-worker-pool";
+import { PipelineWaits, pipelineWaitsOn } from "./pipeline-waits";
 import type { CsvHandover, CsvThreading, CsvWorkerReport, CsvWorkerRequest, CsvWorkerSetup, DecisionSource, DocumentRedactor, RedactionTally } from "./types";
 
-const workerFile = join(__dirname, "csv-worker.js");
 /** A block takes milliseconds: this long without any worker reporting means one hangs, and the attempt fails (it is retried) instead of waiting forever. */
 const stallLimitMs = 120_000;
 
@@ -82,6 +82,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   private inputPaused = false;
   /** All of the input has been gathered and handed out (end, or the direct reader's end). */
   private inputEnded = false;
+  /** Where this document's pipeline waited (REDACTION_PIPELINE_WAITS=1), else undefined. */
+  readonly waits = pipelineWaitsOn ? new PipelineWaits() : undefined;
 
   constructor(
     plan: RecordPlan,
@@ -104,7 +106,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.document!.tally.bytesIn += chunk.length;
     this.input.append(chunk);
     for (let block = this.input.take(); block; block = this.input.take()) this.dispatch(block, false);
-    while (this.blocks.length >= this.blockLimit) await this.change();
+    while (this.blocks.length >= this.blockLimit) await (this.waits ? this.waits.time("capMs", this.change()) : this.change());
     return this.takeReady(false);
   }
 
@@ -130,7 +132,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
       }
       if (this.inputEnded && this.blocks.length === 0) return undefined;
       // Waiting for input (no block at a worker) is the reader's to time out, not the workers' stall limit.
-      await this.change(this.tasks.size > 0);
+      const atWorkers = this.tasks.size > 0;
+      await (this.waits ? this.waits.time(atWorkers ? "capMs" : "inputMs", this.change(atWorkers)) : this.change(atWorkers));
     }
   }
 
@@ -139,7 +142,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     if (!this.document) return this.inline.end();
     if (!this.inputEnded) this.dispatch(this.input.takeRest(), true);
     this.inputEnded = true;
-    while (this.blocks.length > 0) await this.change();
+    while (this.blocks.length > 0) await (this.waits ? this.waits.time("endMs", this.change()) : this.change());
     await this.close();
     return this.takeReady(true);
   }
@@ -157,9 +160,13 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   close(): Promise<void> {
     // A stopped attempt decides nothing more (queued decision requests check the failure), and a push or end still waiting is told.
     this.failure ??= new Error("the document redaction was closed");
-    if (!this.closing) this.input.release();
+    if (!this.closing) {
+      this.input.release();
+      this.waits?.report(this.workers.map((worker) => worker.thread));
+    }
     this.wake();
-    this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => undefined);
+    // As many workers as this document used start now for the next one, while none waits for them (csv-worker-pool.ts).
+    this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => keepSpareCsvWorkers(this.workers.length));
     return this.closing;
   }
 
@@ -206,9 +213,10 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.document = document;
     this.next = { line: document.line, offset: document.offset };
     this.input.append(document.carry);
+    if (this.waits) this.waits.workersStartedAt = performance.now();
     const setup: CsvWorkerSetup = { columns: document.header.names.length, userColumns: document.header.userColumns, terminator: document.header.terminator };
     for (let i = 0; i < this.threading.threads; i++) {
-      const worker: BlockWorker = { thread: new Worker(workerFile, { workerData: setup }), tasks: 0, verdictsSent: 0 };
+      const worker: BlockWorker = { thread: csvWorker(setup), tasks: 0, verdictsSent: 0 };
       worker.thread.on("message", (report: CsvWorkerReport) => this.received(worker, report));
       worker.thread.on("error", (error) => this.fail(error));
       worker.thread.on("exit", (code) => {
@@ -223,6 +231,10 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     // The first block not yet released starts where the document goes on; any other waits for the one before it.
     if (this.blocks.length === 0) block.start = { ...this.next };
     this.blocks.push(block);
+    if (this.waits) {
+      this.waits.blocks++;
+      this.waits.inFlightSum += this.blocks.length;
+    }
     this.send(block);
   }
 
@@ -251,6 +263,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   private received(worker: BlockWorker, report: CsvWorkerReport): void {
     const block = this.tasks.get(report.task);
     if (!block || this.failure) return;
+    if (this.waits && this.waits.firstScanMs === undefined) this.waits.firstScanMs = performance.now() - (this.waits.workersStartedAt ?? 0);
     if (report.kind === "scanned") block.scanned = report;
     else {
       block.done = report;

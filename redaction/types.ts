@@ -1,4 +1,5 @@
 import type { InputSink } from "./direct-input";
+import type { PipelineWaits } from "./pipeline-waits";
 import type { Verdict } from "../decision/verdicts";
 import type { DecisionRequest } from "../decision/types";
 import type { CsvVerdicts } from "./csv-verdicts";
@@ -85,6 +86,8 @@ export interface DocumentRedactor {
   directSink?(resume: () => void): InputSink | undefined;
   /** With a direct sink: the output released since the last call (waiting for some); undefined once all of it is out. */
   output?(): Promise<Buffer | undefined>;
+  /** Where the document's pipeline waits, when that is measured (REDACTION_PIPELINE_WAITS=1). */
+  readonly waits?: PipelineWaits;
 }
 
 /** Limits that keep a hostile document from exhausting a node (docs/redaction.md). */

@@ -2,8 +2,9 @@ import { readdirSync, readFileSync } from "node:fs";
 
 /**
  * CPU seconds per kind of thread of a node process while something runs, sampled from
- * /proc/<pid>/task/* (clock ticks of 1/100 s). Node names all its threads "node", so they are
- * told apart by when they exist: the event loop (thread id = pid), threads started during the
+ * /proc/<pid>/task/* (clock ticks of 1/100 s). Node names its threads "node" but for the CSV
+ * redaction workers, which name themselves "csv-worker" (started before their document when they
+ * are spares); the others are told apart by when they exist: the event loop (thread id = pid), threads started during the
  * run (a document's worker threads; one ending between samples loses at most one interval),
  * and the threads that were there before (V8's helpers, mostly garbage collection, and libuv's pool).
  * Threads whose ids the caller knows (`named`, e.g. a bench's own client thread) are counted under their name.
@@ -11,7 +12,7 @@ import { readdirSync, readFileSync } from "node:fs";
 export class ThreadCpuSampler {
   /** Ticks per thread id: at the start, and the last seen. */
   private readonly first = new Map<string, number>();
-  private readonly last = new Map<string, { ticks: number }>();
+  private readonly last = new Map<string, { ticks: number; name: string }>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -28,9 +29,16 @@ export class ThreadCpuSampler {
     clearInterval(this.timer);
     this.record();
     const byKind = new Map<string, number>();
-    for (const [tid, { ticks }] of this.last) {
+    for (const [tid, { ticks, name }] of this.last) {
       const kind =
-        this.named.get(tid) ?? (tid === String(this.pid) ? "event loop" : this.first.has(tid) ? "helper threads (GC, libuv)" : "threads started (workers)");
+        this.named.get(tid) ??
+        (tid === String(this.pid)
+          ? "event loop"
+          : name === "csv-worker"
+            ? "CSV workers"
+            : this.first.has(tid)
+              ? "helper threads (GC, libuv)"
+              : "threads started (workers)");
       byKind.set(kind, (byKind.get(kind) ?? 0) + (ticks - (this.first.get(tid) ?? 0)) / 100);
     }
     return byKind;
@@ -49,13 +57,13 @@ export class ThreadCpuSampler {
     for (const [tid, entry] of this.sample()) this.last.set(tid, entry);
   }
 
-  private sample(): Map<string, { ticks: number }> {
-    const threads = new Map<string, { ticks: number }>();
+  private sample(): Map<string, { ticks: number; name: string }> {
+    const threads = new Map<string, { ticks: number; name: string }>();
     for (const tid of ThreadCpuSampler.threadIds(this.pid)) {
       try {
         const stat = readFileSync(`/proc/${this.pid}/task/${tid}/stat`, "utf8");
         const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
-        threads.set(tid, { ticks: Number(fields[11]) + Number(fields[12]) });
+        threads.set(tid, { ticks: Number(fields[11]) + Number(fields[12]), name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(") ")) });
       } catch {
         // the thread ended between listing and reading
       }
