@@ -4,8 +4,8 @@ import { CsvRedactor } from "../../redaction/csv-redactor";
 import type { DirectInput, InputSink } from "../../redaction/direct-input";
 import { redactedChunks } from "../../redaction/document-stream";
 import { ThreadedCsvRedactor } from "../../redaction/threaded-csv-redactor";
-import { DocumentError, type DocumentRedactor } from "../../redaction/types";
-import { brokenCsvInputs, csvInputs, csvPlan, FakeDecisions, randomCsv, seeded, whole, run } from "../fixtures/csv-documents";
+import type { DocumentRedactor } from "../../redaction/types";
+import { brokenCsvInputs, csvInputs, csvPlan, FakeDecisions, randomCsv, redactionOutcome, seeded, whole, run } from "../fixtures/csv-documents";
 
 /** A reader like the store's body (store-body.ts): each read written into the sink's room, of a size from `next`, one per turn of the event loop. */
 class FakeReader implements DirectInput {
@@ -69,23 +69,13 @@ class FakeReader implements DirectInput {
 }
 
 /** Output (or error), tally and the users asked about: of `redactor` fed by `input`. */
-async function outcome(redactor: DocumentRedactor, decisions: FakeDecisions, input: AsyncIterable<Buffer> | DirectInput | Buffer) {
-  let output: string | undefined;
-  let error: { code: string; message: string; where: object } | undefined;
-  try {
-    if (Buffer.isBuffer(input)) output = (await run(redactor, input, whole)).toString("latin1");
-    else {
-      const parts: Buffer[] = [];
-      for await (const out of redactedChunks(redactor, input)) parts.push(out);
-      output = Buffer.concat(parts).toString("latin1");
-    }
-  } catch (thrown) {
-    if (!(thrown instanceof DocumentError)) throw thrown;
-    error = { code: thrown.code, message: thrown.message, where: thrown.where };
-  } finally {
-    await redactor.close();
-  }
-  return { output, error, tally: redactor.tally(), users: [...new Set(decisions.prepared.flat())].sort() };
+function outcome(redactor: DocumentRedactor, decisions: FakeDecisions, input: DirectInput | Buffer) {
+  return redactionOutcome(redactor, decisions, async () => {
+    if (Buffer.isBuffer(input)) return run(redactor, input, whole);
+    const parts: Buffer[] = [];
+    for await (const out of redactedChunks(redactor, input)) parts.push(out);
+    return Buffer.concat(parts);
+  });
 }
 
 async function direct(input: Buffer, blockBytes: number, seed: number) {

@@ -2,22 +2,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { CsvRedactor } from "../../redaction/csv-redactor";
 import { csvRedactor, csvThreading, ThreadedCsvRedactor } from "../../redaction/threaded-csv-redactor";
-import { DocumentError, documentLimits, type DocumentRedactor } from "../../redaction/types";
-import { brokenCsvInputs, csvInputs, csvPlan, FakeDecisions, randomCsv, randomSplits, run, seeded, whole } from "../fixtures/csv-documents";
+import { documentLimits, type DocumentRedactor } from "../../redaction/types";
+import { brokenCsvInputs, csvInputs, csvPlan, FakeDecisions, randomCsv, randomSplits, redactionOutcome, run, seeded, whole } from "../fixtures/csv-documents";
 
 /** Everything a redaction reports: output (or error), tally, and which users it asked about. */
-async function outcome(redactor: DocumentRedactor, decisions: FakeDecisions, input: Buffer, split: (length: number) => number[]) {
-  let output: string | undefined;
-  let error: { code: string; message: string; where: object } | undefined;
-  try {
-    output = (await run(redactor, input, split)).toString("latin1");
-  } catch (thrown) {
-    if (!(thrown instanceof DocumentError)) throw thrown;
-    error = { code: thrown.code, message: thrown.message, where: thrown.where };
-  } finally {
-    await redactor.close();
-  }
-  return { output, error, tally: redactor.tally(), users: [...new Set(decisions.prepared.flat())].sort() };
+function outcome(redactor: DocumentRedactor, decisions: FakeDecisions, input: Buffer, split: (length: number) => number[]) {
+  return redactionOutcome(redactor, decisions, () => run(redactor, input, split));
 }
 
 /** The single-thread engine's outcome for the whole document at once: the reference. */
