@@ -75,9 +75,14 @@ export class StoreBody implements DirectInput {
     this.fail(error ?? new Error("the store's body was not read to its end"));
   }
 
-  /** Where the socket's next read lands: the sink's room while the body goes on. */
+  /**
+   * Where the socket's next read lands: the sink's room while the body goes on and is not stopped.
+   * Node asks right after each read, not when the next one comes: a room asked for while stopped
+   * would be stale by the time reading resumes (the bytes kept meanwhile are handed on first and fill
+   * it), so a stopped socket is given the parking buffer, copied out on its first read after resume.
+   */
   private nextRoom(): Buffer {
-    return this.sink && !this.outcome ? this.sink.room() : this.parking;
+    return this.sink && !this.outcome && !this.paused ? this.sink.room() : this.parking;
   }
 
   /** A read; false stops reading (Node pauses the socket). */
