@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
-import { Socket, type SocketConstructorOpts } from "node:net";
+import type { Socket } from "node:net";
+import { socketReadingInto, takeHandle } from "../../exports/handle-takeover";
 import type { DirectInput, InputSink } from "../../redaction/direct-input";
 import { storeIdleMs } from "./object-store";
 
@@ -35,15 +36,12 @@ export class StoreBody implements DirectInput {
     idleMs: number,
   ) {
     this.received = 0;
-    const options = {
+    this.socket = socketReadingInto(
       handle,
-      readable: true,
-      writable: true,
+      { buffer: () => this.nextRoom(), callback: (length: number, buffer: Uint8Array) => this.read((buffer as Buffer).subarray(0, length)) },
       // No read before a sink asks (resume): reads would otherwise land in the parking buffer.
-      pauseOnCreate: true,
-      onread: { buffer: () => this.nextRoom(), callback: (length: number, buffer: Buffer) => this.read(buffer.subarray(0, length)) },
-    } as SocketConstructorOpts;
-    this.socket = new Socket(options);
+      { pauseOnCreate: true },
+    );
     this.socket.setTimeout(idleMs, () => this.fail(new Error(`the store sent nothing for ${idleMs / 1000} s`)));
     this.socket.on("error", (error) => this.fail(error));
     const cut = () => this.fail(new Error(`the store's connection ended after ${this.received} of the body's ${this.length} bytes`));
@@ -139,11 +137,9 @@ export function takeOverBody(response: IncomingMessage, signal: AbortSignal, idl
   const framed = response.headers["transfer-encoding"] === undefined && response.headers["content-length"] !== undefined && Number.isSafeInteger(length);
   if (!socket || socket.encrypted || socket.destroyed || !framed || response.complete || response.readableFlowing !== null || socket.readableLength > 0)
     return undefined;
-  const internal = socket as unknown as { _handle?: { useUserBuffer?: unknown } | null };
-  const handle = internal._handle;
-  if (!handle || typeof handle.useUserBuffer !== "function") return undefined;
   // From here on, in this tick: no read can reach the old socket (it would drop it) before the new one owns the handle.
-  internal._handle = null;
+  const handle = takeHandle(socket);
+  if (!handle) return undefined;
   const first: Buffer[] = [];
   for (let chunk: Buffer | null = response.read(); chunk !== null; chunk = response.read()) first.push(chunk);
   const body = new StoreBody(handle, first, length, signal, idleMs);

@@ -1,4 +1,5 @@
-import { Socket, type SocketConstructorOpts } from "node:net";
+import type { Socket } from "node:net";
+import { socketReadingInto, takeHandle } from "../../exports/handle-takeover";
 
 /** Bytes read from the client at a time (the most a read can return, as Node's own reads). */
 const clientReadBytes = 65_536;
@@ -18,32 +19,26 @@ let sharedReadBuffer: Buffer | undefined;
  *
  * Node offers `onread` only to sockets it creates, and a received socket is created by Node's
  * IPC code: its handle (not yet read from: the node accepts with `pauseOnConnect`, and the
- * worker takes it over in the same tick it arrives) moves into a new socket made with `onread`,
- * as Node itself makes sockets of received handles (the `handle` option). The received socket
+ * worker takes it over in the same tick it arrives) moves into a new socket made with `onread`
+ * (exports/handle-takeover.ts). The received socket
  * is destroyed when the new one closes, so Node's bookkeeping of handed-over sockets (the node's
  * `server.close()` waits for them) sees it close. Returns undefined when the socket cannot be
- * taken over (no handle, bytes already read, destroyed): it is then read through `'data'`.
+ * taken over (no handle that reads into a buffer, bytes already read, destroyed): it is then read through `'data'`.
  */
 export function readThroughBuffer(received: Socket, bytes: (chunk: Buffer) => void): Socket | undefined {
-  const internal = received as unknown as { _handle?: object | null };
-  const handle = internal._handle;
-  if (!handle || received.destroyed || received.readableLength > 0) return undefined;
+  if (received.destroyed || received.readableLength > 0) return undefined;
+  const handle = takeHandle(received);
+  if (!handle) return undefined;
   const buffer = (sharedReadBuffer ??= Buffer.allocUnsafeSlow(clientReadBytes));
-  internal._handle = null;
-  const options = {
-    handle,
-    readable: true,
-    writable: true,
-    onread: {
-      buffer,
-      callback: (length: number) => {
-        const chunk = Buffer.allocUnsafe(length);
-        buffer.copy(chunk, 0, 0, length);
-        bytes(chunk);
-      },
+  const socket = socketReadingInto(handle, {
+    buffer,
+    callback: (length: number) => {
+      const chunk = Buffer.allocUnsafe(length);
+      buffer.copy(chunk, 0, 0, length);
+      bytes(chunk);
+      return true;
     },
-  } as SocketConstructorOpts;
-  const socket = new Socket(options);
+  });
   socket.once("close", () => received.destroy());
   return socket;
 }
