@@ -1,25 +1,18 @@
+import { DocumentBufferPool } from "./buffer-pool";
 import { documentLimits } from "./types";
 
 const LF = 0x0a;
-/** Block buffers kept for reuse by every document of the process; more are left to the garbage collector. */
-const maxSpare = 4;
 /** Room past a block's size for the chunk that completes it (a bigger chunk grows the buffer). */
 const minSlack = 64 << 10;
 /** The least free room handed to a reader that reads straight into the buffer (a socket read of Node's size). */
 const minRoom = 64 << 10;
 
-/** A block buffer kept for reuse, and the document whose bytes it holds. */
-interface SpareBuffer {
-  buffer: ArrayBuffer;
-  holder: LineBlocks;
-}
-
 /**
- * Shared by all documents: a document's buffers, long-lived and so in V8's old generation, would
- * otherwise be garbage when it ends and wait for a mark-compact (the node's RSS grew document after
- * document where those were rare).
+ * Block buffers kept for reuse by every document of the process: a document's buffers, long-lived
+ * and so in V8's old generation, would otherwise be garbage when it ends and wait for a mark-compact
+ * (the node's RSS grew document after document where those were rare).
  */
-const spare: SpareBuffer[] = [];
+const spare = new DocumentBufferPool(4);
 
 /** A block of input in its own ArrayBuffer (so it can move to a worker without a copy). */
 export interface InputBlock {
@@ -137,7 +130,7 @@ export class LineBlocks {
 
   /** A block's buffer back from its reader, for reuse. */
   recycle(input: ArrayBuffer): void {
-    if (spare.length < maxSpare && input.byteLength >= this.capacity) spare.push({ buffer: input, holder: this });
+    if (input.byteLength >= this.capacity) spare.put(input, this);
   }
 
   /** The document is done (or failed): the gathering buffer goes back for reuse; nothing may be appended after. */
@@ -159,10 +152,7 @@ export class LineBlocks {
   /** A buffer of at least `size` bytes with an ArrayBuffer of its own. */
   private fresh(size: number): Buffer {
     const needed = Math.max(size, this.capacity);
-    const index = spare.findIndex(({ buffer }) => buffer.byteLength >= needed);
-    if (index === -1) return Buffer.allocUnsafeSlow(needed);
-    const [{ buffer, holder }] = spare.splice(index, 1);
-    // Another document's bytes never reach this one's blocks, not even past a block's length.
-    return holder === this ? Buffer.from(buffer) : Buffer.from(buffer).fill(0);
+    const kept = spare.take(this, needed);
+    return kept ? Buffer.from(kept) : Buffer.allocUnsafeSlow(needed);
   }
 }

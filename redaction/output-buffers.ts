@@ -1,18 +1,7 @@
-/** Output buffers kept for reuse by every document of the process (a few blocks in flight and a few being written); more are left to the garbage collector. */
-const maxSpare = 8;
+import { DocumentBufferPool } from "./buffer-pool";
 
-/** An output buffer kept for reuse, and the document whose bytes it holds. */
-interface SpareBuffer {
-  buffer: ArrayBuffer;
-  holder: OutputBuffers;
-}
-
-/**
- * Shared by all documents, as LineBlocks' input buffers are: an output that becomes garbage once
- * written is new external memory to V8 for every block, and what that adds up to is what starts
- * the event loop's collections (scavenges and mark-compacts "for external memory pressure").
- */
-const spare: SpareBuffer[] = [];
+/** Output buffers kept for reuse by every document of the process (a few blocks in flight and a few being written). */
+const spare = new DocumentBufferPool(8);
 
 /**
  * The buffers one document's workers write their outputs into. An output written to the client
@@ -28,11 +17,7 @@ export class OutputBuffers {
 
   /** A spare buffer for a worker to write an output into, or undefined when none is kept. */
   take(): ArrayBuffer | undefined {
-    const kept = spare.pop();
-    if (!kept) return undefined;
-    // Another document's bytes never reach this one's outputs, not even past an output's length.
-    if (kept.holder !== this) new Uint8Array(kept.buffer).fill(0);
-    return kept.buffer;
+    return spare.take(this);
   }
 
   /** An output as it is handed out: the first `length` bytes of the buffer a worker wrote it in. */
@@ -54,6 +39,6 @@ export class OutputBuffers {
   }
 
   private keep(buffer: ArrayBuffer): void {
-    if (buffer.byteLength > 0 && spare.length < maxSpare) spare.push({ buffer, holder: this });
+    if (buffer.byteLength > 0) spare.put(buffer, this);
   }
 }
