@@ -20,31 +20,17 @@ export function documentRedactor(format: DocumentFormat, plan: RecordPlan, decis
 export async function* redactedChunks(redactor: DocumentRedactor, input: AsyncIterable<Buffer> | DirectInput): AsyncGenerator<Buffer> {
   try {
     if (isDirectInput(input)) yield* readDirectly(redactor, input);
-    else if (redactor.waits) {
+    else {
       const waits = redactor.waits;
-      // The same loop, timed: how long the input's next chunk and the consumer's next read take.
-      const chunks = input[Symbol.asyncIterator]();
-      let done = false;
-      try {
-        for (;;) {
-          const next = await waits.time("inputMs", chunks.next());
-          if (next.done) break;
-          waits.chunks++;
-          const out = await redactor.push(next.value);
-          const from = performance.now();
-          if (out.length > 0) yield out;
-          waits.outputMs += performance.now() - from;
-        }
-        done = true;
-      } finally {
-        // As for-await does: an input left before its end is told (a stream is destroyed).
-        if (!done) await chunks.return?.();
-      }
-    } else
-      for await (const chunk of input) {
+      for await (const chunk of waits ? waits.timedInput(input) : input) {
         const out = await redactor.push(chunk);
-        if (out.length > 0) yield out;
+        if (out.length === 0) continue;
+        const from = waits && performance.now();
+        yield out;
+        // How long the consumer took to ask for more (the client).
+        if (waits) waits.outputMs += performance.now() - from!;
       }
+    }
     const last = await redactor.end();
     if (last.length > 0) yield last;
   } finally {

@@ -42,6 +42,24 @@ export class PipelineWaits {
     }
   }
 
+  /** `input`'s chunks, counted, with the time spent awaiting each added to `inputMs`. */
+  async *timedInput(input: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+    const chunks = input[Symbol.asyncIterator]();
+    let done = false;
+    try {
+      for (;;) {
+        const next = await this.time("inputMs", chunks.next());
+        if (next.done) break;
+        this.chunks++;
+        yield next.value;
+      }
+      done = true;
+    } finally {
+      // As for-await does: an input left before its end is told (a stream is destroyed).
+      if (!done) await chunks.return?.();
+    }
+  }
+
   /** The line written at the document's end: totals, the event loop's busy share, each worker's idle and busy time. */
   report(workers: readonly Worker[]): void {
     const loop = performance.eventLoopUtilization(this.loopBefore);

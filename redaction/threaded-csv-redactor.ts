@@ -106,7 +106,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.document!.tally.bytesIn += chunk.length;
     this.input.append(chunk);
     for (let block = this.input.take(); block; block = this.input.take()) this.dispatch(block, false);
-    while (this.blocks.length >= this.blockLimit) await (this.waits ? this.waits.time("capMs", this.change()) : this.change());
+    while (this.blocks.length >= this.blockLimit) await this.change("capMs");
     return this.takeReady(false);
   }
 
@@ -132,8 +132,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
       }
       if (this.inputEnded && this.blocks.length === 0) return undefined;
       // Waiting for input (no block at a worker) is the reader's to time out, not the workers' stall limit.
-      const atWorkers = this.tasks.size > 0;
-      await (this.waits ? this.waits.time(atWorkers ? "capMs" : "inputMs", this.change(atWorkers)) : this.change(atWorkers));
+      await (this.tasks.size > 0 ? this.change("capMs") : this.change("inputMs", false));
     }
   }
 
@@ -142,7 +141,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     if (!this.document) return this.inline.end();
     if (!this.inputEnded) this.dispatch(this.input.takeRest(), true);
     this.inputEnded = true;
-    while (this.blocks.length > 0) await (this.waits ? this.waits.time("endMs", this.change()) : this.change());
+    while (this.blocks.length > 0) await this.change("endMs");
     await this.close();
     return this.takeReady(true);
   }
@@ -383,8 +382,13 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.wake();
   }
 
-  /** Waits until a worker reports (or the document fails). */
-  private change(stallLimit = true): Promise<void> {
+  /** Waits until a worker reports (or the document fails), the wait counted as `waited` when waits are measured. */
+  private change(waited: "capMs" | "endMs" | "inputMs", stallLimit = true): Promise<void> {
+    const change = this.reported(stallLimit);
+    return this.waits ? this.waits.time(waited, change) : change;
+  }
+
+  private reported(stallLimit: boolean): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
       const stalled = stallLimit
