@@ -55,6 +55,8 @@ export interface NodeConfig {
   auditRetention: { maxAgeDays: number; maxBytes: number };
   /** Threads that redact a CSV document (1: the event loop's thread, no workers). */
   redactionThreads: number;
+  /** How often a running redaction job reports its progress (ms). */
+  redactProgressMs: number;
   /** Processes that run PostgreSQL export sessions besides the node's event loop (0: sessions run in the node). */
   exportWorkers: number;
   /** Whether this node may run the decision indexer (docs/subject-rights.md); off on every node: reports answer 503. */
@@ -151,6 +153,11 @@ export const settings = {
     env: "REDACTION_THREADS",
     flag: "--redaction-threads",
     describe: "worker threads a CSV redaction job uses (default: the cores, at most 4; 1: none, the event loop's thread)",
+  },
+  redactProgressMs: {
+    env: "REDACT_PROGRESS_MS",
+    flag: "--redact-progress-ms",
+    describe: "milliseconds between a running redaction job's progress reports (GET /redact/progress; default 1000)",
   },
   exportWorkers: {
     env: "EXPORT_WORKERS",
@@ -506,6 +513,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
       maxAgeDays: integer(settings.auditMaxAgeDays, raw("auditMaxAgeDays") ?? String(defaultRetention.audit.maxAgeDays), 1, 36_600),
     },
     redactionThreads: integer(settings.redactionThreads, raw("redactionThreads") ?? String(defaultRedactionThreads()), 1, 64),
+    redactProgressMs: integer(settings.redactProgressMs, raw("redactProgressMs") ?? "1000", 50, 600_000),
     exportWorkers: integer(settings.exportWorkers, raw("exportWorkers") ?? "2", 0, 64),
     exportHost: raw("exportHost") ?? raw("host") ?? "127.0.0.1",
     exportPorts: portRange(settings.exportPorts, raw("exportPorts") ?? "15432-15631"),

@@ -278,6 +278,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     log: logger,
     retentionHours: config.redactRetentionHours,
     threads: config.redactionThreads,
+    progressEveryMs: config.redactProgressMs,
     jsReplicas: config.jsReplicas,
     quotas: config.redactQuotas,
   }).catch(abandon);

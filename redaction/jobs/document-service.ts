@@ -65,6 +65,8 @@ export class DocumentService implements DocumentPort {
     log: Logger;
     retentionHours: number;
     threads: number;
+    /** How often a running job reports its progress (REDACT_PROGRESS_MS). */
+    progressEveryMs: number;
     jsReplicas: number;
     quotas: DocumentQuotas;
   }): Promise<DocumentService> {
@@ -78,6 +80,7 @@ export class DocumentService implements DocumentPort {
       jsm,
       log: options.log.child({ component: "redaction" }),
       csvThreading: csvThreading(options.threads),
+      progressEveryMs: options.progressEveryMs,
     });
     await supervisor.start();
     return new DocumentService(options.runtime, options.decisions, js, jsm, supervisor, options.retentionHours, options.quotas);

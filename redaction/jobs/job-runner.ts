@@ -11,9 +11,6 @@ import type { DecisionService } from "../../ports/decision-service";
 import { ChunkWriter, purgeDocuments, readChunks } from "./chunk-store";
 import { JobDecisions } from "./job-decisions";
 
-/** How often a running attempt reports progress (and learns whether it is still current). */
-const progressEveryMs = 1000;
-
 /** The attempt may not go on: another attempt superseded it, the job was deleted, or this node no longer owns it. */
 class AttemptStopped extends Error {}
 
@@ -25,6 +22,8 @@ export interface RunnerDeps {
   log: Logger;
   /** How CSV documents are spread over worker threads (JSON and NDJSON use the event loop's thread). */
   csvThreading: CsvThreading;
+  /** How often a running attempt reports its progress to the job actor, and learns whether it is still current (REDACT_PROGRESS_MS, default 1000). */
+  progressEveryMs: number;
 }
 
 /**
@@ -72,7 +71,7 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
       if (!stillOwned()) throw new AttemptStopped("this node no longer owns the job");
       await writer.write(await redactor.push(chunk));
       bytesProcessed += chunk.length;
-      if (Date.now() - lastReport >= progressEveryMs) {
+      if (Date.now() - lastReport >= deps.progressEveryMs) {
         lastReport = Date.now();
         await report(() => ref.progress({ attempt, bytesProcessed, rowsProcessed: redactor!.tally().rowsIn }));
       }

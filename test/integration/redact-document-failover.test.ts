@@ -25,8 +25,9 @@ describe("a 200 MB document job survives SIGKILL of the node running it", () => 
   before(async () => {
     nats = await startNats();
     nodes = await NodeProcess.startAll([
-      { nodeId: "docs-a", natsUrl: nats.url },
-      { nodeId: "docs-b", natsUrl: nats.url },
+      // Progress every 100 ms: a 200 MB job can finish within the default second, before its first report says it is under way.
+      { nodeId: "docs-a", natsUrl: nats.url, env: { REDACT_PROGRESS_MS: "100" } },
+      { nodeId: "docs-b", natsUrl: nats.url, env: { REDACT_PROGRESS_MS: "100" } },
     ]);
     await Promise.all(nodes.map((node) => node.waitReady()));
     assert.equal((await call(nodes[0], "PUT", "/config", realisticPolicy())).status, 200);

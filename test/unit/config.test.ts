@@ -24,6 +24,8 @@ test("defaults: port 8890 on loopback, embedded NATS, info logs", () => {
     "the cores, at most 4 (a many-core host would otherwise start many workers per job, or exceed the range)",
   );
   assert.equal(loadConfig(["--redaction-threads", "1"], {}).redactionThreads, 1);
+  assert.equal(config.redactProgressMs, 1000);
+  assert.equal(loadConfig([], { REDACT_PROGRESS_MS: "100" }).redactProgressMs, 100);
 });
 
 test("environment variables set everything; flags win over them", () => {
@@ -58,6 +60,7 @@ test("a bad setting is one clear StartupError naming the variable and its flag",
     [[], { EXPORT_PORTS: "6000-5000" }, /^EXPORT_PORTS \(--export-ports\) must be a port range/],
     [[], { EXPORT_PORTS: "many" }, /^EXPORT_PORTS/],
     [[], { REDACTION_THREADS: "0" }, /^REDACTION_THREADS \(--redaction-threads\) must be a whole number from 1 to 64/],
+    [[], { REDACT_PROGRESS_MS: "10" }, /^REDACT_PROGRESS_MS \(--redact-progress-ms\) must be a whole number from 50 to 600000/],
     [[], { EXPORT_TLS_CERT_FILE: "/tmp/cert.pem" }, /^EXPORT_TLS_CERT_FILE and EXPORT_TLS_KEY_FILE go together/],
   ];
   for (const [argv, env, message] of cases) {
