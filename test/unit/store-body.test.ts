@@ -96,6 +96,16 @@ async function read(port: number, sink: TailSink): Promise<StoreBody> {
   return body;
 }
 
+/** A store that sends a 30-byte `body` in three pieces, the first with the head. */
+const inThreePieces = (body: string) => store([head(body.length) + body.slice(0, 10), body.slice(10, 20), body.slice(20)]);
+
+/** The sink ended without an error, holding all of `body` in order. */
+async function receivedWhole(sink: TailSink, body: string): Promise<void> {
+  await sink.settled;
+  assert.equal(sink.error(), undefined);
+  assert.equal(sink.text(), body);
+}
+
 describe("the store's body read straight into a sink's room (proxies/objectstore/store-body.ts)", () => {
   test("the head and the first body bytes in one read, the rest split at odd places: every byte once, in order, later reads in place", {
     timeout: 10_000,
@@ -109,9 +119,7 @@ describe("the store's body read straight into a sink's room (proxies/objectstore
     const { server, port, closed } = await store(pieces);
     const sink = new TailSink();
     await read(port, sink);
-    await sink.settled;
-    assert.equal(sink.error(), undefined);
-    assert.equal(sink.text(), body);
+    await receivedWhole(sink, body);
     assert.ok(sink.inPlace >= cuts.length - 1, `${sink.inPlace} of ${sink.arrivals} reads landed in the sink's room`);
     await closed; // the connection is closed after the body (never reused)
     server.close();
@@ -138,7 +146,7 @@ describe("the store's body read straight into a sink's room (proxies/objectstore
 
   test("a sink that says stop gets nothing more until resumed; the rest follows on resume", { timeout: 10_000 }, async () => {
     const body = "x".repeat(30);
-    const { server, port } = await store([head(body.length) + body.slice(0, 10), body.slice(10, 20), body.slice(20)]);
+    const { server, port } = await inThreePieces(body);
     const sink = new TailSink();
     // The first arrival is what the HTTP client had read with the head, the second a read of the socket.
     sink.stopAfter = 2;
@@ -148,24 +156,20 @@ describe("the store's body read straight into a sink's room (proxies/objectstore
     assert.equal(sink.outcome, undefined);
     sink.stopAfter = Number.POSITIVE_INFINITY;
     reading.resume();
-    await sink.settled;
-    assert.equal(sink.error(), undefined);
-    assert.equal(sink.text(), body);
+    await receivedWhole(sink, body);
     server.close();
   });
 
   test("pause() stops the socket's reads (an onread socket's readStop) until resume()", { timeout: 10_000 }, async () => {
     const body = "y".repeat(30);
-    const { server, port } = await store([head(body.length) + body.slice(0, 10), body.slice(10, 20), body.slice(20)]);
+    const { server, port } = await inThreePieces(body);
     const sink = new TailSink();
     const reading = await read(port, sink);
     reading.pause();
     await wait(200);
     assert.equal(sink.arrivals, 1, "only what the HTTP client had read with the head");
     reading.resume();
-    await sink.settled;
-    assert.equal(sink.error(), undefined);
-    assert.equal(sink.text(), body);
+    await receivedWhole(sink, body);
     server.close();
   });
 
@@ -173,7 +177,7 @@ describe("the store's body read straight into a sink's room (proxies/objectstore
     timeout: 10_000,
   }, async () => {
     const body = "aaaaaaaaaabbbbbbbbbbcccccccccc";
-    const { server, port } = await store([head(body.length) + body.slice(0, 10), body.slice(10, 20), body.slice(20)]);
+    const { server, port } = await inThreePieces(body);
     const sink = new TailSink();
     const reading = await read(port, sink);
     // Node's stream machinery restarts an onread socket's reads once when pause() follows resume() in the same tick.
@@ -181,9 +185,7 @@ describe("the store's body read straight into a sink's room (proxies/objectstore
     reading.pause();
     await wait(200);
     reading.resume();
-    await sink.settled;
-    assert.equal(sink.error(), undefined);
-    assert.equal(sink.text(), body);
+    await receivedWhole(sink, body);
     server.close();
   });
 
