@@ -160,6 +160,7 @@ export interface ExportBody
     | "pushdown"
     | "buckets"
     | "formats"
+    | "rangedReads"
   > {
   /** Checked against the known types before anything else. */
   type: string;

@@ -31,12 +31,18 @@ import { setUpBenchPolicy, writeBenchCsv } from "./csv-fixture";
  * node inherits this process's environment: REDACTION_PIPELINE_WAITS=1 prints where each document waited.
  * Round 1 is the warm-up (the workers' first start, the pools filling): the medians count it as any
  * round, and a line gives the medians of rounds 2 and on as well, next to round 1's figure.
+ * The export reads the store as an export does by default (one GET); BENCH_VARIANTS, a JSON
+ * list of `rangedReads` settings (e.g. `[{"parallel":1}]`), adds one export per setting on the same
+ * node, each read once per round after the default one: their medians and ratios against the same
+ * direct reads are printed after the main figures (an A/B within one run).
  */
 const megabytes = Number(process.env.BENCH_MB ?? 200);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const users = 2000;
 /** After each GET through the export, before the node's CPU is read and the next round starts. */
 const settleMs = 250;
+/** Further exports of the same node, each with its own `rangedReads` (BENCH_VARIANTS). */
+const variants = JSON.parse(process.env.BENCH_VARIANTS ?? "[]") as Array<Record<string, number>>;
 
 /** Stores the file in the store as it is read (no SDK buffering a large body). */
 function upload(port: number, path: string, file: string): Promise<void> {
@@ -86,21 +92,31 @@ async function main(): Promise<void> {
   try {
     await setUpBenchPolicy(node.url, users);
     rssSteps.push(`policy ${mib(currentRss(node.child.pid!))}`);
-    const created = await fetch(`${node.url}/export`, {
-      method: "PUT",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        type: "objectstore",
-        endpoint: store.endpoint,
-        resolverGroup: "bench",
-        metadata: { type: "platformUse", purposeId: "service" },
-        port: exportPort,
-      }),
-    });
-    if (created.status !== 200) throw new Error(`export not created: ${await created.text()}`);
-    for (let tries = 0; tries < 100; tries++) {
-      if ((await fetch(`http://127.0.0.1:${exportPort}/`).catch(() => undefined)) !== undefined) break;
-      await sleep(100);
+    /** Creates an objectstore export of the bench's store on `port` (`extra`: further fields) and waits until it listens. */
+    const createExport = async (port: number, extra: Record<string, unknown> = {}) => {
+      const created = await fetch(`${node.url}/export`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          type: "objectstore",
+          endpoint: store.endpoint,
+          resolverGroup: "bench",
+          metadata: { type: "platformUse", purposeId: "service" },
+          port,
+          ...extra,
+        }),
+      });
+      if (created.status !== 200) throw new Error(`export not created: ${await created.text()}`);
+      for (let tries = 0; tries < 100; tries++) {
+        if ((await fetch(`http://127.0.0.1:${port}/`).catch(() => undefined)) !== undefined) break;
+        await sleep(100);
+      }
+    };
+    await createExport(exportPort);
+    const variantPorts: number[] = [];
+    for (const rangedReads of variants) {
+      variantPorts.push(await freePort());
+      await createExport(variantPorts.at(-1)!, { rangedReads });
     }
     rssSteps.push(`export ${mib(currentRss(node.child.pid!))}`);
     // What the node holds before any document (so what a round adds to it can be told apart).
@@ -110,6 +126,7 @@ async function main(): Promise<void> {
     const directCpu: number[] = [];
     const exportCpu: number[] = [];
     const nodeCpu: number[] = [];
+    const variantMs: number[][] = variants.map(() => []);
     const benchCpu = () => {
       const { user, system } = process.cpuUsage();
       return (user + system) / 1e6;
@@ -156,14 +173,22 @@ async function main(): Promise<void> {
       );
       // REDACTION_PIPELINE_WAITS=1 (passed on to the node): where the document's pipeline waited.
       for (const line of node.lines.slice(linesBefore).filter((line) => line.includes("pipeline waits"))) process.stdout.write(`  ${line}\n`);
+      for (const [index, port] of variantPorts.entries()) {
+        const read = await client.get(port, "/bench/input.csv");
+        if (read.bytes !== outBytes) throw new Error(`variant ${JSON.stringify(variants[index])} gave ${read.bytes} bytes, the default export ${outBytes}`);
+        variantMs[index]!.push(read.ms);
+        process.stdout.write(`  variant ${JSON.stringify(variants[index])}: ${(read.ms / 1000).toFixed(2)} s\n`);
+        await sleep(settleMs);
+      }
     }
     await client.stop();
     const rss = peakRss(node.child.pid!);
     // What stays once the documents are done (with spare CSV workers: those waiting for the next document).
     process.stdout.write(`node RSS after the rounds, idle: ${mib(currentRss(node.child.pid!))}\n`);
     const view = (await (await fetch(`${node.url}/export`)).json()) as { exports: Array<{ serving: { rows: { in: number; kept: number } } }> };
-    const rows = view.exports[0]!.serving.rows;
-    if (rows.kept !== generated.kept * rounds) throw new Error(`kept ${rows.kept} rows, expected ${generated.kept * rounds}`);
+    for (const { serving } of view.exports) {
+      if (serving.rows.kept !== generated.kept * rounds) throw new Error(`kept ${serving.rows.kept} rows, expected ${generated.kept * rounds}`);
+    }
     const direct = median(directMs);
     const through = median(exportMs);
     const rate = (ms: number) => `${(bytes / 2 ** 20 / (ms / 1000)).toFixed(1)} MiB/s`;
@@ -179,6 +204,10 @@ async function main(): Promise<void> {
           : []),
         `CPU per round, medians: direct ${median(directCpu).toFixed(2)} s, through the export ${median(exportCpu).toFixed(2)} s (the node ${median(nodeCpu).toFixed(2)} s, ${(bytes / 2 ** 20 / median(nodeCpu)).toFixed(0)} MiB per node CPU second)`,
         `node peak RSS: ${(rss / 2 ** 20).toFixed(0)} MiB (target < 300 MiB)`,
+        ...variants.map(
+          (rangedReads, index) =>
+            `variant ${JSON.stringify(rangedReads)}: median ${(median(variantMs[index]!) / 1000).toFixed(2)} s, ${(direct / median(variantMs[index]!)).toFixed(2)}x of direct (steady rounds ${(median(directMs.slice(1)) / median(variantMs[index]!.slice(1))).toFixed(2)}x)`,
+        ),
       ].join("\n")}\n`,
     );
     reportFigure({

@@ -65,6 +65,7 @@ export class ExportService implements ExportPort {
         ...(body.pushdown ? { pushdown: true } : {}),
         ...(body.buckets !== undefined ? { buckets: body.buckets } : {}),
         ...(body.formats !== undefined ? { formats: body.formats } : {}),
+        ...(body.rangedReads !== undefined ? { rangedReads: body.rangedReads } : {}),
       });
     } catch (error) {
       await this.deps.runtime.client

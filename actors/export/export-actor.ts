@@ -77,6 +77,12 @@ export interface ExportRecord {
   buckets?: string[];
   /** Object-storage exports: formats by content type (`text/csv`) or key suffix (`.csv`), over the defaults (docs/objectstore-export.md). */
   formats?: Record<string, DocumentFormat>;
+  /**
+   * Object-storage exports: a document longer than `rangeBytes` is read from the store as
+   * consecutive ranges, `parallel` at once (`parallel: 1`: one GET); absent: the defaults
+   * (docs/objectstore-export.md, "Ranged reads").
+   */
+  rangedReads?: Partial<RangedReads>;
   /** SQL, FHIR and object-storage exports: clients may write; absent or false: read-only (docs/postgres-export.md, docs/fhir-export.md, docs/objectstore-export.md). */
   allowWrites?: boolean;
   /** SQL exports: statements may choose, group and order rows only by resource-context columns. */
@@ -105,6 +111,14 @@ function withStatus(ctx: Exclusive, status: ExportStatus): ExportRecord {
   const next = { ...current, status, updatedAt: new Date().toISOString() };
   ctx.setState(next);
   return next;
+}
+
+/** How an object-storage export reads a document from its store (ExportRecord.rangedReads). */
+export interface RangedReads {
+  /** Ranges asked for at once; 1: the object in one GET. */
+  parallel: number;
+  /** The bytes of each range. */
+  rangeBytes: number;
 }
 
 export type NewExport = Omit<ExportRecord, "id" | "status" | "createdAt" | "updatedAt">;

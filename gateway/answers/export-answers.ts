@@ -16,6 +16,7 @@ export const exportView = openObject(
     cloudSigning: anyObject("cloud-signing id and region; key: (set) when it has its own"),
     buckets: texts,
     formats: anyObject("document format by file suffix"),
+    rangedReads: anyObject("objectstore: parallel ranges and their bytes, as set"),
     allowWrites: flag,
     strict: flag,
     backendTls: text,

@@ -89,6 +89,17 @@ export const exportBody = {
       additionalProperties: { type: "string", enum: ["csv", "json", "ndjson"] },
       description: "objectstore: document formats by content type (text/csv) or key suffix (.csv), over the defaults",
     },
+    rangedReads: {
+      type: "object",
+      additionalProperties: false,
+      minProperties: 1,
+      description:
+        "objectstore: how a document is read from the store: as consecutive ranges of rangeBytes, parallel at once (parallel 1: one GET); each absent one takes its default",
+      properties: {
+        parallel: { type: "integer", minimum: 1, maximum: 16 },
+        rangeBytes: { type: "integer", minimum: 65536, maximum: 67108864 },
+      },
+    },
     cloudSigning: {
       type: "object",
       additionalProperties: false,

@@ -36,7 +36,7 @@ export function storeEndpoint(endpoint: string): URL {
 }
 
 /** The fields of PUT /export an objectstore export takes. */
-const taken = takenFields("endpoint", "credentials", "cloudSigning", "allowWrites", "buckets", "formats");
+const taken = takenFields("endpoint", "credentials", "cloudSigning", "allowWrites", "buckets", "formats", "rangedReads");
 const noSql = "an objectstore export runs no SQL and reaches its store by the endpoint's scheme (https:// for TLS)";
 const refusedBecause: RefusalReasons = {
   strict: noSql,

@@ -17,6 +17,7 @@ import { authentication, domainOf, type HttpAuthentication } from "../../http/au
 import type { CsvThreading, RedactionTally } from "../../redaction/types";
 import { formatOf } from "./object-formats";
 import type { ObjectStore } from "./object-store";
+import { rangedReadsOf, storedObject } from "./ranged-body";
 import { redactedEtag, redactedObject } from "./redacted-object";
 import { S3Error, s3ErrorDocument, s3ErrorOf } from "./s3-errors";
 import { s3OperationOf, storePath, storeQuery, virtualHostBucket, type S3Operation } from "./s3-operation";
@@ -233,8 +234,9 @@ export class ObjectServer {
     // No configuration, or the mapping group is gone: nothing can be decided, nothing is released.
     if (!plan) throw new S3Error("ServiceUnavailable", "the export cannot decide now (no configuration, or its mapping group is gone); nothing was released");
     const mappingKey = decider.mapping().key;
-    const stored = await store.send({ method: "GET", path: storePath(operation.bucket, operation.key), signal });
-    if (stored.statusCode !== 200) throw await storeFailure(stored);
+    const reads = rangedReadsOf(record.rangedReads);
+    const { answer: stored, length, rest } = await storedObject(store, storePath(operation.bucket, operation.key), reads, signal);
+    if (stored.statusCode !== 200 && stored.statusCode !== 206) throw await storeFailure(stored);
     const format = formatOf(stored.headers["content-type"], operation.key, record.formats);
     if (!format) {
       stored.destroy();
@@ -252,6 +254,8 @@ export class ObjectServer {
       plan,
       mappingKey,
       threading: this.options.threading,
+      length,
+      ...(rest ? { rest: { reads, fetch: rest } } : {}),
       signal,
       onEnd: (outcome, tally, error) => this.objectEnded(request, operation, format, outcome, tally, error, Date.now() - started),
     });

@@ -6,7 +6,10 @@ import { documentFormats, DocumentError, type CsvThreading, type DocumentFormat,
 import type { ExportDecider } from "../../exports/export-decider";
 import { ExportDecisionSource } from "./export-decision-source";
 import { S3Error } from "./s3-errors";
-import { StoreBody, takeOverBody } from "./store-body";
+import { isDirectInput, type DirectInput } from "../../redaction/direct-input";
+import type { RangedReads } from "../../actors/export/export-actor";
+import { RangedStoreBody, type RangeFetch } from "./ranged-body";
+import { takeOverBody } from "./store-body";
 
 /**
  * Redacted output the client's connection may hold at once (written to it, not yet sent): no
@@ -53,17 +56,21 @@ export async function redactedObject(options: {
   plan: RecordPlan;
   mappingKey: string;
   threading: CsvThreading;
+  /** The stored object's length (NaN when the store did not say). */
+  length: number;
+  /** `stored` is the object's first range (ranged-body.ts storedObject): how the rest is asked for. */
+  rest?: { reads: RangedReads; fetch: RangeFetch };
   /** The client's request ended: the store's body, once taken over from the HTTP client (store-body.ts), is dropped with it. */
   signal: AbortSignal;
   /** Called once when the document ends: complete, failed (with the error) or abandoned by the client. */
   onEnd: (outcome: "complete" | "failed" | "abandoned", tally: RedactionTally | undefined, error?: Error) => void;
 }): Promise<RedactedObject> {
   const { stored, format, plan } = options;
-  const threading = threadingFor(stored, options.threading);
+  const threading = threadingFor(options.length, options.threading);
   const redactor = documentRedactor(format, plan, new ExportDecisionSource(options.decider, plan), threading);
-  const input = takesBodyOver(format, threading) ? (takeOverBody(stored, options.signal) ?? stored) : stored;
-  const chunks = redactedChunks(redactor, input instanceof StoreBody ? input : (input as AsyncIterable<Buffer>));
-  const drop = () => (input instanceof StoreBody ? input.destroy(new Error("the document's answer ended before the store's body")) : stored.destroy());
+  const input = storeInput(options, format, threading);
+  const chunks = redactedChunks(redactor, input);
+  const drop = () => (isDirectInput(input) ? input.destroy(new Error("the document's answer ended before the store's body")) : stored.destroy());
   let ended = false;
   const end = (outcome: "complete" | "failed" | "abandoned", error?: Error) => {
     if (ended) return;
@@ -150,8 +157,7 @@ export async function redactedObject(options: {
  * the worker threads right after its header, instead of its first `inlineBytes` being redacted on the
  * event loop (the JS way, several times the workers' CPU per byte) while the workers could have started.
  */
-function threadingFor(stored: IncomingMessage, threading: CsvThreading): CsvThreading {
-  const length = Number(stored.headers["content-length"]);
+function threadingFor(length: number, threading: CsvThreading): CsvThreading {
   return length > threading.inlineBytes ? { ...threading, inlineBytes: 0 } : threading;
 }
 
@@ -162,6 +168,22 @@ function threadingFor(stored: IncomingMessage, threading: CsvThreading): CsvThre
  */
 function takesBodyOver(format: DocumentFormat, threading: CsvThreading): boolean {
   return format === "csv" && threading.threads > 1 && threading.inlineBytes === 0;
+}
+
+/**
+ * Where the document's bytes come from: the object's ranges, several read at once, when the first
+ * answer is the first of several (ranged-body.ts); else the one answer's body, taken over where
+ * takesBodyOver says, or as Node's HTTP client hands it out.
+ */
+function storeInput(
+  options: { stored: IncomingMessage; length: number; rest?: { reads: RangedReads; fetch: RangeFetch }; signal: AbortSignal },
+  format: DocumentFormat,
+  threading: CsvThreading,
+): DirectInput | AsyncIterable<Buffer> {
+  const { stored, length, rest, signal } = options;
+  if (rest) return new RangedStoreBody(stored, length, rest.reads, rest.fetch, signal);
+  if (takesBodyOver(format, threading)) return takeOverBody(stored, signal) ?? stored;
+  return stored;
 }
 
 /** A document the engine refused before anything was sent, as the client's error (its line or record, never its bytes). */

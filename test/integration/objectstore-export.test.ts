@@ -99,7 +99,7 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
   before(async () => {
     nats = await startNats();
     store = await S3Store.start(["docs", "hidden"]);
-    ports = await freePorts(6);
+    ports = await freePorts(7);
     nodes = await NodeProcess.startAll(
       ["os-1", "os-2"].map((nodeId) => ({ nodeId, natsUrl: nats.url, env: { ...cluster, EXPORT_PORTS: `${ports[5]}-${ports[5]}` } })),
     );
@@ -127,7 +127,8 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
   });
 
   test("PUT /export: bad bodies are refused naming the field and create nothing; credentials are never read back; stop, start and delete close and open the port", async () => {
-    const refused: Array<[Record<string, unknown>, string]> = [
+    // The request schema's refusals are ERR_REQUEST_INVALID; the export types' own, ERR_EXPORT_INVALID.
+    const refused: Array<[Record<string, unknown>, string, string?]> = [
       [objectstoreBody({ endpoint: undefined }), "endpoint"],
       [objectstoreBody({ endpoint: "127.0.0.1:9000" }), "endpoint"],
       [objectstoreBody({ endpoint: `${store.endpoint}/docs` }), "endpoint"],
@@ -142,6 +143,14 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
       [objectstoreBody({ buckets: ["Not_A_Bucket"] }), "buckets[0]"],
       [objectstoreBody({ formats: { csv: "csv" } }), "formats.csv"],
       [objectstoreBody({ resolverGroup: "nope" }), "resolverGroup"],
+      [objectstoreBody({ rangedReads: { parallel: 0 } }), "/rangedReads/parallel", "ERR_REQUEST_INVALID"],
+      [objectstoreBody({ rangedReads: { parallel: 17 } }), "/rangedReads/parallel", "ERR_REQUEST_INVALID"],
+      [objectstoreBody({ rangedReads: { rangeBytes: 1000 } }), "/rangedReads/rangeBytes", "ERR_REQUEST_INVALID"],
+      [objectstoreBody({ rangedReads: {} }), "/rangedReads", "ERR_REQUEST_INVALID"],
+      [
+        { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, rangedReads: { parallel: 2 } },
+        "rangedReads",
+      ],
       [{ type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" }, buckets: ["docs"] }, "buckets"],
       [
         {
@@ -154,10 +163,10 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
         "credentials",
       ],
     ];
-    for (const [body, path] of refused) {
+    for (const [body, path, code = "ERR_EXPORT_INVALID"] of refused) {
       const answer = await call("PUT", "/export", body);
       assert.equal(answer.status, 400, `${path}: ${JSON.stringify(answer.body)}`);
-      assert.equal(answer.body.error.code, "ERR_EXPORT_INVALID");
+      assert.equal(answer.body.error.code, code, JSON.stringify(answer.body));
       assert.equal(answer.body.error.details[0].path, path, JSON.stringify(answer.body));
     }
     assert.deepEqual((await call("GET", "/export")).body.exports, [], "nothing was created by a refused body");
@@ -239,30 +248,10 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     unsigned.destroy();
   });
 
-  test("a CSV of many socket reads and worker blocks, read fast and read slowly, gives the redaction engine's bytes both times", async () => {
-    const exported = await created({ port: ports[3] });
-    // 24 MiB: past the 8 MiB the engine keeps on the calling thread, so worker blocks and ~100 reused socket reads are in play.
-    const lines = [`${columns.join(",")}\n`];
-    for (let n = 0; lines.length < 330_000; n++) {
-      const id = populationIds[n % populationIds.length];
-      lines.push(`${id},${id || "nobody"}-${n}@example.com,login-${n},"Name, ${n}",${n},s3cret-${n}\n`);
-    }
-    const large = lines.join("");
-    assert.ok(large.length > 20 << 20, `${large.length} bytes`);
-    await direct.send(new PutObjectCommand({ Bucket: "docs", Key: "large.csv", Body: large, ContentType: "text/csv" }));
-    const raw = await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "large.csv" }))).Body!.transformToString();
-    assert.ok(raw.includes("not-accepted-1@example.com") && raw.includes("s3cret-329998"), "the store itself hands out every row and field");
-    const expected = await redactedByJob("text/csv", large);
-    assert.ok(!expected.includes("not-accepted-1@example.com") && !expected.includes("s3cret"));
-
-    const fast = await rawGet(ports[3]!, "/docs/large.csv");
-    assert.equal(fast.status, 200);
-    assert.ok(fast.complete);
-    assert.ok(fast.body === expected, `read fast: ${fast.body.length} bytes, the engine's ${expected.length}`);
-
-    // A reader that stops for a while every few chunks: the store's socket is paused and resumed many times mid-body.
-    const slow = await new Promise<{ body: string; complete: boolean }>((resolve, reject) => {
-      const outgoing = httpRequest({ host: "127.0.0.1", port: ports[3]!, path: "/docs/large.csv" }, (response) => {
+  /** A GET of the export read slowly: it stops for 20 ms every four chunks, so the store's reads are paused and resumed many times mid-body. */
+  const slowGet = (port: number, path: string) =>
+    new Promise<{ body: string; complete: boolean }>((resolve, reject) => {
+      const outgoing = httpRequest({ host: "127.0.0.1", port, path }, (response) => {
         const chunks: Buffer[] = [];
         response.on("data", (chunk: Buffer) => {
           chunks.push(chunk);
@@ -277,10 +266,99 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
       outgoing.on("error", reject);
       outgoing.end();
     });
-    assert.ok(slow.complete);
-    assert.ok(slow.body === expected, `read slowly: ${slow.body.length} bytes, the engine's ${expected.length}`);
+
+  test("a CSV of many socket reads and worker blocks, read fast and read slowly, in one GET or in ranges, gives the redaction engine's bytes every time", async () => {
+    // 24 MiB: past the 8 MiB the engine keeps on the calling thread, so worker blocks and ~100 reused socket reads are in play.
+    const lines = [`${columns.join(",")}\n`];
+    for (let n = 0; lines.length < 330_000; n++) {
+      const id = populationIds[n % populationIds.length];
+      lines.push(`${id},${id || "nobody"}-${n}@example.com,login-${n},"Name, ${n}",${n},s3cret-${n}\n`);
+    }
+    const large = lines.join("");
+    assert.ok(large.length > 20 << 20, `${large.length} bytes`);
+    await direct.send(new PutObjectCommand({ Bucket: "docs", Key: "large.csv", Body: large, ContentType: "text/csv" }));
+    const raw = await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "large.csv" }))).Body!.transformToString();
+    assert.ok(raw.includes("not-accepted-1@example.com") && raw.includes("s3cret-329998"), "the store itself hands out every row and field");
+    const expected = await redactedByJob("text/csv", large);
+    assert.ok(!expected.includes("not-accepted-1@example.com") && !expected.includes("s3cret"));
+
+    // The default (one GET), ranges of 8 MiB three at once, and ranges of 64 KiB four at once (row after row cut between two ranges).
+    for (const rangedReads of [undefined, { parallel: 3 }, { parallel: 4, rangeBytes: 65536 }]) {
+      const reading = JSON.stringify(rangedReads ?? "defaults");
+      const exported = await created({ port: ports[3], ...(rangedReads ? { rangedReads } : {}) });
+      assert.deepEqual((await call("GET", `/export?id=${exported.id}`)).body.rangedReads, rangedReads, "the setting reads back as given");
+      const fast = await rawGet(ports[3]!, "/docs/large.csv");
+      assert.equal(fast.status, 200);
+      assert.ok(fast.complete);
+      assert.ok(fast.body === expected, `${reading}, read fast: ${fast.body.length} bytes, the engine's ${expected.length}`);
+      const slow = await slowGet(ports[3]!, "/docs/large.csv");
+      assert.ok(slow.complete);
+      assert.ok(slow.body === expected, `${reading}, read slowly: ${slow.body.length} bytes, the engine's ${expected.length}`);
+      assert.equal((await call("DELETE", `/export?id=${exported.id}`)).status, 200);
+      await until("the port is free again", async () => !(await listening(ports[3]!)));
+    }
+  });
+
+  test("an object overwritten while the export reads it in ranges: read directly, ranges of two versions join into rows no version has; through the export the stream is cut off and nothing of the second version passes", async () => {
+    // Version 1: rows of an allowed user. Version 2: rows of a user whose data may not be used, with other lengths, so
+    // that a row of version 1 cut between two ranges goes on with bytes of version 2 (its email, its secret).
+    const rows = (id: string, tag: string, count: number) =>
+      `${columns.join(",")}\n${Array.from({ length: count }, (_, n) => `${id},${tag}-${n}@example.com,login-${n},Name,${n},s3cret\n`).join("")}`;
+    const v1 = rows("accepted", "first", 400_000);
+    const v2 = rows("not-accepted", "LEAKED-second-version", 400_000);
+    const rangeBytes = 65536;
+    const put = (body: string) => direct.send(new PutObjectCommand({ Bucket: "docs", Key: "changing.csv", Body: body, ContentType: "text/csv" }));
+
+    // Directly: a downloader that joins ranges without checking they are of one version.
+    await put(v1);
+    const range = async (start: number) =>
+      (
+        await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "changing.csv", Range: `bytes=${start}-${start + rangeBytes - 1}` }))
+      ).Body!.transformToString();
+    const first = await range(0);
+    await put(v2);
+    const joined = first + (await range(rangeBytes));
+    const cut = joined.lastIndexOf("\n", rangeBytes - 1) + 1;
+    const spliced = joined.slice(cut, joined.indexOf("\n", rangeBytes));
+    assert.ok(spliced.startsWith("accepted,"), spliced);
+    assert.ok(!v1.includes(`\n${spliced}\n`), `read directly, a row of the allowed user goes on with the other user's bytes: ${spliced}`);
+
+    // Through the export (ranges of 64 KiB, two at once): the client reads a little, the object is overwritten, the client reads on.
+    await put(v1);
+    const exported = await created({ port: ports[6], rangedReads: { parallel: 2, rangeBytes } });
+    const outcome = await new Promise<{ body: string; complete: boolean }>((resolve, reject) => {
+      const outgoing = httpRequest({ host: "127.0.0.1", port: ports[6]!, path: "/docs/changing.csv" }, (response) => {
+        const chunks: Buffer[] = [];
+        response.once("data", (chunk: Buffer) => {
+          chunks.push(chunk);
+          response.pause();
+          void put(v2).then(() => {
+            response.on("data", (more: Buffer) => chunks.push(more));
+            response.resume();
+          }, reject);
+        });
+        const settle = () => resolve({ body: Buffer.concat(chunks).toString("utf8"), complete: response.complete });
+        response.on("end", settle);
+        response.on("aborted", settle);
+        response.on("error", settle);
+      });
+      outgoing.on("error", reject);
+      outgoing.end();
+    });
+    assert.equal(outcome.complete, false, "the answer is cut off, not ended as a whole document");
+    assert.ok(outcome.body.startsWith("users.id,"), "the first version's start was sent");
+    assert.ok(!outcome.body.includes("LEAKED"), "nothing of the second version passed");
+    const whole = outcome.body.split("\n").slice(1, -1);
+    assert.ok(whole.length > 0);
+    for (const line of whole)
+      assert.match(line, /^,first-\d+@example\.com,login-\d+,Name,\d+,$/, "every row sent is a row of the first version (its id and secret emptied)");
+    assert.ok(outcome.body.length < v1.length);
+    await until("the cut-off document is traced as failed", async () =>
+      (await storedTraceRecords<Body>(nc, "warden.trace.export.>")).some(
+        (trace) => trace.record.kind === "export.object" && trace.record.exportId === exported.id && trace.record.outcome === "failed",
+      ),
+    );
     assert.equal((await call("DELETE", `/export?id=${exported.id}`)).status, 200);
-    await until("the port is free again", async () => !(await listening(ports[3]!)));
   });
 
   test("HeadObject, ListObjectsV2 and ListBuckets pass within `buckets`; Range, unknown formats, malformed documents, writes and other operations are refused as S3 errors, and audited", async () => {
