@@ -15,11 +15,11 @@ export class DocumentBufferPool {
     if (this.spare.length < this.max) this.spare.push({ buffer, holder });
   }
 
-  /** The most recently kept buffer of at least `bytes`, for `holder`'s use (zeroed when another's bytes are in it); undefined when none is kept. */
-  take(holder: object, bytes = 0): ArrayBuffer | undefined {
+  /** The most recently kept buffer of `bytes` to `most` bytes, for `holder`'s use (zeroed when another's bytes are in it); undefined when none is kept. */
+  take(holder: object, bytes = 0, most = Number.POSITIVE_INFINITY): ArrayBuffer | undefined {
     for (let index = this.spare.length - 1; index >= 0; index--) {
       const kept = this.spare[index]!;
-      if (kept.buffer.byteLength < bytes) continue;
+      if (kept.buffer.byteLength < bytes || kept.buffer.byteLength > most) continue;
       this.spare.splice(index, 1);
       if (kept.holder !== holder) new Uint8Array(kept.buffer).fill(0);
       return kept.buffer;

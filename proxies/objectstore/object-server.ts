@@ -235,11 +235,13 @@ export class ObjectServer {
     if (!plan) throw new S3Error("ServiceUnavailable", "the export cannot decide now (no configuration, or its mapping group is gone); nothing was released");
     const mappingKey = decider.mapping().key;
     const reads = rangedReadsOf(record.rangedReads);
-    const { answer: stored, length, rest } = await storedObject(store, storePath(operation.bucket, operation.key), reads, signal);
+    const { answer: stored, length, ranged } = await storedObject(store, storePath(operation.bucket, operation.key), reads, signal);
+    // A 206 is a range storedObject checked (the whole object, or the first of several).
     if (stored.statusCode !== 200 && stored.statusCode !== 206) throw await storeFailure(stored);
     const format = formatOf(stored.headers["content-type"], operation.key, record.formats);
     if (!format) {
-      stored.destroy();
+      if (ranged) ranged.destroy();
+      else stored.destroy();
       throw new S3Error(
         "AccessDenied",
         `'${operation.key}' is not a document this export redacts (CSV, JSON array or NDJSON by content type, then key suffix); it is not served`,
@@ -255,7 +257,7 @@ export class ObjectServer {
       mappingKey,
       threading: this.options.threading,
       length,
-      ...(rest ? { rest: { reads, fetch: rest } } : {}),
+      ...(ranged ? { ranged } : {}),
       signal,
       onEnd: (outcome, tally, error) => this.objectEnded(request, operation, format, outcome, tally, error, Date.now() - started),
     });

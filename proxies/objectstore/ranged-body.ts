@@ -1,8 +1,10 @@
+import { setMaxListeners } from "node:events";
 import type { IncomingMessage } from "node:http";
 import type { RangedReads } from "../../actors/export/export-actor";
 import { DocumentBufferPool } from "../../redaction/buffer-pool";
 import type { DirectInput, InputSink } from "../../redaction/direct-input";
 import type { ObjectStore } from "./object-store";
+import { S3Error } from "./s3-errors";
 import { takeOverBody, type StoreBody } from "./store-body";
 
 /**
@@ -22,27 +24,60 @@ export function rangedReadsOf(set: Partial<RangedReads> | undefined): RangedRead
 /** Sends the GET of bytes `start` to `end` (inclusive) of the object, with If-Match `etag`; resolves with the store's answer (any status). */
 export type RangeFetch = (start: number, end: number, etag: string, signal: AbortSignal) => Promise<IncomingMessage>;
 
-/** The store's first answer to a GetObject: the object whole, or its first range with how the rest is asked for. */
+/**
+ * Bytes of range buffers a node holds at once, over every GetObject of every export: a GetObject
+ * whose first range does not fit is read in one GET, and one whose later ranges do not fit reads
+ * fewer at once (at least its first), so clients that open many GetObjects and read nothing hold
+ * no more than this in ranges. docs/objectstore-export.md, "Ranged reads".
+ */
+export const rangeMemoryBytes = 64 << 20;
+
+/** The range bytes held now (rangeMemoryBytes bounds it). */
+class RangeMemory {
+  held = 0;
+
+  /** Holds `bytes` more when they fit, or always (`always`: a GetObject's one range, taking the place of the one it just gave back). */
+  reserve(bytes: number, always = false): boolean {
+    if (!always && this.held + bytes > rangeMemoryBytes) return false;
+    this.held += bytes;
+    return true;
+  }
+
+  release(bytes: number): void {
+    this.held -= bytes;
+  }
+}
+
+export const rangeMemory = new RangeMemory();
+
+/** The store's first answer to a GetObject: the object whole in one answer, or read in ranges by `ranged`. */
 export interface StoredObject {
+  /** The one answer; with `ranged`, the answer of the first range (its headers name the object's type and version). */
   answer: IncomingMessage;
   /** The stored object's length (NaN when the store did not say). */
   length: number;
-  /** Present when `answer` is the first of several ranges (a 206): asks the store for the next ones. */
-  rest?: RangeFetch;
+  /** The object's body read in ranges; nothing is asked for past the first range before its first `resume`. */
+  ranged?: RangedStoreBody;
 }
 
 /**
  * Asks the store for an object (`path`), as its first range when it may be read in ranges. The
  * object is read whole in one answer when the export reads so (`parallel: 1`), when the store
- * ignores Range (200), when the object fits its first range, or when the first range cannot be
- * tied to one version of the object: no strong ETag (so no later range can be checked to be of
- * the same bytes), a Content-Range not of `0-end/total`, or 416 (an empty object); the answer of
- * the first range is dropped then and the object asked for again without a Range. An answer of
- * any other status is handed back as it is (the caller refuses it).
+ * ignores Range (200), when the first range is the whole object, when the node holds its range
+ * bytes already (rangeMemoryBytes), or when the first range cannot be tied to one version of the
+ * object: no strong ETag (so no later range can be checked to be of the same bytes), an answer
+ * that is not exactly the range asked for (Content-Range `0-end/total` and its Content-Length), or
+ * 416 (an empty object); the answer of the first range is dropped then and the object asked for
+ * again without a Range. Any other status is handed back as it is (the caller refuses it); a 206
+ * handed back is always a range checked here, never the answer to a GET without Range.
  */
 export async function storedObject(store: ObjectStore, path: string, reads: RangedReads, signal: AbortSignal): Promise<StoredObject> {
-  const whole = async () => {
+  const whole = async (): Promise<StoredObject> => {
     const answer = await store.send({ method: "GET", path, signal });
+    if (answer.statusCode === 206) {
+      answer.destroy();
+      throw new S3Error("InternalError", "the store answered a GET of the whole object with a part of it (206); nothing was released");
+    }
     return { answer, length: Number(answer.headers["content-length"]) };
   };
   if (reads.parallel <= 1) return whole();
@@ -51,14 +86,23 @@ export async function storedObject(store: ObjectStore, path: string, reads: Rang
   if (first.statusCode !== 206 && first.statusCode !== 416) return { answer: first, length: Number.NaN };
   const range = first.statusCode === 206 ? contentRange(first) : undefined;
   const etag = first.headers.etag;
-  if (range?.start !== 0 || !isStrongEtag(etag)) {
+  const asked =
+    range !== undefined &&
+    range.start === 0 &&
+    range.end === Math.min(reads.rangeBytes, range.total) - 1 &&
+    Number(first.headers["content-length"]) === range.end + 1;
+  if (!asked || !isStrongEtag(etag)) {
     first.destroy();
     return whole();
   }
   if (range.end + 1 === range.total) return { answer: first, length: range.total };
+  if (!rangeMemory.reserve(reads.rangeBytes)) {
+    first.destroy();
+    return whole();
+  }
   const rest: RangeFetch = (start, end, ifMatch, rangeSignal) =>
     store.send({ method: "GET", path, headers: { range: `bytes=${start}-${end}`, "if-match": ifMatch }, signal: rangeSignal });
-  return { answer: first, length: range.total, rest };
+  return { answer: first, length: range.total, ranged: new RangedStoreBody(first, range.total, reads, rest, signal) };
 }
 
 /** A strong ETag names one version of an object's bytes (a weak one, W/"...", does not: RFC 9110 8.8.3). */
@@ -66,7 +110,11 @@ function isStrongEtag(etag: string | undefined): etag is string {
   return etag !== undefined && /^"[^"]*"$/.test(etag);
 }
 
-/** Range buffers kept for reuse by every document (zeroed when another document's bytes are in them, as block buffers are): an idle node holds at most four. */
+/**
+ * Range buffers kept for reuse by every document (zeroed when another document's bytes are in them,
+ * as block buffers are): at most four, of at most the default range size, so an idle node holds
+ * at most 32 MiB of them; a range takes a kept buffer of exactly its size.
+ */
 const spare = new DocumentBufferPool(4);
 
 /** The `Content-Range` of a 206: first byte, last byte, whole length; undefined when it is not of that form. */
@@ -141,6 +189,8 @@ class Range implements InputSink {
 export class RangedStoreBody implements DirectInput {
   private readonly ranges: Range[] = [];
   private nextStart: number;
+  /** Bytes handed to the sink: the body ends complete only when they are the object's length. */
+  private delivered = 0;
   private sink?: InputSink;
   private paused = true;
   private pumping = false;
@@ -159,13 +209,14 @@ export class RangedStoreBody implements DirectInput {
     private readonly signal: AbortSignal,
   ) {
     this.etag = first.headers.etag ?? "";
+    // Each range in flight listens for the stop twice (its request and its body).
+    setMaxListeners(2 * reads.parallel + 2, this.stopped.signal);
     const firstLength = Math.min(reads.rangeBytes, total);
     this.nextStart = firstLength;
+    // The first range's bytes were reserved by storedObject.
+    this.attach(this.newRange(0, firstLength), first);
     if (signal.aborted) this.onAbort();
     else signal.addEventListener("abort", this.onAbort, { once: true });
-    const range = this.newRange(0, firstLength);
-    this.attach(range, first);
-    this.launch();
   }
 
   readInto(sink: InputSink): void {
@@ -180,6 +231,8 @@ export class RangedStoreBody implements DirectInput {
   resume(): void {
     if (this.outcome) return;
     this.paused = false;
+    // The later ranges are asked for once the object is read (not, say, while its format is checked).
+    this.launch();
     this.pump();
   }
 
@@ -188,30 +241,34 @@ export class RangedStoreBody implements DirectInput {
   }
 
   private newRange(start: number, length: number): Range {
-    const kept = spare.take(this, this.reads.rangeBytes);
+    const kept = spare.take(this, this.reads.rangeBytes, this.reads.rangeBytes);
     const buffer = (kept ? Buffer.from(kept) : Buffer.allocUnsafeSlow(this.reads.rangeBytes)).subarray(0, length);
     const range = new Range(start, buffer, () => this.changed(range));
     this.ranges.push(range);
     return range;
   }
 
-  /** Asks for ranges until `parallel` are read or handed on, or the object is all asked for. */
+  /** Asks for ranges until `parallel` are read or handed on, the node holds its range bytes (rangeMemoryBytes), or the object is all asked for. */
   private launch(): void {
     while (!this.outcome && this.ranges.length < this.reads.parallel && this.nextStart < this.total) {
+      // A GetObject with no range in hand (its last one just handed on and given back) always takes the next.
+      if (!rangeMemory.reserve(this.reads.rangeBytes, this.ranges.length === 0)) return;
       const start = this.nextStart;
       const length = Math.min(this.reads.rangeBytes, this.total - start);
       this.nextStart += length;
       const range = this.newRange(start, length);
-      this.fetch(start, start + length - 1, this.etag, this.stopped.signal).then(
-        (response) => {
-          const problem = this.outcome ? undefined : this.mismatch(response, start, length);
-          if (this.outcome || problem) {
-            response.destroy();
-            if (problem) range.ended(problem);
-          } else this.attach(range, response);
-        },
-        (error: Error) => range.ended(error),
-      );
+      this.fetch(start, start + length - 1, this.etag, this.stopped.signal)
+        .then(
+          (response) => {
+            const problem = this.outcome ? undefined : this.mismatch(response, start, length);
+            if (this.outcome || problem) {
+              response.destroy();
+              if (problem) range.ended(problem);
+            } else this.attach(range, response);
+          },
+          (error: Error) => range.ended(error),
+        )
+        .catch((error: unknown) => this.fail(error as Error));
     }
   }
 
@@ -255,19 +312,24 @@ export class RangedStoreBody implements DirectInput {
     try {
       while (!this.outcome && this.sink && !this.paused) {
         const head = this.ranges[0];
-        if (!head) return this.finish();
+        if (!head)
+          return this.delivered === this.total
+            ? this.finish()
+            : this.fail(new Error(`the object's ranges ended after ${this.delivered} of ${this.total} bytes`));
         const available = head.received - head.delivered;
         if (available > 0) {
           const room = this.sink.room();
           const length = Math.min(room.length, available);
           head.buffer.copy(room, 0, head.delivered, head.delivered + length);
           head.delivered += length;
+          this.delivered += length;
           if (!this.sink.arrived(room.subarray(0, length))) this.paused = true;
           continue;
         }
         if (!head.done) return;
         this.ranges.shift();
-        spare.put(head.buffer.buffer as ArrayBuffer, this);
+        rangeMemory.release(this.reads.rangeBytes);
+        if (this.reads.rangeBytes <= defaultRangedReads.rangeBytes) spare.put(head.buffer.buffer as ArrayBuffer, this);
         this.launch();
       }
     } finally {
@@ -288,6 +350,7 @@ export class RangedStoreBody implements DirectInput {
     this.signal.removeEventListener("abort", this.onAbort);
     this.stopped.abort();
     for (const range of this.ranges) range.stop();
+    rangeMemory.release(this.ranges.length * this.reads.rangeBytes);
     this.ranges.length = 0;
     this.sink?.ended(error);
   }

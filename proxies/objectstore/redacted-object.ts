@@ -7,8 +7,7 @@ import type { ExportDecider } from "../../exports/export-decider";
 import { ExportDecisionSource } from "./export-decision-source";
 import { S3Error } from "./s3-errors";
 import { isDirectInput, type DirectInput } from "../../redaction/direct-input";
-import type { RangedReads } from "../../actors/export/export-actor";
-import { RangedStoreBody, type RangeFetch } from "./ranged-body";
+import type { RangedStoreBody } from "./ranged-body";
 import { takeOverBody } from "./store-body";
 
 /**
@@ -58,8 +57,8 @@ export async function redactedObject(options: {
   threading: CsvThreading;
   /** The stored object's length (NaN when the store did not say). */
   length: number;
-  /** `stored` is the object's first range (ranged-body.ts storedObject): how the rest is asked for. */
-  rest?: { reads: RangedReads; fetch: RangeFetch };
+  /** The object read in ranges (ranged-body.ts storedObject), `stored` the answer of its first. */
+  ranged?: RangedStoreBody;
   /** The client's request ended: the store's body, once taken over from the HTTP client (store-body.ts), is dropped with it. */
   signal: AbortSignal;
   /** Called once when the document ends: complete, failed (with the error) or abandoned by the client. */
@@ -67,7 +66,15 @@ export async function redactedObject(options: {
 }): Promise<RedactedObject> {
   const { stored, format, plan } = options;
   const threading = threadingFor(options.length, options.threading);
-  const redactor = documentRedactor(format, plan, new ExportDecisionSource(options.decider, plan), threading);
+  let redactor: ReturnType<typeof documentRedactor>;
+  try {
+    redactor = documentRedactor(format, plan, new ExportDecisionSource(options.decider, plan), threading);
+  } catch (error) {
+    // Nothing reads the store's answer (or ranges) then: dropped at once, not left to the store's idle timeout.
+    if (options.ranged) options.ranged.destroy();
+    else stored.destroy();
+    throw error;
+  }
   const input = storeInput(options, format, threading);
   const chunks = redactedChunks(redactor, input);
   const drop = () => (isDirectInput(input) ? input.destroy(new Error("the document's answer ended before the store's body")) : stored.destroy());
@@ -176,12 +183,12 @@ function takesBodyOver(format: DocumentFormat, threading: CsvThreading): boolean
  * takesBodyOver says, or as Node's HTTP client hands it out.
  */
 function storeInput(
-  options: { stored: IncomingMessage; length: number; rest?: { reads: RangedReads; fetch: RangeFetch }; signal: AbortSignal },
+  options: { stored: IncomingMessage; ranged?: RangedStoreBody; signal: AbortSignal },
   format: DocumentFormat,
   threading: CsvThreading,
 ): DirectInput | AsyncIterable<Buffer> {
-  const { stored, length, rest, signal } = options;
-  if (rest) return new RangedStoreBody(stored, length, rest.reads, rest.fetch, signal);
+  const { stored, ranged, signal } = options;
+  if (ranged) return ranged;
   if (takesBodyOver(format, threading)) return takeOverBody(stored, signal) ?? stored;
   return stored;
 }

@@ -5,7 +5,7 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from "node:net";
 import type { RangedReads } from "../../actors/export/export-actor";
 import { ObjectStore } from "../../proxies/objectstore/object-store";
-import { RangedStoreBody, rangedReadsOf, storedObject } from "../../proxies/objectstore/ranged-body";
+import { type RangedStoreBody, rangedReadsOf, rangeMemory, rangeMemoryBytes, storedObject } from "../../proxies/objectstore/ranged-body";
 import type { InputSink } from "../../redaction/direct-input";
 
 /**
@@ -18,7 +18,9 @@ class RangeStore {
   /** Every request's headers, in the order they came. */
   readonly requests: IncomingHttpHeaders[] = [];
   /** Answers the range starting here as this says instead (`short`: fewer bytes than its Content-Length, then the connection closes). */
-  readonly broken = new Map<number, "short" | "200" | "wrong-range" | "hang">();
+  readonly broken = new Map<number, "short" | "200" | "wrong-range" | "fewer-bytes" | "hang">();
+  /** A GET without Range is answered 206 with the whole object (a store that should not). */
+  partialToWhole = false;
   /** Ranges whose answers were cut by the reader going away (their connection closed before all was sent). */
   closedEarly = 0;
   ignoresRange = false;
@@ -49,6 +51,11 @@ class RangeStore {
     });
     const etag = this.etag ? { etag: this.etag } : {};
     const match = /^bytes=(\d+)-(\d+)$/.exec(headers.range ?? "");
+    if (!match && this.partialToWhole) {
+      res.writeHead(206, { "content-length": this.bytes.length, "content-range": `bytes 0-${this.bytes.length - 1}/${this.bytes.length}`, ...etag });
+      res.end(this.bytes);
+      return;
+    }
     if (!match || this.ignoresRange) {
       res.writeHead(200, { "content-type": "text/csv", "content-length": this.bytes.length, ...etag }).end(this.bytes);
       return;
@@ -58,7 +65,7 @@ class RangeStore {
       res.writeHead(416, { "content-range": `bytes */${this.bytes.length}` }).end();
       return;
     }
-    const end = Math.min(Number(match[2]), this.bytes.length - 1);
+    const end = Math.min(Number(match[2]), this.bytes.length - 1) - (this.broken.get(start) === "fewer-bytes" ? 1000 : 0);
     const part = this.bytes.subarray(start, end + 1);
     const broken = this.broken.get(start);
     if (broken === "200") {
@@ -131,8 +138,8 @@ const small: RangedReads = { parallel: 3, rangeBytes: 64 << 10 };
 async function read(store: RangeStore, sink: CollectingSink, reads = small, signal = new AbortController().signal) {
   const client = new ObjectStore(new URL(`http://127.0.0.1:${store.port}`), undefined);
   const first = await storedObject(client, "/docs/doc.csv", reads, signal);
-  assert.ok(first.rest, "read in ranges");
-  const body = new RangedStoreBody(first.answer, first.length, reads, first.rest, signal);
+  const body = first.ranged;
+  assert.ok(body, "read in ranges");
   sink.input = body;
   body.readInto(sink);
   body.resume();
@@ -153,6 +160,7 @@ describe("ranged reads of a stored object (proxies/objectstore/ranged-body.ts)",
         client.close();
         assert.equal(sink.outcome?.error, undefined);
         assert.ok(sink.bytes().equals(bytes), `the object's ${bytes.length} bytes in order (got ${sink.bytes().length})`);
+        assert.equal(rangeMemory.held, 0, "every range's bytes given back");
         const ranges = store.requests.map((headers) => headers.range);
         assert.equal(ranges.length, Math.ceil(bytes.length / small.rangeBytes));
         assert.equal(new Set(ranges).size, ranges.length, "each range asked for once");
@@ -205,6 +213,7 @@ describe("ranged reads of a stored object (proxies/objectstore/ranged-body.ts)",
         const handedOn = kind === "short" ? 3 * (64 << 10) + (32 << 10) : 3 * (64 << 10);
         assert.ok(sink.bytes().length <= handedOn, `nothing past ${handedOn} bytes (${sink.bytes().length})`);
         assert.ok(sink.bytes().equals(bytes.subarray(0, sink.bytes().length)), "what was handed on is the object's start");
+        assert.equal(rangeMemory.held, 0, "every range's bytes given back");
       } finally {
         await store.stop();
       }
@@ -226,6 +235,7 @@ describe("ranged reads of a stored object (proxies/objectstore/ranged-body.ts)",
       assert.match(String(sink.outcome?.error?.message), /client's request ended/);
       while (store.closedEarly < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
       assert.equal(store.closedEarly, 2, "both hanging ranges' connections were closed");
+      assert.equal(rangeMemory.held, 0, "every range's bytes given back");
       client.close();
     } finally {
       await store.stop();
@@ -244,24 +254,77 @@ describe("ranged reads of a stored object (proxies/objectstore/ranged-body.ts)",
         ["a weak ETag", () => (store.etag = 'W/"v1"'), small],
         ["a store that ignores Range", () => (store.ignoresRange = true), small],
         ["an object within one range", () => undefined, { parallel: 3, rangeBytes: 1 << 20 }],
+        ["a first range shorter than asked", () => store.broken.set(0, "fewer-bytes"), small],
+        ["a node holding its range bytes already", () => (rangeMemory.held = rangeMemoryBytes - small.rangeBytes + 1), small],
       ];
       for (const [name, arrange, reads] of cases) {
         store.etag = '"v1"';
         store.ignoresRange = false;
+        store.broken.clear();
+        rangeMemory.held = 0;
         arrange();
         const stored = await storedObject(client, "/docs/doc.csv", reads, signal);
-        assert.equal(stored.rest, undefined, `${name}: one answer`);
+        assert.equal(stored.ranged, undefined, `${name}: one answer`);
+        assert.equal(stored.answer.statusCode, name === "an object within one range" ? 206 : 200, name);
         assert.equal(stored.length, bytes.length, `${name}: the object's length`);
         const body: Buffer[] = [];
         for await (const chunk of stored.answer) body.push(chunk as Buffer);
         assert.ok(Buffer.concat(body).equals(bytes), `${name}: the whole object`);
       }
+      rangeMemory.held = 0;
+      store.partialToWhole = true;
+      await assert.rejects(storedObject(client, "/docs/doc.csv", { parallel: 1, rangeBytes: 64 << 10 }, signal), /206/, "a part is never taken for the whole");
+      store.partialToWhole = false;
       store.bytes = Buffer.alloc(0);
       const empty = await storedObject(client, "/docs/doc.csv", small, signal);
       assert.equal(empty.answer.statusCode, 200, "an empty object (416 to its first range) is asked for whole");
       assert.equal(empty.length, 0);
       empty.answer.resume();
     } finally {
+      client.close();
+      await store.stop();
+    }
+  });
+
+  test("nothing past the first range is asked for before the first resume; with the node's range bytes nearly all held, ranges are read one after the other", async () => {
+    const bytes = object(6 * (64 << 10));
+    const store = await RangeStore.start(bytes);
+    const client = new ObjectStore(new URL(`http://127.0.0.1:${store.port}`), undefined);
+    try {
+      const signal = new AbortController().signal;
+      const waiting = await storedObject(client, "/docs/doc.csv", small, signal);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(store.requests.length, 1, "only the first range before the body is read");
+      assert.equal(rangeMemory.held, small.rangeBytes, "the first range's bytes are held");
+      waiting.ranged!.destroy();
+      assert.equal(rangeMemory.held, 0, "and given back when the body is dropped unread");
+
+      // Room for two ranges in the whole node: the first, and one more at a time.
+      rangeMemory.held = rangeMemoryBytes - 2 * small.rangeBytes;
+      store.requests.length = 0;
+      let most = 0;
+      const sink = new CollectingSink(2);
+      const watch = setInterval(() => (most = Math.max(most, rangeMemory.held - (rangeMemoryBytes - 2 * small.rangeBytes))), 1);
+      await read(store, sink, small, signal);
+      await sink.settled;
+      clearInterval(watch);
+      assert.equal(sink.outcome?.error, undefined);
+      assert.ok(sink.bytes().equals(bytes), "the whole object, in order");
+      assert.equal(store.requests.length, 6);
+      assert.ok(most <= 2 * small.rangeBytes, `at most two ranges held (${most / small.rangeBytes})`);
+      assert.equal(rangeMemory.held, rangeMemoryBytes - 2 * small.rangeBytes, "every range's bytes given back");
+
+      // Other GetObjects take all of the node's range bytes while this one reads: it goes on with one range at a time, to its end.
+      rangeMemory.held = 0;
+      const starved = new CollectingSink(1);
+      await read(store, starved, small, signal);
+      rangeMemory.held += rangeMemoryBytes;
+      await starved.settled;
+      assert.equal(starved.outcome?.error, undefined);
+      assert.ok(starved.bytes().equals(bytes), "the whole object, in order, though no range bytes were free");
+      assert.equal(rangeMemory.held, rangeMemoryBytes, "it gave back what it held and holds nothing");
+    } finally {
+      rangeMemory.held = 0;
       client.close();
       await store.stop();
     }
