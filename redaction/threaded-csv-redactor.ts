@@ -6,7 +6,7 @@ import { faultError } from "./csv-rows";
 import type { InputSink } from "./direct-input";
 import { LineBlocks, type InputBlock } from "./line-blocks";
 import { OutputBuffers } from "./output-buffers";
-import { csvWorker, keepSpareCsvWorkers } from "./csv-worker-pool";
+import { csvWorker, csvWorkerBudget, keepSpareCsvWorkers } from "./csv-worker-pool";
 import { PipelineWaits, pipelineWaitsOn } from "./pipeline-waits";
 import type { CsvHandover, CsvThreading, CsvWorkerReport, CsvWorkerRequest, CsvWorkerSetup, DecisionSource, DocumentRedactor, RedactionTally } from "./types";
 
@@ -18,9 +18,12 @@ export function csvThreading(threads: number): CsvThreading {
   return { threads, blockBytes: 1 << 20, inlineBytes: 8 << 20 };
 }
 
-/** The CSV redactor for `threading`: on the calling thread for one thread, else with worker threads. */
-export function csvRedactor(plan: RecordPlan, decisions: DecisionSource, threading: CsvThreading): DocumentRedactor {
-  return threading.threads <= 1 ? new CsvRedactor(plan, decisions) : new ThreadedCsvRedactor(plan, decisions, threading);
+/**
+ * The CSV redactor for `threading`: on the calling thread for one thread, else with worker threads.
+ * `abandoned`: the document's reader went away (a GetObject's client), which ends a wait for threads.
+ */
+export function csvRedactor(plan: RecordPlan, decisions: DecisionSource, threading: CsvThreading, abandoned?: AbortSignal): DocumentRedactor {
+  return threading.threads <= 1 ? new CsvRedactor(plan, decisions) : new ThreadedCsvRedactor(plan, decisions, threading, abandoned);
 }
 
 /** A worker and how many blocks it holds. */
@@ -77,6 +80,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   private failure?: Error;
   private waiter?: { resolve: () => void; reject: (error: Error) => void };
   private closing?: Promise<void>;
+  /** This document's place in the node's worker budget (csv-worker-pool.ts), once it asks for threads. */
+  private threadsHeld?: { granted: Promise<void>; cancel: () => void };
   /** Input read straight into the block buffers (directSink): the reader to wake when it was told to stop. */
   private resumeInput?: () => void;
   private inputPaused = false;
@@ -89,6 +94,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     plan: RecordPlan,
     private readonly decisions: DecisionSource,
     private readonly threading: CsvThreading,
+    /** The document's reader went away: a wait for worker threads ends (the document fails). */
+    private readonly abandoned?: AbortSignal,
   ) {
     this.inline = new CsvRedactor(plan, decisions);
     this.input = new LineBlocks(threading.blockBytes);
@@ -101,7 +108,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
         this.inlineBytes += chunk.length;
         return this.inline.push(chunk);
       }
-      this.startWorkers();
+      await this.startWorkers();
     }
     this.document!.tally.bytesIn += chunk.length;
     this.input.append(chunk);
@@ -164,8 +171,12 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
       this.waits?.report(this.workers.map((worker) => worker.thread));
     }
     this.wake();
-    // As many workers as this document used start now for the next one, while none waits for them (csv-worker-pool.ts).
-    this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => keepSpareCsvWorkers(this.workers.length));
+    // As many workers as this document used start now for the next one, while none waits for them (csv-worker-pool.ts);
+    // its place in the node's budget (or in its queue) goes to the next document once its threads are gone.
+    this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => {
+      this.threadsHeld?.cancel();
+      keepSpareCsvWorkers(this.workers.length);
+    });
     return this.closing;
   }
 
@@ -207,7 +218,19 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.wake();
   }
 
-  private startWorkers(): void {
+  /** Starts the document's workers once the node's budget grants them (waiting, nothing is read); throws if the document was closed meanwhile. */
+  private async startWorkers(): Promise<void> {
+    const threads = csvWorkerBudget.acquire(this.threading.threads);
+    this.threadsHeld = threads;
+    const leave = () => threads.cancel();
+    this.abandoned?.addEventListener("abort", leave, { once: true });
+    try {
+      await (this.waits ? this.waits.time("threadsMs", threads.granted) : threads.granted);
+    } finally {
+      this.abandoned?.removeEventListener("abort", leave);
+    }
+    if (this.abandoned?.aborted) this.fail(new Error("the document's reader went away while it waited for worker threads"));
+    if (this.failure) throw this.failure;
     const document = this.inline.handOver();
     this.document = document;
     this.next = { line: document.line, offset: document.offset };

@@ -57,6 +57,8 @@ export interface NodeConfig {
   redactionThreads: number;
   /** How often a running redaction job reports its progress (ms). */
   redactProgressMs: number;
+  /** CSV worker threads documents (jobs and objectstore GetObjects) hold at once over the node; further documents wait. */
+  redactionMaxWorkers: number;
   /** Processes that run PostgreSQL export sessions besides the node's event loop (0: sessions run in the node). */
   exportWorkers: number;
   /** Whether this node may run the decision indexer (docs/subject-rights.md); off on every node: reports answer 503. */
@@ -153,6 +155,12 @@ export const settings = {
     env: "REDACTION_THREADS",
     flag: "--redaction-threads",
     describe: "worker threads a CSV redaction job uses (default: the cores, at most 4; 1: none, the event loop's thread)",
+  },
+  redactionMaxWorkers: {
+    env: "REDACTION_MAX_WORKERS",
+    flag: "--redaction-max-workers",
+    describe:
+      "CSV worker threads all documents of the node hold at once (redaction jobs and objectstore GetObjects); a document past it waits for its threads (default: 4 x REDACTION_THREADS; at least REDACTION_THREADS)",
   },
   redactProgressMs: {
     env: "REDACT_PROGRESS_MS",
@@ -482,6 +490,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
   const heartbeatMs = integer(settings.heartbeatMs, raw("heartbeatMs") ?? "1000", 50, 60_000);
   const natsAuth = natsCredentials(raw, natsUrls.length > 0);
   const leaseTtlMs = integer(settings.leaseTtlMs, raw("leaseTtlMs") ?? "4000", 200, 600_000);
+  const redactionThreads = integer(settings.redactionThreads, raw("redactionThreads") ?? String(defaultRedactionThreads()), 1, 64);
   if (leaseTtlMs < heartbeatMs * 3)
     throw new StartupError(`LEASE_TTL_MS (${leaseTtlMs}) must be at least three heartbeats (3 x HEARTBEAT_MS = ${heartbeatMs * 3})`);
 
@@ -512,7 +521,8 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
       maxBytes: integer(settings.auditMaxBytes, raw("auditMaxBytes") ?? String(defaultRetention.audit.maxBytes), 65_536, Number.MAX_SAFE_INTEGER),
       maxAgeDays: integer(settings.auditMaxAgeDays, raw("auditMaxAgeDays") ?? String(defaultRetention.audit.maxAgeDays), 1, 36_600),
     },
-    redactionThreads: integer(settings.redactionThreads, raw("redactionThreads") ?? String(defaultRedactionThreads()), 1, 64),
+    redactionThreads,
+    redactionMaxWorkers: integer(settings.redactionMaxWorkers, raw("redactionMaxWorkers") ?? String(4 * redactionThreads), redactionThreads, 1024),
     redactProgressMs: integer(settings.redactProgressMs, raw("redactProgressMs") ?? "1000", 50, 600_000),
     exportWorkers: integer(settings.exportWorkers, raw("exportWorkers") ?? "2", 0, 64),
     exportHost: raw("exportHost") ?? raw("host") ?? "127.0.0.1",

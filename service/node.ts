@@ -36,6 +36,7 @@ import { isEnforced, openSecurityConfig, type SecurityConfig } from "../auth/sec
 import { loadSecurityFile } from "../auth/security-file";
 import { SecurityConfigError } from "../auth/types";
 import { verifierFactories } from "../auth/verifier-factories";
+import { limitCsvWorkers } from "../redaction/csv-worker-pool";
 
 export interface RunningNode {
   config: NodeConfig;
@@ -270,6 +271,8 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     };
     return { ready: Object.values(checks).every((check) => check.ok), checks };
   };
+  // One bound on CSV worker threads for every document of this node (jobs and GetObjects).
+  limitCsvWorkers(config.redactionMaxWorkers);
   const decisions = await DecisionService.start(runtime);
   const documents = await DocumentService.start({
     nc,

@@ -26,6 +26,9 @@ test("defaults: port 8890 on loopback, embedded NATS, info logs", () => {
   assert.equal(loadConfig(["--redaction-threads", "1"], {}).redactionThreads, 1);
   assert.equal(config.redactProgressMs, 1000);
   assert.equal(loadConfig([], { REDACT_PROGRESS_MS: "100" }).redactProgressMs, 100);
+  assert.equal(config.redactionMaxWorkers, 4 * config.redactionThreads, "four documents' worker threads at once");
+  assert.equal(loadConfig([], { REDACTION_THREADS: "3" }).redactionMaxWorkers, 12);
+  assert.equal(loadConfig([], { REDACTION_THREADS: "2", REDACTION_MAX_WORKERS: "2" }).redactionMaxWorkers, 2);
 });
 
 test("environment variables set everything; flags win over them", () => {
@@ -61,6 +64,8 @@ test("a bad setting is one clear StartupError naming the variable and its flag",
     [[], { EXPORT_PORTS: "many" }, /^EXPORT_PORTS/],
     [[], { REDACTION_THREADS: "0" }, /^REDACTION_THREADS \(--redaction-threads\) must be a whole number from 1 to 64/],
     [[], { REDACT_PROGRESS_MS: "10" }, /^REDACT_PROGRESS_MS \(--redact-progress-ms\) must be a whole number from 50 to 600000/],
+    // A document needs REDACTION_THREADS of them: fewer and none could ever start.
+    [[], { REDACTION_THREADS: "4", REDACTION_MAX_WORKERS: "3" }, /^REDACTION_MAX_WORKERS \(--redaction-max-workers\) must be a whole number from 4 to 1024/],
     [[], { EXPORT_TLS_CERT_FILE: "/tmp/cert.pem" }, /^EXPORT_TLS_CERT_FILE and EXPORT_TLS_KEY_FILE go together/],
   ];
   for (const [argv, env, message] of cases) {
