@@ -44,59 +44,23 @@ export function keepSpareCsvWorkers(count: number): void {
  * CSV worker threads documents hold at once, over the whole node (REDACTION_MAX_WORKERS): each
  * thread is an isolate of its own (some 13 MB) with its blocks, so clients that open many large
  * documents at once and read none of them would otherwise start two threads each until the node
- * runs out of memory. A document past the bound waits for its threads, first come first served,
- * reading nothing meanwhile (docs/redaction.md, "Worker threads").
+ * runs out of memory. A document that finds none free goes on on the calling thread, and takes
+ * threads as soon as some are free (docs/redaction.md, "Worker threads"): no document waits for
+ * another, so a client that holds threads by reading slowly delays nobody's document.
  */
 class WorkerBudget {
   limit = 8;
   held = 0;
-  private readonly queue: Array<{ count: number; grant: () => void }> = [];
 
-  /**
-   * Threads for one document: `granted` resolves once `count` are its own; `cancel` gives them
-   * back, or leaves the queue (`granted` then resolves too, so that nothing waits for ever: the
-   * caller checks why it woke).
-   */
-  acquire(count: number): { granted: Promise<void>; cancel: () => void } {
-    let state: "waiting" | "held" | "done" = "waiting";
-    let grant!: () => void;
-    const granted = new Promise<void>((resolve) => (grant = resolve));
-    const entry = {
-      count,
-      grant: () => {
-        state = "held";
-        this.held += count;
-        grant();
-      },
-    };
-    this.queue.push(entry);
-    this.grantWaiting();
-    return {
-      granted,
-      cancel: () => {
-        if (state === "held") this.release(count);
-        else if (state === "waiting") {
-          this.queue.splice(this.queue.indexOf(entry), 1);
-          grant();
-        }
-        state = "done";
-        this.grantWaiting();
-      },
-    };
+  /** Takes `count` threads when that many are free. */
+  take(count: number): boolean {
+    if (this.held + count > this.limit) return false;
+    this.held += count;
+    return true;
   }
 
-  private release(count: number): void {
+  giveBack(count: number): void {
     this.held -= count;
-  }
-
-  /** In order: a document that needs more than is free holds up those after it (none starves). */
-  private grantWaiting(): void {
-    // A document asking for more than the whole bound gets it when it is alone (the bound is never below REDACTION_THREADS in a node).
-    while (this.queue.length > 0 && (this.held + this.queue[0]!.count <= this.limit || this.held === 0)) this.queue.shift()!.grant();
-  }
-
-  waiting(): number {
-    return this.queue.length;
   }
 }
 

@@ -4,18 +4,9 @@ import { JsonRedactor } from "./json-redactor";
 import { csvRedactor } from "./threaded-csv-redactor";
 import type { CsvThreading, DecisionSource, DocumentFormat, DocumentRedactor } from "./types";
 
-/**
- * The redactor of a document format: CSV on worker threads (per `csvThreading`), JSON arrays and
- * NDJSON on the calling thread. `abandoned`: the reader went away (ends a CSV document's wait for threads).
- */
-export function documentRedactor(
-  format: DocumentFormat,
-  plan: RecordPlan,
-  decisions: DecisionSource,
-  csvThreading: CsvThreading,
-  abandoned?: AbortSignal,
-): DocumentRedactor {
-  return format === "csv" ? csvRedactor(plan, decisions, csvThreading, abandoned) : new JsonRedactor(plan, decisions, format === "json" ? "array" : "lines");
+/** The redactor of a document format: CSV on worker threads (per `csvThreading`), JSON arrays and NDJSON on the calling thread. */
+export function documentRedactor(format: DocumentFormat, plan: RecordPlan, decisions: DecisionSource, csvThreading: CsvThreading): DocumentRedactor {
+  return format === "csv" ? csvRedactor(plan, decisions, csvThreading) : new JsonRedactor(plan, decisions, format === "json" ? "array" : "lines");
 }
 
 /**

@@ -22,11 +22,11 @@ export class PipelineWaits {
   endMs = 0;
   /** The stream awaiting the input's next chunk (the store); with a direct reader, output() awaiting input while no block is at a worker. */
   inputMs = 0;
-  /** Waiting for worker threads past the node's bound (REDACTION_MAX_WORKERS). */
-  threadsMs = 0;
   /** The stream suspended in `yield` until its consumer asked for more (the client). */
   outputMs = 0;
   chunks = 0;
+  /** Chunks redacted on the calling thread past the inline part because the node had no threads free (REDACTION_MAX_WORKERS). */
+  chunksWithoutThreads = 0;
   blocks = 0;
   /** Blocks in flight, summed over dispatches (their mean: how full the pipeline was). */
   inFlightSum = 0;
@@ -35,7 +35,7 @@ export class PipelineWaits {
   workersStartedAt?: number;
 
   /** Awaits `waited`, adding the time to the counter `into`. */
-  async time<T>(into: "capMs" | "endMs" | "inputMs" | "outputMs" | "threadsMs", waited: Promise<T>): Promise<T> {
+  async time<T>(into: "capMs" | "endMs" | "inputMs" | "outputMs", waited: Promise<T>): Promise<T> {
     const from = performance.now();
     try {
       return await waited;
@@ -76,7 +76,7 @@ export class PipelineWaits {
       outputMs: ms(this.outputMs),
       capMs: ms(this.capMs),
       endMs: ms(this.endMs),
-      threadsMs: ms(this.threadsMs),
+      chunksWithoutThreads: this.chunksWithoutThreads,
       chunks: this.chunks,
       blocks: this.blocks,
       meanInFlight: this.blocks > 0 ? ms(this.inFlightSum / this.blocks) : 0,

@@ -18,12 +18,9 @@ export function csvThreading(threads: number): CsvThreading {
   return { threads, blockBytes: 1 << 20, inlineBytes: 8 << 20 };
 }
 
-/**
- * The CSV redactor for `threading`: on the calling thread for one thread, else with worker threads.
- * `abandoned`: the document's reader went away (a GetObject's client), which ends a wait for threads.
- */
-export function csvRedactor(plan: RecordPlan, decisions: DecisionSource, threading: CsvThreading, abandoned?: AbortSignal): DocumentRedactor {
-  return threading.threads <= 1 ? new CsvRedactor(plan, decisions) : new ThreadedCsvRedactor(plan, decisions, threading, abandoned);
+/** The CSV redactor for `threading`: on the calling thread for one thread, else with worker threads. */
+export function csvRedactor(plan: RecordPlan, decisions: DecisionSource, threading: CsvThreading): DocumentRedactor {
+  return threading.threads <= 1 ? new CsvRedactor(plan, decisions) : new ThreadedCsvRedactor(plan, decisions, threading);
 }
 
 /** A worker and how many blocks it holds. */
@@ -80,8 +77,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   private failure?: Error;
   private waiter?: { resolve: () => void; reject: (error: Error) => void };
   private closing?: Promise<void>;
-  /** This document's place in the node's worker budget (csv-worker-pool.ts), once it asks for threads. */
-  private threadsHeld?: { granted: Promise<void>; cancel: () => void };
+  /** Threads of the node's worker budget this document holds (csv-worker-pool.ts), from when its workers start until they have ended. */
+  private threadsHeld = 0;
   /** Input read straight into the block buffers (directSink): the reader to wake when it was told to stop. */
   private resumeInput?: () => void;
   private inputPaused = false;
@@ -94,8 +91,6 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     plan: RecordPlan,
     private readonly decisions: DecisionSource,
     private readonly threading: CsvThreading,
-    /** The document's reader went away: a wait for worker threads ends (the document fails). */
-    private readonly abandoned?: AbortSignal,
   ) {
     this.inline = new CsvRedactor(plan, decisions);
     this.input = new LineBlocks(threading.blockBytes);
@@ -104,11 +99,12 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   async push(chunk: Buffer): Promise<Buffer> {
     if (this.failure) throw this.failure;
     if (!this.document) {
-      if (!this.inline.headerRead || this.inlineBytes < this.threading.inlineBytes) {
+      // The calling thread redacts the header and the first inlineBytes, and goes on while the node has no threads free for this document.
+      if (!this.inline.headerRead || this.inlineBytes < this.threading.inlineBytes || !this.takeThreads()) {
         this.inlineBytes += chunk.length;
         return this.inline.push(chunk);
       }
-      await this.startWorkers();
+      this.startWorkers();
     }
     this.document!.tally.bytesIn += chunk.length;
     this.input.append(chunk);
@@ -172,9 +168,10 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     }
     this.wake();
     // As many workers as this document used start now for the next one, while none waits for them (csv-worker-pool.ts);
-    // its place in the node's budget (or in its queue) goes to the next document once its threads are gone.
+    // its threads go back to the node's budget once they are gone.
     this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => {
-      this.threadsHeld?.cancel();
+      csvWorkerBudget.giveBack(this.threadsHeld);
+      this.threadsHeld = 0;
       keepSpareCsvWorkers(this.workers.length);
     });
     return this.closing;
@@ -218,19 +215,17 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.wake();
   }
 
-  /** Starts the document's workers once the node's budget grants them (waiting, nothing is read); throws if the document was closed meanwhile. */
-  private async startWorkers(): Promise<void> {
-    const threads = csvWorkerBudget.acquire(this.threading.threads);
-    this.threadsHeld = threads;
-    const leave = () => threads.cancel();
-    this.abandoned?.addEventListener("abort", leave, { once: true });
-    try {
-      await (this.waits ? this.waits.time("threadsMs", threads.granted) : threads.granted);
-    } finally {
-      this.abandoned?.removeEventListener("abort", leave);
+  /** Takes this document's threads from the node's budget when they are free (else it goes on on the calling thread). */
+  private takeThreads(): boolean {
+    if (!csvWorkerBudget.take(this.threading.threads)) {
+      if (this.waits) this.waits.chunksWithoutThreads++;
+      return false;
     }
-    if (this.abandoned?.aborted) this.fail(new Error("the document's reader went away while it waited for worker threads"));
-    if (this.failure) throw this.failure;
+    this.threadsHeld = this.threading.threads;
+    return true;
+  }
+
+  private startWorkers(): void {
     const document = this.inline.handOver();
     this.document = document;
     this.next = { line: document.line, offset: document.offset };

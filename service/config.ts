@@ -57,7 +57,7 @@ export interface NodeConfig {
   redactionThreads: number;
   /** How often a running redaction job reports its progress (ms). */
   redactProgressMs: number;
-  /** CSV worker threads documents (jobs and objectstore GetObjects) hold at once over the node; further documents wait. */
+  /** CSV worker threads documents (jobs and objectstore GetObjects) hold at once over the node; further documents go on on the calling thread. */
   redactionMaxWorkers: number;
   /** Processes that run PostgreSQL export sessions besides the node's event loop (0: sessions run in the node). */
   exportWorkers: number;
@@ -160,7 +160,7 @@ export const settings = {
     env: "REDACTION_MAX_WORKERS",
     flag: "--redaction-max-workers",
     describe:
-      "CSV worker threads all documents of the node hold at once (redaction jobs and objectstore GetObjects); a document past it waits for its threads (default: 4 x REDACTION_THREADS; at least REDACTION_THREADS)",
+      "CSV worker threads all documents of the node hold at once (redaction jobs and objectstore GetObjects); a document that finds none free goes on on the calling thread (default: 4 x REDACTION_THREADS; at least REDACTION_THREADS)",
   },
   redactProgressMs: {
     env: "REDACT_PROGRESS_MS",

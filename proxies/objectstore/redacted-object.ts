@@ -68,7 +68,7 @@ export async function redactedObject(options: {
   const threading = threadingFor(options.length, options.threading);
   let redactor: ReturnType<typeof documentRedactor>;
   try {
-    redactor = documentRedactor(format, plan, new ExportDecisionSource(options.decider, plan), threading, options.signal);
+    redactor = documentRedactor(format, plan, new ExportDecisionSource(options.decider, plan), threading);
   } catch (error) {
     // Nothing reads the store's answer (or ranges) then: dropped at once, not left to the store's idle timeout.
     if (options.ranged) options.ranged.destroy();
@@ -133,8 +133,7 @@ export async function redactedObject(options: {
         res.end();
       }
     } catch (error) {
-      // A client that went away made the document fail (a wait for worker threads ends so): abandoned, not failed.
-      end(res.destroyed ? "abandoned" : "failed", error as Error);
+      end("failed", error as Error);
       // Cuts the chunked answer off without its last chunk: the client sees a failed transfer.
       res.destroy();
     } finally {
