@@ -280,7 +280,7 @@ export class RangedStoreBody implements DirectInput {
     if (!range || range.start !== start || range.end !== start + length - 1 || range.total !== this.total)
       return new Error(`the store answered the range at ${start} with Content-Range '${response.headers["content-range"] ?? ""}'`);
     if (response.headers.etag !== this.etag)
-      return new Error(`the object changed while it was read (ETag ${this.etag ?? "none"}, then ${response.headers.etag ?? "none"})`);
+      return new Error(`the object changed while it was read (ETag ${this.etag}, then ${response.headers.etag ?? "none"})`);
     return undefined;
   }
 
