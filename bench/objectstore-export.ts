@@ -26,8 +26,12 @@ import { setUpBenchPolicy, writeBenchCsv } from "./csv-fixture";
  * they say what each path costs the two cores. The node runs with --trace-gc: each round says how
  * many full mark-compacts its event loop made (BENCH_GC_LOG=<file> keeps the node's log), and the node's RSS before
  * the rounds and its peak after each. The node runs with the deployed flags; BENCH_NODE_ARGS adds node flags (e.g. --cpu-prof).
- * The node's CPU of a round is read `settleMs` after its document: what follows it (its workers ending,
- * the next document's spare workers starting) is the document's cost, not the next direct GET's. The
+ * Every GET is followed by a pause (`settleMs`, BENCH_SETTLE_MS), and rounds alternate which path is read
+ * first, so neither always follows the other. The node's CPU of a round is read after the pause that
+ * follows its document: what follows it (its workers ending, the next document's spare workers
+ * starting) is the document's cost, not the next GET's. Each round also gives, per kind of thread,
+ * how long threads ready to run waited for a core (the kernel's run queue): on two shared cores,
+ * where the time goes that no thread's CPU shows. The
  * node inherits this process's environment: REDACTION_PIPELINE_WAITS=1 prints where each document waited.
  * Round 1 is the warm-up (the workers' first start, the pools filling): the medians count it as any
  * round, and a line gives the medians of rounds 2 and on as well, next to round 1's figure.
@@ -40,7 +44,7 @@ const megabytes = Number(process.env.BENCH_MB ?? 200);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const users = 2000;
 /** After each GET through the export, before the node's CPU is read and the next round starts. */
-const settleMs = 250;
+const settleMs = Number(process.env.BENCH_SETTLE_MS ?? 250);
 /** Further exports of the same node, each with its own `rangedReads` (BENCH_VARIANTS). */
 const variants = JSON.parse(process.env.BENCH_VARIANTS ?? "[]") as Array<Record<string, number>>;
 
@@ -127,6 +131,8 @@ async function main(): Promise<void> {
     const exportCpu: number[] = [];
     const nodeCpu: number[] = [];
     const variantMs: number[][] = variants.map(() => []);
+    /** Per round: whether the export was read first. */
+    const orders: boolean[] = [];
     const benchCpu = () => {
       const { user, system } = process.cpuUsage();
       return (user + system) / 1e6;
@@ -143,36 +149,81 @@ async function main(): Promise<void> {
             `${kind === "event loop" ? "s3rver (event loop)" : kind.startsWith("helper") ? "s3rver's fs pool and GC" : kind} ${seconds.toFixed(2)} s`,
         )
         .join(", ");
-    for (let round = 0; round < rounds; round++) {
-      let benchBefore = benchCpu();
-      let own = new ThreadCpuSampler(process.pid, 50, benchNames);
-      const direct = await client.get(store.port, "/bench/input.csv");
-      const directThreads = benchThreads(own.stop());
-      if (direct.bytes !== bytes) throw new Error(`the store gave ${direct.bytes} of ${bytes} bytes`);
-      directMs.push(direct.ms);
-      directCpu.push(benchCpu() - benchBefore);
-      benchBefore = benchCpu();
+    /** Run-queue waits by kind of thread: how long threads ready to run waited for one of the two cores. */
+    const queuedText = (byKind: Map<string, { waitedSeconds: number; slices: number }>) =>
+      [...byKind]
+        .filter(([, { slices }]) => slices > 0)
+        .map(([kind, { waitedSeconds, slices }]) => `${kind} ${waitedSeconds.toFixed(2)} s / ${slices}`)
+        .join(", ");
+    /** GetObject directly from the store, then the pause every read is followed by. */
+    const readDirect = async () => {
+      const before = benchCpu();
+      const own = new ThreadCpuSampler(process.pid, 50, benchNames);
+      const read = await client.get(store.port, "/bench/input.csv");
+      const threads = benchThreads(own.stop());
+      if (read.bytes !== bytes) throw new Error(`the store gave ${read.bytes} of ${bytes} bytes`);
+      const cpu = benchCpu() - before;
+      await sleep(settleMs);
+      return { read, cpu, threads, queued: own.queued() };
+    };
+    /** GetObject through the export; the node's CPU counted until the pause after it ends (its workers ending, the next document's spares starting). */
+    const readExport = async () => {
+      const before = benchCpu();
       const nodeBefore = processCpuSeconds(node.child.pid!);
       const compactsBefore = markCompacts();
       const linesBefore = node.lines.length;
-      own = new ThreadCpuSampler(process.pid, 50, benchNames);
-      const threads = new ThreadCpuSampler(node.child.pid!);
-      const redacted = await client.get(exportPort, "/bench/input.csv");
-      const exportThreads = benchThreads(own.stop());
-      // What the node does once the document is sent (its workers end, the next document's spares start) is its CPU too, and not the next direct GET's.
+      const own = new ThreadCpuSampler(process.pid, 50, benchNames);
+      const nodeThreads = new ThreadCpuSampler(node.child.pid!);
+      const read = await client.get(exportPort, "/bench/input.csv");
+      const threads = benchThreads(own.stop());
+      const benchSpent = benchCpu() - before;
       await sleep(settleMs);
-      const byThread = [...threads.stop()].filter(([, seconds]) => seconds > 0).sort((a, b) => b[1] - a[1]);
+      const nodeByThread = [...nodeThreads.stop()].filter(([, seconds]) => seconds > 0).sort((a, b) => b[1] - a[1]);
+      const nodeSpent = processCpuSeconds(node.child.pid!) - nodeBefore;
+      return {
+        read,
+        cpu: benchSpent + nodeSpent,
+        nodeCpu: nodeSpent,
+        threads,
+        queued: own.queued(),
+        nodeByThread,
+        nodeQueued: nodeThreads.queued(),
+        markCompacts: markCompacts() - compactsBefore,
+        lines: node.lines.slice(linesBefore),
+      };
+    };
+    for (let round = 0; round < rounds; round++) {
+      // Odd rounds read through the export first: each path comes after the other as often, so what a read leaves
+      // behind (on these two cores, in s3rver's and the client's heaps) weighs on both alike.
+      const exportFirst = round % 2 === 1;
+      const first = exportFirst ? await readExport() : undefined;
+      const { read: direct, cpu: directSpent, threads: directThreads, queued: directQueued } = await readDirect();
+      const {
+        read: redacted,
+        cpu: exportSpent,
+        nodeCpu: nodeSpent,
+        threads: exportThreads,
+        queued: exportQueued,
+        nodeByThread: byThread,
+        nodeQueued,
+        markCompacts: compacts,
+        lines,
+      } = first ?? (await readExport());
+      directMs.push(direct.ms);
+      orders.push(exportFirst);
+      directCpu.push(directSpent);
       outBytes = redacted.bytes;
       exportMs.push(redacted.ms);
-      nodeCpu.push(processCpuSeconds(node.child.pid!) - nodeBefore);
-      exportCpu.push(benchCpu() - benchBefore + nodeCpu[round]!);
+      nodeCpu.push(nodeSpent);
+      exportCpu.push(exportSpent);
       process.stdout.write(
-        `round ${round + 1}: direct ${(direct.ms / 1000).toFixed(2)} s (${directCpu[round]!.toFixed(2)} CPU s), through the export ${(redacted.ms / 1000).toFixed(2)} s (${exportCpu[round]!.toFixed(2)} CPU s, the node ${nodeCpu[round]!.toFixed(2)}; ${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n` +
-          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}; ${markCompacts() - compactsBefore} mark-compacts of the event loop's heap; node peak RSS so far ${mib(peakRss(node.child.pid!))}\n` +
-          `  bench process by thread: direct ${directThreads}; through the export ${exportThreads}\n`,
+        `round ${round + 1}${exportFirst ? " (export first)" : ""}: direct ${(direct.ms / 1000).toFixed(2)} s (${directCpu[round]!.toFixed(2)} CPU s), through the export ${(redacted.ms / 1000).toFixed(2)} s (${exportCpu[round]!.toFixed(2)} CPU s, the node ${nodeCpu[round]!.toFixed(2)}; ${(redacted.bytes / 2 ** 20).toFixed(0)} MiB out)\n` +
+          `  node CPU by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(", ")}; ${compacts} mark-compacts of the event loop's heap; node peak RSS so far ${mib(peakRss(node.child.pid!))}\n` +
+          `  bench process by thread: direct ${directThreads}; through the export ${exportThreads}\n` +
+          `  waiting for a core (run queue, s / slices): direct ${queuedText(directQueued)}; through the export ${queuedText(exportQueued)}; the node ${queuedText(nodeQueued)}\n`,
       );
       // REDACTION_PIPELINE_WAITS=1 (passed on to the node): where the document's pipeline waited.
-      for (const line of node.lines.slice(linesBefore).filter((line) => line.includes("pipeline waits"))) process.stdout.write(`  ${line}\n`);
+      for (const line of lines.filter((line) => line.includes("pipeline waits"))) process.stdout.write(`  ${line}\n`);
       for (const [index, port] of variantPorts.entries()) {
         const read = await client.get(port, "/bench/input.csv");
         if (read.bytes !== outBytes) throw new Error(`variant ${JSON.stringify(variants[index])} gave ${read.bytes} bytes, the default export ${outBytes}`);
@@ -191,6 +242,9 @@ async function main(): Promise<void> {
     }
     const direct = median(directMs);
     const through = median(exportMs);
+    /** The median of the steady rounds (2 and on) read with the export first (`exportFirst`) or not. */
+    const byOrder = (values: number[], exportFirst: boolean) =>
+      (median(values.filter((_, round) => round > 0 && orders[round] === exportFirst)) / 1000).toFixed(2);
     const rate = (ms: number) => `${(bytes / 2 ** 20 / (ms / 1000)).toFixed(1)} MiB/s`;
     process.stdout.write(
       `${[
@@ -200,6 +254,11 @@ async function main(): Promise<void> {
         ...(rounds > 1
           ? [
               `steady rounds 2-${rounds} medians: direct ${(median(directMs.slice(1)) / 1000).toFixed(2)} s, through the export ${(median(exportMs.slice(1)) / 1000).toFixed(2)} s: ${(median(directMs.slice(1)) / median(exportMs.slice(1))).toFixed(2)}x (round 1, the warm-up: ${(exportMs[0]! / 1000).toFixed(2)} s against ${(directMs[0]! / 1000).toFixed(2)} s)`,
+            ]
+          : []),
+        ...(rounds > 2
+          ? [
+              `by order, steady rounds: read first, direct ${byOrder(directMs, false)} s, through the export ${byOrder(exportMs, true)} s; read second, direct ${byOrder(directMs, true)} s, through the export ${byOrder(exportMs, false)} s`,
             ]
           : []),
         `CPU per round, medians: direct ${median(directCpu).toFixed(2)} s, through the export ${median(exportCpu).toFixed(2)} s (the node ${median(nodeCpu).toFixed(2)} s, ${(bytes / 2 ** 20 / median(nodeCpu)).toFixed(0)} MiB per node CPU second)`,

@@ -1,5 +1,13 @@
 import { readdirSync, readFileSync } from "node:fs";
 
+/** One thread as last read: CPU ticks, name, run-queue wait and slices. */
+interface Sample {
+  ticks: number;
+  name: string;
+  waitedNs: number;
+  slices: number;
+}
+
 /**
  * CPU seconds per kind of thread of a node process while something runs, sampled from
  * /proc/<pid>/task/* (clock ticks of 1/100 s). Node names its threads "node" but for the CSV
@@ -11,8 +19,8 @@ import { readdirSync, readFileSync } from "node:fs";
  */
 export class ThreadCpuSampler {
   /** Ticks per thread id: at the start, and the last seen. */
-  private readonly first = new Map<string, number>();
-  private readonly last = new Map<string, { ticks: number; name: string }>();
+  private readonly first = new Map<string, Sample>();
+  private readonly last = new Map<string, Sample>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
@@ -20,7 +28,7 @@ export class ThreadCpuSampler {
     intervalMs = 50,
     private readonly named = new Map<string, string>(),
   ) {
-    for (const [tid, { ticks }] of this.sample()) this.first.set(tid, ticks);
+    for (const [tid, sample] of this.sample()) this.first.set(tid, sample);
     this.timer = setInterval(() => this.record(), intervalMs);
   }
 
@@ -29,19 +37,41 @@ export class ThreadCpuSampler {
     clearInterval(this.timer);
     this.record();
     const byKind = new Map<string, number>();
-    for (const [tid, { ticks, name }] of this.last) {
-      const kind =
-        this.named.get(tid) ??
-        (tid === String(this.pid)
-          ? "event loop"
-          : name === "csv-worker"
-            ? "CSV workers"
-            : this.first.has(tid)
-              ? "helper threads (GC, libuv)"
-              : "threads started (workers)");
-      byKind.set(kind, (byKind.get(kind) ?? 0) + (ticks - (this.first.get(tid) ?? 0)) / 100);
+    for (const [tid, { ticks }] of this.last) {
+      const kind = this.kindOf(tid);
+      byKind.set(kind, (byKind.get(kind) ?? 0) + (ticks - (this.first.get(tid)?.ticks ?? 0)) / 100);
     }
     return byKind;
+  }
+
+  /**
+   * After stop: per kind of thread, the seconds its threads were ready to run and waited for a core
+   * (the kernel's run queue, /proc/.../schedstat) and how many times they were put on a core.
+   */
+  queued(): Map<string, { waitedSeconds: number; slices: number }> {
+    const byKind = new Map<string, { waitedSeconds: number; slices: number }>();
+    for (const [tid, { waitedNs, slices }] of this.last) {
+      const kind = this.kindOf(tid);
+      const sum = byKind.get(kind) ?? { waitedSeconds: 0, slices: 0 };
+      sum.waitedSeconds += (waitedNs - (this.first.get(tid)?.waitedNs ?? 0)) / 1e9;
+      sum.slices += slices - (this.first.get(tid)?.slices ?? 0);
+      byKind.set(kind, sum);
+    }
+    return byKind;
+  }
+
+  private kindOf(tid: string): string {
+    const name = this.last.get(tid)?.name;
+    return (
+      this.named.get(tid) ??
+      (tid === String(this.pid)
+        ? "event loop"
+        : name === "csv-worker"
+          ? "CSV workers"
+          : this.first.has(tid)
+            ? "helper threads (GC, libuv)"
+            : "threads started (workers)")
+    );
   }
 
   /** The ids of a process's threads now (to name one started next: the id that was not there before). */
@@ -57,13 +87,20 @@ export class ThreadCpuSampler {
     for (const [tid, entry] of this.sample()) this.last.set(tid, entry);
   }
 
-  private sample(): Map<string, { ticks: number; name: string }> {
-    const threads = new Map<string, { ticks: number; name: string }>();
+  private sample(): Map<string, Sample> {
+    const threads = new Map<string, Sample>();
     for (const tid of ThreadCpuSampler.threadIds(this.pid)) {
       try {
         const stat = readFileSync(`/proc/${this.pid}/task/${tid}/stat`, "utf8");
         const fields = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
-        threads.set(tid, { ticks: Number(fields[11]) + Number(fields[12]), name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(") ")) });
+        // schedstat: nanoseconds on a core, nanoseconds waiting for one, times put on one.
+        const [, waitedNs, slices] = readFileSync(`/proc/${this.pid}/task/${tid}/schedstat`, "utf8").trim().split(" ").map(Number);
+        threads.set(tid, {
+          ticks: Number(fields[11]) + Number(fields[12]),
+          name: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(") ")),
+          waitedNs: waitedNs ?? 0,
+          slices: slices ?? 0,
+        });
       } catch {
         // the thread ended between listing and reading
       }
