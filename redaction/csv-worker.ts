@@ -3,7 +3,15 @@ import { CsvRowEngine, type BlockScan } from "./csv-row-engine";
 import { emptyCounts, emptyRows, scanRows, writeRows, type OutputSpace, type ScannedRows } from "./csv-rows";
 import { addUsersWithoutVerdict, rowVerdicts } from "./row-verdicts";
 import { UserIdFields } from "./user-id-fields";
-import { documentLimits, type CsvCounts, type CsvVerdict, type CsvWorkerReport, type CsvWorkerRequest, type CsvWorkerSetup } from "./types";
+import {
+  documentLimits,
+  type CsvBlockScanned,
+  type CsvCounts,
+  type CsvVerdict,
+  type CsvWorkerReport,
+  type CsvWorkerRequest,
+  type CsvWorkerSetup,
+} from "./types";
 
 /**
  * A worker thread of ThreadedCsvRedactor: scans the blocks it is given as if each started where a
@@ -98,9 +106,11 @@ function scan(task: number, input: ArrayBuffer, length: number, final: boolean, 
   const space = outputSpace(given);
   const block = redactInWasm(buf, final, space) ?? redactInJs(buf, final, space);
   const { end, line, emptyLines, fault } = block.scan;
-  report({ kind: "scanned", task, end, lines: line, emptyLines, ...(fault ? { fault } : {}), users: block.asked });
-  if (block.asked.length === 0) write(task, input, block);
-  else waiting.set(task, { input, block, given });
+  const scanned: CsvBlockScanned = { kind: "scanned", task, end, lines: line, emptyLines, ...(fault ? { fault } : {}), users: block.asked };
+  // No user new to this worker: written now, and reported in one message (each message wakes the owner's thread).
+  if (block.asked.length === 0) return write(task, input, block, scanned);
+  report(scanned);
+  waiting.set(task, { input, block, given });
 }
 
 function decided(task: number, verdictIds: readonly number[], added: readonly CsvVerdict[]): void {
@@ -112,10 +122,10 @@ function decided(task: number, verdictIds: readonly number[], added: readonly Cs
   write(task, waited.input, waited.block);
 }
 
-function write(task: number, input: ArrayBuffer, block: BlockRedaction): void {
+function write(task: number, input: ArrayBuffer, block: BlockRedaction, scanned?: CsvBlockScanned): void {
   const { output, counts } = block.write();
   const buffer = output.buffer as ArrayBuffer;
-  report({ kind: "done", task, input, output: buffer, outputLength: output.length, counts }, [input, buffer]);
+  report({ kind: "done", task, input, output: buffer, outputLength: output.length, counts, ...(scanned ? { scanned } : {}) }, [input, buffer]);
 }
 
 port.on("message", (request: CsvWorkerRequest) => {

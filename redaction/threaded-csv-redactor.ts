@@ -8,7 +8,17 @@ import { LineBlocks, type InputBlock } from "./line-blocks";
 import { OutputBuffers } from "./output-buffers";
 import { csvWorker, csvWorkerBudget, keepSpareCsvWorkers } from "./csv-worker-pool";
 import { PipelineWaits, pipelineWaitsOn } from "./pipeline-waits";
-import type { CsvHandover, CsvThreading, CsvWorkerReport, CsvWorkerRequest, CsvWorkerSetup, DecisionSource, DocumentRedactor, RedactionTally } from "./types";
+import type {
+  CsvBlockScanned,
+  CsvHandover,
+  CsvThreading,
+  CsvWorkerReport,
+  CsvWorkerRequest,
+  CsvWorkerSetup,
+  DecisionSource,
+  DocumentRedactor,
+  RedactionTally,
+} from "./types";
 
 /** A block takes milliseconds: this long without any worker reporting means one hangs, and the attempt fails (it is retried) instead of waiting forever. */
 const stallLimitMs = 120_000;
@@ -38,7 +48,7 @@ interface Block extends InputBlock {
   final: boolean;
   /** Where it starts in the document: known once the block before showed that a row starts there. */
   start?: { line: number; offset: number };
-  scanned?: Extract<CsvWorkerReport, { kind: "scanned" }>;
+  scanned?: CsvBlockScanned;
   done?: Extract<CsvWorkerReport, { kind: "done" }>;
   /** Its users' decisions were asked for. */
   asked: boolean;
@@ -283,6 +293,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     if (this.waits && this.waits.firstScanMs === undefined) this.waits.firstScanMs = performance.now() - (this.waits.workersStartedAt ?? 0);
     if (report.kind === "scanned") block.scanned = report;
     else {
+      if (report.scanned) block.scanned = report.scanned;
       block.done = report;
       block.input = report.input;
       if (report.unused) this.outputs.unused(report.unused);

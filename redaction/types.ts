@@ -177,8 +177,23 @@ export type CsvWorkerRequest =
 export type CsvWorkerReport =
   /** The block's rows are found; `users` are the ones whose decisions the worker needs before it writes them. */
   | { kind: "scanned"; task: number; end: number; lines: number; emptyLines: number; fault?: CsvRowFault; users: string[] }
-  /** The block is written (`output` holds `outputLength` bytes), or abandoned (no output); `input` comes back, and the output buffer it was given if unused. */
-  | { kind: "done"; task: number; input: ArrayBuffer; output?: ArrayBuffer; outputLength: number; counts?: CsvCounts; unused?: ArrayBuffer };
+  /**
+   * The block is written (`output` holds `outputLength` bytes), or abandoned (no output); `input` comes back, and the output buffer it was given if unused.
+   * A block written as soon as it was scanned (no user new to the worker) carries its `scanned` report: one message instead of two.
+   */
+  | {
+      kind: "done";
+      task: number;
+      input: ArrayBuffer;
+      output?: ArrayBuffer;
+      outputLength: number;
+      counts?: CsvCounts;
+      unused?: ArrayBuffer;
+      scanned?: CsvBlockScanned;
+    };
+
+/** A worker's report that a block's rows are found (CsvWorkerReport). */
+export type CsvBlockScanned = Extract<CsvWorkerReport, { kind: "scanned" }>;
 
 /** What a CSV worker is started with. */
 export interface CsvWorkerSetup {
