@@ -17,7 +17,7 @@ import { authentication, domainOf, type HttpAuthentication } from "../../http/au
 import type { CsvThreading, RedactionTally } from "../../redaction/types";
 import { formatOf } from "./object-formats";
 import type { ObjectStore } from "./object-store";
-import { rangedReadsOf, storedObject } from "./ranged-body";
+import { discardStored, rangedReadsOf, storedObject } from "./ranged-body";
 import { redactedEtag, redactedObject } from "./redacted-object";
 import { S3Error, s3ErrorDocument, s3ErrorOf } from "./s3-errors";
 import { s3OperationOf, storePath, storeQuery, virtualHostBucket, type S3Operation } from "./s3-operation";
@@ -240,8 +240,7 @@ export class ObjectServer {
     if (stored.statusCode !== 200 && stored.statusCode !== 206) throw await storeFailure(stored);
     const format = formatOf(stored.headers["content-type"], operation.key, record.formats);
     if (!format) {
-      if (ranged) ranged.destroy();
-      else stored.destroy();
+      discardStored({ answer: stored, ranged });
       throw new S3Error(
         "AccessDenied",
         `'${operation.key}' is not a document this export redacts (CSV, JSON array or NDJSON by content type, then key suffix); it is not served`,

@@ -60,6 +60,12 @@ export interface StoredObject {
   ranged?: RangedStoreBody;
 }
 
+/** Drops a stored object that will not be read: its ranges (and the range memory they hold), else its one answer. */
+export function discardStored({ answer, ranged }: Pick<StoredObject, "answer" | "ranged">): void {
+  if (ranged) ranged.destroy();
+  else answer.destroy();
+}
+
 /**
  * Asks the store for an object (`path`), as its first range when it may be read in ranges. The
  * object is read whole in one answer when the export reads so (`parallel: 1`), when the store

@@ -7,7 +7,7 @@ import type { ExportDecider } from "../../exports/export-decider";
 import { ExportDecisionSource } from "./export-decision-source";
 import { S3Error } from "./s3-errors";
 import { isDirectInput, type DirectInput } from "../../redaction/direct-input";
-import type { RangedStoreBody } from "./ranged-body";
+import { discardStored, type RangedStoreBody } from "./ranged-body";
 import { takeOverBody } from "./store-body";
 
 /**
@@ -71,8 +71,7 @@ export async function redactedObject(options: {
     redactor = documentRedactor(format, plan, new ExportDecisionSource(options.decider, plan), threading);
   } catch (error) {
     // Nothing reads the store's answer (or ranges) then: dropped at once, not left to the store's idle timeout.
-    if (options.ranged) options.ranged.destroy();
-    else stored.destroy();
+    discardStored({ answer: stored, ranged: options.ranged });
     throw error;
   }
   const input = storeInput(options, format, threading);
