@@ -59,6 +59,8 @@ export interface NodeConfig {
   redactProgressMs: number;
   /** CSV worker threads documents (jobs and objectstore GetObjects) hold at once over the node; further documents go on on the calling thread. */
   redactionMaxWorkers: number;
+  /** Bytes of range buffers ranged GetObjects hold at once on the node (proxies/objectstore/ranged-body.ts). */
+  objectstoreRangeMemoryBytes: number;
   /** Processes that run PostgreSQL export sessions besides the node's event loop (0: sessions run in the node). */
   exportWorkers: number;
   /** Whether this node may run the decision indexer (docs/subject-rights.md); off on every node: reports answer 503. */
@@ -161,6 +163,12 @@ export const settings = {
     flag: "--redaction-max-workers",
     describe:
       "CSV worker threads all documents of the node hold at once (redaction jobs and objectstore GetObjects); a document that finds none free goes on on the calling thread (default: 4 x REDACTION_THREADS; at least REDACTION_THREADS)",
+  },
+  objectstoreRangeMemoryBytes: {
+    env: "OBJECTSTORE_RANGE_MEMORY_BYTES",
+    flag: "--objectstore-range-memory-bytes",
+    describe:
+      "bytes of range buffers objectstore GetObjects read with rangedReads hold at once on this node; a GetObject whose first range does not fit is read in one GET (default 67108864, 64 MiB; at least 65536)",
   },
   redactProgressMs: {
     env: "REDACT_PROGRESS_MS",
@@ -523,6 +531,12 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     },
     redactionThreads,
     redactionMaxWorkers: integer(settings.redactionMaxWorkers, raw("redactionMaxWorkers") ?? String(4 * redactionThreads), redactionThreads, 1024),
+    objectstoreRangeMemoryBytes: integer(
+      settings.objectstoreRangeMemoryBytes,
+      raw("objectstoreRangeMemoryBytes") ?? String(64 << 20),
+      65_536,
+      Number.MAX_SAFE_INTEGER,
+    ),
     redactProgressMs: integer(settings.redactProgressMs, raw("redactProgressMs") ?? "1000", 50, 600_000),
     exportWorkers: integer(settings.exportWorkers, raw("exportWorkers") ?? "2", 0, 64),
     exportHost: raw("exportHost") ?? raw("host") ?? "127.0.0.1",

@@ -37,6 +37,7 @@ import { loadSecurityFile } from "../auth/security-file";
 import { SecurityConfigError } from "../auth/types";
 import { verifierFactories } from "../auth/verifier-factories";
 import { limitCsvWorkers } from "../redaction/csv-worker-pool";
+import { limitRangeMemory } from "../proxies/objectstore/ranged-body";
 
 export interface RunningNode {
   config: NodeConfig;
@@ -273,6 +274,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
   };
   // One bound on CSV worker threads for every document of this node (jobs and GetObjects).
   limitCsvWorkers(config.redactionMaxWorkers);
+  limitRangeMemory(config.objectstoreRangeMemoryBytes);
   const decisions = await DecisionService.start(runtime);
   const documents = await DocumentService.start({
     nc,

@@ -24,21 +24,22 @@ export function rangedReadsOf(set: Partial<RangedReads> | undefined): RangedRead
 /** Sends the GET of bytes `start` to `end` (inclusive) of the object, with If-Match `etag`; resolves with the store's answer (any status). */
 export type RangeFetch = (start: number, end: number, etag: string, signal: AbortSignal) => Promise<IncomingMessage>;
 
+/** The node's bound on range bytes when OBJECTSTORE_RANGE_MEMORY_BYTES does not set one. */
+export const rangeMemoryBytes = 64 << 20;
+
 /**
  * Bytes of range buffers a node holds at once, over every GetObject of every export: a GetObject
  * whose first range does not fit is read in one GET, and one whose later ranges do not fit reads
  * fewer at once (at least its first), so clients that open many GetObjects and read nothing hold
- * no more than this in ranges. docs/objectstore-export.md, "Ranged reads".
+ * no more than `limit` in ranges (OBJECTSTORE_RANGE_MEMORY_BYTES). docs/objectstore-export.md, "Ranged reads".
  */
-export const rangeMemoryBytes = 64 << 20;
-
-/** The range bytes held now (rangeMemoryBytes bounds it). */
 class RangeMemory {
   held = 0;
+  limit = rangeMemoryBytes;
 
   /** Holds `bytes` more when they fit, or always (`always`: a GetObject's one range, taking the place of the one it just gave back). */
   reserve(bytes: number, always = false): boolean {
-    if (!always && this.held + bytes > rangeMemoryBytes) return false;
+    if (!always && this.held + bytes > this.limit) return false;
     this.held += bytes;
     return true;
   }
@@ -49,6 +50,11 @@ class RangeMemory {
 }
 
 export const rangeMemory = new RangeMemory();
+
+/** Sets the node's bound on range bytes held at once (OBJECTSTORE_RANGE_MEMORY_BYTES). */
+export function limitRangeMemory(bytes: number): void {
+  rangeMemory.limit = bytes;
+}
 
 /** The store's first answer to a GetObject: the object whole in one answer, or read in ranges by `ranged`. */
 export interface StoredObject {
@@ -70,7 +76,7 @@ export function discardStored({ answer, ranged }: Pick<StoredObject, "answer" | 
  * Asks the store for an object (`path`), as its first range when it may be read in ranges. The
  * object is read whole in one answer when the export reads so (`parallel: 1`), when the store
  * ignores Range (200), when the first range is the whole object, when the node holds its range
- * bytes already (rangeMemoryBytes), or when the first range cannot be tied to one version of the
+ * bytes already (OBJECTSTORE_RANGE_MEMORY_BYTES), or when the first range cannot be tied to one version of the
  * object: no strong ETag (so no later range can be checked to be of the same bytes), an answer
  * that is not exactly the range asked for (Content-Range `0-end/total` and its Content-Length), or
  * 416 (an empty object); the answer of the first range is dropped then and the object asked for
@@ -254,7 +260,7 @@ export class RangedStoreBody implements DirectInput {
     return range;
   }
 
-  /** Asks for ranges until `parallel` are read or handed on, the node holds its range bytes (rangeMemoryBytes), or the object is all asked for. */
+  /** Asks for ranges until `parallel` are read or handed on, the node holds its range bytes (OBJECTSTORE_RANGE_MEMORY_BYTES), or the object is all asked for. */
   private launch(): void {
     while (!this.outcome && this.ranges.length < this.reads.parallel && this.nextStart < this.total) {
       // A GetObject with no range in hand (its last one just handed on and given back) always takes the next.

@@ -29,6 +29,9 @@ test("defaults: port 8890 on loopback, embedded NATS, info logs", () => {
   assert.equal(config.redactionMaxWorkers, 4 * config.redactionThreads, "four documents' worker threads at once");
   assert.equal(loadConfig([], { REDACTION_THREADS: "3" }).redactionMaxWorkers, 12);
   assert.equal(loadConfig([], { REDACTION_THREADS: "2", REDACTION_MAX_WORKERS: "2" }).redactionMaxWorkers, 2);
+  assert.equal(config.objectstoreRangeMemoryBytes, 64 << 20, "64 MiB of range buffers per node");
+  assert.equal(loadConfig(["--objectstore-range-memory-bytes", "8388608"], {}).objectstoreRangeMemoryBytes, 8 << 20);
+  assert.equal(loadConfig([], { OBJECTSTORE_RANGE_MEMORY_BYTES: "65536" }).objectstoreRangeMemoryBytes, 65_536);
 });
 
 test("environment variables set everything; flags win over them", () => {
@@ -66,6 +69,8 @@ test("a bad setting is one clear StartupError naming the variable and its flag",
     [[], { REDACT_PROGRESS_MS: "10" }, /^REDACT_PROGRESS_MS \(--redact-progress-ms\) must be a whole number from 50 to 600000/],
     // A document needs REDACTION_THREADS of them: fewer and none could ever start.
     [[], { REDACTION_THREADS: "4", REDACTION_MAX_WORKERS: "3" }, /^REDACTION_MAX_WORKERS \(--redaction-max-workers\) must be a whole number from 4 to 1024/],
+    // Less than the smallest range: no GetObject could ever be read in ranges.
+    [[], { OBJECTSTORE_RANGE_MEMORY_BYTES: "65535" }, /^OBJECTSTORE_RANGE_MEMORY_BYTES \(--objectstore-range-memory-bytes\) must be a whole number from 65536/],
     [[], { EXPORT_TLS_CERT_FILE: "/tmp/cert.pem" }, /^EXPORT_TLS_CERT_FILE and EXPORT_TLS_KEY_FILE go together/],
   ];
   for (const [argv, env, message] of cases) {

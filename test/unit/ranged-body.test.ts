@@ -5,7 +5,15 @@ import { createServer, type IncomingHttpHeaders, type Server, type ServerRespons
 import type { AddressInfo } from "node:net";
 import type { RangedReads } from "../../actors/export/export-actor";
 import { ObjectStore } from "../../proxies/objectstore/object-store";
-import { discardStored, type RangedStoreBody, rangedReadsOf, rangeMemory, rangeMemoryBytes, storedObject } from "../../proxies/objectstore/ranged-body";
+import {
+  discardStored,
+  limitRangeMemory,
+  type RangedStoreBody,
+  rangedReadsOf,
+  rangeMemory,
+  rangeMemoryBytes,
+  storedObject,
+} from "../../proxies/objectstore/ranged-body";
 import type { InputSink } from "../../redaction/direct-input";
 
 /**
@@ -256,12 +264,14 @@ describe("ranged reads of a stored object (proxies/objectstore/ranged-body.ts)",
         ["an object within one range", () => undefined, { parallel: 3, rangeBytes: 1 << 20 }],
         ["a first range shorter than asked", () => store.broken.set(0, "fewer-bytes"), small],
         ["a node holding its range bytes already", () => (rangeMemory.held = rangeMemoryBytes - small.rangeBytes + 1), small],
+        ["a node whose bound (OBJECTSTORE_RANGE_MEMORY_BYTES) is below one range", () => limitRangeMemory(small.rangeBytes - 1), small],
       ];
       for (const [name, arrange, reads] of cases) {
         store.etag = '"v1"';
         store.ignoresRange = false;
         store.broken.clear();
         rangeMemory.held = 0;
+        limitRangeMemory(rangeMemoryBytes);
         arrange();
         const stored = await storedObject(client, "/docs/doc.csv", reads, signal);
         assert.equal(stored.ranged, undefined, `${name}: one answer`);
@@ -272,6 +282,7 @@ describe("ranged reads of a stored object (proxies/objectstore/ranged-body.ts)",
         assert.ok(Buffer.concat(body).equals(bytes), `${name}: the whole object`);
       }
       rangeMemory.held = 0;
+      limitRangeMemory(rangeMemoryBytes);
       store.partialToWhole = true;
       await assert.rejects(storedObject(client, "/docs/doc.csv", { parallel: 1, rangeBytes: 64 << 10 }, signal), /206/, "a part is never taken for the whole");
       store.partialToWhole = false;
