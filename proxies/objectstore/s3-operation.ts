@@ -30,12 +30,26 @@ function operationParameters(query: URLSearchParams): string[] {
   return [...new Set([...query.keys()])].filter((name) => !signingParameter.test(name) && name !== "x-id");
 }
 
+/**
+ * Refuses a bucket or key with a `.` or `..` segment (after decoding; `\` counted as a separator, the
+ * compatibility forms of the dots too). S3 takes them as literal key text, but a store or a proxy in
+ * front of it that resolves dot-segments (RFC 3986, or a file path join, as s3rver does) would take
+ * `docs/../hidden/x` to another bucket than the one the export checked against `buckets`.
+ */
+function refuseDotSegments(name: string, what: string): void {
+  if (name.split(/[\\/]/).some((segment) => /^\.{1,2}$/.test(segment.normalize("NFKC"))))
+    throw new S3Error("AccessDenied", `${what} with a '.' or '..' segment is not served: a store that resolves it could reach another bucket`);
+}
+
 /** `bucket/key` of x-amz-copy-source (optionally with a leading slash; a version is not taken). */
 function copySource(header: string): { bucket: string; key: string } {
   const value = decoded(header.replace(/^\//, ""), "x-amz-copy-source");
   const slash = value.indexOf("/");
   if (slash <= 0 || slash === value.length - 1 || value.includes("?versionId=")) throw new S3Error("InvalidArgument", "x-amz-copy-source must be bucket/key");
-  return { bucket: value.slice(0, slash), key: value.slice(slash + 1) };
+  const source = { bucket: value.slice(0, slash), key: value.slice(slash + 1) };
+  refuseDotSegments(source.bucket, "a copy source bucket");
+  refuseDotSegments(source.key, "a copy source key");
+  return source;
 }
 
 /** S3's bucket naming rules (3-63 of a-z 0-9 . -, starting and ending with a letter or digit). */
@@ -77,6 +91,8 @@ export function s3OperationOf(
   const slash = rest.indexOf("/");
   const bucket = decoded(slash < 0 ? rest : rest.slice(0, slash), "bucket name");
   const key = slash < 0 ? "" : decoded(rest.slice(slash + 1), "object key");
+  refuseDotSegments(bucket, "a bucket name");
+  refuseDotSegments(key, "an object key");
   if (bucket === "") {
     if (method === "GET" && extra.length === 0) return { kind: "ListBuckets" };
     throw new S3Error("NotImplemented", `${method} on the service is not served by this export (ListBuckets is)`);

@@ -445,6 +445,46 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     client.destroy();
   });
 
+  test("object keys with '.' or '..' segments are refused: the store resolves them into another bucket, past `buckets`", async () => {
+    // The exports of the two tests before: ports[2] read-only, ports[3] with allowWrites, both with `buckets: ["docs"]`.
+    const secret = "users.id,users.email\naccepted,hidden-bucket-only@example.com\n";
+    await direct.send(new PutObjectCommand({ Bucket: "hidden", Key: "only-here.csv", Body: secret, ContentType: "text/csv" }));
+    const resolved = await rawGet(store.port, "/docs/../hidden/only-here.csv");
+    assert.equal(resolved.status, 200);
+    assert.match(resolved.body, /hidden-bucket-only/, "the store itself takes docs/../hidden/ to the hidden bucket");
+    for (const path of [
+      "/docs/../hidden/only-here.csv",
+      "/docs/..%2Fhidden%2Fonly-here.csv",
+      "/docs/x/../../hidden/only-here.csv",
+      "/docs/%2E%2E/hidden/only-here.csv",
+      "/docs/./people.csv",
+    ]) {
+      const refused = await rawGet(ports[2]!, path);
+      assert.equal(refused.status, 403, path);
+      assert.match(refused.body, /<Code>AccessDenied<\/Code><Message>an object key with a &#39;\.&#39; or &#39;\.\.&#39; segment is not served/, path);
+    }
+    const reader = s3Client(ports[2]!);
+    const get = await s3Failure(reader.send(new GetObjectCommand({ Bucket: "docs", Key: "../hidden/only-here.csv" })));
+    assert.deepEqual([get.code, get.status], ["AccessDenied", 403]);
+    const head = await s3Failure(reader.send(new HeadObjectCommand({ Bucket: "docs", Key: "../hidden/only-here.csv" })));
+    assert.equal(head.status, 403, "HeadObject too (no size or type of another bucket's object)");
+    reader.destroy();
+
+    const writer = s3Client(ports[3]!);
+    const planted = await s3Failure(writer.send(new PutObjectCommand({ Bucket: "docs", Key: "../hidden/planted.csv", Body: csv })));
+    assert.deepEqual([planted.code, planted.status], ["AccessDenied", 403]);
+    await assert.rejects(direct.send(new HeadObjectCommand({ Bucket: "hidden", Key: "planted.csv" })), "nothing was written into the hidden bucket");
+    const copied = await s3Failure(
+      writer.send(new CopyObjectCommand({ Bucket: "docs", Key: "copied-secret.csv", CopySource: "docs/../hidden/only-here.csv" })),
+    );
+    assert.deepEqual([copied.code, copied.status], ["AccessDenied", 403]);
+    await assert.rejects(direct.send(new HeadObjectCommand({ Bucket: "docs", Key: "copied-secret.csv" })), "nothing was copied out of the hidden bucket");
+    const deleted = await s3Failure(writer.send(new DeleteObjectCommand({ Bucket: "docs", Key: "../hidden/only-here.csv" })));
+    assert.deepEqual([deleted.code, deleted.status], ["AccessDenied", 403]);
+    assert.equal((await direct.send(new HeadObjectCommand({ Bucket: "hidden", Key: "only-here.csv" }))).$metadata.httpStatusCode, 200, "nothing was deleted");
+    writer.destroy();
+  });
+
   test("a store failing midway cuts the client's stream off (never a short document ended cleanly); a client that goes away aborts the store's request; a slow reader holds the store back", async () => {
     // A store (fake, in addition to s3rver) that streams an endless CSV as fast as it is taken, or fails after some rows:
     // chunked (read through Node's HTTP client), or with a Content-Length (1 TiB: read off the connection, store-body.ts).

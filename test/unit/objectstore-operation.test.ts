@@ -54,6 +54,25 @@ test("path-style requests name the operations served; everything else is NotImpl
   ])
     refused(method!, url!, "NotImplemented");
   refused("GET", "/docs/%E0%A4%A.csv", "InvalidRequest");
+  // Dot-segments, however written: a store that resolves them would leave the bucket checked against `buckets`.
+  for (const [method, url] of [
+    ["GET", "/docs/../hidden/c.csv"],
+    ["GET", "/docs/..%2Fhidden%2Fc.csv"],
+    ["GET", "/docs/%2e%2E/hidden/c.csv"],
+    ["GET", "/docs/a/./c.csv"],
+    ["GET", "/docs/a\\..\\c.csv"],
+    ["GET", "/docs/%EF%BC%8E%EF%BC%8E/c.csv"],
+    ["HEAD", "/docs/../hidden/c.csv"],
+    ["PUT", "/docs/../hidden/c.csv"],
+    ["DELETE", "/docs/x/../../hidden/c.csv"],
+    ["GET", "/../hidden/c.csv"],
+  ])
+    refused(method!, url!, "AccessDenied");
+  refused("PUT", "/docs/c.csv", "AccessDenied", { "x-amz-copy-source": "docs/../hidden/c.csv" });
+  refused("PUT", "/docs/c.csv", "AccessDenied", { "x-amz-copy-source": "/docs/%2E%2E%2Fhidden%2Fc.csv" });
+  assert.throws(() => s3OperationOf("GET", "/..%2Fhidden%2Fc.csv", {}, "docs"), /segment is not served/, "virtual-host style too");
+  for (const key of ["x..y.csv", ".hidden.csv", "...", "a./b.csv"])
+    assert.deepEqual(s3OperationOf("GET", `/docs/${key}`, {}), { kind: "GetObject", bucket: "docs", key }, `${key}: dots that are not a segment`);
   refused("PUT", "/docs/c.csv", "InvalidArgument", { "x-amz-copy-source": "nobucket" });
   assert.equal(storePath("docs", "a b/(1).csv"), "/docs/a%20b/%281%29.csv");
 });
