@@ -224,6 +224,7 @@ export class ObjectServer {
     operation: Extract<S3Operation, { kind: "GetObject" }>,
     signal: AbortSignal,
   ): Promise<unknown> {
+    this.refuseHttp10(request);
     this.refuseRange(request);
     const { decider, record, store } = this.options;
     let plan = decider.recordPlan();
@@ -337,6 +338,20 @@ export class ObjectServer {
   }
 
   /** Byte ranges of a redacted document would be ranges of other bytes than the stored ones: not served. */
+  /**
+   * A redacted document streams without a length, and a failure midway cuts it off: HTTP/1.1's chunked
+   * framing lets the client tell that from a complete document, HTTP/1.0 has no such framing (the
+   * connection's close ends both alike), so a document would look complete when it was cut off.
+   */
+  private refuseHttp10(request: FastifyRequest): void {
+    if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor === 0)
+      throw new S3Error(
+        "HttpVersionNotSupported",
+        "GetObject needs HTTP/1.1: a redacted document is sent chunked, so that one cut off by a failure is never taken for a complete one",
+        { status: 505 },
+      );
+  }
+
   private refuseRange(request: FastifyRequest): void {
     if (request.headers.range !== undefined)
       throw new S3Error("NotImplemented", "Range requests are not served: a redacted document has other bytes than the stored object; read it whole");

@@ -1,6 +1,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, request as httpRequest, type Server, type ServerResponse } from "node:http";
+import { connect } from "node:net";
 import {
   CopyObjectCommand,
   DeleteObjectCommand,
@@ -56,6 +57,21 @@ function rawGet(
     });
     outgoing.on("error", reject);
     outgoing.end();
+  });
+}
+
+/** A GET over HTTP/1.0 on a raw socket (Node's client speaks only 1.1): the head and the body, read until the server closes. */
+function http10Get(port: number, path: string): Promise<{ head: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1", () => socket.write(`GET ${path} HTTP/1.0\r\nHost: 127.0.0.1:${port}\r\n\r\n`));
+    const chunks: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", reject);
+    socket.on("close", () => {
+      const text = Buffer.concat(chunks).toString("utf8");
+      const split = text.indexOf("\r\n\r\n");
+      resolve({ head: text.slice(0, split), body: text.slice(split + 4) });
+    });
   });
 }
 
@@ -483,6 +499,27 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     assert.deepEqual([deleted.code, deleted.status], ["AccessDenied", 403]);
     assert.equal((await direct.send(new HeadObjectCommand({ Bucket: "hidden", Key: "only-here.csv" }))).$metadata.httpStatusCode, 200, "nothing was deleted");
     writer.destroy();
+  });
+
+  test("HTTP/1.0 GetObject is refused (505): without chunked framing a document cut off by a failure would end like a complete one", async () => {
+    // The read-only export of the tests before (ports[2]). Rows enough to be sent before the ragged row fails the document.
+    const rows = Array.from({ length: 20_000 }, (_, i) => `accepted,row${i}@example.com`).join("\n");
+    await direct.send(
+      new PutObjectCommand({ Bucket: "docs", Key: "late-ragged.csv", Body: `users.id,users.email\n${rows}\naccepted,x,extra\n`, ContentType: "text/csv" }),
+    );
+    const cut = await rawGet(ports[2]!, "/docs/late-ragged.csv");
+    assert.equal(cut.status, 200);
+    assert.ok(cut.body.length > 0 && !cut.complete, "HTTP/1.1: rows were sent, then the answer was cut off, and the client sees the cut");
+    const old = await http10Get(ports[2]!, "/docs/late-ragged.csv");
+    assert.match(old.head, /^HTTP\/1\.1 505 /, old.head);
+    assert.match(old.body, /<Code>HttpVersionNotSupported<\/Code><Message>GetObject needs HTTP\/1\.1/);
+    assert.doesNotMatch(old.body, /row0@example/, "no row of the document");
+    assert.match(
+      (await http10Get(ports[2]!, "/docs/people.csv")).head,
+      /^HTTP\/1\.1 505 /,
+      "a document that would not fail is refused alike (the failure cannot be known first)",
+    );
+    assert.match((await http10Get(ports[2]!, "/docs?list-type=2")).head, /^HTTP\/1\.1 200 /, "other operations answer whole bodies and stay open to HTTP/1.0");
   });
 
   test("a store failing midway cuts the client's stream off (never a short document ended cleanly); a client that goes away aborts the store's request; a slow reader holds the store back", async () => {
