@@ -56,7 +56,17 @@ export class CsvRedactor extends ChunkedRedactor {
     let out: Buffer = emptyBuffer;
     let firstData = 0;
     if (!this.header && rows.count > 0) {
-      this.header = this.readHeader(buf, rows);
+      const header = this.readHeader(buf, rows);
+      if (header.userColumns.length === 0) {
+        // Counted as a refused row: the header is the first, nothing before it is counted.
+        this.counts.bytesIn -= buf.length - start;
+        throw new DocumentError(
+          "CSV_NO_USER_COLUMN",
+          `the header row names none of the mapping group's user-id fields (${this.plan.resourceFields.join(", ") || "none mapped"}): no row could be kept, and a first line that is a row, not a header, would be written out as it came`,
+          { line: 1 },
+        );
+      }
+      this.header = header;
       this.verdicts = new CsvVerdicts(this.plan, this.header);
       firstData = 1;
       out = Buffer.concat([this.hadBom ? bom : emptyBuffer, buf.subarray(rows.bounds[0], rows.bounds[rows.columns * 2 - 1]), this.header.terminator]);

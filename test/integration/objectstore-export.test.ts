@@ -501,6 +501,20 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     writer.destroy();
   });
 
+  test("a CSV whose first line is a row, not a header, is refused (422 CSV_NO_USER_COLUMN): read directly it is a dropped user's row, through the export nothing of it passes", async () => {
+    // The read-only export of the tests before (ports[2]); no header row, and the first row is a user whose rows are dropped.
+    const headerless = "not-accepted,not-accepted@example.com,login-x,Name x,1,s3cret-first-row\naccepted,accepted@example.com,login-a,Name a,2,s3cret-a\n";
+    await direct.send(new PutObjectCommand({ Bucket: "docs", Key: "headerless.csv", Body: headerless, ContentType: "text/csv" }));
+    await direct.send(new PutObjectCommand({ Bucket: "docs", Key: "one-line.csv", Body: "not-accepted,s3cret-one-line", ContentType: "binary/octet-stream" }));
+    assert.match(await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "headerless.csv" }))).Body!.transformToString(), /s3cret-first-row/);
+    for (const key of ["headerless.csv", "one-line.csv"]) {
+      const refused = await rawGet(ports[2]!, `/docs/${key}`);
+      assert.equal(refused.status, 422, `${key}: ${refused.body}`);
+      assert.match(refused.body, /CSV_NO_USER_COLUMN \(line 1\)/, key);
+      assert.doesNotMatch(refused.body, /s3cret|not-accepted/, `${key}: nothing of its first line`);
+    }
+  });
+
   test("HTTP/1.0 GetObject is refused (505): without chunked framing a document cut off by a failure would end like a complete one", async () => {
     // The read-only export of the tests before (ports[2]). Rows enough to be sent before the ragged row fails the document.
     const rows = Array.from({ length: 20_000 }, (_, i) => `accepted,row${i}@example.com`).join("\n");

@@ -104,6 +104,21 @@ test("CSV errors name the code and the line the row starts on", async () => {
   }
 });
 
+test("a CSV whose header row names no user-id field is refused before anything is written: a first line that is a row never passes as the header", async () => {
+  const redactor = new CsvRedactor(csvPlan, new FakeDecisions());
+  let written = Buffer.alloc(0);
+  await assert.rejects(
+    (async () => {
+      for (const chunk of [Buffer.from("u-none,secret@x"), Buffer.from("\nu-all,a\n")]) written = Buffer.concat([written, await redactor.push(chunk)]);
+      written = Buffer.concat([written, await redactor.end()]);
+    })(),
+    (error: unknown) => error instanceof DocumentError && error.code === "CSV_NO_USER_COLUMN" && error.where.line === 1 && /id, alt id/.test(error.message),
+  );
+  assert.equal(written.length, 0, "nothing of the first line was handed out");
+  const { bytesIn, bytesOut, rowsIn } = redactor.tally();
+  assert.deepEqual({ bytesIn, bytesOut, rowsIn }, { bytesIn: 0, bytesOut: 0, rowsIn: 0 }, "the refused row is the first: nothing before it");
+});
+
 test("a CSV row over the size limit fails the job instead of growing without bound", async () => {
   const long = Buffer.concat([Buffer.from('id,email\nu-all,"'), Buffer.alloc(documentLimits.maxRecordBytes + 10, 0x61), Buffer.from('"\n')]);
   const error = await csvError(long, (length) => Array.from({ length: Math.ceil(length / 65536) }, (_, i) => Math.min(65536, length - i * 65536)));
