@@ -27,6 +27,8 @@ export interface AnswerContext {
   redactor: ResourceRedactor;
   backendBase: string;
   exportBase: string;
+  /** A batch or transaction's: each entry's request method, in order (undefined when the request's Bundle could not be read). */
+  entryMethods?: ReadonlyArray<string | undefined>;
 }
 
 /**
@@ -115,8 +117,11 @@ async function releaseBundle(bundle: Json, context: AnswerContext): Promise<Json
   if (typeof bundle.id === "string") out.id = bundle.id;
   out.type = bundle.type;
   if (typeof bundle.timestamp === "string") out.timestamp = bundle.timestamp;
+  // A page that releases nothing keeps only its self link: its `next` (or a `_count=0` page's) would tell that
+  // resources the export dropped match, and paging on would count them.
+  const releasesNothing = decided.every((resource) => resource === undefined);
   const links = ((bundle.link ?? []) as unknown[]).flatMap((link) => {
-    if (!isObject(link) || typeof link.relation !== "string") return [];
+    if (!isObject(link) || typeof link.relation !== "string" || (releasesNothing && link.relation !== "self")) return [];
     const url = exportUrl(link.url, context.backendBase, context.exportBase);
     return url === undefined ? [] : [{ relation: link.relation, url }];
   });
@@ -125,7 +130,7 @@ async function releaseBundle(bundle: Json, context: AnswerContext): Promise<Json
   entries.forEach((entry, index) => {
     if (!isObject(entry)) return;
     const resource = decided[index];
-    const response = isObject(entry.response) ? responseOf(entry.response, context) : undefined;
+    const response = isObject(entry.response) ? entryResponse(entry.response, resource !== undefined, context.entryMethods?.[index], context) : undefined;
     if (!resource && !response) return;
     const released: Json = {};
     if (resource) {
@@ -140,6 +145,19 @@ async function releaseBundle(bundle: Json, context: AnswerContext): Promise<Json
   });
   if (kept.length > 0) out.entry = kept;
   return out;
+}
+
+/**
+ * A batch or transaction entry's answer. A read (GET or HEAD, or an entry whose method is not
+ * known) whose resource is not released answers as an absent one does (404, nothing else; an absent one's 404 in the same words): its
+ * 200 and location would tell a dropped resource from one that does not exist, which a plain
+ * read does not. Writes keep their status and location (the writer knows what it wrote).
+ */
+function entryResponse(response: Json, released: boolean, method: string | undefined, context: AnswerContext): Json | undefined {
+  const read = method === undefined || method === "GET" || method === "HEAD";
+  // One answer for both, in the export's words (backends write a missing one's status as "404" or "404 Not Found").
+  if (read && !released && typeof response.status === "string" && /^(2|404|410)/.test(response.status)) return { status: "404 Not Found" };
+  return responseOf(response, context);
 }
 
 /** A batch or transaction answer's entry status: its status line and where the resource went, no outcome (it may quote data). */

@@ -42,8 +42,10 @@ export function interactionOf(method: string, segments: readonly string[]): Fhir
       if (segments.length === 1) return { kind: "search", types: [type] };
       if (segments.length === 2) return id === "_search" ? { kind: "search", types: [type] } : { kind: "read", type };
       if (segments.length === 4 && third === "_history" && fhirId.test(fourth!)) return { kind: "read", type };
-      // Compartment search (Patient/1/Observation): a Bundle, each resource decided.
-      if (segments.length === 3 && isResourceType(third!)) return { kind: "search", types: [third!] };
+      // A compartment search (Patient/1/Observation, Practitioner/x/Observation) filters by the compartment's
+      // definition, which reads elements such as Observation.performer that the export may release to nobody,
+      // and none of which the query shows: refused, as a filter on them would be (search the type with subject or patient).
+      if (segments.length === 3 && isResourceType(third!)) throw refusedOperation("a compartment search");
       throw notFound();
     case "POST":
       if (segments.length === 2 && id === "_search") return { kind: "search", types: [type] };

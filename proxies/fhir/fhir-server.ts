@@ -11,7 +11,7 @@ import { HttpDoorPort } from "../../http/door-port";
 import { toGatewayError } from "../../http/error-handler";
 import type { IssueCode } from "../../protocols/fhir/operation-outcome";
 import { answerOf } from "./fhir-answers";
-import type { FhirBackend } from "./fhir-backend";
+import type { BackendAnswer, FhirBackend } from "./fhir-backend";
 import { FhirError } from "./fhir-error";
 import { interactionOf } from "./fhir-interaction";
 import type { ResourceRedactor } from "./resource-redactor";
@@ -76,6 +76,36 @@ function fhirErrorOf(error: unknown, method: string): { failure: FhirError; retr
   };
 }
 
+/** Backend pages a search reads past a page that released nothing, before it answers that page empty. */
+const maxSkippedPages = 20;
+
+/** A search answer that had entries and released none of them. */
+function allDropped(answer: BackendAnswer, released: { body?: unknown }): boolean {
+  const entries = (answer.json as { entry?: unknown } | undefined)?.entry;
+  return Array.isArray(entries) && entries.length > 0 && (released.body as { entry?: unknown } | undefined)?.entry === undefined;
+}
+
+/** The backend's `next` page of a search answer, as a path and query under its base; undefined when it has none there. */
+function backendNext(answer: BackendAnswer, base: string): string | undefined {
+  const links = (answer.json as { link?: unknown } | undefined)?.link;
+  if (!Array.isArray(links)) return undefined;
+  const url = links.find((link: { relation?: unknown; url?: unknown } | null) => link?.relation === "next")?.url;
+  return typeof url === "string" && url.startsWith(base) && url.length > base.length ? url.slice(base.length) : undefined;
+}
+
+/** A batch or transaction Bundle's entry methods, in order; undefined when the body is no such Bundle (its answer's entries then count as reads). */
+function entryMethodsOf(body: Buffer | undefined): Array<string | undefined> | undefined {
+  try {
+    const bundle = JSON.parse(body?.toString("utf8") ?? "null") as { entry?: unknown };
+    if (!Array.isArray(bundle?.entry)) return undefined;
+    return bundle.entry.map((entry: { request?: { method?: unknown } } | null) =>
+      typeof entry?.request?.method === "string" ? entry.request.method.toUpperCase() : undefined,
+    );
+  } catch {
+    return undefined;
+  }
+}
+
 /** GET, HEAD and POST `_search` read; every other method writes. */
 function isFhirRead(request: FastifyRequest): boolean {
   if (request.method === "GET" || request.method === "HEAD") return true;
@@ -96,7 +126,7 @@ function backendAuthorization(record: ExportRecord, request: FastifyRequest): Re
 
 /**
  * The FHIR door of an export (its own port, a FHIR R4 base at `/`): read, vread and search
- * (GET, POST `_search`, type, system and compartment level) with every resource decided by its
+ * (GET, POST `_search`, type and system level) with every resource decided by its
  * own patient; writes only with allowWrites; everything else refused. Every error is an
  * OperationOutcome. Credentials as on the gateway, selected for component `fhir`.
  */
@@ -177,9 +207,31 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
           for (const name of ["if-match", "if-none-exist", "if-none-match", "prefer"])
             if (typeof request.headers[name] === "string") headers[name] = request.headers[name] as string;
         const pathAndQuery = segments.map((segment) => encodeURIComponent(segment)).join("/") + url.search;
+        const context = {
+          interaction,
+          plan,
+          requirement,
+          redactor,
+          backendBase: backend.base,
+          exportBase: exportBaseOf(request),
+          ...(interaction.kind === "write" && segments.length === 0 ? { entryMethods: entryMethodsOf(body) } : {}),
+        };
         // HEAD is answered as GET without the body (Fastify drops it): the backend is asked GET, so its answer can be decided.
-        const answer = await backend.send(request.method === "HEAD" ? "GET" : request.method, pathAndQuery, headers, body);
-        const released = await answerOf(answer, { interaction, plan, requirement, redactor, backendBase: backend.base, exportBase: exportBaseOf(request) });
+        let answer = await backend.send(request.method === "HEAD" ? "GET" : request.method, pathAndQuery, headers, body);
+        const released = await answerOf(answer, context);
+        // A search page whose every entry was dropped is not answered as such (with its `next`, paging on would count
+        // what was dropped): the backend's next pages are read here, with the same search's requirement, until one
+        // releases something, up to maxSkippedPages; if none does, the empty page is answered with its self link only.
+        for (let skipped = 0; interaction.kind === "search" && skipped < maxSkippedPages && allDropped(answer, released); skipped++) {
+          const next = backendNext(answer, backend.base);
+          if (next === undefined) break;
+          answer = await backend.send("GET", next, headers);
+          const later = await answerOf(answer, context);
+          if (!allDropped(answer, later)) {
+            released.body = later.body;
+            break;
+          }
+        }
         if (released.headers) void reply.headers(released.headers);
         void reply.status(released.status);
         if (released.body === undefined) return reply.send();

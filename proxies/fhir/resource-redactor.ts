@@ -24,6 +24,14 @@ export const redactedLabel = { system: "http://terminology.hl7.org/CodeSystem/v3
 const isResource = (value: unknown): value is Resource =>
   typeof value === "object" && value !== null && !Array.isArray(value) && typeof (value as Resource).resourceType === "string";
 
+/** A resource-context value cut down to what names the patient: a Reference's `reference` and `type` (each of a list); an id as it is. */
+function referenceOnly(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(referenceOnly);
+  if (typeof value !== "object" || value === null) return value;
+  const { reference, type } = value as { reference?: unknown; type?: unknown };
+  return { ...(typeof reference === "string" ? { reference } : {}), ...(typeof type === "string" ? { type } : {}) };
+}
+
 /**
  * One FHIR export's per-resource decisions (policy-semantics 4 applied to resources): each
  * resource's patient from its resource-context elements, the export's purpose decided once per
@@ -91,12 +99,16 @@ export class ResourceRedactor {
     for (const [key, value] of Object.entries(resource)) {
       // A primitive's id and extensions (`_birthDate`) go with the primitive.
       const element = key.startsWith("_") ? key.slice(1) : key;
-      if (structural.has(element) || plan.context.includes(element)) out[key] = value;
-      else {
-        const category = plan.categories.get(element);
-        if (category !== undefined && decision.categoryIds.includes(category)) out[key] = value;
-        else removed++;
-      }
+      const category = plan.categories.get(element);
+      const allowed = category !== undefined && decision.categoryIds.includes(category);
+      if (structural.has(element) || allowed) out[key] = value;
+      else if (plan.context.includes(element) && !key.startsWith("_")) {
+        // The patient's reference stays (it says whose the resource is); what else the Reference holds
+        // (display, identifier, extension) is data about the patient, released only with the element's category.
+        const reference = referenceOnly(value);
+        out[key] = reference;
+        if (JSON.stringify(reference) !== JSON.stringify(value)) removed++;
+      } else removed++;
     }
     if (removed > 0) {
       this.counts.valuesNulled += removed;

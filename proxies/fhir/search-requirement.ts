@@ -1,4 +1,4 @@
-import { searchParameterElements } from "../../protocols/fhir/r4-paths";
+import { isResourceType, searchParameterElements } from "../../protocols/fhir/r4-paths";
 import { FhirError } from "./fhir-error";
 import type { FhirMappingPlan } from "./fhir-mapping";
 
@@ -11,24 +11,15 @@ export interface SearchRequirement {
   categories: ReadonlySet<string>;
 }
 
-/** Parameters that say how to answer, not what to match (paging cursors of common servers included: HAPI's `_getpages`, `_getpagesoffset`, `_bundletype`). */
-const controls = new Set([
-  "_count",
-  "_offset",
-  "_skip",
-  "_cursor",
-  "_getpages",
-  "_getpagesoffset",
-  "_bundletype",
-  "_pageId",
-  "_page",
-  "_elements",
-  "_summary",
-  "_format",
-  "_pretty",
-  "_total",
-  "_type",
-]);
+/**
+ * Parameters that say how to answer, not what to match. Paging cursors of stored searches
+ * (HAPI's `_getpages`, `_pageId`, `_cursor`...) are not among them: a cursor carries a search the
+ * export checked once, and a page asked for by its cursor alone would be released without that
+ * search's requirement (refused as unknown parameters below). Offset paging repeats the search.
+ */
+const controls = new Set(["_count", "_offset", "_skip", "_elements", "_summary", "_format", "_pretty", "_total", "_type"]);
+/** Modifiers that match within the element the parameter reads (a resource type modifier too). `:identifier` and `:text` read Reference.identifier and display, which are not released. */
+const servedModifiers = new Set(["missing", "exact", "contains", "not", "above", "below", "in", "not-in", "of-type", "iterate"]);
 /** Parameters that read only the structural elements (id, meta), which every released resource shows. */
 const structural = new Set(["_id", "_lastUpdated", "_tag", "_profile", "_security", "_source"]);
 const structuralElements = new Set(["id", "meta"]);
@@ -66,6 +57,16 @@ export function searchRequirement(params: URLSearchParams, searchedTypes: readon
   };
   for (const [name, value] of params) {
     const code = name.split(":")[0]!;
+    // A chain can follow a type modifier (`subject:Patient.identifier`): the whole name is looked at.
+    if (name.includes(".") || code === "_has") {
+      refused.push({ expression: name, diagnostics: "chained and _has parameters read other resources: not served" });
+      continue;
+    }
+    const modifier = name.includes(":") ? name.slice(code.length + 1) : undefined;
+    if (modifier !== undefined && !servedModifiers.has(modifier) && !isResourceType(modifier)) {
+      refused.push({ expression: name, diagnostics: `the modifier :${modifier} is not served: what it reads cannot be decided` });
+      continue;
+    }
     if (controls.has(code) || structural.has(code)) continue;
     if (code === "_include" || code === "_revinclude") {
       const [type, parameter] = value.split(":");
@@ -77,10 +78,6 @@ export function searchRequirement(params: URLSearchParams, searchedTypes: readon
     if (code === "_sort") {
       for (const key of value.split(",").filter(Boolean))
         for (const type of types.length > 0 ? types : [""]) read(`${name}=${key}`, type, key.replace(/^-/, ""));
-      continue;
-    }
-    if (code.includes(".") || code === "_has") {
-      refused.push({ expression: name, diagnostics: "chained and _has parameters read other resources: not served" });
       continue;
     }
     if (code.startsWith("_")) {

@@ -260,10 +260,14 @@ describe("FHIR exports (issue 23)", () => {
       pages++;
       assert.equal(page.total, undefined, "the backend's total is not the export's to give");
       for (const link of page.link ?? []) assert.ok(link.url.startsWith(base), `link ${link.url} is under the export's base`);
+      // The backend's pages whose every entry is dropped are read past by the export: an empty page only ends the
+      // paging (nothing later released anything), with its self link alone.
+      const next = (page.link ?? []).some((link: Body) => link.relation === "next");
+      assert.ok(entriesOf(page).length > 0 || !next, `page ${pages} releases something, or is the last`);
       seen.push(...entriesOf(page));
       page = await client.nextPage({ bundle: page });
     }
-    assert.ok(pages >= 6, `paged through ${pages} pages`);
+    assert.ok(pages >= 3, `paged through ${pages} pages`);
     const seenIds = seen.map((o) => o.id).sort();
     assert.deepEqual(
       seenIds,
@@ -385,6 +389,63 @@ describe("FHIR exports (issue 23)", () => {
     const [xmlBody, xmlStatus] = xml.stdout.split("\n");
     assert.equal(xmlStatus, "406");
     assert.equal(JSON.parse(xmlBody!).resourceType, "OperationOutcome");
+    await call("DELETE", `/export?id=${created.body.id}`);
+  });
+
+  test("what an adversarial review found: chains behind a type modifier, a subject's display, paging past dropped entries, compartments: leaks directly, not through the export", async () => {
+    const created = await call("PUT", "/export", fhirBody({ port: ports[1] }));
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const base = `http://127.0.0.1:${ports[1]}/`;
+    await until("the FHIR port answers", () => listening(ports[1]!));
+
+    // A chain after a type modifier filters on the Patient's address (a category the purpose does not allow): an oracle on it.
+    const chain = "Observation?subject:Patient.address-city=City-accepted";
+    const chainedDirect: Body = (await fhirFetch(`${fhir.base}${chain}`)).json;
+    assert.equal(entriesOf(chainedDirect).length, 3, "directly, the city picks the patient's observations");
+    assertOutcome(await fhirFetch(`${base}${chain}`), 400, "not-supported", "a chain behind a type modifier");
+    assertOutcome(await fhirFetch(`${base}Observation?subject:identifier=ssn|1`), 400, "not-supported", "the :identifier modifier");
+
+    // The resource-context Reference: its patient reference stays, what else it holds (display, identifier) goes.
+    const described = await fhir.create({
+      resourceType: "Observation",
+      status: "final",
+      code: { text: "described" },
+      subject: { reference: "Patient/accepted", display: "Family-accepted, SSN-123", identifier: { system: "ssn", value: "SSN-123" } },
+    });
+    assert.match((await fhirFetch(`${fhir.base}Observation/${described.id}`)).text, /SSN-123/, "directly, the subject's display and identifier");
+    const released = await fhirFetch(`${base}Observation/${described.id}`);
+    assert.equal(released.status, 200, released.text);
+    assert.deepEqual(released.json.subject, { reference: "Patient/accepted" });
+    assert.doesNotMatch(released.text, /SSN-123/);
+    assert.ok(hasRedactedLabel(released.json));
+
+    // Paging past dropped entries: directly, a denied patient's observations page by page (their count); through the
+    // export, one empty page with no `next`, as for a patient with no observations at all.
+    const denied = `Observation?subject=Patient/not-accepted&_count=1`;
+    const deniedDirect: Body = (await fhirFetch(`${fhir.base}${denied}`)).json;
+    assert.ok(
+      deniedDirect.link.some((link: Body) => link.relation === "next"),
+      "directly, a next page",
+    );
+    const deniedPage: Body = (await fhirFetch(`${base}${denied}`)).json;
+    const nobodyPage: Body = (await fhirFetch(`${base}Observation?subject=Patient/no-such-patient&_count=1`)).json;
+    for (const page of [deniedPage, nobodyPage]) {
+      assert.equal(page.entry, undefined);
+      assert.deepEqual(
+        page.link.map((link: Body) => link.relation),
+        ["self"],
+        "no next link: a page that releases nothing does not tell that more matched",
+      );
+    }
+    const countOnly: Body = (await fhirFetch(`${fhir.base}Patient?_id=not-accepted&_count=0`)).json;
+    assert.ok(countOnly.total === 1 || countOnly.link.some((link: Body) => link.relation === "next"), "directly, _count=0 tells the patient exists");
+    for (const id of ["not-accepted", "no-such-patient"]) {
+      const page: Body = (await fhirFetch(`${base}Patient?_id=${id}&_count=0`)).json;
+      assert.deepEqual([page.total, page.link.map((link: Body) => link.relation)], [undefined, ["self"]], id);
+    }
+
+    // A compartment's filter reads elements the query does not show (Observation.performer in Patient's compartment).
+    assertOutcome(await fhirFetch(`${base}Patient/not-accepted/Observation`), 400, "not-supported", "a compartment search");
     await call("DELETE", `/export?id=${created.body.id}`);
   });
 
@@ -530,6 +591,20 @@ describe("FHIR exports (issue 23)", () => {
     });
     assert.equal(forDropped.status, 201);
     assert.equal(forDropped.json.resourceType, "OperationOutcome", "a resource of a dropped patient is not shown back");
+    // A batch's reads: a dropped resource answers as an absent one does (directly, 200 and its location).
+    const batch = JSON.stringify({
+      resourceType: "Bundle",
+      type: "batch",
+      entry: ["Patient/not-accepted", "Patient/no-such-patient", "Patient/accepted"].map((url) => ({ request: { method: "GET", url } })),
+    });
+    const statuses = (bundle: Body) => bundle.entry.map((entry: Body) => entry.response.status.split(" ")[0]);
+    const batchDirect: Body = (await fhirFetch(fhir.base, { method: "POST", headers: { "content-type": "application/fhir+json" }, body: batch })).json;
+    assert.deepEqual(statuses(batchDirect), ["200", "404", "200"], "directly, the dropped patient exists");
+    const batchAnswer = await fhirFetch(base, { method: "POST", headers: { "content-type": "application/fhir+json" }, body: batch });
+    assert.equal(batchAnswer.status, 200, batchAnswer.text);
+    assert.deepEqual(statuses(batchAnswer.json), ["404", "404", "200"]);
+    assert.deepEqual(batchAnswer.json.entry[0], batchAnswer.json.entry[1], "the dropped patient's entry is the absent one's");
+    assert.doesNotMatch(batchAnswer.text, /Family-not-accepted|Patient\/not-accepted/);
     assertOutcome(
       await fhirFetch(`${base}Patient/accepted`, { method: "PUT", headers: { "content-type": "application/xml" }, body: "<Patient/>" }),
       415,

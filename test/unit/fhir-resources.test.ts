@@ -57,7 +57,7 @@ test("links: under the backend's base or relative, moved to the export's base; a
   assert.equal(exportUrl(42, backend, exportBase), undefined);
 });
 
-test("interactions: read, vread, search (type, system, compartment, POST _search), writes; history and operations refused", () => {
+test("interactions: read, vread, search (type, system, POST _search), writes; history, operations and compartment searches refused", () => {
   assert.deepEqual(interactionOf("GET", ["Patient", "1"]), { kind: "read", type: "Patient" });
   assert.deepEqual(interactionOf("GET", ["Patient", "1", "_history", "2"]), { kind: "read", type: "Patient" });
   for (const [method, path] of [
@@ -71,11 +71,6 @@ test("interactions: read, vread, search (type, system, compartment, POST _search
     ["POST", ["_search"]],
   ] as const)
     assert.deepEqual(interactionOf(method, path), { kind: "search" }, `${method} ${path.join("/")}`);
-  assert.deepEqual(
-    interactionOf("GET", ["Patient", "1", "Observation"]),
-    { kind: "search", types: ["Observation"] },
-    "a compartment search searches its second type",
-  );
   for (const [method, path] of [
     ["POST", []],
     ["POST", ["Patient"]],
@@ -92,6 +87,9 @@ test("interactions: read, vread, search (type, system, compartment, POST _search
       (error: unknown) => error instanceof FhirError && error.status === status,
       `${method} ${path.join("/")}`,
     );
+  // A compartment's filter reads elements (Observation.performer) the query does not show.
+  refused("GET", ["Patient", "1", "Observation"], 400);
+  refused("GET", ["Practitioner", "x", "Observation"], 400);
   refused("GET", ["Patient", "1", "_history"], 400);
   refused("GET", ["_history"], 400);
   refused("GET", ["Patient", "1", "$everything"], 400);
@@ -137,4 +135,16 @@ test("a search's parameters: the categories they read, or refused when no one ma
   refused("name=x", undefined, ["name"]);
   refused("_include=*", ["Patient"], ["_include=*"]);
   refused("_revinclude=Observation:status", ["Patient"], ["_revinclude=Observation:status"]);
+  // A chain behind a type modifier reads the Patient's elements (an oracle on an identifier no one may see).
+  refused(
+    "subject:Patient.identifier=SSN-1&patient:Patient.address-city=Paris",
+    ["Observation"],
+    ["subject:Patient.identifier", "patient:Patient.address-city"],
+  );
+  // :identifier and :text read Reference.identifier and display, which are not released.
+  refused("subject:identifier=ssn|1&code:text=x", ["Observation"], ["subject:identifier", "code:text"]);
+  assert.deepEqual(read("subject:Patient=1&code:not=x&code:missing=false", ["Observation"]), ["usage"], "type and matching modifiers read their element only");
+  // Cursors of stored searches carry a search the export checked once: a page by cursor alone is refused.
+  refused("_getpages=abc&_getpagesoffset=20&_bundletype=searchset", undefined, ["_getpages", "_getpagesoffset", "_bundletype"]);
+  refused("_pageId=abc&_cursor=x&_page=2", ["Observation"], ["_pageId", "_cursor", "_page"]);
 });
