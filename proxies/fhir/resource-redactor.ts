@@ -24,6 +24,14 @@ export const redactedLabel = { system: "http://terminology.hl7.org/CodeSystem/v3
 const isResource = (value: unknown): value is Resource =>
   typeof value === "object" && value !== null && !Array.isArray(value) && typeof (value as Resource).resourceType === "string";
 
+/** Whether a resource-context value holds more than what names the patient (a Reference's `reference` and `type`, each of a list). */
+function holdsMoreThanReference(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(holdsMoreThanReference);
+  if (typeof value !== "object" || value === null) return false;
+  for (const [key, part] of Object.entries(value)) if (!((key === "reference" || key === "type") && typeof part === "string")) return true;
+  return false;
+}
+
 /** A resource-context value cut down to what names the patient: a Reference's `reference` and `type` (each of a list); an id as it is. */
 function referenceOnly(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(referenceOnly);
@@ -105,9 +113,10 @@ export class ResourceRedactor {
       else if (plan.context.includes(element) && !key.startsWith("_")) {
         // The patient's reference stays (it says whose the resource is); what else the Reference holds
         // (display, identifier, extension) is data about the patient, released only with the element's category.
-        const reference = referenceOnly(value);
-        out[key] = reference;
-        if (JSON.stringify(reference) !== JSON.stringify(value)) removed++;
+        if (holdsMoreThanReference(value)) {
+          out[key] = referenceOnly(value);
+          removed++;
+        } else out[key] = value;
       } else removed++;
     }
     if (removed > 0) {
