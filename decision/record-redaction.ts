@@ -51,13 +51,17 @@ export function valueAt(record: unknown, path: string): unknown {
   return current;
 }
 
-/** The user id of a record: the first non-empty resource-context value, in mapping order. */
-export function userIdOf(record: unknown, plan: RecordPlan): string | undefined {
+/**
+ * The user id of a record: the first non-empty resource-context value, in mapping order. A number
+ * names a user only when exact: a rounded one could name someone else. Parsed JSON has lost how a
+ * number was written (`1.0000000000000001` parses to 1), so a caller holding the record's text
+ * says with `writtenAsInteger` whether the field's number was written as an integer.
+ */
+export function userIdOf(record: unknown, plan: RecordPlan, writtenAsInteger?: (field: string) => boolean): string | undefined {
   for (const field of plan.resourceFields) {
     const value = valueAt(record, field);
-    // A number names a user only when exact: a rounded one could name someone else.
     if (typeof value === "string" && value !== "") return canNameUser(value) ? value : undefined;
-    if (Number.isSafeInteger(value)) return String(value);
+    if (Number.isSafeInteger(value) && (writtenAsInteger?.(field) ?? true)) return String(value);
   }
   return undefined;
 }

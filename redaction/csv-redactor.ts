@@ -66,6 +66,15 @@ export class CsvRedactor extends ChunkedRedactor {
           { line: 1 },
         );
       }
+      const twice = this.plan.resourceFields.find((field) => header.names.filter((name) => name === field).length > 1);
+      if (twice !== undefined) {
+        this.counts.bytesIn -= buf.length - start;
+        throw new DocumentError(
+          "CSV_DUPLICATE_USER_COLUMN",
+          `the header row names the user-id field '${twice}' more than once: which of its columns names the row's user is ambiguous`,
+          { line: 1 },
+        );
+      }
       this.header = header;
       this.verdicts = new CsvVerdicts(this.plan, this.header);
       firstData = 1;

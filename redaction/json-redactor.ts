@@ -183,7 +183,7 @@ export class JsonRedactor extends ChunkedRedactor {
       } catch (error) {
         throw new DocumentError("JSON_INVALID", `${this.label(at)} is not valid JSON: ${(error as Error).message}`, this.where(at));
       }
-      return userIdOf(record, this.plan);
+      return userIdOf(record, this.plan, (field) => integerLiteral.test(rawValueAt(buf, start, field) ?? ""));
     });
     await this.decisions.prepare(userIds.filter((id): id is string => id !== undefined));
     const { sink } = this;
@@ -199,6 +199,7 @@ export class JsonRedactor extends ChunkedRedactor {
         sink.byte(JsonByte.LF);
       }
       this.anyOut = true;
+      this.recordPaths.clear();
       this.writeObject(buf, start, "", decision.categories, at);
       if (this.framing === "lines") sink.byte(JsonByte.LF);
     });
@@ -212,6 +213,9 @@ export class JsonRedactor extends ChunkedRedactor {
   }
 
   private closedOut = false;
+
+  /** The dotted paths of the record being written: one reached twice (a key `a.b` and a nested `a` with `b`) makes it ambiguous. */
+  private recordPaths = new Set<string>();
 
   /** Writes the object at `start` redacted; returns where it ends. The record was validated by JSON.parse. */
   private writeObject(buf: Buffer, start: number, prefix: string, allowed: ReadonlySet<string>, at: number): number {
@@ -230,6 +234,10 @@ export class JsonRedactor extends ChunkedRedactor {
       const valueStart = skipWhitespace(buf, skipWhitespace(buf, keyEnd) + 1);
       const end = valueEnd(buf, valueStart, Number.MAX_SAFE_INTEGER, true);
       const path = prefix ? `${prefix}.${key}` : key;
+      // `{"users.id": …, "users": {"id": …}}`: one field twice, its user decided by one of them and the other's values riding along.
+      if (this.recordPaths.has(path))
+        throw new DocumentError("JSON_DUPLICATE_KEY", `${this.label(at)} has the field '${path}' twice (as a dotted key and as a nested path)`, this.where(at));
+      this.recordPaths.add(path);
       if (!first) sink.byte(JsonByte.Comma);
       first = false;
       sink.copy(buf, p, keyEnd);
@@ -253,4 +261,36 @@ export class JsonRedactor extends ChunkedRedactor {
     sink.byte(JsonByte.CloseBrace);
     return p + 1;
   }
+}
+
+/** A JSON number written as an integer (no fraction, no exponent): only such a number names a user. */
+const integerLiteral = /^-?(?:0|[1-9][0-9]*)$/;
+
+/**
+ * The text of the value at `path` in the object at `start` (a whole key first, then a dotted path
+ * through nested objects, as valueAt reads it); undefined when there is none. The object is valid JSON.
+ */
+function rawValueAt(buf: Buffer, start: number, path: string): string | undefined {
+  const member = (objectStart: number, wanted: string): { start: number; end: number } | undefined => {
+    let p = skipWhitespace(buf, objectStart + 1);
+    while (buf[p] !== JsonByte.CloseBrace) {
+      const keyEnd = stringEnd(buf, p);
+      const key = JSON.parse(buf.toString("utf8", p, keyEnd)) as string;
+      const valueStart = skipWhitespace(buf, skipWhitespace(buf, keyEnd) + 1);
+      const end = valueEnd(buf, valueStart, Number.MAX_SAFE_INTEGER, true);
+      if (key === wanted) return { start: valueStart, end };
+      p = skipWhitespace(buf, end);
+      if (buf[p] === JsonByte.Comma) p = skipWhitespace(buf, p + 1);
+    }
+    return undefined;
+  };
+  const whole = member(start, path);
+  if (whole) return buf.toString("utf8", whole.start, whole.end);
+  let at: { start: number; end: number } | undefined = { start, end: -1 };
+  for (const key of path.split(".")) {
+    if (buf[at.start] !== JsonByte.OpenBrace) return undefined;
+    at = member(at.start, key);
+    if (!at) return undefined;
+  }
+  return buf.toString("utf8", at.start, at.end);
 }

@@ -247,6 +247,30 @@ test("JSON: objects on no mapped path are emptied whole, keys and all; inexact n
   ]);
 });
 
+test("JSON: a numeric id names a user only when written as an integer (parsing rounds 1.0000000000000001 to 1); one field reached two ways is refused", async () => {
+  const allowed: RowDecision = { allowed: true, reason: "ALLOWED_BY_TERMS", categories: new Set(["contact", "usage"]) };
+  const userOne = {
+    prepare: async () => undefined,
+    of: (id: string): RowDecision => (id === "1" ? allowed : { allowed: false, reason: "UNKNOWN_USER", categories: new Set() }),
+  };
+  const text = [
+    '{"owner":{"id":1},"contact":{"email":"one@x"}}',
+    '{"owner":{"id":1.0000000000000001},"contact":{"email":"rounded@x"}}',
+    '{"owner":{"id":1e0},"contact":{"email":"exp@x"}}',
+    '{"owner.id":1.5,"contact":{"email":"flat@x"}}',
+  ]
+    .map((line) => `${line}\n`)
+    .join("");
+  const redactor = new JsonRedactor(jsonPlan, userOne, "lines");
+  const out = (await run(redactor, Buffer.from(text), whole)).toString();
+  assert.equal(out, '{"owner":{"id":null},"contact":{"email":"one@x"}}\n', "only the record whose id is written 1");
+  assert.deepEqual(redactor.tally().droppedBy, { NO_USER_ID: 3 });
+  // The user decided by the dotted key, the nested object another user's: refused as a repeated key is.
+  const twice = await jsonError('{"owner.id":"u-all","owner":{"id":"u-none"},"contact":{"email":"u-none@x"}}\n', "lines");
+  assert.deepEqual([twice.code, twice.where.line], ["JSON_DUPLICATE_KEY", 1]);
+  assert.match(twice.message, /'owner\.id' twice \(as a dotted key and as a nested path\)/);
+});
+
 test("CSV: a user id no user could have (over 200 characters, control characters) names no one, as in records and JSON; the next column is not consulted", async () => {
   const tooLong = "u".repeat(201);
   const input = Buffer.from(`id,alt id,email\r\n${tooLong},u-all,a@x\r\n"u-all\u0001",u-all,b@x\r\nu-all,,c@x\r\n`);
