@@ -141,11 +141,31 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
       [`SELECT u.id FROM users u JOIN users b ON b.email = u.email WHERE u.id = '${ALLOWED}'`, false],
       ["SELECT id, ROW_NUMBER() OVER (ORDER BY clicks) FROM users", false],
       [`SELECT id FROM users WHERE id IN (SELECT id FROM users WHERE name LIKE 'Name a%')`, true],
+      // MariaDB orders by an output column's alias before a table's column: the alias's expression is what is checked.
+      [`SELECT id AS uid, email, IF(secret LIKE 'secret-a%', 1, 0) AS id FROM users WHERE id IN ('${ALLOWED}', 'child') ORDER BY id DESC LIMIT 1`, false],
+      [`SELECT id, IF(secret LIKE 'secret-a%', 1, 0) AS id2 FROM users GROUP BY id HAVING id2 = 1`, false],
     ] as const) {
       const outcome = await attempt(strict, sql, prepared);
       assert.equal(outcome.error?.errno, 1227, `${sql}: ${outcome.text}`);
       assert.match(outcome.error!.message, /this export is strict: .* may use only resource-context columns \(id, user_id\)/);
     }
+    // The same alias oracle straight from MariaDB: which allowed row comes first tells the unmapped value.
+    const aliasOracle = (prefix: string) =>
+      `SELECT id AS uid, IF(secret LIKE '${prefix}%', id = '${ALLOWED}', id = 'child') AS id FROM users WHERE id IN ('${ALLOWED}', 'child') ORDER BY id DESC LIMIT 1`;
+    assert.deepEqual(
+      (await attempt(direct, aliasOracle(`secret-${ALLOWED.slice(0, 1)}`))).rows.map((r) => r[0]),
+      [ALLOWED],
+    );
+    assert.deepEqual(
+      (await attempt(direct, aliasOracle("secret-z"))).rows.map((r) => r[0]),
+      ["child"],
+      "directly, the alias orders by the secret",
+    );
+    assert.deepEqual(
+      (await attempt(strict, `SELECT id AS id, email FROM users WHERE id = '${ALLOWED}' ORDER BY id`)).rows,
+      [[null, `${ALLOWED}@example.com`]],
+      "an alias naming the column itself orders by it",
+    );
     const allowedRows = await attempt(strict, `SELECT id, email FROM users WHERE id = '${ALLOWED}' ORDER BY 1`);
     assert.deepEqual(allowedRows.rows, [[null, `${ALLOWED}@example.com`]], "predicates on resource-context columns pass");
     const joined = await attempt(strict, `SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id WHERE u.id = '${ALLOWED}'`, true);
@@ -278,6 +298,23 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
     assert.equal(mariaComment.error?.errno, 1064);
     const writableCompound = await attempt(writable, compound);
     assert.equal(writableCompound.error?.errno, 1064, "refused with allowWrites too");
+    // `--` without a space: a comment to the parser, two minus signs and a string to MariaDB, which then reads
+    // 'accepted' AS id where the parser sees the users.id column: every user's values decided as accepted's.
+    const dashes = `SELECT x.id, x.m FROM (SELECT email AS m, 0 --'\nAS q, id #' AS q, '${ALLOWED}' AS id\nFROM users) x`;
+    const dashed = await assertBlocked(dashes, "'--' without a space hiding the user column");
+    assert.equal(dashed.error?.errno, 1064);
+    assert.match(dashed.error!.message, /'--' not followed by a space/);
+    assert.equal((await attempt(writable, dashes)).error?.errno, 1064, "with allowWrites too");
+    assert.deepEqual(
+      (await attempt(through, `SELECT email -- a comment\nFROM users WHERE id = '${ALLOWED}'`)).rows,
+      [[`${ALLOWED}@example.com`]],
+      "'-- ' comments pass",
+    );
+    // NO_BACKSLASH_ESCAPES: the parser would still read \' as an escaped quote, the server as a backslash and a quote's end.
+    for (const mode of ["SET sql_mode='NO_BACKSLASH_ESCAPES'", "SET @@session.sql_mode='ANSI_QUOTES'", "SET SESSION sql_mode=''"]) {
+      const set = await attempt(writable, mode);
+      assert.equal(set.error?.errno, 1227, `${mode}: refused with allowWrites: ${set.text}`);
+    }
   });
 
   test("prepared statements (binary protocol) get the same decisions", async () => {

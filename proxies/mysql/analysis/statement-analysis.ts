@@ -85,6 +85,14 @@ const parseOptions = { database: "mariadb" };
  */
 const executableComment = /\/\*M?!/;
 
+/**
+ * MariaDB reads `--` as a comment only when whitespace or a control character follows it; the
+ * parser reads any `--` as one, so `0 --'…` is a comment to it and a string to the server (an
+ * adversarial review hid a user-id column that way). A text with `--` followed by anything else
+ * (or by nothing) is refused, even inside a string literal, as executable comments are.
+ */
+const dashesWithoutSpace = /--(?![\x00-\x20])/;
+
 /** SHOW WARNINGS / SHOW ERRORS (the parser has no rule for them): one fixed form, with an optional LIMIT. */
 const diagnostics = /^\s*SHOW\s+(?:WARNINGS|ERRORS)(?:\s+LIMIT\s+\d+(?:\s*,\s*\d+)?)?\s*;?\s*$/i;
 
@@ -109,6 +117,12 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
       "parse",
       "statement.refused",
       "executable comments (/*! */, /*M! */) are refused by the export: the export's parser would not see what they run",
+    );
+  if (dashesWithoutSpace.test(text))
+    return refusal(
+      "parse",
+      "statement.refused",
+      "'--' not followed by a space is refused by the export: the server reads it as two minus signs, the export's parser as a comment",
     );
   if (diagnostics.test(text)) return { kind: "diagnostics" };
   let ast: unknown;
@@ -139,6 +153,12 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
       "statement.refused",
       "the connection's character set is fixed at login: a multi-byte character set whose bytes can stand for a quote or backslash would make the server read the statement otherwise than the export's parser",
     );
+  if (type === "set" && setsSqlMode(statement))
+    return refusal(
+      "denied",
+      "statement.refused",
+      "sql_mode is fixed for the export's sessions: NO_BACKSLASH_ESCAPES or ANSI_QUOTES would make the server read strings and names otherwise than the export's parser",
+    );
   if (type === "set")
     return policy.allowWrites
       ? { kind: "other", write: true, predicates }
@@ -161,6 +181,17 @@ function setsCharacterSet(statement: Record<string, unknown>): boolean {
     if (value.type !== "var") return;
     const names = [value.name, ...(Array.isArray(value.members) ? value.members : [])];
     if (names.some((name) => typeof name === "string" && /^(character_set|collation|names|charset)/i.test(name))) found = true;
+  });
+  return found;
+}
+
+/** SET of sql_mode (session or global, `@@`-prefixed or not): it changes how the server reads quotes and backslashes. */
+function setsSqlMode(statement: Record<string, unknown>): boolean {
+  let found = false;
+  walk(statement.expr, (value) => {
+    if (value.type !== "var") return;
+    const names = [value.name, ...(Array.isArray(value.members) ? value.members : [])];
+    if (names.some((name) => typeof name === "string" && /sql_mode/i.test(name))) found = true;
   });
   return found;
 }

@@ -36,7 +36,44 @@ function referencesIn(clause: string, node: unknown, into: PredicateReference[])
   for (const value of Object.values(node)) referencesIn(clause, value, into);
 }
 
-/** GROUP BY / ORDER BY entries: an ordinal names an output column of the SELECT, which must itself be a plain column. */
+/**
+ * The select-list expression an unqualified name stands for in GROUP BY, HAVING and ORDER BY: MariaDB
+ * takes an output column's alias before a table's column (`IF(…) AS id … ORDER BY id` orders by the IF).
+ */
+function aliasedExpression(select: AstNode, ref: AstNode): AstNode | undefined {
+  if (typeof ref.table === "string" && ref.table !== "") return undefined;
+  const name = columnName(ref)?.toLowerCase();
+  if (name === undefined || !Array.isArray(select.columns)) return undefined;
+  for (const column of select.columns as unknown[]) {
+    if (!isNode(column) || !isNode(column.expr)) continue;
+    const alias = typeof column.as === "string" ? column.as : isNode(column.as) && isNode(column.as.expr) ? column.as.expr.value : undefined;
+    if (typeof alias !== "string" || alias.toLowerCase() !== name) continue;
+    // `id AS id` names the column itself.
+    if (column.expr.type === "column_ref" && columnName(column.expr)?.toLowerCase() === name) return undefined;
+    return column.expr;
+  }
+  return undefined;
+}
+
+/** A clause's column references, an output column's alias read as the expression it names (then its references are checked). */
+function referencesThroughAliases(clause: string, node: unknown, select: AstNode, into: PredicateReference[]): void {
+  if (Array.isArray(node)) {
+    for (const item of node) referencesThroughAliases(clause, item, select, into);
+    return;
+  }
+  if (!isNode(node)) return;
+  if (node.type === "column_ref") {
+    const aliased = aliasedExpression(select, node);
+    if (aliased) referencesIn(clause, aliased, into);
+    else referencesIn(clause, node, into);
+    return;
+  }
+  // A subquery's names are its own select list's, not this one's.
+  if (node.type === "select" || isNode(node.ast)) return referencesIn(clause, node, into);
+  for (const value of Object.values(node)) referencesThroughAliases(clause, value, select, into);
+}
+
+/** GROUP BY / ORDER BY entries: an ordinal names an output column of the SELECT, which must itself be a plain column; a name may be an output column's alias. */
 function orderingIn(clause: string, entries: unknown, select: AstNode, into: PredicateReference[]): void {
   for (const entry of Array.isArray(entries) ? entries : []) {
     const expr = isNode(entry) && entry.type !== "number" && isNode(entry.expr) ? entry.expr : entry;
@@ -45,7 +82,7 @@ function orderingIn(clause: string, entries: unknown, select: AstNode, into: Pre
       const ref = isNode(target?.expr) && target.expr.type === "column_ref" ? target.expr : undefined;
       const column = ref ? columnName(ref) : undefined;
       into.push({ clause, column: column === "*" ? undefined : column, shown: `output column ${String(expr.value)}` });
-    } else referencesIn(clause, expr, into);
+    } else referencesThroughAliases(clause, expr, select, into);
   }
 }
 
@@ -72,7 +109,7 @@ export function predicateReferences(ast: unknown): PredicateReference[] {
     if (!isNode(node)) return;
     if (node.type === "select" || node.type === "update" || node.type === "delete") {
       referencesIn("WHERE", node.where, found);
-      referencesIn("HAVING", node.having, found);
+      referencesThroughAliases("HAVING", node.having, node, found);
       orderingIn("GROUP BY", isNode(node.groupby) ? node.groupby.columns : undefined, node, found);
       orderingIn("ORDER BY", node.orderby, node, found);
       for (const named of isNode(node.window) && Array.isArray(node.window.expr) ? node.window.expr : []) windowIn(named, found);
