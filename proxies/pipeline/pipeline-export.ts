@@ -69,10 +69,25 @@ export class PipelineExport {
       overrides,
       listenerLimits: deps.listenerLimits,
     });
+    let lastReplyRefusal = Number.NEGATIVE_INFINITY;
     const requests = nc.subscribe(PipelineSubjects.request(record.id), {
       queue: requestQueue,
       callback: (error, msg) => {
         if (error) return;
+        // The answer is published with the node's own rights: a reply subject that is no inbox
+        // ($JS.API.STREAM.PURGE..., warden.pipeline.<id>.out, $KV...) would have the node act there for the requester.
+        if (!isInboxSubject(msg.reply)) {
+          // Audited once a minute at most, as other NATS refusals are: a flood of them must not flood the audit stream.
+          if (Date.now() - lastReplyRefusal >= 60_000) {
+            lastReplyRefusal = Date.now();
+            audit("warn", "request.refused", `pipeline request on ${msg.subject} not answered: its reply subject is no _INBOX. subject`, {
+              exportId: record.id,
+              component: "pipeline",
+              reply: String(msg.reply ?? "").slice(0, 200),
+            });
+          }
+          return;
+        }
         void answerMessage(msg, "request", credentials, redactor)
           .catch((failure: unknown) => {
             if (failure instanceof CredentialsUnavailable) return refusedAnswer("ERR_AUTH_UNAVAILABLE", failure.message);
@@ -112,4 +127,12 @@ export class PipelineExport {
       component: "pipeline",
     });
   }
+}
+
+/**
+ * Reply subjects the request door answers on: inboxes as NATS clients make them (`_INBOX.` and
+ * tokens without wildcards). Anything else gets no answer: docs/pipeline-export.md, "Request/reply".
+ */
+export function isInboxSubject(reply: string | undefined): boolean {
+  return reply !== undefined && /^_INBOX\.[^\s*>]+$/.test(reply) && !reply.split(".").includes("");
 }

@@ -165,6 +165,28 @@ describe("pipeline exports (spec 4.4 rule 5)", () => {
       assertSame(reply.json<Body>(), expected[index]!, `NATS request ${index}`);
     }
 
+    // The node answers with its own rights: a reply subject that is no inbox gets nothing, or a requester allowed only to
+    // publish requests would have the node purge streams ($JS.API.STREAM.PURGE...) or publish on the export's .out.
+    const jsm = await jetstreamManager(nc);
+    const auditBefore = (await jsm.streams.info("WARDEN_AUDIT")).state.messages;
+    assert.ok(auditBefore > 0);
+    const victim = nc.subscribe("victim.subject");
+    const delivered: string[] = [];
+    void (async () => {
+      for await (const message of victim) delivered.push(message.string());
+    })();
+    for (const reply of ["$JS.API.STREAM.PURGE.WARDEN_AUDIT", "victim.subject", `warden.pipeline.${id}.out`])
+      nc.publish(`warden.pipeline.${id}.request`, JSON.stringify(records[0]), { reply });
+    const answered = await nc.request(`warden.pipeline.${id}.request`, JSON.stringify(records[0]), { timeout: 5000 });
+    assertSame(answered.json<Body>(), expected[0]!, "an _INBOX reply is answered");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    victim.unsubscribe();
+    assert.deepEqual(delivered, [], "nothing published on a reply subject that is no inbox");
+    assert.ok((await jsm.streams.info("WARDEN_AUDIT")).state.messages >= auditBefore, "the audit stream was not purged");
+    await until("the refusal is audited", async () =>
+      (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT")).some((m) => m.data.event === "request.refused" && m.data.details?.exportId === id),
+    );
+
     // NDJSON: one answer per line, in order; a line that is not JSON is refused in its place, the others go on.
     const lines = records.map((record) => JSON.stringify(record));
     lines.splice(3, 0, "{not json");
