@@ -126,11 +126,15 @@ export function redactRecord(
   const allowed = new Set(decision.categoryIds);
   const fields: Record<string, FieldOutcome> = {};
   const outcome = (path: string) => fieldOutcome(plan, allowed, path);
+  const seen = new Set<string>();
   const walk = (source: { [key: string]: Json }, prefix: string, depth: number): { [key: string]: Json } => {
     if (depth > recordLimits.depth) throw new RecordShapeError(`the record nests deeper than ${recordLimits.depth} levels`);
     const out: { [key: string]: Json } = {};
     for (const key of Object.keys(source)) {
       const path = prefix ? `${prefix}.${key}` : key;
+      // `{"users.id": …, "users": {"id": …}}`: one field twice, the user decided by one and the other's values riding along (as in documents: JSON_DUPLICATE_KEY).
+      if (seen.has(path)) throw new RecordShapeError(`the record has the field '${path}' twice (as a dotted key and as a nested path)`);
+      seen.add(path);
       const value = source[key];
       if (isObject(value) && walksInto(plan, path, Object.keys(value).length > 0)) {
         setOwn(out, key, walk(value, path, depth + 1));

@@ -126,7 +126,7 @@ export class PipelineStream {
         const answer = await answerMessage(msg, "stream", this.deps.credentials, this.deps.redactor);
         const answerHeaders = headers();
         answerHeaders.set("Warden-Input-Seq", String(msg.seq));
-        const inputId = msg.headers?.get("Nats-Msg-Id");
+        const inputId = correlationId(msg.headers?.get("Nats-Msg-Id"));
         if (inputId) answerHeaders.set("Warden-Input-Msg-Id", inputId);
         const entry: InFlight = {
           seq: msg.seq,
@@ -181,4 +181,15 @@ export class PipelineStream {
     this.messages?.stop();
     await this.running;
   }
+}
+
+/** The longest input `Nats-Msg-Id` copied onto its answer: the answer's headers must fit the room kept for them (nats-answer.ts). */
+export const maxCorrelationIdBytes = 256;
+
+/**
+ * The input's `Nats-Msg-Id` as its answer's `Warden-Input-Msg-Id`, when it is at most 256 bytes:
+ * a longer one would leave the answer too large to publish, and the stream would stop at that record.
+ */
+export function correlationId(inputId: string | undefined): string | undefined {
+  return inputId && Buffer.byteLength(inputId) <= maxCorrelationIdBytes ? inputId : undefined;
 }

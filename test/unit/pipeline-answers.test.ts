@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { correlationId, maxCorrelationIdBytes } from "../../proxies/pipeline/pipeline-stream";
 import { nestsDeeperThan, planRecords, userIdOf } from "../../decision/record-redaction";
 import { compilePolicy } from "../../decision/compiled-policy";
 import { encodedAnswer } from "../../proxies/pipeline/nats-answer";
@@ -36,4 +37,15 @@ test("a resource-context value names a user only if a user id could be it: at mo
   assert.equal(userIdOf({ "users.id": "u".repeat(201) }, plan), undefined);
   assert.equal(userIdOf({ "users.id": "a\nb" }, plan), undefined);
   assert.equal(userIdOf({ "users.id": 42 }, plan), "42");
+});
+
+test("an input's Nats-Msg-Id is copied onto its answer only up to 256 bytes: a longer one would leave the answer too large to publish", () => {
+  assert.equal(correlationId("order-17"), "order-17");
+  assert.equal(correlationId("x".repeat(maxCorrelationIdBytes)), "x".repeat(maxCorrelationIdBytes));
+  assert.equal(correlationId("x".repeat(maxCorrelationIdBytes + 1)), undefined);
+  assert.equal(correlationId("é".repeat(129)), undefined, "bytes, not characters");
+  assert.equal(correlationId(undefined), undefined);
+  // What fits: an answer at the edge of max_payload plus the headers the stream sets must stay under it.
+  const headersBytes = "Warden-Input-Seq: 18446744073709551615\r\nWarden-Input-Msg-Id: \r\nNats-Msg-Id: \r\n".length + maxCorrelationIdBytes + 36 + 21;
+  assert.ok(headersBytes < 1024, `${headersBytes} bytes of headers fit the room kept for them`);
 });

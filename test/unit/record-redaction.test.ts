@@ -98,4 +98,14 @@ test("a key that is the whole record field name (spec 4.4) and a nested path add
   assert.equal(userIdOf({ users: { id: "u2" } }, flat), "u2");
   assert.deepEqual(redactRecord({ "users.id": "u1", "users.email": "a@x" }, flat, allowedFor(["contact"])).record, { "users.id": null, "users.email": "a@x" });
   assert.deepEqual(redactRecord({ users: { id: "u1", email: "a@x" } }, flat, allowedFor(["contact"])).record, { users: { id: null, email: "a@x" } });
+  // Both at once: the user is decided by the dotted key while the nested object may be another user's: refused, as documents refuse it.
+  assert.throws(
+    () => redactRecord({ "users.id": "u1", users: { id: "u2", email: "u2@x" } }, flat, allowedFor(["contact"])),
+    (error: unknown) => error instanceof RecordShapeError && /'users\.id' twice \(as a dotted key and as a nested path\)/.test(error.message),
+  );
+  assert.throws(
+    () => redactRecord({ users: { email: "u2@x" }, "users.email": "u1@x" }, flat, allowedFor(["contact"])),
+    RecordShapeError,
+    "any field, either order",
+  );
 });
