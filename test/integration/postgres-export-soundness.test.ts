@@ -709,6 +709,8 @@ describe("PostgreSQL export soundness (issue 18): attacks that leak straight fro
       { where: "ORDER BY", sql: "SELECT email FROM users ORDER BY secret" },
       { where: "a window", sql: "SELECT email, row_number() OVER (ORDER BY secret) FROM users" },
       { where: "DISTINCT ON", sql: "SELECT DISTINCT ON (left(secret, 8)) email FROM users" },
+      // ORDER BY takes an output column's name before an input column's: `id` here is the secret's test.
+      { where: "ORDER BY through an output column's name", sql: "SELECT id AS uid, (secret LIKE 'secret-a%')::int AS id FROM users ORDER BY id DESC LIMIT 1" },
     ];
     test("on a direct connection the answer depends on the dropped user's email, and every probe runs", async () => {
       const answers = await run(pg.port, [probe("n"), probe("x"), ...probes.map((p) => p.sql)]);

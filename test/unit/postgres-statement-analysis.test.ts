@@ -291,8 +291,18 @@ describe("PostgreSQL statement analysis: strict exports", () => {
       "SELECT email FROM users WHERE id = 'adult'",
       "SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id ORDER BY u.id",
       "SELECT id, count(*) FROM orders GROUP BY user_id, id",
+      "SELECT id AS id, email FROM users ORDER BY id",
     ]) {
       assert.equal(analyse(sql, strict).refusal, undefined, sql);
+    }
+    // PostgreSQL reads a simple name in ORDER BY and DISTINCT ON as an output column's name first: the alias's expression is checked.
+    for (const sql of [
+      "SELECT id AS uid, (secret LIKE 'a%')::int AS id FROM users WHERE id IN ('adult', 'child') ORDER BY id DESC LIMIT 1",
+      "SELECT DISTINCT ON (id) email AS id FROM users",
+    ]) {
+      const { refusal } = analyse(sql, strict);
+      assert.equal(refusal?.sqlState, "42501", sql);
+      assert.match(refusal!.message, /this export is strict: (ORDER BY|DISTINCT ON) may use only .* \(through the output column id\)/, sql);
     }
     for (const sql of [
       "SELECT id FROM users WHERE email LIKE 'a%'",

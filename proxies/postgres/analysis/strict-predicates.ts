@@ -28,7 +28,10 @@ export function strictRefusal(statement: Node, schema: SchemaView): Refusal | un
         : (predicateClauses[type] ?? []).map((clause) => [clause, fields[clause]] as const);
     for (const [clause, value] of clauses) {
       if (value === undefined) continue;
-      const offending = offendingReference(value, type === "SelectStmt" ? fields : undefined, schema);
+      const select = type === "SelectStmt" ? fields : undefined;
+      const offending =
+        offendingReference(value, select, schema) ??
+        (select && (clause === "sortClause" || clause === "distinctClause") ? offendingAlias(value, select, schema) : undefined);
       if (offending !== undefined) {
         refusal = {
           sqlState: "42501",
@@ -63,6 +66,29 @@ function offendingReference(clause: unknown, select: Node | undefined, schema: S
     if (!allowed(parts)) offending = parts.map((part) => stringValue(part) ?? "*").join(".");
   });
   return offending;
+}
+
+/**
+ * ORDER BY and DISTINCT ON read a simple name as an output column's name before an input column's
+ * (PostgreSQL's rule): `(secret LIKE 'a%')::int AS id … ORDER BY id` orders by the secret. Such a
+ * name is checked as the expression it names.
+ */
+function offendingAlias(clause: unknown, select: Node, schema: SchemaView): string | undefined {
+  const targets = ((select.targetList as Node[] | undefined) ?? []).map((target) => nodeType(target)?.[1]);
+  for (const entry of Array.isArray(clause) ? clause : []) {
+    const sortBy = nodeType(entry)?.[0] === "SortBy" ? nodeType(entry)![1].node : entry;
+    const reference = nodeType(sortBy);
+    const parts = reference?.[0] === "ColumnRef" ? ((reference[1].fields as Node[] | undefined) ?? []) : [];
+    const name = parts.length === 1 ? stringValue(parts[0]) : undefined;
+    const target = name === undefined ? undefined : targets.find((t) => t?.name === name);
+    if (!target) continue;
+    const named = nodeType(target.val);
+    // `id AS id` names the column itself.
+    if (named?.[0] === "ColumnRef" && stringValue(((named[1].fields as Node[] | undefined) ?? []).at(-1)) === name) continue;
+    const offending = offendingReference(target.val, undefined, schema);
+    if (offending !== undefined) return `${offending} (through the output column ${name})`;
+  }
+  return undefined;
 }
 
 function clauseName(clause: string): string {
