@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { compiledFor } from "../decision/compile-cache";
 import { decide, flowOf, purposeName } from "../decision/engine";
-import { noUserSummary, planRecords, summaryAdvice as advice, userIdOf, type RecordPlan } from "../decision/record-redaction";
+import { nestsDeeperThan, noUserSummary, planRecords, recordLimits, summaryAdvice as advice, userIdOf, type RecordPlan } from "../decision/record-redaction";
 import { recordOutcome } from "../decision/record-outcome";
 import type { Decision, DecisionRequest, Reason } from "../decision/types";
 import type { MappingGroup } from "../policy/model";
@@ -54,6 +54,10 @@ export class DecisionService implements DecisionPort, RedactPort {
   async redactRecord(request: RedactRequest, record: Record<string, unknown>, caller?: Caller): Promise<RecordRedaction> {
     const current = this.currentPolicy();
     const { compiled, group, plan } = current ? this.planOf(current, request) : await this.redactionPlan(request);
+    // Refused before anything is decided (or traced), as the pipeline doors refuse it: a mapped object is kept whole,
+    // and thousands of levels under one would fail only when the answer is written, after the decision.
+    if (nestsDeeperThan(record, recordLimits.depth))
+      throw new HandlerError("REDACT_RECORD_INVALID", `the record nests deeper than ${recordLimits.depth} levels`);
     const userId = userIdOf(record, plan);
     if (userId === undefined) {
       countDecision("redact", flowOf(request.type), false, "UNKNOWN_USER");

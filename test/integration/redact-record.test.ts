@@ -90,6 +90,28 @@ describe("PUT /redact/record", () => {
       body: "[1,2]",
     });
     assert.equal(notObject.status, 400);
+    // Nesting past 32 levels is refused before the user is decided, as the pipeline doors refuse it (under a mapped
+    // object it was kept whole, and thousands of levels failed only when the answer was written, after the trace).
+    for (const levels of [33, 5000]) {
+      const deep = `${'{"a":'.repeat(levels)}1${"}".repeat(levels)}`;
+      const answer = await fetch(`${node.url}/redact/record?purposeId=service&type=platformUse&mappingGroup=users-table`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: `{"users.id":"accepted","users.name":${deep}}`,
+      });
+      assert.equal(answer.status, 400, `${levels} levels`);
+      const body = (await answer.json()) as { error: { code: string; message: string } };
+      assert.deepEqual([body.error.code, /nests deeper than 32 levels/.test(body.error.message)], ["ERR_REDACT_RECORD_INVALID", true], `${levels} levels`);
+    }
+    assert.equal(
+      (
+        await call("PUT", "/redact/record?purposeId=service&type=platformUse&mappingGroup=users-table", {
+          "users.id": "accepted",
+          "users.name": { a: { b: 1 } },
+        })
+      ).status,
+      200,
+    );
     assert.equal((await call("GET", "/readyz")).status, 200);
   });
 });
