@@ -57,23 +57,11 @@ export class CsvRedactor extends ChunkedRedactor {
     let firstData = 0;
     if (!this.header && rows.count > 0) {
       const header = this.readHeader(buf, rows);
-      if (header.userColumns.length === 0) {
+      const refused = this.headerRefusal(header);
+      if (refused) {
         // Counted as a refused row: the header is the first, nothing before it is counted.
         this.counts.bytesIn -= buf.length - start;
-        throw new DocumentError(
-          "CSV_NO_USER_COLUMN",
-          `the header row names none of the mapping group's user-id fields (${this.plan.resourceFields.join(", ") || "none mapped"}): no row could be kept, and a first line that is a row, not a header, would be written out as it came`,
-          { line: 1 },
-        );
-      }
-      const twice = this.plan.resourceFields.find((field) => header.names.filter((name) => name === field).length > 1);
-      if (twice !== undefined) {
-        this.counts.bytesIn -= buf.length - start;
-        throw new DocumentError(
-          "CSV_DUPLICATE_USER_COLUMN",
-          `the header row names the user-id field '${twice}' more than once: which of its columns names the row's user is ambiguous`,
-          { line: 1 },
-        );
+        throw refused;
       }
       this.header = header;
       this.verdicts = new CsvVerdicts(this.plan, this.header);
@@ -101,6 +89,24 @@ export class CsvRedactor extends ChunkedRedactor {
     const terminator = buf[rows.bounds[rows.columns * 2 - 1]] === 0x0d ? Buffer.from("\r\n") : Buffer.from("\n");
     const userColumns = this.plan.resourceFields.flatMap((field) => names.flatMap((name, column) => (name === field ? [column] : [])));
     return { names, userColumns, terminator };
+  }
+
+  /** Why a header row cannot be redacted under: it names no user-id field, or one of them twice. */
+  private headerRefusal(header: CsvHeader): DocumentError | undefined {
+    if (header.userColumns.length === 0)
+      return new DocumentError(
+        "CSV_NO_USER_COLUMN",
+        `the header row names none of the mapping group's user-id fields (${this.plan.resourceFields.join(", ") || "none mapped"}): no row could be kept, and a first line that is a row, not a header, would be written out as it came`,
+        { line: 1 },
+      );
+    const twice = this.plan.resourceFields.find((field) => header.names.filter((name) => name === field).length > 1);
+    if (twice !== undefined)
+      return new DocumentError(
+        "CSV_DUPLICATE_USER_COLUMN",
+        `the header row names the user-id field '${twice}' more than once: which of its columns names the row's user is ambiguous`,
+        { line: 1 },
+      );
+    return undefined;
   }
 
   private async redactRows(buf: Buffer, rows: ScannedRows, firstRow: number, header: CsvHeader): Promise<Buffer> {

@@ -147,13 +147,13 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
   if (type === "use" && typeof statement.db === "string") return { kind: "use", db: statement.db };
   const predicates = predicateReferences(statement);
   if (readTypes.has(type)) return { kind: "other", write: false, predicates };
-  if (type === "set" && setsCharacterSet(statement))
+  if (type === "set" && setsVariable(statement, characterSetVariable))
     return refusal(
       "denied",
       "statement.refused",
       "the connection's character set is fixed at login: a multi-byte character set whose bytes can stand for a quote or backslash would make the server read the statement otherwise than the export's parser",
     );
-  if (type === "set" && setsSqlMode(statement))
+  if (type === "set" && setsVariable(statement, sqlModeVariable))
     return refusal(
       "denied",
       "statement.refused",
@@ -174,27 +174,21 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
   return { kind: "other", write: true, predicates };
 }
 
-/** SET of a variable that chooses how the server reads statement bytes (character_set_client, collation_connection...). */
-function setsCharacterSet(statement: Record<string, unknown>): boolean {
+/** SET of a variable whose name (or a member of it: `@@session.sql_mode`) matches `name`. */
+function setsVariable(statement: Record<string, unknown>, name: RegExp): boolean {
   let found = false;
   walk(statement.expr, (value) => {
     if (value.type !== "var") return;
     const names = [value.name, ...(Array.isArray(value.members) ? value.members : [])];
-    if (names.some((name) => typeof name === "string" && /^(character_set|collation|names|charset)/i.test(name))) found = true;
+    if (names.some((each) => typeof each === "string" && name.test(each))) found = true;
   });
   return found;
 }
 
-/** SET of sql_mode (session or global, `@@`-prefixed or not): it changes how the server reads quotes and backslashes. */
-function setsSqlMode(statement: Record<string, unknown>): boolean {
-  let found = false;
-  walk(statement.expr, (value) => {
-    if (value.type !== "var") return;
-    const names = [value.name, ...(Array.isArray(value.members) ? value.members : [])];
-    if (names.some((name) => typeof name === "string" && /sql_mode/i.test(name))) found = true;
-  });
-  return found;
-}
+/** Variables that choose how the server reads statement bytes (character_set_client, collation_connection...). */
+const characterSetVariable = /^(character_set|collation|names|charset)/i;
+/** sql_mode (session or global): NO_BACKSLASH_ESCAPES and ANSI_QUOTES change how the server reads quotes and backslashes. */
+const sqlModeVariable = /sql_mode/i;
 
 function analyseTransaction(statement: Record<string, unknown>, policy: StatementPolicy): StatementAnalysis {
   const expr = statement.expr as { modes?: Array<{ value?: string }> | null } | undefined;

@@ -21,19 +21,26 @@ function columnName(ref: AstNode): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
-/** Every column reference in a clause (subqueries inside it included, as PostgreSQL exports check them). */
-function referencesIn(clause: string, node: unknown, into: PredicateReference[]): void {
+/**
+ * Every column reference in a clause (subqueries inside it included, as PostgreSQL exports check them).
+ * With `select` (GROUP BY, HAVING, ORDER BY), a name that is one of its output columns' aliases is read
+ * as the expression it names; a subquery's names are its own.
+ */
+function referencesIn(clause: string, node: unknown, into: PredicateReference[], select?: AstNode): void {
   if (Array.isArray(node)) {
-    for (const item of node) referencesIn(clause, item, into);
+    for (const item of node) referencesIn(clause, item, into, select);
     return;
   }
   if (!isNode(node)) return;
   if (node.type === "column_ref") {
+    const aliased = select && aliasedExpression(select, node);
+    if (aliased) return referencesIn(clause, aliased, into);
     const column = columnName(node);
     into.push({ clause, column: column === "*" ? undefined : column, shown: column ?? "?" });
     return;
   }
-  for (const value of Object.values(node)) referencesIn(clause, value, into);
+  const inner = node.type === "select" || isNode(node.ast) ? undefined : select;
+  for (const value of Object.values(node)) referencesIn(clause, value, into, inner);
 }
 
 /**
@@ -55,24 +62,6 @@ function aliasedExpression(select: AstNode, ref: AstNode): AstNode | undefined {
   return undefined;
 }
 
-/** A clause's column references, an output column's alias read as the expression it names (then its references are checked). */
-function referencesThroughAliases(clause: string, node: unknown, select: AstNode, into: PredicateReference[]): void {
-  if (Array.isArray(node)) {
-    for (const item of node) referencesThroughAliases(clause, item, select, into);
-    return;
-  }
-  if (!isNode(node)) return;
-  if (node.type === "column_ref") {
-    const aliased = aliasedExpression(select, node);
-    if (aliased) referencesIn(clause, aliased, into);
-    else referencesIn(clause, node, into);
-    return;
-  }
-  // A subquery's names are its own select list's, not this one's.
-  if (node.type === "select" || isNode(node.ast)) return referencesIn(clause, node, into);
-  for (const value of Object.values(node)) referencesThroughAliases(clause, value, select, into);
-}
-
 /** GROUP BY / ORDER BY entries: an ordinal names an output column of the SELECT, which must itself be a plain column; a name may be an output column's alias. */
 function orderingIn(clause: string, entries: unknown, select: AstNode, into: PredicateReference[]): void {
   for (const entry of Array.isArray(entries) ? entries : []) {
@@ -82,7 +71,7 @@ function orderingIn(clause: string, entries: unknown, select: AstNode, into: Pre
       const ref = isNode(target?.expr) && target.expr.type === "column_ref" ? target.expr : undefined;
       const column = ref ? columnName(ref) : undefined;
       into.push({ clause, column: column === "*" ? undefined : column, shown: `output column ${String(expr.value)}` });
-    } else referencesThroughAliases(clause, expr, select, into);
+    } else referencesIn(clause, expr, into, select);
   }
 }
 
@@ -109,7 +98,7 @@ export function predicateReferences(ast: unknown): PredicateReference[] {
     if (!isNode(node)) return;
     if (node.type === "select" || node.type === "update" || node.type === "delete") {
       referencesIn("WHERE", node.where, found);
-      referencesThroughAliases("HAVING", node.having, node, found);
+      referencesIn("HAVING", node.having, found, node);
       orderingIn("GROUP BY", isNode(node.groupby) ? node.groupby.columns : undefined, node, found);
       orderingIn("ORDER BY", node.orderby, node, found);
       for (const named of isNode(node.window) && Array.isArray(node.window.expr) ? node.window.expr : []) windowIn(named, found);

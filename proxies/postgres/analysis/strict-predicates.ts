@@ -44,6 +44,11 @@ export function strictRefusal(statement: Node, schema: SchemaView): Refusal | un
   return refusal;
 }
 
+/** What an ORDER BY entry sorts by (the node inside its SortBy); any other clause's entry as it is. */
+function sortKey(entry: unknown): unknown {
+  return nodeType(entry)?.[0] === "SortBy" ? nodeType(entry)![1].node : entry;
+}
+
 function offendingReference(clause: unknown, select: Node | undefined, schema: SchemaView): string | undefined {
   let offending: string | undefined;
   const allowed = (fields: Node[]) => {
@@ -53,7 +58,7 @@ function offendingReference(clause: unknown, select: Node | undefined, schema: S
   };
   // Ordinals (ORDER BY 2, GROUP BY 1) name an output column: it must itself be a resource-context column.
   for (const entry of Array.isArray(clause) ? clause : []) {
-    const sortBy = nodeType(entry)?.[0] === "SortBy" ? nodeType(entry)![1].node : entry;
+    const sortBy = sortKey(entry);
     const ordinal = (nodeType(sortBy)?.[1].ival as Node | undefined)?.ival;
     if (nodeType(sortBy)?.[0] !== "A_Const" || typeof ordinal !== "number" || !select) continue;
     const target = nodeType(((select.targetList as Node[] | undefined) ?? [])[ordinal - 1])?.[1];
@@ -76,8 +81,7 @@ function offendingReference(clause: unknown, select: Node | undefined, schema: S
 function offendingAlias(clause: unknown, select: Node, schema: SchemaView): string | undefined {
   const targets = ((select.targetList as Node[] | undefined) ?? []).map((target) => nodeType(target)?.[1]);
   for (const entry of Array.isArray(clause) ? clause : []) {
-    const sortBy = nodeType(entry)?.[0] === "SortBy" ? nodeType(entry)![1].node : entry;
-    const reference = nodeType(sortBy);
+    const reference = nodeType(sortKey(entry));
     const parts = reference?.[0] === "ColumnRef" ? ((reference[1].fields as Node[] | undefined) ?? []) : [];
     const name = parts.length === 1 ? stringValue(parts[0]) : undefined;
     const target = name === undefined ? undefined : targets.find((t) => t?.name === name);
