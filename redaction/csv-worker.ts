@@ -1,4 +1,4 @@
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort } from "node:worker_threads";
 import { CsvRowEngine, type BlockScan } from "./csv-row-engine";
 import { emptyCounts, emptyRows, scanRows, writeRows, type OutputSpace, type ScannedRows } from "./csv-rows";
 import { addUsersWithoutVerdict, rowVerdicts } from "./row-verdicts";
@@ -18,6 +18,12 @@ import {
  * row starts (the owner checks that against the block before), reports what it found, asks the
  * owner for the decisions of users it has not met, then writes the block's kept rows. The rows'
  * work is done in WebAssembly (CsvRowEngine) where it can be, else the JS way (redactInJs).
+ *
+ * It serves one document at a time (`setup` to `release`), and documents one after another: its
+ * compiled code stays warm (a new thread per document started cold, and its start-up and compiling
+ * cost the cores the document was read on). Everything a document's verdicts touch lives in its
+ * DocumentWork, dropped at `release` (the module's table entries are the document engine's tag's,
+ * and cleared too); the thread-wide state is scratch that every block overwrites.
  */
 
 /** A block's rows as far as the worker got: written, or waiting for the verdicts of `asked`. */
@@ -38,53 +44,11 @@ interface Waiting {
 }
 
 const port = parentPort!;
-const setup = workerData as CsvWorkerSetup;
-const terminator = Buffer.from(setup.terminator);
-const verdicts: CsvVerdict[] = [];
-const verdictOfUser = new Map<string, CsvVerdict>();
-const verdictOf = (userId: string) => verdictOfUser.get(userId);
-const waiting = new Map<number, Waiting>();
+/** Row bounds of blocks done the JS way, reused: scratch, overwritten by every scan. */
 const spareRows: ScannedRows[] = [];
-const userIdFields = new UserIdFields(setup.userColumns);
-const engine = CsvRowEngine.create(setup.userColumns, terminator);
 
 function report(message: CsvWorkerReport, transfer: ArrayBuffer[] = []): void {
   port.postMessage(message, transfer);
-}
-
-/** The block's rows in WebAssembly; written at once when no user is new. Undefined where the engine cannot. */
-function redactInWasm(buf: Buffer, final: boolean, space: OutputSpace): BlockRedaction | undefined {
-  const rows = engine?.redact(buf, final, 0, setup.columns, verdicts, verdictOf, space);
-  if (!rows) return undefined;
-  const written = rows.output && rows.counts ? { output: rows.output, counts: rows.counts } : undefined;
-  return {
-    scan: rows.scan,
-    asked: rows.users,
-    write: () => {
-      if (written) return written;
-      // The block waited: redacted again from its bytes (the module's memory has had other blocks since).
-      const again = engine!.redact(buf, final, 0, setup.columns, verdicts, verdictOf, space);
-      // Fail closed: a row is never written without its user's decision.
-      if (!again?.output || !again.counts) throw new Error("no decision for a user of a CSV block");
-      return { output: again.output, counts: again.counts };
-    },
-  };
-}
-
-/** The block's rows the JS way (csv-rows, UserIdFields): the reference for the WebAssembly way. */
-function redactInJs(buf: Buffer, final: boolean, space: OutputSpace): BlockRedaction {
-  const rows = scanRows(buf, 0, final, 0, setup.columns, spareRows.pop() ?? emptyRows());
-  const userIds = userIdFields.idsOf(buf, rows, 0);
-  return {
-    scan: rows,
-    asked: [...addUsersWithoutVerdict(userIds, verdictOf, new Set())],
-    write: () => {
-      const counts = emptyCounts();
-      const output = writeRows(buf, rows, 0, rowVerdicts(userIds, verdictOf), terminator, counts, space);
-      spareRows.push(rows);
-      return { output, counts };
-    },
-  };
 }
 
 /**
@@ -96,46 +60,127 @@ function outputSpace(given: ArrayBuffer | undefined): OutputSpace {
   return (length) => (given && given.byteLength >= length ? Buffer.from(given, 0, length) : Buffer.allocUnsafeSlow(length + (length >> 3)));
 }
 
-function scan(task: number, input: ArrayBuffer, length: number, final: boolean, given: ArrayBuffer | undefined): void {
-  // Forgetting is safe only while no block waits: its users, met before, must stay known until it is written.
-  if (waiting.size === 0 && verdictOfUser.size > documentLimits.maxRememberedUsers) {
-    verdictOfUser.clear();
-    engine?.forget();
+/** One document's work on this thread: its verdicts, the users met, the blocks waiting for decisions. */
+class DocumentWork {
+  private readonly terminator: Buffer;
+  private readonly verdicts: CsvVerdict[] = [];
+  private readonly verdictOfUser = new Map<string, CsvVerdict>();
+  private readonly verdictOf = (userId: string) => this.verdictOfUser.get(userId);
+  private readonly waiting = new Map<number, Waiting>();
+  private readonly userIdFields: UserIdFields;
+  private readonly engine: CsvRowEngine | undefined;
+
+  constructor(private readonly setup: CsvWorkerSetup) {
+    this.terminator = Buffer.from(setup.terminator);
+    this.userIdFields = new UserIdFields(setup.userColumns);
+    this.engine = CsvRowEngine.create(setup.userColumns, this.terminator);
   }
-  const buf = Buffer.from(input, 0, length);
-  const space = outputSpace(given);
-  const block = redactInWasm(buf, final, space) ?? redactInJs(buf, final, space);
-  const { end, line, emptyLines, fault } = block.scan;
-  const scanned: CsvBlockScanned = { kind: "scanned", task, end, lines: line, emptyLines, ...(fault ? { fault } : {}), users: block.asked };
-  // No user new to this worker: written now, and reported in one message (each message wakes the owner's thread).
-  if (block.asked.length === 0) return write(task, input, block, scanned);
-  report(scanned);
-  waiting.set(task, { input, block, given });
+
+  scan(task: number, input: ArrayBuffer, length: number, final: boolean, given: ArrayBuffer | undefined): void {
+    // Forgetting is safe only while no block waits: its users, met before, must stay known until it is written.
+    if (this.waiting.size === 0 && this.verdictOfUser.size > documentLimits.maxRememberedUsers) this.forget();
+    const buf = Buffer.from(input, 0, length);
+    const space = outputSpace(given);
+    const block = this.redactInWasm(buf, final, space) ?? this.redactInJs(buf, final, space);
+    const { end, line, emptyLines, fault } = block.scan;
+    const scanned: CsvBlockScanned = { kind: "scanned", task, end, lines: line, emptyLines, ...(fault ? { fault } : {}), users: block.asked };
+    // No user new to this worker: written now, and reported in one message (each message wakes the owner's thread).
+    if (block.asked.length === 0) return this.write(task, input, block, scanned);
+    report(scanned);
+    this.waiting.set(task, { input, block, given });
+  }
+
+  decided(task: number, verdictIds: readonly number[], added: readonly CsvVerdict[]): void {
+    for (const verdict of added) this.verdicts[verdict.id] = verdict;
+    const waited = this.waiting.get(task);
+    if (!waited) throw new Error(`decisions for task ${task}, which does not wait for any`);
+    this.waiting.delete(task);
+    waited.block.asked.forEach((userId, index) => this.verdictOfUser.set(userId, this.verdicts[verdictIds[index]]));
+    this.write(task, waited.input, waited.block);
+  }
+
+  abandon(task: number): void {
+    const waited = this.waiting.get(task);
+    if (!waited) return; // written already: its report is on its way
+    this.waiting.delete(task);
+    const { input, given } = waited;
+    report({ kind: "done", task, input, outputLength: 0, ...(given ? { unused: given } : {}) }, given ? [input, given] : [input]);
+  }
+
+  /** Forgets the users met (their verdicts and the module's table entries). */
+  forget(): void {
+    this.verdictOfUser.clear();
+    this.engine?.forget();
+  }
+
+  /** The block's rows in WebAssembly; written at once when no user is new. Undefined where the engine cannot. */
+  private redactInWasm(buf: Buffer, final: boolean, space: OutputSpace): BlockRedaction | undefined {
+    const { engine, verdicts, verdictOf, setup } = this;
+    const rows = engine?.redact(buf, final, 0, setup.columns, verdicts, verdictOf, space);
+    if (!rows) return undefined;
+    const written = rows.output && rows.counts ? { output: rows.output, counts: rows.counts } : undefined;
+    return {
+      scan: rows.scan,
+      asked: rows.users,
+      write: () => {
+        if (written) return written;
+        // The block waited: redacted again from its bytes (the module's memory has had other blocks since).
+        const again = engine!.redact(buf, final, 0, setup.columns, verdicts, verdictOf, space);
+        // Fail closed: a row is never written without its user's decision.
+        if (!again?.output || !again.counts) throw new Error("no decision for a user of a CSV block");
+        return { output: again.output, counts: again.counts };
+      },
+    };
+  }
+
+  /** The block's rows the JS way (csv-rows, UserIdFields): the reference for the WebAssembly way. */
+  private redactInJs(buf: Buffer, final: boolean, space: OutputSpace): BlockRedaction {
+    const rows = scanRows(buf, 0, final, 0, this.setup.columns, spareRows.pop() ?? emptyRows());
+    const userIds = this.userIdFields.idsOf(buf, rows, 0);
+    return {
+      scan: rows,
+      asked: [...addUsersWithoutVerdict(userIds, this.verdictOf, new Set())],
+      write: () => {
+        const counts = emptyCounts();
+        const output = writeRows(buf, rows, 0, rowVerdicts(userIds, this.verdictOf), this.terminator, counts, space);
+        spareRows.push(rows);
+        return { output, counts };
+      },
+    };
+  }
+
+  private write(task: number, input: ArrayBuffer, block: BlockRedaction, scanned?: CsvBlockScanned): void {
+    const { output, counts } = block.write();
+    const buffer = output.buffer as ArrayBuffer;
+    report({ kind: "done", task, input, output: buffer, outputLength: output.length, counts, ...(scanned ? { scanned } : {}) }, [input, buffer]);
+  }
 }
 
-function decided(task: number, verdictIds: readonly number[], added: readonly CsvVerdict[]): void {
-  for (const verdict of added) verdicts[verdict.id] = verdict;
-  const waited = waiting.get(task);
-  if (!waited) throw new Error(`decisions for task ${task}, which does not wait for any`);
-  waiting.delete(task);
-  waited.block.asked.forEach((userId, index) => verdictOfUser.set(userId, verdicts[verdictIds[index]]));
-  write(task, waited.input, waited.block);
-}
+/** The document this thread serves now, if any. */
+let document: DocumentWork | undefined;
 
-function write(task: number, input: ArrayBuffer, block: BlockRedaction, scanned?: CsvBlockScanned): void {
-  const { output, counts } = block.write();
-  const buffer = output.buffer as ArrayBuffer;
-  report({ kind: "done", task, input, output: buffer, outputLength: output.length, counts, ...(scanned ? { scanned } : {}) }, [input, buffer]);
+function served(): DocumentWork {
+  // A block without a document would be redacted with nobody's verdicts: the owner's mistake, and the thread's end.
+  if (!document) throw new Error("a CSV worker was sent a block before its document's setup");
+  return document;
 }
 
 port.on("message", (request: CsvWorkerRequest) => {
-  if (request.kind === "block") scan(request.task, request.input, request.length, request.final, request.output);
-  else if (request.kind === "decisions") decided(request.task, request.verdictIds, request.verdicts);
-  else {
-    const waited = waiting.get(request.task);
-    if (!waited) return; // written already: its report is on its way
-    waiting.delete(request.task);
-    const { input, given } = waited;
-    report({ kind: "done", task: request.task, input, outputLength: 0, ...(given ? { unused: given } : {}) }, given ? [input, given] : [input]);
+  switch (request.kind) {
+    case "setup":
+      if (document) throw new Error("a CSV worker was given a document while it served another");
+      document = new DocumentWork(request.setup);
+      return;
+    case "release":
+      // The document's state goes with it; the answer is the last message of this document.
+      document?.forget();
+      document = undefined;
+      return report({ kind: "released" });
+    case "block":
+      return served().scan(request.task, request.input, request.length, request.final, request.output);
+    case "decisions":
+      return served().decided(request.task, request.verdictIds, request.verdicts);
+    case "abandon":
+      return served().abandon(request.task);
   }
 });

@@ -6,7 +6,7 @@ import { faultError } from "./csv-rows";
 import type { InputSink } from "./direct-input";
 import { LineBlocks, type InputBlock } from "./line-blocks";
 import { OutputBuffers } from "./output-buffers";
-import { csvWorker, csvWorkerBudget, keepSpareCsvWorkers } from "./csv-worker-pool";
+import { csvWorker, csvWorkerBudget, releaseCsvWorkers } from "./csv-worker-pool";
 import { PipelineWaits, pipelineWaitsOn } from "./pipeline-waits";
 import type {
   CsvBlockScanned,
@@ -94,6 +94,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   private inputPaused = false;
   /** All of the input has been gathered and handed out (end, or the direct reader's end). */
   private inputEnded = false;
+  /** No worker threw, exited or hung: they may serve the next document. */
+  private workersSound = true;
   /** Where this document's pipeline waited (REDACTION_PIPELINE_WAITS=1), else undefined. */
   readonly waits = pipelineWaitsOn ? new PipelineWaits() : undefined;
 
@@ -177,12 +179,15 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
       this.waits?.report(this.workers.map((worker) => worker.thread));
     }
     this.wake();
-    // As many workers as this document used start now for the next one, while none waits for them (csv-worker-pool.ts);
-    // its threads go back to the node's budget once they are gone.
-    this.closing ??= Promise.all(this.workers.map((worker) => worker.thread.terminate())).then(() => {
+    // The workers wait for the next document (as many as this one used), or end when one of them failed (csv-worker-pool.ts);
+    // its threads go back to the node's budget once they have dropped this document or are gone.
+    this.closing ??= releaseCsvWorkers(
+      this.workers.map((worker) => worker.thread),
+      this.workers.length,
+      this.workersSound,
+    ).then(() => {
       csvWorkerBudget.giveBack(this.threadsHeld);
       this.threadsHeld = 0;
-      keepSpareCsvWorkers(this.workers.length);
     });
     return this.closing;
   }
@@ -245,10 +250,8 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     for (let i = 0; i < this.threading.threads; i++) {
       const worker: BlockWorker = { thread: csvWorker(setup), tasks: 0, verdictsSent: 0 };
       worker.thread.on("message", (report: CsvWorkerReport) => this.received(worker, report));
-      worker.thread.on("error", (error) => this.fail(error));
-      worker.thread.on("exit", (code) => {
-        if (!this.closing) this.fail(new Error(`a CSV worker thread stopped (exit code ${code})`));
-      });
+      worker.thread.on("error", (error) => this.workerFailed(error));
+      worker.thread.on("exit", (code) => this.workerFailed(new Error(`a CSV worker thread stopped (exit code ${code})`)));
       this.workers.push(worker);
     }
   }
@@ -288,6 +291,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
   }
 
   private received(worker: BlockWorker, report: CsvWorkerReport): void {
+    if (report.kind === "released") return; // to the pool, which listens by then
     const block = this.tasks.get(report.task);
     if (!block || this.failure) return;
     if (this.waits && this.waits.firstScanMs === undefined) this.waits.firstScanMs = performance.now() - (this.waits.workersStartedAt ?? 0);
@@ -404,6 +408,12 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     return out;
   }
 
+  /** A worker threw, exited or hung: the document fails, and its workers end with it. */
+  private workerFailed(error: Error): void {
+    this.workersSound = false;
+    this.fail(error);
+  }
+
   private fail(error: Error): void {
     if (this.failure) return;
     this.failure = error;
@@ -421,7 +431,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
       const stalled = stallLimit
-        ? setTimeout(() => this.fail(new Error(`no CSV worker thread reported for ${stallLimitMs / 1000} s`)), stallLimitMs)
+        ? setTimeout(() => this.workerFailed(new Error(`no CSV worker thread reported for ${stallLimitMs / 1000} s`)), stallLimitMs)
         : undefined;
       const settled = () => clearTimeout(stalled);
       this.waiter = {

@@ -171,7 +171,11 @@ export type CsvWorkerRequest =
   /** The answer to `users`: a verdict id per user asked about, and the verdicts the worker has not seen yet. */
   | { kind: "decisions"; task: number; verdictIds: number[]; verdicts: CsvVerdict[] }
   /** The block does not start where a row starts: drop it. */
-  | { kind: "abandon"; task: number };
+  | { kind: "abandon"; task: number }
+  /** The document the worker serves from now on (csv-worker-pool.ts hands a worker to one document at a time). */
+  | { kind: "setup"; setup: CsvWorkerSetup }
+  /** The document is over: the worker drops everything of it and answers `released`. */
+  | { kind: "release" };
 
 /** Messages from a CSV worker. */
 export type CsvWorkerReport =
@@ -190,12 +194,14 @@ export type CsvWorkerReport =
       counts?: CsvCounts;
       unused?: ArrayBuffer;
       scanned?: CsvBlockScanned;
-    };
+    }
+  /** The answer to `release`: nothing of the document comes after it. */
+  | { kind: "released" };
 
 /** A worker's report that a block's rows are found (CsvWorkerReport). */
 export type CsvBlockScanned = Extract<CsvWorkerReport, { kind: "scanned" }>;
 
-/** What a CSV worker is started with. */
+/** What a CSV worker is given for a document. */
 export interface CsvWorkerSetup {
   columns: number;
   userColumns: number[];

@@ -5,6 +5,7 @@ import type { Worker } from "node:worker_threads";
 import { CsvRedactor } from "../../redaction/csv-redactor";
 import { spareCsvWorkers } from "../../redaction/csv-worker-pool";
 import { ThreadedCsvRedactor } from "../../redaction/threaded-csv-redactor";
+import type { DecisionSource, RowDecision } from "../../redaction/types";
 import { csvPlan, FakeDecisions, randomCsv, run, seeded, whole } from "../fixtures/csv-documents";
 
 /** This process's threads now: id and name (/proc/self/task/<tid>/stat). */
@@ -57,14 +58,55 @@ test("after a CSV document, the next one's worker threads are started and waitin
   assert.equal(spareCsvWorkers(), 2, "and new ones wait after it");
 });
 
-test("no worker thread serves two documents: a document's threads end with it, the next has others", async () => {
-  const next = seeded(11);
-  const one = await throughWorkers(randomCsv(next, { faults: false, rows: 30 }));
-  const two = await throughWorkers(randomCsv(next, { faults: false, rows: 30 }));
-  const ids = (workers: Worker[]) => workers.map((worker) => worker.threadId);
-  for (const id of ids(two.workers)) assert.ok(!ids(one.workers).includes(id), `thread ${id} served both documents`);
-  // A terminated worker reports threadId -1.
-  assert.deepEqual(ids(one.workers), [-1, -1]);
+/** Decisions that allow every user, or drop every user. */
+function everyone(allowed: boolean): DecisionSource {
+  const decision: RowDecision = allowed
+    ? { allowed: true, reason: "ALLOWED_BY_TERMS", categories: new Set(["contact", "usage"]) }
+    : { allowed: false, reason: "NO_TERMS_ACCEPTED", categories: new Set() };
+  return { prepare: async () => undefined, of: () => decision };
+}
+
+/** `input` through two worker threads (blocks of 64 bytes, all of them on the workers) with `decisions`; the output and the threads' ids. */
+async function redactOn(input: Buffer, decisions: DecisionSource) {
+  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes: 64, inlineBytes: 0 });
+  try {
+    const output = await run(redactor, input, (length) => Array.from({ length: Math.ceil(length / 100) }, () => 100));
+    const ids = (redactor as unknown as { workers: Array<{ thread: Worker }> }).workers.map((worker) => worker.thread.threadId);
+    return { output: output.toString("latin1"), ids };
+  } finally {
+    await redactor.close();
+  }
+}
+
+test("a worker thread serves documents one after another, and nothing of one reaches the next: its users' verdicts are the next one's own", async () => {
+  const rows = Array.from({ length: 200 }, (_, i) => `u-${i % 7},,user${i}@example.com,${i},note ${i}\n`).join("");
+  const input = Buffer.from(`id,alt id,email,clicks,note\n${rows}`);
+  const allowed = await redactOn(input, everyone(true));
+  assert.ok(allowed.output.includes("user199@example.com"), "the first document keeps its users' rows");
+  assert.equal(spareCsvWorkers(), 2);
+  // The same threads, the same users met already: this document's verdicts drop every one of them.
+  const dropped = await redactOn(input, everyone(false));
+  assert.deepEqual(dropped.ids.sort(), allowed.ids.sort(), "the second document had the first one's threads");
+  assert.equal(dropped.output, "id,alt id,email,clicks,note\n", "no row of a user the first document allowed is kept");
+  // And back: the verdicts of the document that dropped them do not stay either.
+  assert.equal((await redactOn(input, everyone(true))).output, allowed.output);
+});
+
+test("a document whose worker failed ends its threads instead of handing them to the next", async () => {
+  const input = Buffer.from(`id,alt id,email,clicks,note\n${"u-all,,a@example.com,1,n\n".repeat(50)}`);
+  const redactor = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(), { threads: 2, blockBytes: 64, inlineBytes: 0 });
+  // The header on this thread, then the workers start with the next piece.
+  await redactor.push(input.subarray(0, 100));
+  await redactor.push(input.subarray(100, 200));
+  const threads = (redactor as unknown as { workers: Array<{ thread: Worker }> }).workers.map((worker) => worker.thread);
+  await threads[0].terminate();
+  await assert.rejects(async () => {
+    await redactor.push(input.subarray(200));
+    await redactor.end();
+  }, /CSV worker thread stopped/);
+  await redactor.close();
+  assert.equal(threads[1].threadId, -1, "the other thread of the failed document ended too");
+  assert.equal(spareCsvWorkers(), 2, "and new ones wait in their place");
 });
 
 test("CSV worker threads are named csv-worker (Linux), so that top -H and the objectstore bench tell them apart", {
