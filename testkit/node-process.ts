@@ -23,6 +23,8 @@ export interface NodeProcessOptions {
   ownProcessGroup?: boolean;
   /** Node/V8 flags before the script (e.g. --trace-gc for a bench that counts collections). */
   execArgv?: string[];
+  /** How long start() waits for the node to be ready (default 30 s). */
+  readyTimeoutMs?: number;
 }
 
 /**
@@ -77,7 +79,7 @@ export class NodeProcess {
     child.stderr!.on("data", keep);
     child.once("exit", () => artifact.end());
     try {
-      await node.waitReady();
+      await node.waitReady(options.readyTimeoutMs);
     } catch (error) {
       await node.kill(); // never leave a process behind: it would keep the test run alive
       throw error;

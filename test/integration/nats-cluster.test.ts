@@ -22,7 +22,9 @@ test("nodes on a fresh 3-server NATS cluster (JetStream replicas 3) start while 
   // Started at once: the cluster's JetStream is not ready yet, provisioning must wait for it.
   // Production lease settings: a stream leader election (about 2 s on 2.9.10) fits inside the lease.
   const env = { JS_REPLICAS: "3", HEARTBEAT_MS: "1000", LEASE_TTL_MS: "4000" };
-  nodes = await NodeProcess.startAll(["c1", "c2"].map((nodeId) => ({ nodeId, natsUrl, env })));
+  // A node is ready only once the new cluster's JetStream is: under a full suite's load on two cores
+  // that once took longer than the default 30 s (2026-11-28), so this start waits up to two minutes.
+  nodes = await NodeProcess.startAll(["c1", "c2"].map((nodeId) => ({ nodeId, natsUrl, env, readyTimeoutMs: 120_000 })));
   caller = await connectTestClient(natsUrl, 20_000);
   for (let i = 0; i < 20; i++) await caller.client.ref(counter, `replicated-${i}`).increment(i);
 
