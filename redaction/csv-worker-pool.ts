@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { NodeBound } from "./node-bound";
 import { Worker } from "node:worker_threads";
 import type { CsvWorkerReport, CsvWorkerRequest, CsvWorkerSetup } from "./types";
 
@@ -103,23 +104,7 @@ function end(worker: Worker): Promise<void> {
  * threads as soon as some are free (docs/redaction.md, "Worker threads"): no document waits for
  * another, so a client that holds threads by reading slowly delays nobody's document.
  */
-class WorkerBudget {
-  limit = 8;
-  held = 0;
-
-  /** Takes `count` threads when that many are free. */
-  take(count: number): boolean {
-    if (this.held + count > this.limit) return false;
-    this.held += count;
-    return true;
-  }
-
-  giveBack(count: number): void {
-    this.held -= count;
-  }
-}
-
-export const csvWorkerBudget = new WorkerBudget();
+export const csvWorkerBudget = new NodeBound(8);
 
 /** Sets the node's bound on CSV worker threads held by documents at once (REDACTION_MAX_WORKERS). */
 export function limitCsvWorkers(limit: number): void {

@@ -1,4 +1,5 @@
 import { setMaxListeners } from "node:events";
+import { NodeBound } from "../../redaction/node-bound";
 import type { IncomingMessage } from "node:http";
 import type { RangedReads } from "../../actors/export/export-actor";
 import { DocumentBufferPool } from "../../redaction/buffer-pool";
@@ -33,23 +34,7 @@ export const rangeMemoryBytes = 64 << 20;
  * fewer at once (at least its first), so clients that open many GetObjects and read nothing hold
  * no more than `limit` in ranges (OBJECTSTORE_RANGE_MEMORY_BYTES). docs/objectstore-export.md, "Ranged reads".
  */
-class RangeMemory {
-  held = 0;
-  limit = rangeMemoryBytes;
-
-  /** Holds `bytes` more when they fit, or always (`always`: a GetObject's one range, taking the place of the one it just gave back). */
-  reserve(bytes: number, always = false): boolean {
-    if (!always && this.held + bytes > this.limit) return false;
-    this.held += bytes;
-    return true;
-  }
-
-  release(bytes: number): void {
-    this.held -= bytes;
-  }
-}
-
-export const rangeMemory = new RangeMemory();
+export const rangeMemory = new NodeBound(rangeMemoryBytes);
 
 /** Sets the node's bound on range bytes held at once (OBJECTSTORE_RANGE_MEMORY_BYTES). */
 export function limitRangeMemory(bytes: number): void {
@@ -108,7 +93,7 @@ export async function storedObject(store: ObjectStore, path: string, reads: Rang
     return whole();
   }
   if (range.end + 1 === range.total) return { answer: first, length: range.total };
-  if (!rangeMemory.reserve(reads.rangeBytes)) {
+  if (!rangeMemory.take(reads.rangeBytes)) {
     first.destroy();
     return whole();
   }
@@ -264,7 +249,7 @@ export class RangedStoreBody implements DirectInput {
   private launch(): void {
     while (!this.outcome && this.ranges.length < this.reads.parallel && this.nextStart < this.total) {
       // A GetObject with no range in hand (its last one just handed on and given back) always takes the next.
-      if (!rangeMemory.reserve(this.reads.rangeBytes, this.ranges.length === 0)) return;
+      if (!rangeMemory.take(this.reads.rangeBytes, this.ranges.length === 0)) return;
       const start = this.nextStart;
       const length = Math.min(this.reads.rangeBytes, this.total - start);
       this.nextStart += length;
@@ -340,7 +325,7 @@ export class RangedStoreBody implements DirectInput {
         }
         if (!head.done) return;
         this.ranges.shift();
-        rangeMemory.release(this.reads.rangeBytes);
+        rangeMemory.giveBack(this.reads.rangeBytes);
         if (this.reads.rangeBytes <= defaultRangedReads.rangeBytes) spare.put(head.buffer.buffer as ArrayBuffer, this);
         this.launch();
       }
@@ -362,7 +347,7 @@ export class RangedStoreBody implements DirectInput {
     this.signal.removeEventListener("abort", this.onAbort);
     this.stopped.abort();
     for (const range of this.ranges) range.stop();
-    rangeMemory.release(this.ranges.length * this.reads.rangeBytes);
+    rangeMemory.giveBack(this.ranges.length * this.reads.rangeBytes);
     this.ranges.length = 0;
     this.sink?.ended(error);
   }
