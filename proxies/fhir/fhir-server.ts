@@ -13,7 +13,7 @@ import type { IssueCode } from "../../protocols/fhir/operation-outcome";
 import { answerOf } from "./fhir-answers";
 import type { BackendAnswer, FhirBackend } from "./fhir-backend";
 import { FhirError } from "./fhir-error";
-import { interactionOf } from "./fhir-interaction";
+import { interactionOf, type FhirInteraction } from "./fhir-interaction";
 import type { ResourceRedactor } from "./resource-redactor";
 import { searchRequirement } from "./search-requirement";
 
@@ -106,10 +106,33 @@ function entryMethodsOf(body: Buffer | undefined): Array<string | undefined> | u
   }
 }
 
-/** GET, HEAD and POST `_search` read; every other method writes. */
+/**
+ * What a request target asks, parsed once for the permission check and the handler alike: a
+ * target with a fragment (`#`, which Node's parser lets through and URL parsing cuts off) is
+ * refused, so that no other reading of the path can be checked than the one that is served.
+ */
+function targetOf(request: FastifyRequest): { url: URL; segments: string[]; interaction: FhirInteraction } {
+  if (request.url.includes("#")) throw new FhirError(400, "invalid", "a request target has no fragment ('#')");
+  const url = new URL(request.url, "http://export.invalid");
+  let segments: string[];
+  try {
+    segments = url.pathname
+      .split("/")
+      .filter(Boolean)
+      .map((segment) => decodeURIComponent(segment));
+  } catch {
+    throw new FhirError(400, "invalid", "the path is not well-formed");
+  }
+  return { url, segments, interaction: interactionOf(request.method, segments) };
+}
+
+/** Reads, vreads, searches (POST `_search` too) and the capabilities read; everything else (and a target that is refused anyway) writes. */
 function isFhirRead(request: FastifyRequest): boolean {
-  if (request.method === "GET" || request.method === "HEAD") return true;
-  return request.method === "POST" && request.url.split("?", 1)[0]!.endsWith("/_search");
+  try {
+    return targetOf(request).interaction.kind !== "write";
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -173,17 +196,7 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
       method: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
       url: "/*",
       handler: async (request, reply) => {
-        const url = new URL(request.url, "http://export.invalid");
-        let segments: string[];
-        try {
-          segments = url.pathname
-            .split("/")
-            .filter(Boolean)
-            .map((segment) => decodeURIComponent(segment));
-        } catch {
-          throw new FhirError(400, "invalid", "the path is not well-formed");
-        }
-        const interaction = interactionOf(request.method, segments);
+        const { url, segments, interaction } = targetOf(request);
         const body = Buffer.isBuffer(request.body) && request.body.length > 0 ? request.body : undefined;
         const type = mediaTypeOf(request);
         // A search's parameters: the query's and, for POST _search, the form's.

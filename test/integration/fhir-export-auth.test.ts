@@ -1,6 +1,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { request as httpRequest } from "node:http";
 import { promisify } from "node:util";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -21,6 +22,8 @@ import { SlapdServer } from "../../testkit/slapd";
 const alice = { uid: "alice", password: "wonderland" };
 /** Verified by the directory, but no authorization rule grants it anything. */
 const bob = { uid: "bob", password: "builder" };
+/** Holds fhir:read only. */
+const carol = { uid: "carol", password: "reads-only" };
 const signing = { id: "AKIDFHIR", key: "fhir-secret-key", region: "eu-west-1" };
 const backendIdentity = { user: "fhir-backend", password: "backend-secret" };
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
@@ -53,6 +56,7 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
       rules: [
         { name: "admin", ldapUsers: [alice.uid], permissions: ["*:admin"] },
         { name: "fhir readers", scopes: ["read"], cloudKeyIds: [signing.id], permissions: ["fhir:read"] },
+        { name: "fhir reading users", ldapUsers: [carol.uid], permissions: ["fhir:read"] },
       ],
     },
   };
@@ -73,7 +77,7 @@ describe("FHIR exports with component fhir enforced", () => {
   before(async () => {
     const dir = tempDir("fhir-auth");
     [slapd, provider, nats] = await Promise.all([
-      SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice, bob] }),
+      SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice, bob, carol] }),
       OidcProvider.start(),
       startNats(),
       fhir.start(),
@@ -183,5 +187,61 @@ describe("FHIR exports with component fhir enforced", () => {
     assert.equal(denied.json.issue?.[0]?.code, "forbidden");
     assert.equal(fhir.requests.length, before, "the backend was not asked");
     assert.equal((await read(clientIdentityPort, { authorization: basic(alice.uid, alice.password) })).status, 200, "alice holds fhir:read");
+  });
+
+  test("a caller holding fhir:read only cannot write through a fragment in the target (POST /Patient#/_search was checked as a search and served as a create)", async () => {
+    const [writablePort] = await freePorts(1);
+    const created = await call("PUT", "/export", {
+      type: "fhir",
+      endpoint: fhir.base,
+      resolverGroup: "fhir-clinical",
+      metadata: { type: "platformUse", purposeId: "service" },
+      port: writablePort,
+      credentials: backendIdentity,
+      allowWrites: true,
+    });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    await read(writablePort, { authorization: basic(alice.uid, alice.password) });
+    const patient = JSON.stringify({ resourceType: "Patient", name: [{ family: "Written-by-a-reader" }] });
+    const written = async () =>
+      (await fhir.repo.searchResources({ resourceType: "Patient", filters: [{ code: "family", operator: "eq", value: "Written-by-a-reader" }] })).length;
+    /** A POST with a raw target (fetch would drop the fragment; Node's HTTP client sends it as given). */
+    const post = (port: number, target: string, authorization: string, body: string) =>
+      new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const outgoing = httpRequest(
+          { host: "127.0.0.1", port, method: "POST", path: target, headers: { authorization, "content-type": "application/fhir+json" } },
+          (response) => {
+            let text = "";
+            response.setEncoding("utf8").on("data", (chunk) => (text += chunk));
+            response.on("end", () => resolve({ status: response.statusCode ?? 0, text }));
+          },
+        );
+        outgoing.on("error", reject);
+        outgoing.end(body);
+      });
+    const asCarol = basic(carol.uid, carol.password);
+
+    // Directly, the backend takes the create (it knows nothing of warden's permissions).
+    const direct = await post(Number(new URL(fhir.base).port), `${new URL(fhir.base).pathname.replace(/\/$/, "")}/Patient#/_search`, asCarol, patient);
+    assert.equal(direct.status, 201, direct.text);
+    assert.equal(await written(), 1, "the backend created the patient");
+
+    const before = fhir.requests.length;
+    assert.equal((await post(writablePort, "/Patient", asCarol, patient)).status, 403, "a plain create needs fhir:write");
+    for (const target of ["/Patient#/_search", "/Patient%23/_search", "/#/_search"]) {
+      const refused = await post(
+        writablePort,
+        target,
+        asCarol,
+        target === "/#/_search" ? JSON.stringify({ resourceType: "Bundle", type: "transaction", entry: [] }) : patient,
+      );
+      assert.ok(refused.status === 400 || refused.status === 403 || refused.status === 404, `${target}: ${refused.status} ${refused.text}`);
+      assert.equal((JSON.parse(refused.text) as { resourceType: string }).resourceType, "OperationOutcome");
+    }
+    assert.equal(fhir.requests.length, before, "no refused request reached the backend");
+    assert.equal(await written(), 1, "nothing was written through the export");
+    // A writer still writes.
+    assert.equal((await post(writablePort, "/Patient", basic(alice.uid, alice.password), patient)).status, 201);
+    assert.equal(await written(), 2);
   });
 });
