@@ -7,8 +7,20 @@ import type { VerifiedIdentity, VerifierType } from "./types";
  * group, OAuth scope or claim, or cloud-signing key id. docs/authorization.md has the format.
  */
 
-/** What a permission names: the REST APIs, and the HTTP export doors by their type. */
-export const authorizedComponents = ["config", "mapping", "user", "export", "redact", "decision", "pipeline", "fhir", "objectstore"] as const;
+/** What a permission names: the REST APIs, and the export doors by their type (HTTP doors per request, wire doors at login). */
+export const authorizedComponents = [
+  "config",
+  "mapping",
+  "user",
+  "export",
+  "redact",
+  "decision",
+  "pipeline",
+  "fhir",
+  "objectstore",
+  "postgres",
+  "mysql",
+] as const;
 export type AuthorizedComponent = (typeof authorizedComponents)[number];
 
 export const actions = ["read", "write", "admin", "query", "own"] as const;
@@ -25,6 +37,8 @@ export const actionsOf: Record<AuthorizedComponent, readonly Action[]> = {
   pipeline: ["read"],
   fhir: ["read", "write"],
   objectstore: ["read", "write"],
+  postgres: ["read", "write"],
+  mysql: ["read", "write"],
 };
 
 /**

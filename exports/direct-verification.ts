@@ -2,14 +2,21 @@ import type { Authenticator } from "../auth/authenticator";
 import { component } from "../auth/components";
 import { mayRetry, outcomeAudit } from "../auth/credential-check";
 import type { Credential, OverridesByVerifier } from "../auth/types";
+import { permits } from "../auth/authorization";
 import { jwtShape } from "../auth/verifiers/oauth-verifier";
 import { isDatabaseCredentials, type ExportRecord } from "../actors/export/export-actor";
 import type { StoredAudit } from "./door";
 
 /** Why a door refuses a client's credentials; each protocol answers it in its own error form. */
-export type VerificationFailure = "rejected" | "unavailable" | "token-needs-export-credentials";
+export type VerificationFailure = "rejected" | "unavailable" | "token-needs-export-credentials" | "forbidden";
 
-export type VerificationOutcome = { ok: true; subject: string; assertions: string[] } | { ok: false; failure: VerificationFailure; reason: string };
+/**
+ * A login admitted, with what its caller may do: `writes` when it holds `<type>:write` (a session
+ * without it is read-only even on an export with allowWrites); or refused, and why.
+ */
+export type VerificationOutcome =
+  | { ok: true; subject: string; assertions: string[]; writes: boolean }
+  | { ok: false; failure: VerificationFailure; reason: string };
 
 /**
  * Direct verification of spec 5.1 for a door that logs clients in itself (a wire protocol, not
@@ -57,10 +64,27 @@ export function directVerificationFor(
       const outcome = await authenticator.verify(exportComponent, credential, overrides);
       const { level, event, details } = outcomeAudit(outcome);
       if (outcome.kind === "verified") {
+        const { subject } = outcome.identity;
         // Admitted only once the login is in the audit log (a full audit stream refuses records): fail closed otherwise.
-        if (!(await audit(level, event, `'${outcome.identity.subject}' authenticated for export ${record.id}`, { ...base, ...details })))
+        if (!(await audit(level, event, `'${subject}' authenticated for export ${record.id}`, { ...base, ...details })))
           return { ok: false, failure: "unavailable", reason: "the audit log did not store this login" };
-        return { ok: true, subject: outcome.identity.subject, assertions: outcome.identity.assertions };
+        // A verified caller logs in only with `<type>:read`, as an HTTP door's caller reads only with it (docs/authorization.md).
+        const rights = authenticator.authorizer.rightsOf({ identity: outcome.identity, verifier: outcome.by.verifier });
+        const type = record.type as "postgres" | "mysql";
+        if (!permits(rights, type, "read")) {
+          const reason = `'${subject}' does not hold ${type}:read`;
+          const stored = await audit("warn", "connection.forbidden", `connection to export ${record.id} refused: ${reason}`, {
+            ...base,
+            subject,
+            action: "read",
+            rule: null,
+            matchedRules: rights.rules,
+          });
+          return stored
+            ? { ok: false, failure: "forbidden", reason }
+            : { ok: false, failure: "unavailable", reason: "the audit log did not store this refusal" };
+        }
+        return { ok: true, subject, assertions: outcome.identity.assertions, writes: permits(rights, type, "write") };
       }
       void audit(level, event, `connection to export ${record.id} refused: ${outcome.reason}`, { ...base, ...details });
       // A throttled login may be tried again later, as one whose verifier did not answer.

@@ -37,6 +37,8 @@ function postgresVerification(verification: CredentialVerification): DirectVerif
       const outcome = await verification.verify(user, password, connectionId);
       if (outcome.ok) return outcome;
       if (outcome.failure === "token-needs-export-credentials") return { ok: false, sqlState: "28000", message: outcome.reason };
+      // PostgreSQL's insufficient_privilege, as for a role without CONNECT on the database.
+      if (outcome.failure === "forbidden") return { ok: false, sqlState: "42501", message: `permission denied: ${outcome.reason}` };
       if (outcome.failure === "unavailable") return { ok: false, sqlState: "08006", message: "the export could not verify the credentials now; try again" };
       // PostgreSQL's own wording: a client cannot tell an unknown user from a wrong password.
       return { ok: false, sqlState: "28P01", message: `password authentication failed for user "${user}"` };

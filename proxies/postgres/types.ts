@@ -39,7 +39,7 @@ export interface DirectVerification {
     user: string,
     password: string,
     connectionId: string,
-  ): Promise<{ ok: true; subject: string; assertions: string[] } | { ok: false; sqlState: string; message: string }>;
+  ): Promise<{ ok: true; subject: string; assertions: string[]; writes: boolean } | { ok: false; sqlState: string; message: string }>;
   /** The export's own back-end identity; absent: the client's user name and password. */
   backendIdentity?: { user: string; password: string };
 }

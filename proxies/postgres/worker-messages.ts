@@ -1,6 +1,6 @@
 import type { StatementPolicy } from "./analysis/statement-analysis";
 import type { BackendKeyData } from "../../protocols/postgres/backend-key-data";
-import type { ProxyLimits, RowCounts, SessionCounts } from "./types";
+import type { DirectVerification, ProxyLimits, RowCounts, SessionCounts } from "./types";
 import type { MappingView } from "../../exports/row-decider";
 import type { VerdictState } from "./verdict-table";
 
@@ -38,7 +38,7 @@ export interface DecideAnswer {
   verdicts: VerdictWire[];
 }
 
-export type VerifyAnswer = { ok: true; subject: string; assertions: string[] } | { ok: false; sqlState: string; message: string };
+export type VerifyAnswer = Awaited<ReturnType<DirectVerification["verify"]>>;
 
 /** Sums over an export's open sessions in one worker. */
 export type LiveCounts = RowCounts;

@@ -29,6 +29,8 @@ import { createPopulation } from "../fixtures/population";
 
 /** In the directory only: not a MariaDB account, so only the export's own credentials get her in. */
 const alice = { uid: "alice", password: "wonderland" };
+/** In the directory, granted nothing by the authorization rules. */
+const mallory = { uid: "mallory", password: "no-rule-names-me" };
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
 
 describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
@@ -39,6 +41,8 @@ describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
   let ca: Buffer;
   let asClient: number;
   let asExport: number;
+  /** Export credentials and allowWrites. */
+  let writable: number;
   const ssl = () => ({ ca, rejectUnauthorized: true });
   const open = (port: number, user: string, password: string, extra: mysql.ConnectionOptions = {}) =>
     mysql.createConnection({
@@ -58,7 +62,7 @@ describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
     const { certFile, keyFile } = selfSignedCertificate(dir, "warden-export");
     ca = readFileSync(certFile);
     // `reader` is in the directory and in MariaDB with the same password: the client's own identity reaches the backend.
-    slapd = await SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice, { uid: reader.user, password: reader.password }] });
+    slapd = await SlapdServer.start({ suffix: "dc=example,dc=org", users: [alice, mallory, { uid: reader.user, password: reader.password }] });
     db = await MariaDbServer.start();
     await createMysqlPopulation(db);
     nats = await startNats();
@@ -72,6 +76,13 @@ describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
       ],
       credentials: [{ type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] }],
       enforcedComponents: [{ componentName: "mysql" }, { componentName: "config" }, { componentName: "export" }, { componentName: "user" }],
+      // A login needs mysql:read, a write on an allowWrites export mysql:write (admin includes both).
+      authorization: {
+        rules: [
+          { name: "admin", ldapUsers: [alice.uid], permissions: ["*:admin"] },
+          { name: "readers", ldapUsers: [reader.user], permissions: ["mysql:read"] },
+        ],
+      },
     };
     const file = join(dir, "security.json");
     writeFileSync(file, JSON.stringify(security));
@@ -96,6 +107,14 @@ describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
     asExport = await freePort();
     const created = await call("PUT", "/export", { ...base, port: asClient });
     assert.equal(created.status, 200, JSON.stringify(created.body));
+    writable = await freePort();
+    const writableCreated = await call("PUT", "/export", {
+      ...base,
+      port: writable,
+      credentials: { user: reader.user, password: reader.password },
+      allowWrites: true,
+    });
+    assert.equal(writableCreated.status, 200, JSON.stringify(writableCreated.body));
     const withCredentials = await call("PUT", "/export", { ...base, port: asExport, credentials: { user: reader.user, password: reader.password } });
     assert.equal(withCredentials.status, 200, JSON.stringify(withCredentials.body));
     assert.equal(withCredentials.body.backendIdentity, "export");
@@ -186,5 +205,33 @@ describe("MySQL exports: TLS to clients and direct verification (LDAP)", () => {
     const [rows] = await c.query({ sql: "SELECT id, name FROM users WHERE id = 'accepted'", rowsAsArray: true });
     assert.deepEqual(rows, [[null, "Name accepted"]]);
     await c.end();
+  });
+
+  test("authorization: a verified directory user no rule grants mysql:read is refused at login (1045), even on an export with its own credentials", async () => {
+    await assert.rejects(open(asExport, mallory.uid, mallory.password), (error: { errno?: number; message?: string }) => {
+      assert.equal(error.errno, 1045);
+      assert.match(String(error.message), /does not hold mysql:read/);
+      return true;
+    });
+    // The same login with a rule: admitted, reading as the export's identity.
+    const c = await open(asExport, reader.user, reader.password);
+    await c.end();
+  });
+
+  test("authorization: on an export with allowWrites, a caller holding mysql:read only has a read-only session; mysql:write lets writes through to MariaDB", async () => {
+    const readOnly = await firstSuccess(() => open(writable, reader.user, reader.password), 15_000);
+    await assert.rejects(readOnly.query("UPDATE users SET clicks = clicks + 1 WHERE id = 'accepted'"), (error: { message?: string }) => {
+      assert.match(String(error.message), /read-only/);
+      return true;
+    });
+    await readOnly.end();
+    const writer = await open(writable, alice.uid, alice.password);
+    // Past the export's read-only check: MariaDB decides (the export's account may or may not hold UPDATE).
+    const outcome = await writer.query("UPDATE users SET clicks = clicks WHERE id = 'accepted'").then(
+      () => "written",
+      (error: { message?: string }) => String(error.message),
+    );
+    assert.doesNotMatch(outcome, /export is read-only/);
+    await writer.end();
   });
 });

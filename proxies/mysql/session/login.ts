@@ -175,9 +175,12 @@ export class MysqlLogin {
       if (outcome.failure === "unavailable")
         return this.refuse({ code: 1045, sqlState: "08004" }, "the export could not verify the credentials now; try again");
       if (outcome.failure === "token-needs-export-credentials") return this.refuse(accessDenied, outcome.reason);
+      if (outcome.failure === "forbidden") return this.refuse(accessDenied, `Access denied for user '${response.username}': ${outcome.reason}`);
       // MySQL's own wording: a client cannot tell an unknown user from a wrong password.
       return this.refuse(accessDenied, `Access denied for user '${response.username}' (using password: YES)`);
     }
+    // A caller without mysql:write has a read-only session, even on an export that allows writes: the statement checks and the backend's setting.
+    if (!outcome.writes && deps.policy.allowWrites) deps.policy = { ...deps.policy, allowWrites: false };
     const identity = verification.backendIdentity ?? { user: response.username, password: password.toString("utf8") };
     return this.backendLogin(
       handshake,

@@ -136,6 +136,12 @@ export class Login {
     const parameters = this.startupParameters!;
     this.startupParameters = undefined;
     parameters.set("user", login.user);
+    // A caller without postgres:write has a read-only session, even on an export that allows writes: the statement checks and the backend's setting.
+    if (!outcome.writes && connection.deps.policy.allowWrites) {
+      connection.deps.policy = { ...connection.deps.policy, allowWrites: false };
+      parameters.delete("default_transaction_read_only");
+      parameters.set("default_transaction_read_only", "on");
+    }
     this.connectBackend(parameters);
   }
 
