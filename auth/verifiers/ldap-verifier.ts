@@ -134,7 +134,7 @@ function tlsOptionsOf(configuration: LdapConfiguration, endpoint: Endpoint): Con
  * string preparation (RFC 4518) has the server ignore leading, trailing and repeated spaces, read
  * other white space as U+0020 and compare NFKC forms, so " alice" or "\uFF41lice" would bind as
  * alice yet be reported as a different subject. (Case is the directory's matching rule: for `uid`
- * "ALICE" binds as alice.)
+ * "ALICE" binds as alice, and the subject is then the stored name, storedName.)
  */
 function userNameProblem(user: string): string | undefined {
   if (user === "") return "is empty";
@@ -190,12 +190,41 @@ class LdapVerifier implements Verifier {
         }
         throw new VerifierUnavailable(`${this.endpoint.url} could not verify '${dn}': ${describeError(error)}`, { cause: error });
       }
-      const groups = this.configuration.groupSearch ? await this.groupsOf(client, this.configuration.groupSearch, dn, user) : [];
-      return { subject: user, assertions: groups.map((group) => `group:${group}`) };
+      const subject = await this.storedName(client, dn, user);
+      const groups = this.configuration.groupSearch ? await this.groupsOf(client, this.configuration.groupSearch, dn, subject) : [];
+      return { subject, assertions: groups.map((group) => `group:${group}`) };
     } finally {
       // The verdict is in; a failing unbind only means the connection is already gone.
       await client.unbind().catch(() => undefined);
     }
+  }
+
+  /**
+   * The user's name as the directory stores it (the entry's `nameComponent` value), read as the user
+   * just bound: the directory matched the typed name by its own rule (for `uid`, case-insensitively),
+   * so "ALICE" binds as alice's entry and must be alice, not a subject of its own (user ids and rules
+   * compare exactly). No stored value equal to the typed one but for case, or the entry unreadable:
+   * refused, or unavailable (fail closed).
+   */
+  private async storedName(client: Client, dn: string, user: string): Promise<string> {
+    const attribute = this.configuration.nameComponent;
+    let values: string[];
+    try {
+      const { searchEntries } = await client.search(dn, { scope: "base", filter: "(objectClass=*)", attributes: [attribute], sizeLimit: 1 });
+      const wanted = attribute.toLowerCase();
+      values = searchEntries.flatMap((entry) => {
+        const key = Object.keys(entry).find((name) => name.toLowerCase() === wanted);
+        const value = key === undefined ? [] : entry[key];
+        return (Array.isArray(value) ? value : [value]).map((item) => item.toString());
+      });
+    } catch (error) {
+      throw new VerifierUnavailable(`${this.endpoint.url} could not read the entry '${dn}' it bound as: ${describeError(error)}`, { cause: error });
+    }
+    if (values.includes(user)) return user;
+    const stored = values.filter((value) => value.toLowerCase() === user.toLowerCase());
+    if (stored.length !== 1)
+      throw new CredentialRejected(`${this.endpoint.url} bound '${dn}', whose ${attribute} is not '${user}' (${values.length} value(s) stored)`);
+    return stored[0]!;
   }
 
   /** The user's groups, read as the user just bound. A failed search denies (unavailable): rights must not depend on an outage. */

@@ -47,6 +47,14 @@ describe("LDAP verifier against OpenLDAP slapd", () => {
     }
   });
 
+  test("a name the directory matches in another case binds as the stored entry, and its subject is the stored name, never the typed one", async () => {
+    // slapd matches uid case-insensitively: "ALICE" binds as alice's entry. Reported as "ALICE" it was another user id (and rule subject) than alice's.
+    for (const typed of ["ALICE", "Alice", "aLiCe"])
+      assert.deepEqual(await verifier.verify(namepwd(typed, alice.password)), { subject: alice.uid, assertions: [] }, typed);
+    assert.deepEqual(await verifier.verify(namepwd(commaPlus.uid.toUpperCase(), commaPlus.password)), { subject: commaPlus.uid, assertions: [] });
+    await assertRejected(verifier, namepwd("ALICE", "wrong"));
+  });
+
   test("a wrong password, an unknown user, an empty password or another credential type is CredentialRejected", async () => {
     await assertRejected(verifier, namepwd(alice.uid, "wrong"));
     await assertRejected(verifier, namepwd(alice.uid, commaPlus.password));
