@@ -25,6 +25,8 @@ export interface DoorServices {
   decider: ExportDecider;
   /** Audit records in the category of the export's component. */
   audit: ExportAudit;
+  /** The same, for what may go on only once its record is stored (a login admitted). */
+  storedAudit: StoredAudit;
   /** Trace records (the decider traces decisions; a door traces what else it must, a connection's summary). */
   events: EventLog;
   nodeId: string;

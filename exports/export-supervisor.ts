@@ -158,6 +158,7 @@ export class ExportSupervisor {
       events: runtime.events,
       nodeId: runtime.membership.nodeId,
       authenticator,
+      storedAudit: this.storedAudit(record.type),
       verification: directVerificationFor(record, authenticator, this.storedAudit(record.type), overrides),
       overrides,
       listenHost: this.deps.listenHost,

@@ -11,7 +11,7 @@ import { signedRequestFrom } from "../auth/signed-request";
 import type { Component, Credential, OverridesByVerifier, VerifiedIdentity } from "../auth/types";
 import { AuditOnce, outcomeAudit, type Refusal, RememberedOutcomes, refusalCode } from "../auth/credential-check";
 import { HttpError } from "./errors";
-import { RepeatedAudit } from "../auth/repeated-audit";
+import { auditSource, RepeatedAudit } from "../auth/repeated-audit";
 import type { Caller } from "../api/types";
 import type { Authenticator } from "../auth/authenticator";
 import { userIdOf } from "../auth/identity-mapping";
@@ -161,6 +161,7 @@ export const authentication = fp<{
         `${component.name}\0${request.ip}\0${user ?? ""}`,
         `${request.method} ${request.routeOptions.url ?? ""} refused: ${outcome.reason}`,
         { component: component.name, outcome: outcome.kind, remote: request.ip, user: user ?? null },
+        `${component.name}\0${auditSource(request.ip)}`,
       );
       void reply.header("retry-after", String(outcome.retryAfterSeconds));
       return new HttpError(refusalCode(outcome), outcome.reason);
@@ -172,6 +173,8 @@ export const authentication = fp<{
       [component.name, request.ip, user ?? "", event, outcome.kind, outcome.reason.replace(/'[^']*'|"[^"]*"|\d+/g, "…")].join("\0"),
       `${request.method} ${request.routeOptions.url ?? ""} refused: ${outcome.reason}`,
       { component: component.name, event, ...details, remote: request.ip, user: user ?? null, connectionId: state.connectionId },
+      // The user name and the reason are the client's to vary: past a bound, one source's kinds are counted together.
+      `${component.name}\0${auditSource(request.ip)}`,
     );
     const types = auth.authenticator.credentialTypesFor(component);
     void reply.header("www-authenticate", challenges(types, realm));

@@ -59,6 +59,7 @@ export class PipelineDoor implements ExportDoorType {
       decider: services.decider,
       auth,
       audit: services.audit,
+      storedAudit: services.storedAudit,
       log: services.log,
       listenHost: services.listenHost,
       tls: tls && { cert: tls.cert, key: tls.key },

@@ -5,7 +5,8 @@ import { sha256Hex } from "../../auth/cloud-signature";
 import { offeredCredential } from "../../auth/http-credentials";
 import { permits } from "../../auth/authorization";
 import type { Component, OverridesByVerifier } from "../../auth/types";
-import type { ExportAudit } from "../../exports/door";
+import type { ExportAudit, StoredAudit } from "../../exports/door";
+import { RepeatedAudit } from "../../auth/repeated-audit";
 import type { PipelineRecordError } from "./types";
 
 /** A verified credential is taken again without asking its verifier for this long (as the gateway does per connection); audit records repeat at most this often. */
@@ -26,12 +27,15 @@ export class NatsCredentialCheck {
   private readonly verified = new RememberedOutcomes<string>(reuseMs);
   private readonly refused = new RememberedOutcomes<NatsAccess>(refusalMs);
   private readonly audited = new AuditOnce(reuseMs);
+  /** Refusals: the offered credential is the sender's to vary, so past a bound a minute's new kinds are counted as one. */
+  private readonly refusals = new RepeatedAudit((message, { event, ...details }, count) => this.audit("warn", String(event), message, { ...details, count }));
 
   constructor(
     private readonly authenticator: Authenticator,
     private readonly component: Component,
     private readonly exportId: string,
     private readonly audit: ExportAudit,
+    private readonly storedAudit: StoredAudit,
     private readonly overrides?: OverridesByVerifier,
   ) {}
 
@@ -95,11 +99,15 @@ export class NatsCredentialCheck {
         );
         return access;
       }
-      this.verified.remember(digest, outcome.identity.subject);
-      this.audited.once(`ok:${digest}`, () => {
+      // Taken only once the login is in the audit log, as on every other door (a full audit stream refuses records): fail closed.
+      if (!this.audited.has(`ok:${digest}`)) {
         const { level, event, details } = outcomeAudit(outcome);
-        this.audit(level, event, `'${outcome.identity.subject}' authenticated for pipeline export ${this.exportId} over NATS`, { ...base, ...details });
-      });
+        const message = `'${outcome.identity.subject}' authenticated for pipeline export ${this.exportId} over NATS`;
+        if (!(await this.storedAudit(level, event, message, { ...base, ...details })))
+          return { ok: false, code: "ERR_AUDIT_UNAVAILABLE", reason: "the audit log did not store this login; try again" };
+        this.audited.once(`ok:${digest}`, () => undefined);
+      }
+      this.verified.remember(digest, outcome.identity.subject);
       return { ok: true, subject: outcome.identity.subject };
     }
     const access = this.deny(`${outcome.kind}:${digest}`, outcome, base);
@@ -107,13 +115,16 @@ export class NatsCredentialCheck {
     return access;
   }
 
-  /** A refusal, audited once per key and minute; its audit names the error code the record gets. */
+  /** A refusal, audited once per key and minute with its count (maxKindsPerSource keys a minute); its audit names the error code the record gets. */
   private deny(key: string, refusal: Refusal, base: Record<string, unknown>): NatsAccess {
     const code = refusalCode(refusal);
-    this.audited.once(`deny:${key}`, () => {
-      const { level, event, details } = outcomeAudit(refusal);
-      this.audit(level, event, `pipeline export ${this.exportId} refused a NATS message: ${refusal.reason}`, { ...base, ...details, outcome: code });
-    });
+    const { event, details } = outcomeAudit(refusal);
+    this.refusals.record(
+      key,
+      `pipeline export ${this.exportId} refused a NATS message: ${refusal.reason}`,
+      { ...base, ...details, event, outcome: code },
+      "nats",
+    );
     return { ok: false, code, reason: refusal.reason };
   }
 }

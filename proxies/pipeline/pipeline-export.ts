@@ -9,7 +9,7 @@ import type { HttpDoorPort } from "../../http/door-port";
 import { listenPipelineHttp } from "./http-server";
 import type { HttpListenerLimits } from "../../http/listener-limits";
 import { refusedAnswer } from "./refused";
-import type { ExportAudit } from "../../exports/door";
+import type { ExportAudit, StoredAudit } from "../../exports/door";
 import type { ExportServing } from "../../api/types";
 import type { ExportDecider } from "../../exports/export-decider";
 import { answerMessage, CredentialsUnavailable, encodedAnswer } from "./nats-answer";
@@ -24,6 +24,8 @@ export interface PipelineExportDeps {
   decider: ExportDecider;
   auth: HttpAuthentication;
   audit: ExportAudit;
+  /** Audit records a login waits for (NATS credentials). */
+  storedAudit: StoredAudit;
   log: Logger;
   listenHost: string;
   tls?: { cert: Buffer; key: Buffer };
@@ -55,7 +57,7 @@ export class PipelineExport {
     const { record, nc, audit } = deps;
     const redactor = new PipelineRedactor(deps.decider, record.resolverGroup);
     const { overrides } = deps;
-    const credentials = new NatsCredentialCheck(deps.auth.authenticator, component("pipeline"), record.id, audit, overrides);
+    const credentials = new NatsCredentialCheck(deps.auth.authenticator, component("pipeline"), record.id, audit, deps.storedAudit, overrides);
     const http = await listenPipelineHttp({
       exportId: record.id,
       host: deps.listenHost,

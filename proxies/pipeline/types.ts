@@ -22,7 +22,8 @@ export type PipelineRecordError =
   | "ERR_AUTH_UNSUPPORTED"
   | "ERR_AUTH_UNAVAILABLE"
   | "ERR_AUTH_THROTTLED"
-  | "ERR_AUTH_FORBIDDEN";
+  | "ERR_AUTH_FORBIDDEN"
+  | "ERR_AUDIT_UNAVAILABLE";
 
 /** Redacts records for one export; answers in the order given. */
 export interface RecordRedactor {

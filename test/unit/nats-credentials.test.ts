@@ -1,0 +1,51 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { headers as natsHeaders } from "@nats-io/transport-node";
+import type { Authenticator } from "../../auth/authenticator";
+import { Authorizer } from "../../auth/authorization";
+import { maxKindsPerSource } from "../../auth/repeated-audit";
+import { component } from "../../auth/components";
+import type { ExportAudit, StoredAudit } from "../../exports/door";
+import { NatsCredentialCheck } from "../../proxies/pipeline/nats-credentials";
+
+/** Enforces pipeline; "alice:right" is verified, every other Basic credential rejected. */
+const authenticator = {
+  isEnforced: () => true,
+  credentialTypesFor: () => ["namepwd"],
+  verify: async (_component: unknown, credential: { user: string; password: string }) =>
+    credential.user === "alice" && credential.password === "right"
+      ? { kind: "verified" as const, identity: { subject: "alice", assertions: [] }, by: { credentialType: "namepwd", verifier: "ldap", profile: "p" } }
+      : { kind: "rejected" as const, reason: `bind as '${credential.user}' refused` },
+  authorizer: new Authorizer(undefined),
+} as unknown as Authenticator;
+
+const basic = (user: string, password: string) => {
+  const h = natsHeaders();
+  h.set("Authorization", `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`);
+  return h;
+};
+
+test("a NATS login is taken only once its audit record is stored: a full audit stream refuses it (ERR_AUDIT_UNAVAILABLE), as every other door does", async () => {
+  let storing = false;
+  const events: string[] = [];
+  const audit: ExportAudit = (_level, event) => void events.push(event);
+  const stored: StoredAudit = async (_level, event) => (events.push(event), storing);
+  const check = new NatsCredentialCheck(authenticator, component("pipeline"), "e1", audit, stored);
+  assert.deepEqual(await check.check(basic("alice", "right"), "request"), {
+    ok: false,
+    code: "ERR_AUDIT_UNAVAILABLE",
+    reason: "the audit log did not store this login; try again",
+  });
+  storing = true;
+  assert.deepEqual(await check.check(basic("alice", "right"), "request"), { ok: true, subject: "alice" });
+  assert.deepEqual(events, ["connection.authenticated", "connection.authenticated"]);
+});
+
+test("refused NATS credentials that differ every message write maxKindsPerSource records a minute, then one counted record", async () => {
+  const records: Array<{ event: string; count: unknown }> = [];
+  const audit: ExportAudit = (_level, event, _message, details) => void records.push({ event, count: details.count });
+  const check = new NatsCredentialCheck(authenticator, component("pipeline"), "e1", audit, async () => true);
+  for (let i = 0; i < 500; i++) assert.equal((await check.check(basic(`guess-${i}`, "x"), "stream")).ok, false);
+  assert.equal(records.length, maxKindsPerSource + 1, `not one record per credential: ${records.length}`);
+  assert.ok(records.every((record) => record.event === "connection.denied" && record.count === 1));
+});
