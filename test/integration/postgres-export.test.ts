@@ -533,6 +533,55 @@ for (const workers of [0, 2])
       assert.ok(wire.closed);
     });
 
+    test("standard_conforming_strings off: a backslash hides a query of users from the export's parser; directly it leaks, through the export SET, set_config and a startup option are refused", async () => {
+      const forbidden = forbiddenValues(await verdicts("service"));
+      // With the setting off the server reads '\' FROM ... --' as one string: the query goes on to users. The export (and libpg-query) read a catalog query and a comment.
+      const hidden = "SELECT '\\' FROM pg_catalog.pg_class --', email, login, secret FROM users";
+      const leaked = await direct(async (c) => {
+        await c.query("SET standard_conforming_strings = off");
+        return c.query(hidden);
+      });
+      const leakedText = JSON.stringify(leaked.rows);
+      assert.ok(
+        forbidden.some((value) => leakedText.includes(value)),
+        "directly, the hidden query returns values of dropped users and unmapped columns",
+      );
+      for (const setting of [
+        "SET standard_conforming_strings = off",
+        "SET LOCAL standard_conforming_strings TO off",
+        "SET SESSION standard_conforming_strings = on",
+        "SELECT set_config('standard_conforming_strings', 'off', false)",
+        "SELECT set_config('Standard_Conforming_Strings ', 'off', true)",
+        "SELECT set_config(current_setting('application_name'), 'off', false)",
+      ]) {
+        const refused = await exported((c) => c.query(setting)).then(
+          () => undefined,
+          (error: Error & { code?: string }) => error,
+        );
+        assert.equal(refused?.code, "42501", setting);
+      }
+      // Allowed writes do not allow it either.
+      await assert.rejects(
+        exportedWritable((c) => c.query("SET standard_conforming_strings = off")),
+        (error: Error & { code?: string }) => error.code === "42501",
+      );
+      // Set at startup (an options parameter): the backend reports it off, and the session ends before anything else crosses.
+      await assert.rejects(
+        WireClient.connectWith(
+          exportPort,
+          new Map([
+            ["user", roles.trusted.user],
+            ["database", "app"],
+            ["options", "-c standard_conforming_strings=off"],
+          ]),
+        ),
+        /standard_conforming_strings off is not supported through this export/,
+      );
+      // The hidden query itself, as the export reads it, is harmless: a catalog query and a comment.
+      const through = await exported((c) => c.query(hidden));
+      for (const value of forbidden) assert.ok(!JSON.stringify(through.rows).includes(value), `${value} reached the client`);
+    });
+
     test("JDBC (pgjdbc): a statement, a server-prepared statement in binary, a cursor read two rows at a time", async () => {
       const dir = tempDir("jdbc");
       const source = join(__dirname, "..", "..", "..", "test", "fixtures", "jdbc", "ExportClient.java");

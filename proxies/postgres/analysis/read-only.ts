@@ -112,7 +112,7 @@ function clientWritten(node: Node | undefined): boolean {
   return typed?.[0] === "TypeCast" && clientWritten(typed[1].arg as Node | undefined);
 }
 
-function constantString(node: Node | undefined): string | undefined {
+export function constantString(node: Node | undefined): string | undefined {
   const typed = nodeType(node);
   if (typed?.[0] !== "A_Const") return undefined;
   const value = typed[1].sval as Node | undefined;

@@ -3,6 +3,7 @@ import type { scanSync } from "libpg-query";
 import { Attribution, baseOf, type Level, type LayoutEntry } from "./attribution";
 import { readsOnlyCatalogs } from "./catalog-reads";
 import { deparseChecked, pushdownSelect, type PushdownTarget } from "./pushdown";
+import { lexerSettingRefusal } from "./lexer-settings";
 import { readOnlyRefusal, type Refusal } from "./read-only";
 import type { RelationView, SchemaView } from "./schema-view";
 import {
@@ -254,7 +255,10 @@ export function analyzeQuery(sql: string, schema: SchemaView, policy: StatementP
     }
   }
   for (const statement of parsed) {
-    const refusal = (policy.allowWrites ? undefined : readOnlyRefusal(statement.node)) ?? (policy.strict ? strictRefusal(statement.node, schema) : undefined);
+    const refusal =
+      lexerSettingRefusal(statement.node) ??
+      (policy.allowWrites ? undefined : readOnlyRefusal(statement.node)) ??
+      (policy.strict ? strictRefusal(statement.node, schema) : undefined);
     if (refusal) return { ...base, identifiers, refusal };
   }
   if (policy.pushdown) return analyzePushdown(sql, parsed, schema, policy.pushdown, identifiers);

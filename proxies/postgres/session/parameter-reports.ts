@@ -33,7 +33,19 @@ export class ParameterReports {
 
   /** Whether the report `name` = `value` crosses; a converting client encoding ends the connection instead. */
   forwards(name: string, value: string): boolean {
-    return this.encodingSupported(name, value) && this.mayCross(name, value);
+    return this.encodingSupported(name, value) && this.readsTextAsTheExport(name, value) && this.mayCross(name, value);
+  }
+
+  /**
+   * Statements are read by the export as with standard_conforming_strings on: a session the backend
+   * says has it off (a startup option, a role's or the server's setting: statements cannot set it,
+   * analysis/lexer-settings.ts) would read a backslash in a string otherwise, so it ends here, before
+   * anything the backend sends after the report crosses.
+   */
+  private readsTextAsTheExport(name: string, value: string): boolean {
+    if (name !== "standard_conforming_strings" || value === "on") return true;
+    this.connection.refuse("0A000", `standard_conforming_strings ${value} is not supported through this export: it must be on`, "setting.refused");
+    return false;
   }
 
   /** User ids are read as UTF-8: a client encoding that converts text is refused. */
