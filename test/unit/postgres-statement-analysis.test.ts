@@ -221,7 +221,6 @@ describe("PostgreSQL statement analysis: read-only exports", () => {
     ["SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE", "25006"],
     ["BEGIN READ WRITE", "25006"],
     ["SELECT set_config('default_transaction_read_only', 'off', false)", "25006"],
-    ["SELECT set_config(name, 'off', false) FROM pg_settings", "25006"],
     // a setting would keep a value read from a table, and a catalog read can show it (a TimeZone abbreviation)
     ["SELECT set_config('TimeZone', '<' || encode(convert_to(email, 'UTF8'), 'hex') || '>0', false) FROM users", "42501"],
     ["LISTEN leak", "25006"],
@@ -244,6 +243,27 @@ describe("PostgreSQL statement analysis: read-only exports", () => {
     ["SELECT pg_logical_emit_message(true, 'p', email) FROM users", "25006"],
     ["SELECT dblink_exec('host=x', 'SELECT 1')", "25006"],
   ];
+
+  test("settings of how the server reads statement text are refused on every export, writes allowed or not (standard_conforming_strings)", () => {
+    for (const sql of [
+      "SET standard_conforming_strings = off",
+      "SET LOCAL standard_conforming_strings TO off",
+      "RESET standard_conforming_strings",
+      "ALTER ROLE me SET standard_conforming_strings = off",
+      "ALTER DATABASE app SET standard_conforming_strings = off",
+      "ALTER SYSTEM SET standard_conforming_strings = off",
+      "SELECT set_config('standard_conforming_strings', 'off', false)",
+      "SELECT 1 WHERE set_config(' STANDARD_conforming_STRINGS', 'off', true) IS NOT NULL",
+      // a name that is not a constant could be any setting: pg_settings lists this one
+      "SELECT set_config(name, 'off', false) FROM pg_settings",
+    ])
+      for (const policy of [undefined, { allowWrites: true, strict: false }]) {
+        const { refusal } = analyse(sql, policy);
+        assert.equal(refusal?.sqlState, "42501", sql);
+        assert.match(refusal!.message, /changes how the server reads statement text/, sql);
+      }
+    assert.equal(analyse("SET TimeZone = 'UTC'").refusal, undefined, "other settings are as before");
+  });
 
   test("reads pass", () => {
     for (const sql of allowed) assert.equal(analyse(sql).refusal, undefined, sql);

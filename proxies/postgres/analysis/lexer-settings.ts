@@ -22,7 +22,9 @@ export function lexerSettingRefusal(statement: Node): Refusal | undefined {
   let refusal: Refusal | undefined;
   walkNodes(statement, (type, fields) => {
     if (refusal) return;
-    if (type === "VariableSetStmt" && lexerSettings.has(String(fields.name ?? "").toLowerCase())) refusal = refused(`SET ${fields.name}`);
+    // ALTER ROLE/DATABASE/SYSTEM hold their SET as an unwrapped `setstmt`.
+    const set = type === "VariableSetStmt" ? fields : (fields.setstmt as Node | undefined);
+    if (set && lexerSettings.has(String(set.name ?? "").toLowerCase())) refusal = refused(`SET ${set.name}`);
     if (type !== "FuncCall") return;
     const name = ((fields.funcname as Node[] | undefined) ?? []).map(stringValue);
     if (name[name.length - 1] !== "set_config") return;
