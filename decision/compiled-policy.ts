@@ -27,6 +27,13 @@ export interface CompiledPolicy {
   consentTerms: Map<string, ConsentTerms>;
   useOverrides: Override[];
   sharingOverrides: Override[];
+  /**
+   * The overrides a sharing purpose is decided under: the sharing overrides and the platform-use
+   * ones, whose allowedPurposeIds drop every other purpose from the allowed set, sharing purposes
+   * too (spec 2.4, policy-semantics 3). A sharing purpose stays allowed under a platform-use
+   * override only when the override lists it.
+   */
+  sharingDecidedUnder: Override[];
   guardian: GuardianRights | null;
 }
 
@@ -53,6 +60,7 @@ export function compilePolicy(config: PolicyConfig, revision: number): CompiledP
     consentTerms,
     useOverrides: config.platformUse.overrides,
     sharingOverrides: config.platformSharing.overrides,
+    sharingDecidedUnder: [...config.platformSharing.overrides, ...config.platformUse.overrides],
     guardian: config.guardian,
   };
 }

@@ -48,7 +48,7 @@ function userContext(policy: CompiledPolicy, user: UserPolicyState, now: Date): 
       policy,
       day,
       useMatches: policy.useOverrides.flatMap((o) => overrideMatches(o, user.attributes, now) ?? []),
-      sharingMatches: policy.sharingOverrides.flatMap((o) => overrideMatches(o, user.attributes, now) ?? []),
+      sharingMatches: policy.sharingDecidedUnder.flatMap((o) => overrideMatches(o, user.attributes, now) ?? []),
     };
     contexts.set(user, context);
   }

@@ -94,7 +94,7 @@ export function personalizedTerms(policy: CompiledPolicy, context: TermsContext,
   const attributes = context.attributes ?? {};
   const matches = (overrides: typeof policy.useOverrides) => (defaultContext ? [] : overrides.flatMap((o) => overrideMatches(o, attributes, now) ?? []));
   const useMatches = matches(policy.useOverrides);
-  const sharingMatches = matches(policy.sharingOverrides);
+  const sharingMatches = matches(policy.sharingDecidedUnder);
   const relation = context.contractualRelationship;
   const contract = relation ? policy.contracts.get(termsKey(relation.purposeId, relation.termsId)) : undefined;
   const omitted: PersonalizedTerms["omitted"] = [];

@@ -114,7 +114,12 @@ export function validatePolicy(config: PolicyConfig): Problem[] {
     checkRefs(o.allowedPurposeIds, `${path}/allowedPurposeIds`, knownPurpose, what);
   };
   config.platformUse.overrides.forEach((o, i) =>
-    checkOverride(o, `/platformUse/overrides/${i}`, (id) => platformUse.has(id) || contractual.has(id), "platform use or contractual purpose"),
+    checkOverride(
+      o,
+      `/platformUse/overrides/${i}`,
+      (id) => platformUse.has(id) || contractual.has(id) || sharing.has(id),
+      "platform use, contractual or platform sharing purpose",
+    ),
   );
   config.platformSharing.overrides.forEach((o, i) => checkOverride(o, `/platformSharing/overrides/${i}`, (id) => sharing.has(id), "platform sharing purpose"));
 

@@ -300,11 +300,46 @@ describe("opt-in, acceptance versions, guardians, third parties, consent", () =>
     assert.equal(grantsExceed(personalizedTerms(v2, { attributes: adult }, now).grants, member.acceptance!.grants), true);
   });
 
+  test("a platform-use override drops sharing purposes it does not list, linked or not: 'all other purposes are dropped' (spec 2.4)", () => {
+    const config = realisticPolicy();
+    // No sharing override: what drops sharing here is the platform-use override alone.
+    config.platformSharing.overrides = [];
+    // An unlinked sharing purpose, which no platform use purpose's decision limits.
+    config.platformSharing.purposes.push({
+      stableId: "data-broker",
+      name: "Data broker",
+      categoryCeilingIds: ["contact", "usage"],
+      thirdParties: [{ stableId: "brokerco", name: "BrokerCo", serviceProvider: false }],
+    });
+    const compiled = compilePolicy(config, 12);
+    const child = { dob: "2016-03-01", location: "US" };
+    const kid = accepted("u-kid2", child, {}, compiled);
+    const grown = accepted("u-adult2", adult, {}, compiled);
+    check(
+      [
+        ["a child: the under-13 override lists only service", kid, share("data-broker", "brokerco"), "OVERRIDDEN", "platform"],
+        ["a child: payments, linked to service, is not listed either", kid, share("payments"), "OVERRIDDEN", "platform"],
+        ["an adult matches no override", grown, share("data-broker", "brokerco"), ["contact", "usage"], "platform"],
+      ],
+      compiled,
+    );
+    assert.ok(
+      personalizedTerms(compiled, { attributes: child }, now).omitted.some((o) => o.purposeId === "data-broker"),
+      "and the child's terms leave it out",
+    );
+    config.platformUse.overrides[0].allowedPurposeIds.push("data-broker");
+    const listed = compilePolicy(config, 13);
+    check(
+      [["listed by the override: allowed", accepted("u-kid3", child, {}, listed), share("data-broker", "brokerco"), ["contact", "usage"], "platform"]],
+      listed,
+    );
+  });
+
   test("a guardian disabling a sharing flow for one third party", () => {
     // Children may have personalization here, so its linked ads sharing can be allowed at all.
     const noSharingOverride = realisticPolicy();
     noSharingOverride.platformSharing.overrides = [];
-    noSharingOverride.platformUse.overrides[0].allowedPurposeIds.push("personalization");
+    noSharingOverride.platformUse.overrides[0].allowedPurposeIds.push("personalization", "ads-sharing");
     const compiled = compilePolicy(noSharingOverride, 11);
     const child = { dob: "2016-03-01", location: "US" };
     const kid = accepted("u-kid", child, { optIns: { personalization: {} }, disabledFlows: [{ purposeId: "ads-sharing", thirdPartyId: "adco" }] }, compiled);
@@ -402,6 +437,8 @@ describe("personalized terms", () => {
       { purposeId: "personalization", reason: "override 'Children under 13' applies" },
       { purposeId: "analytics", reason: "override 'Children under 13' applies" },
       { purposeId: "ads-sharing", reason: "override 'Under 16: no ads sharing' applies" },
+      // A platform-use override drops every purpose it does not list, sharing purposes too (spec 2.4).
+      { purposeId: "payments", reason: "override 'Children under 13' applies" },
     ]);
     assert.notEqual(child.hash, all.hash);
   });
