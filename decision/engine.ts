@@ -1,4 +1,5 @@
 import { termsKey, type CompiledPolicy } from "./compiled-policy";
+import { isChild } from "./children";
 import { excludingOverride, overrideMatches, type OverrideMatch } from "./overrides";
 import { own, type Decision, type DecisionCaller, type DecisionRequest, type Flow, type Reason, type ReasonCode, type UserPolicyState } from "./types";
 
@@ -114,7 +115,12 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
     );
   if (!user) return deny(requestFlow, "UNKNOWN_USER", "the user is unknown");
 
-  const accepted = user.acceptance;
+  // A child's acceptance counts only when a guardian gave it (policy-semantics 5): one the user gave before they were a
+  // child under the policy (guardian rights configured later, the threshold raised) is no acceptance.
+  const ownAcceptanceOfAChild = user.acceptance !== undefined && user.acceptance.acceptorId === undefined && isChild(policy, user, now);
+  if (ownAcceptanceOfAChild)
+    reasons.push(reason("CHILD_ACCEPTED_WITHOUT_GUARDIAN", "the user is a child and accepted the terms themself: only a guardian's acceptance counts"));
+  const accepted = ownAcceptanceOfAChild ? undefined : user.acceptance;
   const relation = user.contractualRelationship;
   const contract = relation ? policy.contracts.get(termsKey(relation.purposeId, relation.termsId)) : undefined;
   const thirdPartyUser = relation !== undefined && !accepted;

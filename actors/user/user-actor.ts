@@ -1,5 +1,6 @@
 import { compiledFor } from "../../decision/compile-cache";
 import { termsKey, type CompiledPolicy } from "../../decision/compiled-policy";
+import { isChild, isKnownAdult } from "../../decision/children";
 import { ageOn } from "../../decision/overrides";
 import { grantsExceed, personalizedTerms, type PersonalizedTerms } from "../../decision/terms";
 import { own, type UserPolicyState } from "../../decision/types";
@@ -36,12 +37,6 @@ async function currentPolicy(actors: ActorCaller, remainingMs: number): Promise<
 function existing(ctx: { state: Readonly<State>; id: string }): UserRecord {
   if (!ctx.state) throw new HandlerError("NOT_FOUND", `no user '${ctx.id}'`);
   return ctx.state as UserRecord;
-}
-
-/** A child is a user whose dob gives an age below the guardian threshold (policy-semantics 5). Without a dob, not known to be one. */
-export function isChild(compiled: CompiledPolicy, user: Pick<UserRecord, "attributes">, now: Date): boolean {
-  const age = ageOn(user.attributes.dob, now);
-  return compiled.guardian !== null && age !== undefined && age < compiled.guardian.thresholdAge;
 }
 
 function termsFor(compiled: CompiledPolicy, user: UserRecord, now: Date): PersonalizedTerms {
@@ -174,6 +169,11 @@ export const user = actor({
             throw error.code === "NOT_FOUND" ? new HandlerError("GUARDIAN_INVALID", `acceptor '${arg.acceptorId}' is not a user`) : error;
           });
         if (isChild(compiled, acceptor, now)) throw new HandlerError("GUARDIAN_INVALID", `acceptor '${arg.acceptorId}' is a child`);
+        if (!isKnownAdult(compiled, acceptor, now))
+          throw new HandlerError("GUARDIAN_INVALID", `acceptor '${arg.acceptorId}' has no date of birth showing an adult: a guardian must be one`);
+        // The acceptance creates the link only when the child has none yet (policy-semantics 5): else only a guardian accepts.
+        if (guardians.length > 0 && !guardians.includes(arg.acceptorId))
+          throw new HandlerError("NOT_A_GUARDIAN", `${arg.acceptorId} is not a guardian of ${record.userId}`);
         // Idempotent, and repairs a link one side lost. Guardians' handlers never call a child's exclusive ones: no cycle.
         await ctx.actors.ref(user, arg.acceptorId).linkChild(record.userId, { timeoutMs: ctx.remainingMs() });
         if (!guardians.includes(arg.acceptorId)) guardians = [...guardians, arg.acceptorId];
@@ -200,6 +200,8 @@ export const user = actor({
           throw error.code === "NOT_FOUND" ? new HandlerError("GUARDIAN_INVALID", `guardian '${guardianId}' is not a user`) : error;
         });
       if (isChild(compiled, guardian, now)) throw new HandlerError("GUARDIAN_INVALID", `guardian '${guardianId}' is a child`);
+      if (!isKnownAdult(compiled, guardian, now))
+        throw new HandlerError("GUARDIAN_INVALID", `guardian '${guardianId}' has no date of birth showing an adult: a guardian must be one`);
       if (record.guardians.includes(guardianId)) return { guardians: record.guardians };
       await ctx.actors.ref(user, guardianId).linkChild(record.userId, { timeoutMs: ctx.remainingMs() });
       const guardians = [...record.guardians, guardianId];
@@ -247,7 +249,9 @@ export const user = actor({
             problems.push({ path: `/consents/${i}/categoryIds`, problem: `not categories of '${entry.purposeId}': ${outside.join(", ")}` });
             continue;
           }
-          const narrowed = entry.categoryIds ? [...new Set(entry.categoryIds)] : undefined;
+          // A guardian's opt-in is stored with the categories it covers now: one stored open ({}) would cover whatever the
+          // purpose covers later, categories outside the guardian's rights included.
+          const narrowed = entry.categoryIds ? [...new Set(entry.categoryIds)] : by !== record.userId ? [...optInPurpose.categoryIds] : undefined;
           optIns[entry.purposeId] = narrowed ? { categoryIds: narrowed } : {};
           history.push({ at: now.toISOString(), purposeId: entry.purposeId, categoryIds: narrowed ?? optInPurpose.categoryIds, by });
           continue;

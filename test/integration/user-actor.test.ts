@@ -74,6 +74,37 @@ describe("the user actor with the policy actor", () => {
     await assert.rejects(refOf("alice").accept({ acceptorId: "kid" }), code("GUARDIAN_INVALID"), "an adult accepts for themselves");
   });
 
+  test("a guardian is a known adult, and once a child has one, a stranger cannot make themself another by accepting", async () => {
+    await refOf("nodob").create({ attributes: { location: "US" } });
+    await refOf("stranger").create({ attributes: { dob: "1985-05-05", location: "US" } });
+    await refOf("kid5").create({ attributes: { dob: childDob, location: "US" } });
+    // No dob: not known to be a child, not known to be an adult either.
+    await assert.rejects(refOf("kid5").accept({ acceptorId: "nodob" }), code("GUARDIAN_INVALID"));
+    await assert.rejects(refOf("kid5").addGuardian("nodob"), code("GUARDIAN_INVALID"));
+    // The first acceptance creates the link (policy-semantics 5); after it only a guardian accepts.
+    await refOf("kid5").accept({ acceptorId: "alice" });
+    await assert.rejects(refOf("kid5").accept({ acceptorId: "stranger" }), code("NOT_A_GUARDIAN"));
+    assert.deepEqual((await refOf("kid5").get()).guardians, ["alice"], "the stranger was not linked");
+    assert.deepEqual((await refOf("stranger").get()).children, []);
+    await refOf("kid5").accept({ acceptorId: "alice" });
+  });
+
+  test("a guardian's opt-in is stored with the categories it covers now: widening the purpose later does not widen it", async () => {
+    // Analytics as an opt-in purpose of usage only, within the guardian categories.
+    const optInAnalytics = realisticPolicy();
+    optInAnalytics.platformUse.purposes.find((p) => p.stableId === "analytics")!.optIn = true;
+    await runtime.client.ref(policy, "default").replace({ config: optInAnalytics, by: "test" });
+    try {
+      await refOf("kid5").consent({ grantorId: "alice", consents: [{ purposeId: "analytics" }] });
+      assert.deepEqual((await refOf("kid5").get()).optIns.analytics, { categoryIds: ["usage"] }, "not {}, which would follow the purpose");
+      // The user's own opt-in without categories still follows the purpose (theirs to give).
+      await refOf("alice").consent({ consents: [{ purposeId: "analytics" }] });
+      assert.deepEqual((await refOf("alice").get()).optIns.analytics, {});
+    } finally {
+      await runtime.client.ref(policy, "default").replace({ config: realisticPolicy(), by: "test" });
+    }
+  });
+
   test("a child's consent needs a guardian as grantor; consents narrow, are kept as history, and can be revoked", async () => {
     await assert.rejects(
       refOf("kid").consent({ consents: [{ purposeId: "research", termsId: "research-study-1", categoryIds: ["usage"] }] }),

@@ -1,3 +1,4 @@
+import { isChild } from "../../decision/children";
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { compilePolicy, type CompiledPolicy } from "../../decision/compiled-policy";
@@ -20,7 +21,9 @@ function user(id: string, attributes: Record<string, string>, extra: Partial<Use
 function accepted(id: string, attributes: Record<string, string>, extra: Partial<UserPolicyState> = {}, compiled: CompiledPolicy = policy): UserPolicyState {
   const base = user(id, attributes, extra);
   const terms = personalizedTerms(compiled, { attributes, contractualRelationship: base.contractualRelationship }, now);
-  return { ...base, acceptance: { termsHash: terms.hash, grants: terms.grants, acceptedAt: now.toISOString() } };
+  // A child's acceptance is a guardian's (policy-semantics 5).
+  const acceptorId = isChild(compiled, base, now) ? "g-guardian" : undefined;
+  return { ...base, acceptance: { termsHash: terms.hash, grants: terms.grants, acceptedAt: now.toISOString(), ...(acceptorId ? { acceptorId } : {}) } };
 }
 
 const use = (purposeId: string): DecisionRequest => ({ type: "platformUse", purposeId });
@@ -333,6 +336,21 @@ describe("opt-in, acceptance versions, guardians, third parties, consent", () =>
       [["listed by the override: allowed", accepted("u-kid3", child, {}, listed), share("data-broker", "brokerco"), ["contact", "usage"], "platform"]],
       listed,
     );
+  });
+
+  test("a child's own acceptance (given before they were a child under the policy) counts for nothing: only a guardian's does", () => {
+    const child = { dob: "2016-03-01", location: "US" };
+    const guardianAccepted = accepted("u-kid4", child);
+    const ownAcceptance = { ...guardianAccepted, acceptance: { ...guardianAccepted.acceptance!, acceptorId: undefined } };
+    check([["accepted by a guardian", guardianAccepted, use("service"), ["contact", "credentials", "identity", "usage"], "platform"]]);
+    const decision = decide(policy, ownAcceptance, use("service"), now);
+    assert.equal(decision.allowed, false, "accepted by the child themself: denied");
+    assert.deepEqual(
+      decision.reasons.map((r) => r.code),
+      ["CHILD_ACCEPTED_WITHOUT_GUARDIAN", "NO_TERMS_ACCEPTED"],
+    );
+    // An adult's own acceptance is theirs to give.
+    check([["an adult", accepted("u-adult4", adult), use("service"), ["contact", "credentials", "identity", "usage"], "platform"]]);
   });
 
   test("a guardian disabling a sharing flow for one third party", () => {
