@@ -110,8 +110,11 @@ function resourceValues(record: JsonObject, plan: RecordPlan): Map<string, Reach
 }
 
 /**
- * The user id of a record: the first non-empty resource-context value, in mapping order. A number
- * names a user only when exact: a rounded one could name someone else.
+ * The user id of a record (policy-semantics 4): the first resource-context value, in mapping order, that
+ * is there and neither null nor "". That value decides: if it cannot name a user (a string no user id can
+ * be, a number that is not an exact integer, true, an object, an array), the record names no one and is
+ * dropped; the next field is not consulted (it could name another user, whose decision would release
+ * this one's values). A number names a user only when exact: a rounded one could name someone else.
  * Parsed JSON has lost how a number was written (`1.0000000000000001` parses to 1), so a caller holding
  * the record's text says with `writtenAsInteger` whether the number, at the keys that reach it, was
  * written as an integer. Fields are found as the redaction walks the record (walkRecord): a record with
@@ -122,10 +125,11 @@ export function userIdOf(record: unknown, plan: RecordPlan, writtenAsInteger?: (
   const reached = resourceValues(record, plan);
   for (const field of plan.resourceFields) {
     const found = reached.get(field);
-    if (found === undefined) continue;
+    if (found === undefined || found.value === null || found.value === "") continue;
     const { value, keys } = found;
-    if (typeof value === "string" && value !== "") return canNameUser(value) ? value : undefined;
+    if (typeof value === "string") return canNameUser(value) ? value : undefined;
     if (Number.isSafeInteger(value) && (writtenAsInteger?.(keys) ?? true)) return String(value);
+    return undefined;
   }
   return undefined;
 }

@@ -22,7 +22,7 @@ import {
   splits,
   whole,
 } from "../fixtures/csv-documents";
-import { nestedIdsGroup } from "../fixtures/user-id-groups";
+import { nestedIdsGroup, twoIdsGroup } from "../fixtures/user-id-groups";
 
 /** The reference: csv-parse and csv-stringify, redacting by the same rules. */
 function referenceCsv(input: Buffer, plan: RecordPlan): string[][] {
@@ -337,4 +337,21 @@ test("JSON: the user id is found as the record is walked (key 'a.b' then 'id'); 
   );
   assert.equal(numbers.out, '{"a.b":{"id":null,"email":"one@x"}}\n');
   assert.deepEqual(numbers.tally.droppedBy, { NO_USER_ID: 2 }, "of a key written twice, the value JSON.parse keeps (the last) is the one checked");
+});
+
+test("JSON: the first user-id value that is not null or '' decides; one that cannot name a user drops the record (NO_USER_ID), the next field unread", async () => {
+  const twoIds = planRecords(policy, twoIdsGroup);
+  const firsts = ["12345678901234567890", "1.5", "1e0", "true", '{"id":"u-all"}', "[]", '"bad\\u0001id"'];
+  const { out, tally } = await redactNdjson(twoIds, [
+    ...firsts.map((first) => `{"patient":${first},"author":"u-all","email":"patient-secret@x"}`),
+    '{"patient":null,"author":"u-all","email":"a@x"}',
+    '{"patient":"","author":"u-all","email":"b@x"}',
+  ]);
+  assert.equal(
+    out,
+    '{"patient":null,"author":null,"email":"a@x"}\n{"patient":null,"author":null,"email":"b@x"}\n',
+    "only the records whose patient is null or ''",
+  );
+  assert.deepEqual(tally.droppedBy, { NO_USER_ID: firsts.length });
+  assert.ok(!out.includes("patient-secret"));
 });

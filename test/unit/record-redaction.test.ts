@@ -4,7 +4,7 @@ import { compilePolicy } from "../../decision/compiled-policy";
 import { FieldReachedTwice, planRecords, RecordShapeError, redactRecord, userIdOf } from "../../decision/record-redaction";
 import type { Decision } from "../../decision/types";
 import { realisticPolicy } from "../../testkit/policy";
-import { nestedIdsGroup } from "../fixtures/user-id-groups";
+import { nestedIdsGroup, twoIdsGroup } from "../fixtures/user-id-groups";
 
 const policy = compilePolicy(realisticPolicy(), 1);
 const allowedFor = (categoryIds: string[]): Decision => ({
@@ -138,4 +138,14 @@ test("a user-id field reached two ways refuses the record when its user is looke
   twice({ a: { b: { id: "other" } }, "a.b": { id: "victim" }, author: "me" }, "a.b");
   twice({ "a.b.id": "victim", a: { "b.id": "other" }, author: "me" }, "a.b.id");
   twice({ author: "me", "a.b": { email: "x@x" }, a: { b: { email: "y@x" } } }, "a.b");
+});
+
+test("the first user-id value that is there and not null or '' decides: one that cannot name a user drops the record, the next field is not read", () => {
+  const twoIds = planRecords(policy, twoIdsGroup);
+  for (const first of ["12345678901234567890", "1.5", "-1e400", "true", "false", '{"id":"x"}', "{}", '["x"]', "[]", '"bad\\u0001id"', `"${"u".repeat(201)}"`])
+    assert.equal(userIdOf(JSON.parse(`{"patient":${first},"author":"me","email":"secret@x"}`), twoIds), undefined, `patient ${first}`);
+  for (const empty of ["null", '""'])
+    assert.equal(userIdOf(JSON.parse(`{"patient":${empty},"author":"me"}`), twoIds), "me", `patient ${empty}: the next field`);
+  assert.equal(userIdOf({ author: "me" }, twoIds), "me", "no patient field: the next field");
+  assert.equal(userIdOf({ patient: 7, author: "me" }, twoIds), "7");
 });
