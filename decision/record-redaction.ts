@@ -30,38 +30,106 @@ export const recordLimits = { depth: 32 } as const;
 
 export class RecordShapeError extends Error {}
 
+/**
+ * A record that reaches one field two ways: a dotted key and a nested path (`{"a.b": …, "a": {"b": …}}`).
+ * Which one names the user, and whose the other values are, is ambiguous: every door refuses the record
+ * before deciding anything (documents: JSON_DUPLICATE_KEY).
+ */
+export class FieldReachedTwice extends RecordShapeError {
+  /** What is wrong, after the record's name: `has the field 'a.b' twice (…)`. */
+  readonly problem: string;
+
+  constructor(readonly path: string) {
+    const problem = `has the field '${path}' twice (as a dotted key and as a nested path)`;
+    super(`the record ${problem}`);
+    this.problem = problem;
+  }
+}
+
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
 
 /** A JSON object (not null, not an array). */
 export function isObject(value: unknown): value is { [key: string]: Json } {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/**
- * Reads a record field: a key that is the whole name (`users.id`, spec 4.4), else a dotted path
- * through nested objects (`address.city`, policy-semantics 4). Own properties only.
- */
-export function valueAt(record: unknown, path: string): unknown {
-  if (isObject(record) && Object.hasOwn(record, path)) return record[path];
-  let current: unknown = record;
-  for (const key of path.split(".")) {
-    if (!isObject(current) || !Object.hasOwn(current, key)) return undefined;
-    current = current[key];
-  }
-  return current;
+/** What the walk of a record tells: each field it does not go into, and each object it goes into and leaves. */
+interface RecordVisitor {
+  field(key: string, path: string, value: Json): void;
+  enter(key: string): void;
+  leave(): void;
 }
 
 /**
- * The user id of a record: the first non-empty resource-context value, in mapping order. A number
- * names a user only when exact: a rounded one could name someone else. Parsed JSON has lost how a
- * number was written (`1.0000000000000001` parses to 1), so a caller holding the record's text
- * says with `writtenAsInteger` whether the field's number was written as an integer.
+ * The one walk through a record (policy-semantics 4), as every door reads it: each key of the record, and
+ * each key of an object walked into (walksInto), is a field at its dotted path: key `a.b` then `id`, key `a`
+ * then `b.id`, and `a`, `b`, `id` all reach `a.b.id`. Finding the user, refusing a record and redacting it
+ * all read it this way, so no door decides a record under a value the redaction reads elsewhere. A field
+ * reached two ways: FieldReachedTwice; walked objects nested past the limit: RecordShapeError.
  */
-export function userIdOf(record: unknown, plan: RecordPlan, writtenAsInteger?: (field: string) => boolean): string | undefined {
+function walkRecord(record: JsonObject, plan: RecordPlan, visitor: RecordVisitor): void {
+  const seen = new Set<string>();
+  const walk = (source: JsonObject, prefix: string, depth: number): void => {
+    if (depth > recordLimits.depth) throw new RecordShapeError(`the record nests deeper than ${recordLimits.depth} levels`);
+    for (const key of Object.keys(source)) {
+      const path = prefix ? `${prefix}.${key}` : key;
+      if (seen.has(path)) throw new FieldReachedTwice(path);
+      seen.add(path);
+      const value = source[key]!;
+      if (isObject(value) && walksInto(plan, path, Object.keys(value).length > 0)) {
+        visitor.enter(key);
+        walk(value, path, depth + 1);
+        visitor.leave();
+      } else {
+        visitor.field(key, path, value);
+      }
+    }
+  };
+  walk(record, "", 0);
+}
+
+/** A resource-context field as the walk reaches it: its value and the keys that lead to it (`["a.b", "id"]`). */
+interface Reached {
+  value: Json;
+  keys: string[];
+}
+
+/** The record's resource-context fields the walk reaches (each at most once: a field reached twice is refused). */
+function resourceValues(record: JsonObject, plan: RecordPlan): Map<string, Reached> {
+  const reached = new Map<string, Reached>();
+  const keys: string[] = [];
+  walkRecord(record, plan, {
+    field: (key, path, value) => {
+      if (plan.resourceFields.includes(path)) reached.set(path, { value, keys: [...keys, key] });
+    },
+    enter: (key) => void keys.push(key),
+    leave: () => void keys.pop(),
+  });
+  return reached;
+}
+
+/**
+ * The user id of a record (policy-semantics 4): the first resource-context value, in mapping order, that
+ * is there and neither null nor "". That value decides: if it cannot name a user (a string no user id can
+ * be, a number that is not an exact integer, true, an object, an array), the record names no one and is
+ * dropped; the next field is not consulted (it could name another user, whose decision would release
+ * this one's values). A number names a user only when exact: a rounded one could name someone else.
+ * Parsed JSON has lost how a number was written (`1.0000000000000001` parses to 1), so a caller holding
+ * the record's text says with `writtenAsInteger` whether the number, at the keys that reach it, was
+ * written as an integer. Fields are found as the redaction walks the record (walkRecord): a record with
+ * a field reached two ways is refused (FieldReachedTwice), before anything is decided.
+ */
+export function userIdOf(record: unknown, plan: RecordPlan, writtenAsInteger?: (keys: readonly string[]) => boolean): string | undefined {
+  if (!isObject(record)) return undefined;
+  const reached = resourceValues(record, plan);
   for (const field of plan.resourceFields) {
-    const value = valueAt(record, field);
-    if (typeof value === "string" && value !== "") return canNameUser(value) ? value : undefined;
-    if (Number.isSafeInteger(value) && (writtenAsInteger?.(field) ?? true)) return String(value);
+    const found = reached.get(field);
+    if (found === undefined || found.value === null || found.value === "") continue;
+    const { value, keys } = found;
+    if (typeof value === "string") return canNameUser(value) ? value : undefined;
+    if (Number.isSafeInteger(value) && (writtenAsInteger?.(keys) ?? true)) return String(value);
+    return undefined;
   }
   return undefined;
 }
@@ -125,28 +193,22 @@ export function redactRecord(
 ): { record: { [key: string]: Json }; fields: Record<string, FieldOutcome> } {
   const allowed = new Set(decision.categoryIds);
   const fields: Record<string, FieldOutcome> = {};
-  const outcome = (path: string) => fieldOutcome(plan, allowed, path);
-  const seen = new Set<string>();
-  const walk = (source: { [key: string]: Json }, prefix: string, depth: number): { [key: string]: Json } => {
-    if (depth > recordLimits.depth) throw new RecordShapeError(`the record nests deeper than ${recordLimits.depth} levels`);
-    const out: { [key: string]: Json } = {};
-    for (const key of Object.keys(source)) {
-      const path = prefix ? `${prefix}.${key}` : key;
-      // `{"users.id": …, "users": {"id": …}}`: one field twice, the user decided by one and the other's values riding along (as in documents: JSON_DUPLICATE_KEY).
-      if (seen.has(path)) throw new RecordShapeError(`the record has the field '${path}' twice (as a dotted key and as a nested path)`);
-      seen.add(path);
-      const value = source[key];
-      if (isObject(value) && walksInto(plan, path, Object.keys(value).length > 0)) {
-        setOwn(out, key, walk(value, path, depth + 1));
-        continue;
-      }
-      const result = outcome(path);
+  const out: JsonObject = {};
+  const objects: JsonObject[] = [out];
+  walkRecord(record, plan, {
+    field: (key, path, value) => {
+      const result = fieldOutcome(plan, allowed, path);
       fields[path] = result;
-      setOwn(out, key, result.kept ? value : null);
-    }
-    return out;
-  };
-  return { record: walk(record, "", 0), fields };
+      setOwn(objects[objects.length - 1]!, key, result.kept ? value : null);
+    },
+    enter: (key) => {
+      const inner: JsonObject = {};
+      setOwn(objects[objects.length - 1]!, key, inner);
+      objects.push(inner);
+    },
+    leave: () => void objects.pop(),
+  });
+  return { record: out, fields };
 }
 
 /** The advice every redaction answer carries (spec 4.4 rule 5): the reason text, nothing else. */

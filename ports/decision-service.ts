@@ -1,7 +1,16 @@
 import { randomUUID } from "node:crypto";
 import { compiledFor } from "../decision/compile-cache";
 import { decide, flowOf, purposeName } from "../decision/engine";
-import { nestsDeeperThan, noUserSummary, planRecords, recordLimits, summaryAdvice as advice, userIdOf, type RecordPlan } from "../decision/record-redaction";
+import {
+  nestsDeeperThan,
+  noUserSummary,
+  planRecords,
+  recordLimits,
+  RecordShapeError,
+  summaryAdvice as advice,
+  userIdOf,
+  type RecordPlan,
+} from "../decision/record-redaction";
 import { recordOutcome } from "../decision/record-outcome";
 import type { Decision, DecisionRequest, Reason } from "../decision/types";
 import type { MappingGroup } from "../policy/model";
@@ -14,6 +23,16 @@ import { HandlerError } from "../actors/runtime/errors";
 import { user, type UserRecord } from "../actors/user/user-actor";
 import { countDecision, countedDecision } from "../metrics/decision-counts";
 import type { Caller, DecisionAnswer, DecisionPort, DecisionQuery, RecordRedaction, RedactPort, RedactRequest } from "../api/types";
+
+/** The user id of a record (userIdOf), a record it refuses being refused with 400 ERR_REDACT_RECORD_INVALID. */
+function recordUserId(record: Record<string, unknown>, plan: RecordPlan): string | undefined {
+  try {
+    return userIdOf(record, plan);
+  } catch (error) {
+    if (error instanceof RecordShapeError) throw new HandlerError("REDACT_RECORD_INVALID", error.message);
+    throw error;
+  }
+}
 
 /** Which record fields of a mapping group a decision lets through (policy-semantics 4). */
 export function allowedFields(group: MappingGroup, decision: Decision, fieldCategory: (fieldId: string) => string | undefined): Record<string, boolean> {
@@ -58,7 +77,8 @@ export class DecisionService implements DecisionPort, RedactPort {
     // and thousands of levels under one would fail only when the answer is written, after the decision.
     if (nestsDeeperThan(record, recordLimits.depth))
       throw new HandlerError("REDACT_RECORD_INVALID", `the record nests deeper than ${recordLimits.depth} levels`);
-    const userId = userIdOf(record, plan);
+    // A field reached two ways is refused here too, before anything is decided or traced: userIdOf reads the record as the redaction walks it.
+    const userId = recordUserId(record, plan);
     if (userId === undefined) {
       countDecision("redact", flowOf(request.type), false, "UNKNOWN_USER");
       const reasons: Reason[] = [{ code: "UNKNOWN_USER", text: "the record has no user id in its resource-context fields" }];

@@ -1,4 +1,4 @@
-import { fieldOutcome, userIdOf, walksInto, type RecordPlan } from "../decision/record-redaction";
+import { fieldOutcome, FieldReachedTwice, RecordShapeError, userIdOf, walksInto, type RecordPlan } from "../decision/record-redaction";
 import { JsonByte, JsonDepthError, skipWhitespace, stringEnd, valueEnd } from "./json-scan";
 import { ChunkedRedactor, emptyBuffer } from "./chunked-redactor";
 import { DocumentError, documentLimits, type DecisionSource } from "./types";
@@ -183,7 +183,14 @@ export class JsonRedactor extends ChunkedRedactor {
       } catch (error) {
         throw new DocumentError("JSON_INVALID", `${this.label(at)} is not valid JSON: ${(error as Error).message}`, this.where(at));
       }
-      return userIdOf(record, this.plan, (field) => integerLiteral.test(rawValueAt(buf, start, field) ?? ""));
+      try {
+        return userIdOf(record, this.plan, (keys) => integerLiteral.test(rawValueAt(buf, start, keys) ?? ""));
+      } catch (error) {
+        // Before anything is decided: a record with one field reached two ways is refused whether its user is allowed or not.
+        if (error instanceof FieldReachedTwice) throw new DocumentError("JSON_DUPLICATE_KEY", `${this.label(at)} ${error.problem}`, this.where(at));
+        if (error instanceof RecordShapeError) throw new DocumentError("RECORD_TOO_DEEP", `${this.label(at)}: ${error.message}`, this.where(at));
+        throw error;
+      }
     });
     await this.decisions.prepare(userIds.filter((id): id is string => id !== undefined));
     const { sink } = this;
@@ -199,7 +206,6 @@ export class JsonRedactor extends ChunkedRedactor {
         sink.byte(JsonByte.LF);
       }
       this.anyOut = true;
-      this.recordPaths.clear();
       this.writeObject(buf, start, "", decision.categories, at);
       if (this.framing === "lines") sink.byte(JsonByte.LF);
     });
@@ -213,9 +219,6 @@ export class JsonRedactor extends ChunkedRedactor {
   }
 
   private closedOut = false;
-
-  /** The dotted paths of the record being written: one reached twice (a key `a.b` and a nested `a` with `b`) makes it ambiguous. */
-  private recordPaths = new Set<string>();
 
   /** Writes the object at `start` redacted; returns where it ends. The record was validated by JSON.parse. */
   private writeObject(buf: Buffer, start: number, prefix: string, allowed: ReadonlySet<string>, at: number): number {
@@ -233,11 +236,8 @@ export class JsonRedactor extends ChunkedRedactor {
       keys.add(key);
       const valueStart = skipWhitespace(buf, skipWhitespace(buf, keyEnd) + 1);
       const end = valueEnd(buf, valueStart, Number.MAX_SAFE_INTEGER, true);
+      // A field reached two ways (`{"users.id": …, "users": {"id": …}}`) was refused before deciding (userIdOf).
       const path = prefix ? `${prefix}.${key}` : key;
-      // `{"users.id": …, "users": {"id": …}}`: one field twice, its user decided by one of them and the other's values riding along.
-      if (this.recordPaths.has(path))
-        throw new DocumentError("JSON_DUPLICATE_KEY", `${this.label(at)} has the field '${path}' twice (as a dotted key and as a nested path)`, this.where(at));
-      this.recordPaths.add(path);
       if (!first) sink.byte(JsonByte.Comma);
       first = false;
       sink.copy(buf, p, keyEnd);
@@ -267,27 +267,27 @@ export class JsonRedactor extends ChunkedRedactor {
 const integerLiteral = /^-?(?:0|[1-9][0-9]*)$/;
 
 /**
- * The text of the value at `path` in the object at `start` (a whole key first, then a dotted path
- * through nested objects, as valueAt reads it); undefined when there is none. The object is valid JSON.
+ * The text of the value the keys lead to in the object at `start` (`["a.b", "id"]`: key `a.b`, then `id`:
+ * the way the walk reached it, userIdOf), undefined when there is none. The object is valid JSON; of a key
+ * repeated in one object the last is read, as JSON.parse keeps it.
  */
-function rawValueAt(buf: Buffer, start: number, path: string): string | undefined {
+function rawValueAt(buf: Buffer, start: number, keys: readonly string[]): string | undefined {
   const member = (objectStart: number, wanted: string): { start: number; end: number } | undefined => {
+    let found: { start: number; end: number } | undefined;
     let p = skipWhitespace(buf, objectStart + 1);
     while (buf[p] !== JsonByte.CloseBrace) {
       const keyEnd = stringEnd(buf, p);
       const key = JSON.parse(buf.toString("utf8", p, keyEnd)) as string;
       const valueStart = skipWhitespace(buf, skipWhitespace(buf, keyEnd) + 1);
       const end = valueEnd(buf, valueStart, Number.MAX_SAFE_INTEGER, true);
-      if (key === wanted) return { start: valueStart, end };
+      if (key === wanted) found = { start: valueStart, end };
       p = skipWhitespace(buf, end);
       if (buf[p] === JsonByte.Comma) p = skipWhitespace(buf, p + 1);
     }
-    return undefined;
+    return found;
   };
-  const whole = member(start, path);
-  if (whole) return buf.toString("utf8", whole.start, whole.end);
   let at: { start: number; end: number } | undefined = { start, end: -1 };
-  for (const key of path.split(".")) {
+  for (const key of keys) {
     if (buf[at.start] !== JsonByte.OpenBrace) return undefined;
     at = member(at.start, key);
     if (!at) return undefined;

@@ -1,10 +1,26 @@
-import { isObject, nestsDeeperThan, recordLimits, summaryAdvice, userIdOf } from "../../decision/record-redaction";
+import { isObject, nestsDeeperThan, recordLimits, RecordShapeError, summaryAdvice, userIdOf } from "../../decision/record-redaction";
 import { recordOutcome } from "../../decision/record-outcome";
 import { refusedAnswer } from "./refused";
 import type { PipelineAnswer, RecordCounts, RecordRedactor } from "./types";
 import type { RecordPlan } from "../../decision/record-redaction";
 import type { Decision } from "../../decision/types";
 import type { ExportDecider } from "../../exports/export-decider";
+
+/** What reading a record gives: its user id (undefined: it names none), or why it is refused. */
+type RecordRead = { userId: string | undefined } | { refused: string };
+
+/** Reads a record once, before anything is decided: a refused record decides (and traces) nothing. */
+function readRecord(record: unknown, plan: RecordPlan | undefined): RecordRead {
+  if (!isObject(record)) return { refused: "a record is one JSON object" };
+  if (nestsDeeperThan(record, recordLimits.depth)) return { refused: `the record nests deeper than ${recordLimits.depth} levels` };
+  if (!plan) return { userId: undefined };
+  try {
+    return { userId: userIdOf(record, plan) };
+  } catch (error) {
+    if (error instanceof RecordShapeError) return { refused: error.message };
+    throw error;
+  }
+}
 
 const dropped = (summary: string): PipelineAnswer => ({ dropped: true, advice: [summaryAdvice(summary)] });
 
@@ -35,30 +51,28 @@ export class PipelineRedactor implements RecordRedactor {
     if (!this.decider.hasPolicy()) await this.decider.warm();
     if (!this.decider.hasPolicy()) throw new PipelineUnavailable("the configuration is not in memory yet");
     const plan = this.decider.recordPlan();
+    // Each record is read once: the user decided for it is the one its answer uses, and a refused one decides nothing.
+    const reads = records.map((record) => readRecord(record, plan));
     const decided = new Map<string, Decision>();
-    if (plan) {
-      const unknown = new Set<string>();
-      for (const record of records) {
-        const userId = isObject(record) ? userIdOf(record, plan) : undefined;
-        const known = userId === undefined ? undefined : this.decider.decision(userId);
-        if (known) decided.set(userId!, known);
-        else if (userId !== undefined) unknown.add(userId);
-      }
-      // The decisions made now are used as made: the memo may be cleared by another door meanwhile.
-      if (unknown.size > 0) for (const [userId, decision] of await this.decider.load([...unknown])) decided.set(userId, decision);
+    const unknown = new Set<string>();
+    for (const read of reads) {
+      if (!("userId" in read) || read.userId === undefined) continue;
+      const known = this.decider.decision(read.userId);
+      if (known) decided.set(read.userId, known);
+      else unknown.add(read.userId);
     }
-    return records.map((record) => this.count(this.answer(record, plan, decided)));
+    // The decisions made now are used as made: the memo may be cleared by another door meanwhile.
+    if (unknown.size > 0) for (const [userId, decision] of await this.decider.load([...unknown])) decided.set(userId, decision);
+    return records.map((record, index) => this.count(this.answer(record, plan, reads[index]!, decided)));
   }
 
-  private answer(record: unknown, plan: RecordPlan | undefined, decided: ReadonlyMap<string, Decision>): PipelineAnswer {
-    if (!isObject(record)) return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", "a record is one JSON object");
-    if (nestsDeeperThan(record, recordLimits.depth))
-      return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", `the record nests deeper than ${recordLimits.depth} levels`);
+  private answer(record: unknown, plan: RecordPlan | undefined, read: RecordRead, decided: ReadonlyMap<string, Decision>): PipelineAnswer {
+    if ("refused" in read) return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", read.refused);
     if (!plan) return dropped(`Dropped: the export's mapping group '${this.mappingGroup}' is not configured.`);
-    const userId = userIdOf(record, plan);
-    const decision = userId === undefined ? null : decided.get(userId);
+    const decision = read.userId === undefined ? null : decided.get(read.userId);
     if (decision === undefined) throw new PipelineUnavailable("a decision was not made");
-    const outcome = recordOutcome(record, plan, decision);
+    // A record read without refusal is an object (readRecord).
+    const outcome = recordOutcome(record as Parameters<typeof recordOutcome>[0], plan, decision);
     if (outcome.kind === "invalid") return refusedAnswer("ERR_PIPELINE_RECORD_INVALID", outcome.message);
     if (outcome.kind === "dropped") return dropped(outcome.summary);
     for (const field of Object.values(outcome.fields)) if (!field.kept) this.counts.valuesNulled++;

@@ -1,10 +1,12 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { connect } from "@nats-io/transport-node";
 import { compilePolicy } from "../../decision/compiled-policy";
 import { decide } from "../../decision/engine";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation, populationIds } from "../fixtures/population";
+import { nestedIdsGroup, twoIdsGroup } from "../fixtures/user-id-groups";
 import { startNats } from "../../testkit/nats";
 import { call as request } from "../../testkit/http";
 import { NodeProcess } from "../../testkit/node-process";
@@ -113,5 +115,70 @@ describe("PUT /redact/record", () => {
       200,
     );
     assert.equal((await call("GET", "/readyz")).status, 200);
+  });
+
+  test("whose value a value is: the user id is read where the redaction reads its e-mail; the first user-id value decides; a field reached two ways is refused untraced", async () => {
+    for (const group of [nestedIdsGroup, twoIdsGroup]) assert.equal((await call("PUT", "/mapping/groups", group)).status, 200, group.name);
+    const redact = async (group: string, body: string) => {
+      const answer = await fetch(`${node.url}/redact/record?purposeId=service&type=platformUse&mappingGroup=${group}`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      return { status: answer.status, text: await answer.text() };
+    };
+    // The control: a record of the accepted user keeps its e-mail.
+    const control = await redact("nested-ids", '{"a.b":{"email":"accepted-own@example.com"},"author":"accepted"}');
+    assert.equal(control.status, 200);
+    assert.ok(control.text.includes("accepted-own@example.com"), control.text);
+
+    // Key "a.b" then "id": the e-mail beside it is unknown-user's, decided under unknown-user (dropped), not the author's.
+    for (const body of [
+      '{"a.b":{"id":"unknown-user","email":"victim-secret@example.com"},"author":"accepted"}',
+      '{"a":{"b":{"id":"unknown-user","email":"victim-secret@example.com"}},"author":"accepted"}',
+    ]) {
+      const answer = await redact("nested-ids", body);
+      assert.equal(answer.status, 200, body);
+      assert.equal(JSON.parse(answer.text).dropped, true, body);
+      assert.ok(!answer.text.includes("victim-secret"), answer.text);
+    }
+    // A first user-id value that cannot name a user drops the record; the author is not consulted.
+    for (const first of ["12345678901234567890", "1.5", "true", '{"id":"x"}', '"bad\\u0001id"']) {
+      const answer = await redact("two-ids", `{"patient":${first},"author":"accepted","email":"patient-secret@example.com"}`);
+      assert.equal(answer.status, 200, first);
+      assert.deepEqual([JSON.parse(answer.text).dropped, answer.text.includes("patient-secret")], [true, false], `patient ${first}: ${answer.text}`);
+    }
+
+    // A field reached two ways: 400, and no decision traced for it (the shape is checked before deciding).
+    const nc = await connect({ servers: nats.url });
+    try {
+      const traced: string[] = [];
+      const subscription = nc.subscribe("warden.trace.redact.>", { callback: (_error, message) => void traced.push(message.string()) });
+      await nc.flush();
+      const marker = `shape-${Date.now()}`;
+      assert.equal((await call("PUT", "/user", { userId: marker, attributes: { dob: "1990-01-01", location: "US" } })).status, 200);
+      // Allowed, so the record would be redacted: the refusal must not come only then, after the decision was traced.
+      assert.equal((await call("PUT", `/user/terms?userId=${marker}`)).status, 200);
+      for (const body of [
+        `{"a.b":{"email":"x@example.com"},"a":{"b":{"email":"y@example.com"}},"author":"${marker}"}`,
+        `{"a":{"b":{"id":"${marker}","email":"y@example.com"}},"a.b":{"id":"accepted"}}`,
+      ]) {
+        const refused = await redact("nested-ids", body);
+        assert.equal(refused.status, 400, body);
+        assert.equal(JSON.parse(refused.text).error.code, "ERR_REDACT_RECORD_INVALID");
+        assert.match(JSON.parse(refused.text).error.message, /the field 'a\.b' twice/);
+      }
+      // A record that is answered is traced before its answer: once the marker's is seen, the refused ones would have been too.
+      const answered = await redact("nested-ids", `{"author":"${marker}","a.b":{"email":"marker@example.com"}}`);
+      assert.deepEqual([answered.status, answered.text.includes("marker@example.com")], [200, true], answered.text);
+      const deadline = Date.now() + 5000;
+      while (!traced.some((text) => text.includes(marker)) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      await nc.flush();
+      const records = traced.flatMap((text) => text.split("\n")).filter((line) => line.includes(marker));
+      assert.equal(records.length, 1, `only the answered record's decision: ${records.join("\n")}`);
+      subscription.unsubscribe();
+    } finally {
+      await nc.close();
+    }
   });
 });

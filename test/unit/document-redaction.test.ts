@@ -6,7 +6,7 @@ import { planRecords, redactRecord, userIdOf, type RecordPlan } from "../../deci
 import type { Decision } from "../../decision/types";
 import { CsvRedactor } from "../../redaction/csv-redactor";
 import { JsonRedactor } from "../../redaction/json-redactor";
-import { DocumentError, documentLimits, type RowDecision } from "../../redaction/types";
+import { DocumentError, documentLimits, type DecisionSource, type RowDecision } from "../../redaction/types";
 import {
   brokenCsvInputs,
   bytewise,
@@ -22,6 +22,7 @@ import {
   splits,
   whole,
 } from "../fixtures/csv-documents";
+import { nestedIdsGroup, twoIdsGroup } from "../fixtures/user-id-groups";
 
 /** The reference: csv-parse and csv-stringify, redacting by the same rules. */
 function referenceCsv(input: Buffer, plan: RecordPlan): string[][] {
@@ -280,4 +281,77 @@ test("CSV: a user id no user could have (over 200 characters, control characters
   assert.equal(out.toString().split("\r\n").filter(Boolean).length, 2, "the header and the one row with a real id");
   assert.deepEqual(redactor.tally().droppedBy, { NO_USER_ID: 2 });
   assert.deepEqual(decisions.prepared, [["u-all"]], "the odd values were never looked up");
+});
+
+/** Redacts these records as an NDJSON document: the output and the tally. */
+async function redactNdjson(plan: RecordPlan, records: string[], decisions: DecisionSource = new FakeDecisions()) {
+  const redactor = new JsonRedactor(plan, decisions, "lines");
+  const out = (await run(redactor, Buffer.from(records.map((record) => `${record}\n`).join("")), whole)).toString();
+  return { out, tally: redactor.tally() };
+}
+
+test("JSON: the user id is found as the record is walked (key 'a.b' then 'id'); a field reached two ways is refused before any user is decided", async () => {
+  const nestedIds = planRecords(policy, nestedIdsGroup);
+  const decisions = new FakeDecisions();
+  const { out, tally } = await redactNdjson(
+    nestedIds,
+    [
+      // Decided under u-none (dropped), whose e-mail it is; not under the author, who may use contact data.
+      '{"a.b":{"id":"u-none","email":"u-none-secret@x"},"author":"u-all"}',
+      '{"a":{"b.id":"u-none","b.email":"u-none-2@x"},"author":"u-all"}',
+      '{"a.b":{"id":"u-contact","email":"c@x"},"author":"u-none"}',
+    ],
+    decisions,
+  );
+  assert.equal(out, '{"a.b":{"id":null,"email":"c@x"},"author":null}\n');
+  assert.deepEqual(tally.droppedBy, { NO_TERMS_ACCEPTED: 2 });
+  assert.deepEqual(decisions.prepared.flat(), ["u-none", "u-none", "u-contact"], "the author was never the user");
+
+  // Refused whatever the user's decision (u-none is dropped), and before it is asked for.
+  for (const record of [
+    '{"a.b":{"id":"u-none"},"a":{"b":{"id":"u-all","email":"u-all@x"}},"author":"u-all"}',
+    '{"author":"u-none","a.b":{"email":"x@x"},"a":{"b":{"email":"y@x"}}}',
+  ]) {
+    const refusing = new FakeDecisions();
+    await assert.rejects(
+      run(new JsonRedactor(nestedIds, refusing, "lines"), Buffer.from(`${record}\n`), whole),
+      (error: unknown) =>
+        error instanceof DocumentError &&
+        error.code === "JSON_DUPLICATE_KEY" &&
+        error.where.line === 1 &&
+        error.message === "the record on line 1 has the field 'a.b' twice (as a dotted key and as a nested path)",
+      record,
+    );
+    assert.deepEqual(refusing.prepared.flat(), [], `${record}: nothing was decided`);
+  }
+
+  // Whether a number was written as an integer is read where the walk found it: key "a.b", then "id".
+  const userOne = {
+    prepare: async () => undefined,
+    of: (id: string): RowDecision => (id === "1" ? { allowed: true, reason: "ALLOWED_BY_TERMS", categories: new Set(["contact"]) } : assert.fail(id)),
+  };
+  const numbers = await redactNdjson(
+    nestedIds,
+    ['{"a.b":{"id":1,"email":"one@x"}}', '{"a.b":{"id":1.0000000000000001,"email":"rounded@x"}}', '{"author":1,"author":1.0}'],
+    userOne,
+  );
+  assert.equal(numbers.out, '{"a.b":{"id":null,"email":"one@x"}}\n');
+  assert.deepEqual(numbers.tally.droppedBy, { NO_USER_ID: 2 }, "of a key written twice, the value JSON.parse keeps (the last) is the one checked");
+});
+
+test("JSON: the first user-id value that is not null or '' decides; one that cannot name a user drops the record (NO_USER_ID), the next field unread", async () => {
+  const twoIds = planRecords(policy, twoIdsGroup);
+  const firsts = ["12345678901234567890", "1.5", "1e0", "true", '{"id":"u-all"}', "[]", '"bad\\u0001id"'];
+  const { out, tally } = await redactNdjson(twoIds, [
+    ...firsts.map((first) => `{"patient":${first},"author":"u-all","email":"patient-secret@x"}`),
+    '{"patient":null,"author":"u-all","email":"a@x"}',
+    '{"patient":"","author":"u-all","email":"b@x"}',
+  ]);
+  assert.equal(
+    out,
+    '{"patient":null,"author":null,"email":"a@x"}\n{"patient":null,"author":null,"email":"b@x"}\n',
+    "only the records whose patient is null or ''",
+  );
+  assert.deepEqual(tally.droppedBy, { NO_USER_ID: firsts.length });
+  assert.ok(!out.includes("patient-secret"));
 });

@@ -5,6 +5,10 @@ import { nestsDeeperThan, planRecords, userIdOf } from "../../decision/record-re
 import { compilePolicy } from "../../decision/compiled-policy";
 import { encodedAnswer } from "../../proxies/pipeline/nats-answer";
 import { realisticPolicy } from "../../testkit/policy";
+import { PipelineRedactor } from "../../proxies/pipeline/pipeline-redactor";
+import type { ExportDecider } from "../../exports/export-decider";
+import type { Decision } from "../../decision/types";
+import { nestedIdsGroup } from "../fixtures/user-id-groups";
 
 test("an answer that would not fit in a NATS message becomes a refusal that carries none of the record's values", () => {
   const answer = {
@@ -48,4 +52,45 @@ test("an input's Nats-Msg-Id is copied onto its answer only up to 256 bytes: a l
   // What fits: an answer at the edge of max_payload plus the headers the stream sets must stay under it.
   const headersBytes = "Warden-Input-Seq: 18446744073709551615\r\nWarden-Input-Msg-Id: \r\nNats-Msg-Id: \r\n".length + maxCorrelationIdBytes + 36 + 21;
   assert.ok(headersBytes < 1024, `${headersBytes} bytes of headers fit the room kept for them`);
+});
+
+test("pipeline records: the user is found as the record is walked, the first user-id value decides, a field reached two ways is refused undecided", async () => {
+  const compiled = compilePolicy(realisticPolicy(), 1);
+  const plan = planRecords(compiled, nestedIdsGroup);
+  const loaded: string[] = [];
+  const decisionOf = (userId: string): Decision =>
+    userId === "me"
+      ? { allowed: true, flow: "platform", categoryIds: ["contact"], reasons: [], summary: "Kept.", revision: 1 }
+      : {
+          allowed: false,
+          flow: "platform",
+          categoryIds: [],
+          reasons: [{ code: "UNKNOWN_USER", text: "unknown" }],
+          summary: "Dropped: unknown user.",
+          revision: 1,
+        };
+  const decider = {
+    hasPolicy: () => true,
+    warm: async () => undefined,
+    recordPlan: () => plan,
+    decision: () => undefined,
+    // The real decider decides and traces here: a refused record's user must never reach it.
+    load: async (userIds: readonly string[]) => {
+      loaded.push(...userIds);
+      return new Map(userIds.map((userId) => [userId, decisionOf(userId)]));
+    },
+  } as unknown as ExportDecider;
+  const answers = await new PipelineRedactor(decider, "nested-ids").redactAll([
+    { "a.b": { id: "victim", email: "victim-secret@x" }, author: "me" },
+    JSON.parse('{"a": {"b": {"id": 12345678901234567890, "email": "patient-secret@x"}}, "author": "me"}'),
+    { "a.b": { id: true, email: "bool-secret@x" }, author: "me" },
+    { "a.b": { email: "x@x" }, a: { b: { email: "y@x" } }, author: "refused-user" },
+    { "a.b": { id: "", email: "mine@x" }, author: "me" },
+  ]);
+  assert.deepEqual(loaded.sort(), ["me", "victim"], "the refused record's user was never decided");
+  assert.deepEqual(
+    answers.map((answer) => (answer.dropped ? ("error" in answer ? answer.error.code : "dropped") : answer.record)),
+    ["dropped", "dropped", "dropped", "ERR_PIPELINE_RECORD_INVALID", { "a.b": { id: null, email: "mine@x" }, author: null }],
+  );
+  assert.ok(!JSON.stringify(answers).includes("secret"));
 });

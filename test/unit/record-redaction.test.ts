@@ -1,9 +1,10 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { compilePolicy } from "../../decision/compiled-policy";
-import { planRecords, RecordShapeError, redactRecord, userIdOf } from "../../decision/record-redaction";
+import { FieldReachedTwice, planRecords, RecordShapeError, redactRecord, userIdOf } from "../../decision/record-redaction";
 import type { Decision } from "../../decision/types";
 import { realisticPolicy } from "../../testkit/policy";
+import { nestedIdsGroup, twoIdsGroup } from "../fixtures/user-id-groups";
 
 const policy = compilePolicy(realisticPolicy(), 1);
 const allowedFor = (categoryIds: string[]): Decision => ({
@@ -108,4 +109,43 @@ test("a key that is the whole record field name (spec 4.4) and a nested path add
     RecordShapeError,
     "any field, either order",
   );
+});
+
+const nestedIds = planRecords(policy, nestedIdsGroup);
+
+test("the user id is found wherever the redaction walk reaches its field: key 'a.b' then 'id' names the user, not the next user-id field", () => {
+  // The walk goes through key `a.b` to `id` and releases `email` beside it: that e-mail is decided under the id beside it.
+  assert.equal(userIdOf({ "a.b": { id: "victim", email: "victim@x" }, author: "me" }, nestedIds), "victim");
+  assert.equal(userIdOf({ a: { "b.id": "victim" }, author: "me" }, nestedIds), "victim");
+  assert.equal(userIdOf({ a: { b: { id: "victim" } }, author: "me" }, nestedIds), "victim");
+  assert.equal(userIdOf({ "a.b.id": "victim", author: "me" }, nestedIds), "victim");
+  assert.equal(userIdOf({ "a.b": { email: "x@x" }, author: "me" }, nestedIds), "me", "no id at a.b.id: the next field");
+  // What the walk does not go into is not read either: an empty object, a value that is not an object.
+  assert.equal(userIdOf({ a: "victim", author: "me" }, nestedIds), "me");
+  assert.equal(userIdOf({ a: { b: {} }, author: "me" }, nestedIds), "me");
+  const { record } = redactRecord({ "a.b": { id: "victim", email: "victim@x" }, author: "me" }, nestedIds, allowedFor(["contact"]));
+  assert.deepEqual(record, { "a.b": { id: null, email: "victim@x" }, author: null }, "the walk the user was found by");
+});
+
+test("a user-id field reached two ways refuses the record when its user is looked for, before anything is decided; so does any field", () => {
+  const twice = (record: Record<string, unknown>, path: string) =>
+    assert.throws(
+      () => userIdOf(record, nestedIds),
+      (error: unknown) => error instanceof FieldReachedTwice && error.path === path && error.message.includes(`'${path}' twice`),
+      JSON.stringify(record),
+    );
+  twice({ "a.b": { id: "victim" }, a: { b: { id: "other" } }, author: "me" }, "a.b");
+  twice({ a: { b: { id: "other" } }, "a.b": { id: "victim" }, author: "me" }, "a.b");
+  twice({ "a.b.id": "victim", a: { "b.id": "other" }, author: "me" }, "a.b.id");
+  twice({ author: "me", "a.b": { email: "x@x" }, a: { b: { email: "y@x" } } }, "a.b");
+});
+
+test("the first user-id value that is there and not null or '' decides: one that cannot name a user drops the record, the next field is not read", () => {
+  const twoIds = planRecords(policy, twoIdsGroup);
+  for (const first of ["12345678901234567890", "1.5", "-1e400", "true", "false", '{"id":"x"}', "{}", '["x"]', "[]", '"bad\\u0001id"', `"${"u".repeat(201)}"`])
+    assert.equal(userIdOf(JSON.parse(`{"patient":${first},"author":"me","email":"secret@x"}`), twoIds), undefined, `patient ${first}`);
+  for (const empty of ["null", '""'])
+    assert.equal(userIdOf(JSON.parse(`{"patient":${empty},"author":"me"}`), twoIds), "me", `patient ${empty}: the next field`);
+  assert.equal(userIdOf({ author: "me" }, twoIds), "me", "no patient field: the next field");
+  assert.equal(userIdOf({ patient: 7, author: "me" }, twoIds), "7");
 });
