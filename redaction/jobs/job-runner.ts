@@ -151,6 +151,15 @@ function traceJob(deps: RunnerDeps, job: JobRecord, attempt: number, status: str
     rowsKept: stats.rowsKept,
     droppedBy: stats.droppedBy,
     users: stats.users,
-    ...(error ? { error } : {}),
+    // The code and where, never the message: a message can quote the document (a key name, V8's excerpt of a line).
+    ...(error
+      ? {
+          error: {
+            code: error.code,
+            ...(error.line !== undefined ? { line: error.line } : {}),
+            ...(error.record !== undefined ? { record: error.record } : {}),
+          },
+        }
+      : {}),
   });
 }

@@ -9,7 +9,7 @@ import type { Decision } from "../../decision/types";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { realisticPolicy } from "../../testkit/policy";
 import { createPopulation, populationIds } from "../fixtures/population";
-import { startNats } from "../../testkit/nats";
+import { startNats, storedTraceRecords } from "../../testkit/nats";
 import { call as request, type Body } from "../../testkit/http";
 import { NodeProcess } from "../../testkit/node-process";
 
@@ -247,6 +247,9 @@ describe("document redaction (PUT /redact/document, /redact/stats, /redact/docum
       ["text/csv", 'users.id,users.email\naccepted,"never closed\n', "CSV_UNTERMINATED_QUOTE", { line: 2 }],
       ["application/json", '[{"users": {"id": "accepted"}}, {"users": nope}]', "JSON_INVALID", { record: 2 }],
       ["application/x-ndjson", `{"users":{"id":"accepted"}}\n{"x":${"[".repeat(64)}${"]".repeat(64)}}\n`, "RECORD_TOO_DEEP", { line: 2 }],
+      // Messages that quote the document: a key name, V8's excerpt of a line.
+      ["application/x-ndjson", '{"users":{"id":"accepted","k-secret-key@example.com":1,"k-secret-key@example.com":2}}\n', "JSON_DUPLICATE_KEY", { line: 1 }],
+      ["application/x-ndjson", '{"users":{"id":"accepted","email":secret-value@example.com}}\n', "JSON_INVALID", { line: 1 }],
     ];
     for (const [contentType, text, code, where] of cases) {
       const accepted = await upload("service", contentType, text);
@@ -260,6 +263,18 @@ describe("document redaction (PUT /redact/document, /redact/stats, /redact/docum
       assert.equal(download.body.error.code, "ERR_REDACT_JOB_FAILED");
     }
     assert.equal((await call("GET", "/readyz")).status, 200);
+    // The job's trace record names the failure by code and place only: no message, which could quote the document's values.
+    const traces = await storedTraceRecords<{ kind?: string; error?: Record<string, unknown> }>(nc);
+    const failedJobs = traces.filter((m) => m.record.kind === "document.job" && m.record.error);
+    assert.ok(failedJobs.length >= cases.length, `${failedJobs.length} failed job traces`);
+    for (const { record } of failedJobs)
+      assert.deepEqual(
+        Object.keys(record.error!).filter((key) => !["code", "line", "record"].includes(key)),
+        [],
+        JSON.stringify(record.error),
+      );
+    const text = JSON.stringify(traces);
+    for (const secret of ["k-secret-key@example.com", "secret-value@example.com"]) assert.ok(!text.includes(secret), `'${secret}' is in the trace stream`);
   });
 
   test("jobs are listed newest first, and DELETE removes a job and its documents", async () => {
