@@ -95,7 +95,12 @@ export interface UserPort {
   erase(userId: string, by: Requester): Promise<{ erased: string; unlinked: string[] }>;
   termsFor(context: TermsContext): Promise<PersonalizedTerms>;
   termsOf(userId: string): Promise<{ terms: PersonalizedTerms; acceptedTermsHash: string | null; reacceptRequired: boolean; child: boolean }>;
-  accept(userId: string, acceptorId: string | undefined): Promise<{ termsHash: string; revision: number; acceptedAt: string; acceptorId: string | null }>;
+  /** `termsHash`: the terms the user was shown; accepted only while they are the current ones (else TERMS_CHANGED, 409). */
+  accept(
+    userId: string,
+    acceptorId: string | undefined,
+    termsHash?: string,
+  ): Promise<{ termsHash: string; revision: number; acceptedAt: string; acceptorId: string | null }>;
   consent(userId: string, grantorId: string | undefined, consents: ConsentEntry[]): Promise<unknown>;
   revoke(userId: string, grantorId: string | undefined, purposeId: string, termsId: string | undefined): Promise<unknown>;
   addGuardian(childId: string, guardianId: string): Promise<{ guardians: string[] }>;

@@ -103,7 +103,7 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
         return { userId, reacceptRequired, acceptedTermsHash, currentTermsHash: terms.hash };
       },
     );
-    app.put<{ Querystring: { userId: string; acceptorId?: string } }>(
+    app.put<{ Querystring: { userId: string; acceptorId?: string; termsHash?: string } }>(
       "/user/terms",
       {
         schema: {
@@ -114,8 +114,8 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
         },
       },
       async (request) => {
-        const { userId, acceptorId } = request.query;
-        return users.accept(userId, acceptorId);
+        const { userId, acceptorId, termsHash } = request.query;
+        return users.accept(userId, acceptorId, termsHash);
       },
     );
 

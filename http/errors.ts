@@ -12,6 +12,7 @@ export const httpErrors = {
   ERR_CONFIG_REFERENCED: { status: 409, message: "the item is still referenced; nothing was changed" },
   ERR_USER_EXISTS: { status: 409, message: "the user already exists" },
   ERR_USER_INVALID: { status: 400, message: "the user is not valid" },
+  ERR_USER_TERMS_CHANGED: { status: 409, message: "the user's personalized terms are not the ones named: read them again" },
   ERR_USER_GUARDIAN_REQUIRED: { status: 403, message: "a guardian must act for this user" },
   ERR_USER_GUARDIAN_INVALID: { status: 403, message: "not a valid guardian for this user" },
   ERR_USER_CONSENT_INVALID: { status: 400, message: "the consent is not valid; nothing was recorded" },

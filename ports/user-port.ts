@@ -49,8 +49,8 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
       return personalizedTerms(compiledFor(config, revision), context, new Date());
     },
     termsOf: (userId) => ref(userId).terms(),
-    accept: async (userId, acceptorId) => {
-      const accepted = await written(acceptorId ? [userId, acceptorId] : [userId], ref(userId).accept({ acceptorId }));
+    accept: async (userId, acceptorId, termsHash) => {
+      const accepted = await written(acceptorId ? [userId, acceptorId] : [userId], ref(userId).accept({ acceptorId, termsHash }));
       if (accepted.acceptorId) await auditLink(userId, accepted.acceptorId);
       return accepted;
     },

@@ -153,7 +153,7 @@ export const user = actor({
     }),
 
     /** Records acceptance of the user's current personalized terms (for a child, by a guardian). */
-    accept: exclusive(async (ctx: Exclusive, arg: { acceptorId?: string }) => {
+    accept: exclusive(async (ctx: Exclusive, arg: { acceptorId?: string; termsHash?: string }) => {
       const record = existing(ctx);
       const now = new Date();
       const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
@@ -181,6 +181,12 @@ export const user = actor({
         throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child: they accept their own terms`);
       }
       const terms = termsFor(compiled, record, now);
+      // Acceptance is of a version of the terms (policy-semantics 2): the version the user was shown, when the caller names it.
+      if (arg.termsHash !== undefined && arg.termsHash !== terms.hash)
+        throw new HandlerError(
+          "TERMS_CHANGED",
+          `the terms shown (${arg.termsHash.slice(0, 12)}…) are no longer ${record.userId}'s current ones (${terms.hash.slice(0, 12)}…): read them again`,
+        );
       const acceptance = { termsHash: terms.hash, grants: terms.grants, acceptedAt: now.toISOString(), ...(child ? { acceptorId: arg.acceptorId } : {}) };
       ctx.setState({ ...record, guardians, acceptance });
       return { termsHash: terms.hash, revision: compiled.revision, acceptedAt: acceptance.acceptedAt, acceptorId: acceptance.acceptorId ?? null };

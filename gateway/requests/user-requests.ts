@@ -20,7 +20,17 @@ export const createUserBody = {
   required: ["userId"],
 } as const;
 export const termsQueryBody = { type: "object", additionalProperties: false, properties: { attributes, contractualRelationship: relationship } } as const;
-export const acceptTermsQuery = { type: "object", additionalProperties: false, properties: { userId: id, acceptorId: id }, required: ["userId"] } as const;
+export const acceptTermsQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    userId: id,
+    acceptorId: id,
+    // The hash of the personalized terms the user was shown (GET /user/{id}/terms, /user/terms/query): accepted only if they are still current.
+    termsHash: { type: "string", pattern: "^[0-9a-f]{64}$" },
+  },
+  required: ["userId"],
+} as const;
 export const consentBody = {
   type: "object",
   additionalProperties: false,

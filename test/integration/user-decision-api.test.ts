@@ -72,6 +72,19 @@ describe("/user and /decision over HTTP, two nodes", () => {
       currentTermsHash: accepted.body.termsHash,
     });
 
+    // Acceptance of the version shown: a termsHash that is no longer the user's current one is refused (409), nothing stored.
+    await call(a, "PUT", "/user", { userId: "carol", attributes: { dob: "1991-02-02", location: "US-NY" } });
+    const shown = (await call(a, "GET", "/user/carol/reaccept")).body.currentTermsHash as string;
+    const stale = "0".repeat(64);
+    const refused = await call(b, "PUT", `/user/terms?userId=carol&termsHash=${stale}`);
+    assert.equal(refused.status, 409);
+    assert.equal(refused.body.error.code, "ERR_USER_TERMS_CHANGED");
+    assert.equal((await call(a, "GET", "/user/carol")).body.acceptance ?? null, null, "nothing was accepted");
+    assert.equal((await call(b, "PUT", "/user/terms?userId=carol&termsHash=not-a-hash")).status, 400);
+    const ofShown = await call(b, "PUT", `/user/terms?userId=carol&termsHash=${shown}`);
+    assert.equal(ofShown.status, 200);
+    assert.equal(ofShown.body.termsHash, shown);
+
     await call(a, "PUT", "/user", { userId: "kid", attributes: { dob: childDob, location: "US" } });
     const alone = await call(a, "PUT", "/user/terms?userId=kid");
     assert.equal(alone.status, 403);
