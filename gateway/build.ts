@@ -2,13 +2,13 @@ import { componentOfRequest } from "./route-components";
 import { permissionOfRequest } from "./route-permissions";
 import { unenforcedRights } from "../auth/authorization";
 import { randomUUID } from "node:crypto";
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyReply } from "fastify";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import { authentication } from "../http/authentication";
 import { configRoutes } from "./config-routes";
 import { decisionRoutes } from "./decision-routes";
-import { installErrorHandling } from "../http/error-handler";
+import { installErrorHandling, toGatewayError } from "../http/error-handler";
 import { defaultHttpListenerLimits, limitedServerFactory } from "../http/listener-limits";
 import { documentResponses, security, securitySchemes } from "./openapi";
 import { healthRoutes } from "./health";
@@ -48,6 +48,11 @@ export function build(deps: GatewayDeps): FastifyInstance {
     onConstructorPoisoning: "error",
     // Two info lines per request would drown the log of a busy node; metrics count requests instead.
     logController: new LogController({ disableRequestLogging: true }),
+    // A target Fastify cannot route (a malformed percent-escape) is answered in the registry's form like every other error.
+    frameworkErrors: (error, request, reply) => {
+      const failure = toGatewayError(error, request.method);
+      void (reply as FastifyReply).status(failure.statusCode).send(failure.toBody());
+    },
     // Unknown keys are refused, not stripped; nothing is coerced; every problem is listed.
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: true } },
   });

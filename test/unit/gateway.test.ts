@@ -40,6 +40,9 @@ test("unknown paths, malformed JSON, oversized bodies, wrong content types and _
   const app = gateway();
   const cases: Array<[InjectOptions, number, string]> = [
     [{ method: "GET", url: "/nowhere" }, 404, "ERR_REQUEST_NOT_FOUND"],
+    // A malformed percent-escape: Fastify's own FST_ERR_BAD_URL body before, the registry's form now.
+    [{ method: "GET", url: "/user/%ZZ" }, 400, "ERR_REQUEST_INVALID"],
+    [{ method: "GET", url: "/config/categories/%E0%A4%A" }, 400, "ERR_REQUEST_INVALID"],
     [{ method: "PUT", url: "/config/categories", payload: "{not json", headers: { "content-type": "application/json" } }, 400, "ERR_REQUEST_BODY_MALFORMED"],
     [
       { method: "PUT", url: "/config/categories", payload: JSON.stringify({ big: "x".repeat(2048) }), headers: { "content-type": "application/json" } },
