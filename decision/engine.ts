@@ -236,15 +236,15 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
       reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
     categories = acceptedCategories;
   }
-  // Sharing never exceeds what its linked platform use purpose allows this user (spec 2.5).
-  if (purpose.platformUsePurposeId !== undefined) {
-    const linked = decide(policy, user, { type: "platformUse", purposeId: purpose.platformUsePurposeId }, now);
+  // Sharing never exceeds what its linked platform use purpose allows this user (spec 2.5); a link the user accepted under
+  // still limits it when the configuration removed or moved it since, until the user accepts again (narrowing is at once, widening is not).
+  const acceptedLink = thirdPartyUser || !accepted ? undefined : own(accepted.grants.platformSharing, purpose.stableId)?.platformUsePurposeId;
+  for (const link of new Set([purpose.platformUsePurposeId, acceptedLink])) {
+    if (link === undefined) continue;
+    if (!policy.platformUse.has(link)) return deny(flow, "LINKED_PURPOSE_DENIED", `sharing depends on '${link}', which is no longer configured`);
+    const linked = decide(policy, user, { type: "platformUse", purposeId: link }, now);
     if (!linked.allowed) {
-      return deny(
-        flow,
-        "LINKED_PURPOSE_DENIED",
-        `sharing depends on '${purpose.platformUsePurposeId}', which is not allowed for this user (${linked.reasons.at(-1)!.text})`,
-      );
+      return deny(flow, "LINKED_PURPOSE_DENIED", `sharing depends on '${link}', which is not allowed for this user (${linked.reasons.at(-1)!.text})`);
     }
     categories = intersect(categories, linked.categoryIds);
   }

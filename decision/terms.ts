@@ -125,6 +125,7 @@ export function personalizedTerms(policy: CompiledPolicy, context: TermsContext,
     grants.platformSharing[purpose.stableId] = {
       categoryIds: [...purpose.categoryCeilingIds],
       thirdParties: Object.fromEntries(purpose.thirdParties.map((t) => [t.stableId, t.categoryIds ?? [...purpose.categoryCeilingIds]])),
+      ...(purpose.platformUsePurposeId === undefined ? {} : { platformUsePurposeId: purpose.platformUsePurposeId }),
     };
     return [
       {
@@ -193,6 +194,8 @@ export function grantsExceed(current: Grants, accepted: Grants): boolean {
   for (const [purposeId, grant] of Object.entries(current.platformSharing)) {
     const before = own(accepted.platformSharing, purposeId);
     if (!before || widens(grant.categoryIds, before.categoryIds)) return true;
+    // A link removed or moved lifts (or changes) the limit the accepted sharing had: the user accepts again.
+    if (before.platformUsePurposeId !== undefined && grant.platformUsePurposeId !== before.platformUsePurposeId) return true;
     for (const [thirdPartyId, categories] of Object.entries(grant.thirdParties)) {
       const beforeParty = own(before.thirdParties, thirdPartyId);
       if (!beforeParty || widens(categories, beforeParty)) return true;

@@ -13,7 +13,8 @@ export type Flow = "platform" | "contractual" | "consent";
  */
 export interface Grants {
   platformUse: Record<string, { categoryIds: string[]; optIn: boolean }>;
-  platformSharing: Record<string, { categoryIds: string[]; thirdParties: Record<string, string[]> }>;
+  /** `platformUsePurposeId`: the platform use purpose the sharing was linked to when accepted (absent: none, or accepted before links were recorded). */
+  platformSharing: Record<string, { categoryIds: string[]; thirdParties: Record<string, string[]>; platformUsePurposeId?: string }>;
 }
 
 /** A record's own entry: ids never reach an object's prototype (`constructor`, `toString`...). */

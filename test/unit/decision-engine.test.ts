@@ -353,6 +353,22 @@ describe("opt-in, acceptance versions, guardians, third parties, consent", () =>
     check([["an adult", accepted("u-adult4", adult), use("service"), ["contact", "credentials", "identity", "usage"], "platform"]]);
   });
 
+  test("a sharing purpose's link removed after the user accepted still limits it until they accept again (removing it widens)", () => {
+    // ads-sharing is linked to the opt-in personalization; the adult never opted in.
+    const notOptedIn = accepted("u-link", adult);
+    check([["linked, not opted in", notOptedIn, share("ads-sharing", "geoads"), "LINKED_PURPOSE_DENIED", "platform"]]);
+    const unlinked = realisticPolicy();
+    delete unlinked.platformSharing.purposes[0].platformUsePurposeId;
+    const v2 = compilePolicy(unlinked, 14);
+    check([["the link removed: the accepted one still applies", notOptedIn, share("ads-sharing", "geoads"), "LINKED_PURPOSE_DENIED", "platform"]], v2);
+    assert.equal(
+      grantsExceed(personalizedTerms(v2, { attributes: adult }, now).grants, notOptedIn.acceptance!.grants),
+      true,
+      "and the user is asked to accept again",
+    );
+    check([["accepted again, unlinked", accepted("u-link", adult, {}, v2), share("ads-sharing", "geoads"), ["usage", "location"], "platform"]], v2);
+  });
+
   test("a guardian disabling a sharing flow for one third party", () => {
     // Children may have personalization here, so its linked ads sharing can be allowed at all.
     const noSharingOverride = realisticPolicy();
