@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { PostgresServer } from "../../testkit/postgres";
 import { WireClient } from "../helpers/pg-wire";
 import { CatalogExports } from "../fixtures/postgres-catalog";
-import { bind, close, execute, namedAttacks, ownEmailSql, parse, query, runBatches, sync } from "../fixtures/postgres-named-attacks";
+import { bind, close, execute, namedAttacks, namedAttackSetup, ownEmailSql, parse, query, runBatches, sync } from "../fixtures/postgres-named-attacks";
 import { roles } from "../fixtures/postgres-population";
 
 describe("PostgreSQL exports: a named statement, portal or cursor is read with the columns the backend confirmed", () => {
@@ -23,7 +23,7 @@ describe("PostgreSQL exports: a named statement, portal or cursor is read with t
   const open = (port: number) => () => WireClient.connect(port, roles.trusted.user, "app");
 
   before(async () => {
-    await world.start("pg-named-attacks-1");
+    await world.start("pg-named-attacks-1", { setupSql: namedAttackSetup });
     ({ pg, readOnlyPort, forbidden } = world);
   });
 
@@ -38,7 +38,7 @@ describe("PostgreSQL exports: a named statement, portal or cursor is read with t
         assert.deepEqual(leaked(exported), [], exported.slice(-300));
       });
 
-  test("the same names used as meant (Close before Parse, a savepoint rolled back over nothing, a new transaction's Bind) still show the allowed user's email", async () => {
+  test("the same names used as meant (Close before Parse, a savepoint rolled back over nothing, a new transaction's Bind, cursors WITH HOLD after their transaction) still show the allowed user's email", async () => {
     const batches = [
       [parse("s", "SELECT relname::text FROM pg_catalog.pg_class"), sync()],
       [close("S", "s"), parse("s", ownEmailSql), bind("", "s"), execute(""), sync()],
@@ -52,12 +52,19 @@ describe("PostgreSQL exports: a named statement, portal or cursor is read with t
       [query("BEGIN")],
       [bind("p", "s"), execute("p"), sync()],
       [query("COMMIT")],
+      [query(`DECLARE h CURSOR WITH HOLD FOR ${ownEmailSql}`)],
+      [query("FETCH ALL h")],
+      [query("BEGIN")],
+      [query(`DECLARE k CURSOR WITH HOLD FOR ${ownEmailSql}`)],
+      [query("COMMIT")],
+      [query("FETCH ALL k")],
+      [query("CLOSE h; CLOSE k")],
     ];
     for (const pipelined of [false, true]) {
       const exported = await runBatches(open(readOnlyPort), batches, pipelined);
       assert.deepEqual(leaked(exported), [], exported.slice(-300));
       const shown = exported.match(/(?<![\w-])accepted@example\.com/g)?.length ?? 0;
-      assert.equal(shown, 4, `${pipelined ? "pipelined" : "batch by batch"}: the allowed user's email, once per Execute: ${exported.slice(-600)}`);
+      assert.equal(shown, 6, `${pipelined ? "pipelined" : "batch by batch"}: the allowed user's email, once per Execute and FETCH: ${exported.slice(-600)}`);
     }
   });
 });

@@ -227,6 +227,8 @@ export class BackendPump {
           out.pushRange(bytes, frame.start, frame.end);
         } else {
           const tag = decodeCommandComplete(bodyOf(bytes, frame));
+          // The transaction's cursors WITH HOLD end with it (ROLLBACK, a COMMIT of a failed one, ROLLBACK TO SAVEPOINT: all say ROLLBACK).
+          if (tag === "ROLLBACK") this.named.rolledBack();
           // New or changed relations (CREATE TABLE AS and SELECT INTO answer "SELECT n" without rows).
           if (changesRelations(tag) || (!rows.plan && /^SELECT \d+$/.test(tag))) this.catalog.markStale();
           // Without a plan no row was sent: a count (CREATE TABLE AS, MOVE) would count rows the client may not see.

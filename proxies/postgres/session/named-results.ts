@@ -27,7 +27,8 @@ import { passesWhole, type ResultShape, type StatementEffect } from "../analysis
  * decided when a message is sent (the result formats of a Bind, whether an Execute may run code)
  * reads the changes sent and not yet answered (`expectedStatement`, `expectedPortal`); rows and
  * descriptions are read with what the backend confirmed, looked up when their answer comes.
- * Portals and cursors share one namespace, and a transaction's end closes its portals.
+ * Portals and cursors share one namespace. A transaction's end closes its portals and its cursors
+ * but those WITH HOLD, and those too when it rolled back (or may have: an error, a ROLLBACK).
  */
 export class NamedResults {
   /** Portals by name, with what their statement returns (as the backend confirmed them). */
@@ -39,7 +40,9 @@ export class NamedResults {
   /** The last Bind or Close of a portal sent under each name and not yet answered. */
   private readonly pendingPortals = new Names<NamedChange>();
   /** Cursors (DECLARE) by name, with what they return. */
-  private readonly cursors = new Map<string, { shape: ResultShape | undefined; epoch: number; version: number }>();
+  private readonly cursors = new Map<string, Cursor>();
+  /** Since the last transaction ended: an error or a ROLLBACK (its cursors WITH HOLD do not outlive it). */
+  private rollingBack = false;
   /** Counts the statements sent that may have run server-side code. */
   private epoch = 0;
   /** DECLAREs and PREPAREs sent and not yet completed, with the epoch when each was sent (they complete in this order, or fail). */
@@ -67,6 +70,12 @@ export class NamedResults {
    */
   failed(): void {
     this.epoch++;
+    this.rollingBack = true;
+  }
+
+  /** A ROLLBACK completed (its command tag; ROLLBACK TO SAVEPOINT's too): the transaction's cursors WITH HOLD will not outlive it. */
+  rolledBack(): void {
+    this.rollingBack = true;
   }
 
   /** What the statement `name` returns, as the backend confirmed it. */
@@ -142,9 +151,18 @@ export class NamedResults {
     this.settled(change);
   }
 
-  /** The transaction ended (ReadyForQuery, idle): its portals, the unnamed one too, are gone. */
+  /**
+   * The transaction ended (ReadyForQuery, idle): its portals, the unnamed one too, are gone, and its
+   * cursors but those WITH HOLD; those made in it too when it rolled back or may have.
+   */
   transactionEnded(): void {
     this.portals.clear();
+    if (this.cursors.size > 0)
+      for (const [name, cursor] of this.cursors) {
+        if (!cursor.hold || (cursor.fresh && this.rollingBack)) this.cursors.delete(name);
+        else cursor.fresh = false;
+      }
+    this.rollingBack = false;
   }
 
   /** What a statement's or portal's rows look like: a cursor's or prepared statement's as declared. */
@@ -169,7 +187,7 @@ export class NamedResults {
   applyEffect(effect: StatementEffect | undefined): void {
     switch (effect?.kind) {
       case "declare":
-        this.cursors.set(effect.cursor, { shape: effect.shape, ...this.sentAt(effect) });
+        this.cursors.set(effect.cursor, { shape: effect.shape, ...this.sentAt(effect), hold: effect.hold, fresh: true });
         // Portals and cursors share a namespace: a portal of this name is gone.
         this.portals.delete(effect.cursor);
         return;
@@ -294,6 +312,17 @@ class Names<T> {
     this.unnamed = undefined;
     if (this.named.size > 0) this.named.clear();
   }
+}
+
+interface Cursor {
+  shape: ResultShape | undefined;
+  /** The epoch and verdict version when its DECLARE was sent. */
+  epoch: number;
+  version: number;
+  /** WITH HOLD: it outlives its transaction if that commits. */
+  hold: boolean;
+  /** Made in the transaction under way. */
+  fresh: boolean;
 }
 
 interface Named {
