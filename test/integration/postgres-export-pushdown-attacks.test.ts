@@ -1,6 +1,7 @@
 // Issue 27: "the adversarial suites of the postgres export still pass with pushdown on". The attacks
-// of the row-by-row suites (test/fixtures/postgres-attacks.ts and postgres-catalog-attacks.ts, one
-// copy each, shared with postgres-export-soundness.test.ts and postgres-export-catalog-attacks.test.ts)
+// of the row-by-row suites (test/fixtures/postgres-attacks.ts, postgres-catalog-attacks.ts and
+// postgres-named-attacks.ts, one copy each, shared with postgres-export-soundness.test.ts,
+// postgres-export-catalog-attacks.test.ts and postgres-export-named-attacks.test.ts)
 // run against one pushdown export (PushdownHarness: LDAP, TLS, the export's credentials, proxy
 // workers). An attack that reads passes if no forbidden value appears in any byte the client
 // receives (rows, errors with their detail, hint and where, notices, command tags, ParameterStatus:
@@ -23,6 +24,7 @@ import type { Client } from "pg";
 import { encodeQuery } from "../../protocols/postgres/query";
 import { decodeParameterStatus } from "../../protocols/postgres/parameter-status";
 import { catalogAttacks, catalogAttackSetup, catalogVia } from "../fixtures/postgres-catalog-attacks";
+import { namedAttacks, namedAttackSetup, runBatches } from "../fixtures/postgres-named-attacks";
 import { ALLOWED, analyst, PushdownHarness } from "../fixtures/postgres-pushdown";
 import * as attacks from "../fixtures/postgres-attacks";
 import {
@@ -54,7 +56,7 @@ describe("PostgreSQL exports with pushdown: attacks", () => {
   let writablePort: Promise<number> | undefined;
 
   before(async () => {
-    await harness.start("pushdown-attacks", { setupSql: [attacks.attackSetupSql, catalogAttackSetup].join("; "), idCategory: "identity" });
+    await harness.start("pushdown-attacks", { setupSql: [attacks.attackSetupSql, catalogAttackSetup, namedAttackSetup].join("; "), idCategory: "identity" });
     v = new AttackVerdicts(harness.allowed);
     showing = new AttackVerdicts(new Map([...harness.allowed].map(([id, categories]) => [id, categories?.has("identity") ? categories : undefined])));
   });
@@ -233,6 +235,15 @@ describe("PostgreSQL exports with pushdown: attacks", () => {
       const leaked = await attack(directly, directly);
       assert.ok(v.leaksIn(leaked).length > 0, `the attack is real: ${leaked.slice(-300)}`);
       const crossed = await attack(via("export", exported), directly);
+      assert.deepEqual(v.leaksIn(crossed), [], crossed.slice(-300));
+    });
+  }
+
+  for (const [name, batches] of Object.entries(namedAttacks)) {
+    test(`named statement, portal or cursor attack: ${name}`, async () => {
+      const leaked = await runBatches(direct, batches, false);
+      assert.ok(v.leaksIn(leaked).length > 0, `the attack is real: ${leaked.slice(-300)}`);
+      const crossed = await runBatches(exported, batches, true);
       assert.deepEqual(v.leaksIn(crossed), [], crossed.slice(-300));
     });
   }

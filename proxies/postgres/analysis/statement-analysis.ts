@@ -64,7 +64,8 @@ export function passesWhole(shape: ResultShape | undefined): boolean {
 /** What a statement does, as far as the proxy's bookkeeping cares. */
 export type StatementEffect =
   | { kind: "rows"; shape: ResultShape | undefined }
-  | { kind: "declare"; cursor: string; shape: ResultShape | undefined }
+  /** `hold`: WITH HOLD (it outlives its transaction if that commits). */
+  | { kind: "declare"; cursor: string; shape: ResultShape | undefined; hold: boolean }
   | { kind: "prepare"; name: string; shape: ResultShape | undefined }
   | { kind: "fetch"; cursor: string }
   | { kind: "execute"; name: string }
@@ -306,7 +307,9 @@ function effectOf(node: Node, shapeOf: (select: Node | undefined) => () => Resul
     }
     case "DeclareCursorStmt": {
       const shape = shaped(fields.query);
-      return (u) => ({ kind: "declare", cursor: String(fields.portalname ?? ""), shape: shape(u) });
+      // CURSOR_OPT_HOLD (PostgreSQL's parsenodes.h).
+      const hold = (Number(fields.options ?? 0) & 0x20) !== 0;
+      return (u) => ({ kind: "declare", cursor: String(fields.portalname ?? ""), shape: shape(u), hold });
     }
     case "PrepareStmt": {
       const shape = shaped(fields.query);

@@ -1,4 +1,4 @@
-import { BackendCode } from "../../../protocols/postgres/codes";
+import { BackendCode, TransactionStatus } from "../../../protocols/postgres/codes";
 import { decodeCommandComplete, encodeCommandComplete, selectCount, withReturnedRows } from "../../../protocols/postgres/command-complete";
 import {
   decodeErrorFields,
@@ -180,7 +180,14 @@ export class BackendPump {
         rows.dataRow(bytes, frame, frameIndex, out);
         return;
       case BackendCode.RowDescription: {
-        const effect = head?.kind === "describe" ? head.effect : head?.kind === "simple" ? head.analysis.statements[head.index] : undefined;
+        const effect =
+          head?.kind === "describe"
+            ? head.portal
+              ? this.named.portal(head.name)
+              : this.named.statement(head.name)
+            : head?.kind === "simple"
+              ? head.analysis.statements[head.index]
+              : undefined;
         const result = this.descriptions.resultOf(bytes, frame, effect ? this.named.shapeOf(effect) : undefined);
         this.catalog.noteRelation(result.newestTable);
         // Only a Describe of the portal right before its Execute and a simple query's description decide rows.
@@ -197,6 +204,7 @@ export class BackendPump {
       case BackendCode.BindComplete:
       case BackendCode.CloseComplete:
         if (head?.kind !== "complete" || head.code !== frame.code) throw new ProtocolError("the export lost track of the extended protocol");
+        if (head.change) this.named.confirmed(head.change);
         queue.shift();
         out.pushRange(bytes, frame.start, frame.end);
         return;
@@ -219,6 +227,8 @@ export class BackendPump {
           out.pushRange(bytes, frame.start, frame.end);
         } else {
           const tag = decodeCommandComplete(bodyOf(bytes, frame));
+          // The transaction's cursors WITH HOLD end with it (ROLLBACK, a COMMIT of a failed one, ROLLBACK TO SAVEPOINT: all say ROLLBACK).
+          if (tag === "ROLLBACK") this.named.rolledBack();
           // New or changed relations (CREATE TABLE AS and SELECT INTO answer "SELECT n" without rows).
           if (changesRelations(tag) || (!rows.plan && /^SELECT \d+$/.test(tag))) this.catalog.markStale();
           // Without a plan no row was sent: a count (CREATE TABLE AS, MOVE) would count rows the client may not see.
@@ -230,7 +240,7 @@ export class BackendPump {
         queue.copyingIn = false;
         if (head?.kind === "simple") this.named.applyEffect(head.analysis.statements[head.index++]);
         if (head?.kind === "execute") {
-          this.named.applyEffect(head.effect);
+          this.named.applyEffect(this.named.portal(head.portal));
           queue.finishExecute();
         }
         return;
@@ -257,13 +267,15 @@ export class BackendPump {
         this.swallowingCopyOut = false;
         queue.copyingIn = false;
         // After an error in the extended protocol the backend skips every message (a Query too) until the next Sync.
-        if ((head && head.kind !== "simple") || (!head && queue.extendedOpen)) queue.skipToSync();
+        // A Parse, Bind or Close refused or skipped changes nothing (named-results.ts).
+        if ((head && head.kind !== "simple") || (!head && queue.extendedOpen)) queue.skipToSync(this.skipped);
         this.named.failed();
         out.push(encodeErrorResponse(this.clientError(decodeErrorFields(bodyOf(bytes, frame)), head)));
         return;
       case BackendCode.ReadyForQuery:
         if (head?.kind !== "sync" && head?.kind !== "simple") throw new ProtocolError("the export lost track of the protocol");
         queue.transaction = decodeReadyForQuery(bytes, frame.bodyStart, frame.end);
+        if (queue.transaction === TransactionStatus.Idle) this.named.transactionEnded();
         queue.shift();
         rows.plan = undefined;
         queue.copyingIn = false;
@@ -318,6 +330,11 @@ export class BackendPump {
         throw new ProtocolError(`unexpected message '${String.fromCharCode(frame.code)}' from the backend`);
     }
   }
+
+  /** An expectation the backend will not answer (an error came before it): a change it carried is not applied. */
+  private readonly skipped = (expectation: Expectation): void => {
+    if (expectation.kind === "complete" && expectation.change) this.named.dropped(expectation.change);
+  };
 
   /** An error as the client may see it: sanitized, its position mapped back to the client's own text, no hidden column's name. */
   private clientError(fields: ErrorFields, head: Expectation | undefined): ErrorFields {

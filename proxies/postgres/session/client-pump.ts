@@ -214,9 +214,9 @@ export class ClientPump {
           queue.clientSkipsToSync = true;
           return true;
         }
-        // One statement per Parse (the backend refuses more): its effect is the prepared statement's.
-        named.setStatement(parse.statement, analysis.statements[0] ?? { kind: "other" });
-        queue.push(analysis.insertions.length > 0 ? { kind: "complete", code: BackendCode.ParseComplete, analysis } : stateless.parseComplete);
+        // One statement per Parse (the backend refuses more): its effect is the prepared statement's, once the backend confirms it.
+        const change = named.parse(parse.statement, analysis.statements[0] ?? { kind: "other" });
+        queue.push({ kind: "complete", code: BackendCode.ParseComplete, analysis: analysis.insertions.length > 0 ? analysis : undefined, change });
         if (analysis.text !== parse.sql) {
           out.push(encodeParse({ ...parse, sql: this.withVerdictVersion(analysis.text) }));
           return true;
@@ -227,10 +227,10 @@ export class ClientPump {
         queue.extendedOpen = true;
         const { portalEnd, statementStart, statementEnd } = locateBind(bytes, frame.bodyStart, frame.end);
         const statement = this.names.text(bytes, statementStart, statementEnd);
-        const effect = named.statement(statement);
-        named.setPortal(this.names.text(bytes, frame.bodyStart, portalEnd), effect ?? { kind: "other" }, statement);
-        queue.push(stateless.bindComplete);
-        const shape = effect && named.shapeOf(effect);
+        // The portal returns what its statement does once the backend confirms the Bind; the result formats are written now, for the statement expected.
+        const change = named.bind(this.names.text(bytes, frame.bodyStart, portalEnd), statement);
+        queue.push({ kind: "complete", code: BackendCode.BindComplete, change });
+        const shape = named.shapeOf(change.effect);
         const rebound = shape && shape.hiddenCount > 0 ? withHiddenResultFormats(bytes.subarray(frame.bodyStart, frame.end), shape) : undefined;
         if (rebound) {
           out.push(rebound);
@@ -242,9 +242,7 @@ export class ClientPump {
         queue.extendedOpen = true;
         const target = locateDescribe(bytes, frame.bodyStart, frame.end);
         const name = this.names.text(bytes, frame.bodyStart + 1, target.nameEnd);
-        if (target.kind === TargetKind.Portal) named.closePortal(name);
-        else named.closeStatement(name);
-        queue.push(stateless.closeComplete);
+        queue.push({ kind: "complete", code: BackendCode.CloseComplete, change: named.close(target.kind === TargetKind.Portal, name) });
         break;
       }
       case FrontendCode.Flush:
@@ -254,8 +252,7 @@ export class ClientPump {
         queue.extendedOpen = true;
         const target = locateDescribe(bytes, frame.bodyStart, frame.end);
         const name = this.names.text(bytes, frame.bodyStart + 1, target.nameEnd);
-        const effect = target.kind === TargetKind.Portal ? named.portal(name) : named.statement(name);
-        const expectation: DescribeExpectation = { kind: "describe", forClient: true, decidesRows: false, effect };
+        const expectation: DescribeExpectation = { kind: "describe", forClient: true, decidesRows: false, portal: target.kind === TargetKind.Portal, name };
         queue.push(expectation);
         if (target.kind === TargetKind.Portal) this.portalDescribed = { chunk: bytes, nameStart: frame.bodyStart + 1, nameEnd: target.nameEnd, expectation };
         break;
@@ -266,8 +263,9 @@ export class ClientPump {
         // the portal just before (still unanswered, so nothing came between), otherwise from the
         // proxy's own Describe, whose answer comes back just before the rows and is kept from the client.
         const { portalEnd, maxRows: limit } = locateExecute(bytes, frame.bodyStart, frame.end);
-        const effect = named.portal(this.names.text(bytes, frame.bodyStart, portalEnd));
-        named.sent(effect);
+        const name = this.names.text(bytes, frame.bodyStart, portalEnd);
+        // What the portal will run, as expected now (the rows are read with what the backend confirmed, when they come).
+        named.sent(named.expectedPortal(name));
         // Still the last expectation: not answered yet (nor cleared by an error).
         if (
           described &&
@@ -277,17 +275,17 @@ export class ClientPump {
           described.expectation.decidesRows = true;
         else {
           out.push(encodeDescribeBytes(TargetKind.Portal, bytes.subarray(frame.bodyStart, portalEnd)));
-          queue.push({ kind: "describe", forClient: false, decidesRows: true, effect });
+          queue.push({ kind: "describe", forClient: false, decidesRows: true, portal: true, name });
         }
         if (limit <= 0) {
-          queue.push({ kind: "execute", effect });
+          queue.push({ kind: "execute", portal: name });
           break;
         }
         // A row limit counts the rows the client receives: dropped rows are made up for with more
         // Executes of the portal, so the client's next messages (its Sync) wait until this one is done.
         // The portal's name is copied: the top-ups name it.
         const portal = Buffer.from(bytes.subarray(frame.bodyStart, portalEnd));
-        this.limitedExecute = new Promise((resolve) => queue.push({ kind: "execute", limit: { portal, rows: limit, finished: resolve }, effect }));
+        this.limitedExecute = new Promise((resolve) => queue.push({ kind: "execute", limit: { portal, rows: limit, finished: resolve }, portal: name }));
         out.forward(bytes, frame.start, frame.end);
         out.push(encodeFlush());
         return true;

@@ -63,9 +63,12 @@ export class ExpectationQueue {
     this.items.push(stateless.sync);
   }
 
-  /** An error in the extended protocol: the backend skips every message (a Query too) until the next Sync. */
-  skipToSync(): void {
-    while (this.items.length > 0 && this.items[0]!.kind !== "sync") this.finishExecute();
+  /** An error in the extended protocol: the backend skips every message (a Query too) until the next Sync; `skipped` sees each expectation that will not be answered. */
+  skipToSync(skipped?: (expectation: Expectation) => void): void {
+    while (this.items.length > 0 && this.items[0]!.kind !== "sync") {
+      skipped?.(this.items[0]!);
+      this.finishExecute();
+    }
     if (this.items.length === 0) this.backendSkipsToSync = true;
   }
 
