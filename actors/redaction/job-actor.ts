@@ -26,7 +26,11 @@ export interface JobRecord {
   status: JobStatus;
   request: RedactionRequest;
   format: DocumentFormat;
-  /** The configuration revision the job decides with, fixed when it was accepted. */
+  /**
+   * The configuration revision the job decides with: the current one when it was accepted, then the
+   * one its completed attempt decided under (each attempt decides under the revision current when it
+   * begins, and begins again when a newer one appears before it completes).
+   */
   revision: number;
   input: { bytes: number; chunks: number };
   createdAt: string;
@@ -135,11 +139,12 @@ export const redactionJob = actor({
       ctx.setState({ ...job, progress: { bytesProcessed: arg.bytesProcessed, rowsProcessed: arg.rowsProcessed, at: new Date().toISOString() } });
     }),
 
-    complete: exclusive((ctx: Exclusive, arg: { attempt: number; stats: JobStats; output: { bytes: number; chunks: number } }) => {
+    complete: exclusive((ctx: Exclusive, arg: { attempt: number; stats: JobStats; output: { bytes: number; chunks: number }; revision?: number }) => {
       const job = currentAttempt(ctx, arg.attempt);
       const now = new Date();
       ctx.setState({
         ...finished(job, "complete", now),
+        ...(arg.revision !== undefined ? { revision: arg.revision } : {}),
         stats: arg.stats,
         output: { attempt: arg.attempt, ...arg.output },
         progress: { bytesProcessed: job.input.bytes, rowsProcessed: arg.stats.rowsIn, at: now.toISOString() },

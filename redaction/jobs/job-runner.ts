@@ -41,6 +41,9 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
   let redactor: DocumentRedactor | undefined;
   let decisions: JobDecisions | undefined;
   let writer: ChunkWriter | undefined;
+  let stopWatching: (() => void) | undefined;
+  /** The revision this attempt decides under, once known. */
+  let revision = job.revision;
   /** Deletes this attempt's output (never another attempt's: a newer one may have completed). */
   const discardOutput = async () => {
     await writer?.settle();
@@ -53,7 +56,19 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
   });
   try {
     await purgeDocuments(jsm, DocumentSubjects.outputs(job.jobName));
-    const { compiled, plan } = await deps.decisions.redactionPlan(job.request, job.revision);
+    // Decided under the configuration current now (policy-semantics 1 and 2: a narrowing takes effect at once), not the one the
+    // upload began under; a newer revision before the attempt completes ends it, and the job begins again under that one.
+    let changed = false;
+    stopWatching = deps.decisions.onPolicyChange(() => void (changed = true));
+    const { compiled, plan } = await deps.decisions.redactionPlan(job.request);
+    revision = compiled.revision;
+    const checkRevision = async (always = false) => {
+      if (!changed && !always) return;
+      changed = false;
+      const current = (await deps.decisions.policy()).revision;
+      if (current !== compiled.revision)
+        throw new ConfigurationChanged(`the configuration changed to revision ${current} during this attempt (decided under ${compiled.revision})`);
+    };
     decisions = new JobDecisions({
       jobName: job.jobName,
       attempt,
@@ -69,6 +84,7 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
     let bytesProcessed = 0;
     for await (const chunk of readChunks(js, jsm, DocumentSubjects.input(job.jobName), job.input, () => !stillOwned())) {
       if (!stillOwned()) throw new AttemptStopped("this node no longer owns the job");
+      await checkRevision();
       await writer.write(await redactor.push(chunk));
       bytesProcessed += chunk.length;
       if (Date.now() - lastReport >= deps.progressEveryMs) {
@@ -78,10 +94,11 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
     }
     await writer.write(await redactor.end());
     const output = await writer.close();
+    await checkRevision(true);
     const final = stats();
     // The job reports complete only once its record is stored; a failure ends the attempt (the supervisor runs it again).
-    await traceJob(deps, job, attempt, "complete", final);
-    await report(() => ref.complete({ attempt, stats: final, output }));
+    await traceJob(deps, job, attempt, "complete", final, undefined, revision);
+    await report(() => ref.complete({ attempt, stats: final, output, revision: compiled.revision }));
     log.info({ jobName: job.jobName, attempt, rowsIn: final.rowsIn, rowsKept: final.rowsKept, ms: final.timings.runMs }, "redaction job complete");
   } catch (error) {
     if (error instanceof AttemptStopped) {
@@ -103,13 +120,17 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
       throw reportError;
     }
     // The failure is already reported; a record JetStream does not store is logged and counted by the event log.
-    void traceJob(deps, job, attempt, "failed", final, failure);
+    void traceJob(deps, job, attempt, "failed", final, failure, revision);
     log.warn({ jobName: job.jobName, attempt, error: failure }, "redaction job failed");
   } finally {
+    stopWatching?.();
     // A stopped or failed attempt leaves worker threads behind otherwise.
     await redactor?.close();
   }
 }
+
+/** The configuration changed during an attempt: not the document's fault; the supervisor begins another attempt, under the new revision. */
+class ConfigurationChanged extends Error {}
 
 /** A report the job actor refuses because the attempt is superseded, or the job gone, stops the attempt. */
 async function report(call: () => Promise<unknown>): Promise<void> {
@@ -134,7 +155,15 @@ function emptyTally(): RedactionTally {
 }
 
 /** One trace record per job, beside the per-user ones: what the job did, without any values. */
-function traceJob(deps: RunnerDeps, job: JobRecord, attempt: number, status: string, stats: JobStats, error?: JobError): Promise<void> {
+function traceJob(
+  deps: RunnerDeps,
+  job: JobRecord,
+  attempt: number,
+  status: string,
+  stats: JobStats,
+  error: JobError | undefined,
+  revision: number,
+): Promise<void> {
   return deps.runtime.events.trace("redact", flowOf(job.request.type), {
     traceId: job.jobName,
     time: new Date().toISOString(),
@@ -146,7 +175,7 @@ function traceJob(deps: RunnerDeps, job: JobRecord, attempt: number, status: str
     status,
     ...job.request,
     format: job.format,
-    revision: job.revision,
+    revision,
     rowsIn: stats.rowsIn,
     rowsKept: stats.rowsKept,
     droppedBy: stats.droppedBy,

@@ -1,5 +1,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { request as httpRequest } from "node:http";
 import { setTimeout as sleep } from "node:timers/promises";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { parse } from "csv-parse/sync";
@@ -275,6 +276,46 @@ describe("document redaction (PUT /redact/document, /redact/stats, /redact/docum
       );
     const text = JSON.stringify(traces);
     for (const secret of ["k-secret-key@example.com", "secret-value@example.com"]) assert.ok(!text.includes(secret), `'${secret}' is in the trace stream`);
+  });
+
+  test("a job decides under the configuration current when it runs: a narrowing made during the upload applies to its rows", async () => {
+    const revisionNow = async () => Number((await fetch(`${node.url}/config`)).headers.get("x-config-revision"));
+    const before = await revisionNow();
+    const chunked = new Promise<{ status: number; body: Body }>((resolve, reject) => {
+      const outgoing = httpRequest(
+        `${node.url}/redact/document?${query("service")}`,
+        { method: "PUT", headers: { "content-type": "text/csv", "transfer-encoding": "chunked" } },
+        (response) => {
+          let text = "";
+          response.setEncoding("utf8").on("data", (chunk) => (text += chunk));
+          response.on("end", () => resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) as Body }));
+        },
+      );
+      outgoing.on("error", reject);
+      outgoing.write(`${columns.join(",")}\n`);
+      // While the upload goes on: contact is no longer usable for service (a narrowing takes effect at once, policy-semantics 2).
+      void (async () => {
+        await sleep(300);
+        const narrowed = realisticPolicy().platformUse.purposes.map((p) =>
+          p.stableId === "service" ? { ...p, categoryIds: p.categoryIds.filter((c) => c !== "contact") } : p,
+        );
+        const written = await call("PUT", "/config/platform-use", { purposes: narrowed });
+        assert.equal(written.status, 200, JSON.stringify(written.body));
+        outgoing.end(`${valuesFor("accepted", 7).map(csvField).join(",")}\n`);
+      })().catch(reject);
+    });
+    try {
+      const uploaded = await chunked;
+      assert.equal(uploaded.status, 200, JSON.stringify(uploaded.body));
+      const stats = await finished(uploaded.body.jobName);
+      assert.equal(stats.status, "complete");
+      assert.ok(stats.revision > before, `decided under the revision after the narrowing (${stats.revision} > ${before})`);
+      const output = (await (await fetch(`${node.url}/redact/document?jobName=${uploaded.body.jobName}`)).text()).split("\n");
+      assert.ok(output[1]!.startsWith(",,"), `the email (contact) is emptied: ${output[1]}`);
+      assert.ok(!output.join("\n").includes("accepted@example.com"));
+    } finally {
+      assert.equal((await call("PUT", "/config/platform-use", { purposes: realisticPolicy().platformUse.purposes })).status, 200);
+    }
   });
 
   test("jobs are listed newest first, and DELETE removes a job and its documents", async () => {
