@@ -9,15 +9,25 @@ const policyId = "default";
 export function policyPort(runtime: ActorRuntime): PolicyPort {
   const actor = runtime.client.ref(policy, policyId);
   const revisionRecord = (revision: number) => runtime.client.ref(policyRevision, `${policyId}.${revision}`).get();
-  const audited = async (result: ConfigWriteResult, by: string, change: string): Promise<ConfigWriteResult> => {
+  /**
+   * A configuration write is in the audit log before it is made (`config.requested`): one the log cannot take (a full audit
+   * stream) is refused with nothing changed, instead of being made and then answered 503. Once made, its `config.changed`
+   * record (the revision) is written too; if that one is refused the change stands, named by its request's record and the
+   * revision history, and the failure is logged and counted by the event log.
+   */
+  const audited = async (apply: () => Promise<ConfigWriteResult>, by: string, change: string): Promise<ConfigWriteResult> => {
+    await runtime.events.audit({ category: "config", level: "info", event: "config.requested", message: `${by} asks: ${change}`, details: { by, change } });
+    const result = await apply();
     if (result.changed) {
-      await runtime.events.audit({
-        category: "config",
-        level: "info",
-        event: "config.changed",
-        message: `configuration revision ${result.revision}: ${change}`,
-        details: { revision: result.revision, by, change },
-      });
+      await runtime.events
+        .audit({
+          category: "config",
+          level: "info",
+          event: "config.changed",
+          message: `configuration revision ${result.revision}: ${change}`,
+          details: { revision: result.revision, by, change },
+        })
+        .catch(() => undefined);
     }
     return result;
   };
@@ -26,9 +36,9 @@ export function policyPort(runtime: ActorRuntime): PolicyPort {
       const { revision, config } = await actor.get();
       return { revision, config };
     },
-    replace: async (config, by, expectedRevision) => audited(await actor.replace({ config, by, expectedRevision }), by, "replaced the whole configuration"),
-    write: async (write, by, expectedRevision) => audited(await actor.write({ write, by, expectedRevision }), by, `wrote ${write.section}`),
-    remove: async (kind, id, by, expectedRevision) => audited(await actor.remove({ kind, id, by, expectedRevision }), by, `removed ${kind} '${id}'`),
+    replace: (config, by, expectedRevision) => audited(() => actor.replace({ config, by, expectedRevision }), by, "replaced the whole configuration"),
+    write: (write, by, expectedRevision) => audited(() => actor.write({ write, by, expectedRevision }), by, `wrote ${write.section}`),
+    remove: (kind, id, by, expectedRevision) => audited(() => actor.remove({ kind, id, by, expectedRevision }), by, `removed ${kind} '${id}'`),
     history: async (from, count) => {
       const records = await Promise.all(Array.from({ length: count }, (_, i) => revisionRecord(from + i)));
       return records.flatMap((record) => (record ? [{ revision: record.revision, at: record.at, by: record.by, change: record.change }] : []));

@@ -31,8 +31,19 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
     create: (userId, attributes, contractualRelationship) => written([userId], ref(userId).create({ attributes, contractualRelationship })),
     get: (userId) => ref(userId).get(),
     erase: async (userId, by) => {
+      // In the audit log before anything is erased: refused with nothing erased when the log cannot take it (fail closed); once
+      // erasure began, every step runs (a later audit failure does not leave guardian links or the decision index behind).
+      await runtime.events.audit({
+        category: "user",
+        level: "info",
+        event: "user.erasure-requested",
+        message: `${by} asks to erase user ${userId}`,
+        details: { userId, by },
+      });
       const { erased, linked } = await written([userId], ref(userId).erase());
-      await runtime.events.audit({ category: "user", level: "info", event: "user.erased", message: `user ${userId} erased`, details: { userId, by } });
+      await runtime.events
+        .audit({ category: "user", level: "info", event: "user.erased", message: `user ${userId} erased`, details: { userId, by } })
+        .catch(() => undefined);
       for (const other of linked) {
         await written([other], ref(other).unlink(userId)).catch((error: { code?: string }) => {
           if (error.code !== "NOT_FOUND")

@@ -114,12 +114,18 @@ export class RightsService {
    * marker at the trace's current head, so the indexer never folds the erased past back in.
    */
   async erase(userId: string, by: string): Promise<ErasureReport> {
-    const { erased, unlinked } = await this.eraseUser(userId, by);
+    // A user already gone (an erasure cut short after the user was removed, asked again) still has the index entry reset, then NOT_FOUND.
+    const outcome = await this.eraseUser(userId, by).catch((error: { code?: string }) => {
+      if (error.code !== "NOT_FOUND") throw error;
+      return { gone: error };
+    });
     const head = await this.index.traceHead();
     for (;;) {
       const { revision } = await this.index.entry(userId);
       if ((await this.index.write(userId, { seq: head, days: {}, recent: [], erasedAt: new Date().toISOString() }, revision)) !== undefined) break;
     }
+    if ("gone" in outcome) throw outcome.gone;
+    const { erased, unlinked } = outcome;
     return {
       erased,
       removed: ["attributes, contract, accepted terms, opt-ins, consents and their history, guardian links, disabled flows", "the decision index entry"],

@@ -1,6 +1,6 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { request as httpRequest } from "node:http";
+import { Agent, request as httpRequest } from "node:http";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
@@ -83,6 +83,62 @@ describe("a full audit stream refuses new records instead of dropping the oldest
       );
     } finally {
       await nc.close();
+    }
+  });
+});
+
+describe("a change whose audit record the full stream refuses is not made: configuration writes and erasure fail closed with nothing changed", () => {
+  let nats: NatsServerProcess;
+  let node: NodeProcess;
+
+  before(async () => {
+    nats = await startNats();
+    node = await NodeProcess.start({ nodeId: "audit-full-2", natsUrl: nats.url, env: { AUDIT_MAX_BYTES: String(auditMaxBytes) } });
+  });
+
+  after(async () => {
+    await node?.stop();
+    await nats?.stop();
+  });
+
+  test("writes on one connection until the audit refuses: the refused write changed nothing, and an erasure then erases nothing", async () => {
+    // One kept-alive connection: its record is written once, then every write on it needs only its own records.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const send = (method: string, path: string, body?: unknown) =>
+      new Promise<{ status: number; text: string; revision: string | undefined }>((resolve, reject) => {
+        const payload = body === undefined ? undefined : JSON.stringify(body);
+        const req = httpRequest(
+          { host: "127.0.0.1", port: node.port, path, method, agent, headers: payload ? { "content-type": "application/json" } : {} },
+          (res) => {
+            let text = "";
+            res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));
+            res.on("end", () => resolve({ status: res.statusCode!, text, revision: res.headers["x-config-revision"] as string | undefined }));
+          },
+        );
+        req.on("error", reject);
+        req.end(payload);
+      });
+    try {
+      assert.equal((await send("PUT", "/user", { userId: "to-erase", attributes: { dob: "1990-01-01" } })).status, 200);
+      let written = 0;
+      let answer = { status: 200, text: "", revision: undefined as string | undefined };
+      for (; written < 2000; written++) {
+        answer = await send("PUT", "/config/categories", { categories: [{ stableId: `cat-${written}`, name: `Category ${written}`, fields: [] }] });
+        if (answer.status !== 200) break;
+      }
+      assert.equal(answer.status, 503, `still written after ${written} writes: ${answer.text}`);
+      assert.match(answer.text, /ERR_AUDIT_UNAVAILABLE/);
+      const config = await send("GET", "/config");
+      assert.equal(config.status, 200, config.text);
+      const ids = (JSON.parse(config.text) as { categories: Array<{ stableId: string }> }).categories.map((c) => c.stableId);
+      assert.ok(ids.includes(`cat-${written - 1}`), "the last write answered 200 is there");
+      assert.ok(!ids.includes(`cat-${written}`), "the write answered 503 was not made");
+      // Erasure too: refused before anything is erased.
+      const erasure = await send("DELETE", "/user/to-erase");
+      assert.equal(erasure.status, 503, erasure.text);
+      assert.equal((await send("GET", "/user/to-erase")).status, 200, "the user is still there");
+    } finally {
+      agent.destroy();
     }
   });
 });

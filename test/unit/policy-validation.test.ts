@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { checkPolicyConfig } from "../../policy/check";
+import { maxTermsFields } from "../../policy/validate";
 import { emptyPolicyConfig, type PolicyConfig, type Problem } from "../../policy/model";
 import { realisticPolicy } from "../../testkit/policy";
 
@@ -169,4 +170,20 @@ test("shape: unknown keys (a misspelling, __proto__) and wrong types are listed,
     { path: "/guardian", problem: "must match a schema in anyOf" },
   ]);
   assert.equal(({} as Record<string, unknown>).polluted, undefined);
+});
+
+test("the personalized terms are bounded: purposes × the fields of their categories at most maxTermsFields", () => {
+  const fields = (prefix: string) => Array.from({ length: 1000 }, (_, i) => ({ stableId: `${prefix}-f${i}`, name: `Field ${i}` }));
+  const wide = (purposes: number) =>
+    problemsOf((c) => {
+      c.categories.push({ stableId: "wide-a", name: "Wide A", fields: fields("a") }, { stableId: "wide-b", name: "Wide B", fields: fields("b") });
+      for (let i = 0; i < purposes; i++) c.platformUse.purposes.push({ stableId: `p${i}`, name: `Purpose ${i}`, categoryIds: ["wide-a", "wide-b"] });
+    });
+  // 99 purposes × 2,000 fields, plus the realistic configuration's own: under the bound.
+  assert.deepEqual(wide(99), []);
+  const over = wide(101);
+  assert.equal(over.length, 1);
+  assert.equal(over[0]!.path, "");
+  assert.match(over[0]!.problem, /would list \d+ category fields .*at most 200000/);
+  assert.equal(maxTermsFields, 200_000);
 });
