@@ -20,6 +20,13 @@ export interface OverrideMatch {
 }
 
 /**
+ * A user's location as a region code (spec 2.4): ISO 3166-1 alpha-2, optionally with an ISO 3166-2
+ * subdivision (`DE`, `US-CA`). Anything else (`DEU`, `Deutschland`) would match no listed region and
+ * escape every location override, so it counts as no location: every location override applies.
+ */
+export const regionCode = /^[A-Za-z]{2}(-[A-Za-z0-9]{1,3})?$/;
+
+/**
  * Whether an override applies to a user (policy-semantics 3): under the age threshold, or in a
  * listed region (equal, or a sub-region `US-CA` of `US`; case-insensitive). A user without the
  * property matches: fail closed.
@@ -31,7 +38,7 @@ export function overrideMatches(override: Override, attributes: Record<string, s
     return age < Number(override.values[0]) ? { override } : undefined;
   }
   const location = attributes.location?.trim().toUpperCase();
-  if (!location) return { override, missingProperty: "location" };
+  if (!location || !regionCode.test(location)) return { override, missingProperty: "location" };
   return override.values.some((value) => {
     const region = value.toUpperCase();
     return location === region || location.startsWith(`${region}-`);

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { CompiledPolicy } from "../decision/compiled-policy";
 import { VerdictInterner } from "../decision/verdicts";
 import { verdictExpiry } from "../decision/verdict-lifetime";
@@ -9,6 +10,7 @@ import type { MappedField, MappingView, RowDecider, RowVerdict } from "./row-dec
 import type { UserRecord } from "../actors/user/user-actor";
 import type { DecisionService } from "../ports/decision-service";
 import { allStored, decideTraced, withUserStates } from "../ports/traced-decisions";
+import { flowOf } from "../decision/engine";
 
 const unavailable: MappingView = { key: "unavailable", fields: new Map() };
 
@@ -181,6 +183,28 @@ export class ExportDecider implements RowDecider {
         }),
       );
     return true;
+  }
+
+  /**
+   * Records the export dropped without a decision, by reason (`NO_USER_ID`: no user id in its resource-context fields;
+   * `MAPPING_GROUP_MISSING`), as one trace record (policy-semantics 8: a drop says why in the trace). Resolves once stored;
+   * TraceUnavailableError otherwise, and the records are not answered.
+   */
+  traceUndecided(dropped: Readonly<Record<string, number>>): Promise<void> {
+    return this.events.trace("export", flowOf(this.request.type), {
+      kind: "export.undecided",
+      traceId: randomUUID(),
+      time: new Date().toISOString(),
+      door: "export",
+      nodeId: this.nodeId,
+      exportId: this.exportId,
+      mappingGroup: this.mappingGroup,
+      type: this.request.type,
+      purposeId: this.request.purposeId,
+      revision: this.decisions.currentPolicy()?.revision ?? null,
+      allowed: false,
+      dropped,
+    });
   }
 
   /** Whether a configuration is in memory (without one nothing can be decided). */

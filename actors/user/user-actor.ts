@@ -1,7 +1,7 @@
 import { compiledFor } from "../../decision/compile-cache";
 import { termsKey, type CompiledPolicy } from "../../decision/compiled-policy";
 import { isChild, isKnownAdult } from "../../decision/children";
-import { ageOn } from "../../decision/overrides";
+import { ageOn, regionCode } from "../../decision/overrides";
 import { grantsExceed, personalizedTerms, type PersonalizedTerms } from "../../decision/terms";
 import { own, type UserPolicyState } from "../../decision/types";
 import { policy } from "../policy/policy-actor";
@@ -116,6 +116,8 @@ export const user = actor({
         const attributes = arg.attributes ?? {};
         if (attributes.dob !== undefined && ageOn(attributes.dob, new Date()) === undefined)
           throw new HandlerError("USER_INVALID", `dob '${attributes.dob}' is not a date (YYYY-MM-DD)`);
+        if (attributes.location !== undefined && !regionCode.test(attributes.location.trim()))
+          throw new HandlerError("USER_INVALID", `location '${attributes.location}' is not a region code (ISO 3166: DE, or US-CA)`);
         if (arg.contractualRelationship) {
           const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
           const { purposeId, termsId } = arg.contractualRelationship;

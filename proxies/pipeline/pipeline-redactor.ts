@@ -63,7 +63,16 @@ export class PipelineRedactor implements RecordRedactor {
     }
     // The decisions made now are used as made: the memo may be cleared by another door meanwhile.
     if (unknown.size > 0) for (const [userId, decision] of await this.decider.load([...unknown])) decided.set(userId, decision);
-    return records.map((record, index) => this.count(this.answer(record, plan, reads[index]!, decided)));
+    const answers = records.map((record, index) => this.answer(record, plan, reads[index]!, decided));
+    // Records dropped without a decision say why in the trace too, before they are answered (policy-semantics 8).
+    const undecided: Record<string, number> = {};
+    reads.forEach((read) => {
+      if ("refused" in read) return;
+      const reason = !plan ? "MAPPING_GROUP_MISSING" : read.userId === undefined ? "NO_USER_ID" : undefined;
+      if (reason) undecided[reason] = (undecided[reason] ?? 0) + 1;
+    });
+    if (Object.keys(undecided).length > 0) await this.decider.traceUndecided(undecided);
+    return answers.map((answer) => this.count(answer));
   }
 
   private answer(record: unknown, plan: RecordPlan | undefined, read: RecordRead, decided: ReadonlyMap<string, Decision>): PipelineAnswer {

@@ -46,6 +46,8 @@ describe("the user actor with the policy actor", () => {
     assert.equal(created.userId, "alice");
     await assert.rejects(refOf("alice").create({}), code("USER_EXISTS"));
     await assert.rejects(refOf("bad-dob").create({ attributes: { dob: "1990-13-01" } }), code("USER_INVALID"));
+    for (const location of ["Deutschland", "DEU", "US_CA", ""])
+      await assert.rejects(refOf("bad-location").create({ attributes: { location } }), code("USER_INVALID"), location);
     await assert.rejects(refOf("bad-contract").create({ contractualRelationship: { purposeId: "reseller", termsId: "nope" } }), code("USER_INVALID"));
     await assert.rejects(refOf("nobody").get(), code("NOT_FOUND"));
   });

@@ -154,7 +154,17 @@ describe("overrides (section 3)", () => {
     check([
       ["GB", accepted("u-gb", { dob: "1990-01-01", location: "GB" }), use("analytics"), "OVERRIDDEN", "platform"],
       ["gb-sct", accepted("u-sct", { dob: "1990-01-01", location: "gb-sct" }), use("analytics"), "OVERRIDDEN", "platform"],
-      ["GBR is not GB", accepted("u-gbr", { dob: "1990-01-01", location: "GBR" }), use("analytics"), ["usage"], "platform"],
+      // Not a region code (ISO 3166-1 alpha-2, optionally a subdivision): no location, so every location override applies (fail closed).
+      // It had matched no listed region: "DEU" or "Deutschland" escaped a DE override.
+      ["GBR is no region code", accepted("u-gbr", { dob: "1990-01-01", location: "GBR" }), use("analytics"), "OVERRIDDEN", "platform"],
+      ["Deutschland", accepted("u-de", { dob: "1990-01-01", location: "Deutschland" }), use("analytics"), "OVERRIDDEN", "platform"],
+      [
+        "a sub-region of another region is not a prefix match",
+        accepted("u-usgb", { dob: "1990-01-01", location: "US-GB" }),
+        use("analytics"),
+        ["usage"],
+        "platform",
+      ],
       [
         "EU allows the contractual purpose it lists",
         accepted("u-eu", { dob: "1990-01-01", location: "EU" }, reseller),

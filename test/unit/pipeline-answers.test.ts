@@ -79,7 +79,9 @@ test("pipeline records: the user is found as the record is walked, the first use
       loaded.push(...userIds);
       return new Map(userIds.map((userId) => [userId, decisionOf(userId)]));
     },
+    traceUndecided: async (dropped: Record<string, number>) => void undecided.push(dropped),
   } as unknown as ExportDecider;
+  const undecided: Array<Record<string, number>> = [];
   const answers = await new PipelineRedactor(decider, "nested-ids").redactAll([
     { "a.b": { id: "victim", email: "victim-secret@x" }, author: "me" },
     JSON.parse('{"a": {"b": {"id": 12345678901234567890, "email": "patient-secret@x"}}, "author": "me"}'),
@@ -93,4 +95,30 @@ test("pipeline records: the user is found as the record is walked, the first use
     ["dropped", "dropped", "dropped", "ERR_PIPELINE_RECORD_INVALID", { "a.b": { id: null, email: "mine@x" }, author: null }],
   );
   assert.ok(!JSON.stringify(answers).includes("secret"));
+  // Two records named no user (a number no user id can be, true): dropped with their reason in one trace record, before the answers.
+  assert.deepEqual(undecided, [{ NO_USER_ID: 2 }]);
+});
+
+test("pipeline records dropped without a decision are traced by reason before they are answered; a trace that cannot be stored answers nothing", async () => {
+  const compiled = compilePolicy(realisticPolicy(), 1);
+  const plan = planRecords(compiled, compiled.config.mappingGroups.find((g) => g.name === "users-table")!);
+  let storing = true;
+  const traced: Array<Record<string, number>> = [];
+  const decider = {
+    hasPolicy: () => true,
+    warm: async () => undefined,
+    recordPlan: () => plan,
+    decision: () => undefined,
+    load: async () => new Map(),
+    traceUndecided: async (dropped: Record<string, number>) => {
+      if (!storing) throw new Error("JetStream did not store the trace records");
+      traced.push(dropped);
+    },
+  } as unknown as ExportDecider;
+  const redactor = new PipelineRedactor(decider, "users-table");
+  const answers = await redactor.redactAll([{ "users.email": "a@x" }, { "users.id": "" }]);
+  assert.ok(answers.every((answer) => answer.dropped));
+  assert.deepEqual(traced, [{ NO_USER_ID: 2 }]);
+  storing = false;
+  await assert.rejects(redactor.redactAll([{ "users.email": "b@x" }]), /did not store/);
 });
