@@ -103,7 +103,8 @@ export interface UserPort {
   ): Promise<{ termsHash: string; revision: number; acceptedAt: string; acceptorId: string | null }>;
   consent(userId: string, grantorId: string | undefined, consents: ConsentEntry[]): Promise<unknown>;
   revoke(userId: string, grantorId: string | undefined, purposeId: string, termsId: string | undefined): Promise<unknown>;
-  addGuardian(childId: string, guardianId: string): Promise<{ guardians: string[] }>;
+  /** Once the child has a guardian, `grantorId` must be one of them (a guardian adds another). */
+  addGuardian(childId: string, guardianId: string, grantorId?: string): Promise<{ guardians: string[] }>;
   guardianOptions(userId: string): Promise<unknown[]>;
   setFlow(userId: string, guardianId: string, purposeId: string, thirdPartyId: string, disabled: boolean): Promise<unknown>;
 }

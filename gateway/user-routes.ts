@@ -149,7 +149,7 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
         return users.revoke(body.userId, body.grantorId, body.purposeId, body.termsId);
       },
     );
-    app.put<{ Body: { childId: string; guardianId: string } }>(
+    app.put<{ Body: { childId: string; guardianId: string; grantorId?: string } }>(
       "/user/guardian",
       {
         schema: {
@@ -161,7 +161,7 @@ export function userRoutes(users: UserPort, rights?: RightsPort): FastifyPluginA
       },
       async (request) => {
         const body = request.body;
-        return users.addGuardian(body.childId, body.guardianId);
+        return users.addGuardian(body.childId, body.guardianId, body.grantorId);
       },
     );
     app.get<{ Params: { userId: string } }>(

@@ -67,8 +67,8 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
     },
     consent: (userId, grantorId, consents) => written([userId], ref(userId).consent({ grantorId, consents })),
     revoke: (userId, grantorId, purposeId, termsId) => written([userId], ref(userId).revoke({ grantorId, purposeId, termsId })),
-    addGuardian: async (childId, guardianId) => {
-      const result = await written([childId, guardianId], ref(childId).addGuardian(guardianId));
+    addGuardian: async (childId, guardianId, grantorId) => {
+      const result = await written([childId, guardianId], ref(childId).addGuardian({ guardianId, grantorId }));
       await auditLink(childId, guardianId);
       return result;
     },

@@ -195,7 +195,8 @@ export const user = actor({
     }),
 
     /** Makes `guardianId` a guardian of this (child) user; the guardian records the link too. */
-    addGuardian: exclusive(async (ctx: Exclusive, guardianId: string) => {
+    addGuardian: exclusive(async (ctx: Exclusive, arg: { guardianId: string; grantorId?: string }) => {
+      const { guardianId } = arg;
       const record = existing(ctx);
       const now = new Date();
       const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
@@ -211,6 +212,9 @@ export const user = actor({
       if (!isKnownAdult(compiled, guardian, now))
         throw new HandlerError("GUARDIAN_INVALID", `guardian '${guardianId}' has no date of birth showing an adult: a guardian must be one`);
       if (record.guardians.includes(guardianId)) return { guardians: record.guardians };
+      // A child with a guardian gets another only from one of them (grantorId), as acceptance makes only the first link:
+      // anyone could otherwise add a stranger, who would then accept, consent and read the child's report.
+      if (record.guardians.length > 0) await actingFor(ctx, compiled, record, arg.grantorId, "adding a guardian", now);
       await ctx.actors.ref(user, guardianId).linkChild(record.userId, { timeoutMs: ctx.remainingMs() });
       const guardians = [...record.guardians, guardianId];
       ctx.setState({ ...record, guardians });

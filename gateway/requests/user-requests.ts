@@ -55,7 +55,8 @@ export const revokeBody = {
 export const guardianBody = {
   type: "object",
   additionalProperties: false,
-  properties: { childId: id, guardianId: id },
+  // grantorId: a guardian the child already has, who adds this one (needed once the child has a guardian).
+  properties: { childId: id, guardianId: id, grantorId: id },
   required: ["childId", "guardianId"],
 } as const;
 export const flowBody = {

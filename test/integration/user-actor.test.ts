@@ -82,12 +82,21 @@ describe("the user actor with the policy actor", () => {
     await refOf("kid5").create({ attributes: { dob: childDob, location: "US" } });
     // No dob: not known to be a child, not known to be an adult either.
     await assert.rejects(refOf("kid5").accept({ acceptorId: "nodob" }), code("GUARDIAN_INVALID"));
-    await assert.rejects(refOf("kid5").addGuardian("nodob"), code("GUARDIAN_INVALID"));
+    await assert.rejects(refOf("kid5").addGuardian({ guardianId: "nodob" }), code("GUARDIAN_INVALID"));
     // The first acceptance creates the link (policy-semantics 5); after it only a guardian accepts.
     await refOf("kid5").accept({ acceptorId: "alice" });
     await assert.rejects(refOf("kid5").accept({ acceptorId: "stranger" }), code("NOT_A_GUARDIAN"));
     assert.deepEqual((await refOf("kid5").get()).guardians, ["alice"], "the stranger was not linked");
     assert.deepEqual((await refOf("stranger").get()).children, []);
+    // Nor by adding the stranger as a guardian first: a child with a guardian gets another only from one of them.
+    await assert.rejects(refOf("kid5").addGuardian({ guardianId: "stranger" }), code("GUARDIAN_REQUIRED"));
+    await assert.rejects(refOf("kid5").addGuardian({ guardianId: "stranger", grantorId: "stranger" }), code("NOT_A_GUARDIAN"));
+    assert.deepEqual((await refOf("kid5").get()).guardians, ["alice"]);
+    assert.deepEqual(
+      (await refOf("kid5").addGuardian({ guardianId: "stranger", grantorId: "alice" })).guardians,
+      ["alice", "stranger"],
+      "alice adds a second guardian",
+    );
     await refOf("kid5").accept({ acceptorId: "alice" });
   });
 
