@@ -8,6 +8,12 @@ const maxKinds = 10_000;
  * and one source cannot write a record per request by changing them.
  */
 export const maxKindsPerSource = 20;
+/**
+ * Kinds all sources together may open in a window: a client holding many addresses (an IPv6 /48
+ * has 65,536 /64s) could otherwise still write 20 records per address a minute. Past this, new
+ * kinds of every source are counted together until the window ends.
+ */
+export const maxKindsPerWindow = 1000;
 
 interface Pending {
   message: string;
@@ -29,6 +35,9 @@ export class RepeatedAudit {
   /** Per source: the kinds it has open; and the source of each kind that has one. */
   private readonly openBySource = new Map<string, number>();
   private readonly sourceOf = new Map<string, string>();
+  /** Kinds opened with a source in the current window, and when it began. */
+  private windowOpened = 0;
+  private windowStart = 0;
 
   constructor(private readonly write: RepeatedAuditWrite) {}
 
@@ -37,10 +46,21 @@ export class RepeatedAudit {
    * `maxKindsPerSource` kinds open has its new kinds counted as one, "other refusals" of that source.
    */
   record(kind: string, message: string, details: Record<string, unknown>, source?: string): void {
-    if (source !== undefined && !this.pending.has(kind) && (this.openBySource.get(source) ?? 0) >= maxKindsPerSource) {
-      kind = `${source}\0(more kinds)`;
-      message = `${message} (and others from the same source, past ${maxKindsPerSource} kinds in a minute)`;
-      source = undefined;
+    if (source !== undefined && !this.pending.has(kind)) {
+      const now = Date.now();
+      if (now - this.windowStart >= windowMs) {
+        this.windowStart = now;
+        this.windowOpened = 0;
+      }
+      if (this.windowOpened >= maxKindsPerWindow) {
+        kind = "(more kinds, every source)";
+        message = `${message} (and others, past ${maxKindsPerWindow} kinds from all sources in a minute)`;
+        source = undefined;
+      } else if ((this.openBySource.get(source) ?? 0) >= maxKindsPerSource) {
+        kind = `${source}\0(more kinds)`;
+        message = `${message} (and others from the same source, past ${maxKindsPerSource} kinds in a minute)`;
+        source = undefined;
+      } else this.windowOpened++;
     }
     if (this.pending.has(kind)) {
       const waiting = this.pending.get(kind);

@@ -17,8 +17,18 @@ export function encodedAnswer(answer: PipelineAnswer, maxPayload = 1024 * 1024):
   );
 }
 
-/** The credentials could not be verified now: the record is not answered (a stream retries it, a request says so). */
-export class CredentialsUnavailable extends Error {}
+/**
+ * The credentials could not be verified now, or their login not audited (a full audit stream): the record is not
+ * answered (a stream retries it, a request says so with the code).
+ */
+export class CredentialsUnavailable extends Error {
+  constructor(
+    message: string,
+    readonly code: "ERR_AUTH_UNAVAILABLE" | "ERR_AUDIT_UNAVAILABLE" = "ERR_AUTH_UNAVAILABLE",
+  ) {
+    super(message);
+  }
+}
 
 /**
  * The answer to one NATS message of a pipeline export, request or streamed: its credentials,
@@ -33,7 +43,8 @@ export async function answerMessage(
 ): Promise<PipelineAnswer> {
   // No promise per message when nothing is enforced: the stream's hot path.
   const access = credentials.enforced ? await credentials.check(msg.headers, door) : credentials.open(door);
-  if (!access.ok && access.code === "ERR_AUTH_UNAVAILABLE") throw new CredentialsUnavailable(access.reason);
+  if (!access.ok && (access.code === "ERR_AUTH_UNAVAILABLE" || access.code === "ERR_AUDIT_UNAVAILABLE"))
+    throw new CredentialsUnavailable(access.reason, access.code);
   if (!access.ok) return refusedAnswer(access.code, access.reason);
   let record: unknown;
   try {

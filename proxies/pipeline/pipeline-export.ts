@@ -92,7 +92,7 @@ export class PipelineExport {
         }
         void answerMessage(msg, "request", credentials, redactor)
           .catch((failure: unknown) => {
-            if (failure instanceof CredentialsUnavailable) return refusedAnswer("ERR_AUTH_UNAVAILABLE", failure.message);
+            if (failure instanceof CredentialsUnavailable) return refusedAnswer(failure.code, failure.message);
             deps.log.warn({ exportId: record.id, error: (failure as Error).name }, "pipeline request could not be answered now");
             return refusedAnswer("ERR_PIPELINE_UNAVAILABLE", "the record could not be redacted now; try again");
           })

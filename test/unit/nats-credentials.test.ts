@@ -7,6 +7,8 @@ import { maxKindsPerSource } from "../../auth/repeated-audit";
 import { component } from "../../auth/components";
 import type { ExportAudit, StoredAudit } from "../../exports/door";
 import { NatsCredentialCheck } from "../../proxies/pipeline/nats-credentials";
+import { answerMessage, CredentialsUnavailable } from "../../proxies/pipeline/nats-answer";
+import type { RecordRedactor } from "../../proxies/pipeline/types";
 
 /** Enforces pipeline; "alice:right" is verified, every other Basic credential rejected. */
 const authenticator = {
@@ -48,4 +50,19 @@ test("refused NATS credentials that differ every message write maxKindsPerSource
   for (let i = 0; i < 500; i++) assert.equal((await check.check(basic(`guess-${i}`, "x"), "stream")).ok, false);
   assert.equal(records.length, maxKindsPerSource + 1, `not one record per credential: ${records.length}`);
   assert.ok(records.every((record) => record.event === "connection.denied" && record.count === 1));
+});
+
+test("a NATS message whose login the audit log did not store is not answered: the stream retries it, a request is told ERR_AUDIT_UNAVAILABLE", async () => {
+  const check = new NatsCredentialCheck(
+    authenticator,
+    component("pipeline"),
+    "e1",
+    () => undefined,
+    async () => false,
+  );
+  const redactor = { redactAll: async () => assert.fail("nothing is redacted for an unaudited login") } as unknown as RecordRedactor;
+  await assert.rejects(
+    answerMessage({ headers: basic("alice", "right"), json: () => ({}) } as unknown as Parameters<typeof answerMessage>[0], "stream", check, redactor),
+    (error: unknown) => error instanceof CredentialsUnavailable && error.code === "ERR_AUDIT_UNAVAILABLE",
+  );
 });
