@@ -5,7 +5,7 @@ import { redactionJob, type JobError, type JobRecord, type JobStats } from "../.
 import { documentRedactor } from "../document-stream";
 import { DocumentError, type CsvThreading, type DocumentRedactor, type RedactionTally } from "../types";
 import { DocumentSubjects } from "./subjects";
-import { RuntimeError } from "../../actors/runtime/errors";
+import { HandlerError, RuntimeError } from "../../actors/runtime/errors";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
 import type { DecisionService } from "../../ports/decision-service";
 import { ChunkWriter, purgeDocuments, readChunks } from "./chunk-store";
@@ -99,8 +99,18 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
     // The job reports complete only once its record is stored; a failure ends the attempt (the supervisor runs it again).
     await traceJob(deps, job, attempt, "complete", final, undefined, revision);
     await report(() => ref.complete({ attempt, stats: final, output, revision: compiled.revision }));
+    configurationRestarts.delete(job.jobName);
     log.info({ jobName: job.jobName, attempt, rowsIn: final.rowsIn, rowsKept: final.rowsKept, ms: final.timings.runMs }, "redaction job complete");
-  } catch (error) {
+  } catch (caught) {
+    let error = caught;
+    if (error instanceof ConfigurationChanged) {
+      const restarts = (configurationRestarts.get(job.jobName) ?? 0) + 1;
+      configurationRestarts.set(job.jobName, restarts);
+      if (restarts > maxConfigurationRestarts) {
+        configurationRestarts.delete(job.jobName);
+        error = new HandlerError("REDACT_INVALID", `the configuration changed during ${restarts} attempts in a row: ${error.message}`);
+      }
+    } else configurationRestarts.delete(job.jobName);
     if (error instanceof AttemptStopped) {
       await discardOutput();
       log.info({ jobName: job.jobName, attempt, reason: error.message }, "redaction attempt stopped");
@@ -131,6 +141,13 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
 
 /** The configuration changed during an attempt: not the document's fault; the supervisor begins another attempt, under the new revision. */
 class ConfigurationChanged extends Error {}
+
+/**
+ * Attempts in a row a job may lose to configuration changes on this node before it fails (CONFIG_CHANGED): a
+ * configuration written more often than the job takes would otherwise start it over forever.
+ */
+const maxConfigurationRestarts = 5;
+const configurationRestarts = new Map<string, number>();
 
 /** A report the job actor refuses because the attempt is superseded, or the job gone, stops the attempt. */
 async function report(call: () => Promise<unknown>): Promise<void> {
