@@ -43,8 +43,9 @@ export class ExportService implements ExportPort {
 
   async create(body: ExportBody, by: Requester): Promise<ExportView> {
     const type = await this.validate(body);
-    await this.deps.doors[type].prepare?.();
     const id = crypto.randomUUID();
+    await this.requested("create", id, { type, endpoint: body.endpoint ?? null, port: body.port ?? null }, by);
+    await this.deps.doors[type].prepare?.();
     const port = body.port ?? (await this.allocatePort(id));
     if (body.port !== undefined) await this.claimPort(port, id);
     let record: ExportRecord;
@@ -169,18 +170,21 @@ export class ExportService implements ExportPort {
   }
 
   async stop(id: string, by: Requester): Promise<ExportView> {
+    await this.requested("stop", id, {}, by);
     const record = await this.deps.runtime.client.ref(exportActor, id).stop();
     await this.audit("export.stopped", `export ${id} stopped`, record, by);
     return this.view(record);
   }
 
   async start(id: string, by: Requester): Promise<ExportView> {
+    await this.requested("start", id, {}, by);
     const record = await this.deps.runtime.client.ref(exportActor, id).start();
     await this.audit("export.started", `export ${id} started`, record, by);
     return this.view(record);
   }
 
   async remove(id: string, by: Requester): Promise<ExportView> {
+    await this.requested("remove", id, {}, by);
     const record = await this.deps.runtime.client.ref(exportActor, id).remove();
     await this.deps.runtime.client.ref(exportPort, String(record.listen.port)).release({ exportId: id });
     await this.audit("export.removed", `export ${id} removed`, record, by);
@@ -200,14 +204,31 @@ export class ExportService implements ExportPort {
     }
   }
 
-  private async audit(event: string, message: string, record: ExportRecord, by: Requester): Promise<void> {
+  /**
+   * A change is in the audit log before it is made (`export.<change>-requested`): a full audit stream refuses it with
+   * nothing changed (503), instead of it being made and answered 503, after which a retried create made a second export.
+   */
+  private async requested(change: string, id: string, details: Record<string, unknown>, by: Requester): Promise<void> {
     await this.deps.runtime.events.audit({
       category: "export",
       level: "info",
-      event,
-      message,
-      details: { exportId: record.id, type: record.type, endpoint: record.endpoint, port: record.listen.port, status: record.status, by },
+      event: `export.${change}-requested`,
+      message: `${change} of export ${id} requested`,
+      details: { exportId: id, ...details, by },
     });
+  }
+
+  /** The record of a change made (its request was audited first): one the audit stream refuses leaves the change standing. */
+  private async audit(event: string, message: string, record: ExportRecord, by: Requester): Promise<void> {
+    await this.deps.runtime.events
+      .audit({
+        category: "export",
+        level: "info",
+        event,
+        message,
+        details: { exportId: record.id, type: record.type, endpoint: record.endpoint, port: record.listen.port, status: record.status, by },
+      })
+      .catch(() => undefined);
   }
 
   /** The record as reads show it: the export's credentials never leave the service. */

@@ -6,6 +6,7 @@ import type { AuditRecord } from "../../actors/runtime/event-log";
 import type { NatsServerProcess } from "../../service/nats-server";
 import { connectTo, startNats, storedMessages } from "../../testkit/nats";
 import { NodeProcess } from "../../testkit/node-process";
+import { realisticPolicy } from "../../testkit/policy";
 
 /** The smallest audit stream the node takes: a few hundred connection records fill it. */
 const auditMaxBytes = 65_536;
@@ -119,7 +120,10 @@ describe("a change whose audit record the full stream refuses is not made: confi
         req.end(payload);
       });
     try {
+      assert.equal((await send("PUT", "/config", realisticPolicy())).status, 200);
       assert.equal((await send("PUT", "/user", { userId: "to-erase", attributes: { dob: "1990-01-01" } })).status, 200);
+      // Each API's use on this connection is audited once: the export API's record is written while there is room.
+      assert.equal((await send("GET", "/export")).status, 200);
       let written = 0;
       let answer = { status: 200, text: "", revision: undefined as string | undefined };
       for (; written < 2000; written++) {
@@ -137,6 +141,12 @@ describe("a change whose audit record the full stream refuses is not made: confi
       const erasure = await send("DELETE", "/user/to-erase");
       assert.equal(erasure.status, 503, erasure.text);
       assert.equal((await send("GET", "/user/to-erase")).status, 200, "the user is still there");
+      // And an export: refused before it is created (a retried create had made a second one).
+      const created = await send("PUT", "/export", { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } });
+      assert.equal(created.status, 503, created.text);
+      const listed = await send("GET", "/export");
+      assert.equal(listed.status, 200, listed.text);
+      assert.deepEqual((JSON.parse(listed.text) as { exports: unknown[] }).exports, [], "no export was created");
     } finally {
       agent.destroy();
     }
