@@ -19,14 +19,26 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
       for (const userId of userIds) forgetCached(userId);
     }
   };
-  const auditLink = (childId: string, guardianId: string) =>
+  // A guardian link gives power over a child's data: it is in the audit log before it is made (a full audit stream refuses
+  // it, nothing linked), and its own record follows, best effort once the link stands.
+  const auditLinkRequest = (childId: string, guardianId: string) =>
     runtime.events.audit({
       category: "user",
       level: "info",
-      event: "guardian.linked",
-      message: `${guardianId} acts as guardian of ${childId}`,
+      event: "guardian.link-requested",
+      message: `${guardianId} asks to act as guardian of ${childId}`,
       details: { childId, guardianId },
     });
+  const auditLink = (childId: string, guardianId: string) =>
+    runtime.events
+      .audit({
+        category: "user",
+        level: "info",
+        event: "guardian.linked",
+        message: `${guardianId} acts as guardian of ${childId}`,
+        details: { childId, guardianId },
+      })
+      .catch(() => undefined);
   return {
     create: (userId, attributes, contractualRelationship) => written([userId], ref(userId).create({ attributes, contractualRelationship })),
     get: (userId) => ref(userId).get(),
@@ -61,6 +73,7 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
     },
     termsOf: (userId) => ref(userId).terms(),
     accept: async (userId, acceptorId, termsHash) => {
+      if (acceptorId && acceptorId !== userId) await auditLinkRequest(userId, acceptorId);
       const accepted = await written(acceptorId ? [userId, acceptorId] : [userId], ref(userId).accept({ acceptorId, termsHash }));
       if (accepted.acceptorId) await auditLink(userId, accepted.acceptorId);
       return accepted;
@@ -68,6 +81,7 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
     consent: (userId, grantorId, consents) => written([userId], ref(userId).consent({ grantorId, consents })),
     revoke: (userId, grantorId, purposeId, termsId) => written([userId], ref(userId).revoke({ grantorId, purposeId, termsId })),
     addGuardian: async (childId, guardianId, grantorId) => {
+      await auditLinkRequest(childId, guardianId);
       const result = await written([childId, guardianId], ref(childId).addGuardian({ guardianId, grantorId }));
       await auditLink(childId, guardianId);
       return result;

@@ -122,6 +122,9 @@ describe("a change whose audit record the full stream refuses is not made: confi
     try {
       assert.equal((await send("PUT", "/config", realisticPolicy())).status, 200);
       assert.equal((await send("PUT", "/user", { userId: "to-erase", attributes: { dob: "1990-01-01" } })).status, 200);
+      const childDob = `${new Date().getUTCFullYear() - 9}-01-01`;
+      assert.equal((await send("PUT", "/user", { userId: "kid", attributes: { dob: childDob } })).status, 200);
+      assert.equal((await send("PUT", "/user", { userId: "parent", attributes: { dob: "1980-01-01" } })).status, 200);
       // Each API's use on this connection is audited once: the export API's record is written while there is room.
       assert.equal((await send("GET", "/export")).status, 200);
       let written = 0;
@@ -141,6 +144,9 @@ describe("a change whose audit record the full stream refuses is not made: confi
       const erasure = await send("DELETE", "/user/to-erase");
       assert.equal(erasure.status, 503, erasure.text);
       assert.equal((await send("GET", "/user/to-erase")).status, 200, "the user is still there");
+      // A guardian link: refused before it is made.
+      assert.equal((await send("PUT", "/user/terms?userId=kid&acceptorId=parent")).status, 503);
+      assert.deepEqual((JSON.parse((await send("GET", "/user/kid")).text) as { guardians: string[] }).guardians, [], "no guardian was linked");
       // And an export: refused before it is created (a retried create had made a second one).
       const created = await send("PUT", "/export", { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } });
       assert.equal(created.status, 503, created.text);
