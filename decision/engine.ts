@@ -36,6 +36,8 @@ interface UserContext {
   day: number;
   useMatches: OverrideMatch[];
   sharingMatches: OverrideMatch[];
+  /** A child under the policy's guardian rights (policy-semantics 5). */
+  child: boolean;
 }
 
 /** Override matches depend only on the user's attributes, the configuration and the day: kept per user state object. */
@@ -50,6 +52,7 @@ function userContext(policy: CompiledPolicy, user: UserPolicyState, now: Date): 
       day,
       useMatches: policy.useOverrides.flatMap((o) => overrideMatches(o, user.attributes, now) ?? []),
       sharingMatches: policy.sharingDecidedUnder.flatMap((o) => overrideMatches(o, user.attributes, now) ?? []),
+      child: isChild(policy, user, now),
     };
     contexts.set(user, context);
   }
@@ -117,7 +120,8 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
 
   // A child's acceptance counts only when a guardian gave it (policy-semantics 5): one the user gave before they were a
   // child under the policy (guardian rights configured later, the threshold raised) is no acceptance.
-  const ownAcceptanceOfAChild = user.acceptance !== undefined && user.acceptance.acceptorId === undefined && isChild(policy, user, now);
+  const ownAcceptanceOfAChild =
+    user.acceptance !== undefined && user.acceptance.acceptorId === undefined && policy.guardian !== null && userContext(policy, user, now).child;
   if (ownAcceptanceOfAChild)
     reasons.push(reason("CHILD_ACCEPTED_WITHOUT_GUARDIAN", "the user is a child and accepted the terms themself: only a guardian's acceptance counts"));
   const accepted = ownAcceptanceOfAChild ? undefined : user.acceptance;

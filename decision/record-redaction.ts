@@ -98,6 +98,19 @@ interface Reached {
 /** The record's resource-context fields the walk reaches (each at most once: a field reached twice is refused). */
 function resourceValues(record: JsonObject, plan: RecordPlan): Map<string, Reached> {
   const reached = new Map<string, Reached>();
+  // A flat record (no object value the walk could go into) reaches each field by its own key only, once: the walk
+  // would find exactly these, without a path string or a seen-set per field (the common shape, and /redact/record's hot path).
+  let flat = true;
+  for (const key in record) {
+    if (isObject(record[key])) {
+      flat = false;
+      break;
+    }
+  }
+  if (flat) {
+    for (const field of plan.resourceFields) if (Object.hasOwn(record, field)) reached.set(field, { value: record[field]!, keys: [field] });
+    return reached;
+  }
   const keys: string[] = [];
   walkRecord(record, plan, {
     field: (key, path, value) => {
