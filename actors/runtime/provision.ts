@@ -24,8 +24,10 @@ export async function openBucket(kvm: Kvm, name: string, replicas: number): Prom
   try {
     return await kvm.create(name, { history: 1, replicas });
   } catch (error) {
-    // Exists with other settings (e.g. created by a node with another replica count): use it as it is.
-    if (/already in use|exists/i.test(String((error as Error).message))) return kvm.open(name);
+    // Exists with other settings (e.g. created by a node with another replica count): use it as it is. Created by another
+    // node at the same moment, nats-server 2.9.10 may say "subjects overlap with an existing stream": open it too (open
+    // fails if no bucket of this name exists, a real conflict).
+    if (/already in use|exists|subjects overlap/i.test(String((error as Error).message))) return kvm.open(name);
     throw error;
   }
 }
@@ -36,8 +38,21 @@ export async function ensureStream(nc: NatsConnection, config: Partial<StreamCon
   try {
     await jsm.streams.add(config);
   } catch (error) {
-    if (!/already in use/i.test(String((error as Error).message))) throw error;
+    // Another node creating the same stream at the same moment: nats-server 2.9.10 may answer "subjects overlap with an
+    // existing stream" (the other's, being made) rather than "already in use". Either way the stream of this name is updated;
+    // an overlap with a stream of another name is a real conflict and stands.
+    const message = String((error as Error).message);
+    if (!/already in use/i.test(message) && !(/subjects overlap/i.test(message) && (await streamExists(jsm, config.name)))) throw error;
     await jsm.streams.update(config.name, config);
+  }
+}
+
+async function streamExists(jsm: Awaited<ReturnType<typeof jetstreamManager>>, name: string): Promise<boolean> {
+  try {
+    await jsm.streams.info(name);
+    return true;
+  } catch {
+    return false;
   }
 }
 
