@@ -67,6 +67,8 @@ export interface RuleSubjects {
 export interface AuthorizationRule {
   name: string;
   subjects: RuleSubjects;
+  /** Only callers verified by a profile of one of these names (any verifier type's): empty, every profile. */
+  profiles: string[];
   /** Granted actions by component, as written (before `includes` widens them). */
   permissions: Array<{ component: AuthorizedComponent; action: Action }>;
   path: string;
@@ -76,10 +78,11 @@ export interface AuthorizationConfig {
   rules: AuthorizationRule[];
 }
 
-/** Who the caller is, as authorization sees it: the identity and the verifier type that vouched for it. */
+/** Who the caller is, as authorization sees it: the identity, and the verifier type and profile that vouched for it. */
 export interface Principal {
   identity: VerifiedIdentity;
   verifier: VerifierType;
+  profile: string;
 }
 
 /** The grant behind one permission: the rule that gave it, for the audit record of a denial or an admission. */
@@ -93,7 +96,10 @@ export interface Grant {
  */
 export interface CallerRights {
   subject: string | null;
-  /** What owns the caller's redaction jobs: `<verifier>:<subject>` (an LDAP user and a token subject of one name are different owners); null unauthenticated. */
+  /**
+   * What owns the caller's redaction jobs: `<verifier>/<profile>:<subject>` (profile percent-encoded), so that an LDAP user
+   * and a token subject of one name, or one user name in two directories (two tokens' issuers), are different owners; null unauthenticated.
+   */
   owner: string | null;
   all: boolean;
   /** `component:action` to the first rule (in file order) that granted it. */
@@ -139,9 +145,13 @@ export const groupAssertion = (group: string) => `group:${group}`;
 export const scopeAssertion = (scope: string) => `scope:${scope}`;
 export const claimAssertion = (name: string, value: string) => `claim:${name}=${value}`;
 
+/** The owner of a caller's redaction jobs (CallerRights.owner). */
+export const jobOwner = ({ verifier, profile, identity }: Principal): string => `${verifier}/${encodeURIComponent(profile)}:${identity.subject}`;
+
 function matches(rule: AuthorizationRule, principal: Principal): boolean {
   const { identity, verifier } = principal;
   const { subjects } = rule;
+  if (rule.profiles.length > 0 && !rule.profiles.includes(principal.profile)) return false;
   const asserted = new Set(identity.assertions);
   if (verifier === "ldap") {
     if (subjects.ldapUsers.includes(identity.subject)) return true;
@@ -171,7 +181,7 @@ export class Authorizer {
   }
 
   rightsOf(principal: Principal): CallerRights {
-    const owner = `${principal.verifier}:${principal.identity.subject}`;
+    const owner = jobOwner(principal);
     if (!this.config) return fullRights(principal.identity.subject, owner);
     const grants = new Map<string, Grant>();
     const rules: string[] = [];
@@ -220,7 +230,7 @@ const subjectKeys = ["ldapUsers", "ldapGroups", "scopes", "claims", "cloudKeyIds
  * file, every problem is collected: a rule set is long and edited by hand, and one run should
  * show all that is wrong with it.
  */
-export function parseAuthorization(value: unknown, path = "authorization"): AuthorizationConfig | undefined {
+export function parseAuthorization(value: unknown, knownProfiles: ReadonlySet<string>, path = "authorization"): AuthorizationConfig | undefined {
   if (value === undefined) return undefined;
   const problems: SecurityConfigError[] = [];
   const problem = (at: string, message: string): void => {
@@ -236,14 +246,14 @@ export function parseAuthorization(value: unknown, path = "authorization"): Auth
     const at = `${path}.rules[${index}]`;
     if (!isObject(entry)) return problem(at, "must be an object with 'name', who it grants to and 'permissions'");
     for (const key of Object.keys(entry)) {
-      if (key !== "name" && key !== "permissions" && !(subjectKeys as readonly string[]).includes(key))
-        problem(`${at}.${key}`, `is not a known property (allowed: name, ${subjectKeys.join(", ")}, permissions)`);
+      if (key !== "name" && key !== "permissions" && key !== "profiles" && !(subjectKeys as readonly string[]).includes(key))
+        problem(`${at}.${key}`, `is not a known property (allowed: name, ${subjectKeys.join(", ")}, profiles, permissions)`);
     }
     const name = typeof entry.name === "string" && entry.name !== "" ? entry.name : `rules[${index}]`;
     if (entry.name !== undefined && (typeof entry.name !== "string" || entry.name === "")) problem(`${at}.name`, "must be a non-empty string");
     if (names.has(name)) problem(`${at}.name`, `duplicate rule name '${name}'`);
     names.add(name);
-    const strings = (key: (typeof subjectKeys)[number]): string[] => {
+    const strings = (key: (typeof subjectKeys)[number] | "profiles"): string[] => {
       const list = entry[key];
       if (list === undefined) return [];
       if (!Array.isArray(list) || list.some((item) => typeof item !== "string" || item === "")) {
@@ -261,8 +271,12 @@ export function parseAuthorization(value: unknown, path = "authorization"): Auth
     };
     const granted = subjectKeys.some((key) => (key === "claims" ? subjects.claims.length > 0 : subjects[key].length > 0));
     if (!granted && subjectKeys.every((key) => entry[key] === undefined)) problem(at, `grants to no one: name at least one of ${subjectKeys.join(", ")}`);
+    const profiles = strings("profiles");
+    for (const [index, profile] of profiles.entries())
+      if (!knownProfiles.has(profile))
+        problem(`${at}.profiles[${index}]`, `'${profile}' is no verifier's profile (profiles: ${[...knownProfiles].join(", ") || "none"})`);
     const permissions = parsePermissions(entry.permissions, `${at}.permissions`, problem);
-    rules.push({ name, subjects, permissions, path: at });
+    rules.push({ name, subjects, profiles, permissions, path: at });
   });
   if (problems.length > 0) throw new AuthorizationConfigError(problems);
   return { rules };

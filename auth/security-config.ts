@@ -211,7 +211,7 @@ export function parseSecurityConfig(value: unknown, factories: VerifierFactories
   const verifiers = parseVerifiers(root.verifiers, factories);
   const credentials = parseCredentials(root.credentials, verifiers);
   const enforcedComponents = arrayAt(root.enforcedComponents, "enforcedComponents").map((entry, index) => parseSelector(entry, `enforcedComponents[${index}]`));
-  const authorization = parseAuthorization(root.authorization);
+  const authorization = parseAuthorization(root.authorization, new Set(verifiers.flatMap((verifier) => verifier.profiles.map((profile) => profile.name))));
   const identityMapping = parseIdentityMapping(root.identityMapping);
   return { verifiers, credentials, enforcedComponents, ...(authorization ? { authorization } : {}), ...(identityMapping ? { identityMapping } : {}) };
 }

@@ -69,7 +69,7 @@ export function directVerificationFor(
         if (!(await audit(level, event, `'${subject}' authenticated for export ${record.id}`, { ...base, ...details })))
           return { ok: false, failure: "unavailable", reason: "the audit log did not store this login" };
         // A verified caller logs in only with `<type>:read`, as an HTTP door's caller reads only with it (docs/authorization.md).
-        const rights = authenticator.authorizer.rightsOf({ identity: outcome.identity, verifier: outcome.by.verifier });
+        const rights = authenticator.authorizer.rightsOf({ identity: outcome.identity, verifier: outcome.by.verifier, profile: outcome.by.profile });
         const type = record.type as "postgres" | "mysql";
         if (!permits(rights, type, "read")) {
           const reason = `'${subject}' does not hold ${type}:read`;

@@ -8,7 +8,7 @@ import { type Action, type AuthorizedComponent, type CallerRights, unenforcedRig
 import { emptySha256, sha256Hex } from "../auth/cloud-signature";
 import { challenges, offeredCredential } from "../auth/http-credentials";
 import { signedRequestFrom } from "../auth/signed-request";
-import type { Component, Credential, OverridesByVerifier, VerifiedIdentity } from "../auth/types";
+import type { Component, Credential, OverridesByVerifier } from "../auth/types";
 import { AuditOnce, outcomeAudit, type Refusal, RememberedOutcomes, refusalCode } from "../auth/credential-check";
 import { HttpError } from "./errors";
 import { auditSource, RepeatedAudit } from "../auth/repeated-audit";
@@ -51,8 +51,8 @@ interface ConnectionState {
   connectionId: string;
   /** Audit records already written for this connection (one per component and outcome, not one per request). */
   audited: AuditOnce;
-  /** Basic credentials verified on this connection: the identity by digest, for a minute (saves an LDAP bind and group search per request). */
-  verifiedPasswords: RememberedOutcomes<VerifiedIdentity>;
+  /** Basic credentials verified on this connection: the outcome (identity and the profile that verified it) by digest, for a minute (saves an LDAP bind and group search per request). */
+  verifiedPasswords: RememberedOutcomes<Extract<AccessOutcome, { kind: "verified" }>>;
   /** The caller of this connection's requests to components that enforce nothing. */
   openAccess?: Caller;
 }
@@ -188,7 +188,7 @@ export const authentication = fp<{
     const { authorizer } = auth.authenticator;
     const assertions = authorizer.assertionsOf(outcome.identity);
     request.access = { connectionId: state.connectionId, subject: outcome.identity.subject, assertions };
-    request.rights = authorizer.rightsOf({ identity: outcome.identity, verifier: outcome.by.verifier });
+    request.rights = authorizer.rightsOf({ identity: outcome.identity, verifier: outcome.by.verifier, profile: outcome.by.profile });
     const callerUserId = userIdOf(auth.authenticator.config.identityMapping, outcome.by.verifier, outcome.identity);
     if (callerUserId !== undefined) request.callerUserId = callerUserId;
     await state.audited.once(`ok:${component.name}:${outcome.identity.subject}`, () => {
@@ -232,15 +232,11 @@ export const authentication = fp<{
   const verifyCredential = async (component: Component, state: ConnectionState, credential: Credential, from: { address: string }): Promise<AccessOutcome> => {
     if (credential.type !== "namepwd") return auth.authenticator.verify(component, credential, overrides, from);
     const digest = sha256Hex(`${component.name}\0${component.domainName ?? ""}\0${credential.user}\0${credential.password}`);
+    // The digest names the component and domain name, which choose the profile: a remembered outcome is the one a new check would give.
     const known = state.verifiedPasswords.get(digest);
-    if (known !== undefined)
-      return {
-        kind: "verified",
-        identity: known,
-        by: { credentialType: "namepwd", verifier: "ldap", profile: "(reused on this connection)" },
-      };
+    if (known !== undefined) return known;
     const outcome = await auth.authenticator.verify(component, credential, overrides, from);
-    if (outcome.kind === "verified") state.verifiedPasswords.remember(digest, outcome.identity);
+    if (outcome.kind === "verified") state.verifiedPasswords.remember(digest, outcome);
     return outcome;
   };
 

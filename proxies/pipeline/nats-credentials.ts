@@ -84,7 +84,7 @@ export class NatsCredentialCheck {
     const outcome = await this.authenticator.verify(this.component, offered.credential, this.overrides);
     if (outcome.kind === "verified") {
       // As on the export's HTTP port: sending records needs pipeline:read (docs/authorization.md).
-      const rights = this.authenticator.authorizer.rightsOf({ identity: outcome.identity, verifier: outcome.by.verifier });
+      const rights = this.authenticator.authorizer.rightsOf({ identity: outcome.identity, verifier: outcome.by.verifier, profile: outcome.by.profile });
       if (!permits(rights, "pipeline", "read")) {
         const access: NatsAccess = { ok: false, code: "ERR_AUTH_FORBIDDEN", reason: `'${outcome.identity.subject}' does not hold pipeline:read` };
         this.refused.remember(digest, access);

@@ -1,6 +1,7 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { Agent, request as httpRequest } from "node:http";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -25,8 +26,11 @@ const users = {
   ed: { uid: "ed", password: "ed-pw" },
   rita: { uid: "rita", password: "rita-pw" },
 };
+/** The partners' directory: another 'ed', selected on the name partners.example.org (profile "partners"). */
+const partnersName = "partners.example.org";
+const partnerEd = { uid: "ed", password: "partner-ed-pw" };
 
-function securityConfig(ldapPort: number, provider: OidcProvider) {
+function securityConfig(ldapPort: number, provider: OidcProvider, partnersPort: number) {
   return {
     verifiers: [
       {
@@ -41,6 +45,7 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
               groupSearch: { base: "ou=groups,dc=example,dc=org", filter: "(&(objectClass=groupOfNames)(member={dn}))", attribute: "cn" },
             },
           },
+          { profile: "partners", configuration: { hostname: `127.0.0.1:${partnersPort}`, rootComponents: "ou=people,dc=partners,dc=org" } },
         ],
       },
       {
@@ -52,7 +57,13 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
       { verifier: "cloud", profiles: [{ profile: "ci", configuration: cloud }] },
     ],
     credentials: [
-      { type: "namepwd", verifiers: [{ verifier: "ldap", default: true }] },
+      {
+        type: "namepwd",
+        verifiers: [
+          { verifier: "ldap", default: true },
+          { verifier: "ldap", profile: "partners", selectors: { domainName: partnersName } },
+        ],
+      },
       { type: "rawBearerToken", verifiers: [{ verifier: "oauth", profile: "idp" }] },
       { type: "cloudSigningCredentials", verifiers: [{ verifier: "cloud", profile: "ci" }] },
     ],
@@ -64,6 +75,7 @@ function securityConfig(ldapPort: number, provider: OidcProvider) {
         { name: "readers", scopes: ["read"], permissions: ["config:read", "mapping:read", "user:read", "export:read"] },
         { name: "clinicians", claims: [{ name: "roles", values: ["clinician"] }], permissions: ["decision:query", "redact:own", "pipeline:read"] },
         { name: "ci", cloudKeyIds: [cloud.id], permissions: ["export:read"] },
+        { name: "partner staff", ldapUsers: ["ed"], profiles: ["partners"], permissions: ["redact:own"] },
       ],
     },
   };
@@ -73,6 +85,7 @@ const basic = ({ uid, password }: { uid: string; password: string }) => ({ autho
 
 describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oidc-provider), cloud key id (curl --aws-sigv4)", () => {
   let slapd: SlapdServer;
+  let partnersSlapd: SlapdServer;
   let provider: OidcProvider;
   let nats: NatsServerProcess;
   let nc: NatsConnection;
@@ -113,11 +126,12 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
         { cn: "bystanders", members: ["rita"] },
       ],
     });
+    partnersSlapd = await SlapdServer.start({ suffix: "dc=partners,dc=org", users: [partnerEd] });
     provider = await OidcProvider.start();
     nats = await startNats();
     nc = await connectTo(nats.url);
     const file = join(dir, "security.json");
-    writeFileSync(file, JSON.stringify(securityConfig(slapd.port, provider)));
+    writeFileSync(file, JSON.stringify(securityConfig(slapd.port, provider, partnersSlapd.port)));
     node = await NodeProcess.start({ nodeId: "authz-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file } });
     callers.root = basic(users.root);
     callers.ed = basic(users.ed);
@@ -136,6 +150,7 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
     await nats?.stop();
     await provider?.stop();
     await slapd?.stop();
+    await partnersSlapd?.stop();
   });
 
   test("each permission of each component: allowed for the caller a rule grants it, 403 ERR_AUTH_FORBIDDEN for one it does not", async () => {
@@ -255,6 +270,71 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
     assert.match(await own.text(), /a@example.org/);
     assert.equal((await call("GET", `/redact/progress?jobName=${jobName}`, undefined, callers.root)).status, 200);
     assert.equal((await call("DELETE", `/redact/document?jobName=${jobName}`, undefined, callers.ed)).status, 200);
+  });
+
+  test("one user name in two directories is two callers: the partners' 'ed' sees none of corp's ed's jobs, and sees its own on a kept-alive connection", async () => {
+    // One keep-alive connection per caller: after the first request the node answers from the outcome it remembered for the connection.
+    const partnerAgent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const partner = (method: string, path: string, body?: string) =>
+      new Promise<{ status: number; body: Record<string, unknown> }>((resolve, reject) => {
+        const url = new URL(`${node.url}${path}`);
+        const req = httpRequest(
+          {
+            host: url.hostname,
+            port: url.port,
+            path: `${url.pathname}${url.search}`,
+            method,
+            agent: partnerAgent,
+            headers: { host: partnersName, ...basic(partnerEd), ...(body === undefined ? {} : { "content-type": "text/csv" }) },
+          },
+          (res) => {
+            let text = "";
+            res.setEncoding("utf8");
+            res.on("data", (piece: string) => (text += piece));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text.startsWith("{") ? JSON.parse(text) : { text } }));
+          },
+        );
+        req.on("error", reject);
+        req.end(body);
+      });
+    const upload = (as: "corp" | "partner") => {
+      const path = "/redact/document?purposeId=service&type=platformUse&mappingGroup=users-table";
+      const csv = "users.id,users.email\naccepted,a@example.org\n";
+      return as === "partner"
+        ? partner("PUT", path, csv)
+        : fetch(`${node.url}${path}`, { method: "PUT", headers: { ...callers.ed, "content-type": "text/csv" }, body: csv }).then(async (response) => ({
+            status: response.status,
+            body: (await response.json()) as Record<string, unknown>,
+          }));
+    };
+    try {
+      const corpJob = await upload("corp");
+      assert.equal(corpJob.status, 200, JSON.stringify(corpJob.body));
+      const partnerJob = await upload("partner");
+      assert.equal(partnerJob.status, 200, JSON.stringify(partnerJob.body));
+      const [corpName, partnerName] = [corpJob.body.jobName as string, partnerJob.body.jobName as string];
+      await until(
+        "both jobs are complete",
+        async () =>
+          (await call("GET", `/redact/stats?jobName=${corpName}`, undefined, callers.ed)).status === 200 &&
+          (await partner("GET", `/redact/stats?jobName=${partnerName}`)).status === 200,
+      );
+      for (let round = 0; round < 2; round++) {
+        const listed = ((await partner("GET", "/redact/jobs")).body.jobs as Array<{ jobName: string }>).map((job) => job.jobName);
+        assert.ok(listed.includes(partnerName), `round ${round}: the partners' ed lists its own job`);
+        assert.ok(!listed.includes(corpName), `round ${round}: and not corp's ed's`);
+        const other = await partner("GET", `/redact/stats?jobName=${corpName}`);
+        assert.equal(other.status, 404, `round ${round}`);
+        assert.equal((other.body.error as { code: string }).code, "ERR_REDACT_JOB_NOT_FOUND");
+      }
+      assert.equal((await partner("DELETE", `/redact/document?jobName=${corpName}`)).status, 404);
+      const corpList = ((await call("GET", "/redact/jobs", undefined, callers.ed)).body.jobs as Array<{ jobName: string }>).map((job) => job.jobName);
+      assert.ok(corpList.includes(corpName) && !corpList.includes(partnerName), "corp's ed sees its job and not the partners' ed's");
+      assert.equal((await partner("DELETE", `/redact/document?jobName=${partnerName}`)).status, 200);
+      assert.equal((await call("DELETE", `/redact/document?jobName=${corpName}`, undefined, callers.ed)).status, 200);
+    } finally {
+      partnerAgent.destroy();
+    }
   });
 
   test("assertions enter decisions: a sharing purpose gated on a caller claim, decided for each caller, the trace naming the caller's assertions", async () => {

@@ -46,9 +46,9 @@ test("a verified wire login is admitted only once its audit record is stored: un
 test("a wire login needs <type>:read, and writes only with <type>:write: the rules are asked as HTTP doors ask them; a refusal is audited", async () => {
   const subjects = (user: string) => ({ ldapUsers: [user], ldapGroups: [], scopes: [], claims: [], cloudKeyIds: [] });
   const rules: AuthorizationRule[] = [
-    { name: "readers", subjects: subjects("reader"), permissions: [{ component: "postgres", action: "read" }], path: "rules[0]" },
-    { name: "writers", subjects: subjects("writer"), permissions: [{ component: "postgres", action: "write" }], path: "rules[1]" },
-    { name: "mysql only", subjects: subjects("other"), permissions: [{ component: "mysql", action: "write" }], path: "rules[2]" },
+    { name: "readers", subjects: subjects("reader"), profiles: [], permissions: [{ component: "postgres", action: "read" }], path: "rules[0]" },
+    { name: "writers", subjects: subjects("writer"), profiles: [], permissions: [{ component: "postgres", action: "write" }], path: "rules[1]" },
+    { name: "mysql only", subjects: subjects("other"), profiles: [], permissions: [{ component: "mysql", action: "write" }], path: "rules[2]" },
   ];
   const events: string[] = [];
   const storing: StoredAudit = async (_level, event) => (events.push(event), true);
