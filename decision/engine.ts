@@ -117,11 +117,12 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
       `no ${request.type} purpose '${request.purposeId}'${request.type === "consentedSharing" ? ` with terms '${request.termsId ?? ""}'` : ""} is configured`,
     );
   if (!user) return deny(requestFlow, "UNKNOWN_USER", "the user is unknown");
+  // Overrides and age, looked up once per decision (kept per user state and day).
+  const context = userContext(policy, user, now);
 
   // A child's acceptance counts only when a guardian gave it (policy-semantics 5): one the user gave before they were a
   // child under the policy (guardian rights configured later, the threshold raised) is no acceptance.
-  const ownAcceptanceOfAChild =
-    user.acceptance !== undefined && user.acceptance.acceptorId === undefined && policy.guardian !== null && userContext(policy, user, now).child;
+  const ownAcceptanceOfAChild = user.acceptance !== undefined && user.acceptance.acceptorId === undefined && policy.guardian !== null && context.child;
   if (ownAcceptanceOfAChild)
     reasons.push(reason("CHILD_ACCEPTED_WITHOUT_GUARDIAN", "the user is a child and accepted the terms themself: only a guardian's acceptance counts"));
   const accepted = ownAcceptanceOfAChild ? undefined : user.acceptance;
@@ -144,7 +145,7 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
     return allow("consent", intersect(terms.requestedCategoryIds, consent.categoryIds), "ALLOWED_BY_CONSENT", "the user consented");
   }
 
-  const { useMatches, sharingMatches } = userContext(policy, user, now);
+  const { useMatches, sharingMatches } = context;
 
   if (request.type === "contractualExchange") {
     if (!relation || !contract) return deny("contractual", "NO_CONTRACT", "the user has no contract");
