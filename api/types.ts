@@ -56,7 +56,8 @@ export interface ConfigWriteResult {
  */
 export interface PolicyPort {
   read(): Promise<{ revision: number; config: PolicyConfig }>;
-  replace(config: unknown, by: Requester, expectedRevision?: number): Promise<ConfigWriteResult>;
+  /** `mappingGroupsFixed`: the caller does not hold mapping:write, so the write is refused (MAPPING_WRITE_FORBIDDEN) if it changes mapping groups. */
+  replace(config: unknown, by: Requester, expectedRevision?: number, mappingGroupsFixed?: boolean): Promise<ConfigWriteResult>;
   write(write: SectionWrite, by: Requester, expectedRevision?: number): Promise<ConfigWriteResult>;
   remove(kind: ItemKind, id: string, by: Requester, expectedRevision?: number): Promise<ConfigWriteResult>;
   history(fromRevision: number, limit: number): Promise<Array<Omit<PolicyRevisionRecord, "config">>>;

@@ -49,6 +49,9 @@ export interface ComponentSelection extends SelectionOnName {
 
 const verifierKey = (type: VerifierType, profile: string) => `${type}/${profile}`;
 
+/** A user name as the failure budget counts it: compatibility-normalized and case-folded (upper then lower, so `ß` and `SS` meet). */
+export const guessingKey = (user: string): string => user.normalize("NFKC").toUpperCase().toLowerCase();
+
 /**
  * The process's authentication: which components enforce it, and for each component the verifier
  * each credential type goes to (spec 5.2). Made once at startup, after every verifier's named
@@ -209,7 +212,9 @@ export class Authenticator {
       const remembered = this.failures.rejectedToken<AccessOutcome>(secret);
       if (remembered) return remembered;
     }
-    const keys: FailureKeys = { address, user: credential.type === "namepwd" ? credential.user : undefined };
+    // The user's budget is kept under a case-folded name: directories match names without case (slapd's uid does), so
+    // `ed`, `Ed` and `ED` are one user's guesses, not three budgets.
+    const keys: FailureKeys = { address, user: credential.type === "namepwd" ? guessingKey(credential.user) : undefined };
     const wait = this.failures.retryAfterSeconds(keys, secret);
     if (wait !== undefined)
       return {

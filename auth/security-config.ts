@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { type AuthorizationConfig, parseAuthorization } from "./authorization";
 import { type IdentityMapping, parseIdentityMapping } from "./identity-mapping";
 import { componentTypes, isComponentName } from "./components";
@@ -95,8 +96,22 @@ function parseSelector(value: unknown, path: string): Selector {
     selector.componentType = type;
   }
   const domain = optionalString(raw.domainName, `${path}.domainName`);
-  if (domain) selector.domainName = domain.toLowerCase();
+  if (domain) selector.domainName = hostNameOf(domain, `${path}.domainName`);
   return selector;
+}
+
+/** A label of a host name (underscores allowed: internal names use them). */
+const hostLabel = "[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?";
+const hostName = new RegExp(`^${hostLabel}(?:\\.${hostLabel})*$`);
+
+/**
+ * A selector's domain name as requests' names are compared (docs/authentication.md: without case or final dot): a name
+ * with a port, scheme or path would never match a request, and a selector that never matches leaves its component open.
+ */
+function hostNameOf(domain: string, path: string): string {
+  const name = domain.toLowerCase().replace(/\.$/, "");
+  if (isIP(name) !== 0 || hostName.test(name)) return name;
+  throw new SecurityConfigError(path, `'${domain}' is not a host name: give the name alone, without port, brackets, scheme or path`);
 }
 
 /** True when every part given matches; a domain selector never matches a connection whose name is unknown. */

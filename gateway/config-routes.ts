@@ -1,4 +1,5 @@
 import { needs } from "./route-permissions";
+import { permits } from "../auth/authorization";
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { GuardianRights, PolicyConfig } from "../policy/model";
 import {
@@ -200,7 +201,9 @@ export function configRoutes(port: PolicyPort): FastifyPluginAsync {
           response: { 200: writeResultSchema },
         },
       },
-      async (request, reply) => answerWrite(reply, await port.replace(request.body, requester(request), expectedRevisionOf(request))),
+      // Mapping groups are part of the whole configuration: changing them also needs mapping:write (docs/authorization.md).
+      async (request, reply) =>
+        answerWrite(reply, await port.replace(request.body, requester(request), expectedRevisionOf(request), !permits(request.rights, "mapping", "write"))),
     );
 
     for (const section of listSections) registerListSection(app, port, section);

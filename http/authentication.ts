@@ -191,7 +191,8 @@ export const authentication = fp<{
     request.rights = authorizer.rightsOf({ identity: outcome.identity, verifier: outcome.by.verifier, profile: outcome.by.profile });
     const callerUserId = userIdOf(auth.authenticator.config.identityMapping, outcome.by.verifier, outcome.identity);
     if (callerUserId !== undefined) request.callerUserId = callerUserId;
-    await state.audited.once(`ok:${component.name}:${outcome.identity.subject}`, () => {
+    // One record per component and identity on a connection: the same subject through another verifier or profile is another identity.
+    await state.audited.once(`ok:${component.name}:${outcome.by.verifier}/${outcome.by.profile}:${outcome.identity.subject}`, () => {
       const { level, event, details } = outcomeAudit(outcome);
       return auth.audit({
         category: component.name,

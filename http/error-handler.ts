@@ -35,6 +35,7 @@ const actorCodes: Record<string, ConstructorParameters<typeof HttpError>[0]> = {
   GUARDIAN_CATEGORIES: "ERR_USER_GUARDIAN_CATEGORIES",
   REPORT_INVALID: "ERR_REQUEST_INVALID",
   INDEX_BEHIND: "ERR_REPORT_UNAVAILABLE",
+  MAPPING_WRITE_FORBIDDEN: "ERR_AUTH_FORBIDDEN",
 };
 
 /** Actor errors whose message and details are written for clients; others get the registry's message. */
@@ -54,6 +55,7 @@ const clientFacingMessages = new Set([
   "GUARDIAN_CATEGORIES",
   "REPORT_INVALID",
   "INDEX_BEHIND",
+  "MAPPING_WRITE_FORBIDDEN",
   "REDACT_INVALID",
   "REDACT_RECORD_INVALID",
   "BAD_ACTOR_ID",

@@ -36,7 +36,24 @@ export function policyPort(runtime: ActorRuntime): PolicyPort {
       const { revision, config } = await actor.get();
       return { revision, config };
     },
-    replace: (config, by, expectedRevision) => audited(() => actor.replace({ config, by, expectedRevision }), by, "replaced the whole configuration"),
+    replace: (config, by, expectedRevision, mappingGroupsFixed) =>
+      audited(
+        () =>
+          actor.replace({ config, by, expectedRevision, ...(mappingGroupsFixed ? { mappingGroupsFixed } : {}) }).catch(async (error: unknown) => {
+            // A caller without mapping:write changing mapping groups: a denial, audited as the authorization hook audits its own.
+            if ((error as { code?: string }).code === "MAPPING_WRITE_FORBIDDEN")
+              await runtime.events.audit({
+                category: "config",
+                level: "warn",
+                event: "connection.forbidden",
+                message: `PUT /config refused: '${by}' does not hold mapping:write and the configuration changes mapping groups`,
+                details: { component: "mapping", action: "write", subject: by, rule: null },
+              });
+            throw error;
+          }),
+        by,
+        "replaced the whole configuration",
+      ),
     write: (write, by, expectedRevision) => audited(() => actor.write({ write, by, expectedRevision }), by, `wrote ${write.section}`),
     remove: (kind, id, by, expectedRevision) => audited(() => actor.remove({ kind, id, by, expectedRevision }), by, `removed ${kind} '${id}'`),
     history: async (from, count) => {

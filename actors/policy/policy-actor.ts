@@ -67,8 +67,17 @@ export const policy = actor({
   handlers: {
     get: shared((ctx: SharedContext<PolicyState>) => ctx.state),
 
-    replace: exclusive(async (ctx: Exclusive, arg: WriteOptions & { config: unknown }) => {
+    replace: exclusive(async (ctx: Exclusive, arg: WriteOptions & { config: unknown; mappingGroupsFixed?: boolean }) => {
       checkExpectedRevision(ctx, arg);
+      // Compared with the current groups here, under the exclusive write: a check before the call could miss a write between.
+      if (arg.mappingGroupsFixed) {
+        const checked = checkPolicyConfig(arg.config);
+        if (checked.ok && !isDeepStrictEqual(checked.config.mappingGroups, ctx.state.config.mappingGroups))
+          throw new HandlerError(
+            "MAPPING_WRITE_FORBIDDEN",
+            "this configuration changes mapping groups, which needs mapping:write: send the current mapping groups unchanged",
+          );
+      }
       return commit(ctx, arg, "replaced the whole configuration", arg.config);
     }),
 

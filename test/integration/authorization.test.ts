@@ -25,6 +25,7 @@ const users = {
   root: { uid: "root", password: "root-pw" },
   ed: { uid: "ed", password: "ed-pw" },
   rita: { uid: "rita", password: "rita-pw" },
+  cfg: { uid: "cfg", password: "cfg-pw" },
 };
 /** The partners' directory: another 'ed', selected on the name partners.example.org (profile "partners"). */
 const partnersName = "partners.example.org";
@@ -75,6 +76,7 @@ function securityConfig(ldapPort: number, provider: OidcProvider, partnersPort: 
         { name: "readers", scopes: ["read"], permissions: ["config:read", "mapping:read", "user:read", "export:read"] },
         { name: "clinicians", claims: [{ name: "roles", values: ["clinician"] }], permissions: ["decision:query", "redact:own", "pipeline:read"] },
         { name: "ci", cloudKeyIds: [cloud.id], permissions: ["export:read"] },
+        { name: "config admins", ldapUsers: ["cfg"], permissions: ["config:admin"] },
         { name: "partner staff", ldapUsers: ["ed"], profiles: ["partners"], permissions: ["redact:own"] },
       ],
     },
@@ -136,6 +138,7 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
     callers.root = basic(users.root);
     callers.ed = basic(users.ed);
     callers.rita = basic(users.rita);
+    callers.cfg = basic(users.cfg);
     // A token the real provider issued with scope "read" only.
     callers.reader = { authorization: `Bearer ${await provider.jwtToken("read")}` };
     // A token of the provider's key with a roles claim and no scope the rules name.
@@ -186,6 +189,36 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
     assert.equal(await curlSigned("GET", "/export"), 200);
     assert.equal(await curlSigned("DELETE", "/export?id=no-such-export"), 403);
     assert.equal(await curlSigned("GET", "/config"), 403);
+  });
+
+  test("config:admin replaces the whole configuration but changes mapping groups only with mapping:write (audited denial, nothing changed)", async () => {
+    const current = await call("GET", "/config", undefined, callers.cfg);
+    assert.equal(current.status, 200);
+    const again = await call("PUT", "/config", current.body, callers.cfg);
+    assert.deepEqual([again.status, again.body.changed], [200, false], "the same configuration, mapping groups as they are");
+    const renamedCategory = structuredClone(current.body);
+    renamedCategory.categories[0].name = `${renamedCategory.categories[0].name} (renamed)`;
+    const otherChange = await call("PUT", "/config", renamedCategory, callers.cfg);
+    assert.deepEqual([otherChange.status, otherChange.body.changed], [200, true], "other sections change with config:admin alone");
+    const planted = structuredClone(renamedCategory);
+    planted.mappingGroups = [...planted.mappingGroups, { ...planted.mappingGroups[0], name: "planted" }];
+    const refused = await call("PUT", "/config", planted, callers.cfg);
+    assert.equal(refused.status, 403, JSON.stringify(refused.body));
+    assert.equal(refused.body.error.code, "ERR_AUTH_FORBIDDEN");
+    assert.match(refused.body.error.message, /mapping:write/);
+    const emptied = await call("PUT", "/config", { ...renamedCategory, mappingGroups: [] }, callers.cfg);
+    assert.equal(emptied.status, 403, "removing every group is a change too");
+    const after = await call("GET", "/config", undefined, callers.root);
+    assert.deepEqual(after.body, renamedCategory, "nothing changed");
+    const denials = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.config.warn"))
+      .map(({ data }) => data)
+      .filter((record) => record.event === "connection.forbidden" && record.details?.subject === "cfg");
+    assert.equal(denials.length, 2, "each refusal is audited");
+    assert.deepEqual({ component: denials[0]!.details!.component, action: denials[0]!.details!.action }, { component: "mapping", action: "write" });
+    // A caller with mapping:write (root: *:admin) changes them.
+    const byRoot = await call("PUT", "/config", planted, callers.root);
+    assert.deepEqual([byRoot.status, byRoot.body.changed], [200, true]);
+    assert.equal((await call("PUT", "/config", current.body, callers.root)).status, 200);
   });
 
   test("an export door: a pipeline export's records need pipeline:read, over HTTP and over NATS", async () => {
@@ -334,6 +367,33 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
       assert.equal((await call("DELETE", `/redact/document?jobName=${corpName}`, undefined, callers.ed)).status, 200);
     } finally {
       partnerAgent.destroy();
+    }
+  });
+
+  test("one connection, one subject name through two verifiers: each identity's login is audited", async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (authorization: string) =>
+      new Promise<{ status: number; connectionId: string }>((resolve, reject) => {
+        const url = new URL(`${node.url}/config`);
+        const req = httpRequest({ host: url.hostname, port: url.port, path: url.pathname, agent, headers: { authorization } }, (res) => {
+          res.resume();
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, connectionId: String(res.headers["x-connection-id"]) }));
+        });
+        req.on("error", reject);
+        req.end();
+      });
+    try {
+      const token = await provider.sign({ sub: "cfg", scope: "read" });
+      const ldap = await get(callers.cfg!.authorization!);
+      const oauth = await get(`Bearer ${token}`);
+      assert.deepEqual([ldap.status, oauth.status], [200, 200]);
+      assert.equal(ldap.connectionId, oauth.connectionId, "one connection");
+      const logins = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.config.info"))
+        .map(({ data }) => data)
+        .filter((record) => record.event === "connection.authenticated" && record.connectionId === ldap.connectionId);
+      assert.deepEqual(logins.map((record) => (record.details?.verifier as { verifier: string } | undefined)?.verifier).sort(), ["ldap", "oauth"]);
+    } finally {
+      agent.destroy();
     }
   });
 

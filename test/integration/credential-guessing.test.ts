@@ -131,7 +131,17 @@ describe("credential guessing is slowed: failure budgets per address and per use
       [...Array(perUser).fill(401), ...Array(5).fill(429)],
       "each address is new: the per-user budget is what stops the guesses",
     );
+    // The directory matches uid without case ('BOB' binds as bob): other spellings come out of bob's spent budget, not new ones.
+    const spellings = ["Bob", "bOB", "BOB", "boB"];
+    const variants = [];
+    for (const [i, spelling] of spellings.entries()) variants.push(await getConfig(node.port, basic(spelling, `wrong-${i}`), `127.0.1.${100 + i}`));
+    assert.deepEqual(
+      variants.map((a) => a.status),
+      Array(spellings.length).fill(429),
+      "another spelling of the name is the same user's budget",
+    );
     assert.equal((await getConfig(node.port, basic(bob.uid, bob.password), "127.0.0.4")).status, 200, "bob's own password still passes");
+    assert.equal((await getConfig(node.port, basic("BOB", bob.password), "127.0.0.5")).status, 200, "slapd binds BOB as bob");
   });
 
   test("bad tokens count against the address too", async () => {

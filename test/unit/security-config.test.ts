@@ -106,6 +106,28 @@ test("enforcement by selector: only config enforced leaves redact open", () => {
   assert.equal(isEnforced(byDomain, component("config", "Admin.Example.org")), true);
   assert.equal(isEnforced(byDomain, component("config")), true, "a connection whose name is unknown could be for that name: enforced");
   assert.equal(isEnforced(byDomain, component("user", "admin.example.org")), false);
+  // The file's name is compared as requests' names are: case and a final dot do not matter; a port or scheme is refused, not left never to match.
+  const withDot = parseSecurityConfig(
+    withChange((c) => (c.enforcedComponents = [{ componentName: "config", domainName: "Admin.Example.org." }])),
+    verifierFactories,
+  );
+  assert.equal(isEnforced(withDot, component("config", "admin.example.org")), true);
+  for (const bad of ["admin.example.org:8890", "https://admin.example.org", "[::1]", "admin example.org", "admin.example.org/x", "-admin.example.org"]) {
+    const error = errorOf(withChange((c) => (c.enforcedComponents = [{ componentName: "config", domainName: bad }])));
+    assert.equal(error.path, "enforcedComponents[0].domainName", bad);
+    assert.match(error.message, /is not a host name/, bad);
+  }
+  assert.equal(
+    isEnforced(
+      parseSecurityConfig(
+        withChange((c) => (c.enforcedComponents = [{ componentName: "config", domainName: "::1" }])),
+        verifierFactories,
+      ),
+      component("config", "::1"),
+    ),
+    true,
+    "an address is a name too",
+  );
   const none = parseSecurityConfig(
     withChange((c) => delete c.enforcedComponents),
     verifierFactories,
