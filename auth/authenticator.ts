@@ -205,7 +205,9 @@ export class Authenticator {
     address: string | undefined,
   ): Promise<AccessOutcome> {
     if (credential.type === "cloudSigningCredentials") return this.verifyOnce(component, credential, overrides);
-    const scope = `${component.name}\0${component.domainName ?? ""}`;
+    // An export's overrides (another token audience, other signing keys) make a verification of its own: a token rejected at
+    // one export is not remembered as rejected at another, nor a credential good at one as good at another.
+    const scope = `${component.name}\0${component.domainName ?? ""}\0${overrides === undefined ? "" : JSON.stringify(overrides)}`;
     const secret =
       credential.type === "namepwd" ? FailureBudget.digest(scope, credential.user, credential.password) : FailureBudget.digest(scope, credential.token);
     if (credential.type === "rawBearerToken") {
