@@ -191,7 +191,11 @@ export interface ExportView extends Omit<ExportRecord, "credentials" | "cloudSig
 
 /** Exports (spec 4.1, 3.1): create, list, stop, start, delete. Errors: EXPORT_INVALID, EXPORT_NOT_FOUND, EXPORT_PORT_TAKEN, EXPORT_NO_PORT. */
 export interface ExportPort {
-  create(body: ExportBody, by: Requester): Promise<ExportView>;
+  /**
+   * `mayChooseDoorIdentity`: the caller holds export:admin. Without it, a body that sets the door's own identity (cloudSigning id
+   * or key, resourceServerId) is refused (EXPORT_IDENTITY_FORBIDDEN): a signing id is what authorization rules grant to.
+   */
+  create(body: ExportBody, by: Requester, mayChooseDoorIdentity?: boolean): Promise<ExportView>;
   list(): Promise<ExportView[]>;
   get(id: string): Promise<ExportView>;
   stop(id: string, by: Requester): Promise<ExportView>;

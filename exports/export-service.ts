@@ -41,8 +41,22 @@ export interface ExportServiceDeps {
 export class ExportService implements ExportPort {
   constructor(private readonly deps: ExportServiceDeps) {}
 
-  async create(body: ExportBody, by: Requester): Promise<ExportView> {
+  async create(body: ExportBody, by: Requester, mayChooseDoorIdentity = true): Promise<ExportView> {
     const type = await this.validate(body);
+    const identity = doorIdentityFields(body);
+    if (identity.length > 0 && !mayChooseDoorIdentity) {
+      await this.deps.runtime.events.audit({
+        category: "export",
+        level: "warn",
+        event: "connection.forbidden",
+        message: `PUT /export refused: '${by}' does not hold export:admin and sets the door's identity (${identity.join(", ")})`,
+        details: { component: "export", action: "admin", subject: by, rule: null, fields: identity },
+      });
+      throw new HandlerError(
+        "EXPORT_IDENTITY_FORBIDDEN",
+        `setting ${identity.join(", ")} needs export:admin: a door's signing id and token audience decide which credentials it takes and which rules grant to them`,
+      );
+    }
     const id = crypto.randomUUID();
     await this.requested("create", id, { type, endpoint: body.endpoint ?? null, port: body.port ?? null }, by);
     await this.deps.doors[type].prepare?.();
@@ -245,4 +259,13 @@ export class ExportService implements ExportPort {
       : {};
     return { ...rest, ...signing, backendIdentity: credentials ? "export" : "client", ...this.deps.doors[record.type].view?.(record) };
   }
+}
+
+/** The fields of an export body that choose who its door takes as whom (docs/authorization.md): not the region. */
+function doorIdentityFields(body: ExportBody): string[] {
+  return [
+    ...(body.cloudSigning?.id !== undefined ? ["cloudSigning.id"] : []),
+    ...(body.cloudSigning?.key !== undefined ? ["cloudSigning.key"] : []),
+    ...(body.resourceServerId !== undefined ? ["resourceServerId"] : []),
+  ];
 }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { HttpError } from "../http/errors";
+import { permits } from "../auth/authorization";
 import { exportReadAnswer, exportView } from "./answers/export-answers";
 import { requester as requesterOf } from "./requester";
 import { exportBody, idBody, idQuery } from "./requests/export-requests";
@@ -42,7 +43,7 @@ export function exportRoutes(exports: ExportPort): FastifyPluginAsync {
           response: { 200: exportView },
         },
       },
-      async (request) => exports.create(request.body, requesterOf(request)),
+      async (request) => exports.create(request.body, requesterOf(request), permits(request.rights, "export", "admin")),
     );
 
     app.get<{ Querystring: { id?: string } }>(

@@ -36,6 +36,7 @@ const actorCodes: Record<string, ConstructorParameters<typeof HttpError>[0]> = {
   REPORT_INVALID: "ERR_REQUEST_INVALID",
   INDEX_BEHIND: "ERR_REPORT_UNAVAILABLE",
   MAPPING_WRITE_FORBIDDEN: "ERR_AUTH_FORBIDDEN",
+  EXPORT_IDENTITY_FORBIDDEN: "ERR_AUTH_FORBIDDEN",
 };
 
 /** Actor errors whose message and details are written for clients; others get the registry's message. */
@@ -56,6 +57,7 @@ const clientFacingMessages = new Set([
   "REPORT_INVALID",
   "INDEX_BEHIND",
   "MAPPING_WRITE_FORBIDDEN",
+  "EXPORT_IDENTITY_FORBIDDEN",
   "REDACT_INVALID",
   "REDACT_RECORD_INVALID",
   "BAD_ACTOR_ID",

@@ -261,6 +261,34 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
     assert.equal((await call("DELETE", `/export?id=${id}`, undefined, callers.ed)).status, 200);
   });
 
+  test("a door's identity (its signing id and key, its token audience) is chosen with export:admin only: a rule's key id is not export:write's to mint", async () => {
+    const base = { type: "pipeline", resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } };
+    for (const identity of [
+      { cloudSigning: { id: cloud.id, key: "minted-key" } },
+      { cloudSigning: { key: "minted-key" } },
+      { resourceServerId: "urn:minted" },
+    ]) {
+      const refused = await call("PUT", "/export", { ...base, ...identity }, callers.ed);
+      assert.equal(refused.status, 403, JSON.stringify(identity));
+      assert.equal(refused.body.error.code, "ERR_AUTH_FORBIDDEN");
+      assert.match(refused.body.error.message, /needs export:admin/);
+    }
+    assert.ok(
+      !((await call("GET", "/export", undefined, callers.root)).body.exports as Array<{ cloudSigning?: unknown }>).some((view) => view.cloudSigning),
+      "none was made",
+    );
+    const denials = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.export.warn"))
+      .map(({ data }) => data)
+      .filter((record) => record.event === "connection.forbidden" && record.details?.subject === "ed");
+    assert.equal(denials.length, 3);
+    // A region only is no identity; an export:admin sets the identity.
+    const regionOnly = await call("PUT", "/export", { ...base, cloudSigning: { region: "eu-west-1" } }, callers.ed);
+    assert.equal(regionOnly.status, 200, JSON.stringify(regionOnly.body));
+    const byAdmin = await call("PUT", "/export", { ...base, cloudSigning: { id: "AKIDOWN", key: "own-key" } }, callers.root);
+    assert.equal(byAdmin.status, 200, JSON.stringify(byAdmin.body));
+    for (const created of [regionOnly, byAdmin]) assert.equal((await call("DELETE", `/export?id=${created.body.id}`, undefined, callers.root)).status, 200);
+  });
+
   test("a denial is audited with subject, component, action and the rules that matched the caller", async () => {
     const denied = await call("DELETE", "/user/accepted", undefined, callers.ed);
     assert.equal(denied.status, 403);
