@@ -58,13 +58,27 @@ export class ExportService implements ExportPort {
       );
     }
     const id = crypto.randomUUID();
-    await this.requested("create", id, { type, endpoint: body.endpoint ?? null, port: body.port ?? null }, by);
+    const record = await this.audited(
+      "create",
+      id,
+      { type, endpoint: body.endpoint ?? null, port: body.port ?? null },
+      by,
+      () => this.make(id, type, body),
+      (made) => ({
+        event: "export.created",
+        message: `export ${id} created: ${type}${body.endpoint ? ` in front of ${body.endpoint}` : ""}, listening on port ${made.listen.port}`,
+      }),
+    );
+    return this.view(record);
+  }
+
+  /** Claims the export's port and creates its actor (the port is released again if the actor is not made). */
+  private async make(id: string, type: ExportType, body: ExportBody): Promise<ExportRecord> {
     await this.deps.doors[type].prepare?.();
     const port = body.port ?? (await this.allocatePort(id));
     if (body.port !== undefined) await this.claimPort(port, id);
-    let record: ExportRecord;
     try {
-      record = await this.deps.runtime.client.ref(exportActor, id).create({
+      return await this.deps.runtime.client.ref(exportActor, id).create({
         type,
         ...(body.endpoint !== undefined ? { endpoint: body.endpoint } : {}),
         resolverGroup: body.resolverGroup,
@@ -89,13 +103,6 @@ export class ExportService implements ExportPort {
         .catch(() => undefined);
       throw error;
     }
-    await this.audit(
-      "export.created",
-      `export ${id} created: ${type}${body.endpoint ? ` in front of ${body.endpoint}` : ""}, listening on port ${port}`,
-      record,
-      by,
-    );
-    return this.view(record);
   }
 
   private async validate(body: ExportBody): Promise<ExportType> {
@@ -184,24 +191,48 @@ export class ExportService implements ExportPort {
   }
 
   async stop(id: string, by: Requester): Promise<ExportView> {
-    await this.requested("stop", id, {}, by);
-    const record = await this.deps.runtime.client.ref(exportActor, id).stop();
-    await this.audit("export.stopped", `export ${id} stopped`, record, by);
+    const record = await this.audited(
+      "stop",
+      id,
+      {},
+      by,
+      () => this.deps.runtime.client.ref(exportActor, id).stop(),
+      () => ({
+        event: "export.stopped",
+        message: `export ${id} stopped`,
+      }),
+    );
     return this.view(record);
   }
 
   async start(id: string, by: Requester): Promise<ExportView> {
-    await this.requested("start", id, {}, by);
-    const record = await this.deps.runtime.client.ref(exportActor, id).start();
-    await this.audit("export.started", `export ${id} started`, record, by);
+    const record = await this.audited(
+      "start",
+      id,
+      {},
+      by,
+      () => this.deps.runtime.client.ref(exportActor, id).start(),
+      () => ({
+        event: "export.started",
+        message: `export ${id} started`,
+      }),
+    );
     return this.view(record);
   }
 
   async remove(id: string, by: Requester): Promise<ExportView> {
-    await this.requested("remove", id, {}, by);
-    const record = await this.deps.runtime.client.ref(exportActor, id).remove();
-    await this.deps.runtime.client.ref(exportPort, String(record.listen.port)).release({ exportId: id });
-    await this.audit("export.removed", `export ${id} removed`, record, by);
+    const record = await this.audited(
+      "remove",
+      id,
+      {},
+      by,
+      async () => {
+        const removed = await this.deps.runtime.client.ref(exportActor, id).remove();
+        await this.deps.runtime.client.ref(exportPort, String(removed.listen.port)).release({ exportId: id });
+        return removed;
+      },
+      () => ({ event: "export.removed", message: `export ${id} removed` }),
+    );
     // Purged again by the serving node once it has closed the export; a failure here is not the removal's.
     await this.deps.doors[record.type].discard?.(id).catch(() => undefined);
     return { ...this.publicRecord(record), serving: null, servingError: null };
@@ -219,30 +250,34 @@ export class ExportService implements ExportPort {
   }
 
   /**
-   * A change is in the audit log before it is made (`export.<change>-requested`): a full audit stream refuses it with
-   * nothing changed (503), instead of it being made and answered 503, after which a retried create made a second export.
+   * A change is in the audit log before it is made (`export.<change>-requested`; EventLog.auditedChange): a full audit stream
+   * refuses it with nothing changed (503), instead of it being made and answered 503, after which a retried create made a
+   * second export. The record of the change made follows, best effort: one the stream refuses leaves the change standing.
    */
-  private async requested(change: string, id: string, details: Record<string, unknown>, by: Requester): Promise<void> {
-    await this.deps.runtime.events.audit({
-      category: "export",
-      level: "info",
-      event: `export.${change}-requested`,
-      message: `${change} of export ${id} requested`,
-      details: { exportId: id, ...details, by },
-    });
-  }
-
-  /** The record of a change made (its request was audited first): one the audit stream refuses leaves the change standing. */
-  private async audit(event: string, message: string, record: ExportRecord, by: Requester): Promise<void> {
-    await this.deps.runtime.events
-      .audit({
+  private audited(
+    change: string,
+    id: string,
+    details: Record<string, unknown>,
+    by: Requester,
+    apply: () => Promise<ExportRecord>,
+    done: (record: ExportRecord) => { event: string; message: string },
+  ): Promise<ExportRecord> {
+    return this.deps.runtime.events.auditedChange(
+      {
         category: "export",
         level: "info",
-        event,
-        message,
+        event: `export.${change}-requested`,
+        message: `${change} of export ${id} requested`,
+        details: { exportId: id, ...details, by },
+      },
+      apply,
+      (record) => ({
+        category: "export",
+        level: "info",
+        ...done(record),
         details: { exportId: record.id, type: record.type, endpoint: record.endpoint, port: record.listen.port, status: record.status, by },
-      })
-      .catch(() => undefined);
+      }),
+    );
   }
 
   /** The record as reads show it: the export's credentials never leave the service. */

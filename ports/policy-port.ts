@@ -9,28 +9,22 @@ const policyId = "default";
 export function policyPort(runtime: ActorRuntime): PolicyPort {
   const actor = runtime.client.ref(policy, policyId);
   const revisionRecord = (revision: number) => runtime.client.ref(policyRevision, `${policyId}.${revision}`).get();
-  /**
-   * A configuration write is in the audit log before it is made (`config.requested`): one the log cannot take (a full audit
-   * stream) is refused with nothing changed, instead of being made and then answered 503. Once made, its `config.changed`
-   * record (the revision) is written too; if that one is refused the change stands, named by its request's record and the
-   * revision history, and the failure is logged and counted by the event log.
-   */
-  const audited = async (apply: () => Promise<ConfigWriteResult>, by: string, change: string): Promise<ConfigWriteResult> => {
-    await runtime.events.audit({ category: "config", level: "info", event: "config.requested", message: `${by} asks: ${change}`, details: { by, change } });
-    const result = await apply();
-    if (result.changed) {
-      await runtime.events
-        .audit({
-          category: "config",
-          level: "info",
-          event: "config.changed",
-          message: `configuration revision ${result.revision}: ${change}`,
-          details: { revision: result.revision, by, change },
-        })
-        .catch(() => undefined);
-    }
-    return result;
-  };
+  /** A configuration write is audited first (`config.requested`), then `config.changed` with its revision (EventLog.auditedChange). */
+  const audited = (apply: () => Promise<ConfigWriteResult>, by: string, change: string): Promise<ConfigWriteResult> =>
+    runtime.events.auditedChange(
+      { category: "config", level: "info", event: "config.requested", message: `${by} asks: ${change}`, details: { by, change } },
+      apply,
+      (result) =>
+        result.changed
+          ? {
+              category: "config",
+              level: "info",
+              event: "config.changed",
+              message: `configuration revision ${result.revision}: ${change}`,
+              details: { revision: result.revision, by, change },
+            }
+          : undefined,
+    );
   return {
     read: async () => {
       const { revision, config } = await actor.get();

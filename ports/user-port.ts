@@ -20,43 +20,33 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
     }
   };
   // A guardian link gives power over a child's data: it is in the audit log before it is made (a full audit stream refuses
-  // it, nothing linked), and its own record follows, best effort once the link stands.
-  const auditLinkRequest = (childId: string, guardianId: string) =>
-    runtime.events.audit({
-      category: "user",
-      level: "info",
-      event: "guardian.link-requested",
-      message: `${guardianId} asks to act as guardian of ${childId}`,
-      details: { childId, guardianId },
-    });
-  const auditLink = (childId: string, guardianId: string) =>
-    runtime.events
-      .audit({
-        category: "user",
-        level: "info",
-        event: "guardian.linked",
-        message: `${guardianId} acts as guardian of ${childId}`,
-        details: { childId, guardianId },
-      })
-      .catch(() => undefined);
+  // it, nothing linked), and its own record follows, best effort once the link stands (EventLog.auditedChange).
+  const linkRequested = (childId: string, guardianId: string) => ({
+    category: "user",
+    level: "info" as const,
+    event: "guardian.link-requested",
+    message: `${guardianId} asks to act as guardian of ${childId}`,
+    details: { childId, guardianId },
+  });
+  const linked = (childId: string, guardianId: string) => ({
+    category: "user",
+    level: "info" as const,
+    event: "guardian.linked",
+    message: `${guardianId} acts as guardian of ${childId}`,
+    details: { childId, guardianId },
+  });
   return {
     create: (userId, attributes, contractualRelationship) => written([userId], ref(userId).create({ attributes, contractualRelationship })),
     get: (userId) => ref(userId).get(),
     erase: async (userId, by) => {
       // In the audit log before anything is erased: refused with nothing erased when the log cannot take it (fail closed); once
       // erasure began, every step runs (a later audit failure does not leave guardian links or the decision index behind).
-      await runtime.events.audit({
-        category: "user",
-        level: "info",
-        event: "user.erasure-requested",
-        message: `${by} asks to erase user ${userId}`,
-        details: { userId, by },
-      });
-      const { erased, linked } = await written([userId], ref(userId).erase());
-      await runtime.events
-        .audit({ category: "user", level: "info", event: "user.erased", message: `user ${userId} erased`, details: { userId, by } })
-        .catch(() => undefined);
-      for (const other of linked) {
+      const { erased, linked: others } = await runtime.events.auditedChange(
+        { category: "user", level: "info", event: "user.erasure-requested", message: `${by} asks to erase user ${userId}`, details: { userId, by } },
+        () => written([userId], ref(userId).erase()),
+        () => ({ category: "user", level: "info", event: "user.erased", message: `user ${userId} erased`, details: { userId, by } }),
+      );
+      for (const other of others) {
         await written([other], ref(other).unlink(userId)).catch((error: { code?: string }) => {
           if (error.code !== "NOT_FOUND")
             runtime.host.log.warn(
@@ -65,27 +55,29 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
             );
         });
       }
-      return { erased, unlinked: linked };
+      return { erased, unlinked: others };
     },
     termsFor: async (context) => {
       const { config, revision } = await runtime.client.ref(policy, "default").get();
       return personalizedTerms(compiledFor(config, revision), context, new Date());
     },
     termsOf: (userId) => ref(userId).terms(),
-    accept: async (userId, acceptorId, termsHash) => {
-      if (acceptorId && acceptorId !== userId) await auditLinkRequest(userId, acceptorId);
-      const accepted = await written(acceptorId ? [userId, acceptorId] : [userId], ref(userId).accept({ acceptorId, termsHash }));
-      if (accepted.acceptorId) await auditLink(userId, accepted.acceptorId);
-      return accepted;
+    accept: (userId, acceptorId, termsHash) => {
+      const accept = () => written(acceptorId ? [userId, acceptorId] : [userId], ref(userId).accept({ acceptorId, termsHash }));
+      // Accepting for another user is acting as their guardian.
+      if (!acceptorId || acceptorId === userId) return accept();
+      return runtime.events.auditedChange(linkRequested(userId, acceptorId), accept, (accepted) =>
+        accepted.acceptorId ? linked(userId, accepted.acceptorId) : undefined,
+      );
     },
     consent: (userId, grantorId, consents) => written([userId], ref(userId).consent({ grantorId, consents })),
     revoke: (userId, grantorId, purposeId, termsId) => written([userId], ref(userId).revoke({ grantorId, purposeId, termsId })),
-    addGuardian: async (childId, guardianId, grantorId) => {
-      await auditLinkRequest(childId, guardianId);
-      const result = await written([childId, guardianId], ref(childId).addGuardian({ guardianId, grantorId }));
-      await auditLink(childId, guardianId);
-      return result;
-    },
+    addGuardian: (childId, guardianId, grantorId) =>
+      runtime.events.auditedChange(
+        linkRequested(childId, guardianId),
+        () => written([childId, guardianId], ref(childId).addGuardian({ guardianId, grantorId })),
+        () => linked(childId, guardianId),
+      ),
     guardianOptions: (userId) => ref(userId).guardianOptions(),
     setFlow: (userId, guardianId, purposeId, thirdPartyId, disabled) =>
       written([userId], ref(userId).setFlow({ guardianId, purposeId, thirdPartyId, disabled })),

@@ -121,6 +121,24 @@ export class EventLog {
   }
 
   /**
+   * A change that is in the audit log before it is made: `requested` is stored first (a log that cannot take it refuses the
+   * change with nothing made, instead of it being made and then answered 503), then the change is applied, then its
+   * outcome's record (`done`, none when it returns undefined) is written best effort: the change stands, named by its
+   * request's record, and a failure is logged and counted by `audit`.
+   */
+  async auditedChange<T>(
+    requested: Omit<AuditRecord, "id" | "time" | "nodeId">,
+    apply: () => Promise<T>,
+    done: (result: T) => Omit<AuditRecord, "id" | "time" | "nodeId"> | undefined,
+  ): Promise<T> {
+    await this.audit(requested);
+    const result = await apply();
+    const record = done(result);
+    if (record) await this.audit(record).catch(() => undefined);
+    return result;
+  }
+
+  /**
    * Queues a trace record; the promise settles once JetStream has stored it. Records are batched
    * per subject (NDJSON, one record a line) and a batch leaves at the end of the current turn of
    * the event loop, or at 256 records: one acknowledged publish covers every record in it (group
