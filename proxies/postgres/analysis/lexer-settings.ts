@@ -1,5 +1,5 @@
-import { constantString, type Refusal } from "./read-only";
-import { stringValue, walkNodes, type Node } from "./sql-parser";
+import { setConfigTarget, type Refusal } from "./read-only";
+import { walkNodes, type Node } from "./sql-parser";
 
 /**
  * Settings that change how the server reads a statement's text. The export reads every statement
@@ -25,13 +25,11 @@ export function lexerSettingRefusal(statement: Node): Refusal | undefined {
     // ALTER ROLE/DATABASE/SYSTEM hold their SET as an unwrapped `setstmt`.
     const set = type === "VariableSetStmt" ? fields : (fields.setstmt as Node | undefined);
     if (set && lexerSettings.has(String(set.name ?? "").toLowerCase())) refusal = refused(`SET ${set.name}`);
-    if (type !== "FuncCall") return;
-    const name = ((fields.funcname as Node[] | undefined) ?? []).map(stringValue);
-    if (name[name.length - 1] !== "set_config") return;
-    const setting = constantString(((fields.args as Node[] | undefined) ?? [])[0]);
+    const target = type === "FuncCall" ? setConfigTarget(fields) : undefined;
+    if (!target) return;
     // A name that is not a constant could be any setting.
-    if (setting === undefined) refusal = refused("set_config() with a setting name that is not a constant");
-    else if (lexerSettings.has(setting.trim().toLowerCase())) refusal = refused(`set_config('${setting}', ...)`);
+    if (target.setting === null) refusal = refused("set_config() with a setting name that is not a constant");
+    else if (lexerSettings.has(target.setting)) refusal = refused(`set_config('${target.written}', ...)`);
   });
   return refusal;
 }

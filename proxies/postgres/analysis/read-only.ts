@@ -95,12 +95,11 @@ function functionRefusal(call: Node): Refusal | undefined {
   const name = ((call.funcname as Node[] | undefined) ?? []).map(stringValue);
   const last = name[name.length - 1] ?? "";
   if (writingFunctions.test(last)) return refused(`${last}() (it changes something even in a read-only transaction)`);
-  if (last !== "set_config") return undefined;
-  const args = (call.args as Node[] | undefined) ?? [];
-  const setting = constantString(args[0]);
-  if (setting === undefined) return refused("set_config() with a setting name that is not a constant");
-  if (guardedSettings.has(setting.toLowerCase())) return refused(`set_config('${setting}', ...)`);
-  if (!clientWritten(args[1]))
+  const target = setConfigTarget(call);
+  if (!target) return undefined;
+  if (target.setting === null) return refused("set_config() with a setting name that is not a constant");
+  if (guardedSettings.has(target.setting)) return refused(`set_config('${target.written}', ...)`);
+  if (!clientWritten(target.value))
     return refused("set_config() with a value that is not a constant or a parameter (the setting would keep a value read from a table)", "42501");
   return undefined;
 }
@@ -112,7 +111,19 @@ function clientWritten(node: Node | undefined): boolean {
   return typed?.[0] === "TypeCast" && clientWritten(typed[1].arg as Node | undefined);
 }
 
-export function constantString(node: Node | undefined): string | undefined {
+/**
+ * What a set_config() call sets (undefined for any other function): the setting's name as the server matches it (trimmed,
+ * lower case) when it is a constant, null when it is not (it could then be any setting), the name as written, and the value.
+ */
+export function setConfigTarget(call: Node): { setting: string | null; written: string; value: Node | undefined } | undefined {
+  const name = ((call.funcname as Node[] | undefined) ?? []).map(stringValue);
+  if (name[name.length - 1] !== "set_config") return undefined;
+  const args = (call.args as Node[] | undefined) ?? [];
+  const written = constantString(args[0]);
+  return { setting: written === undefined ? null : written.trim().toLowerCase(), written: written ?? "", value: args[1] };
+}
+
+function constantString(node: Node | undefined): string | undefined {
   const typed = nodeType(node);
   if (typed?.[0] !== "A_Const") return undefined;
   const value = typed[1].sval as Node | undefined;
