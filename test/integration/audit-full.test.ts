@@ -32,22 +32,25 @@ function getOnce(port: number, path: string): Promise<{ status: number; code?: s
   });
 }
 
-describe("a full audit stream refuses new records instead of dropping the oldest, and requests that need auditing fail closed (503)", () => {
-  let nats: NatsServerProcess;
-  let node: NodeProcess;
-
+/** A node on its own nats-server whose audit stream holds only `auditMaxBytes`, started before the describe block's tests and stopped after. */
+function nodeWithSmallAudit(nodeId: string): { nats: NatsServerProcess; node: NodeProcess } {
+  const started = {} as { nats: NatsServerProcess; node: NodeProcess };
   before(async () => {
-    nats = await startNats();
-    node = await NodeProcess.start({ nodeId: "audit-full-1", natsUrl: nats.url, env: { AUDIT_MAX_BYTES: String(auditMaxBytes) } });
+    started.nats = await startNats();
+    started.node = await NodeProcess.start({ nodeId, natsUrl: started.nats.url, env: { AUDIT_MAX_BYTES: String(auditMaxBytes) } });
   });
-
   after(async () => {
-    await node?.stop();
-    await nats?.stop();
+    await started.node?.stop();
+    await started.nats?.stop();
   });
+  return started;
+}
+
+describe("a full audit stream refuses new records instead of dropping the oldest, and requests that need auditing fail closed (503)", () => {
+  const started = nodeWithSmallAudit("audit-full-1");
 
   test("filled by connections: 503 ERR_AUDIT_UNAVAILABLE, an error logged and counted, the oldest records kept", async () => {
-    const nc = await connectTo(nats.url);
+    const nc = await connectTo(started.nats.url);
     try {
       const jsm = await jetstreamManager(nc);
       const stream = await jsm.streams.info("WARDEN_AUDIT");
@@ -55,10 +58,10 @@ describe("a full audit stream refuses new records instead of dropping the oldest
       assert.equal(stream.config.max_bytes, auditMaxBytes);
 
       // A flood of unauthenticated noise: every new connection writes one record, until the stream is full.
-      let answer = await getOnce(node.port, "/user/nobody");
+      let answer = await getOnce(started.node.port, "/user/nobody");
       let requests = 1;
       while (answer.status !== 503 && requests < 5000) {
-        answer = await getOnce(node.port, "/user/nobody");
+        answer = await getOnce(started.node.port, "/user/nobody");
         requests++;
       }
       assert.equal(answer.status, 503, `still served after ${requests} connections`);
@@ -66,7 +69,7 @@ describe("a full audit stream refuses new records instead of dropping the oldest
       assert.ok(Number(answer.retryAfter) >= 1, "a 503 says when to come back");
       assert.ok(requests > 50, `the stream held the records of ${requests} connections before it was full`);
       // Still refused: nothing is served unaudited, on a new connection or not.
-      assert.equal((await getOnce(node.port, "/user/nobody")).code, "ERR_AUDIT_UNAVAILABLE");
+      assert.equal((await getOnce(started.node.port, "/user/nobody")).code, "ERR_AUDIT_UNAVAILABLE");
 
       const state = (await jsm.streams.info("WARDEN_AUDIT")).state;
       assert.equal(state.first_seq, 1, "the oldest record is still there");
@@ -75,11 +78,11 @@ describe("a full audit stream refuses new records instead of dropping the oldest
       assert.equal(records[0]!.data.event, "config.active", "the startup configuration record survives the flood");
 
       // /metrics is no component (never audited): the failures are counted there.
-      const metrics = await (await fetch(`${node.url}/metrics`)).text();
+      const metrics = await (await fetch(`${started.node.url}/metrics`)).text();
       const failed = Number(/^warden_audit_records_failed_total (\d+)/m.exec(metrics)?.[1]);
       assert.ok(failed >= 2, `warden_audit_records_failed_total ${failed}`);
       assert.ok(
-        node.lines.some((line) => line.includes('"level":50') && line.includes("audit record not stored by JetStream")),
+        started.node.lines.some((line) => line.includes('"level":50') && line.includes("audit record not stored by JetStream")),
         "each refused record is logged as an error",
       );
     } finally {
@@ -89,18 +92,7 @@ describe("a full audit stream refuses new records instead of dropping the oldest
 });
 
 describe("a change whose audit record the full stream refuses is not made: configuration writes and erasure fail closed with nothing changed", () => {
-  let nats: NatsServerProcess;
-  let node: NodeProcess;
-
-  before(async () => {
-    nats = await startNats();
-    node = await NodeProcess.start({ nodeId: "audit-full-2", natsUrl: nats.url, env: { AUDIT_MAX_BYTES: String(auditMaxBytes) } });
-  });
-
-  after(async () => {
-    await node?.stop();
-    await nats?.stop();
-  });
+  const started = nodeWithSmallAudit("audit-full-2");
 
   test("writes on one connection until the audit refuses: the refused write changed nothing, and an erasure then erases nothing", async () => {
     // One kept-alive connection: its record is written once, then every write on it needs only its own records.
@@ -109,7 +101,7 @@ describe("a change whose audit record the full stream refuses is not made: confi
       new Promise<{ status: number; text: string; revision: string | undefined }>((resolve, reject) => {
         const payload = body === undefined ? undefined : JSON.stringify(body);
         const req = httpRequest(
-          { host: "127.0.0.1", port: node.port, path, method, agent, headers: payload ? { "content-type": "application/json" } : {} },
+          { host: "127.0.0.1", port: started.node.port, path, method, agent, headers: payload ? { "content-type": "application/json" } : {} },
           (res) => {
             let text = "";
             res.on("data", (chunk: Buffer) => (text += chunk.toString("utf8")));

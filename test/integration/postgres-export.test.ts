@@ -511,18 +511,12 @@ for (const workers of [0, 2])
       assert.ok(bytes.includes("accepted@example.com"), "the pipelined query was answered, with the allowed values");
     });
 
+    /** A raw connection to the export as the trusted role, with one more startup parameter. */
+    const connectWithStartup = (parameter: [string, string]) =>
+      WireClient.connectWith(exportPort, new Map([["user", roles.trusted.user], ["database", "app"], parameter]));
+
     test("client encodings other than UTF-8 are refused (user ids and names are read as UTF-8)", async () => {
-      await assert.rejects(
-        WireClient.connectWith(
-          exportPort,
-          new Map([
-            ["user", roles.trusted.user],
-            ["database", "app"],
-            ["client_encoding", "LATIN1"],
-          ]),
-        ),
-        /not supported through this export/,
-      );
+      await assert.rejects(connectWithStartup(["client_encoding", "LATIN1"]), /not supported through this export/);
       const wire = await WireClient.connect(exportPort, roles.trusted.user, "app");
       wire.send(encodeQuery("SET client_encoding = 'LATIN1'"));
       const answer = await wire.until(() => false, 1, 3000).catch(() => wire.messages);
@@ -567,14 +561,7 @@ for (const workers of [0, 2])
       );
       // Set at startup (an options parameter): the backend reports it off, and the session ends before anything else crosses.
       await assert.rejects(
-        WireClient.connectWith(
-          exportPort,
-          new Map([
-            ["user", roles.trusted.user],
-            ["database", "app"],
-            ["options", "-c standard_conforming_strings=off"],
-          ]),
-        ),
+        connectWithStartup(["options", "-c standard_conforming_strings=off"]),
         /standard_conforming_strings off is not supported through this export/,
       );
       // The hidden query itself, as the export reads it, is harmless: a catalog query and a comment.
