@@ -224,23 +224,18 @@ export class JsonRedactor extends ChunkedRedactor {
   private writeObject(buf: Buffer, start: number, prefix: string, allowed: ReadonlySet<string>, at: number): number {
     const { sink } = this;
     sink.byte(JsonByte.OpenBrace);
-    let p = skipWhitespace(buf, start + 1);
     let first = true;
     const keys = new Set<string>();
-    while (buf[p] !== JsonByte.CloseBrace) {
-      const keyEnd = stringEnd(buf, p);
-      const key = JSON.parse(buf.toString("utf8", p, keyEnd)) as string;
+    const close = eachMember(buf, start, (key, keyStart, keyEnd, valueStart, end) => {
       // A repeated key makes the record ambiguous (which one names the user?): refuse it.
       if (keys.has(key))
         throw new DocumentError("JSON_DUPLICATE_KEY", `${this.label(at)} has the key '${prefix ? `${prefix}.` : ""}${key}' twice`, this.where(at));
       keys.add(key);
-      const valueStart = skipWhitespace(buf, skipWhitespace(buf, keyEnd) + 1);
-      const end = valueEnd(buf, valueStart, Number.MAX_SAFE_INTEGER, true);
       // A field reached two ways (`{"users.id": …, "users": {"id": …}}`) was refused before deciding (userIdOf).
       const path = prefix ? `${prefix}.${key}` : key;
       if (!first) sink.byte(JsonByte.Comma);
       first = false;
-      sink.copy(buf, p, keyEnd);
+      sink.copy(buf, keyStart, keyEnd);
       sink.byte(JsonByte.Colon);
       if (walksInto(this.plan, path, buf[valueStart] === JsonByte.OpenBrace && buf[skipWhitespace(buf, valueStart + 1)] !== JsonByte.CloseBrace)) {
         this.writeObject(buf, valueStart, path, allowed, at);
@@ -255,12 +250,28 @@ export class JsonRedactor extends ChunkedRedactor {
           sink.copy(nullBytes, 0, nullBytes.length);
         }
       }
-      p = skipWhitespace(buf, end);
-      if (buf[p] === JsonByte.Comma) p = skipWhitespace(buf, p + 1);
-    }
+    });
     sink.byte(JsonByte.CloseBrace);
-    return p + 1;
+    return close + 1;
   }
+}
+
+/**
+ * Calls `visit` with each member of the valid JSON object at `start`, in order: its key decoded, where the key's
+ * text lies and where its value's does. Returns where the object's closing brace is.
+ */
+function eachMember(buf: Buffer, start: number, visit: (key: string, keyStart: number, keyEnd: number, valueStart: number, valueEnd: number) => void): number {
+  let p = skipWhitespace(buf, start + 1);
+  while (buf[p] !== JsonByte.CloseBrace) {
+    const keyEnd = stringEnd(buf, p);
+    const key = JSON.parse(buf.toString("utf8", p, keyEnd)) as string;
+    const valueStart = skipWhitespace(buf, skipWhitespace(buf, keyEnd) + 1);
+    const end = valueEnd(buf, valueStart, Number.MAX_SAFE_INTEGER, true);
+    visit(key, p, keyEnd, valueStart, end);
+    p = skipWhitespace(buf, end);
+    if (buf[p] === JsonByte.Comma) p = skipWhitespace(buf, p + 1);
+  }
+  return p;
 }
 
 /** A JSON number written as an integer (no fraction, no exponent): only such a number names a user. */
@@ -274,16 +285,9 @@ const integerLiteral = /^-?(?:0|[1-9][0-9]*)$/;
 function rawValueAt(buf: Buffer, start: number, keys: readonly string[]): string | undefined {
   const member = (objectStart: number, wanted: string): { start: number; end: number } | undefined => {
     let found: { start: number; end: number } | undefined;
-    let p = skipWhitespace(buf, objectStart + 1);
-    while (buf[p] !== JsonByte.CloseBrace) {
-      const keyEnd = stringEnd(buf, p);
-      const key = JSON.parse(buf.toString("utf8", p, keyEnd)) as string;
-      const valueStart = skipWhitespace(buf, skipWhitespace(buf, keyEnd) + 1);
-      const end = valueEnd(buf, valueStart, Number.MAX_SAFE_INTEGER, true);
+    eachMember(buf, objectStart, (key, _keyStart, _keyEnd, valueStart, end) => {
       if (key === wanted) found = { start: valueStart, end };
-      p = skipWhitespace(buf, end);
-      if (buf[p] === JsonByte.Comma) p = skipWhitespace(buf, p + 1);
-    }
+    });
     return found;
   };
   let at: { start: number; end: number } | undefined = { start, end: -1 };
