@@ -25,6 +25,7 @@ export const httpErrors = {
   ERR_REDACT_JOB_NOT_FOUND: { status: 404, message: "no such redaction job (finished jobs are deleted after their retention)" },
   ERR_REDACT_JOB_RUNNING: { status: 404, message: "the redaction job is still running; GET /redact/progress shows how far it is" },
   ERR_REDACT_JOB_FAILED: { status: 409, message: "the redaction job failed and has no output; GET /redact/stats says why" },
+  ERR_REDACT_OUTPUT_LOST: { status: 410, message: "the redaction job is complete but its output is no longer stored whole; submit the document again" },
   ERR_REDACT_DOCUMENT_TOO_LARGE: { status: 413, message: "the document is larger than one redaction job may upload; nothing was kept" },
   ERR_REDACT_STORAGE_FULL: { status: 507, message: "redaction storage is full; nothing was kept" },
   ERR_EXPORT_INVALID: { status: 400, message: "the export is not valid; nothing was created" },

@@ -73,6 +73,12 @@ async function chunksHeld(jsm: JetStreamManager, subject: string): Promise<numbe
   return info.state.subjects?.[subject] ?? 0;
 }
 
+/** Why a stored document cannot be read whole (the stream does not hold all of its chunks), or undefined when it can. */
+export async function missingChunks(jsm: JetStreamManager, subject: string, stored: StoredDocument): Promise<Error | undefined> {
+  const held = await chunksHeld(jsm, subject);
+  return held === stored.chunks ? undefined : new Error(`the stream holds ${held} of the ${stored.chunks} chunks of ${subject}`);
+}
+
 /**
  * Reads a stored document's chunks in order. Fails when the stream does not hold all of them,
  * before reading and whenever the next chunk is slow to come (a deleted or expired document
@@ -86,10 +92,7 @@ export async function* readChunks(
   stop?: () => boolean,
 ): AsyncGenerator<Buffer> {
   if (stored.chunks === 0) return;
-  const missing = async () => {
-    const held = await chunksHeld(jsm, subject);
-    return held === stored.chunks ? undefined : new Error(`the stream holds ${held} of the ${stored.chunks} chunks of ${subject}`);
-  };
+  const missing = () => missingChunks(jsm, subject, stored);
   const absent = await missing();
   if (absent) throw absent;
   const consumer = await js.consumers.get(documentStream.name, { filter_subjects: subject });

@@ -10,7 +10,7 @@ import { HandlerError, RetryableError } from "../../actors/runtime/errors";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
 import type { DocumentPort, RedactRequest } from "../../api/types";
 import type { DecisionService } from "../../ports/decision-service";
-import { ChunkWriter, purgeDocuments, readChunks } from "./chunk-store";
+import { ChunkWriter, purgeDocuments, missingChunks, readChunks } from "./chunk-store";
 import { JobSupervisor, removeJob } from "./job-supervisor";
 
 /** Storage quotas of document redaction (issue 26 item 3). */
@@ -145,7 +145,11 @@ export class DocumentService implements DocumentPort {
     if (job.status === "running") throw new HandlerError("JOB_RUNNING", `redaction job '${jobName}' is still running`);
     if (job.status === "failed" || !job.output)
       throw new HandlerError("JOB_FAILED", `redaction job '${jobName}' failed: ${job.error?.message ?? "no output"}`, { details: job.error });
-    return { job, chunks: this.countedOut(readChunks(this.js, this.jsm, DocumentSubjects.output(jobName, job.output.attempt), job.output)) };
+    const subject = DocumentSubjects.output(jobName, job.output.attempt);
+    // Checked before the answer starts: a document found incomplete once its bytes flow could only cut the download short.
+    const lost = job.output.chunks > 0 ? await missingChunks(this.jsm, subject, job.output) : undefined;
+    if (lost) throw new HandlerError("JOB_OUTPUT_LOST", `redaction job '${jobName}' is complete but its output is not all stored any more: ${lost.message}`);
+    return { job, chunks: this.countedOut(readChunks(this.js, this.jsm, subject, job.output)) };
   }
 
   /** Jobs this node hosts, by status. */

@@ -44,8 +44,15 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
   let stopWatching: (() => void) | undefined;
   /** The revision this attempt decides under, once known. */
   let revision = job.revision;
-  /** Deletes this attempt's output (never another attempt's: a newer one may have completed). */
+  /**
+   * The completion was sent to the job actor and not refused: it may have been made even though its answer never came (a
+   * paused server delivers it after the call timed out). The output is then kept: the job may already name it, and an
+   * attempt that begins after this one (only if the job is not complete) purges every earlier attempt's output first.
+   */
+  let completionMaybeMade = false;
+  /** Deletes this attempt's output (never another attempt's: a newer one may have completed), unless its completion may stand. */
   const discardOutput = async () => {
+    if (completionMaybeMade) return;
     await writer?.settle();
     await purgeDocuments(jsm, DocumentSubjects.output(job.jobName, attempt)).catch(() => undefined);
   };
@@ -98,7 +105,12 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
     const final = stats();
     // The job reports complete only once its record is stored; a failure ends the attempt (the supervisor runs it again).
     await traceJob(deps, job, attempt, "complete", final, undefined, revision);
-    await report(() => ref.complete({ attempt, stats: final, output, revision: compiled.revision }));
+    completionMaybeMade = true;
+    await report(() => ref.complete({ attempt, stats: final, output, revision: compiled.revision })).catch((error: unknown) => {
+      // Refused (superseded, or the job removed): the completion was not made.
+      if (error instanceof AttemptStopped) completionMaybeMade = false;
+      throw error;
+    });
     configurationRestarts.delete(job.jobName);
     log.info({ jobName: job.jobName, attempt, rowsIn: final.rowsIn, rowsKept: final.rowsKept, ms: final.timings.runMs }, "redaction job complete");
   } catch (caught) {
