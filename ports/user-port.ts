@@ -10,6 +10,9 @@ import type { UserPort } from "../api/types";
  * of that user is dropped, so its next decision reads the write. Guardian links and erasures
  * are audited (category `user`).
  */
+/** How long an erasure whose outcome is unknown keeps asking before it answers 503 (the state then says which). */
+const eraseSettleMs = 30_000;
+
 export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) => void): UserPort {
   const ref = (userId: string) => runtime.client.ref(user, userId);
   const written = async <T>(userIds: string[], write: Promise<T>): Promise<T> => {
@@ -35,6 +38,31 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
     message: `${guardianId} acts as guardian of ${childId}`,
     details: { childId, guardianId },
   });
+  /**
+   * Erases the user and settles the outcome: an erase call that timed out (a paused or lost server) may still run when the
+   * server wakes, so its outcome is not left unknown. The user's links are read first; the erase is asked again until it
+   * answers (the user then erased by this call) or answers NOT_FOUND (by the earlier one, whose links were read before).
+   * Either way the steps after it (the other sides of guardian links, the decision index entry) run. An outcome still
+   * unknown after `settleMs` fails the request (503): the user's state says which, and a retried DELETE finishes the index.
+   */
+  const eraseSettled = async (userId: string): Promise<{ erased: string; linked: string[] }> => {
+    const before = await ref(userId).get();
+    const linkedBefore = [...before.guardians, ...before.children];
+    const settleBy = Date.now() + eraseSettleMs;
+    for (let tries = 1, wait = 250; ; tries++, wait = Math.min(wait * 2, 2000)) {
+      try {
+        const result = await ref(userId).erase();
+        return { erased: result.erased, linked: [...new Set([...linkedBefore, ...result.linked])] };
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        // NOT_FOUND when asked again: the earlier call erased the user.
+        if (code === "NOT_FOUND" && tries > 1) return { erased: userId, linked: linkedBefore };
+        if ((code !== "DEADLINE_EXCEEDED" && code !== "OUTCOME_UNKNOWN") || Date.now() + wait > settleBy) throw error;
+        runtime.host.log.warn({ err: error, userId }, "erasure outcome unknown: asking again until it is known");
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  };
   return {
     create: (userId, attributes, contractualRelationship) => written([userId], ref(userId).create({ attributes, contractualRelationship })),
     get: (userId) => ref(userId).get(),
@@ -43,7 +71,7 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
       // erasure began, every step runs (a later audit failure does not leave guardian links or the decision index behind).
       const { erased, linked: others } = await runtime.events.auditedChange(
         { category: "user", level: "info", event: "user.erasure-requested", message: `${by} asks to erase user ${userId}`, details: { userId, by } },
-        () => written([userId], ref(userId).erase()),
+        () => written([userId], eraseSettled(userId)),
         () => ({ category: "user", level: "info", event: "user.erased", message: `user ${userId} erased`, details: { userId, by } }),
       );
       for (const other of others) {
