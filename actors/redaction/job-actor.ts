@@ -36,6 +36,8 @@ export interface JobRecord {
   createdAt: string;
   /** Attempts started so far; each runs the whole document again and writes its own output. */
   attempt: number;
+  /** Of those, the attempts that ended because the configuration changed under them (they do not count toward maxAttempts). */
+  configurationRestarts?: number;
   runner: { nodeId: string; since: string } | null;
   progress: { bytesProcessed: number; rowsProcessed: number; at: string };
   finishedAt: string | null;
@@ -53,8 +55,17 @@ export interface JobRecord {
 type State = JobRecord | null;
 type Exclusive = ExclusiveContext<State>;
 
-/** An attempt after this many is not started: the job fails instead (a document that kills nodes must not kill them all). */
+/**
+ * An attempt after this many is not started: the job fails instead (a document that kills nodes must not kill them all).
+ * Attempts that ended because the configuration changed under them are not counted: they have their own bound.
+ */
 export const maxAttempts = 5;
+
+/**
+ * Attempts a job may lose to configuration changes before it fails (CONFIG_CHANGED): a configuration written more often
+ * than the job takes would otherwise start it over forever.
+ */
+export const maxConfigurationRestarts = 5;
 
 function existing(ctx: { state: Readonly<State>; id: string }): JobRecord {
   if (!ctx.state) throw new HandlerError("JOB_NOT_FOUND", `no redaction job '${ctx.id}'`);
@@ -113,7 +124,7 @@ export const redactionJob = actor({
       const job = existing(ctx);
       if (job.status !== "running") return { run: false, job };
       const now = new Date();
-      if (job.attempt >= maxAttempts) {
+      if (job.attempt - (job.configurationRestarts ?? 0) >= maxAttempts) {
         const failed: JobRecord = {
           ...finished(job, "failed", now),
           error: {
@@ -149,6 +160,26 @@ export const redactionJob = actor({
         output: { attempt: arg.attempt, ...arg.output },
         progress: { bytesProcessed: job.input.bytes, rowsProcessed: arg.stats.rowsIn, at: now.toISOString() },
       });
+    }),
+
+    /**
+     * The current attempt ended because the configuration changed before it completed: the next attempt decides under the
+     * new one. Past maxConfigurationRestarts such attempts the job fails (CONFIG_CHANGED). Returns the job as it now is.
+     */
+    configurationChanged: exclusive((ctx: Exclusive, arg: { attempt: number; message: string; stats: JobStats }) => {
+      const job = currentAttempt(ctx, arg.attempt);
+      const restarts = (job.configurationRestarts ?? 0) + 1;
+      const next: JobRecord =
+        restarts > maxConfigurationRestarts
+          ? {
+              ...finished(job, "failed", new Date()),
+              configurationRestarts: restarts,
+              error: { code: "CONFIG_CHANGED", message: `the configuration changed during ${restarts} attempts: ${arg.message}` },
+              stats: arg.stats,
+            }
+          : { ...job, runner: null, configurationRestarts: restarts };
+      ctx.setState(next);
+      return next;
     }),
 
     fail: exclusive((ctx: Exclusive, arg: { attempt: number; error: JobError; stats: JobStats }) => {

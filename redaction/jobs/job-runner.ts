@@ -5,7 +5,7 @@ import { redactionJob, type JobError, type JobRecord, type JobStats } from "../.
 import { documentRedactor } from "../document-stream";
 import { DocumentError, type CsvThreading, type DocumentRedactor, type RedactionTally } from "../types";
 import { DocumentSubjects } from "./subjects";
-import { HandlerError, RuntimeError } from "../../actors/runtime/errors";
+import { RuntimeError } from "../../actors/runtime/errors";
 import type { ActorRuntime } from "../../actors/runtime/runtime";
 import type { DecisionService } from "../../ports/decision-service";
 import { ChunkWriter, purgeDocuments, readChunks } from "./chunk-store";
@@ -111,18 +111,28 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
       if (error instanceof AttemptStopped) completionMaybeMade = false;
       throw error;
     });
-    configurationRestarts.delete(job.jobName);
     log.info({ jobName: job.jobName, attempt, rowsIn: final.rowsIn, rowsKept: final.rowsKept, ms: final.timings.runMs }, "redaction job complete");
   } catch (caught) {
-    let error = caught;
+    const error = caught;
     if (error instanceof ConfigurationChanged) {
-      const restarts = (configurationRestarts.get(job.jobName) ?? 0) + 1;
-      configurationRestarts.set(job.jobName, restarts);
-      if (restarts > maxConfigurationRestarts) {
-        configurationRestarts.delete(job.jobName);
-        error = new HandlerError("REDACT_INVALID", `the configuration changed during ${restarts} attempts in a row: ${error.message}`);
+      // The job actor counts these attempts (not toward its crash budget) and fails the job past its bound.
+      await discardOutput();
+      const final = stats();
+      let now: JobRecord;
+      try {
+        now = await ref.configurationChanged({ attempt, message: error.message, stats: final });
+      } catch (reportError) {
+        if ((reportError as RuntimeError).code === "ATTEMPT_SUPERSEDED" || (reportError as RuntimeError).code === "JOB_NOT_FOUND") return;
+        throw reportError;
       }
-    } else configurationRestarts.delete(job.jobName);
+      if (now.status === "failed" && now.error) {
+        void traceJob(deps, job, attempt, "failed", final, now.error, revision);
+        log.warn({ jobName: job.jobName, attempt, error: now.error }, "redaction job failed");
+        return;
+      }
+      // Not the document's fault: the supervisor begins another attempt, under the new revision.
+      throw error;
+    }
     if (error instanceof AttemptStopped) {
       await discardOutput();
       log.info({ jobName: job.jobName, attempt, reason: error.message }, "redaction attempt stopped");
@@ -154,13 +164,6 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
 /** The configuration changed during an attempt: not the document's fault; the supervisor begins another attempt, under the new revision. */
 class ConfigurationChanged extends Error {}
 
-/**
- * Attempts in a row a job may lose to configuration changes on this node before it fails (CONFIG_CHANGED): a
- * configuration written more often than the job takes would otherwise start it over forever.
- */
-const maxConfigurationRestarts = 5;
-const configurationRestarts = new Map<string, number>();
-
 /** A report the job actor refuses because the attempt is superseded, or the job gone, stops the attempt. */
 async function report(call: () => Promise<unknown>): Promise<void> {
   try {
@@ -175,6 +178,7 @@ async function report(call: () => Promise<unknown>): Promise<void> {
 /** The job's failure when the document (or the configuration it names) is at fault; undefined for infrastructure trouble. */
 function jobErrorOf(error: unknown): JobError | undefined {
   if (error instanceof DocumentError) return { code: error.code, message: error.message, ...error.where };
+  // The job's purpose or mapping group is no longer configured.
   if (error instanceof RuntimeError && error.code === "REDACT_INVALID") return { code: "CONFIG_CHANGED", message: error.message };
   return undefined;
 }

@@ -318,6 +318,42 @@ describe("document redaction (PUT /redact/document, /redact/stats, /redact/docum
     }
   });
 
+  test("a configuration that changes during every attempt fails the job after 5 restarts in a row (CONFIG_CHANGED), instead of starting it over forever", async () => {
+    const rows: string[][] = [];
+    // Long enough (some 15 MB) that every attempt reads several chunks, each of which looks for a new revision.
+    for (let n = 0; n < 150_000; n++) rows.push(valuesFor(populationIds[n % populationIds.length], n));
+    const text = `${columns.join(",")}\n${rows.map((row) => row.map(csvField).join(",")).join("\n")}\n`;
+    // A new revision every few milliseconds, none of them touching what the job decides: any change starts an attempt over.
+    let churning = true;
+    let revisions = 0;
+    const churn = (async () => {
+      for (let n = 0; churning; n++) {
+        const purposes = realisticPolicy().platformUse.purposes.map((p) => (p.stableId === "analytics" ? { ...p, name: `${p.name} ${n % 2}` } : p));
+        const written = await call("PUT", "/config/platform-use", { purposes });
+        assert.equal(written.status, 200, JSON.stringify(written.body));
+        revisions++;
+      }
+    })();
+    try {
+      const uploaded = await upload("service", "text/csv", text);
+      assert.equal(uploaded.status, 200, JSON.stringify(uploaded.body));
+      let progress: Body = { status: "running" };
+      for (let i = 0; i < 900 && progress.status === "running"; i++) {
+        await sleep(100);
+        progress = (await call("GET", `/redact/progress?jobName=${uploaded.body.jobName}`)).body;
+      }
+      const stats = (await call("GET", `/redact/stats?jobName=${uploaded.body.jobName}`)).body;
+      assert.equal(stats.status, "failed", `after ${revisions} revisions: ${JSON.stringify(stats).slice(0, 300)}`);
+      assert.equal(stats.error.code, "CONFIG_CHANGED");
+      assert.match(stats.error.message, /changed during 6 attempts/);
+      assert.equal(stats.attempts, 6, "the first attempt and 5 restarts");
+    } finally {
+      churning = false;
+      await churn;
+      assert.equal((await call("PUT", "/config/platform-use", { purposes: realisticPolicy().platformUse.purposes })).status, 200);
+    }
+  });
+
   test("jobs are listed newest first, and DELETE removes a job and its documents", async () => {
     const accepted = await upload("service", "text/csv", "users.id,users.email\naccepted,a@x\n");
     await finished(accepted.body.jobName);
