@@ -157,4 +157,53 @@ describe("MySQL export: what runs is what the parser read (literals it misreads)
     const selected = await attempt(through, "SELECT y.g, y.email FROM (SELECT 0xg, email FROM (SELECT id AS `0xg`, email FROM users) x) y");
     assert.equal(selected.error?.errno, 1064, selected.text);
   });
+  test("strict: a derived table's or CTE's column is checked as the base column it comes from, not by its name", async () => {
+    // `secret` renamed `id` (a resource-context name): which rows come back tells the secret apart.
+    const renamed = (prefix: string) => `SELECT d.user_id FROM (SELECT id AS user_id, secret AS id FROM users) d WHERE d.id LIKE '${prefix}%'`;
+    assert.deepEqual((await attempt(direct, renamed(`secret-${ALLOWED.slice(0, 3)}`))).rows, [[ALLOWED]], "straight from MariaDB: an oracle on the secret");
+    assert.deepEqual((await attempt(direct, renamed("secret-z"))).rows, []);
+    // A dropped user's email read prefix by prefix through a UNION (which the walk does not trace) renamed `id`.
+    const union = (prefix: string) =>
+      `SELECT u.id, u.name FROM users u, (SELECT id AS user_id, email AS id FROM users UNION ALL SELECT NULL, NULL) d WHERE u.id = '${ALLOWED}' AND d.user_id = '${DROPPED}' AND d.id LIKE '${prefix}%'`;
+    assert.equal((await attempt(direct, union(DROPPED.slice(0, 5)))).rows.length, 1, "straight from MariaDB: an oracle on the dropped user's email");
+    assert.equal((await attempt(direct, union("z"))).rows.length, 0);
+    for (const sql of [
+      renamed(`secret-${ALLOWED.slice(0, 3)}`),
+      renamed("secret-z"),
+      union(DROPPED.slice(0, 5)),
+      union("z"),
+      `WITH c AS (SELECT id AS user_id, secret AS id FROM users) SELECT user_id FROM c WHERE id LIKE 'secret-a%'`,
+      `SELECT u.id FROM users u WHERE EXISTS (SELECT 1 FROM (SELECT id AS user_id, secret AS id FROM users) d WHERE d.user_id = u.id AND id LIKE 'secret-a%')`,
+      `SELECT x.id FROM (SELECT id AS user_id, LEFT(secret, 8) AS id FROM users) x WHERE x.id = 'secret-a'`,
+    ])
+      for (const prepared of [false, true]) {
+        const outcome = await attempt(strict, sql, prepared);
+        assert.equal(outcome.error?.errno, 1227, `${sql}: ${outcome.text}`);
+        assert.match(outcome.error!.message, /this export is strict: .* not .*a derived table's or CTE's column/);
+      }
+    // A resource-context column renamed, or passed through a `*`, still passes.
+    assert.deepEqual((await attempt(strict, `SELECT d.uid, d.email FROM (SELECT id AS uid, email FROM users) d WHERE d.uid = '${ALLOWED}'`, true)).rows, [
+      [null, allowedEmail],
+    ]);
+    assert.deepEqual((await attempt(strict, `SELECT x.email FROM (SELECT * FROM users) x WHERE x.id = '${ALLOWED}'`)).rows, [[allowedEmail]]);
+  });
+
+  test("an unknown table's message is kept only when its database is the statement's or the session's", async () => {
+    // A function (the operator's, run with its definer's rights) reading a table of another database, named like a forbidden value.
+    const admin = await mysql.createConnection({ ...db.connectionOptions, host: "127.0.0.1" });
+    try {
+      await admin.query("CREATE DATABASE IF NOT EXISTS `login-not-accepted`");
+      await admin.query("CREATE OR REPLACE FUNCTION app.missing() RETURNS INT READS SQL DATA RETURN (SELECT COUNT(*) FROM `login-not-accepted`.nope)");
+      await admin.query(`GRANT EXECUTE ON FUNCTION app.missing TO '${reader.user}'@'127.0.0.1'`);
+    } finally {
+      await admin.end();
+    }
+    const sql = "SELECT missing() AS nope FROM users";
+    const straight = await attempt(direct, sql);
+    assert.equal(straight.error?.errno, 1146);
+    assert.ok(leaksIn(straight.text).includes(`login-${DROPPED}`), `straight from MariaDB the message names the other database: ${straight.text}`);
+    for (const outcome of await assertNoLeak(sql, "another database in an unknown table's message")) assert.equal(outcome.error?.errno, 1146, outcome.text);
+    const own = await attempt(through, "SELECT * FROM nope");
+    assert.equal(own.error?.message, "Table 'app.nope' doesn't exist", "the session's database and the statement's table: kept");
+  });
 });

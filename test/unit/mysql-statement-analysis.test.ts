@@ -116,6 +116,9 @@ describe("MySQL statement analysis (node-sql-parser, MariaDB grammar)", () => {
       "SELECT id FROM users HAVING id > 1",
       "SELECT id, COUNT(*) FROM users",
       "SELECT id FROM users ORDER BY MAX(id)",
+      "SELECT id, JSON_ARRAYAGG(email) FROM users",
+      "SELECT id FROM users ORDER BY BIT_OR(clicks)",
+      "SELECT id, email, STDDEV_POP(clicks) FROM users",
       "SELECT id FROM users UNION SELECT id FROM users",
       "SELECT a.id FROM users a JOIN users b USING (id)",
     ]) {
@@ -494,6 +497,32 @@ describe("MySQL strict exports: rows chosen, grouped and ordered only by resourc
     }
     // A named window: the parser reads only `ORDER BY … WINDOW …` (which MariaDB refuses) and prints it as `WINDOW … ORDER BY` (which it cannot read back): refused before strictness is asked.
     assert.equal(analyseStatement("SELECT id FROM users ORDER BY id WINDOW w AS (PARTITION BY clicks)", writable).kind, "refused");
+    // A derived table's or CTE's column is checked as the base column it traces to; untraced ones are refused.
+    for (const [sql, named] of [
+      [
+        "SELECT d.user_id FROM (SELECT id AS user_id, secret AS id FROM users) d WHERE d.id LIKE 'a%'",
+        "not id (a derived table's or CTE's column from secret)",
+      ],
+      ["SELECT d.user_id FROM (SELECT id AS user_id, secret AS id FROM users) `d` WHERE `d`.`id` LIKE 'a%'", "from secret"],
+      ["WITH c AS (SELECT id AS user_id, secret AS id FROM users) SELECT user_id FROM c WHERE id = 'x'", "from secret"],
+      ["WITH c(user_id, id) AS (SELECT id, secret FROM users) SELECT user_id FROM c ORDER BY id", "from secret"],
+      ["SELECT d.id FROM (SELECT id FROM users UNION SELECT secret FROM users) d WHERE d.id = 'x'", "cannot trace"],
+      ["SELECT d.id FROM (SELECT id FROM users GROUP BY id) d WHERE d.id = 'x'", "cannot trace"],
+      ["SELECT d.id FROM (SELECT CONCAT(secret) AS id FROM users) d WHERE d.id = 'x'", "cannot trace"],
+      ["SELECT u.id FROM users u, (SELECT secret AS id FROM users) d WHERE id = 'x'", "from secret"],
+      ["SELECT u.id FROM users u WHERE u.id IN (SELECT d.id FROM (SELECT secret AS id FROM users) d)", "from secret"],
+      ["WITH RECURSIVE r AS (SELECT id FROM users UNION ALL SELECT id FROM r WHERE r.id = 'x') SELECT id FROM users", "cannot trace"],
+      ["SELECT x.id FROM (SELECT * FROM users u JOIN orders o ON o.user_id = u.id) x WHERE x.id = 'a'", "cannot trace"],
+    ] as const) {
+      const message = refusedFor(sql);
+      assert.ok(message?.includes(named), `${sql}: ${message}`);
+    }
+    for (const sql of [
+      "SELECT d.uid FROM (SELECT id AS uid FROM users) d WHERE d.uid = 'a' ORDER BY d.uid",
+      "SELECT x.email FROM (SELECT * FROM users) x WHERE x.id = 'a'",
+      "WITH c AS (SELECT user_id, item FROM orders) SELECT item FROM c WHERE user_id = 'a'",
+    ])
+      assert.equal(refusedFor(sql), undefined, sql);
     for (const sql of [
       "SELECT id, email FROM users WHERE id = 'a' ORDER BY 1",
       "SELECT u.email, o.item FROM users u JOIN orders o ON o.user_id = u.id WHERE u.ID IN ('a', 'b') GROUP BY u.id ORDER BY o.user_id",
@@ -516,6 +545,13 @@ describe("MySQL error texts", () => {
       sanitizeError(err(1064, "leaked-value"), "SELECT f()").message,
       /withheld/,
       "a 1064 not in the server's wording (SIGNAL SET MYSQL_ERRNO = 1064)",
+    );
+    assert.equal(sanitizeError(err(1146, "Table 'app.nope' doesn't exist"), "SELECT * FROM nope", "app").message, "Table 'app.nope' doesn't exist");
+    assert.equal(sanitizeError(err(1146, "Table 'db2.nope' doesn't exist"), "SELECT * FROM db2.nope", "app").message, "Table 'db2.nope' doesn't exist");
+    assert.match(
+      sanitizeError(err(1146, "Table 'secret-value.nope' doesn't exist"), "SELECT f() AS nope", "app").message,
+      /withheld/,
+      "a database neither the statement's nor the session's (a stored function's table)",
     );
     const withheld = sanitizeError(err(1105, "XPATH syntax error: 'x@y'"), "SELECT ExtractValue(...)");
     assert.deepEqual([withheld.code, withheld.sqlState], [1105, "42000"], "the number and SQLSTATE stay");

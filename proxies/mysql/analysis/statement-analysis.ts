@@ -325,13 +325,40 @@ function walk(node: unknown, visit: (value: Record<string, unknown>) => void): v
   for (const value of Object.values(node)) walk(value, visit);
 }
 
+/** Aggregate functions the parser reads as plain function calls (COUNT, SUM, GROUP_CONCAT... it reads as `aggr_func`). */
+const aggregateFunctions = new Set([
+  "JSON_ARRAYAGG",
+  "JSON_OBJECTAGG",
+  "BIT_AND",
+  "BIT_OR",
+  "BIT_XOR",
+  "STD",
+  "STDDEV",
+  "STDDEV_POP",
+  "STDDEV_SAMP",
+  "VARIANCE",
+  "VAR_POP",
+  "VAR_SAMP",
+  "MEDIAN",
+  "PERCENTILE_CONT",
+  "PERCENTILE_DISC",
+]);
+
 /** Whether an aggregate appears in these parts (a subquery's aggregate may aggregate the outer query's columns). */
 function hasAggregate(parts: unknown[]): boolean {
   let found = false;
   walk(parts, (value) => {
     if (value.type === "aggr_func") found = true;
+    if (value.type === "function" && aggregateFunctions.has(functionName(value).toUpperCase())) found = true;
   });
   return found;
+}
+
+/** A function call's name as the parser gives it ({name: [{value}]} or a string). */
+function functionName(call: Record<string, unknown>): string {
+  const name = call.name as { name?: Array<{ value?: unknown }> } | string | undefined;
+  if (typeof name === "string") return name;
+  return (name?.name ?? []).map((part) => String(part.value ?? "")).join(".");
 }
 
 function nameOf(column: unknown): string | undefined {
@@ -389,7 +416,7 @@ export function aliasOf(as: unknown): string | undefined {
 
 /** A derived relation that passes nothing through. */
 function opaque(alias: string, cte: string | null = null): Relation {
-  return { kind: "derived", alias, columns: new Map(), star: null, relations: [], carry: "none", cteColumnList: false, cte };
+  return { kind: "derived", alias, columns: new Map(), star: null, relations: [], carry: "none", cteColumnList: false, cte, namesKnown: false };
 }
 
 function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, prefix: readonly string[], depth: number): Scope {
@@ -435,6 +462,14 @@ function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, pref
 }
 
 /**
+ * The relations of one SELECT's FROM list (derived tables and CTEs traced as for attribution) and
+ * the CTEs its parts see (strict-predicates.ts resolves predicate columns with them).
+ */
+export function scopeRelations(select: Record<string, unknown>, outerEnv: CteEnvironment): { relations: readonly Relation[]; env: CteEnvironment } {
+  return { relations: scopeOf(select, outerEnv, [], 0).relations, env: cteEnvironment(select, outerEnv) };
+}
+
+/**
  * A derived table's or CTE's output columns traced through its body (`body`: its SELECT;
  * undefined: not traced). A body whose rows are not one row of each of its relations (UNION,
  * grouping, recursion) or that nests too deep passes nothing through.
@@ -471,7 +506,8 @@ function derivedRelation(
     const covered = inner.relations.filter((r) => starCovers(stars[0]!.entry as { table: string | null }, r.alias));
     if (covered.length === 1) star = covered[0]!;
   }
-  return { kind: "derived", alias, columns, star, relations: inner.relations, carry: "none", cteColumnList: columnList !== null, cte };
+  const namesKnown = !unnamed && (stars.length === 0 || star !== null);
+  return { kind: "derived", alias, columns, star, relations: inner.relations, carry: "none", cteColumnList: columnList !== null, cte, namesKnown };
 }
 
 /** The select list as plain columns, stars and expressions, with their aliases. */

@@ -651,7 +651,7 @@ export class CommandPhase {
   }
 
   private error(payload: Buffer, statement: string | undefined): Buffer {
-    return encodeErrPacket(sanitizeError(decodeErrPacket(payload), statement));
+    return encodeErrPacket(sanitizeError(decodeErrPacket(payload), statement, this.database));
   }
 
   private outOfStep(what: string): SessionFailure {
