@@ -50,6 +50,7 @@ describe("MySQL export: what runs is what the parser read (literals it misreads)
   let direct: mysql.Connection;
   let through: mysql.Connection;
   let strict: mysql.Connection;
+  let strictWritable: mysql.Connection;
   const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
   const open = (p: number) => mysql.createConnection({ host: "127.0.0.1", port: p, user: reader.user, password: reader.password, database: "app" });
   const leaksIn = (text: string) => forbidden.filter((v) => text.toLowerCase().includes(v.toLowerCase()));
@@ -79,17 +80,21 @@ describe("MySQL export: what runs is what the parser read (literals it misreads)
     const base = { type: "mysql", endpoint: `127.0.0.1:${db.port}`, resolverGroup: "users-table", metadata: { type: "platformUse", purposeId: "service" } };
     const port = await freePort();
     const strictPort = await freePort();
+    const strictWritablePort = await freePort();
     assert.equal((await call("PUT", "/export", { ...base, port })).status, 200);
     assert.equal((await call("PUT", "/export", { ...base, port: strictPort, strict: true })).status, 200);
+    assert.equal((await call("PUT", "/export", { ...base, port: strictWritablePort, strict: true, allowWrites: true })).status, 200);
     direct = await open(db.port);
     through = await firstSuccess(() => open(port), 15_000);
     strict = await firstSuccess(() => open(strictPort), 15_000);
+    strictWritable = await firstSuccess(() => open(strictWritablePort), 15_000);
   });
 
   after(async () => {
     await direct?.end().catch(() => undefined);
     await through?.end().catch(() => undefined);
     await strict?.end().catch(() => undefined);
+    await strictWritable?.end().catch(() => undefined);
     await node?.stop();
     await nats?.stop();
     await db?.stop();
@@ -156,6 +161,15 @@ describe("MySQL export: what runs is what the parser read (literals it misreads)
       }
     const selected = await attempt(through, "SELECT y.g, y.email FROM (SELECT 0xg, email FROM (SELECT id AS `0xg`, email FROM users) x) y");
     assert.equal(selected.error?.errno, 1064, selected.text);
+    // A strict export with writes runs an UPDATE as written: its affected rows would answer the same oracle.
+    const update = (prefix: string) =>
+      `UPDATE users u JOIN (SELECT id AS user_id, secret AS \`0x\` FROM users) d ON d.user_id = u.id SET u.clicks = u.clicks + 1 WHERE 0x LIKE '${prefix}%'`;
+    const [changed] = await direct.query(update(`secret-${ALLOWED.slice(0, 3)}`));
+    assert.equal((changed as { affectedRows: number }).affectedRows, 1, "straight from MariaDB the affected rows answer the oracle");
+    for (const prepared of [false, true]) {
+      const outcome = await attempt(strictWritable, update(`secret-${ALLOWED.slice(0, 3)}`), prepared);
+      assert.equal(outcome.error?.errno, 1064, `refused: ${outcome.text}`);
+    }
   });
   test("strict: a derived table's or CTE's column is checked as the base column it comes from, not by its name", async () => {
     // `secret` renamed `id` (a resource-context name): which rows come back tells the secret apart.

@@ -158,6 +158,7 @@ describe("MySQL statements run as the parser printed them", () => {
       ["SELECT 1 FROM users WHERE id = _UTF8'a'", 1064, /introducer _UTF8/],
       ["SELECT 0xg FROM users", 1064, /0x with no hexadecimal digit/],
       ["SELECT 1 FROM users WHERE 0x = 1", 1064, /0x with no hexadecimal digit/],
+      ["DELETE FROM users WHERE 0x LIKE 'a%'", 1064, /0x with no hexadecimal digit/],
       // The printer writes `- -1` as `--1` (a comment to the parser): refused by the dash guard on the printing.
       ["SELECT - -1 FROM users", 1064, /as the export's parser prints it: '--'/],
       // An alias holding a backquote is printed unquoted inside backquotes.

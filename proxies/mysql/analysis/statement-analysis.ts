@@ -145,6 +145,9 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
       multiStatement: true,
     };
   const statement = statements[0]!;
+  // Any statement: a strict export's UPDATE or DELETE runs as written, and `WHERE 0x LIKE …` would hide a column from the strict check.
+  const ambiguous = ambiguousLiteral(statement);
+  if (ambiguous) return refusal("parse", "statement.refused", `${ambiguous}: refused by the export, whose parser and MariaDB read it differently`);
   if (statement.type === "select") return printedSelect(statement, policy);
   return analyseParsed(statement, policy);
 }
@@ -187,8 +190,6 @@ function printedSelect(statement: Record<string, unknown>, policy: StatementPoli
   // Analysed before it is printed: printing changes the tree.
   const analysis = analyseParsed(statement, policy);
   if (analysis.kind !== "select") return analysis;
-  const ambiguous = ambiguousLiteral(statement);
-  if (ambiguous) return refusal("parse", "statement.refused", `${ambiguous}: refused by the export, whose parser and MariaDB read it differently`);
   const unprintable = (why: string) =>
     refusal("unsupported", "statement.unprintable", `the export runs a SELECT as its parser prints it, and ${why}: the statement is refused`);
   const printed = printStatement(statement);
