@@ -175,6 +175,21 @@ describe("MySQL statements run as the parser printed them", () => {
   });
 });
 
+describe("MySQL statement analysis: bounded work", () => {
+  test("a chain of CTEs each reading the one before twice is traced within a budget, not in time doubling per CTE", () => {
+    const ctes = ["c1 AS (SELECT id FROM users)"];
+    for (let i = 2; i <= 24; i++) ctes.push(`c${i} AS (SELECT a.id FROM c${i - 1} a JOIN c${i - 1} b ON a.id = b.id WHERE a.id = 'x')`);
+    const started = Date.now();
+    const analysis = analyseStatement(`WITH ${ctes.join(", ")} SELECT id FROM c24 WHERE id = 'x'`, readOnly);
+    const took = Date.now() - started;
+    // Without the budget this took over 10 s (the node's loop, which every session shares); with it, well under one.
+    assert.ok(took < 4000, `analysed in ${took} ms`);
+    assert.equal(analysis.kind, "select");
+    const refusal = strictRefusal((analysis as StatementAnalysis & { kind: "select" }).predicates, resourceContextColumns(mapping));
+    assert.match(refusal?.message ?? "", /cannot trace/, "past the budget, a CTE's column is untraced: strict refuses predicates on it");
+  });
+});
+
 describe("MySQL result plans: the parse and the server's column definitions must agree", () => {
   test("a self-join: each value in its own instance's group, told apart by the alias the server reports", () => {
     const shape = shapeOf("SELECT a.id, a.email, b.id, b.email FROM users a JOIN users b ON a.id = b.id");

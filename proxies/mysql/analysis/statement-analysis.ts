@@ -420,7 +420,7 @@ function opaque(alias: string, cte: string | null = null): Relation {
   return { kind: "derived", alias, columns: new Map(), star: null, relations: [], carry: "none", cteColumnList: false, cte, namesKnown: false };
 }
 
-function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, prefix: readonly string[], depth: number): Scope {
+function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, prefix: readonly string[], depth: number, budget: TraceBudget): Scope {
   const env = cteEnvironment(select, outerEnv);
   let attributable =
     !select._next && !select.set_op && !select.groupby && !select.having && !hasAggregate([select.columns, select.orderby, select.having, select.window]);
@@ -435,13 +435,13 @@ function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, pref
     if (item.expr || typeof item.table !== "string") {
       if (alias === undefined) continue;
       const body = (item.expr as { ast?: Record<string, unknown> } | undefined)?.ast;
-      relation = derivedRelation(alias, body, env, null, [...prefix, alias], depth);
+      relation = derivedRelation(alias, body, env, null, [...prefix, alias], depth, budget);
     } else {
       const table = item.table;
       const name = alias ?? table;
       const unqualified = item.db === null || item.db === undefined;
       const cte = unqualified ? env.get(table) : undefined;
-      if (cte) relation = derivedRelation(name, cte.recursive ? undefined : cte.body, cte.env, cte.columnList, [...prefix, name], depth, cte.name);
+      if (cte) relation = derivedRelation(name, cte.recursive ? undefined : cte.body, cte.env, cte.columnList, [...prefix, name], depth, budget, cte.name);
       // A name that differs from a CTE's only in case: which one the server reads is not worth guessing.
       else if (unqualified && [...env.keys()].some((k) => k.toLowerCase() === table.toLowerCase())) relation = opaque(name);
       else relation = { kind: "base", alias: name, origin: { path: [...prefix, name], db: unqualified ? null : String(item.db), table } };
@@ -466,9 +466,24 @@ function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, pref
  * The relations of one SELECT's FROM list (derived tables and CTEs traced as for attribution) and
  * the CTEs its parts see (strict-predicates.ts resolves predicate columns with them).
  */
-export function scopeRelations(select: Record<string, unknown>, outerEnv: CteEnvironment): { relations: readonly Relation[]; env: CteEnvironment } {
-  return { relations: scopeOf(select, outerEnv, [], 0).relations, env: cteEnvironment(select, outerEnv) };
+export function scopeRelations(
+  select: Record<string, unknown>,
+  outerEnv: CteEnvironment,
+  budget: TraceBudget,
+): { relations: readonly Relation[]; env: CteEnvironment } {
+  return { relations: scopeOf(select, outerEnv, [], 0, budget).relations, env: cteEnvironment(select, outerEnv) };
 }
+
+/**
+ * How many derived tables and CTE readings one walk traces at most. A chain of CTEs each reading
+ * the one before twice doubles the work per CTE (18 of them, 1.3 kB of text, took seconds of the
+ * node's loop): past the budget, relations are untraced (their values NULL, strict refuses
+ * predicates on them).
+ */
+export interface TraceBudget {
+  left: number;
+}
+export const traceBudget = (): TraceBudget => ({ left: 512 });
 
 /**
  * A derived table's or CTE's output columns traced through its body (`body`: its SELECT;
@@ -482,10 +497,11 @@ function derivedRelation(
   columnList: string[] | null,
   path: readonly string[],
   depth: number,
+  budget: TraceBudget,
   cte: string | null = null,
 ): Relation {
-  if (body?.type !== "select" || depth >= maxDepth) return opaque(alias, cte);
-  const inner = scopeOf(body, env, path, depth + 1);
+  if (body?.type !== "select" || depth >= maxDepth || budget.left-- <= 0) return opaque(alias, cte);
+  const inner = scopeOf(body, env, path, depth + 1, budget);
   const stars = inner.entries.filter(({ entry }) => entry.kind === "star");
   if (!inner.attributable || (columnList !== null && (stars.length > 0 || columnList.length !== inner.entries.length))) return opaque(alias, cte);
   const columns = new Map<string, Source | null>();
@@ -538,7 +554,7 @@ function selectEntries(select: Record<string, unknown>): Scope["entries"] {
  * what each passes through (derived-relations.ts).
  */
 function selectShape(select: Record<string, unknown>): SelectShape {
-  const scope = scopeOf(select, new Map(), [], 0);
+  const scope = scopeOf(select, new Map(), [], 0, traceBudget());
   const instances = new Map<string, Instance>();
   const derived = new Map<string, DerivedRelation & { kind: "derived" }>();
   for (const relation of scope.relations) {

@@ -1,6 +1,15 @@
 import type { MappingView } from "../../../exports/row-decider";
 import type { Relation } from "./derived-relations";
-import { aliasOf, RefusalCode, scopeRelations, type CteDefinition, type CteEnvironment, type Refusal } from "./statement-analysis";
+import {
+  aliasOf,
+  RefusalCode,
+  scopeRelations,
+  traceBudget,
+  type CteDefinition,
+  type CteEnvironment,
+  type Refusal,
+  type TraceBudget,
+} from "./statement-analysis";
 
 /** A column a statement chooses, groups or orders rows by: its name (undefined when none can be told: `*`, an ordinal naming an expression). */
 export interface PredicateReference {
@@ -29,9 +38,9 @@ function columnName(ref: AstNode): string | undefined {
 interface Scopes {
   chain: ReadonlyArray<readonly Relation[]>;
   env: CteEnvironment;
+  /** One for the whole statement's walk. */
+  budget: TraceBudget;
 }
-
-const noScopes: Scopes = { chain: [], env: new Map() };
 
 /** A qualifier as the parser gives it (a string, or a backquoted name's node). */
 function qualifierOf(ref: AstNode): string | undefined {
@@ -43,8 +52,8 @@ function qualifierOf(ref: AstNode): string | undefined {
 /** The scopes inside a SELECT, UPDATE or DELETE: its own FROM relations in front. */
 function enter(node: AstNode, outer: Scopes): Scopes {
   const from = node.type === "select" ? node.from : [...(Array.isArray(node.table) ? node.table : []), ...(Array.isArray(node.from) ? node.from : [])];
-  const { relations, env } = scopeRelations({ ...node, type: "select", from, columns: [] }, outer.env);
-  return { chain: [relations, ...outer.chain], env };
+  const { relations, env } = scopeRelations({ ...node, type: "select", from, columns: [] }, outer.env, outer.budget);
+  return { chain: [relations, ...outer.chain], env, budget: outer.budget };
 }
 
 /**
@@ -158,11 +167,11 @@ function windowIn(specification: unknown, into: PredicateReference[], scopes: Sc
 }
 
 /** The CTEs each body of a WITH list sees: those before it, or, in WITH RECURSIVE, every one of the list, untraced (their rows come from themselves). */
-function cteBodies(node: AstNode, outer: CteEnvironment): Array<{ body: unknown; env: CteEnvironment }> {
+function cteBodies(node: AstNode, outer: CteEnvironment, budget: TraceBudget): Array<{ body: unknown; env: CteEnvironment }> {
   const list = Array.isArray(node.with) ? (node.with as AstNode[]) : [];
   if (list.length === 0) return [];
   const recursive = list.some((cte) => Boolean(cte.recursive));
-  const defined = scopeRelations({ ...node, type: "select", from: [], columns: [] }, outer).env;
+  const defined = scopeRelations({ ...node, type: "select", from: [], columns: [] }, outer, budget).env;
   const untraced = new Map(outer);
   if (recursive)
     for (const [name, definition] of defined)
@@ -204,12 +213,12 @@ export function predicateReferences(ast: unknown): PredicateReference[] {
           pushReference("JOIN USING", {}, column, String(isNode(name) ? name.value : name), scopes, found);
         }
       }
-      for (const { body, env } of cteBodies(node, outer.env)) visit(body, { chain: scopes.chain, env });
+      for (const { body, env } of cteBodies(node, outer.env, outer.budget)) visit(body, { chain: scopes.chain, env, budget: outer.budget });
     }
     if (isNode(node.over)) windowIn(node.over, found, scopes);
     for (const [key, value] of Object.entries(node)) if (key !== "with" || scopes === outer) visit(value, scopes);
   };
-  visit(ast, noScopes);
+  visit(ast, { chain: [], env: new Map(), budget: traceBudget() });
   return found;
 }
 
