@@ -14,7 +14,8 @@ const kept = new Map<number, RegExp>([
     /^You have an error in your SQL syntax; check the manual that corresponds to your (?:MariaDB|MySQL) server version for the right syntax to use near '([\s\S]*)' at line \d+$/,
   ],
   [1054, /^Unknown column '([^']*)' in '(?:field list|where clause|order clause|having clause|on clause|group statement|IN \(\.\.\.\)|SELECT)'$/],
-  [1146, /^Table '(?:[^'.]*\.)?([^'.]*)' doesn't exist$/],
+  // The database part must be the statement's too, or the session's (the server names it for unqualified tables).
+  [1146, /^Table '(?:([^'.]*)\.)?([^'.]*)' doesn't exist$/],
 ]);
 
 /** The text that replaces a withheld message (the error number and SQLSTATE stay). */
@@ -24,12 +25,15 @@ export function withheldMessage(code: number): string {
 
 /**
  * The error as the client may see it: the same number and SQLSTATE, the message kept only when
- * `kept` says so for the statement the client sent (undefined: no statement, keep none).
+ * `kept` says so for the statement the client sent (undefined: no statement, keep none), whose
+ * unqualified tables are the session's `database`'s.
  */
-export function sanitizeError(error: ErrPacket, statement: string | undefined): ErrPacket {
+export function sanitizeError(error: ErrPacket, statement: string | undefined, database?: string): ErrPacket {
   const pattern = kept.get(error.code);
   const match = pattern?.exec(error.message);
-  if (statement && match?.slice(1).every((quoted) => statement.includes(quoted))) return error;
+  const quotedIn = (quoted: string | undefined, i: number) =>
+    quoted === undefined || statement!.includes(quoted) || (error.code === 1146 && i === 0 && database !== undefined && quoted === database);
+  if (statement && match?.slice(1).every(quotedIn)) return error;
   return { ...error, message: withheldMessage(error.code) };
 }
 

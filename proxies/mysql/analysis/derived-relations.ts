@@ -37,6 +37,8 @@ export interface DerivedRelation {
   carry: CarryMode;
   /** The CTE's column list names its outputs: an appended column is appended to that list too. */
   cteColumnList: boolean;
+  /** Its output names are exactly `columns` (and, with `star`, the star relation's): false when a `*` over several relations, an unnamed expression or an untraced body could give it any other name. */
+  namesKnown: boolean;
   /** The CTE it reads (by name), null for a derived table. */
   cte: string | null;
 }

@@ -140,8 +140,8 @@ function carryUp(
  * `derived`.`warden_user_<n>` AS `warden_user_<n>` in each SELECT above it), printed by the parser
  * from its own tree, and the analysis of that printed text (what the backend runs is what was
  * analysed). Undefined when the printed text does not analyse as the same statement with exactly
- * those columns added: the statement then runs as the client wrote it and those instances decide
- * nothing (fail closed).
+ * those columns added: the statement then runs as printed without them (statement-analysis.ts,
+ * printedSelect) and those instances decide nothing (fail closed).
  */
 export function withHiddenColumns(text: string, hidden: readonly HiddenColumn[], policy: StatementPolicy): RewrittenSelect | undefined {
   const original = analyseStatement(text, policy);

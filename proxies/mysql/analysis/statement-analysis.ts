@@ -1,6 +1,6 @@
 import { Parser } from "node-sql-parser/build/mariadb";
 import { withHiddenColumns, type HiddenColumn, type RewrittenSelect } from "./hidden-user-columns";
-import { resolveReference, starCovers, type DerivedRelation, type Relation, type Source } from "./derived-relations";
+import { resolutionFacts, resolveReference, starCovers, type DerivedRelation, type Relation, type Source } from "./derived-relations";
 import { predicateReferences, type PredicateReference } from "./strict-predicates";
 
 /** A base table the outer SELECT reads, under the name its columns are reported with (its alias, else its name). */
@@ -44,8 +44,12 @@ export interface Refusal {
 
 export type StatementAnalysis =
   | Refusal
-  /** A SELECT: its rows are decided with the shape; `predicates` for strict exports. */
-  | { kind: "select"; shape: SelectShape; predicates: readonly PredicateReference[] }
+  /**
+   * A SELECT: its rows are decided with the shape; `predicates` for strict exports. `text` is
+   * what the backend runs: the parser's own printing of the statement, which analyses as the
+   * client's text did (`printedSelect`), never the client's text itself.
+   */
+  | { kind: "select"; shape: SelectShape; predicates: readonly PredicateReference[]; text: string }
   /** SHOW WARNINGS / SHOW ERRORS: level and code pass, texts are replaced. */
   | { kind: "diagnostics" }
   /** USE: the session's database becomes `db` once the server says OK. */
@@ -93,6 +97,18 @@ const executableComment = /\/\*M?!/;
  */
 const dashesWithoutSpace = /--(?![\x00-\x20])/;
 
+/**
+ * MariaDB reads `_utf8mb4'x'` (any character set's name after `_`, then a string) as a string
+ * in that character set; the parser reads only `_binary` so (and `_latin1` before a hex or bit
+ * literal), and reads the others as a column named `_utf8mb4` with the string as its alias (an adversarial
+ * review read every user's row as user 'accepted' that way). What runs is the parser's printing,
+ * which names that column, so the server can no longer read a literal there; this guard only
+ * answers such texts with a clear refusal rather than an unknown column. Even inside a string
+ * literal, as the guards above.
+ */
+const unknownIntroducer =
+  /(?<![\w$@.`'"\\])_(armscii8|ascii|big5|cp1250|cp1251|cp1256|cp1257|cp850|cp852|cp866|cp932|dec8|eucjpms|euckr|filename|gb2312|gbk|geostd8|greek|hebrew|hp8|keybcs2|koi8r|koi8u|latin1|latin2|latin5|latin7|macce|macroman|sjis|swe7|tis620|ucs2|ujis|utf16le|utf16|utf32|utf8mb3|utf8mb4|utf8)(?=\s*['"])/i;
+
 /** SHOW WARNINGS / SHOW ERRORS (the parser has no rule for them): one fixed form, with an optional LIMIT. */
 const diagnostics = /^\s*SHOW\s+(?:WARNINGS|ERRORS)(?:\s+LIMIT\s+\d+(?:\s*,\s*\d+)?)?\s*;?\s*$/i;
 
@@ -112,18 +128,8 @@ const neverTypes = new Map<string, string>([
  * results are. Parsed with node-sql-parser's MariaDB grammar; a text it cannot parse is refused.
  */
 export function analyseStatement(text: string, policy: StatementPolicy): StatementAnalysis {
-  if (executableComment.test(text))
-    return refusal(
-      "parse",
-      "statement.refused",
-      "executable comments (/*! */, /*M! */) are refused by the export: the export's parser would not see what they run",
-    );
-  if (dashesWithoutSpace.test(text))
-    return refusal(
-      "parse",
-      "statement.refused",
-      "'--' not followed by a space is refused by the export: the server reads it as two minus signs, the export's parser as a comment",
-    );
+  const lexical = lexicalRefusal(text);
+  if (lexical) return lexical;
   if (diagnostics.test(text)) return { kind: "diagnostics" };
   let ast: unknown;
   try {
@@ -139,6 +145,95 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
       multiStatement: true,
     };
   const statement = statements[0]!;
+  // Any statement: a strict export's UPDATE or DELETE runs as written, and `WHERE 0x LIKE …` would hide a column from the strict check.
+  const ambiguous = ambiguousLiteral(statement);
+  if (ambiguous) return refusal("parse", "statement.refused", `${ambiguous}: refused by the export, whose parser and MariaDB read it differently`);
+  if (statement.type === "select") return printedSelect(statement, policy);
+  return analyseParsed(statement, policy);
+}
+
+/** The guards on the client's text (and on the printed text) against what the parser and MariaDB read differently. */
+function lexicalRefusal(text: string): Refusal | undefined {
+  if (executableComment.test(text))
+    return refusal(
+      "parse",
+      "statement.refused",
+      "executable comments (/*! */, /*M! */) are refused by the export: the export's parser would not see what they run",
+    );
+  if (dashesWithoutSpace.test(text))
+    return refusal(
+      "parse",
+      "statement.refused",
+      "'--' not followed by a space is refused by the export: the server reads it as two minus signs, the export's parser as a comment",
+    );
+  const introducer = unknownIntroducer.exec(text);
+  if (introducer)
+    return refusal(
+      "parse",
+      "statement.refused",
+      `the character set introducer _${introducer[1]} is refused by the export: before a string its parser knows only _binary and would read it as a column name (write CONVERT('…' USING ${introducer[1]}) instead)`,
+    );
+  return undefined;
+}
+
+/**
+ * A SELECT as it runs: printed by the parser from its own tree, and that printing parsed and
+ * analysed again. The server then reads what the parser read (a column the parser took for a
+ * literal's character set introducer, `_utf8mb4'x'`, or a number, `1e3`, is printed as a quoted
+ * name, and the server reads a name); the client's own text never runs. Refused when the
+ * printing is not the parser's reading: a literal it prints in a form MariaDB reads otherwise
+ * (`ambiguousLiteral`), a printing that the guards refuse, that does not parse, that prints
+ * otherwise again, or whose analysis (select list, relations and what each derived relation
+ * passes through, strict predicates) differs from the client's text's.
+ */
+function printedSelect(statement: Record<string, unknown>, policy: StatementPolicy): StatementAnalysis {
+  // Analysed before it is printed: printing changes the tree.
+  const analysis = analyseParsed(statement, policy);
+  if (analysis.kind !== "select") return analysis;
+  const unprintable = (why: string) =>
+    refusal("unsupported", "statement.unprintable", `the export runs a SELECT as its parser prints it, and ${why}: the statement is refused`);
+  const printed = printStatement(statement);
+  if (printed === undefined) return unprintable("it cannot print this one");
+  const lexical = lexicalRefusal(printed);
+  if (lexical) return { ...lexical, message: `as the export's parser prints it: ${lexical.message}` };
+  const again = parseOne(printed);
+  if (again?.type !== "select") return unprintable("its printing of this one does not parse as a SELECT");
+  // Analysed before it is printed: printing changes the tree (backquoted qualifiers...).
+  const reread = analyseParsed(again, policy);
+  if (reread.kind !== "select" || selectFacts(reread) !== selectFacts(analysis))
+    return unprintable("its printing of this one does not analyse as the client's text does");
+  if (ambiguousLiteral(again) || printStatement(again) !== printed) return unprintable("its printing of this one does not print back the same");
+  return { ...reread, text: printed };
+}
+
+/** What an analysis of a SELECT says about its rows: two readings of one statement must say the same. */
+function selectFacts(analysis: { shape: SelectShape; predicates: readonly PredicateReference[] }): string {
+  const { shape } = analysis;
+  return JSON.stringify([
+    shape.entries,
+    shape.attributable,
+    shape.distinct,
+    shape.hiddenCount,
+    [...resolutionFacts(shape.relations)].sort(),
+    analysis.predicates,
+  ]);
+}
+
+/**
+ * A literal the parser's printer writes in a form MariaDB reads otherwise: `0x` without digits
+ * (the parser reads `0xg` as an empty hex literal named `g`; MariaDB reads `0x` and `0xg` as
+ * column names). Undefined when there is none.
+ */
+function ambiguousLiteral(statement: unknown): string | undefined {
+  let found: string | undefined;
+  walk(statement, (value) => {
+    if (value.type === "full_hex_string" && value.value === "") found = "a 0x with no hexadecimal digit after it";
+  });
+  return found;
+}
+
+/** The analysis of one parsed statement (a SELECT's `text` is set by `printedSelect`). */
+function analyseParsed(statement: Record<string, unknown>, policy: StatementPolicy): StatementAnalysis {
   const type = String(statement.type ?? "");
   const never = neverTypes.get(type);
   if (never) return refusal("denied", "statement.refused", `${never}: refused by the export`);
@@ -207,7 +302,7 @@ function analyseSelect(select: Record<string, unknown>, policy: StatementPolicy)
     );
   if (select.locking_read && !policy.allowWrites)
     return refusal("readOnly", "statement.refused", "SELECT ... FOR UPDATE is refused: the export is read-only (allowWrites: true allows it)");
-  return { kind: "select", shape: selectShape(select), predicates: predicateReferences(select) };
+  return { kind: "select", shape: selectShape(select), predicates: predicateReferences(select), text: "" };
 }
 
 /** INTO anywhere in the statement (a subquery's too). */
@@ -231,13 +326,40 @@ function walk(node: unknown, visit: (value: Record<string, unknown>) => void): v
   for (const value of Object.values(node)) walk(value, visit);
 }
 
+/** Aggregate functions the parser reads as plain function calls (COUNT, SUM, GROUP_CONCAT... it reads as `aggr_func`). */
+const aggregateFunctions = new Set([
+  "JSON_ARRAYAGG",
+  "JSON_OBJECTAGG",
+  "BIT_AND",
+  "BIT_OR",
+  "BIT_XOR",
+  "STD",
+  "STDDEV",
+  "STDDEV_POP",
+  "STDDEV_SAMP",
+  "VARIANCE",
+  "VAR_POP",
+  "VAR_SAMP",
+  "MEDIAN",
+  "PERCENTILE_CONT",
+  "PERCENTILE_DISC",
+]);
+
 /** Whether an aggregate appears in these parts (a subquery's aggregate may aggregate the outer query's columns). */
 function hasAggregate(parts: unknown[]): boolean {
   let found = false;
   walk(parts, (value) => {
     if (value.type === "aggr_func") found = true;
+    if (value.type === "function" && aggregateFunctions.has(functionName(value).toUpperCase())) found = true;
   });
   return found;
+}
+
+/** A function call's name as the parser gives it ({name: [{value}]} or a string). */
+function functionName(call: Record<string, unknown>): string {
+  const name = call.name as { name?: Array<{ value?: unknown }> } | string | undefined;
+  if (typeof name === "string") return name;
+  return (name?.name ?? []).map((part) => String(part.value ?? "")).join(".");
 }
 
 function nameOf(column: unknown): string | undefined {
@@ -295,10 +417,10 @@ export function aliasOf(as: unknown): string | undefined {
 
 /** A derived relation that passes nothing through. */
 function opaque(alias: string, cte: string | null = null): Relation {
-  return { kind: "derived", alias, columns: new Map(), star: null, relations: [], carry: "none", cteColumnList: false, cte };
+  return { kind: "derived", alias, columns: new Map(), star: null, relations: [], carry: "none", cteColumnList: false, cte, namesKnown: false };
 }
 
-function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, prefix: readonly string[], depth: number): Scope {
+function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, prefix: readonly string[], depth: number, budget: TraceBudget): Scope {
   const env = cteEnvironment(select, outerEnv);
   let attributable =
     !select._next && !select.set_op && !select.groupby && !select.having && !hasAggregate([select.columns, select.orderby, select.having, select.window]);
@@ -313,13 +435,13 @@ function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, pref
     if (item.expr || typeof item.table !== "string") {
       if (alias === undefined) continue;
       const body = (item.expr as { ast?: Record<string, unknown> } | undefined)?.ast;
-      relation = derivedRelation(alias, body, env, null, [...prefix, alias], depth);
+      relation = derivedRelation(alias, body, env, null, [...prefix, alias], depth, budget);
     } else {
       const table = item.table;
       const name = alias ?? table;
       const unqualified = item.db === null || item.db === undefined;
       const cte = unqualified ? env.get(table) : undefined;
-      if (cte) relation = derivedRelation(name, cte.recursive ? undefined : cte.body, cte.env, cte.columnList, [...prefix, name], depth, cte.name);
+      if (cte) relation = derivedRelation(name, cte.recursive ? undefined : cte.body, cte.env, cte.columnList, [...prefix, name], depth, budget, cte.name);
       // A name that differs from a CTE's only in case: which one the server reads is not worth guessing.
       else if (unqualified && [...env.keys()].some((k) => k.toLowerCase() === table.toLowerCase())) relation = opaque(name);
       else relation = { kind: "base", alias: name, origin: { path: [...prefix, name], db: unqualified ? null : String(item.db), table } };
@@ -341,6 +463,29 @@ function scopeOf(select: Record<string, unknown>, outerEnv: CteEnvironment, pref
 }
 
 /**
+ * The relations of one SELECT's FROM list (derived tables and CTEs traced as for attribution) and
+ * the CTEs its parts see (strict-predicates.ts resolves predicate columns with them).
+ */
+export function scopeRelations(
+  select: Record<string, unknown>,
+  outerEnv: CteEnvironment,
+  budget: TraceBudget,
+): { relations: readonly Relation[]; env: CteEnvironment } {
+  return { relations: scopeOf(select, outerEnv, [], 0, budget).relations, env: cteEnvironment(select, outerEnv) };
+}
+
+/**
+ * How many derived tables and CTE readings one walk traces at most. A chain of CTEs each reading
+ * the one before twice doubles the work per CTE (18 of them, 1.3 kB of text, took seconds of the
+ * node's loop): past the budget, relations are untraced (their values NULL, strict refuses
+ * predicates on them).
+ */
+export interface TraceBudget {
+  left: number;
+}
+export const traceBudget = (): TraceBudget => ({ left: 512 });
+
+/**
  * A derived table's or CTE's output columns traced through its body (`body`: its SELECT;
  * undefined: not traced). A body whose rows are not one row of each of its relations (UNION,
  * grouping, recursion) or that nests too deep passes nothing through.
@@ -352,10 +497,11 @@ function derivedRelation(
   columnList: string[] | null,
   path: readonly string[],
   depth: number,
+  budget: TraceBudget,
   cte: string | null = null,
 ): Relation {
-  if (body?.type !== "select" || depth >= maxDepth) return opaque(alias, cte);
-  const inner = scopeOf(body, env, path, depth + 1);
+  if (body?.type !== "select" || depth >= maxDepth || budget.left-- <= 0) return opaque(alias, cte);
+  const inner = scopeOf(body, env, path, depth + 1, budget);
   const stars = inner.entries.filter(({ entry }) => entry.kind === "star");
   if (!inner.attributable || (columnList !== null && (stars.length > 0 || columnList.length !== inner.entries.length))) return opaque(alias, cte);
   const columns = new Map<string, Source | null>();
@@ -377,7 +523,8 @@ function derivedRelation(
     const covered = inner.relations.filter((r) => starCovers(stars[0]!.entry as { table: string | null }, r.alias));
     if (covered.length === 1) star = covered[0]!;
   }
-  return { kind: "derived", alias, columns, star, relations: inner.relations, carry: "none", cteColumnList: columnList !== null, cte };
+  const namesKnown = !unnamed && (stars.length === 0 || star !== null);
+  return { kind: "derived", alias, columns, star, relations: inner.relations, carry: "none", cteColumnList: columnList !== null, cte, namesKnown };
 }
 
 /** The select list as plain columns, stars and expressions, with their aliases. */
@@ -407,7 +554,7 @@ function selectEntries(select: Record<string, unknown>): Scope["entries"] {
  * what each passes through (derived-relations.ts).
  */
 function selectShape(select: Record<string, unknown>): SelectShape {
-  const scope = scopeOf(select, new Map(), [], 0);
+  const scope = scopeOf(select, new Map(), [], 0, traceBudget());
   const instances = new Map<string, Instance>();
   const derived = new Map<string, DerivedRelation & { kind: "derived" }>();
   for (const relation of scope.relations) {

@@ -1,5 +1,15 @@
 import type { MappingView } from "../../../exports/row-decider";
-import { RefusalCode, type Refusal } from "./statement-analysis";
+import type { Relation } from "./derived-relations";
+import {
+  aliasOf,
+  RefusalCode,
+  scopeRelations,
+  traceBudget,
+  type CteDefinition,
+  type CteEnvironment,
+  type Refusal,
+  type TraceBudget,
+} from "./statement-analysis";
 
 /** A column a statement chooses, groups or orders rows by: its name (undefined when none can be told: `*`, an ordinal naming an expression). */
 export interface PredicateReference {
@@ -22,25 +32,100 @@ function columnName(ref: AstNode): string | undefined {
 }
 
 /**
- * Every column reference in a clause (subqueries inside it included, as PostgreSQL exports check them).
- * With `select` (GROUP BY, HAVING, ORDER BY), a name that is one of its output columns' aliases is read
- * as the expression it names; a subquery's names are its own.
+ * Where a column reference is read: the FROM relations of the SELECT (UPDATE, DELETE) it is in and
+ * of every one around it, innermost first, and the CTEs it sees.
  */
-function referencesIn(clause: string, node: unknown, into: PredicateReference[], select?: AstNode): void {
+interface Scopes {
+  chain: ReadonlyArray<readonly Relation[]>;
+  env: CteEnvironment;
+  /** One for the whole statement's walk. */
+  budget: TraceBudget;
+}
+
+/** A qualifier as the parser gives it (a string, or a backquoted name's node). */
+function qualifierOf(ref: AstNode): string | undefined {
+  const table = ref.table;
+  if (typeof table === "string") return table === "" ? undefined : table;
+  return isNode(table) && typeof table.value === "string" ? table.value : undefined;
+}
+
+/** The scopes inside a SELECT, UPDATE or DELETE: its own FROM relations in front. */
+function enter(node: AstNode, outer: Scopes): Scopes {
+  const from = node.type === "select" ? node.from : [...(Array.isArray(node.table) ? node.table : []), ...(Array.isArray(node.from) ? node.from : [])];
+  const { relations, env } = scopeRelations({ ...node, type: "select", from, columns: [] }, outer.env, outer.budget);
+  return { chain: [relations, ...outer.chain], env, budget: outer.budget };
+}
+
+/**
+ * The base-table column names a reference to output `name` of a relation can be (undefined: one
+ * the walk cannot trace: an expression, a UNION, grouping, an untraced CTE); none when the
+ * relation cannot have that name.
+ */
+function readingsIn(relation: Relation, name: string): Array<string | undefined> {
+  if (relation.kind === "base") return [name];
+  const lower = name.toLowerCase();
+  if (relation.columns.has(lower)) return [relation.columns.get(lower)?.column];
+  if (relation.star) return readingsIn(relation.star, name);
+  return relation.namesKnown ? [] : [undefined];
+}
+
+/**
+ * What a column reference can read: `t.c` in each relation named `t` around it (any case), `c` in
+ * every relation around it (MariaDB picks the one that has it, which only the catalog knows);
+ * a derived table's or CTE's column as the base column it traces to. The strict check passes
+ * only when every reading is a resource-context column.
+ */
+function readingsOf(ref: AstNode, column: string, scopes: Scopes): Array<{ column: string | undefined; derived: boolean }> {
+  const all = scopes.chain.flat();
+  const qualifier = qualifierOf(ref)?.toLowerCase();
+  const named = qualifier === undefined ? [] : all.filter((r) => r.alias.toLowerCase() === qualifier);
+  const candidates = named.length > 0 ? named : all;
+  const readings = candidates.flatMap((r) => readingsIn(r, column).map((c) => ({ column: c, derived: r.kind === "derived" })));
+  // No relation around it can have that name: read by its name, as before derived tables were traced.
+  return readings.length > 0 ? readings : [{ column, derived: false }];
+}
+
+/** A reference to a column, each of its readings (`readingsOf`) checked on its own. */
+function pushReference(clause: string, ref: AstNode, column: string | undefined, shown: string, scopes: Scopes, into: PredicateReference[]): void {
+  if (column === undefined || column === "*") {
+    into.push({ clause, column: undefined, shown });
+    return;
+  }
+  for (const reading of readingsOf(ref, column, scopes)) {
+    if (!reading.derived) into.push({ clause, column: reading.column, shown });
+    else
+      into.push({
+        clause,
+        column: reading.column,
+        shown:
+          reading.column === undefined
+            ? `${shown} (a derived table's or CTE's column the export cannot trace)`
+            : `${shown} (a derived table's or CTE's column from ${reading.column})`,
+      });
+  }
+}
+
+/**
+ * Every column reference in a clause (subqueries inside it included, as PostgreSQL exports check them,
+ * each read in its own scopes). With `select` (GROUP BY, HAVING, ORDER BY), a name that is one of its
+ * output columns' aliases is read as the expression it names; a subquery's names are its own.
+ */
+function referencesIn(clause: string, node: unknown, into: PredicateReference[], scopes: Scopes, select?: AstNode): void {
   if (Array.isArray(node)) {
-    for (const item of node) referencesIn(clause, item, into, select);
+    for (const item of node) referencesIn(clause, item, into, scopes, select);
     return;
   }
   if (!isNode(node)) return;
   if (node.type === "column_ref") {
     const aliased = select && aliasedExpression(select, node);
-    if (aliased) return referencesIn(clause, aliased, into);
+    if (aliased) return referencesIn(clause, aliased, into, scopes);
     const column = columnName(node);
-    into.push({ clause, column: column === "*" ? undefined : column, shown: column ?? "?" });
+    pushReference(clause, node, column, column ?? "?", scopes, into);
     return;
   }
   const inner = node.type === "select" || isNode(node.ast) ? undefined : select;
-  for (const value of Object.values(node)) referencesIn(clause, value, into, inner);
+  const within = node.type === "select" ? enter(node, scopes) : scopes;
+  for (const value of Object.values(node)) referencesIn(clause, value, into, within, inner);
 }
 
 /**
@@ -48,7 +133,7 @@ function referencesIn(clause: string, node: unknown, into: PredicateReference[],
  * takes an output column's alias before a table's column (`IF(…) AS id … ORDER BY id` orders by the IF).
  */
 function aliasedExpression(select: AstNode, ref: AstNode): AstNode | undefined {
-  if (typeof ref.table === "string" && ref.table !== "") return undefined;
+  if (qualifierOf(ref) !== undefined) return undefined;
   const name = columnName(ref)?.toLowerCase();
   if (name === undefined || !Array.isArray(select.columns)) return undefined;
   for (const column of select.columns as unknown[]) {
@@ -63,23 +148,39 @@ function aliasedExpression(select: AstNode, ref: AstNode): AstNode | undefined {
 }
 
 /** GROUP BY / ORDER BY entries: an ordinal names an output column of the SELECT, which must itself be a plain column; a name may be an output column's alias. */
-function orderingIn(clause: string, entries: unknown, select: AstNode, into: PredicateReference[]): void {
+function orderingIn(clause: string, entries: unknown, select: AstNode, into: PredicateReference[], scopes: Scopes): void {
   for (const entry of Array.isArray(entries) ? entries : []) {
     const expr = isNode(entry) && entry.type !== "number" && isNode(entry.expr) ? entry.expr : entry;
     if (isNode(expr) && expr.type === "number") {
       const target = Array.isArray(select.columns) ? (select.columns[Number(expr.value) - 1] as AstNode | undefined) : undefined;
       const ref = isNode(target?.expr) && target.expr.type === "column_ref" ? target.expr : undefined;
-      const column = ref ? columnName(ref) : undefined;
-      into.push({ clause, column: column === "*" ? undefined : column, shown: `output column ${String(expr.value)}` });
-    } else referencesIn(clause, expr, into, select);
+      pushReference(clause, ref ?? {}, ref ? columnName(ref) : undefined, `output column ${String(expr.value)}`, scopes, into);
+    } else referencesIn(clause, expr, into, scopes, select);
   }
 }
 
-function windowIn(specification: unknown, into: PredicateReference[]): void {
+function windowIn(specification: unknown, into: PredicateReference[], scopes: Scopes): void {
   const spec = isNode(specification) && isNode(specification.as_window_specification) ? specification.as_window_specification.window_specification : undefined;
   if (!isNode(spec)) return;
-  referencesIn("PARTITION BY", spec.partitionby, into);
-  referencesIn("window ORDER BY", spec.orderby, into);
+  referencesIn("PARTITION BY", spec.partitionby, into, scopes);
+  referencesIn("window ORDER BY", spec.orderby, into, scopes);
+}
+
+/** The CTEs each body of a WITH list sees: those before it, or, in WITH RECURSIVE, every one of the list, untraced (their rows come from themselves). */
+function cteBodies(node: AstNode, outer: CteEnvironment, budget: TraceBudget): Array<{ body: unknown; env: CteEnvironment }> {
+  const list = Array.isArray(node.with) ? (node.with as AstNode[]) : [];
+  if (list.length === 0) return [];
+  const recursive = list.some((cte) => Boolean(cte.recursive));
+  const defined = scopeRelations({ ...node, type: "select", from: [], columns: [] }, outer, budget).env;
+  const untraced = new Map(outer);
+  if (recursive)
+    for (const [name, definition] of defined)
+      if (!outer.has(name) || outer.get(name) !== definition) untraced.set(name, { ...definition, body: undefined, recursive: true } as CteDefinition);
+  return list.map((cte) => {
+    const name = aliasOf(cte.name);
+    const env = recursive ? untraced : ((name !== undefined ? defined.get(name)?.env : undefined) ?? outer);
+    return { body: cte.stmt, env };
+  });
 }
 
 /**
@@ -90,33 +191,34 @@ function windowIn(specification: unknown, into: PredicateReference[]): void {
  */
 export function predicateReferences(ast: unknown): PredicateReference[] {
   const found: PredicateReference[] = [];
-  const visit = (node: unknown): void => {
+  const visit = (node: unknown, outer: Scopes): void => {
     if (Array.isArray(node)) {
-      for (const item of node) visit(item);
+      for (const item of node) visit(item, outer);
       return;
     }
     if (!isNode(node)) return;
+    let scopes = outer;
     if (node.type === "select" || node.type === "update" || node.type === "delete") {
-      referencesIn("WHERE", node.where, found);
-      referencesIn("HAVING", node.having, found, node);
-      orderingIn("GROUP BY", isNode(node.groupby) ? node.groupby.columns : undefined, node, found);
-      orderingIn("ORDER BY", node.orderby, node, found);
-      for (const named of isNode(node.window) && Array.isArray(node.window.expr) ? node.window.expr : []) windowIn(named, found);
+      scopes = enter(node, outer);
+      referencesIn("WHERE", node.where, found, scopes);
+      referencesIn("HAVING", node.having, found, scopes, node);
+      orderingIn("GROUP BY", isNode(node.groupby) ? node.groupby.columns : undefined, node, found, scopes);
+      orderingIn("ORDER BY", node.orderby, node, found, scopes);
+      for (const named of isNode(node.window) && Array.isArray(node.window.expr) ? node.window.expr : []) windowIn(named, found, scopes);
       for (const item of Array.isArray(node.from) ? (node.from as unknown[]) : []) {
         if (!isNode(item)) continue;
-        referencesIn("JOIN ON", item.on, found);
-        for (const name of Array.isArray(item.using) ? item.using : [])
-          found.push({
-            clause: "JOIN USING",
-            column: isNode(name) && typeof name.value === "string" ? name.value : undefined,
-            shown: String(isNode(name) ? name.value : name),
-          });
+        referencesIn("JOIN ON", item.on, found, scopes);
+        for (const name of Array.isArray(item.using) ? item.using : []) {
+          const column = isNode(name) && typeof name.value === "string" ? name.value : undefined;
+          pushReference("JOIN USING", {}, column, String(isNode(name) ? name.value : name), scopes, found);
+        }
       }
+      for (const { body, env } of cteBodies(node, outer.env, outer.budget)) visit(body, { chain: scopes.chain, env, budget: outer.budget });
     }
-    if (isNode(node.over)) windowIn(node.over, found);
-    for (const value of Object.values(node)) visit(value);
+    if (isNode(node.over)) windowIn(node.over, found, scopes);
+    for (const [key, value] of Object.entries(node)) if (key !== "with" || scopes === outer) visit(value, scopes);
   };
-  visit(ast);
+  visit(ast, { chain: [], env: new Map(), budget: traceBudget() });
   return found;
 }
 

@@ -244,15 +244,18 @@ export class CommandPhase {
     this.catalog.key === this.deps.decider.mapping().key && this.catalog.maps(recordField, schema, table);
 
   /**
-   * A SELECT whose instances' user columns are not all in its select list runs with them added
-   * as hidden columns (analysis/hidden-user-columns.ts), so its rows can be decided; anything
-   * else, or a statement the parser cannot print back as the same select list, runs as written.
+   * What the backend runs for a statement. A SELECT runs as the parser printed it (the analysis'
+   * `text`: the server reads what the parser read, never the client's own text); one whose
+   * instances' user columns are not all in its select list runs with them added as hidden
+   * columns (analysis/hidden-user-columns.ts), so its rows can be decided, or, when the parser
+   * cannot print it back with them as the same statement, printed without them (those instances
+   * then decide nothing). Anything else runs as written.
    */
   private withUserColumns(text: string, analysis: StatementAnalysis): { text: string; analysis: StatementAnalysis } {
     if (analysis.kind !== "select") return { text, analysis };
     const hidden = missingUserColumns(analysis.shape, this.deps.decider.mapping(), this.relationMaps, this.database);
     const rewritten = hidden.length > 0 ? this.deps.analyses.rewritten(text, hidden, this.deps.policy) : undefined;
-    return rewritten ? { text: rewritten.text, analysis: { ...analysis, shape: rewritten.shape } } : { text, analysis };
+    return rewritten ? { text: rewritten.text, analysis: { ...analysis, shape: rewritten.shape, text: rewritten.text } } : { text: analysis.text, analysis };
   }
 
   /** A strict export's refusal of a statement that chooses, groups or orders rows by other columns than resource-context ones (with the mapping now). */
@@ -648,7 +651,7 @@ export class CommandPhase {
   }
 
   private error(payload: Buffer, statement: string | undefined): Buffer {
-    return encodeErrPacket(sanitizeError(decodeErrPacket(payload), statement));
+    return encodeErrPacket(sanitizeError(decodeErrPacket(payload), statement, this.database));
   }
 
   private outOfStep(what: string): SessionFailure {
