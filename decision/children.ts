@@ -17,3 +17,22 @@ export function isKnownAdult(compiled: CompiledPolicy, user: { attributes: Recor
   const age = ageOn(user.attributes.dob, now);
   return compiled.guardian !== null && age !== undefined && age >= compiled.guardian.thresholdAge;
 }
+
+/**
+ * Why `guardianId` may not act for `child` now, or undefined when they may: the link must hold on both sides (a link
+ * half-removed by an erasure confers nothing) and the guardian must still be a known adult (policy-semantics 5: a
+ * guardian is not a child; one the policy now counts as a child, the threshold raised, acts no more). `guardian` is the
+ * guardian's record, undefined when there is none.
+ */
+export function guardianProblem(
+  compiled: CompiledPolicy,
+  child: { userId: string; guardians: readonly string[] },
+  guardianId: string,
+  guardian: { children: readonly string[]; attributes: Record<string, string> } | undefined,
+  now: Date,
+): string | undefined {
+  if (!child.guardians.includes(guardianId) || !guardian?.children.includes(child.userId)) return `${guardianId} is not a guardian of ${child.userId}`;
+  if (!isKnownAdult(compiled, guardian, now))
+    return `${guardianId} is no longer known to be an adult (a dob at or above the guardian threshold): a guardian must be one to act for ${child.userId}`;
+  return undefined;
+}

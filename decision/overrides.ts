@@ -1,4 +1,5 @@
 import type { Override } from "../policy/model";
+import { regionCode } from "../policy/region-code";
 
 /** Age in whole years on `now` (UTC) from a `YYYY-MM-DD` date of birth; undefined when absent or not a real date. */
 export function ageOn(dob: string | undefined, now: Date): number | undefined {
@@ -18,13 +19,6 @@ export interface OverrideMatch {
   /** Set when the user lacks the tested property: the override matches to fail closed. */
   missingProperty?: "dob" | "location";
 }
-
-/**
- * A user's location as a region code (spec 2.4): ISO 3166-1 alpha-2, optionally with an ISO 3166-2
- * subdivision (`DE`, `US-CA`). Anything else (`DEU`, `Deutschland`) would match no listed region and
- * escape every location override, so it counts as no location: every location override applies.
- */
-export const regionCode = /^[A-Za-z]{2}(-[A-Za-z0-9]{1,3})?$/;
 
 /**
  * Whether an override applies to a user (policy-semantics 3): under the age threshold, or in a

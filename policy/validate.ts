@@ -1,4 +1,5 @@
 import type { Category, Override, PlatformSharingPurpose, PolicyConfig, Problem } from "./model";
+import { regionCode } from "./region-code";
 
 /**
  * Checks what a schema cannot: identity and references across the whole configuration
@@ -115,8 +116,9 @@ export function validatePolicy(config: PolicyConfig): Problem[] {
       else if (!/^\d+$/.test(o.values[0])) report(`${path}/values/0`, `age threshold '${o.values[0]}' is not a whole number`);
     } else {
       o.values.forEach((v, k) => {
-        if (!/^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$/.test(v))
-          report(`${path}/values/${k}`, `'${v}' is not a region code (letters and digits, parts joined by '-', e.g. US or US-CA)`);
+        // The same codes users' locations must be: an override on a code no user can have would never apply.
+        if (!regionCode.test(v))
+          report(`${path}/values/${k}`, `'${v}' is not a region code (ISO 3166-1 alpha-2, optionally with an ISO 3166-2 subdivision: DE, US, US-CA)`);
       });
     }
     checkRefs(o.allowedPurposeIds, `${path}/allowedPurposeIds`, knownPurpose, what);

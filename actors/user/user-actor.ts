@@ -1,7 +1,8 @@
 import { compiledFor } from "../../decision/compile-cache";
 import { termsKey, type CompiledPolicy } from "../../decision/compiled-policy";
-import { isChild, isKnownAdult } from "../../decision/children";
-import { ageOn, regionCode } from "../../decision/overrides";
+import { guardianProblem, isChild, isKnownAdult } from "../../decision/children";
+import { ageOn } from "../../decision/overrides";
+import { regionCode } from "../../policy/region-code";
 import { grantsExceed, personalizedTerms, type PersonalizedTerms } from "../../decision/terms";
 import { own, type UserPolicyState } from "../../decision/types";
 import { policy } from "../policy/policy-actor";
@@ -62,15 +63,17 @@ async function actingFor(
     return record.userId;
   }
   if (!actingId) throw new HandlerError("GUARDIAN_REQUIRED", `${record.userId} is a child: ${what} needs a guardian (grantorId)`);
-  const notGuardian = new HandlerError("NOT_A_GUARDIAN", `${actingId} is not a guardian of ${record.userId}`);
-  if (!record.guardians.includes(actingId)) throw notGuardian;
-  const guardian = await ctx.actors
-    .ref(user, actingId)
-    .get(undefined, { timeoutMs: ctx.remainingMs() })
-    .catch((error: { code?: string }) => {
-      throw error.code === "NOT_FOUND" ? notGuardian : error;
-    });
-  if (!guardian.children.includes(record.userId)) throw notGuardian;
+  const guardian = record.guardians.includes(actingId)
+    ? await ctx.actors
+        .ref(user, actingId)
+        .get(undefined, { timeoutMs: ctx.remainingMs() })
+        .catch((error: { code?: string }) => {
+          if (error.code === "NOT_FOUND") return undefined;
+          throw error;
+        })
+    : undefined;
+  const problem = guardianProblem(compiled, record, actingId, guardian, now);
+  if (problem) throw new HandlerError("NOT_A_GUARDIAN", problem);
   return actingId;
 }
 

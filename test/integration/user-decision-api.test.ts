@@ -196,6 +196,36 @@ describe("/user and /decision over HTTP, two nodes", () => {
     assert.equal(((await loneSurrogate.json()) as Body).error.code, "ERR_REQUEST_INVALID");
   });
 
+  test("a guardian the policy no longer counts as an adult (the threshold raised past their age) acts for the child no more", async () => {
+    const year = new Date().getUTCFullYear();
+    assert.equal((await call(a, "PUT", "/user", { userId: "sis", attributes: { dob: `${year - 17}-01-01`, location: "US" } })).status, 200);
+    assert.equal((await call(a, "PUT", "/user", { userId: "kid2", attributes: { dob: childDob, location: "US" } })).status, 200);
+    assert.equal((await call(a, "PUT", "/user/terms?userId=kid2&acceptorId=sis")).status, 200, "at 17 sis is an adult under a threshold of 13");
+    const consent = {
+      userId: "kid2",
+      grantorId: "sis",
+      consents: { affirmativeConsents: [{ purposeId: "research", termsId: "research-study-1", categoryIds: ["usage"] }] },
+    };
+    assert.equal((await call(a, "PUT", "/user/consent", consent)).status, 200);
+    const raised = { ...realisticPolicy().guardian!, thresholdAge: 18 };
+    assert.equal((await call(a, "PUT", "/config/user-access/guardian", raised)).status, 200);
+    try {
+      const refusals = [
+        await call(b, "PUT", "/user/consent", consent),
+        await call(b, "PUT", "/user/kid2/flows", { guardianId: "sis", purposeId: "ads-sharing", thirdPartyId: "adco", disabled: true }),
+        await call(b, "GET", "/user/kid2/report?actorId=sis"),
+      ];
+      for (const refused of refusals) {
+        assert.equal(refused.status, 403, JSON.stringify(refused.body));
+        assert.equal(refused.body.error.code, "ERR_USER_GUARDIAN_INVALID");
+        assert.match(refused.body.error.message, /no longer known to be an adult/);
+      }
+    } finally {
+      assert.equal((await call(a, "PUT", "/config/user-access/guardian", realisticPolicy().guardian)).status, 200);
+    }
+    assert.equal((await call(b, "PUT", "/user/consent", consent)).status, 200, "an adult again under the old threshold");
+  });
+
   test("guardian options, a guardian turning a flow off, revoking a consent, and erasure (audited)", async () => {
     const options = await call(a, "GET", "/user/kid/guardian-options");
     assert.deepEqual(

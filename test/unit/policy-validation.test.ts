@@ -118,7 +118,7 @@ test("overrides: property must be age or location, an age is one whole number, p
     problemsOf((c) => {
       c.platformUse.overrides[0].values = ["12.5"];
       c.platformSharing.overrides[0].values = ["16", "18"];
-      c.platformUse.overrides[1].values.push("not a region");
+      c.platformUse.overrides[1].values.push("not a region", "DEU", "us-ca");
       c.platformSharing.overrides[0].allowedPurposeIds.push("service");
       // A platform-use override may list sharing purposes (it drops every purpose it does not list); an unknown id is refused.
       c.platformUse.overrides[0].allowedPurposeIds.push("payments", "no-such-purpose");
@@ -126,7 +126,15 @@ test("overrides: property must be age or location, an age is one whole number, p
     [
       { path: "/platformUse/overrides/0/values/0", problem: "age threshold '12.5' is not a whole number" },
       { path: "/platformUse/overrides/0/allowedPurposeIds/2", problem: "unknown platform use, contractual or platform sharing purpose 'no-such-purpose'" },
-      { path: "/platformUse/overrides/1/values/2", problem: "'not a region' is not a region code (letters and digits, parts joined by '-', e.g. US or US-CA)" },
+      {
+        path: "/platformUse/overrides/1/values/2",
+        problem: "'not a region' is not a region code (ISO 3166-1 alpha-2, optionally with an ISO 3166-2 subdivision: DE, US, US-CA)",
+      },
+      // An alpha-3 code no user's location can be (they are refused at PUT /user) would never apply.
+      {
+        path: "/platformUse/overrides/1/values/3",
+        problem: "'DEU' is not a region code (ISO 3166-1 alpha-2, optionally with an ISO 3166-2 subdivision: DE, US, US-CA)",
+      },
       { path: "/platformSharing/overrides/0/values", problem: "an age override has exactly one value: the threshold age" },
       { path: "/platformSharing/overrides/0/allowedPurposeIds/1", problem: "unknown platform sharing purpose 'service'" },
     ],
