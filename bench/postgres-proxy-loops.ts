@@ -34,6 +34,7 @@ async function serve(port: number, backendPort: number): Promise<void> {
     backend: { host: "127.0.0.1", port: backendPort },
     decider: allowEveryAccount(),
     audit: () => undefined,
+    storedAudit: async () => true,
     limits: defaultProxyLimits,
     policy: { allowWrites: false, strict: false },
   });

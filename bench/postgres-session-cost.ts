@@ -151,6 +151,7 @@ async function readySession() {
     limits: defaultProxyLimits,
     decider,
     audit: () => undefined,
+    storedAudit: async () => true,
     cancelKeys: new CancelKeys(),
     cancel: () => undefined,
     userIds: new UserIdMemo(),

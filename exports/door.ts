@@ -15,6 +15,27 @@ export type ExportAudit = (level: "debug" | "info" | "warn" | "error", event: st
 /** An audit record whose answer waits for it: resolves true once JetStream stored it, false when it did not (the caller fails closed). */
 export type StoredAudit = (...record: Parameters<ExportAudit>) => Promise<boolean>;
 
+/** A door whose port's opening the audit log did not store (a full audit stream): it does not serve. */
+export class OpeningNotAudited extends Error {
+  readonly code = "AUDIT_UNAVAILABLE";
+}
+
+/**
+ * Audits a door's `port.opened` (spec 6 item 3) and waits until it is stored; when it is not, the
+ * port is closed again (`close`) and the opening fails: the serving node reports it (servingError)
+ * and tries again, as for a port it could not open.
+ */
+export async function announceOpening(
+  storedAudit: StoredAudit,
+  message: string,
+  details: Record<string, unknown>,
+  close: () => Promise<unknown>,
+): Promise<void> {
+  if (await storedAudit("info", "port.opened", message, details)) return;
+  await close().catch(() => undefined);
+  throw new OpeningNotAudited(`the audit log did not store the opening of port ${String(details.port)}`);
+}
+
 /**
  * What every door of one export receives from its serving node: the same decider, audit,
  * trace and credential verification as every other door (architecture rule 9).

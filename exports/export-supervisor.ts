@@ -51,6 +51,15 @@ export interface ServingReport {
   error: string | null;
 }
 
+/** Why an export's port is not open, as GET /export says it (servingError). */
+function servingError(reason: string, port: number): string {
+  if (reason === "EADDRINUSE") return `port ${port} is in use by another program`;
+  // The door opened the port, the audit log did not store port.opened (a full audit stream): it closed it again (exports/door.ts).
+  if (reason === "AUDIT_UNAVAILABLE")
+    return `not served: the audit log did not store the opening of its port (full or unreachable); tried again every ${retryListenAfterMs / 1000} s`;
+  return `cannot listen: ${reason}`;
+}
+
 /**
  * Serves the exports whose actors live on this node (one owner per export, with failover):
  * every node keeps a replica of the exports' states; an active export in a partition this
@@ -203,7 +212,7 @@ export class ExportSupervisor {
           error: reason,
         });
         this.failures.set(record.id, {
-          error: reason === "EADDRINUSE" ? `port ${record.listen.port} is in use by another program` : `cannot listen: ${reason}`,
+          error: servingError(reason, record.listen.port),
           retryAt: Date.now() + retryListenAfterMs,
         });
         if (this.listeners.get(record.id) === listener) this.listeners.delete(record.id);

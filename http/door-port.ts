@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { ExportServing } from "../api/types";
+import { announceOpening, type StoredAudit } from "../exports/door";
 
 /** What an HTTP export door tells of its port: who it is (for audit) and its record counts. */
 export interface DoorPortOptions {
@@ -11,12 +12,14 @@ export interface DoorPortOptions {
   port: number;
   tls: boolean;
   audit: (level: "info", event: string, message: string, details: Record<string, unknown>) => void;
+  /** For `port.opened`: the door serves only once it is stored. */
+  storedAudit: StoredAudit;
   rows: () => ExportServing["rows"];
 }
 
 /**
  * The listening port of an HTTP export door (pipeline, FHIR): its connections counted as they
- * open (TLS: once the handshake is done), `port.opened` and `port.closed` audited, every
+ * open (TLS: once the handshake is done), `port.opened` (stored, else the port is closed again) and `port.closed` audited, every
  * connection cut when the door closes (a stopped export serves nothing more, not even a
  * keep-alive client).
  */
@@ -40,7 +43,9 @@ export class HttpDoorPort {
     const door = new HttpDoorPort(app, options);
     const { exportId, component, host, port, tls } = options;
     await app.listen({ host, port });
-    options.audit("info", "port.opened", `${component} export ${exportId} listening on ${host}:${port}`, { exportId, component, host, port, tls });
+    await announceOpening(options.storedAudit, `${component} export ${exportId} listening on ${host}:${port}`, { exportId, component, host, port, tls }, () =>
+      door.close(),
+    );
     return door;
   }
 

@@ -83,6 +83,7 @@ export class FhirDoor implements ExportDoorType {
       auth,
       overrides: services.overrides,
       audit: services.audit,
+      storedAudit: services.storedAudit,
       logger: services.log,
       tls: tls && { cert: tls.cert, key: tls.key },
       listenerLimits: this.settings.httpLimits,

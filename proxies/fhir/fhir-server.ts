@@ -5,7 +5,7 @@ import type { Logger } from "pino";
 import { isDatabaseCredentials, type ExportRecord } from "../../actors/export/export-actor";
 import { component } from "../../auth/components";
 import type { OverridesByVerifier } from "../../auth/types";
-import type { ExportAudit } from "../../exports/door";
+import type { ExportAudit, StoredAudit } from "../../exports/door";
 import { authentication, domainOf, type HttpAuthentication } from "../../http/authentication";
 import { HttpDoorPort } from "../../http/door-port";
 import { toGatewayError } from "../../http/error-handler";
@@ -25,6 +25,8 @@ export interface FhirServerOptions {
   auth: HttpAuthentication;
   overrides?: OverridesByVerifier;
   audit: ExportAudit;
+  /** For `port.opened`: the port serves only once it is stored. */
+  storedAudit: StoredAudit;
   logger: Logger;
   tls?: { cert: Buffer; key: Buffer };
   /** A request body (a search form, a written resource), in bytes. */
@@ -265,6 +267,7 @@ export function listenFhir(options: FhirServerOptions): Promise<HttpDoorPort> {
     port: record.listen.port,
     tls: options.tls !== undefined,
     audit: options.audit,
+    storedAudit: options.storedAudit,
     rows: () => ({ ...redactor.counts }),
   });
 }

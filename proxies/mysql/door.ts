@@ -47,6 +47,7 @@ export class MysqlDoor implements ExportDoorType {
       backend: { host, port },
       decider: services.decider,
       audit: services.audit,
+      storedAudit: services.storedAudit,
       limits: this.limits,
       ...(services.tls ? { tls: services.tls.context } : {}),
       ...(services.verification ? { verification: services.verification } : {}),

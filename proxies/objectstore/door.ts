@@ -85,6 +85,7 @@ export class ObjectstoreDoor implements ExportDoorType {
         decider: services.decider,
         auth,
         audit: services.audit,
+        storedAudit: services.storedAudit,
         events: services.events,
         nodeId: services.nodeId,
         logger: services.log,

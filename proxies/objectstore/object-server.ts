@@ -11,7 +11,7 @@ import type { ExportServing } from "../../api/types";
 import { component } from "../../auth/components";
 import type { OverridesByVerifier } from "../../auth/types";
 import { flowOf } from "../../decision/engine";
-import type { ExportAudit } from "../../exports/door";
+import { announceOpening, type ExportAudit, type StoredAudit } from "../../exports/door";
 import type { ExportDecider } from "../../exports/export-decider";
 import { authentication, domainOf, type HttpAuthentication } from "../../http/authentication";
 import type { CsvThreading, RedactionTally } from "../../redaction/types";
@@ -30,6 +30,8 @@ export interface ObjectServerOptions {
   decider: ExportDecider;
   auth: HttpAuthentication;
   audit: ExportAudit;
+  /** For `port.opened`: the port serves only once it is stored. */
+  storedAudit: StoredAudit;
   events: EventLog;
   nodeId: string;
   logger: Logger;
@@ -108,13 +110,18 @@ export class ObjectServer {
     server.routes();
     await app.listen({ host: options.host, port: options.record.listen.port });
     const { record } = options;
-    options.audit("info", "port.opened", `objectstore export ${record.id} listening on ${options.host}:${record.listen.port}`, {
-      exportId: record.id,
-      component: "objectstore",
-      host: options.host,
-      port: record.listen.port,
-      tls: options.tls !== undefined,
-    });
+    await announceOpening(
+      options.storedAudit,
+      `objectstore export ${record.id} listening on ${options.host}:${record.listen.port}`,
+      {
+        exportId: record.id,
+        component: "objectstore",
+        host: options.host,
+        port: record.listen.port,
+        tls: options.tls !== undefined,
+      },
+      () => server.close(),
+    );
     return server;
   }
 

@@ -12,7 +12,7 @@ import { doorApp } from "../../http/door-app";
 import { streamedBody } from "../../http/streamed-body";
 import type { HttpListenerLimits } from "../../http/listener-limits";
 import type { HttpAuthentication } from "../../http/authentication";
-import type { ExportAudit } from "../../exports/door";
+import type { ExportAudit, StoredAudit } from "../../exports/door";
 import { ndjsonBatches } from "./ndjson-lines";
 import type { PipelineAnswer, RecordCounts, RecordRedactor } from "./types";
 import { refusedAnswer } from "./refused";
@@ -34,6 +34,8 @@ export interface PipelineHttpOptions {
   counts: RecordCounts;
   auth: HttpAuthentication;
   audit: ExportAudit;
+  /** For `port.opened`: the port serves only once it is stored. */
+  storedAudit: StoredAudit;
   logger: Logger;
   tls?: { cert: Buffer; key: Buffer };
   limits?: PipelineHttpLimits;
@@ -148,6 +150,7 @@ export function listenPipelineHttp(options: PipelineHttpOptions): Promise<HttpDo
     port: options.port,
     tls: options.tls !== undefined,
     audit: options.audit,
+    storedAudit: options.storedAudit,
     rows: () => ({ in: counts.in, kept: counts.kept, dropped: counts.dropped, valuesNulled: counts.valuesNulled }),
   });
 }

@@ -23,10 +23,14 @@ export type NatsAccess = { ok: true; subject: string | null } | { ok: false; cod
  * written once per credential and outcome per minute, so a stream cannot flood the audit log.
  * NATS's own subject permissions decide who may publish at all.
  */
+const openAccess: NatsAccess = Object.freeze({ ok: true, subject: null }) as NatsAccess;
+
 export class NatsCredentialCheck {
   private readonly verified = new RememberedOutcomes<string>(reuseMs);
   private readonly refused = new RememberedOutcomes<NatsAccess>(refusalMs);
   private readonly audited = new AuditOnce(reuseMs);
+  /** The minute's `connection.unauthenticated` record while it is written. */
+  private opening?: Promise<NatsAccess>;
   /** Refusals: the offered credential is the sender's to vary, so past a bound a minute's new kinds are counted as one. */
   private readonly refusals = new RepeatedAudit((message, { event, ...details }, count) => this.audit("warn", String(event), message, { ...details, count }));
 
@@ -43,16 +47,32 @@ export class NatsCredentialCheck {
     return this.authenticator.isEnforced(this.component);
   }
 
-  /** Use without authentication (not enforced), audited at debug once a minute; no promise on the hot path. */
-  open(door: "request" | "stream"): NatsAccess {
-    this.audited.once("open", () =>
-      this.audit("debug", "connection.unauthenticated", `pipeline export ${this.exportId} used over NATS without authentication (not enforced)`, {
-        exportId: this.exportId,
-        component: this.component.name,
-        door,
-      }),
+  /**
+   * Use without authentication (not enforced), audited at debug once a minute: taken once that
+   * record is stored, as the HTTP doors take such use (a full audit stream: ERR_AUDIT_UNAVAILABLE,
+   * the stream retries); no promise on the hot path once it is.
+   */
+  open(door: "request" | "stream"): NatsAccess | Promise<NatsAccess> {
+    if (this.audited.has("open")) return openAccess;
+    // One record for the messages that arrive while it is written.
+    this.opening ??= this.storedAudit(
+      "debug",
+      "connection.unauthenticated",
+      `pipeline export ${this.exportId} used over NATS without authentication (not enforced)`,
+      { exportId: this.exportId, component: this.component.name, door },
+    ).then(
+      (stored): NatsAccess => {
+        this.opening = undefined;
+        if (!stored) return { ok: false, code: "ERR_AUDIT_UNAVAILABLE", reason: "the audit log did not store this use; try again" };
+        this.audited.once("open", () => undefined);
+        return openAccess;
+      },
+      (): NatsAccess => {
+        this.opening = undefined;
+        return { ok: false, code: "ERR_AUDIT_UNAVAILABLE", reason: "the audit log did not store this use; try again" };
+      },
     );
-    return { ok: true, subject: null };
+    return this.opening;
   }
 
   async check(headers: MsgHdrs | undefined, door: "request" | "stream"): Promise<NatsAccess> {

@@ -9,7 +9,7 @@ import type { HttpDoorPort } from "../../http/door-port";
 import { listenPipelineHttp } from "./http-server";
 import type { HttpListenerLimits } from "../../http/listener-limits";
 import { refusedAnswer } from "./refused";
-import type { ExportAudit, StoredAudit } from "../../exports/door";
+import { OpeningNotAudited, type ExportAudit, type StoredAudit } from "../../exports/door";
 import type { ExportServing } from "../../api/types";
 import type { ExportDecider } from "../../exports/export-decider";
 import { answerMessage, CredentialsUnavailable, encodedAnswer } from "./nats-answer";
@@ -66,6 +66,7 @@ export class PipelineExport {
       counts: redactor.counts,
       auth: deps.auth,
       audit,
+      storedAudit: deps.storedAudit,
       logger: deps.log,
       tls: deps.tls,
       overrides,
@@ -107,14 +108,20 @@ export class PipelineExport {
     });
     const stream = new PipelineStream({ nc, exportId: record.id, redactor, credentials, progress: deps.progress, log: deps.log });
     stream.start();
-    audit("info", "subjects.opened", `pipeline export ${record.id} serving NATS subjects`, {
+    const served = new PipelineExport(deps, http, requests, stream);
+    // As a port's opening: served only once the record is stored (the HTTP port's is, in listenPipelineHttp).
+    const details = {
       exportId: record.id,
       component: "pipeline",
       request: PipelineSubjects.request(record.id),
       input: PipelineSubjects.input(record.id),
       output: PipelineSubjects.output(record.id),
-    });
-    return new PipelineExport(deps, http, requests, stream);
+    };
+    if (!(await deps.storedAudit("info", "subjects.opened", `pipeline export ${record.id} serving NATS subjects`, details))) {
+      await served.close().catch(() => undefined);
+      throw new OpeningNotAudited("the audit log did not store the opening of its NATS subjects");
+    }
+    return served;
   }
 
   serving(): ExportServing {

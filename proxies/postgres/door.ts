@@ -125,6 +125,7 @@ export class PostgresDoor implements ExportDoorType {
       backend: { host, port, ...backendTlsOf(record) },
       decider: services.decider,
       audit: services.audit,
+      storedAudit: services.storedAudit,
       limits: this.settings.limits,
       tls: services.tls?.context,
       directVerification: services.verification && postgresVerification(services.verification),

@@ -10,7 +10,7 @@ import { fatalMessage, ProxySession } from "./session";
 import { UserIdMemo } from "./user-id-memo";
 import { loadSqlParser } from "./analysis/sql-parser";
 import { sharedAnalyses } from "./analysis/analysis-cache";
-import type { DirectVerification, ProxyAudit } from "./types";
+import type { DirectVerification, ProxyAudit, ProxyStoredAudit } from "./types";
 import type { DecideAnswer, FromWorker, LiveCounts, ToWorker, VerifyAnswer, WorkerExport } from "./worker-messages";
 
 /**
@@ -63,6 +63,15 @@ function liveCounts(served: ServedHere): LiveCounts {
 
 function audit(exportId: string): ProxyAudit {
   return (level, event, message, details) => send({ kind: "audit", exportId, level, event, message, details });
+}
+
+/** Answered by the node once its audit log stored the record (false when it did not, or the node is gone). */
+function storedAudit(exportId: string): ProxyStoredAudit {
+  return (level, event, message, details) =>
+    request<boolean>({ kind: "stored-audit", requestId: nextRequestId++, exportId, level, event, message, details }).then(
+      (stored) => stored === true,
+      () => false,
+    );
 }
 
 function cancelTarget(settings: WorkerExport): CancelTarget {
@@ -135,6 +144,7 @@ function accept(exportId: string, connectionId: string, socket: Socket | undefin
     limits: settings.limits,
     decider: served.decider,
     audit: audit(exportId),
+    storedAudit: storedAudit(exportId),
     cancelKeys: served.cancelKeys,
     cancel: (keys, cancelling) => {
       if (served.cancelKeys.slotOf(keys) !== slot) send({ kind: "cancel", exportId, keys, connectionId: cancelling });

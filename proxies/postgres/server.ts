@@ -6,8 +6,9 @@ import type { BackendEndpoint } from "./session/backend-tls";
 import { fatalMessage, ProxySession } from "./session";
 import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
 import { listenExclusive, sqlServing } from "../../exports/wire-listener";
+import { announceOpening } from "../../exports/door";
 import { UserIdMemo } from "./user-id-memo";
-import type { DirectVerification, ProxyAudit, ProxyLimits, SessionCounts } from "./types";
+import type { DirectVerification, ProxyAudit, ProxyLimits, ProxyStoredAudit, SessionCounts } from "./types";
 import type { RowDecider } from "../../exports/row-decider";
 import type { ProxyWorkerPool } from "./worker-pool";
 import type { ExportServing } from "../../api/types";
@@ -26,6 +27,8 @@ export interface ExportServerOptions {
   backend: BackendEndpoint;
   decider: RowDecider;
   audit: ProxyAudit;
+  /** For what may go on only once its record is stored: the port's opening, a connection's outgoing and pass-through records. */
+  storedAudit: ProxyStoredAudit;
   limits: ProxyLimits;
   tls?: SecureContext;
   /** Present when the export's component enforces authentication. */
@@ -76,6 +79,7 @@ export class PostgresExportServer {
       limits: options.limits,
       decider: options.decider,
       audit: options.audit,
+      storedAudit: options.storedAudit,
       directVerification: options.directVerification,
       policy: options.policy,
       pushdown: options.pushdown,
@@ -88,13 +92,18 @@ export class PostgresExportServer {
       await options.workers?.detach(options.exportId);
       throw error;
     }
-    options.audit("info", "port.opened", `export ${options.exportId} listening on ${options.host}:${options.port}`, {
-      exportId: options.exportId,
-      datastore: `${options.backend.host}:${options.backend.port}`,
-      component: "postgres",
-      host: options.host,
-      port: options.port,
-    });
+    await announceOpening(
+      options.storedAudit,
+      `export ${options.exportId} listening on ${options.host}:${options.port}`,
+      {
+        exportId: options.exportId,
+        datastore: `${options.backend.host}:${options.backend.port}`,
+        component: "postgres",
+        host: options.host,
+        port: options.port,
+      },
+      () => endpoint.close(),
+    );
     return endpoint;
   }
 
@@ -145,6 +154,7 @@ export class PostgresExportServer {
       limits,
       decider: this.options.decider,
       audit: this.options.audit,
+      storedAudit: this.options.storedAudit,
       cancelKeys: this.cancelKeys,
       cancel: (keys, cancelling) => honourCancel(this.cancelKeys, keys, this.options, cancelling),
       tls: this.options.tls,

@@ -9,7 +9,7 @@ export interface TextDecoding {
 }
 
 /** Where an audit record of the proxy goes (category `postgres`). */
-export type { ExportAudit as ProxyAudit } from "../../exports/door";
+export type { ExportAudit as ProxyAudit, StoredAudit as ProxyStoredAudit } from "../../exports/door";
 
 /** The wire limits every wire export shares, and the PostgreSQL door's own. */
 export interface ProxyLimits extends WireExportLimits {

@@ -54,7 +54,7 @@ export type ToWorker =
   | { kind: "users-reset" }
   | { kind: "close-export"; exportId: string; requestId: number }
   | { kind: "cancel"; exportId: string; keys: BackendKeyData; connectionId: string }
-  | { kind: "answer"; requestId: number; value?: DecideAnswer | VerifyAnswer; error?: string }
+  | { kind: "answer"; requestId: number; value?: DecideAnswer | VerifyAnswer | boolean; error?: string }
   /** Pushdown: the verdict table of one database, each time its state changes (after the worker asked for it). */
   | { kind: "verdicts"; exportId: string; database: string; state: VerdictState };
 
@@ -63,6 +63,16 @@ export type FromWorker =
   | { kind: "decide"; requestId: number; exportId: string; userIds: string[] }
   | { kind: "verify"; requestId: number; exportId: string; user: string; password: string; connectionId: string }
   | { kind: "audit"; exportId: string; level: "debug" | "info" | "warn" | "error"; event: string; message: string; details: Record<string, unknown> }
+  /** The same, answered (true) once the node's audit log stored it: the session goes on only then. */
+  | {
+      kind: "stored-audit";
+      requestId: number;
+      exportId: string;
+      level: "debug" | "info" | "warn" | "error";
+      event: string;
+      message: string;
+      details: Record<string, unknown>;
+    }
   /** A connection logged in: it no longer holds a place of those logging in. */
   | { kind: "logged-in"; exportId: string; connectionId: string }
   /** A connection ended; `live` is what the export's other sessions in this worker count now. */

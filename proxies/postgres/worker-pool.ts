@@ -4,7 +4,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import type { Socket } from "node:net";
 import type { Logger } from "pino";
-import type { DirectVerification, ProxyAudit, ProxyLimits, SessionCounts } from "./types";
+import type { DirectVerification, ProxyAudit, ProxyLimits, ProxyStoredAudit, SessionCounts } from "./types";
 import type { MappingView, RowDecider } from "../../exports/row-decider";
 import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
 import type { DecideAnswer, FromWorker, LiveCounts, ToWorker, VerdictWire, VerifyAnswer } from "./worker-messages";
@@ -23,6 +23,7 @@ export interface PooledExport {
   limits: ProxyLimits;
   decider: RowDecider;
   audit: ProxyAudit;
+  storedAudit: ProxyStoredAudit;
   directVerification?: DirectVerification;
   policy: StatementPolicy;
   /** Pushdown: the export's verdict tables on this node. */
@@ -264,6 +265,14 @@ export class ProxyWorkerPool {
       case "audit":
         served?.audit(message.level, message.event, message.message, message.details);
         return;
+      case "stored-audit":
+        // An export closed meanwhile stores nothing: the session is not served.
+        if (!served) return this.answer(worker, message.requestId, false);
+        served.storedAudit(message.level, message.event, message.message, message.details).then(
+          (stored) => this.answer(worker, message.requestId, stored),
+          () => this.answer(worker, message.requestId, false),
+        );
+        return;
       case "ended":
         if (!served) return;
         worker.connections.get(message.exportId)?.delete(message.connectionId);
@@ -314,7 +323,7 @@ export class ProxyWorkerPool {
     return { mapping, verdicts };
   }
 
-  private answer(worker: Worker, requestId: number, value: DecideAnswer | VerifyAnswer | undefined, error?: string): void {
+  private answer(worker: Worker, requestId: number, value: DecideAnswer | VerifyAnswer | boolean | undefined, error?: string): void {
     this.post(worker, error === undefined ? { kind: "answer", requestId, value } : { kind: "answer", requestId, error });
   }
 

@@ -118,6 +118,7 @@ describe("PostgreSQL export proxy: adversarial extended-protocol pipelines", () 
       backend: { host: "127.0.0.1", port: pg.port },
       decider,
       audit: () => undefined,
+      storedAudit: async () => true,
       limits: defaultProxyLimits,
       policy: { allowWrites: true, strict: false },
     });

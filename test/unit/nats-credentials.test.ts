@@ -66,3 +66,28 @@ test("a NATS message whose login the audit log did not store is not answered: th
     (error: unknown) => error instanceof CredentialsUnavailable && error.code === "ERR_AUDIT_UNAVAILABLE",
   );
 });
+
+test("NATS use without authentication (not enforced) is taken once its minute's record is stored: a full audit stream refuses it (ERR_AUDIT_UNAVAILABLE), one record for messages that arrive meanwhile", async () => {
+  const open = { ...authenticator, isEnforced: () => false } as unknown as Authenticator;
+  let storing = false;
+  const events: string[] = [];
+  const stored: StoredAudit = async (_level, event) => (events.push(event), storing);
+  const check = new NatsCredentialCheck(open, component("pipeline"), "e1", () => undefined, stored);
+  const redactor = { redactAll: async () => assert.fail("nothing is redacted for unaudited use") } as unknown as RecordRedactor;
+  const message = { headers: undefined, json: () => ({}) } as unknown as Parameters<typeof answerMessage>[0];
+  await assert.rejects(
+    answerMessage(message, "stream", check, redactor),
+    (error: unknown) => error instanceof CredentialsUnavailable && error.code === "ERR_AUDIT_UNAVAILABLE",
+  );
+  storing = true;
+  const [first, second] = await Promise.all([check.open("request"), check.open("request")]);
+  assert.deepEqual(
+    [first, second],
+    [
+      { ok: true, subject: null },
+      { ok: true, subject: null },
+    ],
+  );
+  assert.deepEqual(check.open("stream"), { ok: true, subject: null }, "then without a promise");
+  assert.deepEqual(events, ["connection.unauthenticated", "connection.unauthenticated"], "the refused record, then one for both messages");
+});

@@ -84,6 +84,13 @@ export interface LoggedIn {
 /** ER_ACCESS_DENIED_ERROR's number and SQLSTATE. */
 const accessDenied = { code: 1045, sqlState: "28000" };
 
+/** The audit log did not store the connection's records: ER_CON_COUNT_ERROR's number and SQLSTATE (the server is busy, "server rejected the connection"), a client may try again. */
+const auditUnavailable = {
+  code: 1040,
+  sqlState: "08004",
+  message: "the export cannot record this connection in its audit log now (the audit log is full or unreachable); try again later",
+};
+
 /**
  * The connection phase: the backend's greeting, offered to the client with the proxy's
  * capabilities (and CLIENT_SSL when the export has a certificate), TLS with the client, then
@@ -147,15 +154,21 @@ export class MysqlLogin {
   /** The client's answer goes to the backend; the exchange is relayed until the backend says OK or ERR. */
   private async passThrough(handshake: Handshake, response: HandshakeResponse, capabilities: number): Promise<number> {
     const { deps, backend } = this;
-    deps.audit("debug", "connection.pass-through", `connection ${deps.connectionId} authenticates with the backend of export ${deps.exportId}`, {
-      exportId: deps.exportId,
-      connectionId: deps.connectionId,
-      component: "mysql",
-      user: response.username,
-    });
+    const passing = deps.storedAudit(
+      "debug",
+      "connection.pass-through",
+      `connection ${deps.connectionId} authenticates with the backend of export ${deps.exportId}`,
+      {
+        exportId: deps.exportId,
+        connectionId: deps.connectionId,
+        component: "mysql",
+        user: response.username,
+      },
+    );
     const secured = await this.secureBackend(handshake, response, capabilities);
+    // The client's credentials go to the backend only once both records are stored.
+    await this.recorded(passing, this.outgoing(response.username, "client", response.database));
     await backend.send(encodeHandshakeResponse({ ...response, capabilities: secured, mariaDbCapabilities: 0 }));
-    this.outgoing(response.username, "client", response.database);
     return decodeOkPacket(await relayAuthentication(deps, this.client, backend, response.username), capabilities).statusFlags;
   }
 
@@ -204,6 +217,7 @@ export class MysqlLogin {
     let scramble = handshake.authPluginData;
     const first = authAnswer(plugin, password, scramble);
     const secured = await this.secureBackend(handshake, response, capabilities);
+    await this.recorded(this.outgoing(response.username, source, response.database));
     await backend.send(
       encodeHandshakeResponse({
         ...response,
@@ -213,7 +227,6 @@ export class MysqlLogin {
         authResponse: first ?? nativePasswordResponse(password, scramble),
       }),
     );
-    this.outgoing(response.username, source, response.database);
     for (;;) {
       const answer = (await backend.next()).payload;
       if (isOkPacket(answer)) return decodeOkPacket(answer, capabilities).statusFlags;
@@ -331,9 +344,19 @@ export class MysqlLogin {
     if (!(await makeBackendReadOnly(this.backend))) return this.refuse(readOnlyFailure, readOnlyFailure.message, "connection.read-only-failed");
   }
 
-  private outgoing(user: string, source: "export" | "client", database: string | undefined): void {
+  /**
+   * Spec 6 items 4 and 8: the connection goes on only once the audit log stored its records; when
+   * it did not (a full audit stream), the login ends with an error before the backend gets the
+   * HandshakeResponse (the client's or the export's credentials).
+   */
+  private async recorded(...records: Array<Promise<boolean>>): Promise<void> {
+    if ((await Promise.all(records)).every(Boolean)) return;
+    return this.refuse(auditUnavailable, auditUnavailable.message, "connection.audit-unavailable");
+  }
+
+  private outgoing(user: string, source: "export" | "client", database: string | undefined): Promise<boolean> {
     const { deps } = this;
-    deps.audit("info", "connection.outgoing", `export ${deps.exportId} connects to ${deps.backend.host}:${deps.backend.port} as '${user}'`, {
+    return deps.storedAudit("info", "connection.outgoing", `export ${deps.exportId} connects to ${deps.backend.host}:${deps.backend.port} as '${user}'`, {
       exportId: deps.exportId,
       connectionId: deps.connectionId,
       component: "mysql",

@@ -2,7 +2,7 @@ import type { SecureContext } from "node:tls";
 import { defaultWireExportLimits, type WireExportLimits } from "../../../exports/wire-limits";
 import type { BackendTls } from "../../../exports/backend-tls";
 import type { CredentialVerification } from "../../../exports/direct-verification";
-import type { ExportAudit } from "../../../exports/door";
+import type { ExportAudit, StoredAudit } from "../../../exports/door";
 import type { RowCounts } from "../../../exports/row-counts";
 import type { RowDecider } from "../../../exports/row-decider";
 import type { AnalysisCache, StatementPolicy } from "../analysis/statement-analysis";
@@ -42,6 +42,8 @@ export interface MysqlSessionDeps {
   backend: { host: string; port: number };
   decider: RowDecider;
   audit: ExportAudit;
+  /** The same, for records the connection needs before it is served (the port's opening, its outgoing and pass-through records): false when not stored. */
+  storedAudit: StoredAudit;
   limits: MysqlLimits;
   /** The export certificate: offered to clients (CLIENT_SSL) when present. */
   tls?: SecureContext;

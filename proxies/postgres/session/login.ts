@@ -63,6 +63,8 @@ export class Login {
   private proxyKeys?: BackendKeyData;
   /** The backend's TCP socket while TLS is negotiated on it (before it is the session's backend). */
   private negotiating?: Socket;
+  /** Whether the audit log stored the connection's outgoing (and pass-through) records: the client is served only once it did. */
+  private audited?: Promise<boolean>;
 
   constructor(
     private readonly connection: Connection,
@@ -192,9 +194,11 @@ export class Login {
         const ready = Buffer.from(bytes.subarray(frame.start, frame.end));
         connection.toClient(out);
         connection.holdClient();
-        this.catalog.refresh().then(
-          () => {
+        // Direct verification: the proxy logged in by itself, perhaps before the outgoing record was stored; ready only once it is.
+        Promise.all([this.audited ?? false, this.catalog.refresh()]).then(
+          ([stored]) => {
             if (connection.closed) return;
+            if (!stored) return this.auditUnavailable();
             connection.phase = "ready";
             this.hooks.ready();
             clearTimeout(this.authenticationTimer);
@@ -285,7 +289,8 @@ export class Login {
   private connectBackend(parameters: Map<string, string>): void {
     const { connection } = this;
     connection.phase = "authenticating";
-    connection.client.pause();
+    // Released once the connection's records are stored (backendConnected): nothing the client says reaches the backend before.
+    connection.holdClient();
     const endpoint = connection.deps.backend;
     if (endpoint.tls) this.connectBackendTls({ ...endpoint, tls: endpoint.tls }, parameters);
     else this.connectBackendTcp(parameters);
@@ -372,28 +377,55 @@ export class Login {
     );
   }
 
-  /** The backend connection is up (and as protected as the export asks): audited, and the client is read again. */
+  /**
+   * The backend connection is up (and as protected as the export asks): audited, and the client is
+   * read again once the audit log stored the records (spec 6 items 4 and 8); when it did not (a full
+   * audit stream), the login ends with FATAL 08006 before the client's password or any query
+   * reaches the backend.
+   */
   private backendConnected(backendUser: string, tls?: { backendTls: string; encrypted: boolean }): void {
     const { connection } = this;
     const { deps } = connection;
     const { host, port } = deps.backend;
-    deps.audit("info", "connection.outgoing", `export ${deps.exportId} connected to ${host}:${port} as '${backendUser}'`, {
-      exportId: deps.exportId,
-      connectionId: deps.connectionId,
-      endpoint: `${host}:${port}`,
-      identity: backendUser,
-      database: connection.identity.database ?? null,
-      identitySource: this.backendLogin ? (deps.directVerification?.backendIdentity ? "export" : "client") : "client (pass-through)",
-      ...(tls ?? {}),
-    });
-    if (!this.backendLogin)
-      deps.audit("debug", "connection.pass-through", `connection ${deps.connectionId} passed through to the backing store for authentication`, {
+    const records: Array<Promise<boolean>> = [];
+    records.push(
+      deps.storedAudit("info", "connection.outgoing", `export ${deps.exportId} connected to ${host}:${port} as '${backendUser}'`, {
         exportId: deps.exportId,
         connectionId: deps.connectionId,
-        component: "postgres",
-        identity: connection.identity.user ?? null,
-      });
-    connection.client.resume();
+        endpoint: `${host}:${port}`,
+        identity: backendUser,
+        database: connection.identity.database ?? null,
+        identitySource: this.backendLogin ? (deps.directVerification?.backendIdentity ? "export" : "client") : "client (pass-through)",
+        ...(tls ?? {}),
+      }),
+    );
+    if (!this.backendLogin)
+      records.push(
+        deps.storedAudit("debug", "connection.pass-through", `connection ${deps.connectionId} passed through to the backing store for authentication`, {
+          exportId: deps.exportId,
+          connectionId: deps.connectionId,
+          component: "postgres",
+          identity: connection.identity.user ?? null,
+        }),
+      );
+    this.audited = Promise.all(records).then(
+      (stored) => stored.every(Boolean),
+      () => false,
+    );
+    void this.audited.then((stored) => {
+      if (connection.closed) return;
+      if (stored) connection.releaseClient();
+      else this.auditUnavailable();
+    });
+  }
+
+  /** The audit log did not store what the connection needs (a full audit stream): it is not served. */
+  private auditUnavailable(): void {
+    this.connection.refuse(
+      "08006",
+      "the export cannot record this connection in its audit log now (the audit log is full or unreachable); try again later",
+      "connection.audit-unavailable",
+    );
   }
 
   private backendUnreachable(error: Error): void {

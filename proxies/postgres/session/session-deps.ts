@@ -4,7 +4,7 @@ import type { AnalysisCache } from "../analysis/analysis-cache";
 import type { StatementPolicy } from "../analysis/statement-analysis";
 import type { CancelKeys } from "../cancel-keys";
 import type { BackendEndpoint } from "./backend-tls";
-import type { DirectVerification, ProxyAudit, ProxyLimits, SessionCounts, TextDecoding } from "../types";
+import type { DirectVerification, ProxyAudit, ProxyLimits, ProxyStoredAudit, SessionCounts, TextDecoding } from "../types";
 import type { RowDecider } from "../../../exports/row-decider";
 import type { PushdownVerdicts } from "../verdict-watch";
 
@@ -16,6 +16,8 @@ export interface SessionDeps {
   limits: ProxyLimits;
   decider: RowDecider;
   audit: ProxyAudit;
+  /** The same, for records the connection needs before it is served (its outgoing connection, its pass-through): false when not stored. */
+  storedAudit: ProxyStoredAudit;
   cancelKeys: CancelKeys;
   /** A CancelRequest (a connection of its own) with these keys: cancel the query of the connection they were issued to, wherever it runs. */
   cancel(proxyKeys: BackendKeyData, connectionId: string): void;
