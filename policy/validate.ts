@@ -170,6 +170,14 @@ export function validatePolicy(config: PolicyConfig): Problem[] {
       const mappingPath = `${path}/fieldMappings/${j}`;
       if (recordFields.has(m.recordField)) report(`${mappingPath}/recordField`, `record field '${m.recordField}' is mapped twice in this group`);
       recordFields.add(m.recordField);
+      // An object mapped and a field inside it mapped too (`profile` and `profile.name`): redaction keeps or empties the
+      // object whole under its own category, so the inner field's category would never be asked (policy-semantics 4).
+      const inside = group.fieldMappings.find((other) => other.recordField.startsWith(`${m.recordField}.`));
+      if (inside)
+        report(
+          `${mappingPath}/recordField`,
+          `record field '${m.recordField}' holds '${inside.recordField}', which is mapped too: map the fields inside it one by one instead`,
+        );
       if (m.categoryId !== undefined && !categories.has(m.categoryId)) report(`${mappingPath}/categoryId`, `unknown category '${m.categoryId}'`);
       if (m.fieldId !== undefined) {
         const owner = fieldCategory.get(m.fieldId);

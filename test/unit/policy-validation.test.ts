@@ -149,6 +149,9 @@ test("mapping groups: existing category, a field of that category, unique names 
         { recordField: "users.x", categoryId: "ghost" },
         { recordField: "users.y", fieldId: "ghost.field" },
         { recordField: "users.email", categoryId: "contact" },
+        // An object mapped beside a field inside it: the object's mapping would decide for the field.
+        { recordField: "users.profile", categoryId: "usage" },
+        { recordField: "users.profile.name", categoryId: "identity" },
       );
       c.mappingGroups.push({ name: "users-table", fieldMappings: [] });
     }),
@@ -157,6 +160,10 @@ test("mapping groups: existing category, a field of that category, unique names 
       { path: "/mappingGroups/0/fieldMappings/6/categoryId", problem: "unknown category 'ghost'" },
       { path: "/mappingGroups/0/fieldMappings/7/fieldId", problem: "unknown field 'ghost.field'" },
       { path: "/mappingGroups/0/fieldMappings/8/recordField", problem: "record field 'users.email' is mapped twice in this group" },
+      {
+        path: "/mappingGroups/0/fieldMappings/9/recordField",
+        problem: "record field 'users.profile' holds 'users.profile.name', which is mapped too: map the fields inside it one by one instead",
+      },
       { path: "/mappingGroups/2/name", problem: "duplicate mapping group name 'users-table' (also at /mappingGroups/0)" },
     ],
   );
