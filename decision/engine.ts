@@ -59,6 +59,16 @@ function userContext(policy: CompiledPolicy, user: UserPolicyState, now: Date): 
   return context;
 }
 
+/**
+ * An opt-in or consent as it counts: a child's needs a guardian as grantor (policy-semantics 5, as the acceptance does);
+ * one the user gave themself, before they were a child under the policy, counts for nothing.
+ */
+function countedForChild<T extends { grantorId?: string }>(entry: T | undefined, child: boolean, reasons: Reason[]): T | undefined {
+  if (!entry || !child || entry.grantorId !== undefined) return entry;
+  reasons.push(reason("CHILD_CONSENTED_WITHOUT_GUARDIAN", "the user is a child and gave this opt-in or consent themself: only a guardian's counts"));
+  return undefined;
+}
+
 /** The configured name of the purpose a request asks about; undefined when no such purpose is configured. */
 export function purposeName(policy: CompiledPolicy, request: DecisionRequest): string | undefined {
   switch (request.type) {
@@ -126,6 +136,7 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
   if (ownAcceptanceOfAChild)
     reasons.push(reason("CHILD_ACCEPTED_WITHOUT_GUARDIAN", "the user is a child and accepted the terms themself: only a guardian's acceptance counts"));
   const accepted = ownAcceptanceOfAChild ? undefined : user.acceptance;
+
   const relation = user.contractualRelationship;
   const contract = relation ? policy.contracts.get(termsKey(relation.purposeId, relation.termsId)) : undefined;
   const thirdPartyUser = relation !== undefined && !accepted;
@@ -140,7 +151,7 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
   if (request.type === "consentedSharing") {
     if (!accepted && !thirdPartyUser) return deny("consent", "NO_TERMS_ACCEPTED", "the user has accepted no terms and has no contract");
     const terms = policy.consentTerms.get(termsKey(request.purposeId, request.termsId!))!;
-    const consent = own(user.consents, termsKey(request.purposeId, request.termsId!));
+    const consent = countedForChild(own(user.consents, termsKey(request.purposeId, request.termsId!)), context.child, reasons);
     if (!consent) return deny("consent", "NO_CONSENT", "the user has not consented to these terms");
     return allow("consent", intersect(terms.requestedCategoryIds, consent.categoryIds), "ALLOWED_BY_CONSENT", "the user consented");
   }
@@ -164,7 +175,7 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
     categories: string[],
   ): string[] | undefined => {
     if (!purpose.optIn && !acceptedAsOptIn) return categories;
-    const optIn = own(user.optIns, purpose.stableId);
+    const optIn = countedForChild(own(user.optIns, purpose.stableId), context.child, reasons);
     if (!optIn) return undefined;
     if (!optIn.categoryIds) return categories;
     reasons.push(reason("NARROWED_BY_OPT_IN", "limited to the categories the user opted in with"));

@@ -29,10 +29,13 @@ export interface UserPolicyState {
   contractualRelationship?: { purposeId: string; termsId: string };
   /** What the user (or a guardian for a child) accepted: the grants of the personalized terms then. */
   acceptance?: { termsHash: string; grants: Grants; acceptedAt: string; acceptorId?: string };
-  /** Opt-in platform use purposes the user opted into, each optionally narrowed to some categories. */
-  optIns: Record<string, { categoryIds?: string[] }>;
-  /** Consented sharing, by `<purposeId>/<termsId>`: the categories granted. */
-  consents: Record<string, { categoryIds: string[] }>;
+  /**
+   * Opt-in platform use purposes the user opted into, each optionally narrowed to some categories; `grantorId` is the
+   * guardian who gave it for a child (absent: the user themself).
+   */
+  optIns: Record<string, { categoryIds?: string[]; grantorId?: string }>;
+  /** Consented sharing, by `<purposeId>/<termsId>`: the categories granted, and the guardian who granted them (absent: the user). */
+  consents: Record<string, { categoryIds: string[]; grantorId?: string }>;
   /** Sharing flows a guardian turned off for this (child) user. */
   disabledFlows: Array<{ purposeId: string; thirdPartyId: string }>;
 }
@@ -57,6 +60,7 @@ export type ReasonCode =
   | "UNKNOWN_USER"
   | "NO_TERMS_ACCEPTED"
   | "CHILD_ACCEPTED_WITHOUT_GUARDIAN"
+  | "CHILD_CONSENTED_WITHOUT_GUARDIAN"
   | "NOT_IN_ACCEPTED_TERMS"
   | "NOT_OPTED_IN"
   | "OVERRIDDEN"

@@ -267,7 +267,9 @@ export const user = actor({
           // A guardian's opt-in is stored with the categories it covers now: one stored open ({}) would cover whatever the
           // purpose covers later, categories outside the guardian's rights included.
           const narrowed = entry.categoryIds ? [...new Set(entry.categoryIds)] : by !== record.userId ? [...optInPurpose.categoryIds] : undefined;
-          optIns[entry.purposeId] = narrowed ? { categoryIds: narrowed } : {};
+          // A guardian's is marked theirs: a child's own opt-in counts for nothing (policy-semantics 5, decision/engine.ts).
+          const grantor = by !== record.userId ? { grantorId: by } : {};
+          optIns[entry.purposeId] = narrowed ? { categoryIds: narrowed, ...grantor } : { ...grantor };
           history.push({ at: now.toISOString(), purposeId: entry.purposeId, categoryIds: narrowed ?? optInPurpose.categoryIds, by });
           continue;
         }
@@ -285,7 +287,7 @@ export const user = actor({
           problems.push({ path: `/consents/${i}/categoryIds`, problem: `not requested by the terms: ${outside.join(", ")}` });
           continue;
         }
-        consents[termsKey(entry.purposeId, entry.termsId!)] = { categoryIds };
+        consents[termsKey(entry.purposeId, entry.termsId!)] = by !== record.userId ? { categoryIds, grantorId: by } : { categoryIds };
         history.push({ at: now.toISOString(), purposeId: entry.purposeId, termsId: entry.termsId, categoryIds, by });
       }
       if (outsideGuardian.length) throw guardianOutside(by, record, outsideGuardian);

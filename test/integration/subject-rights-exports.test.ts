@@ -360,7 +360,7 @@ describe("data-subject rights across the doors (issue 25)", () => {
     assert.equal(everything.status, 200, JSON.stringify(everything.body));
     assert.deepEqual(everything.body.restricted, []);
     assert.deepEqual(everything.body.leftOn, [{ purposeId: "research", termsId: "research-study-1", outside: ["usage"] }]);
-    assert.deepEqual((await call("GET", "/user/child")).body.consents, { "research/research-study-1": { categoryIds: ["usage"] } });
+    assert.deepEqual((await call("GET", "/user/child")).body.consents, { "research/research-study-1": { categoryIds: ["usage"], grantorId: "guardian" } });
     await new Promise((resolve) => setTimeout(resolve, restrictionBoundMs));
     assert.equal(
       await childClicks(),

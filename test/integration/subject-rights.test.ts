@@ -139,7 +139,7 @@ describe("data-subject rights over HTTP, two nodes (issue 25)", () => {
     });
     assert.equal(beyond.status, 403);
     assert.equal(beyond.body.error.code, "ERR_USER_GUARDIAN_CATEGORIES");
-    assert.deepEqual((await call(b, "GET", "/user/kid")).body.consents, { "research/research-study-1": { categoryIds: ["usage"] } });
+    assert.deepEqual((await call(b, "GET", "/user/kid")).body.consents, { "research/research-study-1": { categoryIds: ["usage"], grantorId: "gina" } });
     const stranger = await call(a, "PUT", "/user/kid/restriction", { actorId: "alice" });
     assert.equal(stranger.status, 403);
   });

@@ -107,7 +107,7 @@ describe("the user actor with the policy actor", () => {
     await runtime.client.ref(policy, "default").replace({ config: optInAnalytics, by: "test" });
     try {
       await refOf("kid5").consent({ grantorId: "alice", consents: [{ purposeId: "analytics" }] });
-      assert.deepEqual((await refOf("kid5").get()).optIns.analytics, { categoryIds: ["usage"] }, "not {}, which would follow the purpose");
+      assert.deepEqual((await refOf("kid5").get()).optIns.analytics, { categoryIds: ["usage"], grantorId: "alice" }, "not {}, which would follow the purpose");
       // The user's own opt-in without categories still follows the purpose (theirs to give).
       await refOf("alice").consent({ consents: [{ purposeId: "analytics" }] });
       assert.deepEqual((await refOf("alice").get()).optIns.analytics, {});
@@ -131,7 +131,7 @@ describe("the user actor with the policy actor", () => {
       (error: RuntimeError) => error.code === "CONSENT_INVALID" && (error.details as unknown[]).length === 2,
     );
     const kid = await refOf("kid").get();
-    assert.deepEqual(kid.consents, { "research/research-study-1": { categoryIds: ["usage"] } });
+    assert.deepEqual(kid.consents, { "research/research-study-1": { categoryIds: ["usage"], grantorId: "alice" } }, "marked as the guardian's");
     await refOf("kid").revoke({ grantorId: "alice", purposeId: "research", termsId: "research-study-1" });
     const after = await refOf("kid").get();
     assert.deepEqual(after.consents, {});

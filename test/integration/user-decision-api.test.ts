@@ -207,9 +207,33 @@ describe("/user and /decision over HTTP, two nodes", () => {
       consents: { affirmativeConsents: [{ purposeId: "research", termsId: "research-study-1", categoryIds: ["usage"] }] },
     };
     assert.equal((await call(a, "PUT", "/user/consent", consent)).status, 200);
+    // A 14-year-old, an adult under a threshold of 13, accepts, opts in and consents themself.
+    assert.equal((await call(a, "PUT", "/user", { userId: "teen", attributes: { dob: `${year - 14}-01-01`, location: "US" } })).status, 200);
+    assert.equal((await call(a, "PUT", "/user", { userId: "mom", attributes: { dob: "1980-01-01", location: "US" } })).status, 200);
+    assert.equal((await call(a, "PUT", "/user/terms?userId=teen")).status, 200);
+    const teenOwn = {
+      userId: "teen",
+      consents: { affirmativeConsents: [{ purposeId: "personalization" }, { purposeId: "research", termsId: "research-study-1" }] },
+    };
+    assert.equal((await call(a, "PUT", "/user/consent", teenOwn)).status, 200);
+    const teenDecides = async (query: Record<string, string>) => (await call(b, "PUT", "/decision", { userId: "teen", ...query })).body;
+    assert.equal((await teenDecides({ type: "platformUse", purposeId: "personalization" })).allowed, true, "an adult's own opt-in");
     const raised = { ...realisticPolicy().guardian!, thresholdAge: 18 };
     assert.equal((await call(a, "PUT", "/config/user-access/guardian", raised)).status, 200);
     try {
+      // Now a child: a guardian accepts for them; what the teen gave themself counts for nothing (policy-semantics 5).
+      assert.equal((await call(a, "PUT", "/user/terms?userId=teen&acceptorId=mom")).status, 200);
+      for (const query of <Array<Record<string, string>>>[
+        { type: "platformUse", purposeId: "personalization" },
+        { type: "consentedSharing", purposeId: "research", termsId: "research-study-1" },
+      ]) {
+        const decision = await teenDecides(query);
+        assert.equal(decision.allowed, false, JSON.stringify(decision));
+        assert.ok(
+          decision.reasons.some((r: { code: string }) => r.code === "CHILD_CONSENTED_WITHOUT_GUARDIAN"),
+          JSON.stringify(decision.reasons),
+        );
+      }
       const refusals = [
         await call(b, "PUT", "/user/consent", consent),
         await call(b, "PUT", "/user/kid2/flows", { guardianId: "sis", purposeId: "ads-sharing", thirdPartyId: "adco", disabled: true }),

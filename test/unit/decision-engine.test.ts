@@ -236,7 +236,12 @@ describe("overrides (section 3)", () => {
     check([
       [
         "a child with consent",
-        accepted("u-child-c", { dob: "2020-01-01" }, studyConsent),
+        // Given by a guardian, as a child's consent must be.
+        accepted(
+          "u-child-c",
+          { dob: "2020-01-01" },
+          { consents: { "research/research-study-1": { ...studyConsent.consents!["research/research-study-1"]!, grantorId: "g-guardian" } } },
+        ),
         consented("research", "research-study-1"),
         ["usage", "location"],
         "consent",
@@ -363,6 +368,37 @@ describe("opt-in, acceptance versions, guardians, third parties, consent", () =>
     check([["an adult", accepted("u-adult4", adult), use("service"), ["contact", "credentials", "identity", "usage"], "platform"]]);
   });
 
+  test("a child's own opt-ins and consents (given before they were a child under the policy) count for nothing: only a guardian's do", () => {
+    const raised = realisticPolicy();
+    raised.guardian!.thresholdAge = 18;
+    const compiled = compilePolicy(raised, 15);
+    const teen = { dob: "2012-01-01", location: "US" };
+    const given = (grantor: { grantorId?: string }) =>
+      accepted(
+        "u-teen",
+        teen,
+        { optIns: { personalization: { ...grantor } }, consents: { "research/research-study-1": { categoryIds: ["usage"], ...grantor } } },
+        compiled,
+      );
+    const own = given({});
+    const ownOptIn = decide(compiled, own, use("personalization"), now);
+    assert.equal(ownOptIn.allowed, false, "the teen's own opt-in: denied");
+    assert.deepEqual(ownOptIn.reasons.map((r) => r.code).slice(0, 1), ["CHILD_CONSENTED_WITHOUT_GUARDIAN"]);
+    const ownConsent = decide(compiled, own, consented("research", "research-study-1"), now);
+    assert.equal(ownConsent.allowed, false, "the teen's own consent: denied");
+    assert.deepEqual(
+      ownConsent.reasons.map((r) => r.code),
+      ["CHILD_CONSENTED_WITHOUT_GUARDIAN", "NO_CONSENT"],
+    );
+    const byGuardian = given({ grantorId: "g-guardian" });
+    assert.equal(decide(compiled, byGuardian, use("personalization"), now).allowed, true, "a guardian's opt-in counts");
+    assert.deepEqual(decide(compiled, byGuardian, consented("research", "research-study-1"), now).categoryIds, ["usage"], "a guardian's consent counts");
+    // An adult's own are theirs to give.
+    const adultOwn = accepted("u-adult5", adult, { optIns: { personalization: {} }, consents: { "research/research-study-1": { categoryIds: ["usage"] } } });
+    assert.equal(decide(policy, adultOwn, use("personalization"), now).allowed, true);
+    assert.equal(decide(policy, adultOwn, consented("research", "research-study-1"), now).allowed, true);
+  });
+
   test("a sharing purpose's link removed after the user accepted still limits it until they accept again (removing it widens)", () => {
     // ads-sharing is linked to the opt-in personalization; the adult never opted in.
     const notOptedIn = accepted("u-link", adult);
@@ -386,7 +422,12 @@ describe("opt-in, acceptance versions, guardians, third parties, consent", () =>
     noSharingOverride.platformUse.overrides[0].allowedPurposeIds.push("personalization", "ads-sharing");
     const compiled = compilePolicy(noSharingOverride, 11);
     const child = { dob: "2016-03-01", location: "US" };
-    const kid = accepted("u-kid", child, { optIns: { personalization: {} }, disabledFlows: [{ purposeId: "ads-sharing", thirdPartyId: "adco" }] }, compiled);
+    const kid = accepted(
+      "u-kid",
+      child,
+      { optIns: { personalization: { grantorId: "g-guardian" } }, disabledFlows: [{ purposeId: "ads-sharing", thirdPartyId: "adco" }] },
+      compiled,
+    );
     check(
       [
         ["the disabled third party", kid, share("ads-sharing", "adco"), "GUARDIAN_DISABLED", "platform"],
