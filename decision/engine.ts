@@ -228,11 +228,21 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
       thirdParty ? `a guardian turned off sharing with ${thirdParty.name}` : "a guardian turned off some flows of this purpose; name the third party",
     );
   }
+  // No third party named: any of the purpose's parties may be the one that receives, so only what every one of them may
+  // receive, and only if the user accepted every one (a party added since acceptance is not usable until they accept again).
+  const receivers = thirdParty ? [thirdParty] : [...sharing.thirdParties.values()];
   let categories = [...purpose.categoryCeilingIds];
-  if (thirdParty?.categoryIds) {
-    categories = intersect(categories, thirdParty.categoryIds);
-    if (categories.length < purpose.categoryCeilingIds.length)
-      reasons.push(reason("NARROWED_BY_THIRD_PARTY", `${thirdParty.name} receives a narrower set of categories`));
+  for (const party of receivers) {
+    if (!party.categoryIds) continue;
+    const narrowed = intersect(categories, party.categoryIds);
+    if (narrowed.length < categories.length)
+      reasons.push(
+        reason(
+          "NARROWED_BY_THIRD_PARTY",
+          `${party.name} receives a narrower set of categories${thirdParty ? "" : " (no third party named: every party's limits apply)"}`,
+        ),
+      );
+    categories = narrowed;
   }
   if (contract && !contract.terms.platformSharingPurposeIds.includes(purpose.stableId)) {
     return deny(flow, "CONTRACT_EXCLUDES", `contract terms '${contract.terms.stableId}' do not allow this purpose`);
@@ -245,9 +255,17 @@ export function decide(policy: CompiledPolicy, user: UserPolicyState | undefined
     if (!accepted) return deny(flow, "NO_TERMS_ACCEPTED", "the user has accepted no terms and has no contract");
     const grant = own(accepted.grants.platformSharing, purpose.stableId);
     if (!grant) return deny(flow, "NOT_IN_ACCEPTED_TERMS", "the purpose was not in the terms the user accepted");
-    const acceptedForParty = thirdParty ? own(grant.thirdParties, thirdParty.stableId) : grant.categoryIds;
-    if (!acceptedForParty) return deny(flow, "NOT_IN_ACCEPTED_TERMS", `${thirdParty!.name} was not in the terms the user accepted`);
-    const acceptedCategories = intersect(categories, acceptedForParty);
+    let acceptedCategories = intersect(categories, grant.categoryIds);
+    for (const party of receivers) {
+      const acceptedForParty = own(grant.thirdParties, party.stableId);
+      if (!acceptedForParty)
+        return deny(
+          flow,
+          "NOT_IN_ACCEPTED_TERMS",
+          `${party.name} was not in the terms the user accepted${thirdParty ? "" : " (no third party named: any of the purpose's parties could receive)"}`,
+        );
+      acceptedCategories = intersect(acceptedCategories, acceptedForParty);
+    }
     if (acceptedCategories.length < categories.length)
       reasons.push(reason("NARROWED_BY_ACCEPTANCE", "categories added after the user accepted need the user to accept again"));
     categories = acceptedCategories;

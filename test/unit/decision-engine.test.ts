@@ -399,6 +399,29 @@ describe("opt-in, acceptance versions, guardians, third parties, consent", () =>
     assert.equal(decide(policy, adultOwn, consented("research", "research-study-1"), now).allowed, true);
   });
 
+  test("sharing with no third party named: every party's limits apply, and every party must be in the accepted terms", () => {
+    // ads-sharing: adco receives usage only, geoads the whole ceiling (usage, location); the adult opted in to the linked personalization.
+    const optedIn = accepted("u-any", adult, { optIns: { personalization: {} } });
+    check([
+      ["adco named", optedIn, share("ads-sharing", "adco"), ["usage"], "platform"],
+      ["geoads named", optedIn, share("ads-sharing", "geoads"), ["usage", "location"], "platform"],
+      ["no party named: what every party may receive", optedIn, share("ads-sharing"), ["usage"], "platform"],
+    ]);
+    // A party added after the user accepted: named, it is not usable; unnamed, it could be the receiver, so neither is.
+    const widened = realisticPolicy();
+    widened.platformSharing.purposes.find((p) => p.stableId === "payments")!.thirdParties.push({ stableId: "broker", name: "Broker", serviceProvider: false });
+    const v2 = compilePolicy(widened, 16);
+    const acceptedBefore = accepted("u-broker", adult);
+    check(
+      [
+        ["the new party named", acceptedBefore, share("payments", "broker"), "NOT_IN_ACCEPTED_TERMS", "platform"],
+        ["no party named", acceptedBefore, share("payments"), "NOT_IN_ACCEPTED_TERMS", "platform"],
+        ["a party the user accepted, named", acceptedBefore, share("payments", "payco"), ["contact", "identity"], "platform"],
+      ],
+      v2,
+    );
+  });
+
   test("a sharing purpose's link removed after the user accepted still limits it until they accept again (removing it widens)", () => {
     // ads-sharing is linked to the opt-in personalization; the adult never opted in.
     const notOptedIn = accepted("u-link", adult);
