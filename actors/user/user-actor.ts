@@ -148,12 +148,16 @@ export const user = actor({
     terms: shared(async (ctx: SharedContext<State>) => {
       const record = existing(ctx);
       const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
-      const terms = termsFor(compiled, record, new Date());
+      const now = new Date();
+      const terms = termsFor(compiled, record, now);
+      const child = isChild(compiled, record, now);
+      // A child's own acceptance (given before they were a child under the policy) counts for nothing in decisions: a guardian must accept again.
+      const ownAcceptanceOfAChild = child && record.acceptance !== undefined && record.acceptance.acceptorId === undefined;
       return {
         terms,
         acceptedTermsHash: record.acceptance?.termsHash ?? null,
-        reacceptRequired: record.acceptance ? grantsExceed(terms.grants, record.acceptance.grants) : false,
-        child: isChild(compiled, record, new Date()),
+        reacceptRequired: record.acceptance ? ownAcceptanceOfAChild || grantsExceed(terms.grants, record.acceptance.grants) : false,
+        child,
       };
     }),
 
@@ -408,7 +412,17 @@ export const user = actor({
       const record = existing(ctx);
       const now = new Date();
       const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
-      if (!isChild(compiled, record, now)) throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child`);
+      const sameFlow = (f: { purposeId: string; thirdPartyId: string }) => f.purposeId === arg.purposeId && f.thirdPartyId === arg.thirdPartyId;
+      if (!isChild(compiled, record, now)) {
+        // A flow a guardian turned off while the user was a child: the user, an adult now, may turn it back on (only on:
+        // an adult narrows what they accepted with revocation and restriction, not with a guardian's switch).
+        if (arg.guardianId === record.userId && !arg.disabled && record.disabledFlows.some(sameFlow)) {
+          const disabledFlows = record.disabledFlows.filter((f) => !sameFlow(f));
+          ctx.setState({ ...record, disabledFlows });
+          return { disabledFlows };
+        }
+        throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child: a flow is turned off by a guardian, and back on by the user themself`);
+      }
       await actingFor(ctx, compiled, record, arg.guardianId, "changing a flow", now);
       const permitted = compiled.guardian?.allowedToDisable.some((f) => f.purposeId === arg.purposeId && f.thirdPartyIds.includes(arg.thirdPartyId));
       if (!permitted)

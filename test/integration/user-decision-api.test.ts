@@ -221,8 +221,11 @@ describe("/user and /decision over HTTP, two nodes", () => {
     const raised = { ...realisticPolicy().guardian!, thresholdAge: 18 };
     assert.equal((await call(a, "PUT", "/config/user-access/guardian", raised)).status, 200);
     try {
-      // Now a child: a guardian accepts for them; what the teen gave themself counts for nothing (policy-semantics 5).
+      // Now a child: their own acceptance counts for nothing, so a guardian must accept again, and the reacceptance check says so.
+      assert.equal((await call(b, "GET", "/user/teen/reaccept")).body.reacceptRequired, true);
       assert.equal((await call(a, "PUT", "/user/terms?userId=teen&acceptorId=mom")).status, 200);
+      assert.equal((await call(b, "GET", "/user/teen/reaccept")).body.reacceptRequired, false, "accepted by a guardian");
+      // What the teen gave themself counts for nothing either (policy-semantics 5).
       for (const query of <Array<Record<string, string>>>[
         { type: "platformUse", purposeId: "personalization" },
         { type: "consentedSharing", purposeId: "research", termsId: "research-study-1" },
@@ -244,10 +247,22 @@ describe("/user and /decision over HTTP, two nodes", () => {
         assert.equal(refused.body.error.code, "ERR_USER_GUARDIAN_INVALID");
         assert.match(refused.body.error.message, /no longer known to be an adult/);
       }
+      // While the teen is a child, mom turns a flow off.
+      assert.equal(
+        (await call(a, "PUT", "/user/teen/flows", { guardianId: "mom", purposeId: "ads-sharing", thirdPartyId: "adco", disabled: true })).status,
+        200,
+      );
     } finally {
       assert.equal((await call(a, "PUT", "/config/user-access/guardian", realisticPolicy().guardian)).status, 200);
     }
     assert.equal((await call(b, "PUT", "/user/consent", consent)).status, 200, "an adult again under the old threshold");
+    // An adult again, the teen turns the flow back on themself (not off: that is a guardian's switch), and no one else can.
+    const flow = { purposeId: "ads-sharing", thirdPartyId: "adco" };
+    assert.equal((await call(a, "PUT", "/user/teen/flows", { guardianId: "mom", ...flow, disabled: false })).status, 403);
+    assert.equal((await call(a, "PUT", "/user/teen/flows", { guardianId: "teen", ...flow, disabled: true })).status, 403);
+    const turnedOn = await call(a, "PUT", "/user/teen/flows", { guardianId: "teen", ...flow, disabled: false });
+    assert.equal(turnedOn.status, 200, JSON.stringify(turnedOn.body));
+    assert.deepEqual((await call(b, "GET", "/user/teen")).body.disabledFlows, []);
   });
 
   test("guardian options, a guardian turning a flow off, revoking a consent, and erasure (audited)", async () => {
