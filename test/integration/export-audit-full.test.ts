@@ -154,6 +154,8 @@ for (const workers of [2, 0]) {
     test("full: the logins end with the protocol's error, no row crosses, and a port whose opening is not stored is closed again", async () => {
       const jsm = await jetstreamManager(nc);
       const js = jetstream(nc);
+      // A MySQL connection made while there is room: its COM_CHANGE_USER later is a new login, refused as one.
+      const kept = await mysql.createConnection({ host: "127.0.0.1", port: mysqlPort, user: reader.user, password: reader.password, database: "app" });
       // Filled from outside (another node's records) to within the node's headroom: the node refuses every new record.
       const filler = JSON.stringify({ event: "filler", message: "x".repeat(900) });
       while ((await jsm.streams.info("WARDEN_AUDIT")).state.bytes <= auditMaxBytes - 1200) await js.publish(fillerSubject, filler);
@@ -175,6 +177,13 @@ for (const workers of [2, 0]) {
       assert.equal(mysqlRefusal.errno, 1040, mysqlRefusal.message);
       assert.equal(mysqlRefusal.sqlState, "08004");
       assert.match(mysqlRefusal.message, /cannot record this connection in its audit log/);
+      const changed = await kept.changeUser({ user: reader.user, password: reader.password }).then(
+        () => assert.fail("COM_CHANGE_USER logged in again with no audit record"),
+        (error: { errno?: number; message: string }) => error,
+      );
+      assert.equal(changed.errno, 1040, changed.message);
+      assert.match(changed.message, /cannot record this login in its audit log/);
+      await kept.end().catch(() => undefined);
       assert.equal((await jsm.streams.info("WARDEN_AUDIT")).state.messages, storedBefore, "nothing more was stored");
       assert.ok(
         node.lines.some((line) => line.includes("audit record not stored") && line.includes("connection.outgoing")),

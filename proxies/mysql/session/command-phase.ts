@@ -73,6 +73,13 @@ const simpleCommands = new Set<number>([Command.Ping, Command.InitDb, Command.St
  * ones never reach the backend); every resultset's rows are decided (RowDecisions); OK, EOF and
  * ERR packets are rewritten so that no server text that could quote a value crosses.
  */
+/** COM_CHANGE_USER whose audit record was not stored: ER_CON_COUNT_ERROR, as a login refused for the same reason (login.ts). */
+const changeUserUnaudited = {
+  code: 1040,
+  sqlState: "08004",
+  message: "the export cannot record this login in its audit log now (the audit log is full or unreachable); connect again later",
+};
+
 export class CommandPhase {
   private readonly prepared = new Map<number, Prepared>();
   private readonly rows: RowDecisions;
@@ -390,18 +397,25 @@ export class CommandPhase {
     if (deps.verification) return this.refuseCommand(Command.ChangeUser, "COM_CHANGE_USER is refused where the export verifies logins itself: connect again");
     const change = decodeChangeUser(payload, this.capabilities);
     if (change.characterSet !== undefined && quoteUnsafeCollations.has(change.characterSet)) return this.answerError(quoteUnsafeRefusal);
+    // The new login's credentials go to the backend only once the audit log stored it (spec 6 items 4 and 8), as at connect.
+    const stored = await deps.storedAudit(
+      "info",
+      "connection.user-changed",
+      `connection ${deps.connectionId} of export ${deps.exportId} logs in again as '${change.username}'`,
+      {
+        exportId: deps.exportId,
+        connectionId: deps.connectionId,
+        component: "mysql",
+        identity: change.username,
+        identitySource: "client",
+        previousIdentity: this.identity.user ?? null,
+        database: change.database || null,
+      },
+    );
+    if (!stored) throw new SessionFailure("audit unavailable", changeUserUnaudited);
     this.prepared.clear();
     await this.backend.send(payload);
     const answer = await relayAuthentication(deps, this.client, this.backend, change.username);
-    deps.audit("info", "connection.user-changed", `connection ${deps.connectionId} of export ${deps.exportId} logged in again as '${change.username}'`, {
-      exportId: deps.exportId,
-      connectionId: deps.connectionId,
-      component: "mysql",
-      identity: change.username,
-      identitySource: "client",
-      previousIdentity: this.identity.user ?? null,
-      database: change.database || null,
-    });
     this.identity.user = change.username;
     this.database = change.database || undefined;
     if (this.database === undefined) delete this.identity.database;
