@@ -202,6 +202,34 @@ describe("MySQL export: what runs is what the parser read (literals it misreads)
     assert.deepEqual((await attempt(strict, `SELECT x.email FROM (SELECT * FROM users) x WHERE x.id = '${ALLOWED}'`)).rows, [[allowedEmail]]);
   });
 
+  test("shapes a second review found read otherwise by MariaDB are refused: user variables, a WITH inside a derived table, leading-space aliases, parenthesised FROM", async () => {
+    // A user variable carries a dropped user's secret from a statement whose rows are dropped to a later one.
+    const assign = `SELECT @v := secret FROM users WHERE id = '${DROPPED}'`;
+    await attempt(direct, assign);
+    assert.ok(leaksIn((await attempt(direct, "SELECT @v")).text).length > 0, "straight from MariaDB: the variable holds the secret");
+    // MariaDB's CTE bodies inside a derived table's WITH read the base table, not the statement's CTE of that name: the
+    // parser traced x.secret to users.email.
+    const nestedWith = `WITH users AS (SELECT id, secret AS email, email AS secret FROM app.users) SELECT x.id, x.secret FROM (WITH a AS (SELECT id, secret FROM users) SELECT * FROM a) x`;
+    await assertNoLeak(nestedWith, "a WITH inside a derived table");
+    for (const sql of [assign, "SELECT @v", `SELECT id FROM users WHERE LEFT(@v, 3) = 'sec'`, nestedWith])
+      for (const connection of [through, strict])
+        for (const prepared of [false, true]) {
+          const outcome = await attempt(connection, sql, prepared);
+          assert.equal(outcome.error?.errno, 1235, `${sql}: ${outcome.text}`);
+        }
+    // MariaDB drops an alias's leading spaces: ` id` is id, a strict oracle on a dropped user's secret.
+    const spaced = (prefix: string) =>
+      `SELECT u.id, d.* FROM users u, (SELECT secret AS \` id\` FROM users WHERE id = '${DROPPED}') d WHERE u.id = '${ALLOWED}' AND d.id LIKE '${prefix}%'`;
+    assert.equal((await attempt(direct, spaced("secret-n"))).rows.length, 1, "straight from MariaDB: an oracle");
+    assert.equal((await attempt(direct, spaced("secret-x"))).rows.length, 0);
+    for (const sql of [spaced("secret-n"), "SELECT * FROM (users u, orders o)"]) {
+      const outcome = await attempt(strict, sql);
+      assert.equal(outcome.error?.errno, 1235, `${sql}: ${outcome.text}`);
+    }
+    // The connection is still there: a parenthesised FROM used to end it (2013).
+    assert.deepEqual((await attempt(strict, `SELECT email FROM users WHERE id = '${ALLOWED}'`)).rows, [[allowedEmail]]);
+  });
+
   test("an unknown table's message is kept only when its database is the statement's or the session's", async () => {
     // A function (the operator's, run with its definer's rights) reading a table of another database, named like a forbidden value.
     const admin = await mysql.createConnection({ ...db.connectionOptions, host: "127.0.0.1" });

@@ -148,8 +148,13 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
   // Any statement: a strict export's UPDATE or DELETE runs as written, and `WHERE 0x LIKE …` would hide a column from the strict check.
   const ambiguous = ambiguousLiteral(statement);
   if (ambiguous) return refusal("parse", "statement.refused", `${ambiguous}: refused by the export, whose parser and MariaDB read it differently`);
-  if (statement.type === "select") return printedSelect(statement, policy);
-  return analyseParsed(statement, policy);
+  const parenthesised = parenthesisedFrom(statement);
+  if (parenthesised) return refusal("unsupported", "statement.refused", `${parenthesised}: refused by the export`);
+  const analysis = statement.type === "select" ? printedSelect(statement, policy) : analyseParsed(statement, policy);
+  // After the statement's own refusals (a SET on a read-only export, SELECT ... INTO keep their codes).
+  if (analysis.kind === "refused") return analysis;
+  const shape = refusedShape(statement);
+  return shape ? refusal("unsupported", "statement.refused", `${shape}: refused by the export`) : analysis;
 }
 
 /** The guards on the client's text (and on the printed text) against what the parser and MariaDB read differently. */
@@ -228,6 +233,39 @@ function ambiguousLiteral(statement: unknown): string | undefined {
   let found: string | undefined;
   walk(statement, (value) => {
     if (value.type === "full_hex_string" && value.value === "") found = "a 0x with no hexadecimal digit after it";
+  });
+  return found;
+}
+
+/**
+ * Shapes the export refuses in any statement (an adversarial review of the printed SELECTs):
+ * - user variables (`@v`, and `:=`): a value assigned in one statement (`SELECT @v := secret ... WHERE id = 'dropped'`,
+ *   whose rows are dropped) would come back in a later one (`SELECT @v`, or a strict predicate on it) past any decision;
+ * - a WITH inside a derived table or a subquery: MariaDB does not let its CTE bodies see the statement's own CTEs (a name
+ *   there reads the base table), while the parser's scopes do, so columns would be traced to the wrong relation;
+ * - an alias starting with whitespace: MariaDB drops the leading spaces (`AS \` id\`` is `id`), the analysis would not.
+ */
+function refusedShape(statement: Record<string, unknown>): string | undefined {
+  let found: string | undefined;
+  walk(statement, (value) => {
+    if (found) return;
+    if ((value.type === "var" && value.prefix === "@") || (value.type === "assign" && value.symbol === ":="))
+      found = "user variables (@name, :=) carry values from one statement to another past the export's decisions";
+    else if (value !== statement && value.type === "select" && Array.isArray(value.with) && value.with.length > 0)
+      found = "a WITH inside a derived table or subquery (its CTEs and the statement's are scoped otherwise by MariaDB than by the export's parser)";
+    else if (typeof value.as === "string" && /^\s/.test(value.as)) found = `an alias with leading whitespace ('${value.as}': MariaDB drops it)`;
+    else if (value.type === "column_ref" && typeof value.column === "string" && /^\s/.test(value.column))
+      found = `a column name with leading whitespace ('${value.column}': MariaDB drops it in the names it gives)`;
+  });
+  return found;
+}
+
+/** A parenthesised table list (`FROM (users u, orders o)`), which the analysis does not take apart: refused before it is analysed. */
+function parenthesisedFrom(statement: Record<string, unknown>): string | undefined {
+  let found: string | undefined;
+  walk(statement, (value) => {
+    if (!found && value.type === "select" && value.from !== null && value.from !== undefined && !Array.isArray(value.from))
+      found = "a parenthesised list of tables in FROM (write the joins without the parentheses)";
   });
   return found;
 }
