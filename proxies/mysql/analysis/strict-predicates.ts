@@ -81,8 +81,12 @@ function readingsOf(ref: AstNode, column: string, scopes: Scopes): Array<{ colum
   const named = qualifier === undefined ? [] : all.filter((r) => r.alias.toLowerCase() === qualifier);
   const candidates = named.length > 0 ? named : all;
   const readings = candidates.flatMap((r) => readingsIn(r, column).map((c) => ({ column: c, derived: r.kind === "derived" })));
+  if (readings.length > 0) return readings;
+  // A qualifier that names relations none of which has that name (whose names are all known): MariaDB reads something the
+  // walk did not see (a name it normalises otherwise), so nothing vouches for it.
+  if (named.length > 0) return [{ column: undefined, derived: true }];
   // No relation around it can have that name: read by its name, as before derived tables were traced.
-  return readings.length > 0 ? readings : [{ column, derived: false }];
+  return [{ column, derived: false }];
 }
 
 /** A reference to a column, each of its readings (`readingsOf`) checked on its own. */
