@@ -18,6 +18,8 @@ import { ExportSubjects } from "./subjects";
 const scanEveryMs = 1000;
 /** Wait before trying again to open a port that could not be opened. */
 const retryListenAfterMs = 5000;
+/** A port that keeps failing for the same reason is audited again at most this often (with the count of tries between): not every 5 s. */
+const repeatedPortFailureAuditMs = 10 * 60_000;
 
 export interface ExportSupervisorDeps {
   nc: NatsConnection;
@@ -71,7 +73,7 @@ function servingError(reason: string, port: number): string {
 export class ExportSupervisor {
   private readonly exports: WatchedBucket<ExportRecord>;
   private readonly listeners = new Map<string, Listener>();
-  private readonly failures = new Map<string, { error: string; retryAt: number }>();
+  private readonly failures = new Map<string, { error: string; retryAt: number; audited?: { reason: string; at: number; repeats: number } }>();
   private subscription?: Subscription;
   private timer?: NodeJS.Timeout;
   private stopping = false;
@@ -204,16 +206,24 @@ export class ExportSupervisor {
       .catch((error: unknown) => {
         const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
         log.warn({ err: error, exportId: record.id, port: record.listen.port }, "export port could not be opened; will retry");
-        this.audit(record.type)("warn", "port.failed", `export ${record.id} could not open ${this.deps.listenHost}:${record.listen.port} (${reason})`, {
-          exportId: record.id,
-          component: record.type,
-          host: this.deps.listenHost,
-          port: record.listen.port,
-          error: reason,
-        });
+        // Audited when it starts failing or fails otherwise, then once per repeatedPortFailureAuditMs with the tries between:
+        // every 5 s for as long as it lasts (17,000 records a day) could fill the audit stream by itself.
+        const now = Date.now();
+        const before = this.failures.get(record.id)?.audited;
+        const repeat = before !== undefined && before.reason === reason && now - before.at < repeatedPortFailureAuditMs;
+        if (!repeat)
+          this.audit(record.type)("warn", "port.failed", `export ${record.id} could not open ${this.deps.listenHost}:${record.listen.port} (${reason})`, {
+            exportId: record.id,
+            component: record.type,
+            host: this.deps.listenHost,
+            port: record.listen.port,
+            error: reason,
+            triesSinceLastRecord: before?.reason === reason ? before.repeats : 0,
+          });
         this.failures.set(record.id, {
           error: servingError(reason, record.listen.port),
-          retryAt: Date.now() + retryListenAfterMs,
+          retryAt: now + retryListenAfterMs,
+          audited: repeat ? { ...before, repeats: before.repeats + 1 } : { reason, at: now, repeats: 0 },
         });
         if (this.listeners.get(record.id) === listener) this.listeners.delete(record.id);
         decider.close();
