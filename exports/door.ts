@@ -36,6 +36,21 @@ export async function announceOpening(
   throw new OpeningNotAudited(`the audit log did not store the opening of port ${String(details.port)}`);
 }
 
+/** A wire export's (PostgreSQL, MySQL) `port.opened`, naming the datastore it fronts (announceOpening). */
+export function announceWirePort(
+  options: { storedAudit: StoredAudit; exportId: string; host: string; port: number; backend: { host: string; port: number } },
+  component: "postgres" | "mysql",
+  close: () => Promise<unknown>,
+): Promise<void> {
+  const { storedAudit, exportId, host, port, backend } = options;
+  return announceOpening(
+    storedAudit,
+    `export ${exportId} listening on ${host}:${port}`,
+    { exportId, datastore: `${backend.host}:${backend.port}`, component, host, port },
+    close,
+  );
+}
+
 /**
  * What every door of one export receives from its serving node: the same decider, audit,
  * trace and credential verification as every other door (architecture rule 9).

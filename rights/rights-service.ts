@@ -2,8 +2,8 @@ import { compiledFor } from "../decision/compile-cache";
 import { policy } from "../actors/policy/policy-actor";
 import type { ActorRuntime } from "../actors/runtime/runtime";
 import { HandlerError } from "../actors/runtime/errors";
-import { user, type UserRecord } from "../actors/user/user-actor";
-import { guardianProblem, isChild } from "../decision/children";
+import { confirmGuardian, user, type UserRecord } from "../actors/user/user-actor";
+import { isChild } from "../decision/children";
 import type { AccessReport, ErasureReport, ReportQuery, RestrictionResult } from "../api/subject-rights";
 import { accessReport } from "./access-report";
 import type { IndexBucket } from "./index-bucket";
@@ -79,17 +79,7 @@ export class RightsService {
   /** A guardian reads for a linked child only, and only while the child is one (both sides of the link must hold). */
   private async checkGuardian(record: UserRecord, guardianId: string, compiled: Awaited<ReturnType<RightsService["compiled"]>>, now: Date): Promise<void> {
     if (!isChild(compiled, record, now)) throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child: they read their own report`);
-    const guardian = record.guardians.includes(guardianId)
-      ? await this.runtime.client
-          .ref(user, guardianId)
-          .get()
-          .catch((error: { code?: string }) => {
-            if (error.code === "NOT_FOUND") return undefined;
-            throw error;
-          })
-      : undefined;
-    const problem = guardianProblem(compiled, record, guardianId, guardian, now);
-    if (problem) throw new HandlerError("NOT_A_GUARDIAN", problem);
+    await confirmGuardian(compiled, record, guardianId, now, () => this.runtime.client.ref(user, guardianId).get());
   }
 
   /** Restriction: opt-ins and consents off in one write (revocations in the history), audited. */

@@ -63,18 +63,29 @@ async function actingFor(
     return record.userId;
   }
   if (!actingId) throw new HandlerError("GUARDIAN_REQUIRED", `${record.userId} is a child: ${what} needs a guardian (grantorId)`);
-  const guardian = record.guardians.includes(actingId)
-    ? await ctx.actors
-        .ref(user, actingId)
-        .get(undefined, { timeoutMs: ctx.remainingMs() })
-        .catch((error: { code?: string }) => {
-          if (error.code === "NOT_FOUND") return undefined;
-          throw error;
-        })
-    : undefined;
-  const problem = guardianProblem(compiled, record, actingId, guardian, now);
-  if (problem) throw new HandlerError("NOT_A_GUARDIAN", problem);
+  await confirmGuardian(compiled, record, actingId, now, () => ctx.actors.ref(user, actingId).get(undefined, { timeoutMs: ctx.remainingMs() }));
   return actingId;
+}
+
+/**
+ * Refuses (NOT_A_GUARDIAN) unless `guardianId` may act for the child `record` now (decision/children.ts, `guardianProblem`):
+ * the guardian's own record, read with `read` only when the child names them, must confirm the link.
+ */
+export async function confirmGuardian(
+  compiled: CompiledPolicy,
+  record: UserRecord,
+  guardianId: string,
+  now: Date,
+  read: () => Promise<UserRecord>,
+): Promise<void> {
+  const guardian = record.guardians.includes(guardianId)
+    ? await read().catch((error: { code?: string }) => {
+        if (error.code === "NOT_FOUND") return undefined;
+        throw error;
+      })
+    : undefined;
+  const problem = guardianProblem(compiled, record, guardianId, guardian, now);
+  if (problem) throw new HandlerError("NOT_A_GUARDIAN", problem);
 }
 
 /** Categories a guardian may not act on (policy: guardian rights cover `guardian.categoryIds` only); empty when `by` is the user themself. */

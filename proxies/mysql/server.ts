@@ -6,7 +6,7 @@ import type { ExportServing } from "../../api/types";
 import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
 import { LoginSlots, loginSlotMessage } from "../../exports/login-slots";
 import { listenExclusive, sqlServing } from "../../exports/wire-listener";
-import { announceOpening } from "../../exports/door";
+import { announceWirePort } from "../../exports/door";
 import { RepeatedAudit } from "../../auth/repeated-audit";
 import { AnalysisCache } from "./analysis/statement-analysis";
 import { MysqlSession } from "./session";
@@ -46,18 +46,7 @@ export class MysqlExportServer {
     const endpoint = new MysqlExportServer(server, options);
     server.on("connection", (socket) => endpoint.accept(socket));
     await listenExclusive(server, options.host, options.port);
-    await announceOpening(
-      options.storedAudit,
-      `export ${options.exportId} listening on ${options.host}:${options.port}`,
-      {
-        exportId: options.exportId,
-        datastore: `${options.backend.host}:${options.backend.port}`,
-        component: "mysql",
-        host: options.host,
-        port: options.port,
-      },
-      () => endpoint.close(),
-    );
+    await announceWirePort(options, "mysql", () => endpoint.close());
     return endpoint;
   }
 

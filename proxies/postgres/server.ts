@@ -6,7 +6,7 @@ import type { BackendEndpoint } from "./session/backend-tls";
 import { fatalMessage, ProxySession } from "./session";
 import { addRowCounts, emptyRowCounts } from "../../exports/row-counts";
 import { listenExclusive, sqlServing } from "../../exports/wire-listener";
-import { announceOpening } from "../../exports/door";
+import { announceWirePort } from "../../exports/door";
 import { UserIdMemo } from "./user-id-memo";
 import type { DirectVerification, ProxyAudit, ProxyLimits, ProxyStoredAudit, SessionCounts } from "./types";
 import type { RowDecider } from "../../exports/row-decider";
@@ -92,18 +92,7 @@ export class PostgresExportServer {
       await options.workers?.detach(options.exportId);
       throw error;
     }
-    await announceOpening(
-      options.storedAudit,
-      `export ${options.exportId} listening on ${options.host}:${options.port}`,
-      {
-        exportId: options.exportId,
-        datastore: `${options.backend.host}:${options.backend.port}`,
-        component: "postgres",
-        host: options.host,
-        port: options.port,
-      },
-      () => endpoint.close(),
-    );
+    await announceWirePort(options, "postgres", () => endpoint.close());
     return endpoint;
   }
 
