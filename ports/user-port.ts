@@ -45,6 +45,19 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
    * Either way the steps after it (the other sides of guardian links, the decision index entry) run. An outcome still
    * unknown after `settleMs` fails the request (503): the user's state says which, and a retried DELETE finishes the index.
    */
+  /** An idempotent call asked again (250 ms, doubling to 2 s apart) while its outcome is unknown, for up to `eraseSettleMs`. */
+  const settled = async <T>(call: () => Promise<T>): Promise<T> => {
+    const settleBy = Date.now() + eraseSettleMs;
+    for (let wait = 250; ; wait = Math.min(wait * 2, 2000)) {
+      try {
+        return await call();
+      } catch (error) {
+        const code = (error as { code?: string }).code;
+        if ((code !== "DEADLINE_EXCEEDED" && code !== "OUTCOME_UNKNOWN") || Date.now() + wait > settleBy) throw error;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  };
   const eraseSettled = async (userId: string): Promise<{ erased: string; linked: string[] }> => {
     const before = await ref(userId).get();
     const linkedBefore = [...before.guardians, ...before.children];
@@ -75,7 +88,11 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
         () => ({ category: "user", level: "info", event: "user.erased", message: `user ${userId} erased`, details: { userId, by } }),
       );
       for (const other of others) {
-        await written([other], ref(other).unlink(userId)).catch((error: { code?: string }) => {
+        // Asked again while its outcome is unknown (a server that was just paused answers late); unlink is idempotent.
+        await written(
+          [other],
+          settled(() => ref(other).unlink(userId)),
+        ).catch((error: { code?: string }) => {
           if (error.code !== "NOT_FOUND")
             runtime.host.log.warn(
               { err: error, userId, other },
