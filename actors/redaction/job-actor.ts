@@ -48,7 +48,7 @@ export interface JobRecord {
   /** The output of the attempt that completed. */
   output: { attempt: number; bytes: number; chunks: number } | null;
   error: JobError | null;
-  /** Who created the job (`<verifier>:<subject>`), or null when its caller was not authenticated: only they, or a redact:admin, see it. */
+  /** Who created the job (`<verifier>/<profile>:<subject>`, auth/authorization.ts jobOwner; `<verifier>:<subject>` for jobs stored before), or null when its caller was not authenticated: only they, or a redact:admin, see it. */
   owner?: string | null;
 }
 

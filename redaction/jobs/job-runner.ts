@@ -112,17 +112,16 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
       throw error;
     });
     log.info({ jobName: job.jobName, attempt, rowsIn: final.rowsIn, rowsKept: final.rowsKept, ms: final.timings.runMs }, "redaction job complete");
-  } catch (caught) {
-    const error = caught;
+  } catch (error) {
     if (error instanceof ConfigurationChanged) {
       // The job actor counts these attempts (not toward its crash budget) and fails the job past its bound.
       await discardOutput();
       const final = stats();
       let now: JobRecord;
       try {
-        now = await ref.configurationChanged({ attempt, message: error.message, stats: final });
+        now = await report(() => ref.configurationChanged({ attempt, message: error.message, stats: final }));
       } catch (reportError) {
-        if ((reportError as RuntimeError).code === "ATTEMPT_SUPERSEDED" || (reportError as RuntimeError).code === "JOB_NOT_FOUND") return;
+        if (reportError instanceof AttemptStopped) return;
         throw reportError;
       }
       if (now.status === "failed" && now.error) {
@@ -165,9 +164,9 @@ export async function runAttempt(deps: RunnerDeps, job: JobRecord, stillOwned: (
 class ConfigurationChanged extends Error {}
 
 /** A report the job actor refuses because the attempt is superseded, or the job gone, stops the attempt. */
-async function report(call: () => Promise<unknown>): Promise<void> {
+async function report<T>(call: () => Promise<T>): Promise<T> {
   try {
-    await call();
+    return await call();
   } catch (error) {
     const code = (error as RuntimeError).code;
     if (code === "ATTEMPT_SUPERSEDED" || code === "JOB_NOT_FOUND") throw new AttemptStopped((error as Error).message);
