@@ -95,7 +95,7 @@ async function pageWork(backendBase: string): Promise<number> {
   const plan = planOf(mapping);
   const once = async () => {
     const answer = await answerOf(
-      { status: 200, json: JSON.parse(text), headers: new Headers() },
+      { status: 200, json: JSON.parse(text), headers: {} },
       { interaction: { kind: "search", types: ["Observation"] }, plan, redactor, backendBase, exportBase: "http://127.0.0.1:1/" },
     );
     return JSON.stringify(answer.body).length;

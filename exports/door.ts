@@ -15,6 +15,10 @@ export type ExportAudit = (level: "debug" | "info" | "warn" | "error", event: st
 /** An audit record whose answer waits for it: resolves true once JetStream stored it, false when it did not (the caller fails closed). */
 export type StoredAudit = (...record: Parameters<ExportAudit>) => Promise<boolean>;
 
+/** What every export answers when the audit log did not store a connection's records (spec 6 items 4 and 8): nothing went out. */
+export const connectionNotAuditedMessage =
+  "the export cannot record this connection in its audit log now (the audit log is full or unreachable); try again later";
+
 /** A door whose port's opening the audit log did not store (a full audit stream): it does not serve. */
 export class OpeningNotAudited extends Error {
   readonly code = "AUDIT_UNAVAILABLE";

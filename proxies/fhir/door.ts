@@ -5,6 +5,7 @@ import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door"
 import { isDatabaseCredentials } from "../../actors/export/export-actor";
 import { refuseField, type RefusalReasons, takenFields } from "../../exports/body-checks";
 import type { DecisionService } from "../../ports/decision-service";
+import { BackendConnections } from "../../exports/backend-connections";
 import { FhirBackend } from "./fhir-backend";
 import { mappingProblems } from "./fhir-mapping";
 import { listenFhir } from "./fhir-server";
@@ -72,10 +73,16 @@ export class FhirDoor implements ExportDoorType {
 
   async open(services: DoorServices): Promise<OpenDoor> {
     const { record, tls } = services;
-    const backend = new FhirBackend(record.endpoint!);
+    const connections = new BackendConnections({
+      exportId: record.id,
+      component: "fhir",
+      endpoint: new URL(record.endpoint!),
+      storedAudit: services.storedAudit,
+    });
+    const backend = new FhirBackend(record.endpoint!, connections);
     const redactor = new ResourceRedactor(services.decider, backend.base);
     const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
-    return listenFhir({
+    const port = await listenFhir({
       record,
       host: services.listenHost,
       backend,
@@ -87,6 +94,16 @@ export class FhirDoor implements ExportDoorType {
       logger: services.log,
       tls: tls && { cert: tls.cert, key: tls.key },
       listenerLimits: this.settings.httpLimits,
+    }).catch((error: unknown) => {
+      backend.close();
+      throw error;
     });
+    return {
+      serving: () => port.serving(),
+      close: async () => {
+        await port.close();
+        backend.close();
+      },
+    };
   }
 }

@@ -96,7 +96,7 @@ function refusalOf(status: number): FhirError {
 
 /** A write's Location under the export's base (dropped if it points elsewhere). */
 function locationOf(backend: BackendAnswer, context: AnswerContext): Record<string, string> | undefined {
-  const location = exportUrl(backend.headers.get("location") ?? undefined, context.backendBase, context.exportBase);
+  const location = exportUrl(backend.headers.location, context.backendBase, context.exportBase);
   return location === undefined ? undefined : { location };
 }
 

@@ -1,3 +1,6 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { ConnectionNotAudited, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
 import { FhirError } from "./fhir-error";
 
 export interface FhirBackendLimits {
@@ -13,7 +16,7 @@ export interface BackendAnswer {
   status: number;
   /** The parsed JSON body; undefined when the answer had none. */
   json: unknown;
-  headers: Headers;
+  headers: IncomingHttpHeaders;
 }
 
 /** The FHIR base URL of a backing server, always ending in `/` (what links and references are relative to). */
@@ -24,66 +27,114 @@ export function normalizedBase(endpoint: string): string {
   return url.href.endsWith("/") ? url.href : `${url.href}/`;
 }
 
+/** The request took longer than the backend's time limit (headers and body). */
+class BackendTimeout extends Error {}
+
 /**
- * The backing FHIR server as the export reaches it: one HTTP request per client request, JSON
- * only, never a redirect followed, answers bounded in size and time. Anything that is not a
- * JSON answer (a proxy's HTML page, a cut-off body, a refused connection) becomes a FhirError:
- * the client never sees the backend's bytes raw.
+ * The backing FHIR server as the export reaches it: one HTTP request per client request (its
+ * connections kept alive, each on the audit log before a request is written on it), JSON only,
+ * never a redirect followed, answers bounded in size and time. Anything that is not a JSON answer
+ * (a proxy's HTML page, a cut-off body, a refused connection) becomes a FhirError: the client
+ * never sees the backend's bytes raw.
  */
 export class FhirBackend {
   readonly base: string;
+  private readonly agent: HttpAgent;
 
   constructor(
     endpoint: string,
+    private readonly connections: BackendConnections,
     private readonly limits: FhirBackendLimits = defaultFhirBackendLimits,
   ) {
     this.base = normalizedBase(endpoint);
+    this.agent = this.base.startsWith("https:") ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
   }
 
-  async send(method: string, pathAndQuery: string, headers: Record<string, string>, body?: Buffer): Promise<BackendAnswer> {
-    let response: Response;
+  async send(method: string, pathAndQuery: string, headers: Record<string, string>, identity: BackendIdentity, body?: Buffer): Promise<BackendAnswer> {
+    let answer: { response: IncomingMessage; text: string };
     try {
-      response = await fetch(new URL(pathAndQuery, this.base), {
-        method,
-        headers: { accept: "application/fhir+json", ...headers },
-        body,
-        redirect: "manual",
-        signal: AbortSignal.timeout(this.limits.timeoutMs),
-      });
+      answer = await this.exchange(method, new URL(pathAndQuery, this.base), headers, identity, body);
     } catch (error) {
-      if ((error as Error).name === "TimeoutError") throw new FhirError(504, "timeout", "the FHIR server did not answer in time", undefined, { cause: error });
+      if (error instanceof FhirError) throw error;
+      if (error instanceof ConnectionNotAudited) throw new FhirError(503, "transient", error.message, undefined, { cause: error });
+      if (error instanceof BackendTimeout) throw new FhirError(504, "timeout", "the FHIR server did not answer in time", undefined, { cause: error });
       throw new FhirError(502, "transient", "the FHIR server cannot be reached; try again", undefined, { cause: error });
     }
-    const text = await this.read(response);
-    if (response.status >= 300 && response.status < 400)
-      throw new FhirError(502, "exception", "the FHIR server answered with a redirect, which this export does not follow");
-    if (text.length === 0) return { status: response.status, json: undefined, headers: response.headers };
-    const type = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    const { response, text } = answer;
+    const status = response.statusCode ?? 502;
+    if (status >= 300 && status < 400) throw new FhirError(502, "exception", "the FHIR server answered with a redirect, which this export does not follow");
+    if (text.length === 0) return { status, json: undefined, headers: response.headers };
+    const type = (response.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
     if (type !== "application/fhir+json" && type !== "application/json" && type !== "application/json+fhir")
       throw new FhirError(502, "exception", "the FHIR server's answer is not FHIR JSON");
     try {
-      return { status: response.status, json: JSON.parse(text) as unknown, headers: response.headers };
+      return { status, json: JSON.parse(text) as unknown, headers: response.headers };
     } catch (error) {
       throw new FhirError(502, "exception", "the FHIR server's answer is not well-formed JSON", undefined, { cause: error });
     }
   }
 
-  private async read(response: Response): Promise<string> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    try {
-      for await (const chunk of response.body ?? []) {
-        size += (chunk as Uint8Array).byteLength;
-        if (size > this.limits.maxAnswerBytes) {
-          await response.body?.cancel().catch(() => undefined);
-          throw new FhirError(502, "too-costly", `the FHIR server's answer is larger than ${this.limits.maxAnswerBytes} bytes; ask for smaller pages (_count)`);
-        }
-        chunks.push(Buffer.from(chunk as Uint8Array));
-      }
-    } catch (error) {
-      if (error instanceof FhirError) throw error;
-      throw new FhirError(502, "transient", "the FHIR server's answer was cut off; try again", undefined, { cause: error });
-    }
-    return Buffer.concat(chunks).toString("utf8");
+  close(): void {
+    this.agent.destroy();
+  }
+
+  /** The request written once its connection is on record, and its answer read whole within the time and size limits. */
+  private exchange(
+    method: string,
+    url: URL,
+    headers: Record<string, string>,
+    identity: BackendIdentity,
+    body: Buffer | undefined,
+  ): Promise<{ response: IncomingMessage; text: string }> {
+    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+    return new Promise((resolve, reject) => {
+      const outgoing = send(url, {
+        method,
+        headers: {
+          accept: "application/fhir+json",
+          "accept-encoding": "identity",
+          ...headers,
+          ...(body ? { "content-length": String(body.length) } : {}),
+        },
+        agent: this.agent,
+      });
+      let timedOut = false;
+      const deadline = setTimeout(() => {
+        timedOut = true;
+        outgoing.destroy(new BackendTimeout());
+      }, this.limits.timeoutMs);
+      // The first failure settles the exchange; once the time limit passed, whatever follows from it is the timeout.
+      const fail = (error: Error) => {
+        clearTimeout(deadline);
+        reject(timedOut ? new BackendTimeout() : error);
+      };
+      const cutOff = () => fail(new FhirError(502, "transient", "the FHIR server's answer was cut off; try again"));
+      outgoing.on("error", fail);
+      outgoing.once("response", (response) => {
+        response.on("error", cutOff);
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          if (size <= this.limits.maxAnswerBytes) return void chunks.push(chunk);
+          fail(new FhirError(502, "too-costly", `the FHIR server's answer is larger than ${this.limits.maxAnswerBytes} bytes; ask for smaller pages (_count)`));
+          outgoing.destroy();
+        });
+        response.once("end", () => {
+          clearTimeout(deadline);
+          resolve({ response, text: Buffer.concat(chunks).toString("utf8") });
+        });
+        response.once("close", () => {
+          if (!response.complete) cutOff();
+        });
+      });
+      // Nothing is written (no Authorization, no body) before the connection is on the audit log.
+      this.connections.recordedFor(outgoing, identity).then(
+        () => {
+          if (!outgoing.destroyed) outgoing.end(body);
+        },
+        (error: Error) => outgoing.destroy(error),
+      );
+    });
   }
 }

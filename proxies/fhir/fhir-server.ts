@@ -5,6 +5,7 @@ import type { Logger } from "pino";
 import { isDatabaseCredentials, type ExportRecord } from "../../actors/export/export-actor";
 import { component } from "../../auth/components";
 import type { OverridesByVerifier } from "../../auth/types";
+import type { BackendIdentity } from "../../exports/backend-connections";
 import type { ExportAudit, StoredAudit } from "../../exports/door";
 import { authentication, domainOf, type HttpAuthentication } from "../../http/authentication";
 import { HttpDoorPort } from "../../http/door-port";
@@ -140,13 +141,20 @@ function isFhirRead(request: FastifyRequest): boolean {
 /**
  * The backend identity (spec 5.1): the export's own credentials when it has them, else the
  * client's Basic or Bearer Authorization passed through. A cloud signature is made for this
- * export, not for the backend, and is not passed on.
+ * export, not for the backend, and is not passed on. With it, who the backend connection's
+ * audit record names (`connection.outgoing`): the export's user, the client's Basic user or
+ * the subject the door verified the client's bearer token as, or nobody.
  */
-function backendAuthorization(record: ExportRecord, request: FastifyRequest): Record<string, string> {
+function backendAuthorization(record: ExportRecord, request: FastifyRequest): { headers: Record<string, string>; identity: BackendIdentity } {
   if (isDatabaseCredentials(record.credentials))
-    return { authorization: `Basic ${Buffer.from(`${record.credentials.user}:${record.credentials.password}`).toString("base64")}` };
+    return {
+      headers: { authorization: `Basic ${Buffer.from(`${record.credentials.user}:${record.credentials.password}`).toString("base64")}` },
+      identity: { name: record.credentials.user, source: "export" },
+    };
   const offered = request.headers.authorization;
-  return offered && /^(basic|bearer) /i.test(offered) ? { authorization: offered } : {};
+  if (!offered || !/^(basic|bearer) /i.test(offered)) return { headers: {}, identity: { name: null, source: "none" } };
+  const basicUser = /^basic /i.test(offered) ? Buffer.from(offered.slice(6).trim(), "base64").toString("utf8").split(":")[0] : undefined;
+  return { headers: { authorization: offered }, identity: { name: basicUser ?? request.access?.subject ?? "(bearer token)", source: "client" } };
 }
 
 /**
@@ -216,7 +224,7 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
         // The mapping is checked (and the configuration in memory) before the backend is asked anything.
         const plan = interaction.kind === "capabilities" ? undefined : await redactor.plan();
         const requirement = interaction.kind === "search" ? searchRequirement(params, interaction.types, plan!) : undefined;
-        const headers: Record<string, string> = { ...backendAuthorization(record, request) };
+        const { headers, identity } = backendAuthorization(record, request);
         if (body) headers["content-type"] = request.headers["content-type"]!;
         if (interaction.kind === "write")
           for (const name of ["if-match", "if-none-exist", "if-none-match", "prefer"])
@@ -232,7 +240,7 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
           ...(interaction.kind === "write" && segments.length === 0 ? { entryMethods: entryMethodsOf(body) } : {}),
         };
         // HEAD is answered as GET without the body (Fastify drops it): the backend is asked GET, so its answer can be decided.
-        let answer = await backend.send(request.method === "HEAD" ? "GET" : request.method, pathAndQuery, headers, body);
+        let answer = await backend.send(request.method === "HEAD" ? "GET" : request.method, pathAndQuery, headers, identity, body);
         const released = await answerOf(answer, context);
         // A search page whose every entry was dropped is not answered as such (with its `next`, paging on would count
         // what was dropped): the backend's next pages are read here, with the same search's requirement, until one
@@ -240,7 +248,7 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
         for (let skipped = 0; interaction.kind === "search" && skipped < maxSkippedPages && allDropped(answer, released); skipped++) {
           const next = backendNext(answer, backend.base);
           if (next === undefined) break;
-          answer = await backend.send("GET", next, headers);
+          answer = await backend.send("GET", next, headers, identity);
           const later = await answerOf(answer, context);
           if (!allDropped(answer, later)) {
             released.body = later.body;

@@ -3,6 +3,7 @@ import { isObjectstoreCredentials } from "../../actors/export/export-actor";
 import { HandlerError } from "../../actors/runtime/errors";
 import type { ExportBody } from "../../api/types";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
+import { BackendConnections } from "../../exports/backend-connections";
 import { refuseField, type RefusalReasons, takenFields } from "../../exports/body-checks";
 import type { CsvThreading } from "../../redaction/types";
 import { formatKeyProblem } from "./object-formats";
@@ -75,7 +76,9 @@ export class ObjectstoreDoor implements ExportDoorType {
 
   async open(services: DoorServices): Promise<OpenDoor> {
     const { record } = services;
-    const store = new ObjectStore(storeEndpoint(record.endpoint ?? ""), isObjectstoreCredentials(record.credentials) ? record.credentials : undefined);
+    const endpoint = storeEndpoint(record.endpoint ?? "");
+    const connections = new BackendConnections({ exportId: record.id, component: "objectstore", endpoint, storedAudit: services.storedAudit });
+    const store = new ObjectStore(endpoint, isObjectstoreCredentials(record.credentials) ? record.credentials : undefined, connections);
     const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
     try {
       return await ObjectServer.listen({

@@ -5,6 +5,8 @@ import { Hash } from "@smithy/hash-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { ObjectstoreCredentials } from "../../actors/export/export-actor";
 import { uriEncode } from "../../auth/cloud-signature";
+import { ConnectionNotAudited, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
+import { S3Error } from "./s3-errors";
 
 /** The signing region when the export's credentials name none (what S3-compatible stores expect by default). */
 export const defaultStoreRegion = "us-east-1";
@@ -26,17 +28,22 @@ export interface StoreRequest {
 /**
  * The export's backing store (an S3-compatible endpoint): requests signed with the export's own
  * credentials by @smithy/signature-v4 (service `s3`, the path not encoded twice, as S3 wants),
- * or sent unsigned when the export has none. Connections are kept alive and closed with the door.
+ * or sent unsigned when the export has none. Connections are kept alive and closed with the door;
+ * each is on the audit log (`connection.outgoing`, backend-connections.ts) before a request is
+ * written on it.
  */
 export class ObjectStore {
   private readonly agent: HttpAgent;
   private readonly signer?: SignatureV4;
+  private readonly identity: BackendIdentity;
 
   constructor(
     private readonly endpoint: URL,
     credentials: ObjectstoreCredentials | undefined,
+    private readonly connections: BackendConnections,
   ) {
     this.agent = endpoint.protocol === "https:" ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+    this.identity = credentials ? { name: credentials.accessKeyId, source: "export" } : { name: null, source: "none" };
     if (credentials) {
       const { accessKeyId, secretAccessKey, sessionToken } = credentials;
       this.signer = new SignatureV4({
@@ -85,11 +92,20 @@ export class ObjectStore {
         response.on("error", () => undefined);
         resolve(response);
       });
-      outgoing.on("error", reject);
-      if (request.body) {
-        request.body.once("error", (error) => outgoing.destroy(error));
-        request.body.pipe(outgoing);
-      } else outgoing.end();
+      outgoing.on("error", (error) =>
+        reject(error instanceof ConnectionNotAudited ? new S3Error("ServiceUnavailable", error.message, { cause: error }) : error),
+      );
+      // Nothing is written (no signature, no body) before the connection is on the audit log.
+      this.connections.recordedFor(outgoing, this.identity).then(
+        () => {
+          if (outgoing.destroyed) return;
+          if (request.body) {
+            request.body.once("error", (error) => outgoing.destroy(error));
+            request.body.pipe(outgoing);
+          } else outgoing.end();
+        },
+        (error: Error) => outgoing.destroy(error),
+      );
     });
   }
 

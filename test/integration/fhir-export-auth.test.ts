@@ -71,6 +71,8 @@ describe("FHIR exports with component fhir enforced", () => {
   const fhir = new FhirServerFixture();
   let clientIdentityPort: number;
   let exportIdentityPort: number;
+  let clientExportId: string;
+  let exportExportId: string;
   const call = (method: string, path: string, body?: unknown) =>
     request(node, method, path, body, path.startsWith("/export") ? { authorization: basic(alice.uid, alice.password) } : {});
 
@@ -94,9 +96,11 @@ describe("FHIR exports with component fhir enforced", () => {
     const clientIdentity = await call("PUT", "/export", { ...body, port: clientIdentityPort });
     assert.equal(clientIdentity.status, 200, JSON.stringify(clientIdentity.body));
     assert.equal(clientIdentity.body.backendIdentity, "client");
+    clientExportId = clientIdentity.body.id as string;
     const exportIdentity = await call("PUT", "/export", { ...body, port: exportIdentityPort, credentials: backendIdentity });
     assert.equal(exportIdentity.status, 200, JSON.stringify(exportIdentity.body));
     assert.equal(exportIdentity.body.backendIdentity, "export");
+    exportExportId = exportIdentity.body.id as string;
     assert.ok(!JSON.stringify(exportIdentity.body).includes(backendIdentity.password), "the export's password is never read back");
   });
 
@@ -176,6 +180,18 @@ describe("FHIR exports with component fhir enforced", () => {
     const audit = await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.fhir.>");
     assert.ok(audit.some((m) => m.data.event === "connection.authenticated" && m.subject === "warden.audit.fhir.info"));
     assert.ok(audit.some((m) => m.data.event === "connection.denied" && m.subject === "warden.audit.fhir.warn"));
+    // Spec 6 item 4: the backend connections, each with the identity it carried (once per connection and identity).
+    const outgoing = audit
+      .filter((m) => m.data.event === "connection.outgoing")
+      .map((m) => m.data.details as { exportId: string; endpoint: string; identity: string | null; identitySource: string });
+    const endpoint = `127.0.0.1:${fhir.listeningPort}`;
+    assert.ok(
+      outgoing.every((record) => record.endpoint === endpoint),
+      JSON.stringify(outgoing),
+    );
+    const identities = (exportId: string) => new Set(outgoing.filter((record) => record.exportId === exportId).map((r) => `${r.identitySource}:${r.identity}`));
+    assert.deepEqual(identities(clientExportId), new Set([`client:${alice.uid}`, `client:${provider.client.id}`, "none:null"]));
+    assert.deepEqual(identities(exportExportId), new Set([`export:${backendIdentity.user}`]));
     const text = JSON.stringify(audit);
     for (const secret of [alice.password, signing.key, backendIdentity.password]) assert.ok(!text.includes(secret), `'${secret}' appears in the audit log`);
   });

@@ -262,6 +262,18 @@ describe("objectstore exports with authentication enforced: S3 clients sign with
     assert.ok(seen.length > 0);
     for (const one of seen)
       assert.deepEqual(one, { accessKeyId: storeKey.accessKeyId, matches: true, scope: "us-west-2/s3" }, "signed with the export's key, never the client's");
+    // Spec 6 item 4: the store connection is on the audit log with the store's endpoint and the export's key id (never its secret).
+    const storeEndpoint = `127.0.0.1:${(fake.address() as { port: number }).port}`;
+    const outgoing = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.objectstore.>")).filter(
+      (m) => m.data.event === "connection.outgoing" && m.data.details?.exportId === created.body.id,
+    );
+    assert.ok(outgoing.length > 0, "the store connection is recorded");
+    for (const { data } of outgoing) {
+      assert.equal(data.details?.endpoint, storeEndpoint);
+      assert.equal(data.details?.identity, storeKey.accessKeyId);
+      assert.equal(data.details?.identitySource, "export");
+      assert.ok(!JSON.stringify(data).includes(storeKey.secretAccessKey), "the store's secret is not in the record");
+    }
     assert.equal((await call("DELETE", `/export?id=${created.body.id}`)).status, 200);
     fake.close();
     fake.closeAllConnections();

@@ -4,6 +4,7 @@ import { once } from "node:events";
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { RangedReads } from "../../actors/export/export-actor";
+import { BackendConnections } from "../../exports/backend-connections";
 import { ObjectStore } from "../../proxies/objectstore/object-store";
 import {
   discardStored,
@@ -142,9 +143,19 @@ function object(length: number): Buffer {
 
 const small: RangedReads = { parallel: 3, rangeBytes: 64 << 10 };
 
+/** The export's client of the store on `port`, unsigned, its connections on an audit log that stores every record. */
+function storeClient(port: number): ObjectStore {
+  const endpoint = new URL(`http://127.0.0.1:${port}`);
+  return new ObjectStore(
+    endpoint,
+    undefined,
+    new BackendConnections({ exportId: "ranged", component: "objectstore", endpoint, storedAudit: async () => true }),
+  );
+}
+
 /** Reads the store's object as a GetObject does: storedObject, then the ranges through a RangedStoreBody into `sink`. */
 async function read(store: RangeStore, sink: CollectingSink, reads = small, signal = new AbortController().signal) {
-  const client = new ObjectStore(new URL(`http://127.0.0.1:${store.port}`), undefined);
+  const client = storeClient(store.port);
   const first = await storedObject(client, "/docs/doc.csv", reads, signal);
   const body = first.ranged;
   assert.ok(body, "read in ranges");
@@ -253,7 +264,7 @@ describe("ranged reads of a stored object (proxies/objectstore/ranged-body.ts)",
   test("storedObject reads the object whole where ranges cannot be tied to one version, or are not needed", async () => {
     const bytes = object(256 << 10);
     const store = await RangeStore.start(bytes);
-    const client = new ObjectStore(new URL(`http://127.0.0.1:${store.port}`), undefined);
+    const client = storeClient(store.port);
     const signal = new AbortController().signal;
     try {
       const cases: Array<[string, () => void, RangedReads]> = [
@@ -300,7 +311,7 @@ describe("ranged reads of a stored object (proxies/objectstore/ranged-body.ts)",
   test("nothing past the first range is asked for before the first resume; with the node's range bytes nearly all held, ranges are read one after the other", async () => {
     const bytes = object(6 * (64 << 10));
     const store = await RangeStore.start(bytes);
-    const client = new ObjectStore(new URL(`http://127.0.0.1:${store.port}`), undefined);
+    const client = storeClient(store.port);
     try {
       const signal = new AbortController().signal;
       const waiting = await storedObject(client, "/docs/doc.csv", small, signal);

@@ -1,4 +1,5 @@
 import { connect as connectTls, TLSSocket } from "node:tls";
+import { connectionNotAuditedMessage } from "../../../exports/door";
 import { backendTlsOptions, verifiesCertificate } from "../../../exports/backend-tls";
 import { decodeAuthMoreData } from "../../../protocols/mysql/auth-more-data";
 import { decodeAuthSwitchRequest, encodeAuthSwitchRequest, scrambleOf } from "../../../protocols/mysql/auth-switch";
@@ -88,7 +89,7 @@ const accessDenied = { code: 1045, sqlState: "28000" };
 const auditUnavailable = {
   code: 1040,
   sqlState: "08004",
-  message: "the export cannot record this connection in its audit log now (the audit log is full or unreachable); try again later",
+  message: connectionNotAuditedMessage,
 };
 
 /**

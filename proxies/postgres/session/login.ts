@@ -1,4 +1,5 @@
 import { connect as connectTcp, type Socket } from "node:net";
+import { connectionNotAuditedMessage } from "../../../exports/door";
 import { TLSSocket } from "node:tls";
 import { decodeAuthentication, encodeAuthenticationCleartextPassword, encodeAuthenticationOk } from "../../../protocols/postgres/authentication";
 import { decodeBackendKeyData, encodeBackendKeyData, type BackendKeyData } from "../../../protocols/postgres/backend-key-data";
@@ -421,11 +422,7 @@ export class Login {
 
   /** The audit log did not store what the connection needs (a full audit stream): it is not served. */
   private auditUnavailable(): void {
-    this.connection.refuse(
-      "08006",
-      "the export cannot record this connection in its audit log now (the audit log is full or unreachable); try again later",
-      "connection.audit-unavailable",
-    );
+    this.connection.refuse("08006", connectionNotAuditedMessage, "connection.audit-unavailable");
   }
 
   private backendUnreachable(error: Error): void {

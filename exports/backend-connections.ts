@@ -1,0 +1,101 @@
+import { randomBytes } from "node:crypto";
+import type { ClientRequest } from "node:http";
+import type { Socket } from "node:net";
+import { connectionNotAuditedMessage, type StoredAudit } from "./door";
+
+/** The identity a request to the backend goes out with: the export's own, the client's passed on, or none (unsigned, anonymous). */
+export interface BackendIdentity {
+  /** A user name or access key id; null when the request carries none. */
+  name: string | null;
+  source: "export" | "client" | "none";
+}
+
+/** The backend connection's record was not stored: the request was not sent. */
+export class ConnectionNotAudited extends Error {
+  readonly code = "AUDIT_UNAVAILABLE";
+  constructor() {
+    super(connectionNotAuditedMessage);
+  }
+}
+
+/**
+ * Spec 6 item 4 for exports that reach their backend over pooled HTTP connections (FHIR,
+ * objectstore): each connection is recorded (`connection.outgoing`: endpoint, identity, its own
+ * connection id) the first time a request uses it, and again when a request uses it with another
+ * identity (a FHIR export passing its clients' Authorization on); a keep-alive reuse with the same
+ * identity adds nothing. The request is written only once the record is stored, so no byte (no
+ * credential, no signature) reaches the backend unrecorded; a record not stored fails the request
+ * (ConnectionNotAudited), as a wire export's login fails.
+ */
+export class BackendConnections {
+  /** Per connection: its id, and the records made or being made, by identity. */
+  private readonly recorded = new WeakMap<Socket, { id: string; identities: Map<string, Promise<boolean>> }>();
+
+  constructor(
+    private readonly deps: {
+      exportId: string;
+      component: "fhir" | "objectstore";
+      /** The backend as the export reaches it (its URL: scheme, host, port). */
+      endpoint: URL;
+      storedAudit: StoredAudit;
+    },
+  ) {}
+
+  /**
+   * Resolves once `request`'s connection is on record with `identity`; the caller writes the request
+   * (headers, body) only then. Rejects with ConnectionNotAudited when the record was not stored, or
+   * with the request's own error when it failed before it had a connection.
+   */
+  async recordedFor(request: ClientRequest, identity: BackendIdentity): Promise<void> {
+    const socket = await socketOf(request);
+    let entry = this.recorded.get(socket);
+    if (!entry) {
+      entry = { id: `out-${randomBytes(6).toString("hex")}`, identities: new Map() };
+      this.recorded.set(socket, entry);
+    }
+    const key = `${identity.source}\0${identity.name ?? ""}`;
+    let stored = entry.identities.get(key);
+    if (!stored) {
+      stored = this.record(entry.id, identity);
+      entry.identities.set(key, stored);
+    }
+    if (await stored) return;
+    // Asked again on the next use of this connection (the audit log may have room by then).
+    entry.identities.delete(key);
+    throw new ConnectionNotAudited();
+  }
+
+  private record(connectionId: string, identity: BackendIdentity): Promise<boolean> {
+    const { exportId, component, endpoint, storedAudit } = this.deps;
+    const where = endpoint.host;
+    const as = identity.name === null ? "without credentials" : `as '${identity.name}'`;
+    return storedAudit("info", "connection.outgoing", `export ${exportId} reaches ${where} ${as} (connection ${connectionId})`, {
+      exportId,
+      component,
+      connectionId,
+      endpoint: where,
+      tls: endpoint.protocol === "https:",
+      identity: identity.name,
+      identitySource: identity.source,
+    });
+  }
+}
+
+/** The connection the agent gave the request (a new one or a kept-alive one); rejects when the request ends without one. */
+function socketOf(request: ClientRequest): Promise<Socket> {
+  if (request.socket) return Promise.resolve(request.socket);
+  return new Promise((resolve, reject) => {
+    const given = (socket: Socket) => {
+      request.off("error", failed).off("close", ended);
+      resolve(socket);
+    };
+    const failed = (error: Error) => {
+      request.off("socket", given).off("close", ended);
+      reject(error);
+    };
+    const ended = () => failed(new Error("the request to the backend ended before it had a connection"));
+    request.once("socket", given);
+    request.once("error", failed);
+    request.once("close", ended);
+  });
+}
