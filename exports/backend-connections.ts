@@ -3,6 +3,9 @@ import type { ClientRequest } from "node:http";
 import type { Socket } from "node:net";
 import { connectionNotAuditedMessage, type StoredAudit } from "./door";
 
+/** Identities remembered as recorded per connection: past this, they are recorded again as they come. */
+const maxIdentitiesPerConnection = 256;
+
 /** The identity a request to the backend goes out with: the export's own, the client's passed on, or none (unsigned, anonymous). */
 export interface BackendIdentity {
   /** A user name or access key id; null when the request carries none. */
@@ -56,6 +59,8 @@ export class BackendConnections {
     const key = `${identity.source}\0${identity.name ?? ""}`;
     let stored = entry.identities.get(key);
     if (!stored) {
+      // A long-lived connection passing many clients' identities on is recorded anew rather than remembering them all.
+      if (entry.identities.size >= maxIdentitiesPerConnection) entry.identities.clear();
       stored = this.record(entry.id, identity);
       entry.identities.set(key, stored);
     }

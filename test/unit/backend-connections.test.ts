@@ -123,4 +123,20 @@ describe("BackendConnections (spec 6 item 4 for pooled HTTP backends)", () => {
       await stop();
     }
   });
+
+  test("a connection remembers at most 256 identities as recorded: past that it records them again as they come", async () => {
+    const { records, send, stop } = await setUp();
+    try {
+      for (let n = 0; n < 256; n++) await send(`/u${n}`, { name: `user-${n}`, source: "client" });
+      assert.equal(records.length, 256);
+      await send("/again", { name: "user-0", source: "client" });
+      assert.equal(records.length, 256, "user-0 is still remembered on this connection");
+      await send("/new", { name: "user-256", source: "client" });
+      await send("/again", { name: "user-0", source: "client" });
+      assert.equal(records.length, 258, "the 257th identity starts the memory over: user-0 is recorded again");
+      assert.equal(new Set(records.map((r) => r.details.connectionId)).size, 1, "all on one connection");
+    } finally {
+      await stop();
+    }
+  });
 });
