@@ -17,6 +17,7 @@ import { firstSuccess } from "../../testkit/wait";
 import { MariaDbServer } from "../../testkit/mariadb";
 import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { forbiddenWithOrders, configureOrdersWorld } from "../fixtures/orders-policy";
+import { attempt, type Outcome } from "../helpers/mysql-attempt";
 
 const ALLOWED = "accepted";
 const DROPPED = "not-accepted";
@@ -24,23 +25,6 @@ const allowedEmail = `${ALLOWED}@example.com`;
 const droppedEmail = `${DROPPED}@example.com`;
 /** "accepted" as MariaDB's bit literal (the parser reads it as a column name). */
 const acceptedBits = `0b${[...Buffer.from(ALLOWED)].map((b) => b.toString(2).padStart(8, "0")).join("")}`;
-
-interface Outcome {
-  rows: unknown[][];
-  error?: { errno: number; sqlState: string; message: string };
-  text: string;
-}
-
-async function attempt(connection: mysql.Connection, sql: string, prepared = false): Promise<Outcome> {
-  try {
-    const [rows] = prepared ? await connection.execute({ sql, rowsAsArray: true }) : await connection.query({ sql, rowsAsArray: true });
-    const list = Array.isArray(rows) ? (rows as unknown[][]) : [];
-    return { rows: list, text: JSON.stringify(rows, (_, v) => (Buffer.isBuffer(v) ? v.toString("latin1") : v)) };
-  } catch (error) {
-    const e = error as { errno: number; sqlState: string; message: string };
-    return { rows: [], error: { errno: e.errno, sqlState: e.sqlState, message: e.message }, text: `${e.errno} ${e.sqlState} ${e.message}` };
-  }
-}
 
 describe("MySQL export: what runs is what the parser read (literals it misreads), strict predicates through derived tables, error texts", () => {
   let db: MariaDbServer;

@@ -25,28 +25,11 @@ import { createMysqlPopulation, reader } from "../fixtures/mysql-population";
 import { forbiddenWithOrders, configureOrdersWorld } from "../fixtures/orders-policy";
 import { type Verdicts } from "../fixtures/postgres-verdicts";
 import { CodecClient, nativePasswordLogin } from "../helpers/mysql-codec-client";
+import { attempt, type Outcome } from "../helpers/mysql-attempt";
 
 const ALLOWED = "accepted";
 const DROPPED = "not-accepted";
 const droppedEmail = `${DROPPED}@example.com`;
-/** What a client got for one statement: its rows, or its error; `text` holds every value and message. */
-interface Outcome {
-  rows: unknown[][];
-  error?: { errno: number; sqlState: string; message: string };
-  text: string;
-}
-
-async function attempt(connection: mysql.Connection, sql: string, prepared = false): Promise<Outcome> {
-  try {
-    const [rows] = prepared ? await connection.execute({ sql, rowsAsArray: true }) : await connection.query({ sql, rowsAsArray: true });
-    const list = Array.isArray(rows) ? (rows as unknown[][]) : [];
-    return { rows: list, text: JSON.stringify(rows, (_, v) => (Buffer.isBuffer(v) ? v.toString("latin1") : v)) };
-  } catch (error) {
-    const e = error as { errno: number; sqlState: string; message: string };
-    return { rows: [], error: { errno: e.errno, sqlState: e.sqlState, message: e.message }, text: `${e.errno} ${e.sqlState} ${e.message}` };
-  }
-}
-
 describe("MySQL export soundness (issue 21): attacks that leak straight from MariaDB do not leak through the export", () => {
   let db: MariaDbServer;
   let nats: NatsServerProcess;
