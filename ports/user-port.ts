@@ -38,13 +38,6 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
     message: `${guardianId} acts as guardian of ${childId}`,
     details: { childId, guardianId },
   });
-  /**
-   * Erases the user and settles the outcome: an erase call that timed out (a paused or lost server) may still run when the
-   * server wakes, so its outcome is not left unknown. The user's links are read first; the erase is asked again until it
-   * answers (the user then erased by this call) or answers NOT_FOUND (by the earlier one, whose links were read before).
-   * Either way the steps after it (the other sides of guardian links, the decision index entry) run. An outcome still
-   * unknown after `settleMs` fails the request (503): the user's state says which, and a retried DELETE finishes the index.
-   */
   /** An idempotent call asked again (250 ms, doubling to 2 s apart) while its outcome is unknown, for up to `eraseSettleMs`. */
   const settled = async <T>(call: () => Promise<T>): Promise<T> => {
     const settleBy = Date.now() + eraseSettleMs;
@@ -58,22 +51,27 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
       }
     }
   };
+  /**
+   * Erases the user and settles the outcome: an erase call that timed out (a paused or lost server) may still run when the
+   * server wakes, so its outcome is not left unknown. The user's links are read first; the erase is asked again (settled)
+   * until it answers (the user then erased by this call) or answers NOT_FOUND (by the earlier one, whose links were read before).
+   * Either way the steps after it (the other sides of guardian links, the decision index entry) run. An outcome still
+   * unknown after `eraseSettleMs` fails the request (503): the user's state says which, and a retried DELETE finishes the index.
+   */
   const eraseSettled = async (userId: string): Promise<{ erased: string; linked: string[] }> => {
     const before = await ref(userId).get();
     const linkedBefore = [...before.guardians, ...before.children];
-    const settleBy = Date.now() + eraseSettleMs;
-    for (let tries = 1, wait = 250; ; tries++, wait = Math.min(wait * 2, 2000)) {
-      try {
-        const result = await ref(userId).erase();
-        return { erased: result.erased, linked: [...new Set([...linkedBefore, ...result.linked])] };
-      } catch (error) {
-        const code = (error as { code?: string }).code;
-        // NOT_FOUND when asked again: the earlier call erased the user.
-        if (code === "NOT_FOUND" && tries > 1) return { erased: userId, linked: linkedBefore };
-        if ((code !== "DEADLINE_EXCEEDED" && code !== "OUTCOME_UNKNOWN") || Date.now() + wait > settleBy) throw error;
-        runtime.host.log.warn({ err: error, userId }, "erasure outcome unknown: asking again until it is known");
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
+    let asked = 0;
+    try {
+      const result = await settled(() => {
+        if (asked++ > 0) runtime.host.log.warn({ userId, asked }, "erasure outcome unknown: asking again until it is known");
+        return ref(userId).erase();
+      });
+      return { erased: result.erased, linked: [...new Set([...linkedBefore, ...result.linked])] };
+    } catch (error) {
+      // NOT_FOUND when asked again: the earlier call erased the user.
+      if ((error as { code?: string }).code === "NOT_FOUND" && asked > 1) return { erased: userId, linked: linkedBefore };
+      throw error;
     }
   };
   return {
