@@ -18,7 +18,25 @@ export function checkBackendCa(body: ExportBody): void {
     throw new HandlerError("EXPORT_INVALID", "backendCa is used only to verify the backend's certificate: give backendTls verify-ca or verify-full", {
       details: [{ path: "backendCa", problem: "needs backendTls verify-ca or verify-full" }],
     });
-  const pems = body.backendCa.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
+  checkPemCertificates(body.backendCa);
+}
+
+/**
+ * An HTTP export's `backendCa` (FHIR, objectstore): the CA its https:// backend's certificate is
+ * verified against instead of the system's roots (the host name is checked as always); with an
+ * http:// endpoint there is no certificate to verify.
+ */
+export function checkHttpBackendCa(body: ExportBody, endpoint: URL): void {
+  if (body.backendCa === undefined) return;
+  if (endpoint.protocol !== "https:")
+    throw new HandlerError("EXPORT_INVALID", "backendCa verifies an https:// backend's certificate: this endpoint is http://", {
+      details: [{ path: "backendCa", problem: "needs an https:// endpoint" }],
+    });
+  checkPemCertificates(body.backendCa);
+}
+
+function checkPemCertificates(text: string): void {
+  const pems = text.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
   try {
     if (pems.length === 0) throw new Error("no certificate");
     for (const pem of pems) new X509Certificate(pem);

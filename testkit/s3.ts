@@ -14,6 +14,8 @@ type S3rverConstructor = new (options: {
   directory: string;
   silent: boolean;
   configureBuckets: Array<{ name: string }>;
+  key?: Buffer;
+  cert?: Buffer;
 }) => S3rverInstance;
 
 /** The default account of s3rver: the only access key it takes for signed requests. */
@@ -28,19 +30,21 @@ export class S3Store {
     private readonly server: S3rverInstance,
     readonly port: number,
     private readonly directory: string,
+    private readonly tls: boolean,
   ) {}
 
-  static async start(buckets: string[]): Promise<S3Store> {
+  /** `tls`: served over HTTPS with this key and certificate (one for `localhost`: the endpoint names it). */
+  static async start(buckets: string[], tls?: { key: Buffer; cert: Buffer }): Promise<S3Store> {
     const S3rver = createRequire(__filename)("s3rver") as S3rverConstructor;
     const directory = tempDir("s3rver");
     const port = await freePort();
-    const server = new S3rver({ address: "127.0.0.1", port, directory, silent: true, configureBuckets: buckets.map((name) => ({ name })) });
+    const server = new S3rver({ address: "127.0.0.1", port, directory, silent: true, configureBuckets: buckets.map((name) => ({ name })), ...(tls ?? {}) });
     await server.run();
-    return new S3Store(server, port, directory);
+    return new S3Store(server, port, directory, tls !== undefined);
   }
 
   get endpoint(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return this.tls ? `https://localhost:${this.port}` : `http://127.0.0.1:${this.port}`;
   }
 
   async stop(): Promise<void> {

@@ -6,17 +6,18 @@ import { isDatabaseCredentials } from "../../actors/export/export-actor";
 import { refuseField, type RefusalReasons, takenFields } from "../../exports/body-checks";
 import type { DecisionService } from "../../ports/decision-service";
 import { BackendConnections } from "../../exports/backend-connections";
+import { checkHttpBackendCa } from "../../exports/backend-tls";
 import { FhirBackend } from "./fhir-backend";
 import { mappingProblems } from "./fhir-mapping";
 import { listenFhir } from "./fhir-server";
 import { ResourceRedactor } from "./resource-redactor";
 
 /** The fields of PUT /export a FHIR export takes. */
-const taken = takenFields("endpoint", "credentials", "resourceServerId", "cloudSigning", "allowWrites");
+const taken = takenFields("endpoint", "credentials", "resourceServerId", "cloudSigning", "allowWrites", "backendCa");
 const refusedBecause: RefusalReasons = {
   strict: "strict applies to SQL statements",
-  backendTls: "a fhir export's TLS to its backend follows the endpoint's scheme (https)",
-  backendCa: "a fhir export's TLS to its backend follows the endpoint's scheme (https)",
+  backendTls:
+    "a fhir export's TLS to its backend follows the endpoint's scheme (https:// verifies the certificate and host name; backendCa names the CA to trust)",
 };
 
 /** A FHIR base URL as PUT /export takes it: http or https, a host, no user info, query or fragment. */
@@ -51,6 +52,7 @@ export class FhirDoor implements ExportDoorType {
       });
     const problem = endpointProblem(body.endpoint);
     if (problem) throw new HandlerError("EXPORT_INVALID", `endpoint '${body.endpoint}' ${problem}`, { details: [{ path: "endpoint", problem }] });
+    checkHttpBackendCa(body, new URL(body.endpoint));
     if (body.credentials && !isDatabaseCredentials(body.credentials))
       refuseField(this.type, "credentials", "a FHIR export logs in to its backing server with {user, password} (HTTP Basic), not an access key");
     await this.checkMapping(body.resolverGroup);
@@ -79,7 +81,7 @@ export class FhirDoor implements ExportDoorType {
       endpoint: new URL(record.endpoint!),
       storedAudit: services.storedAudit,
     });
-    const backend = new FhirBackend(record.endpoint!, connections);
+    const backend = new FhirBackend(record.endpoint!, connections, record.backendCa);
     const redactor = new ResourceRedactor(services.decider, backend.base);
     const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
     const port = await listenFhir({

@@ -44,10 +44,12 @@ export class FhirBackend {
   constructor(
     endpoint: string,
     private readonly connections: BackendConnections,
+    /** PEM: the CA an https:// backend's certificate is verified against (else the system's roots). */
+    ca?: string,
     private readonly limits: FhirBackendLimits = defaultFhirBackendLimits,
   ) {
     this.base = normalizedBase(endpoint);
-    this.agent = this.base.startsWith("https:") ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+    this.agent = this.base.startsWith("https:") ? new HttpsAgent({ keepAlive: true, ...(ca ? { ca } : {}) }) : new HttpAgent({ keepAlive: true });
   }
 
   async send(method: string, pathAndQuery: string, headers: Record<string, string>, identity: BackendIdentity, body?: Buffer): Promise<BackendAnswer> {

@@ -4,6 +4,7 @@ import { HandlerError } from "../../actors/runtime/errors";
 import type { ExportBody } from "../../api/types";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
 import { BackendConnections } from "../../exports/backend-connections";
+import { checkHttpBackendCa } from "../../exports/backend-tls";
 import { refuseField, type RefusalReasons, takenFields } from "../../exports/body-checks";
 import type { CsvThreading } from "../../redaction/types";
 import { formatKeyProblem } from "./object-formats";
@@ -37,13 +38,13 @@ export function storeEndpoint(endpoint: string): URL {
 }
 
 /** The fields of PUT /export an objectstore export takes. */
-const taken = takenFields("endpoint", "credentials", "cloudSigning", "allowWrites", "buckets", "formats", "rangedReads");
-const noSql = "an objectstore export runs no SQL and reaches its store by the endpoint's scheme (https:// for TLS)";
+const taken = takenFields("endpoint", "credentials", "cloudSigning", "allowWrites", "buckets", "formats", "rangedReads", "backendCa");
+const noSql = "an objectstore export runs no SQL";
 const refusedBecause: RefusalReasons = {
   strict: noSql,
   pushdown: noSql,
-  backendTls: noSql,
-  backendCa: noSql,
+  backendTls:
+    "an objectstore export reaches its store by the endpoint's scheme (https:// verifies the certificate and host name; backendCa names the CA to trust)",
   // S3 clients sign requests; they send no bearer tokens whose audience this would set.
   resourceServerId: "an objectstore export takes SigV4-signed requests, not OAuth tokens",
 };
@@ -62,7 +63,7 @@ export class ObjectstoreDoor implements ExportDoorType {
   validate(body: ExportBody): void {
     if (body.endpoint === undefined)
       invalid("endpoint", "required: http://host:port", "an objectstore export needs the S3 endpoint of its store (http://host:port)");
-    storeEndpoint(body.endpoint);
+    checkHttpBackendCa(body, storeEndpoint(body.endpoint));
     if (body.credentials && !isObjectstoreCredentials(body.credentials))
       refuseField(this.type, "credentials", "an objectstore export signs with {accessKeyId, secretAccessKey, region?, sessionToken?}, not {user, password}");
     for (const [index, bucket] of (body.buckets ?? []).entries())
@@ -78,7 +79,7 @@ export class ObjectstoreDoor implements ExportDoorType {
     const { record } = services;
     const endpoint = storeEndpoint(record.endpoint ?? "");
     const connections = new BackendConnections({ exportId: record.id, component: "objectstore", endpoint, storedAudit: services.storedAudit });
-    const store = new ObjectStore(endpoint, isObjectstoreCredentials(record.credentials) ? record.credentials : undefined, connections);
+    const store = new ObjectStore(endpoint, isObjectstoreCredentials(record.credentials) ? record.credentials : undefined, connections, record.backendCa);
     const auth = { authenticator: services.authenticator, audit: (entry: Parameters<typeof services.events.audit>[0]) => services.events.audit(entry) };
     try {
       return await ObjectServer.listen({

@@ -41,8 +41,10 @@ export class ObjectStore {
     private readonly endpoint: URL,
     credentials: ObjectstoreCredentials | undefined,
     private readonly connections: BackendConnections,
+    /** PEM: the CA an https:// store's certificate is verified against (else the system's roots). */
+    ca?: string,
   ) {
-    this.agent = endpoint.protocol === "https:" ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+    this.agent = endpoint.protocol === "https:" ? new HttpsAgent({ keepAlive: true, ...(ca ? { ca } : {}) }) : new HttpAgent({ keepAlive: true });
     this.identity = credentials ? { name: credentials.accessKeyId, source: "export" } : { name: null, source: "none" };
     if (credentials) {
       const { accessKeyId, secretAccessKey, sessionToken } = credentials;
@@ -92,8 +94,15 @@ export class ObjectStore {
         response.on("error", () => undefined);
         resolve(response);
       });
+      // Before the store's answer: the audit log did not take the connection, or the store was not reached (refused, TLS).
       outgoing.on("error", (error) =>
-        reject(error instanceof ConnectionNotAudited ? new S3Error("ServiceUnavailable", error.message, { cause: error }) : error),
+        reject(
+          error instanceof ConnectionNotAudited
+            ? new S3Error("ServiceUnavailable", error.message, { cause: error })
+            : new S3Error("ServiceUnavailable", "the store could not be reached or did not answer (connection, TLS or time limit); nothing was released", {
+                cause: error,
+              }),
+        ),
       );
       // Nothing is written (no signature, no body) before the connection is on the audit log.
       this.connections.recordedFor(outgoing, this.identity).then(

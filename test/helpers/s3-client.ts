@@ -1,5 +1,6 @@
 import { lookup as systemLookup, type LookupAddress } from "node:dns";
 import { Agent } from "node:http";
+import { Agent as HttpsAgent } from "node:https";
 import { S3Client, S3ServiceException, type S3ClientConfig } from "@aws-sdk/client-s3";
 
 /**
@@ -8,10 +9,18 @@ import { S3Client, S3ServiceException, type S3ClientConfig } from "@aws-sdk/clie
  */
 export function s3Client(
   port: number,
-  options: { region?: string; unsigned?: boolean; credentials?: { accessKeyId: string; secretAccessKey: string }; systemClockOffset?: number } = {},
+  options: {
+    region?: string;
+    unsigned?: boolean;
+    credentials?: { accessKeyId: string; secretAccessKey: string };
+    systemClockOffset?: number;
+    /** HTTPS to `localhost:port`, trusting this CA (PEM). */
+    ca?: string;
+  } = {},
 ): S3Client {
   const config: S3ClientConfig = {
-    endpoint: `http://127.0.0.1:${port}`,
+    endpoint: options.ca ? `https://localhost:${port}` : `http://127.0.0.1:${port}`,
+    ...(options.ca ? { requestHandler: { httpsAgent: new HttpsAgent({ ca: options.ca }) } } : {}),
     forcePathStyle: true,
     region: options.region ?? "us-east-1",
     // A copy: the SDK marks the object it is given.
