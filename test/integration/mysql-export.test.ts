@@ -215,6 +215,68 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
     assert.match(refused.stderr, /ERROR 1792 \(25006\).*read-only/);
   });
 
+  test("schema browsing: SHOW TABLES, DESCRIBE, SHOW COLUMNS, SHOW INDEX, SHOW CREATE TABLE, SHOW DATABASES answer as directly, text and prepared; other SHOWs keep no rows", async () => {
+    const direct = await connect(db.port);
+    const through = await connect();
+    try {
+      for (const sql of [
+        "SHOW TABLES",
+        "SHOW DATABASES",
+        "SHOW DATABASES LIKE 'ap%'",
+        "DESCRIBE users",
+        "SHOW COLUMNS FROM users",
+        "SHOW COLUMNS FROM app.users",
+        "SHOW INDEX FROM orders",
+        "SHOW CREATE TABLE users",
+        "SHOW COLLATION LIKE 'utf8mb4_bin'",
+        "SHOW CHARACTER SET LIKE 'utf8mb4'",
+      ]) {
+        const [expected] = await direct.query({ sql, rowsAsArray: true });
+        assert.ok((expected as unknown[]).length > 0, `${sql}: the server answers rows`);
+        assert.deepEqual((await through.query({ sql, rowsAsArray: true }))[0], expected, `${sql} (text)`);
+        assert.deepEqual((await through.execute({ sql, rowsAsArray: true }))[0], expected, `${sql} (prepared)`);
+      }
+      // SHOW PROCESSLIST shows other sessions' statements, values and all: directly, a query naming a dropped user's e-mail.
+      const other = await connect(db.port);
+      const running = other.query("SELECT SLEEP(3), 'not-accepted@example.com' AS looked_up").catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const [listed] = await direct.query({ sql: "SHOW FULL PROCESSLIST", rowsAsArray: true });
+      assert.match(JSON.stringify(listed), /not-accepted@example\.com/, "directly: another session's statement, with its value");
+      for (const sql of ["SHOW PROCESSLIST", "SHOW STATUS", "SHOW TRIGGERS", "SHOW DATABASES WHERE `Database` = (SELECT 'app')"]) {
+        const [rows] = await through.query({ sql, rowsAsArray: true });
+        assert.deepEqual(rows, [], `${sql}: no rows through the export`);
+      }
+      await running;
+      await other.end();
+    } finally {
+      await direct.end();
+      await through.end();
+    }
+    const cli = spawnSync(
+      "mariadb",
+      [
+        "--no-defaults",
+        "-h",
+        "127.0.0.1",
+        "-P",
+        String(port),
+        "-u",
+        reader.user,
+        `-p${reader.password}`,
+        "--skip-ssl",
+        "-D",
+        "app",
+        "-N",
+        "-B",
+        "-e",
+        "SHOW TABLES",
+      ],
+      { encoding: "utf8" },
+    );
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.match(cli.stdout, /^users$/m, "the mariadb client lists the tables");
+  });
+
   test("read-only by default, and what is never run: writes, LOAD DATA, INTO OUTFILE, executable comments, multi-statements, unparsable SQL, replication commands", async () => {
     const c = await connect();
     for (const [sql, errno] of [

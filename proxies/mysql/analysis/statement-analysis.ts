@@ -1,4 +1,5 @@
 import { Parser } from "node-sql-parser/build/mariadb";
+import { isMetadataRead } from "./metadata-reads";
 import { withHiddenColumns, type HiddenColumn, type RewrittenSelect } from "./hidden-user-columns";
 import { resolutionFacts, resolveReference, starCovers, type DerivedRelation, type Relation, type Source } from "./derived-relations";
 import { predicateReferences, type PredicateReference } from "./strict-predicates";
@@ -52,6 +53,8 @@ export type StatementAnalysis =
   | { kind: "select"; shape: SelectShape; predicates: readonly PredicateReference[]; text: string }
   /** SHOW WARNINGS / SHOW ERRORS: level and code pass, texts are replaced. */
   | { kind: "diagnostics" }
+  /** Schema browsing (metadata-reads.ts: SHOW TABLES, DESCRIBE t...): rows pass as the server sends them. */
+  | { kind: "metadata" }
   /** USE: the session's database becomes `db` once the server says OK. */
   | { kind: "use"; db: string }
   /** Anything else allowed: its rows (SHOW, DESCRIBE...) have no attributable instance and are dropped. */
@@ -279,6 +282,7 @@ function analyseParsed(statement: Record<string, unknown>, policy: StatementPoli
   if (type === "transaction") return analyseTransaction(statement, policy);
   if (type === "use" && typeof statement.db === "string") return { kind: "use", db: statement.db };
   const predicates = predicateReferences(statement);
+  if (isMetadataRead(statement)) return { kind: "metadata" };
   if (readTypes.has(type)) return { kind: "other", write: false, predicates };
   if (type === "set" && setsVariable(statement, characterSetVariable))
     return refusal(

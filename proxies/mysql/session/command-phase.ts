@@ -51,6 +51,8 @@ interface ResultHead {
   plan: MysqlResultPlan;
   sent: Buffer[];
   diagnostics: number | undefined;
+  /** A schema read (metadata-reads.ts): rows pass whole. */
+  whole: boolean;
 }
 
 function sameBuffers(a: readonly Buffer[], b: readonly Buffer[]): boolean {
@@ -525,7 +527,7 @@ export class CommandPhase {
     const definitionsEnd = deprecateEof ? undefined : await this.next();
     if (definitionsEnd && !isEofPacket(definitionsEnd)) throw this.outOfStep("column definitions not ended by EOF");
     const mapping = this.deps.decider.mapping();
-    const { plan, sent, diagnostics } = this.resultHead(first, definitions, analysis, statement, mapping.key);
+    const { plan, sent, diagnostics, whole } = this.resultHead(first, definitions, analysis, statement, mapping.key);
     for (const payload of sent) this.client.push(payload);
     if (definitionsEnd) this.client.push(definitionsEnd);
     // Without CLIENT_DEPRECATE_EOF a cursor's opening ends at the definitions' EOF (no rows, no second EOF).
@@ -534,7 +536,7 @@ export class CommandPhase {
       statement.cursor = { plan, mappingKey: mapping.key };
       return definitionsStatus;
     }
-    const status = await this.decideRows(plan, binary, diagnostics, text);
+    const status = await this.decideRows(plan, binary, diagnostics, text, whole);
     // A cursor opened (no rows yet): COM_STMT_FETCH decides its rows under this plan.
     if (statement && status !== undefined && status & ServerStatus.CursorExists) statement.cursor = { plan, mappingKey: mapping.key };
     return status;
@@ -573,20 +575,21 @@ export class CommandPhase {
       this.database,
     );
     const hidden = hiddenCountOf(analysis);
+    const whole = analysis?.kind === "metadata";
     const columnCount = definitions.length;
     if (hidden > 0 && columnCount <= hidden) throw this.outOfStep("a result without the columns the export added");
     const sent = [hidden > 0 ? encodeColumnCount({ columnCount: columnCount - hidden, metadataFollows: true }, this.capabilities) : first];
     columns.forEach((column, i) => {
       if (plan.hidden[i]) return;
       // A column that is always NULL is not NOT NULL any more.
-      const alwaysNull = plan.groupOf[i]! < 0 && analysis?.kind !== "diagnostics";
+      const alwaysNull = plan.groupOf[i]! < 0 && analysis?.kind !== "diagnostics" && !whole;
       sent.push(
         alwaysNull && column.flags & ColumnFlag.NotNull ? encodeColumnDefinition({ ...column, flags: column.flags & ~ColumnFlag.NotNull }) : definitions[i]!,
       );
     });
     // SHOW WARNINGS answers Level, Code, Message; anything else is not passed as diagnostics.
     const diagnostics = analysis?.kind === "diagnostics" && columns.map((c) => c.name).join(",") === "Level,Code,Message" ? 2 : undefined;
-    if (!statement) return { definitions, mappingKey, catalogKey: this.catalog.key, database: this.database, plan, sent, diagnostics };
+    if (!statement) return { definitions, mappingKey, catalogKey: this.catalog.key, database: this.database, plan, sent, diagnostics, whole };
     // Kept across executes: copies, not views of the socket's chunks.
     const head: ResultHead = {
       definitions: definitions.map((payload) => Buffer.from(payload)),
@@ -596,14 +599,15 @@ export class CommandPhase {
       plan,
       sent: sent.map((payload) => Buffer.from(payload)),
       diagnostics,
+      whole,
     };
     statement.head = head;
     return head;
   }
 
   /** Rows decided under `plan` up to the resultset's end (its status) or an ERR (undefined). */
-  private async decideRows(plan: MysqlResultPlan, binary: boolean, diagnostics: number | undefined, text: string): Promise<number | undefined> {
-    this.rows.start(plan, binary, diagnostics);
+  private async decideRows(plan: MysqlResultPlan, binary: boolean, diagnostics: number | undefined, text: string, whole = false): Promise<number | undefined> {
+    this.rows.start(plan, binary, diagnostics, whole);
     for (;;) {
       const payload = this.backend.tryNext()?.payload ?? (await this.next());
       if (isResultsetEnd(payload, this.capabilities)) return this.pushEnd(payload);

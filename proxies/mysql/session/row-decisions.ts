@@ -28,6 +28,8 @@ export class RowDecisions {
   private binary = false;
   /** SHOW WARNINGS: the position of the Message column (replaced); undefined otherwise. */
   private diagnostics?: number;
+  /** A schema read (SHOW TABLES, DESCRIBE t...): every row passes as sent. */
+  private whole = false;
   private readonly values: RowValues = newRowValues();
   private readonly ahead: RowValues = newRowValues();
   /** Verdicts loaded for the rows read ahead, kept until those rows are sent (so none expires in between). */
@@ -42,9 +44,10 @@ export class RowDecisions {
     private readonly counts: MysqlSessionCounts,
   ) {}
 
-  start(plan: MysqlResultPlan, binary: boolean, diagnostics: number | undefined): void {
+  start(plan: MysqlResultPlan, binary: boolean, diagnostics: number | undefined, whole = false): void {
     this.plan = plan;
     this.binary = binary;
+    this.whole = whole;
     this.diagnostics = diagnostics !== undefined && diagnostics >= 0 ? diagnostics : undefined;
     this.loaded.clear();
     this.loadedFor = 0;
@@ -57,6 +60,11 @@ export class RowDecisions {
     if (this.loadedFor > 0 && --this.loadedFor === 0) this.loaded.clear();
     if (this.diagnostics !== undefined && !this.binary) {
       this.diagnosticsRow(payload, plan);
+      return this.sendSome();
+    }
+    if (this.whole) {
+      this.counts.rowsKept++;
+      this.client.push(payload);
       return this.sendSome();
     }
     if (plan.groups.length === 0) {
