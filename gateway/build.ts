@@ -1,4 +1,5 @@
 import { componentOfRequest } from "./route-components";
+import { otherSiteRefusal } from "./cross-site";
 import { permissionOfRequest } from "./route-permissions";
 import { unenforcedRights } from "../auth/authorization";
 import { randomUUID } from "node:crypto";
@@ -60,6 +61,8 @@ export function build(deps: GatewayDeps): FastifyInstance {
     void reply.header("x-request-id", request.id);
   });
   installErrorHandling(app, refused);
+  // Before authentication: a request another site's page made is refused without using the credentials it carries.
+  app.addHook("onRequest", (request, _reply, done) => done(otherSiteRefusal(request)));
   if (deps.auth) void app.register(authentication, { auth: deps.auth, componentOf: componentOfRequest, permissionOf: permissionOfRequest });
   // A gateway built without authentication (tests, tools) enforces nothing: every caller holds every permission.
   else
