@@ -203,6 +203,16 @@ test("an API request a browser sends for another site is refused before its cred
   assert.equal((await app.inject({ url: "/healthz", headers: { "sec-fetch-site": "cross-site" } })).statusCode, 200, "not a component: not refused");
 });
 
+test("the API browser at /docs has the pages' headers: no framing by other sites, no inline or foreign script, no sniffing", async () => {
+  const { app } = await gateway();
+  // Its "Authorize" and "Try it out" send requests from this origin: framed by another site, a click could be taken for one.
+  for (const url of ["/docs", "/docs/", "/docs/static/swagger-initializer.js", "/docs/static/swagger-ui-bundle.js", "/docs/json"]) {
+    const answer = await app.inject(url);
+    assert.equal(answer.statusCode, 200, url);
+    for (const [name, value] of Object.entries(uiSecurityHeaders)) assert.equal(answer.headers[name], value, `${url}: ${name}`);
+  }
+});
+
 test("the exemption is for GET and HEAD only, even on a route marked as a UI file", async () => {
   const { app } = await gateway({ enforce: ["config"] });
   // Not something ui-routes registers: a write under the flag must still be authenticated.
