@@ -1,4 +1,5 @@
 import { componentOfRequest } from "./route-components";
+import { otherSiteRefusal } from "./cross-site";
 import { permissionOfRequest } from "./route-permissions";
 import { unenforcedRights } from "../auth/authorization";
 import { randomUUID } from "node:crypto";
@@ -18,7 +19,7 @@ import { notImplemented } from "./not-implemented";
 import { exportRoutes } from "./export-routes";
 import { redactRoutes } from "./redact-routes";
 import { userRoutes } from "./user-routes";
-import { uiRoutes } from "./ui-routes";
+import { uiRoutes, uiSecurityHeaders } from "./ui-routes";
 import { rootPaths, type GatewayDeps, type RootPath } from "./types";
 import { version } from "./version";
 
@@ -60,6 +61,8 @@ export function build(deps: GatewayDeps): FastifyInstance {
     void reply.header("x-request-id", request.id);
   });
   installErrorHandling(app, refused);
+  // Before authentication: a request another site's page made is refused without using the credentials it carries.
+  app.addHook("onRequest", (request, _reply, done) => done(otherSiteRefusal(request)));
   if (deps.auth) void app.register(authentication, { auth: deps.auth, componentOf: componentOfRequest, permissionOf: permissionOfRequest });
   // A gateway built without authentication (tests, tools) enforces nothing: every caller holds every permission.
   else
@@ -83,7 +86,14 @@ export function build(deps: GatewayDeps): FastifyInstance {
     // Shared schemas keep their $id as their component name (ErrorBody), not def-0.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
   });
-  void app.register(swaggerUi, { routePrefix: "/docs" });
+  // The API browser sends requests from this origin ("Authorize", "Try it out"): the pages' headers keep it out of other sites' frames.
+  void app.register(async (docs) => {
+    docs.addHook("onRequest", (_request, reply, done) => {
+      void reply.headers(uiSecurityHeaders);
+      done();
+    });
+    await docs.register(swaggerUi, { routePrefix: "/docs" });
+  });
   void app.register(metricsRoutes, { metrics: deps.metrics });
   void app.register(healthRoutes, { health: deps.health, nodeId: deps.nodeId });
   const implemented: Partial<Record<RootPath, FastifyPluginAsync>> = {

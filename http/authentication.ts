@@ -105,6 +105,11 @@ function streamsBody(request: FastifyRequest): boolean {
  */
 function isUiAsset(request: FastifyRequest): boolean {
   if (request.method !== "GET" && request.method !== "HEAD") return false;
+  return isUiRoute(request);
+}
+
+/** A route of a web UI file (any method: ui-routes registers only GETs). */
+export function isUiRoute(request: FastifyRequest): boolean {
   return request.routeOptions.config?.uiAsset === true;
 }
 

@@ -42,6 +42,10 @@ export const httpErrors = {
   ERR_AUTH_THROTTLED: { status: 429, message: "too many failed logins from this address or for this user; try again after Retry-After seconds" },
   ERR_AUTH_UNAVAILABLE: { status: 503, message: "the credentials could not be verified now; try again" },
   ERR_REQUEST_METHOD: { status: 405, message: "method not allowed on this path" },
+  ERR_REQUEST_CROSS_SITE: {
+    status: 403,
+    message: "a browser sent this request for a page of another site; the APIs answer this origin's pages and clients other than browsers",
+  },
   ERR_REQUEST_BODY_TOO_LARGE: { status: 413, message: "the request body is too large" },
   ERR_REQUEST_CONTENT_TYPE: { status: 415, message: "unsupported content type" },
   ERR_SERVICE_NOT_READY: { status: 503, message: "this node is not ready" },

@@ -168,6 +168,51 @@ test("authentication enforced: the shell loads without credentials, the APIs sti
   assert.ok(audits.length > 0 && audits.every((a) => a.event !== "connection.unauthenticated"), "refusals are audited; nothing passed unauthenticated");
 });
 
+test("an API request a browser sends for another site is refused before its credentials are used; the pages and same-origin calls are not", async () => {
+  const { app, audits } = await gateway({ enforce: ["config", "mapping", "redact"] });
+  // What Chromium sends when a page of another site opens or posts to the API: a top-level navigation carries the Basic
+  // credentials the browser cached when the operator signed in at its prompt (subresource requests do not, in Chromium 150).
+  const fromAnotherSite = (site: "cross-site" | "same-site") => ({
+    authorization: alice,
+    "sec-fetch-site": site,
+    "sec-fetch-mode": "navigate",
+    "sec-fetch-dest": "document",
+  });
+  for (const site of ["cross-site", "same-site"] as const) {
+    for (const [method, url] of [
+      ["GET", "/config"],
+      ["GET", "/config/history"],
+      ["PUT", "/config/categories"],
+      ["DELETE", "/mapping/groups/main"],
+      ["PUT", "/redact/record?type=platformUse&purposeId=analytics"],
+    ] as const) {
+      const refused = await app.inject({ method, url, headers: fromAnotherSite(site) });
+      assert.equal(refused.statusCode, 403, `${site} ${method} ${url}`);
+      assert.equal(refused.json().error.code, "ERR_REQUEST_CROSS_SITE", `${site} ${method} ${url}`);
+      assert.equal(refused.headers["x-warden-permissions"], undefined, "no caller was admitted");
+    }
+  }
+  assert.deepEqual(audits, [], "nobody was authenticated, or refused, on another site's behalf (no record names the operator)");
+
+  // The pages themselves may be linked from anywhere; the calls they make are same-origin; clients other than browsers send no Sec-Fetch-Site.
+  assert.equal((await app.inject({ url: "/config/", headers: { "sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate" } })).statusCode, 200);
+  for (const site of ["same-origin", "none", undefined]) {
+    const headers = { authorization: alice, ...(site ? { "sec-fetch-site": site } : {}) };
+    assert.equal((await app.inject({ url: "/config", headers })).statusCode, 200, `Sec-Fetch-Site: ${site}`);
+  }
+  assert.equal((await app.inject({ url: "/healthz", headers: { "sec-fetch-site": "cross-site" } })).statusCode, 200, "not a component: not refused");
+});
+
+test("the API browser at /docs has the pages' headers: no framing by other sites, no inline or foreign script, no sniffing", async () => {
+  const { app } = await gateway();
+  // Its "Authorize" and "Try it out" send requests from this origin: framed by another site, a click could be taken for one.
+  for (const url of ["/docs", "/docs/", "/docs/static/swagger-initializer.js", "/docs/static/swagger-ui-bundle.js", "/docs/json"]) {
+    const answer = await app.inject(url);
+    assert.equal(answer.statusCode, 200, url);
+    for (const [name, value] of Object.entries(uiSecurityHeaders)) assert.equal(answer.headers[name], value, `${url}: ${name}`);
+  }
+});
+
 test("the exemption is for GET and HEAD only, even on a route marked as a UI file", async () => {
   const { app } = await gateway({ enforce: ["config"] });
   // Not something ui-routes registers: a write under the flag must still be authenticated.
