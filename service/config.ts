@@ -45,6 +45,8 @@ export interface NodeConfig {
   heartbeatMs: number;
   leaseTtlMs: number;
   callTimeoutMs: number;
+  /** How far apart nodes' wall clocks may be before a call that arrives late is refused (see docs/architecture.md, Deadlines). */
+  clockSkewMs: number;
   /** Extra actor definitions to host, as paths to JavaScript modules (plug-ins, test fixtures). */
   actorModules: string[];
   /** Hours a finished redaction job and its documents are kept. */
@@ -126,6 +128,11 @@ export const settings = {
   heartbeatMs: { env: "HEARTBEAT_MS", flag: "--heartbeat-ms", describe: "lease renewal interval (default 1000)" },
   leaseTtlMs: { env: "LEASE_TTL_MS", flag: "--lease-ttl-ms", describe: "a node silent this long is dead; bounds failover time (default 4000)" },
   callTimeoutMs: { env: "CALL_TIMEOUT_MS", flag: "--call-timeout-ms", describe: "default deadline of an actor call (default 5000)" },
+  clockSkewMs: {
+    env: "CLOCK_SKEW_MS",
+    flag: "--clock-skew-ms",
+    describe: "how far apart nodes' clocks may be: a call that reaches its actor this long after its caller's deadline is not started (default 250)",
+  },
   actorModules: { env: "ACTOR_MODULES", flag: "--actor-modules", describe: "extra actor modules to host, comma-separated paths" },
   redactRetentionHours: {
     env: "REDACT_RETENTION_HOURS",
@@ -518,6 +525,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
     heartbeatMs,
     leaseTtlMs,
     callTimeoutMs: integer(settings.callTimeoutMs, raw("callTimeoutMs") ?? "5000", 10, 600_000),
+    clockSkewMs: integer(settings.clockSkewMs, raw("clockSkewMs") ?? "250", 0, 600_000),
     actorModules: (raw("actorModules") ?? "")
       .split(",")
       .map((m) => m.trim())

@@ -243,6 +243,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
       heartbeatMs: config.heartbeatMs,
       leaseTtlMs: config.leaseTtlMs,
       callTimeoutMs: config.callTimeoutMs,
+      clockSkewMs: config.clockSkewMs,
     },
     provision: { replicas: config.jsReplicas, auditRetention: config.auditRetention },
   };

@@ -59,9 +59,11 @@ export class ActorClient implements ActorCaller {
   private async route<R>(type: string, id: string, handler: string, arg?: unknown, options?: CallOptions): Promise<R> {
     // A lone surrogate cannot be encoded faithfully: two different ids would share one key.
     if (loneSurrogate.test(id)) throw new FatalError("BAD_ACTOR_ID", "an id must be well-formed Unicode text");
-    const deadline = performance.now() + (options?.timeoutMs ?? this.options.callTimeoutMs);
+    const timeoutMs = options?.timeoutMs ?? this.options.callTimeoutMs;
+    const deadline = performance.now() + timeoutMs;
     const partition = partitionOf(type, id, this.options.partitions);
-    const envelope: CallEnvelope = { t: type, i: id, m: handler, d: 0, a: arg };
+    // x, on the wall clock, lets the receiver see time the call spent in transit; d cannot.
+    const envelope: CallEnvelope = { t: type, i: id, m: handler, d: 0, x: Date.now() + timeoutMs, a: arg };
     let backoff = firstBackoffMs;
     /** Waits for the table to change; every other time, also re-reads the partition's entry in case the watch lags. */
     let waits = 0;

@@ -41,6 +41,17 @@ export class DeadlineExceededError extends RetryableError {
   }
 }
 
+/**
+ * The caller's deadline had passed when the call reached the actor (held in transit: a paused or
+ * slow nats-server), so it was not started. The caller has normally given up already and never
+ * reads this; one that still waits (clocks further apart than the skew margin) knows nothing ran.
+ */
+export class ExpiredBeforeStartError extends RetryableError {
+  constructor(message = "the caller's deadline passed before the call reached its actor; it was not started", options?: { cause?: unknown }) {
+    super("EXPIRED_BEFORE_START", message, options);
+  }
+}
+
 /** The receiving node does not own the actor (ownership is moving): route again. */
 export class NotOwnerError extends RetryableError {
   constructor(message = "this node does not own the actor", options?: { cause?: unknown }) {
@@ -80,6 +91,7 @@ export class HandlerError extends FatalError {}
 export function errorFromWire(wire: WireError): RuntimeError {
   if (wire.code === "DEADLINE_EXCEEDED") return new DeadlineExceededError(wire.message);
   if (wire.code === "NOT_OWNER") return new NotOwnerError(wire.message);
+  if (wire.code === "EXPIRED_BEFORE_START") return new ExpiredBeforeStartError(wire.message);
   const options = wire.details === undefined ? undefined : { details: wire.details };
   return wire.retryable ? new RetryableError(wire.code, wire.message, options) : new HandlerError(wire.code, wire.message, options);
 }

@@ -6,14 +6,16 @@ import type { Logger } from "pino";
 import { Counter, Histogram, type Registry } from "prom-client";
 import { Activation, type ActivationHost } from "./activation";
 import { partitionOf, Subjects } from "./addressing";
+import { msPastCallerDeadline, runDeadline } from "./call-deadline";
 import { ActorClient } from "./client";
-import { errorToWire, FatalError, NotOwnerError, RuntimeError } from "./errors";
+import { errorToWire, ExpiredBeforeStartError, FatalError, NotOwnerError, RuntimeError } from "./errors";
 import { Membership } from "./membership";
 import { RevisionedKv } from "./revisioned-kv";
 import { Tokens, type RuntimeBuckets } from "./tokens";
 import type { AnyActorDefinition, CallEnvelope, ReplyEnvelope, RuntimeOptions } from "./types";
 
 const sweepIntervalMs = 30_000;
+const expiredLogIntervalMs = 1000;
 
 /**
  * Runs the activations of the partitions this node owns. Calls arrive on this incarnation's
@@ -34,6 +36,9 @@ export class ActorHost extends EventEmitter implements ActivationHost {
   private sweepTimer?: NodeJS.Timeout;
   private readonly calls: Counter<"type" | "handler" | "outcome">;
   private readonly duration: Histogram<"type">;
+  /** Calls refused as expired since the last log line about them, and when that line was written (monotonic ms). */
+  private expiredSinceLogged = 0;
+  private expiredLoggedAt = -Infinity;
 
   constructor(
     @inject(Tokens.Nats) private readonly nc: NatsConnection,
@@ -165,11 +170,24 @@ export class ActorHost extends EventEmitter implements ActivationHost {
     let envelope: CallEnvelope;
     try {
       envelope = msg.json<CallEnvelope>();
-      if (typeof envelope?.t !== "string" || typeof envelope.i !== "string" || typeof envelope.m !== "string" || typeof envelope.d !== "number") {
+      if (
+        typeof envelope?.t !== "string" ||
+        typeof envelope.i !== "string" ||
+        typeof envelope.m !== "string" ||
+        typeof envelope.d !== "number" ||
+        (envelope.x !== undefined && typeof envelope.x !== "number")
+      ) {
         throw new Error("malformed envelope");
       }
     } catch {
       this.respond(msg, { e: errorToWire(new FatalError("BAD_CALL", "malformed call envelope")) });
+      return;
+    }
+    // A call held in transit (a paused nats-server) past its caller's deadline is not started:
+    // its caller has already reported it failed, so running it now would be a change nobody awaits.
+    const msPastDeadline = msPastCallerDeadline(envelope.x, Date.now(), this.options.clockSkewMs);
+    if (msPastDeadline >= 0) {
+      this.refuseExpired(msg, envelope, msPastDeadline, started);
       return;
     }
     const partition = partitionOf(envelope.t, envelope.i, this.options.partitions);
@@ -190,7 +208,7 @@ export class ActorHost extends EventEmitter implements ActivationHost {
       activation = new Activation(definition, envelope.i, partition, this);
       actors.set(envelope.i, activation);
     }
-    const deadline = started + envelope.d;
+    const deadline = runDeadline(started, envelope.d, msPastDeadline);
     const pending = handler.kind === "shared" ? activation.runShared(handler, envelope.a, deadline) : activation.runExclusive(handler, envelope.a, deadline);
     pending.then(
       (result) => {
@@ -204,6 +222,26 @@ export class ActorHost extends EventEmitter implements ActivationHost {
         this.respond(msg, { e: errorToWire(error) });
       },
     );
+  }
+
+  /** Counted per call; logged at most once a second (a server waking from a pause can deliver many at once). */
+  private refuseExpired(msg: Msg, envelope: CallEnvelope, msPastDeadline: number, now: number): void {
+    this.calls.inc({ type: envelope.t, handler: envelope.m, outcome: "EXPIRED_BEFORE_START" });
+    this.expiredSinceLogged++;
+    if (now - this.expiredLoggedAt >= expiredLogIntervalMs) {
+      this.log.warn(
+        {
+          actor: `${envelope.t}/${envelope.i}`,
+          handler: envelope.m,
+          lateMs: Math.round(msPastDeadline + this.options.clockSkewMs),
+          refused: this.expiredSinceLogged,
+        },
+        "refused calls that arrived after their caller's deadline (held in transit, or clocks further apart than CLOCK_SKEW_MS)",
+      );
+      this.expiredLoggedAt = now;
+      this.expiredSinceLogged = 0;
+    }
+    this.respond(msg, { e: errorToWire(new ExpiredBeforeStartError()) });
   }
 
   /** Never throws: a reply that cannot be sent as it is becomes a small error the caller can read. */

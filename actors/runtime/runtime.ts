@@ -19,6 +19,7 @@ export const defaultRuntimeOptions = {
   heartbeatMs: 1000,
   leaseTtlMs: 4000,
   callTimeoutMs: 5000,
+  clockSkewMs: 250,
   activationIdleMs: 10 * 60_000,
 } satisfies Omit<RuntimeOptions, "nodeId">;
 

@@ -108,6 +108,11 @@ export interface CallEnvelope {
   m: string;
   /** milliseconds left before the caller's deadline, when sent */
   d: number;
+  /**
+   * the caller's deadline on its wall clock (epoch ms): a call held in transit past it is not started.
+   * Absent from nodes older than the field; their calls are bounded by `d` alone.
+   */
+  x?: number;
   /** argument */
   a?: unknown;
 }
@@ -125,6 +130,8 @@ export interface RuntimeOptions {
   leaseTtlMs: number;
   /** Default deadline of a call. */
   callTimeoutMs: number;
+  /** How far apart two nodes' wall clocks may be: a call is refused as expired only this long after its caller's deadline. */
+  clockSkewMs: number;
   /** An activation unused for this long is dropped from memory (its state stays in JetStream). */
   activationIdleMs: number;
 }
