@@ -4,14 +4,16 @@ import { policy } from "../actors/policy/policy-actor";
 import type { ActorRuntime } from "../actors/runtime/runtime";
 import { user } from "../actors/user/user-actor";
 import type { UserPort } from "../api/types";
+import { settledCall } from "./settled-call";
+
+/** How long an erasure whose outcome is unknown keeps asking before it answers 503 (the state then says which). */
+const eraseSettleMs = 30_000;
 
 /**
  * The gateway's view of users: calls to user actors. After every write the node's cached copy
  * of that user is dropped, so its next decision reads the write. Guardian links and erasures
  * are audited (category `user`).
  */
-/** How long an erasure whose outcome is unknown keeps asking before it answers 503 (the state then says which). */
-const eraseSettleMs = 30_000;
 
 export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) => void): UserPort {
   const ref = (userId: string) => runtime.client.ref(user, userId);
@@ -38,19 +40,8 @@ export function userPort(runtime: ActorRuntime, forgetCached: (userId: string) =
     message: `${guardianId} acts as guardian of ${childId}`,
     details: { childId, guardianId },
   });
-  /** An idempotent call asked again (250 ms, doubling to 2 s apart) while its outcome is unknown, for up to `eraseSettleMs`. */
-  const settled = async <T>(call: () => Promise<T>): Promise<T> => {
-    const settleBy = Date.now() + eraseSettleMs;
-    for (let wait = 250; ; wait = Math.min(wait * 2, 2000)) {
-      try {
-        return await call();
-      } catch (error) {
-        const code = (error as { code?: string }).code;
-        if ((code !== "DEADLINE_EXCEEDED" && code !== "OUTCOME_UNKNOWN") || Date.now() + wait > settleBy) throw error;
-        await new Promise((resolve) => setTimeout(resolve, wait));
-      }
-    }
-  };
+  /** An idempotent call asked again while its outcome is unknown (settled-call.ts), for up to `eraseSettleMs`. */
+  const settled = <T>(call: () => Promise<T>): Promise<T> => settledCall(call, eraseSettleMs);
   /**
    * Erases the user and settles the outcome: an erase call that timed out (a paused or lost server) may still run when the
    * server wakes, so its outcome is not left unknown. The user's links are read first; the erase is asked again (settled)
