@@ -4,7 +4,8 @@
 // Idempotent and quiet when nothing is missing. Any failure prints one line
 // saying what is wrong and how to fix it, never a stack trace.
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildState, stampFile } from "./build-inputs.mjs";
@@ -43,16 +44,32 @@ function checkNode() {
   if (major < 20) fail(`Node.js ${process.versions.node} is too old: install Node.js 20 or newer`);
 }
 
+/**
+ * npm ci when node_modules was not installed from this package-lock.json: a stamp in node_modules holds the lock's digest.
+ * By content, not by modification times: a git checkout (a fresh worktree sharing node_modules) makes package.json newer
+ * without changing what is needed, and npm ci would empty the shared node_modules under every other checkout.
+ * Without a stamp (installed before it existed), an install newer than the lock and the manifest counts as current.
+ */
 function ensureNpmDependencies() {
   const installedLock = join(root, "node_modules", ".package-lock.json");
+  const stamp = join(root, "node_modules", ".warden-lock-digest");
   const lock = join(root, "package-lock.json");
   const manifest = join(root, "package.json");
-  const needed =
-    !existsSync(installedLock) || statSync(installedLock).mtimeMs < Math.max(statSync(manifest).mtimeMs, existsSync(lock) ? statSync(lock).mtimeMs : 0);
-  if (!needed) return;
+  // The lock says what is installed; without one, the manifest does.
+  const digest = createHash("sha256")
+    .update(readFileSync(existsSync(lock) ? lock : manifest))
+    .digest("hex");
+  const current = existsSync(stamp)
+    ? readFileSync(stamp, "utf8").trim() === digest
+    : existsSync(installedLock) && statSync(installedLock).mtimeMs >= Math.max(statSync(manifest).mtimeMs, existsSync(lock) ? statSync(lock).mtimeMs : 0);
+  if (current) {
+    if (!existsSync(stamp)) writeFileSync(stamp, `${digest}\n`);
+    return;
+  }
   say("installing npm dependencies");
   const result = run("npm", existsSync(lock) ? ["ci", "--no-audit", "--no-fund"] : ["install", "--no-audit", "--no-fund"]);
   if (!result.ok) fail(`npm could not install the dependencies (${lastLine(result.output)}): check network access to the npm registry and run again`);
+  writeFileSync(stamp, `${digest}\n`);
 }
 
 const systemBinDirs = ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin", "/bin"];

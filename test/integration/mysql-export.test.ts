@@ -277,6 +277,40 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
     assert.match(cli.stdout, /^users$/m, "the mariadb client lists the tables");
   });
 
+  test("schema browsing through information_schema: the tables and columns a driver lists answer as directly; statement texts, LAST_INSERT_ID and FOUND_ROWS do not pass", async () => {
+    const direct = await connect(db.port);
+    const through = await connect();
+    try {
+      for (const sql of [
+        "SELECT DATABASE(), VERSION()",
+        "SELECT @@version_comment LIMIT 1",
+        "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA ORDER BY 1",
+        // MariaDB Connector/J's getTables, and a getColumns of the same shape.
+        "SELECT TABLE_SCHEMA TABLE_CAT, NULL TABLE_SCHEM, TABLE_NAME, IF(TABLE_TYPE='BASE TABLE' or TABLE_TYPE='SYSTEM VERSIONED', 'TABLE', IF(TABLE_TYPE='TEMPORARY', 'LOCAL TEMPORARY', TABLE_TYPE)) as TABLE_TYPE, TABLE_COMMENT REMARKS FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = 'app' AND TABLE_NAME LIKE '%' ORDER BY TABLE_TYPE, TABLE_SCHEMA, TABLE_NAME",
+        "SELECT c.TABLE_NAME, c.COLUMN_NAME, UCASE(IF(COLUMN_TYPE LIKE '%(%)%', CONCAT(SUBSTRING(COLUMN_TYPE, 1, LOCATE('(', COLUMN_TYPE) - 1)), COLUMN_TYPE)) TYPE_NAME, CAST(c.ORDINAL_POSITION AS SIGNED) pos FROM information_schema.COLUMNS c JOIN information_schema.TABLES t ON t.TABLE_NAME = c.TABLE_NAME AND t.TABLE_SCHEMA = c.TABLE_SCHEMA WHERE c.TABLE_SCHEMA = DATABASE() ORDER BY c.TABLE_NAME, pos",
+        "SELECT TABLE_NAME, CONSTRAINT_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = 'app' ORDER BY 1, 2",
+      ]) {
+        const [expected] = await direct.query({ sql, rowsAsArray: true });
+        assert.ok((expected as unknown[]).length > 0, `${sql}: the server answers rows`);
+        assert.deepEqual((await through.query({ sql, rowsAsArray: true }))[0], expected, `${sql} (text)`);
+        assert.deepEqual((await through.execute({ sql, rowsAsArray: true }))[0], expected, `${sql} (prepared)`);
+      }
+      // Values a statement leaves in the session, shown straight from MariaDB, and kept back by the export.
+      const secretQuery = "SELECT SQL_CALC_FOUND_ROWS LAST_INSERT_ID(LENGTH(email)), id FROM users WHERE id = 'not-accepted'";
+      await direct.query(secretQuery);
+      const [[leaked]] = (await direct.query({ sql: "SELECT LAST_INSERT_ID()", rowsAsArray: true })) as unknown as [Cell[][]];
+      assert.equal(Number(leaked![0]), "not-accepted@example.com".length, "directly: LAST_INSERT_ID(expr) keeps a dropped user's value");
+      await through.query(secretQuery);
+      for (const sql of ["SELECT LAST_INSERT_ID()", "SELECT FOUND_ROWS()", "SELECT INFO FROM information_schema.PROCESSLIST"]) {
+        const [rows] = await through.query({ sql, rowsAsArray: true });
+        assert.deepEqual(rows, [], `${sql}: no rows through the export`);
+      }
+    } finally {
+      await direct.end();
+      await through.end();
+    }
+  });
+
   test("read-only by default, and what is never run: writes, LOAD DATA, INTO OUTFILE, executable comments, multi-statements, unparsable SQL, replication commands", async () => {
     const c = await connect();
     for (const [sql, errno] of [

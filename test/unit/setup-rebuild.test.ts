@@ -25,10 +25,12 @@ function project(): { dir: string; setup: () => string } {
     mkdirSync(join(dir, folder));
     writeFileSync(join(dir, folder, "a.ts"), `export const ${folder} = 1;\n`);
   }
-  // Older than the installed node_modules, so setup does not run npm ci here.
+  // The repository's own manifest and lock, which the shared node_modules was installed from: setup must not run npm ci
+  // here (it would empty the repository's node_modules through the link).
+  // Older than the install too, for a node_modules installed without setup's stamp.
   const past = new Date(Date.now() - 365 * 24 * 3600_000);
   for (const file of ["package.json", "package-lock.json"]) {
-    writeFileSync(join(dir, file), "{}\n");
+    copyFileSync(join(root, file), join(dir, file));
     utimesSync(join(dir, file), past, past);
   }
   const setup = () => {

@@ -70,3 +70,199 @@ export function isMetadataRead(statement: Node): boolean {
       return false;
   }
 }
+
+/**
+ * information_schema tables whose rows describe the schema (names, types, keys, constraints, DDL,
+ * privileges, row counts): a SELECT reading only these passes whole. Never: PROCESSLIST, PROFILING,
+ * OPTIMIZER_TRACE, QUERY_CACHE_INFO (statement texts, with their values), USER_VARIABLES (values a
+ * statement set), GLOBAL/SESSION_STATUS and _VARIABLES (state a statement can set from a value),
+ * INNODB_* (locked keys, buffer pages), and every other table not listed.
+ */
+const schemaTables = new Set([
+  "SCHEMATA",
+  "TABLES",
+  "COLUMNS",
+  "STATISTICS",
+  "KEY_COLUMN_USAGE",
+  "REFERENTIAL_CONSTRAINTS",
+  "TABLE_CONSTRAINTS",
+  "CHECK_CONSTRAINTS",
+  "VIEWS",
+  "ROUTINES",
+  "PARAMETERS",
+  "TRIGGERS",
+  "PARTITIONS",
+  "CHARACTER_SETS",
+  "COLLATIONS",
+  "COLLATION_CHARACTER_SET_APPLICABILITY",
+  "ENGINES",
+  "COLUMN_PRIVILEGES",
+  "TABLE_PRIVILEGES",
+  "SCHEMA_PRIVILEGES",
+  "USER_PRIVILEGES",
+  "KEYWORDS",
+  "SQL_FUNCTIONS",
+]);
+
+/**
+ * Built-in functions a schema read may call: pure functions of their arguments (the string and
+ * comparison functions drivers' metadata queries use) and the session's names. Never: a stored
+ * function (it can read any table), LAST_INSERT_ID (LAST_INSERT_ID(expr) stores a value),
+ * FOUND_ROWS and ROW_COUNT (counts an earlier statement left, of rows it chose by any column),
+ * SLEEP and BENCHMARK, and every other function not listed.
+ */
+const schemaFunctions = new Set([
+  "IF",
+  "IFNULL",
+  "NULLIF",
+  "COALESCE",
+  "CONCAT",
+  "CONCAT_WS",
+  "UPPER",
+  "UCASE",
+  "LOWER",
+  "LCASE",
+  "SUBSTRING",
+  "SUBSTR",
+  "LEFT",
+  "RIGHT",
+  "LOCATE",
+  "INSTR",
+  "LENGTH",
+  "CHAR_LENGTH",
+  "REPLACE",
+  "TRIM",
+  "LTRIM",
+  "RTRIM",
+  "FIELD",
+  "FIND_IN_SET",
+  "GREATEST",
+  "LEAST",
+  "ABS",
+  "DATABASE",
+  "SCHEMA",
+  "VERSION",
+  "USER",
+  "CURRENT_USER",
+  "SESSION_USER",
+  "SYSTEM_USER",
+  "CONNECTION_ID",
+]);
+const schemaAggregates = new Set(["COUNT", "MIN", "MAX", "SUM", "GROUP_CONCAT"]);
+/** Server variables no session can set (so none holds a value a statement put there). */
+const serverVariables = new Set([
+  "version",
+  "version_comment",
+  "version_compile_os",
+  "version_compile_machine",
+  "lower_case_table_names",
+  "max_allowed_packet",
+  "system_time_zone",
+  "protocol_version",
+]);
+/** Expression node types that hold nothing but their children and literals. */
+const plainTypes = new Set(["binary_expr", "unary_expr", "expr_list", "case", "when", "else", "cast"]);
+const literalTypes = new Set(["column_ref", "star", "number", "single_quote_string", "double_quote_string", "bool", "null"]);
+
+function functionName(node: Node): string | undefined {
+  const parts = (node.name as { name?: Array<{ value?: unknown }> } | undefined)?.name;
+  return Array.isArray(parts) && parts.length === 1 && typeof parts[0]?.value === "string" ? parts[0].value.toUpperCase() : undefined;
+}
+
+/** A table of FROM (or a JOIN): an allowlisted information_schema table, or a derived table that is itself a schema read. */
+function schemaRelation(entry: unknown): boolean {
+  if (typeof entry !== "object" || entry === null) return false;
+  const relation = entry as Node;
+  const joined =
+    (relation.on === undefined || relation.on === null || schemaExpression(relation.on)) && (relation.using === undefined || relation.using === null);
+  if (relation.expr !== undefined) {
+    const ast = (relation.expr as Node | null)?.ast;
+    return only(relation, ["expr", "as", "join", "on"]) && joined && typeof ast === "object" && ast !== null && schemaSelectNode(ast as Node);
+  }
+  return (
+    only(relation, ["db", "table", "as", "join", "on"]) &&
+    joined &&
+    typeof relation.db === "string" &&
+    relation.db.toLowerCase() === "information_schema" &&
+    typeof relation.table === "string" &&
+    schemaTables.has(relation.table.toUpperCase())
+  );
+}
+
+/** An expression of a schema read: every node a known kind, functions and variables from the lists, subqueries schema reads. */
+function schemaExpression(value: unknown): boolean {
+  if (Array.isArray(value)) return value.every(schemaExpression);
+  if (typeof value !== "object" || value === null) return true;
+  const node = value as Node;
+  if (node.type === undefined) {
+    // A subquery ({ast}), or a holder of expressions (a select list entry, ORDER BY, LIMIT).
+    if (node.ast !== undefined) return typeof node.ast === "object" && node.ast !== null && schemaSelectNode(node.ast as Node);
+    return Object.values(node).every(schemaExpression);
+  }
+  const type = node.type;
+  if (type === null) return Object.values(node).every(schemaExpression);
+  if (type === "select") return schemaSelectNode(node);
+  if (literalTypes.has(String(type))) return node.collate === undefined || node.collate === null;
+  if (plainTypes.has(String(type))) return Object.entries(node).every(([key, child]) => key === "type" || schemaExpression(child));
+  if (type === "function") {
+    const name = functionName(node);
+    return name !== undefined && schemaFunctions.has(name) && !node.over && schemaExpression(node.args);
+  }
+  if (type === "aggr_func") return typeof node.name === "string" && schemaAggregates.has(node.name.toUpperCase()) && !node.over && schemaExpression(node.args);
+  if (type === "var")
+    return (
+      node.prefix === "@@" &&
+      typeof node.name === "string" &&
+      serverVariables.has(node.name.toLowerCase()) &&
+      Array.isArray(node.members) &&
+      node.members.length === 0
+    );
+  return false;
+}
+
+/** A SELECT (and the SELECTs of its UNION) reading nothing but allowlisted information_schema tables, or no table. */
+function schemaSelectNode(select: Node): boolean {
+  const none = (key: string) => select[key] === undefined || select[key] === null;
+  const into = select.into as Node | undefined | null;
+  if (!none("with") || !none("options") || !none("locking_read") || !none("window") || !none("collate")) return false;
+  if (into && into.position !== null && into.position !== undefined) return false;
+  const from = select.from;
+  if (from !== null && from !== undefined && !(Array.isArray(from) && from.every(schemaRelation))) return false;
+  const known = [
+    "with",
+    "type",
+    "options",
+    "distinct",
+    "columns",
+    "into",
+    "from",
+    "where",
+    "groupby",
+    "having",
+    "orderby",
+    "collate",
+    "limit",
+    "locking_read",
+    "window",
+    "_next",
+    "set_op",
+  ];
+  if (!only(select, known)) return false;
+  const orderby = select.orderby;
+  // ORDER BY entries carry their direction as `type` ("ASC", "DESC"): their expressions are what is checked.
+  const ordered =
+    orderby === null ||
+    orderby === undefined ||
+    (Array.isArray(orderby) && orderby.every((entry: Node) => only(entry, ["expr", "type", "nulls"]) && schemaExpression(entry.expr)));
+  return ordered && ["columns", "where", "groupby", "having", "limit", "_next"].every((key) => schemaExpression(select[key]));
+}
+
+/**
+ * Whether a parsed SELECT is a schema read: it reads only information_schema tables that describe
+ * the schema (schemaTables), or no table at all (`SELECT DATABASE()`, `SELECT @@version_comment`),
+ * calls only the functions and server variables listed above, and so has no value of any table
+ * in its rows: they pass whole (docs/mysql-export.md, "Schema browsing").
+ */
+export function isSchemaSelect(statement: Node): boolean {
+  return statement.type === "select" && schemaSelectNode(statement);
+}

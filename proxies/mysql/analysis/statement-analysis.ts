@@ -1,5 +1,5 @@
 import { Parser } from "node-sql-parser/build/mariadb";
-import { isMetadataRead } from "./metadata-reads";
+import { isMetadataRead, isSchemaSelect } from "./metadata-reads";
 import { withHiddenColumns, type HiddenColumn, type RewrittenSelect } from "./hidden-user-columns";
 import { resolutionFacts, resolveReference, starCovers, type DerivedRelation, type Relation, type Source } from "./derived-relations";
 import { predicateReferences, type PredicateReference } from "./strict-predicates";
@@ -53,8 +53,11 @@ export type StatementAnalysis =
   | { kind: "select"; shape: SelectShape; predicates: readonly PredicateReference[]; text: string }
   /** SHOW WARNINGS / SHOW ERRORS: level and code pass, texts are replaced. */
   | { kind: "diagnostics" }
-  /** Schema browsing (metadata-reads.ts: SHOW TABLES, DESCRIBE t...): rows pass as the server sends them. */
-  | { kind: "metadata" }
+  /**
+   * Schema browsing (metadata-reads.ts: SHOW TABLES, DESCRIBE t, SELECTs of information_schema's
+   * schema tables...): rows pass as the server sends them. A SELECT runs as printed (`text`).
+   */
+  | { kind: "metadata"; text?: string }
   /** USE: the session's database becomes `db` once the server says OK. */
   | { kind: "use"; db: string }
   /** Anything else allowed: its rows (SHOW, DESCRIBE...) have no attributable instance and are dropped. */
@@ -153,11 +156,18 @@ export function analyseStatement(text: string, policy: StatementPolicy): Stateme
   if (ambiguous) return refusal("parse", "statement.refused", `${ambiguous}: refused by the export, whose parser and MariaDB read it differently`);
   const parenthesised = parenthesisedFrom(statement);
   if (parenthesised) return refusal("unsupported", "statement.refused", `${parenthesised}: refused by the export`);
+  // Decided on the client's tree, before printing changes it; the printing must be a schema read too.
+  const schemaRead = isSchemaSelect(statement);
   const analysis = statement.type === "select" ? printedSelect(statement, policy) : analyseParsed(statement, policy);
   // After the statement's own refusals (a SET on a read-only export, SELECT ... INTO keep their codes).
   if (analysis.kind === "refused") return analysis;
   const shape = refusedShape(statement);
-  return shape ? refusal("unsupported", "statement.refused", `${shape}: refused by the export`) : analysis;
+  if (shape) return refusal("unsupported", "statement.refused", `${shape}: refused by the export`);
+  if (schemaRead && analysis.kind === "select") {
+    const printed = parseOne(analysis.text);
+    if (printed && isSchemaSelect(printed)) return { kind: "metadata", text: analysis.text };
+  }
+  return analysis;
 }
 
 /** The guards on the client's text (and on the printed text) against what the parser and MariaDB read differently. */
