@@ -132,6 +132,8 @@ const testPrerequisites = [
   // JDBC through an export: a JDK and Debian's PostgreSQL JDBC driver.
   { binary: "javac", package: "default-jdk-headless", find: findExecutable },
   { binary: "/usr/share/java/postgresql.jar", package: "libpostgresql-jdbc-java", find: (path) => (existsSync(path) ? path : undefined) },
+  // and Debian's MariaDB Connector/J for the MySQL export's JDBC test.
+  { binary: "/usr/share/java/mariadb-java-client.jar", package: "libmariadb-java", find: (path) => (existsSync(path) ? path : undefined) },
   // A real OpenLDAP for the LDAP verifier's tests (slapd and slapadd; Debian keeps them in /usr/sbin).
   { binary: "/usr/sbin/slapd", package: "slapd", find: (path) => (existsSync(path) ? path : undefined) },
   // curl's --aws-sigv4 signs requests for the cloud-signing tests.

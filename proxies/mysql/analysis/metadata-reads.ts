@@ -149,8 +149,16 @@ const schemaFunctions = new Set([
   "CONNECTION_ID",
 ]);
 const schemaAggregates = new Set(["COUNT", "MIN", "MAX", "SUM", "GROUP_CONCAT"]);
-/** Server variables no session can set (so none holds a value a statement put there). */
-const serverVariables = new Set([
+/**
+ * Server variables a schema read may show: those no session can set (version...), and session
+ * settings drivers read at connect (MariaDB Connector/J asks for time_zone and
+ * auto_increment_increment) whose value can only be a literal through an export: a read-only export
+ * sets only the variables of session-settings.ts, to literals, and an allowWrites one takes only a
+ * literal for these (session-settings.ts shownVariableSetToExpression), so none holds a value a
+ * statement computed from data. Never: last_insert_id and identity (LAST_INSERT_ID(expr)), and
+ * every variable not listed.
+ */
+export const shownVariables = new Set([
   "version",
   "version_comment",
   "version_compile_os",
@@ -159,7 +167,40 @@ const serverVariables = new Set([
   "max_allowed_packet",
   "system_time_zone",
   "protocol_version",
+  "license",
+  "time_zone",
+  "auto_increment_increment",
+  "auto_increment_offset",
+  "autocommit",
+  "sql_mode",
+  "tx_isolation",
+  "transaction_isolation",
+  "tx_read_only",
+  "transaction_read_only",
+  "net_write_timeout",
+  "net_read_timeout",
+  "wait_timeout",
+  "interactive_timeout",
+  "character_set_client",
+  "character_set_connection",
+  "character_set_results",
+  "character_set_server",
+  "character_set_database",
+  "collation_connection",
+  "collation_server",
+  "collation_database",
+  "session_track_schema",
 ]);
+
+/** The variable a `@@name` or `@@session.name` reads (lower case); undefined for `@@global.` and anything else. */
+function shownVariable(node: Node): string | undefined {
+  const members = Array.isArray(node.members) ? (node.members as unknown[]) : [];
+  if (node.prefix !== "@@" || typeof node.name !== "string") return undefined;
+  if (members.length === 0) return node.name.toLowerCase();
+  if (node.name.toLowerCase() === "session" && members.length === 1 && typeof members[0] === "string") return members[0].toLowerCase();
+  return undefined;
+}
+
 /** Expression node types that hold nothing but their children and literals. */
 const plainTypes = new Set(["binary_expr", "unary_expr", "expr_list", "case", "when", "else", "cast"]);
 const literalTypes = new Set(["column_ref", "star", "number", "single_quote_string", "double_quote_string", "bool", "null"]);
@@ -209,14 +250,10 @@ function schemaExpression(value: unknown): boolean {
     return name !== undefined && schemaFunctions.has(name) && !node.over && schemaExpression(node.args);
   }
   if (type === "aggr_func") return typeof node.name === "string" && schemaAggregates.has(node.name.toUpperCase()) && !node.over && schemaExpression(node.args);
-  if (type === "var")
-    return (
-      node.prefix === "@@" &&
-      typeof node.name === "string" &&
-      serverVariables.has(node.name.toLowerCase()) &&
-      Array.isArray(node.members) &&
-      node.members.length === 0
-    );
+  if (type === "var") {
+    const name = shownVariable(node);
+    return name !== undefined && shownVariables.has(name);
+  }
   return false;
 }
 

@@ -1,5 +1,6 @@
 import { Parser } from "node-sql-parser/build/mariadb";
 import { isMetadataRead, isSchemaSelect } from "./metadata-reads";
+import { isSessionSetting, shownVariableSetToExpression } from "./session-settings";
 import { withHiddenColumns, type HiddenColumn, type RewrittenSelect } from "./hidden-user-columns";
 import { resolutionFacts, resolveReference, starCovers, type DerivedRelation, type Relation, type Source } from "./derived-relations";
 import { predicateReferences, type PredicateReference } from "./strict-predicates";
@@ -294,6 +295,8 @@ function analyseParsed(statement: Record<string, unknown>, policy: StatementPoli
   const predicates = predicateReferences(statement);
   if (isMetadataRead(statement)) return { kind: "metadata" };
   if (readTypes.has(type)) return { kind: "other", write: false, predicates };
+  // Drivers' session set-up (autocommit, a strict sql_mode...), on every export.
+  if (isSessionSetting(statement)) return { kind: "other", write: false, predicates: [] };
   if (type === "set" && setsVariable(statement, characterSetVariable))
     return refusal(
       "denied",
@@ -304,7 +307,14 @@ function analyseParsed(statement: Record<string, unknown>, policy: StatementPoli
     return refusal(
       "denied",
       "statement.refused",
-      "sql_mode is fixed for the export's sessions: NO_BACKSLASH_ESCAPES or ANSI_QUOTES would make the server read strings and names otherwise than the export's parser",
+      "sql_mode is fixed for the export's sessions but for modes that leave how statements are read alone (STRICT_TRANS_TABLES...): NO_BACKSLASH_ESCAPES or ANSI_QUOTES would make the server read strings and names otherwise than the export's parser",
+    );
+  const shownExpression = type === "set" ? shownVariableSetToExpression(statement) : undefined;
+  if (shownExpression !== undefined)
+    return refusal(
+      "denied",
+      "statement.refused",
+      `${shownExpression} takes only a literal through the export: schema reads show it (SELECT @@${shownExpression}), so it may not hold a value computed from a table`,
     );
   if (type === "set")
     return policy.allowWrites
