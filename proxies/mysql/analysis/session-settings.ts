@@ -106,7 +106,7 @@ export function shownVariableSetToExpression(statement: Node): string | undefine
   for (const assignment of statement.expr as Node[]) {
     const left = assignment?.left as Node | undefined;
     const right = assignment?.right as Node | undefined;
-    if (!left || left.type !== "var") continue;
+    if (left?.type !== "var") continue;
     const members = Array.isArray(left.members) ? (left.members as unknown[]) : [];
     const names = [left.name, ...members].filter((name): name is string => typeof name === "string").map((name) => name.toLowerCase());
     const shown = names.find((name) => shownVariables.has(name));
