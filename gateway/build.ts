@@ -6,10 +6,13 @@ import { randomUUID } from "node:crypto";
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync, type FastifyReply } from "fastify";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import { authentication } from "../http/authentication";
+import { authentication, type HttpAuthentication } from "../http/authentication";
+import type { RepeatedAuditWrite } from "../auth/repeated-audit";
 import { configRoutes } from "./config-routes";
 import { decisionRoutes } from "./decision-routes";
 import { installErrorHandling, toGatewayError } from "../http/error-handler";
+import { AllowedHosts } from "../http/allowed-hosts";
+import { installHostCheck } from "../http/host-check";
 import { defaultHttpListenerLimits, limitedServerFactory } from "../http/listener-limits";
 import { documentResponses, security, securitySchemes } from "./openapi";
 import { healthRoutes } from "./health";
@@ -25,6 +28,15 @@ import { version } from "./version";
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 const defaultBodyLimit = 1024 * 1024;
+/** The node's default HOST: what a gateway built without one is judged as. */
+const defaultHost = "127.0.0.1";
+
+/** The gateway's Host refusals in the audit log: one record per source a minute, with the count (written from a timer: a failure is only logged). */
+function hostRefusalAudit(auth: HttpAuthentication): RepeatedAuditWrite {
+  return (message, details, count) => {
+    auth.audit({ category: "service", level: "warn", event: "host.refused", message, details: { ...details, count } }).catch(() => undefined);
+  };
+}
 
 /**
  * Builds the gateway without listening: tests drive it with inject(), the node calls listen().
@@ -61,6 +73,13 @@ export function build(deps: GatewayDeps): FastifyInstance {
     void reply.header("x-request-id", request.id);
   });
   installErrorHandling(app, refused);
+  // First of all: a name that is not this node's may be another site's, rebound to this address (http/host-check.ts).
+  installHostCheck(app, {
+    allowed: deps.allowedHosts ?? AllowedHosts.unset,
+    listenHost: deps.host ?? defaultHost,
+    what: "this node",
+    audit: deps.auth && hostRefusalAudit(deps.auth),
+  });
   // Before authentication: a request another site's page made is refused without using the credentials it carries.
   app.addHook("onRequest", (request, _reply, done) => done(otherSiteRefusal(request)));
   if (deps.auth) void app.register(authentication, { auth: deps.auth, componentOf: componentOfRequest, permissionOf: permissionOfRequest });

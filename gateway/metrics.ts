@@ -33,14 +33,21 @@ const metricsPlugin: FastifyPluginAsync<{ metrics: Registry }> = async (app, { m
 
 export const metricsRoutes = fastifyPlugin(metricsPlugin, { name: "warden-metrics" });
 
-/** Counts the gateway's refusals by error code (its kind), a child bound per code. */
+const refusalsName = "warden_refusals_total";
+
+/**
+ * Counts the gateway's refusals by error code (its kind), a child bound per code. One counter per
+ * registry: the HTTP export doors count their Host refusals in the gateway's.
+ */
 export function refusalCounter(metrics: Registry): (code: HttpErrorCode) => void {
-  const refusals = new Counter({
-    name: "warden_refusals_total",
-    help: "Requests the gateway refused, by error code (the registry in http/errors.ts)",
-    labelNames: ["kind"],
-    registers: [metrics],
-  });
+  const refusals =
+    (metrics.getSingleMetric(refusalsName) as Counter<"kind"> | undefined) ??
+    new Counter({
+      name: refusalsName,
+      help: "Requests the gateway refused, by error code (the registry in http/errors.ts); HTTP export doors count their ERR_REQUEST_HOST here too",
+      labelNames: ["kind"],
+      registers: [metrics],
+    });
   const byCode = new Map<HttpErrorCode, Counter.Internal>();
   return (code) => {
     let child = byCode.get(code);

@@ -33,6 +33,10 @@ export interface GatewayDeps {
   uiManifest?: Map<string, import("./ui-routes").UiFile>;
   /** TLS server authentication (spec 5.1): PEM certificate chain and key. */
   https?: { cert: Buffer; key: Buffer };
+  /** The address the gateway listens on (HOST): whether only loopback names are answered to (http/host-check.ts); absent: 127.0.0.1. */
+  host?: string;
+  /** ALLOWED_HOSTS: names answered to besides localhost and IP addresses; absent: none. */
+  allowedHosts?: import("../http/allowed-hosts").AllowedHosts;
   /** Timeouts and connection cap of the listener; absent: the defaults. */
   limits?: import("../http/listener-limits").HttpListenerLimits;
   /** Routes the embedder adds beside the service's, behind the same hooks (a benchmark's no-op baseline); the node's configuration never sets them. */

@@ -3,6 +3,8 @@ import type { Server } from "node:http";
 import type { Logger } from "pino";
 import { RepeatedAudit } from "../auth/repeated-audit";
 import type { ExportAudit } from "../exports/door";
+import { AllowedHosts } from "./allowed-hosts";
+import { installHostCheck, type HostCheckSettings } from "./host-check";
 import { defaultHttpListenerLimits, limitedServerFactory, streamingLimits, type HttpListenerLimits } from "./listener-limits";
 
 export interface DoorAppOptions {
@@ -10,6 +12,11 @@ export interface DoorAppOptions {
   /** The export type: audit category, log component and messages. */
   component: string;
   tls?: { cert: Buffer; key: Buffer };
+  /** The address it listens on (EXPORT_HOST), and the names it serves under it (virtual-host buckets): the Host check's (http/host-check.ts). */
+  listenHost: string;
+  hostNames?: readonly string[];
+  /** ALLOWED_HOSTS and the refusal counter; absent: none set, nothing counted. */
+  hostCheck?: HostCheckSettings;
   logger: Logger;
   audit: ExportAudit;
   /** The listener's timeouts and connection cap (absent: the defaults). */
@@ -23,7 +30,8 @@ export interface DoorAppOptions {
 /**
  * The Fastify instance of an HTTP export door (pipeline, FHIR, object storage): its listener
  * with the node's limits (http/listener-limits.ts; connections over the cap refused and audited
- * as counts), TLS when the export has it, its own logger and no per-request logging.
+ * as counts), TLS when the export has it, its own logger and no per-request logging, and the
+ * Host check before every other hook (a name not its own is refused in the door's error form).
  */
 export function doorApp(options: DoorAppOptions): FastifyInstance {
   const limits = options.limits ?? defaultHttpListenerLimits;
@@ -36,7 +44,7 @@ export function doorApp(options: DoorAppOptions): FastifyInstance {
       component,
       remote: remote ?? null,
     });
-  return Fastify({
+  const app = Fastify({
     onProtoPoisoning: "error",
     onConstructorPoisoning: "error",
     ...options.fastify,
@@ -44,4 +52,13 @@ export function doorApp(options: DoorAppOptions): FastifyInstance {
     loggerInstance: options.logger.child({ component, exportId }) as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
   }) as unknown as FastifyInstance;
+  installHostCheck(app, {
+    allowed: options.hostCheck?.allowed ?? AllowedHosts.unset,
+    refused: options.hostCheck?.refused,
+    listenHost: options.listenHost,
+    names: options.hostNames,
+    what: `this ${component} export`,
+    audit: (message, details, count) => options.audit("warn", "host.refused", message, { ...details, exportId, component, count }),
+  });
+  return app;
 }

@@ -46,6 +46,10 @@ export const httpErrors = {
     status: 403,
     message: "a browser sent this request for a page of another site; the APIs answer this origin's pages and clients other than browsers",
   },
+  ERR_REQUEST_HOST: {
+    status: 421,
+    message: "the request's Host is not a name this listener answers to (localhost, an IP address, or a name of ALLOWED_HOSTS)",
+  },
   ERR_REQUEST_BODY_TOO_LARGE: { status: 413, message: "the request body is too large" },
   ERR_REQUEST_CONTENT_TYPE: { status: 415, message: "unsupported content type" },
   ERR_SERVICE_NOT_READY: { status: 503, message: "this node is not ready" },

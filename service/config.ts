@@ -6,6 +6,7 @@ import { defaultWireExportLimits, type WireExportLimits } from "../exports/wire-
 import { defaultFailureBudgetLimits, type FailureBudgetLimits } from "../auth/failure-budget";
 import { defaultRetention } from "../actors/runtime/provision";
 import { EndpointAllowList } from "../exports/endpoint-allow-list";
+import { AllowedHosts } from "../http/allowed-hosts";
 
 export type LogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
 export type LogFormat = "json" | "pretty";
@@ -15,6 +16,8 @@ export interface NodeConfig {
   port: number;
   /** Address the gateway binds to. */
   host: string;
+  /** Host names the gateway and HTTP export doors answer to besides localhost and IP addresses (http/host-check.ts). */
+  allowedHosts: AllowedHosts;
   /** This node's data directory: the embedded nats-server's storage lives under it. */
   dataDir: string;
   /** NATS servers to join; empty means start an embedded nats-server. */
@@ -97,6 +100,12 @@ interface Setting {
 export const settings = {
   port: { env: "PORT", flag: "--port", describe: "gateway port (default 8890)" },
   host: { env: "HOST", flag: "--host", describe: "gateway bind address (default 127.0.0.1; 0.0.0.0 to serve other machines)" },
+  allowedHosts: {
+    env: "ALLOWED_HOSTS",
+    flag: "--allowed-hosts",
+    describe:
+      "host names the gateway and HTTP export doors answer to besides localhost, *.localhost and IP addresses, comma-separated; *.domain for names below it; * alone: any (default: on a loopback HOST or EXPORT_HOST only those, on another address any name; docs/web-ui.md)",
+  },
   dataDir: { env: "DATA_DIR", flag: "--data-dir", describe: "node data directory (default ./data/<node id>)" },
   natsUrls: { env: "NATS_URL", flag: "--nats-url", describe: "NATS servers, comma-separated; when set no embedded server is started" },
   natsPort: { env: "NATS_PORT", flag: "--nats-port", describe: "client port of the embedded nats-server (default 4222)" },
@@ -378,6 +387,14 @@ function allowList(setting: Setting, raw: string): EndpointAllowList | undefined
   }
 }
 
+function allowedHosts(setting: Setting, raw: string): AllowedHosts {
+  try {
+    return AllowedHosts.parse(raw);
+  } catch (error) {
+    throw new StartupError(`${setting.env} (${setting.flag}): ${(error as Error).message}`);
+  }
+}
+
 function portRange(setting: Setting, raw: string): { first: number; last: number } {
   const match = /^\s*(\d{1,5})\s*-\s*(\d{1,5})\s*$/.exec(raw);
   const first = Number(match?.[1]);
@@ -512,6 +529,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
   return {
     port,
     host: raw("host") ?? "127.0.0.1",
+    allowedHosts: allowedHosts(settings.allowedHosts, raw("allowedHosts") ?? ""),
     dataDir: resolve(raw("dataDir") ?? `data/${nodeId}`),
     natsUrls,
     natsPort: integer(settings.natsPort, raw("natsPort") ?? "4222", 1, 65535),

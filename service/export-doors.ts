@@ -11,6 +11,7 @@ import { csvThreading } from "../redaction/threaded-csv-redactor";
 import { PostgresDoor } from "../proxies/postgres/door";
 import { defaultProxyLimits } from "../proxies/postgres/types";
 import type { HttpListenerLimits } from "../http/listener-limits";
+import type { HostCheckSettings } from "../http/host-check";
 import type { WireExportLimits } from "../exports/wire-limits";
 
 export interface ExportDoorSettings {
@@ -27,6 +28,8 @@ export interface ExportDoorSettings {
   redactionThreads: number;
   /** Timeouts and connection cap of every HTTP export door's listener (http/listener-limits.ts). */
   httpLimits: HttpListenerLimits;
+  /** ALLOWED_HOSTS and the refusal counter of every HTTP export door (http/host-check.ts). */
+  hostCheck: HostCheckSettings;
   /** Limits of every wire export door (exports/wire-limits.ts, exports/login-slots.ts). */
   wireLimits: WireExportLimits;
 }
@@ -42,9 +45,9 @@ export function exportDoors(settings: ExportDoorSettings): { doors: ExportDoors;
   });
   const doors: ExportDoors = {
     postgres,
-    pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas, httpLimits: settings.httpLimits }),
-    fhir: new FhirDoor({ decisions: settings.decisions, httpLimits: settings.httpLimits }),
-    objectstore: new ObjectstoreDoor({ csvThreading: csvThreading(settings.redactionThreads), httpLimits: settings.httpLimits }),
+    pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas, httpLimits: settings.httpLimits, hostCheck: settings.hostCheck }),
+    fhir: new FhirDoor({ decisions: settings.decisions, httpLimits: settings.httpLimits, hostCheck: settings.hostCheck }),
+    objectstore: new ObjectstoreDoor({ csvThreading: csvThreading(settings.redactionThreads), httpLimits: settings.httpLimits, hostCheck: settings.hostCheck }),
     mysql: new MysqlDoor({ ...defaultMysqlLimits, ...settings.wireLimits }),
   };
   return { doors, postgres };

@@ -11,6 +11,7 @@ import { provision } from "../actors/runtime/provision";
 import { provisionOptions, startNode, type ActorRuntime } from "../actors/runtime/runtime";
 import type { AnyActorDefinition } from "../actors/runtime/types";
 import { build } from "../gateway/build";
+import { refusalCounter } from "../gateway/metrics";
 import type { GatewayDeps, HealthReport } from "../gateway/types";
 import { settings, type NodeConfig } from "./config";
 import { NatsServerProcess } from "./nats-server";
@@ -101,6 +102,7 @@ function publicConfig(config: NodeConfig): Record<string, unknown> {
     natsPassword: secret(config.natsPassword),
     natsToken: secret(config.natsToken),
     exportAllowedEndpoints: config.exportAllowedEndpoints?.describe() ?? null,
+    allowedHosts: config.allowedHosts.describe() || null,
   };
 }
 
@@ -297,6 +299,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     proxyWorkers: config.exportWorkers,
     redactionThreads: config.redactionThreads,
     httpLimits: config.httpLimits,
+    hostCheck: { allowed: config.allowedHosts, refused: refusalCounter(metrics) },
     wireLimits: config.wireLimits,
   });
   const exportSupervisor = new ExportSupervisor({
@@ -351,6 +354,8 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     documents,
     exports,
     https: gatewayTls,
+    host: config.host,
+    allowedHosts: config.allowedHosts,
     limits: config.httpLimits,
     auth: { authenticator, audit: (entry) => runtime.events.audit(entry) },
     extraRoutes: embedding.extraRoutes,

@@ -1,4 +1,5 @@
 import type { HttpListenerLimits } from "../../http/listener-limits";
+import type { HostCheckSettings } from "../../http/host-check";
 import { HandlerError } from "../../actors/runtime/errors";
 import type { ExportBody } from "../../api/types";
 import type { DoorServices, ExportDoorType, OpenDoor } from "../../exports/door";
@@ -43,7 +44,7 @@ export class FhirDoor implements ExportDoorType {
   readonly takes = taken;
   readonly refusedBecause = refusedBecause;
 
-  constructor(private readonly settings: { decisions: DecisionService; httpLimits?: HttpListenerLimits }) {}
+  constructor(private readonly settings: { decisions: DecisionService; httpLimits?: HttpListenerLimits; hostCheck?: HostCheckSettings }) {}
 
   async validate(body: ExportBody): Promise<void> {
     if (body.endpoint === undefined)
@@ -96,6 +97,7 @@ export class FhirDoor implements ExportDoorType {
       logger: services.log,
       tls: tls && { cert: tls.cert, key: tls.key },
       listenerLimits: this.settings.httpLimits,
+      hostCheck: this.settings.hostCheck,
     }).catch((error: unknown) => {
       backend.close();
       throw error;

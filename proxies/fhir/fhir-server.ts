@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from "fastify";
 import { doorApp } from "../../http/door-app";
 import type { HttpListenerLimits } from "../../http/listener-limits";
+import type { HostCheckSettings } from "../../http/host-check";
 import type { Logger } from "pino";
 import { isDatabaseCredentials, type ExportRecord } from "../../actors/export/export-actor";
 import { component } from "../../auth/components";
@@ -34,6 +35,8 @@ export interface FhirServerOptions {
   maxBodyBytes?: number;
   /** The listener's timeouts and connection cap (absent: the defaults). */
   listenerLimits?: HttpListenerLimits;
+  /** ALLOWED_HOSTS and the refusal counter (http/host-check.ts). */
+  hostCheck?: HostCheckSettings;
 }
 
 const fhirJson = "application/fhir+json; charset=utf-8";
@@ -61,6 +64,8 @@ function mediaTypeOf(request: FastifyRequest): string {
 function issueCodeOf(status: number): IssueCode {
   if (status === 401) return "login";
   if (status === 403) return "forbidden";
+  // A Host this door does not answer to (http/host-check.ts): a security refusal, not a malformed request.
+  if (status === 421) return "security";
   if (status === 404) return "not-found";
   if (status === 413) return "too-costly";
   if (status === 405 || status === 406 || status === 415) return "not-supported";
@@ -169,6 +174,8 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
     exportId: record.id,
     component: "fhir",
     tls: options.tls,
+    listenHost: options.host,
+    hostCheck: options.hostCheck,
     logger: options.logger,
     audit: options.audit,
     limits: options.listenerLimits,

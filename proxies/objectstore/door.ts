@@ -1,4 +1,5 @@
 import type { HttpListenerLimits } from "../../http/listener-limits";
+import type { HostCheckSettings } from "../../http/host-check";
 import { isObjectstoreCredentials } from "../../actors/export/export-actor";
 import { HandlerError } from "../../actors/runtime/errors";
 import type { ExportBody } from "../../api/types";
@@ -58,7 +59,7 @@ export class ObjectstoreDoor implements ExportDoorType {
   readonly takes = taken;
   readonly refusedBecause = refusedBecause;
 
-  constructor(private readonly settings: { csvThreading: CsvThreading; httpLimits?: HttpListenerLimits }) {}
+  constructor(private readonly settings: { csvThreading: CsvThreading; httpLimits?: HttpListenerLimits; hostCheck?: HostCheckSettings }) {}
 
   validate(body: ExportBody): void {
     if (body.endpoint === undefined)
@@ -97,6 +98,7 @@ export class ObjectstoreDoor implements ExportDoorType {
         tls: services.tls && { cert: services.tls.cert, key: services.tls.key },
         overrides: services.overrides,
         listenerLimits: this.settings.httpLimits,
+        hostCheck: this.settings.hostCheck,
       }).then((server) => ({
         serving: () => server.serving(),
         close: async () => {

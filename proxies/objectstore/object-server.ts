@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { doorApp } from "../../http/door-app";
 import { streamedBody } from "../../http/streamed-body";
 import type { HttpListenerLimits } from "../../http/listener-limits";
+import type { HostCheckSettings } from "../../http/host-check";
 import type { Logger } from "pino";
 import type { ExportRecord } from "../../actors/export/export-actor";
 import type { EventLog } from "../../actors/runtime/event-log";
@@ -40,6 +41,8 @@ export interface ObjectServerOptions {
   overrides?: OverridesByVerifier;
   /** The listener's timeouts and connection cap (absent: the defaults). */
   listenerLimits?: HttpListenerLimits;
+  /** ALLOWED_HOSTS and the refusal counter (http/host-check.ts). */
+  hostCheck?: HostCheckSettings;
 }
 
 /** Headers of a write that pass to the store with its body (never the client's signature or host). */
@@ -100,6 +103,10 @@ export class ObjectServer {
       exportId: options.record.id,
       component: "objectstore",
       tls: options.tls,
+      listenHost: options.host,
+      // Virtual-host requests name their bucket below the export host (s3-operation.ts virtualHostBucket).
+      hostNames: [`*.${options.host}`],
+      hostCheck: options.hostCheck,
       logger: options.logger,
       audit: options.audit,
       limits: options.listenerLimits,

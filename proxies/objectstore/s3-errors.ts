@@ -12,6 +12,8 @@ export const s3Errors = {
   InternalError: 500,
   ServiceUnavailable: 503,
   SlowDown: 503,
+  /** Not one of S3's: a Host this door does not answer to (http/host-check.ts). */
+  MisdirectedRequest: 421,
 } as const;
 
 export type S3ErrorCode = keyof typeof s3Errors;
@@ -67,6 +69,8 @@ export function s3ErrorOf(error: unknown): S3Error {
         return new S3Error("AccessDenied", `this export takes only AWS Signature Version 4 signed requests: ${error.message}`);
       case "ERR_AUTH_FORBIDDEN":
         return new S3Error("AccessDenied", error.message);
+      case "ERR_REQUEST_HOST":
+        return new S3Error("MisdirectedRequest", error.message);
       case "ERR_AUTH_UNAVAILABLE":
         return new S3Error("ServiceUnavailable", "the request's signature could not be verified now; try again");
       default:

@@ -1,5 +1,6 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { HttpListenerLimits } from "../../http/listener-limits";
+import type { HostCheckSettings } from "../../http/host-check";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ExportRecord } from "../../actors/export/export-actor";
 import { RevisionedKv } from "../../actors/runtime/revisioned-kv";
@@ -40,7 +41,7 @@ export class PipelineDoor implements ExportDoorType {
   readonly refusedBecause = refusedBecause;
   private progressStore?: Promise<RevisionedKv<PipelineProgress>>;
 
-  constructor(private readonly settings: { nc: NatsConnection; jsReplicas: number; httpLimits?: HttpListenerLimits }) {}
+  constructor(private readonly settings: { nc: NatsConnection; jsReplicas: number; httpLimits?: HttpListenerLimits; hostCheck?: HostCheckSettings }) {}
 
   /** Every field it takes is checked by the service (type, mapping group, purpose, cloud-signing properties). */
   validate(): void {}
@@ -65,6 +66,7 @@ export class PipelineDoor implements ExportDoorType {
       tls: tls && { cert: tls.cert, key: tls.key },
       overrides: services.overrides,
       listenerLimits: this.settings.httpLimits,
+      hostCheck: this.settings.hostCheck,
       progress: await this.progress(),
     });
   }

@@ -11,6 +11,7 @@ import { HttpError } from "../../http/errors";
 import { doorApp } from "../../http/door-app";
 import { streamedBody } from "../../http/streamed-body";
 import type { HttpListenerLimits } from "../../http/listener-limits";
+import type { HostCheckSettings } from "../../http/host-check";
 import type { HttpAuthentication } from "../../http/authentication";
 import type { ExportAudit, StoredAudit } from "../../exports/door";
 import { ndjsonBatches } from "./ndjson-lines";
@@ -43,6 +44,8 @@ export interface PipelineHttpOptions {
   overrides?: OverridesByVerifier;
   /** Timeouts and connection cap of the port (streams: no whole-request deadline); absent: the defaults. */
   listenerLimits?: HttpListenerLimits;
+  /** ALLOWED_HOSTS and the refusal counter (http/host-check.ts). */
+  hostCheck?: HostCheckSettings;
 }
 
 const ndjson = "application/x-ndjson";
@@ -70,6 +73,8 @@ export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance 
     exportId: options.exportId,
     component: "pipeline",
     tls: options.tls,
+    listenHost: options.host,
+    hostCheck: options.hostCheck,
     logger: options.logger,
     audit: options.audit,
     limits: options.listenerLimits,

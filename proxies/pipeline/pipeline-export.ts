@@ -7,6 +7,7 @@ import { component } from "../../auth/components";
 import type { HttpAuthentication } from "../../http/authentication";
 import type { HttpDoorPort } from "../../http/door-port";
 import { listenPipelineHttp } from "./http-server";
+import type { HostCheckSettings } from "../../http/host-check";
 import type { HttpListenerLimits } from "../../http/listener-limits";
 import { refusedAnswer } from "./refused";
 import { OpeningNotAudited, type ExportAudit, type StoredAudit } from "../../exports/door";
@@ -34,6 +35,8 @@ export interface PipelineExportDeps {
   progress: RevisionedKv<PipelineProgress>;
   /** Timeouts and connection cap of the HTTP port; absent: the defaults. */
   listenerLimits?: HttpListenerLimits;
+  /** ALLOWED_HOSTS and the refusal counter of its HTTP port (http/host-check.ts). */
+  hostCheck?: HostCheckSettings;
 }
 
 /** Every node serving pipeline requests joins this queue group: one answers each request. */
@@ -71,6 +74,7 @@ export class PipelineExport {
       tls: deps.tls,
       overrides,
       listenerLimits: deps.listenerLimits,
+      hostCheck: deps.hostCheck,
     });
     let lastReplyRefusal = Number.NEGATIVE_INFINITY;
     const requests = nc.subscribe(PipelineSubjects.request(record.id), {

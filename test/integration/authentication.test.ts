@@ -117,7 +117,15 @@ describe("authentication with real LDAP, OAuth and cloud-signing clients, on the
       nodeId: "auth-1",
       natsUrl: nats.url,
       caFile: certFile,
-      env: { SECURITY_CONFIG: file, TLS_CERT_FILE: certFile, TLS_KEY_FILE: keyFile, EXPORT_TLS_CERT_FILE: certFile, EXPORT_TLS_KEY_FILE: keyFile },
+      // users.example.org selects by domain name: a name of the node besides localhost, which ALLOWED_HOSTS must say on loopback.
+      env: {
+        ALLOWED_HOSTS: "users.example.org",
+        SECURITY_CONFIG: file,
+        TLS_CERT_FILE: certFile,
+        TLS_KEY_FILE: keyFile,
+        EXPORT_TLS_CERT_FILE: certFile,
+        EXPORT_TLS_KEY_FILE: keyFile,
+      },
     });
     assert.equal((await call("PUT", "/config", realisticPolicy(), asAlice)).status, 200);
     await createPopulation(async (method, path, body) => {

@@ -134,7 +134,8 @@ describe("authorization: rules by LDAP group (slapd), OAuth scope and claim (oid
     nc = await connectTo(nats.url);
     const file = join(dir, "security.json");
     writeFileSync(file, JSON.stringify(securityConfig(slapd.port, provider, partnersSlapd.port)));
-    node = await NodeProcess.start({ nodeId: "authz-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file } });
+    // The partners' profile is selected by domain name: a name of the node, which ALLOWED_HOSTS must say on loopback.
+    node = await NodeProcess.start({ nodeId: "authz-1", natsUrl: nats.url, env: { SECURITY_CONFIG: file, ALLOWED_HOSTS: partnersName } });
     callers.root = basic(users.root);
     callers.ed = basic(users.ed);
     callers.rita = basic(users.rita);

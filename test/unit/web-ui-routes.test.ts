@@ -10,26 +10,16 @@ import { parseSecurityConfig, type VerifierFactories } from "../../auth/security
 import { verifierFactories } from "../../auth/verifier-factories";
 import { build } from "../../gateway/build";
 import type { GatewayDeps } from "../../gateway/types";
-import type { PolicyPort, RedactPort } from "../../api/types";
+import type { RedactPort } from "../../api/types";
 import { uiManifest, uiSecurityHeaders } from "../../gateway/ui-routes";
 import { fakeDirectory } from "../helpers/fake-directory";
 import { realisticPolicy } from "../../testkit/policy";
 import { MemoryReplayGuard } from "../helpers/memory-replay-guard";
 import { silentLogger } from "../../testkit/nats";
 import { tempDir } from "../../testkit/temp";
+import { readOnlyPolicy, unused } from "../helpers/read-only-policy";
 
-const unused = async (): Promise<never> => {
-  throw new Error("not used by these tests");
-};
-/** Reads answer with the realistic policy; these tests write nothing. */
-const policy: PolicyPort = {
-  read: async () => ({ revision: 3, config: realisticPolicy() }),
-  replace: unused,
-  write: unused,
-  remove: unused,
-  history: unused,
-  revision: unused,
-};
+const policy = readOnlyPolicy;
 const redact: RedactPort = { redactRecord: unused };
 
 async function gateway(options: { enforce?: string[]; policy?: boolean } = {}) {
