@@ -31,6 +31,17 @@ export function normalizedBase(endpoint: string): string {
 class BackendTimeout extends Error {}
 
 /**
+ * A kept-alive connection the backend closed as idle under a request, before any answer: while the
+ * connection's audit record for a new identity was being stored (nothing of the request written,
+ * so safe for any method), or as a GET was written on it (RFC 9112 9.3.1.1: an idempotent request
+ * may be sent again). The request is sent again, on another connection.
+ */
+class ClosedIdle extends Error {}
+
+/** How many times one request is sent again after ClosedIdle (each time on another connection). */
+const maxResends = 3;
+
+/**
  * The backing FHIR server as the export reaches it: one HTTP request per client request (its
  * connections kept alive, each on the audit log before a request is written on it), JSON only,
  * never a redirect followed, answers bounded in size and time. Anything that is not a JSON answer
@@ -54,14 +65,14 @@ export class FhirBackend {
 
   async send(method: string, pathAndQuery: string, headers: Record<string, string>, identity: BackendIdentity, body?: Buffer): Promise<BackendAnswer> {
     let answer: { response: IncomingMessage; text: string };
-    try {
-      answer = await this.exchange(method, new URL(pathAndQuery, this.base), headers, identity, body);
-    } catch (error) {
-      if (error instanceof FhirError) throw error;
-      if (error instanceof ConnectionNotAudited) throw new FhirError(503, "transient", error.message, undefined, { cause: error });
-      if (error instanceof BackendTimeout) throw new FhirError(504, "timeout", "the FHIR server did not answer in time", undefined, { cause: error });
-      throw new FhirError(502, "transient", "the FHIR server cannot be reached; try again", undefined, { cause: error });
-    }
+    for (let resends = 0; ; resends++)
+      try {
+        answer = await this.exchange(method, new URL(pathAndQuery, this.base), headers, identity, body);
+        break;
+      } catch (error) {
+        if (error instanceof ClosedIdle && resends < maxResends) continue;
+        throw backendFailure(error);
+      }
     const { response, text } = answer;
     const status = response.statusCode ?? 502;
     if (status >= 300 && status < 400) throw new FhirError(502, "exception", "the FHIR server answered with a redirect, which this export does not follow");
@@ -101,6 +112,8 @@ export class FhirBackend {
         agent: this.agent,
       });
       let timedOut = false;
+      let written = false;
+      let answered = false;
       const deadline = setTimeout(() => {
         timedOut = true;
         outgoing.destroy(new BackendTimeout());
@@ -108,11 +121,15 @@ export class FhirBackend {
       // The first failure settles the exchange; once the time limit passed, whatever follows from it is the timeout.
       const fail = (error: Error) => {
         clearTimeout(deadline);
-        reject(timedOut ? new BackendTimeout() : error);
+        if (timedOut) return reject(new BackendTimeout());
+        const closedIdle =
+          outgoing.reusedSocket && !answered && (!written || method === "GET") && !(error instanceof ConnectionNotAudited) && !(error instanceof FhirError);
+        reject(closedIdle ? new ClosedIdle("the backend closed its kept-alive connection before answering", { cause: error }) : error);
       };
       const cutOff = () => fail(new FhirError(502, "transient", "the FHIR server's answer was cut off; try again"));
       outgoing.on("error", fail);
       outgoing.once("response", (response) => {
+        answered = true;
         response.on("error", cutOff);
         const chunks: Buffer[] = [];
         let size = 0;
@@ -133,10 +150,20 @@ export class FhirBackend {
       // Nothing is written (no Authorization, no body) before the connection is on the audit log.
       this.connections.recordedFor(outgoing, identity).then(
         () => {
-          if (!outgoing.destroyed) outgoing.end(body);
+          if (outgoing.destroyed) return;
+          written = true;
+          outgoing.end(body);
         },
         (error: Error) => outgoing.destroy(error),
       );
     });
   }
+}
+
+/** What the client is answered when the exchange failed before a FHIR answer (never the backend's own words). */
+function backendFailure(error: unknown): FhirError {
+  if (error instanceof FhirError) return error;
+  if (error instanceof ConnectionNotAudited) return new FhirError(503, "transient", error.message, undefined, { cause: error });
+  if (error instanceof BackendTimeout) return new FhirError(504, "timeout", "the FHIR server did not answer in time", undefined, { cause: error });
+  return new FhirError(502, "transient", "the FHIR server cannot be reached; try again", undefined, { cause: error });
 }

@@ -1,6 +1,8 @@
 // FHIR and objectstore exports in front of https:// backends: the backend's certificate is verified
 // (host name included) against the export's backendCa, or the system's roots without it. A backend
-// whose certificate does not verify gets no request and the client an error, never its data.
+// whose certificate does not verify (another CA, none, or the right CA for another name: the
+// certificate names localhost, the endpoint 127.0.0.1) gets no request and the client an error,
+// never its data.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -52,7 +54,7 @@ describe("FHIR and objectstore exports in front of https:// backends (backendCa)
     const direct = s3Client(store.port, { credentials: s3rverCredentials, ca });
     await direct.send(new PutObjectCommand({ Bucket: "docs", Key: "people.csv", Body: csv, ContentType: "text/csv" }));
     direct.destroy();
-    ports = await freePorts(6);
+    ports = await freePorts(8);
   });
 
   after(async () => {
@@ -86,11 +88,13 @@ describe("FHIR and objectstore exports in front of https:// backends (backendCa)
     const trusted = await exportWith(ports[0]!, { backendCa: ca });
     await exportWith(ports[1]!, { backendCa: otherCa });
     await exportWith(ports[2]!, {});
+    // The CA that signed the store's certificate, but the address 127.0.0.1, which it does not name.
+    await exportWith(ports[6]!, { backendCa: ca, endpoint: store.endpoint.replace("localhost", "127.0.0.1") });
     const read = (port: number) => s3Client(port, { unsigned: true }).send(new GetObjectCommand({ Bucket: "docs", Key: "people.csv" }));
     const text = await (await read(ports[0]!)).Body!.transformToString();
     // Redacted: the dropped user's row is gone (the user-id column has no category: emptied).
     assert.equal(text, "users.id,users.email\n,a@example.com\n");
-    for (const port of [ports[1]!, ports[2]!]) {
+    for (const port of [ports[1]!, ports[2]!, ports[6]!]) {
       const failed = await s3Failure(read(port));
       assert.equal(failed.status, 503, failed.message);
       assert.equal(failed.code, "ServiceUnavailable");
@@ -111,6 +115,8 @@ describe("FHIR and objectstore exports in front of https:// backends (backendCa)
       [ports[3]!, { backendCa: ca }],
       [ports[4]!, { backendCa: otherCa }],
       [ports[5]!, {}],
+      // The right CA, the wrong name: the certificate names localhost only.
+      [ports[7]!, { backendCa: ca, endpoint: fhir.base.replace("localhost", "127.0.0.1") }],
     ] as const) {
       const created = await call("PUT", "/export", { type: "fhir", endpoint: fhir.base, resolverGroup: "fhir-clinical", metadata, port, ...extra });
       assert.equal(created.status, 200, JSON.stringify(created.body));
@@ -121,7 +127,7 @@ describe("FHIR and objectstore exports in front of https:// backends (backendCa)
     assert.equal(allowed.status, 200);
     assert.equal(((await allowed.json()) as { id: string }).id, "accepted");
     assert.equal(fhir.requests.length, before + 1);
-    for (const port of [ports[4]!, ports[5]!]) {
+    for (const port of [ports[4]!, ports[5]!, ports[7]!]) {
       const refused = await fetch(`http://127.0.0.1:${port}/Patient/accepted`);
       const outcome = (await refused.json()) as { resourceType: string; issue: Array<{ code: string }> };
       assert.equal(refused.status, 502);
