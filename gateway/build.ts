@@ -76,6 +76,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
   // First of all: a name that is not this node's may be another site's, rebound to this address (http/host-check.ts).
   installHostCheck(app, {
     allowed: deps.allowedHosts ?? AllowedHosts.unset,
+    knownNames: deps.knownHostNames,
     listenHost: deps.host ?? defaultHost,
     what: "this node",
     audit: deps.auth && hostRefusalAudit(deps.auth),

@@ -37,6 +37,8 @@ export interface GatewayDeps {
   host?: string;
   /** ALLOWED_HOSTS: names answered to besides localhost and IP addresses; absent: none. */
   allowedHosts?: import("../http/allowed-hosts").AllowedHosts;
+  /** The security configuration's domainName selectors: names the Host check answers to (http/host-check.ts knownNames). */
+  knownHostNames?: readonly string[];
   /** Timeouts and connection cap of the listener; absent: the defaults. */
   limits?: import("../http/listener-limits").HttpListenerLimits;
   /** Routes the embedder adds beside the service's, behind the same hooks (a benchmark's no-op baseline); the node's configuration never sets them. */

@@ -55,6 +55,7 @@ export function doorApp(options: DoorAppOptions): FastifyInstance {
   installHostCheck(app, {
     allowed: options.hostCheck?.allowed ?? AllowedHosts.unset,
     refused: options.hostCheck?.refused,
+    knownNames: options.hostCheck?.knownNames,
     listenHost: options.listenHost,
     names: options.hostNames,
     what: `this ${component} export`,

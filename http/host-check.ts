@@ -9,6 +9,11 @@ export interface HostCheckSettings {
   allowed: AllowedHosts;
   /** Hears each refusal (warden_refusals_total), for listeners whose error handler does not count them. */
   refused?: (code: HttpErrorCode) => void;
+  /**
+   * Names the security configuration selects components by (`domainName`): clients are expected to use them, so every
+   * listener answers to them without ALLOWED_HOSTS listing them (and they do not count as ALLOWED_HOSTS being set).
+   */
+  knownNames?: readonly string[];
 }
 
 export interface HostCheckOptions extends HostCheckSettings {
@@ -54,9 +59,12 @@ export function hostAccepted(header: string | undefined, listener: { loopback: b
   return isIP(name) !== 0 || isLoopback(name) || listener.own.matches(name) || allowed.matches(name);
 }
 
-/** The names a listener was given (a host name it listens on, the names its door serves under it); an address adds none. */
-function ownNames(listenHost: string, names: readonly string[] = []): AllowedHosts {
-  const given = isIP(listenHost.replace(/^\[(.*)\]$/, "$1")) === 0 ? [listenHost, ...names] : [];
+/**
+ * The names a listener was given (a host name it listens on, the names its door serves under it; an address adds none),
+ * and the names the security configuration selects by.
+ */
+function ownNames(listenHost: string, names: readonly string[] = [], knownNames: readonly string[] = []): AllowedHosts {
+  const given = [...(isIP(listenHost.replace(/^\[(.*)\]$/, "$1")) === 0 ? [listenHost, ...names] : []), ...knownNames];
   try {
     return AllowedHosts.parse(given.join(","));
   } catch {
@@ -72,7 +80,7 @@ function ownNames(listenHost: string, names: readonly string[] = []): AllowedHos
  * Refusals are counted, and audited once a minute per source with their count.
  */
 export function installHostCheck(app: FastifyInstance, options: HostCheckOptions): void {
-  const own = ownNames(options.listenHost, options.names);
+  const own = ownNames(options.listenHost, options.names, options.knownNames);
   const audit = options.audit && new RepeatedAudit(options.audit);
   // The bound address once listening (a name resolves to one); before that (inject()), the address given.
   const loopback = (): boolean => {

@@ -33,7 +33,7 @@ import { Authenticator } from "../auth/authenticator";
 import { FailureBudget } from "../auth/failure-budget";
 import { component, componentTypes, servedComponents } from "../auth/components";
 import { KvReplayGuard } from "../auth/replay-guard";
-import { isEnforced, openSecurityConfig, type SecurityConfig } from "../auth/security-config";
+import { isEnforced, namedDomains, openSecurityConfig, type SecurityConfig } from "../auth/security-config";
 import { loadSecurityFile } from "../auth/security-file";
 import { SecurityConfigError } from "../auth/types";
 import { verifierFactories } from "../auth/verifier-factories";
@@ -299,7 +299,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     proxyWorkers: config.exportWorkers,
     redactionThreads: config.redactionThreads,
     httpLimits: config.httpLimits,
-    hostCheck: { allowed: config.allowedHosts, refused: refusalCounter(metrics) },
+    hostCheck: { allowed: config.allowedHosts, refused: refusalCounter(metrics), knownNames: namedDomains(security) },
     wireLimits: config.wireLimits,
   });
   const exportSupervisor = new ExportSupervisor({
@@ -356,6 +356,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     https: gatewayTls,
     host: config.host,
     allowedHosts: config.allowedHosts,
+    knownHostNames: namedDomains(security),
     limits: config.httpLimits,
     auth: { authenticator, audit: (entry) => runtime.events.audit(entry) },
     extraRoutes: embedding.extraRoutes,

@@ -19,7 +19,7 @@ import { readOnlyPolicy } from "../helpers/read-only-policy";
 const policy = readOnlyPolicy;
 
 /** A gateway as the node builds it with the embedded default configuration: no component enforces authentication. */
-function gateway(options: { host?: string; allowedHosts?: string } = {}) {
+function gateway(options: { host?: string; allowedHosts?: string; knownHostNames?: string[] } = {}) {
   const metrics = new Registry();
   const deps: GatewayDeps = {
     logger: silentLogger,
@@ -29,6 +29,7 @@ function gateway(options: { host?: string; allowedHosts?: string } = {}) {
     policy,
     ...(options.host === undefined ? {} : { host: options.host }),
     ...(options.allowedHosts === undefined ? {} : { allowedHosts: AllowedHosts.parse(options.allowedHosts) }),
+    ...(options.knownHostNames === undefined ? {} : { knownHostNames: options.knownHostNames }),
   };
   return { app: build(deps), metrics };
 }
@@ -180,4 +181,16 @@ test("ALLOWED_HOSTS: names and *.domain patterns, '*' alone; anything else stops
       bad,
     );
   }
+});
+
+test("names the security configuration selects by (domainName) are answered without ALLOWED_HOSTS, and do not narrow a non-loopback listener", async () => {
+  const { app } = gateway({ knownHostNames: ["warden.example"] });
+  assert.equal((await app.inject({ url: "/healthz", headers: { host: "warden.example:8890" } })).statusCode, 200, "a selected name");
+  assert.equal((await app.inject({ url: "/healthz", headers: { host: "other.example:8890" } })).statusCode, 421, "any other name");
+  const { app: open } = gateway({ host: "0.0.0.0", knownHostNames: ["warden.example"] });
+  assert.equal(
+    (await open.inject({ url: "/healthz", headers: { host: "other.example" } })).statusCode,
+    200,
+    "a non-loopback listener still answers every name",
+  );
 });
