@@ -1,10 +1,8 @@
 import type { FastifyRequest } from "fastify";
 import { isUiRoute } from "../http/authentication";
 import { HttpError } from "../http/errors";
+import { sentForAnotherSite } from "../http/other-site";
 import { componentOfRequest } from "./route-components";
-
-/** What browsers say in Sec-Fetch-Site when the page that started the request is of another origin. */
-const anotherOrigin = new Set(["cross-site", "same-site"]);
 
 /**
  * Refuses a request to a component's API that a browser sent for a page of another origin
@@ -16,7 +14,6 @@ const anotherOrigin = new Set(["cross-site", "same-site"]);
  * than browsers send no Sec-Fetch-Site; the pages themselves may still be linked from anywhere.
  */
 export function otherSiteRefusal(request: FastifyRequest): HttpError | undefined {
-  const site = request.headers["sec-fetch-site"];
-  if (site === undefined || !anotherOrigin.has(site) || isUiRoute(request) || componentOfRequest(request) === undefined) return undefined;
+  if (!sentForAnotherSite(request) || isUiRoute(request) || componentOfRequest(request) === undefined) return undefined;
   return new HttpError("ERR_REQUEST_CROSS_SITE");
 }

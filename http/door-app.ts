@@ -4,7 +4,9 @@ import type { Logger } from "pino";
 import { RepeatedAudit } from "../auth/repeated-audit";
 import type { ExportAudit } from "../exports/door";
 import { AllowedHosts } from "./allowed-hosts";
+import { HttpError } from "./errors";
 import { installHostCheck, type HostCheckSettings } from "./host-check";
+import { sentForAnotherSite } from "./other-site";
 import { defaultHttpListenerLimits, limitedServerFactory, streamingLimits, type HttpListenerLimits } from "./listener-limits";
 
 export interface DoorAppOptions {
@@ -23,6 +25,12 @@ export interface DoorAppOptions {
   limits?: HttpListenerLimits;
   /** Requests or answers are streams of any length: no whole-request deadline (idle and header timeouts still apply). */
   streaming?: boolean;
+  /**
+   * Refuse requests a browser sent for another site's page (http/other-site.ts; 403 ERR_REQUEST_CROSS_SITE), before their
+   * credentials are looked at: doors that take Basic credentials, which browsers cache and send with any site's navigation.
+   * Not the object-storage door: presigned URLs are meant to be opened from any page.
+   */
+  refuseOtherSites?: boolean;
   /** Fastify's other options for this door (body limits, request ids...). */
   fastify?: Omit<FastifyHttpOptions<Server>, "serverFactory" | "https" | "loggerInstance" | "logger" | "logController">;
 }
@@ -61,5 +69,7 @@ export function doorApp(options: DoorAppOptions): FastifyInstance {
     what: `this ${component} export`,
     audit: (message, details, count) => options.audit("warn", "host.refused", message, { ...details, exportId, component, count }),
   });
+  if (options.refuseOtherSites)
+    app.addHook("onRequest", (request, _reply, done) => done(sentForAnotherSite(request) ? new HttpError("ERR_REQUEST_CROSS_SITE") : undefined));
   return app;
 }

@@ -174,6 +174,7 @@ export function buildFhirApp(options: FhirServerOptions): FastifyInstance {
     exportId: record.id,
     component: "fhir",
     tls: options.tls,
+    refuseOtherSites: true,
     listenHost: options.host,
     hostCheck: options.hostCheck,
     logger: options.logger,

@@ -73,6 +73,7 @@ export function buildPipelineApp(options: PipelineHttpOptions): FastifyInstance 
     exportId: options.exportId,
     component: "pipeline",
     tls: options.tls,
+    refuseOtherSites: true,
     listenHost: options.host,
     hostCheck: options.hostCheck,
     logger: options.logger,

@@ -19,7 +19,15 @@ interface Answer {
 }
 
 /** One request over a real socket to 127.0.0.1:port with the Host given: what a browser sends once a page's name resolves to this machine. */
-function send(port: number, host: string, method: string, path: string, body?: string, type = "application/json"): Promise<Answer> {
+function send(
+  port: number,
+  host: string,
+  method: string,
+  path: string,
+  body?: string,
+  type = "application/json",
+  extra: Record<string, string> = {},
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const sent = httpRequest(
       {
@@ -27,7 +35,7 @@ function send(port: number, host: string, method: string, path: string, body?: s
         port,
         method,
         path,
-        headers: { host, ...(body === undefined ? {} : { "content-type": type, "content-length": Buffer.byteLength(body) }) },
+        headers: { host, ...extra, ...(body === undefined ? {} : { "content-type": type, "content-length": Buffer.byteLength(body) }) },
       },
       (response) => {
         const chunks: Buffer[] = [];
@@ -139,6 +147,27 @@ describe("the Host check on a node bound to loopback (the default): the gateway 
     const served = await send(port, `127.0.0.1:${port}`, "GET", "/");
     assert.equal(served.status, 200, served.body);
     assert.match(served.body, /<Name>docs<\/Name>/);
+  });
+
+  test("the doors that take Basic credentials (FHIR, pipeline) refuse what a browser sent for another site's page, in their own form; the objectstore door does not (presigned URLs)", async () => {
+    // A navigation or form another site started: the browser would add the Basic credentials it cached for this port.
+    const fromElsewhere = { "sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate", authorization: `Basic ${Buffer.from("ed:pw").toString("base64")}` };
+    const fhirRefused = await send(doors.fhir, `127.0.0.1:${doors.fhir}`, "GET", "/Patient/accepted", undefined, undefined, fromElsewhere);
+    assert.equal(fhirRefused.status, 403, fhirRefused.body);
+    assert.equal(JSON.parse(fhirRefused.body).resourceType, "OperationOutcome");
+    const record = JSON.stringify({ id: "alice", email: "a@example.com" });
+    const pipelineRefused = await send(doors.pipeline, `127.0.0.1:${doors.pipeline}`, "POST", "/", record, "application/json", {
+      ...fromElsewhere,
+      "sec-fetch-site": "same-site",
+    });
+    assert.equal(pipelineRefused.status, 403, pipelineRefused.body);
+    assert.equal(JSON.parse(pipelineRefused.body).error.code, "ERR_REQUEST_CROSS_SITE");
+    // The same requests from the door's own origin, or from a client that is no browser, are served.
+    const sameOrigin = await send(doors.fhir, `127.0.0.1:${doors.fhir}`, "GET", "/Patient/accepted", undefined, undefined, { "sec-fetch-site": "same-origin" });
+    assert.equal(sameOrigin.status, 200, sameOrigin.body);
+    assert.equal((await send(doors.pipeline, `127.0.0.1:${doors.pipeline}`, "POST", "/", record)).status, 200);
+    const objects = await send(doors.objectstore, `127.0.0.1:${doors.objectstore}`, "GET", "/", undefined, undefined, { "sec-fetch-site": "cross-site" });
+    assert.equal(objects.status, 200, objects.body);
   });
 
   test("every refusal is counted in warden_refusals_total{kind=ERR_REQUEST_HOST}, the doors' with the gateway's", async () => {
