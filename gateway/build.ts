@@ -23,6 +23,13 @@ import { exportRoutes } from "./export-routes";
 import { redactRoutes } from "./redact-routes";
 import { userRoutes } from "./user-routes";
 import { uiRoutes, uiSecurityHeaders } from "./ui-routes";
+
+/**
+ * On every answer (the UI files and the API browser set their own caching over it): API answers hold
+ * personal data (access reports, decisions, redacted documents), so no browser reads one as another
+ * type than it says, and no browser or proxy cache keeps one.
+ */
+const answerHeaders = { "x-content-type-options": "nosniff", "cache-control": "no-store" } as const;
 import { rootPaths, type GatewayDeps, type RootPath } from "./types";
 import { version } from "./version";
 
@@ -70,7 +77,7 @@ export function build(deps: GatewayDeps): FastifyInstance {
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: false, useDefaults: true } },
   });
   app.addHook("onRequest", async (request, reply) => {
-    void reply.header("x-request-id", request.id);
+    void reply.header("x-request-id", request.id).headers(answerHeaders);
   });
   installErrorHandling(app, refused);
   // First of all: a name that is not this node's may be another site's, rebound to this address (http/host-check.ts).

@@ -83,6 +83,25 @@ test("each page and its files: content types, ETag, the security headers, 304 wh
   assert.deepEqual(schema.json(), JSON.parse(JSON.stringify(policyConfigSchema)), "the forms are drawn from the schema the API validates with");
 });
 
+test("API answers, refusals and errors included, are never sniffed as another type nor kept in a cache; the pages keep their own caching", async () => {
+  const { app } = await gateway({ enforce: ["config"] });
+  for (const [url, status] of [
+    ["/config", 401],
+    ["/healthz", 200],
+    ["/no/such/path", 404],
+  ] as const) {
+    const answer = await app.inject(url);
+    assert.equal(answer.statusCode, status, url);
+    assert.equal(answer.headers["x-content-type-options"], "nosniff", url);
+    assert.equal(answer.headers["cache-control"], "no-store", url);
+  }
+  const config = await app.inject({ url: "/config", headers: { authorization: alice } });
+  assert.equal(config.statusCode, 200);
+  assert.equal(config.headers["cache-control"], "no-store", "the configuration as a verified caller reads it");
+  const page = await app.inject("/config/");
+  assert.equal(page.headers["cache-control"], "no-cache", "a page is revalidated by its ETag");
+});
+
 test("GET /config stays the JSON API; /mapping and /redact redirect to their pages", async () => {
   const { app } = await gateway();
   const api = await app.inject("/config");
