@@ -36,6 +36,11 @@ export function checkHttpBackendCa(body: ExportBody, endpoint: URL): void {
 }
 
 function checkPemCertificates(text: string): void {
+  // GET /export shows backendCa as given: a bundle pasted with its key would show the key to every reader.
+  if (/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text))
+    throw new HandlerError("EXPORT_INVALID", "backendCa holds a private key: give only the CA's certificates (GET /export shows backendCa as given)", {
+      details: [{ path: "backendCa", problem: "must not hold a private key" }],
+    });
   const pems = text.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? [];
   try {
     if (pems.length === 0) throw new Error("no certificate");
