@@ -9,6 +9,14 @@ import { installHostCheck, type HostCheckSettings } from "./host-check";
 import { sentForAnotherSite } from "./other-site";
 import { defaultHttpListenerLimits, limitedServerFactory, streamingLimits, type HttpListenerLimits } from "./listener-limits";
 
+/** Per door app: the connections its listener refused at its cap. */
+const refusedByDoor = new WeakMap<FastifyInstance, { count: number }>();
+
+/** Connections a door's listener refused over its cap (GET /export's serving.connections.refused, warden_export_connections_refused_total). */
+export function connectionsRefused(app: FastifyInstance): number {
+  return refusedByDoor.get(app)?.count ?? 0;
+}
+
 export interface DoorAppOptions {
   exportId: string;
   /** The export type: audit category, log component and messages. */
@@ -46,12 +54,15 @@ export function doorApp(options: DoorAppOptions): FastifyInstance {
   const listener = options.streaming ? streamingLimits(limits) : limits;
   const { exportId, component } = options;
   const refusals = new RepeatedAudit((message, details, count) => options.audit("warn", "connection.refused", message, { ...details, count }));
-  const onRefused = (remote: string | undefined) =>
+  const refused = { count: 0 };
+  const onRefused = (remote: string | undefined) => {
+    refused.count++;
     refusals.record("connections", `${component} export ${exportId} is at its limit of ${listener.maxConnections} connections`, {
       exportId,
       component,
       remote: remote ?? null,
     });
+  };
   const app = Fastify({
     onProtoPoisoning: "error",
     onConstructorPoisoning: "error",
@@ -69,6 +80,7 @@ export function doorApp(options: DoorAppOptions): FastifyInstance {
     what: `this ${component} export`,
     audit: (message, details, count) => options.audit("warn", "host.refused", message, { ...details, exportId, component, count }),
   });
+  refusedByDoor.set(app, refused);
   if (options.refuseOtherSites)
     app.addHook("onRequest", (request, _reply, done) => done(sentForAnotherSite(request) ? new HttpError("ERR_REQUEST_CROSS_SITE") : undefined));
   return app;

@@ -2,6 +2,7 @@ import type { Socket } from "node:net";
 import type { FastifyInstance } from "fastify";
 import type { ExportServing } from "../api/types";
 import { announceOpening, type StoredAudit } from "../exports/door";
+import { connectionsRefused } from "./door-app";
 
 /** What an HTTP export door tells of its port: who it is (for audit) and its record counts. */
 export interface DoorPortOptions {
@@ -51,7 +52,13 @@ export class HttpDoorPort {
 
   serving(): ExportServing {
     const { host, port } = this.options;
-    return { host, port, since: this.since, connections: { open: this.sockets.size, total: this.total, refused: 0 }, rows: this.options.rows() };
+    return {
+      host,
+      port,
+      since: this.since,
+      connections: { open: this.sockets.size, total: this.total, refused: connectionsRefused(this.app) },
+      rows: this.options.rows(),
+    };
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { doorApp } from "../../http/door-app";
+import { connectionsRefused, doorApp } from "../../http/door-app";
 import { streamedBody } from "../../http/streamed-body";
 import type { HttpListenerLimits } from "../../http/listener-limits";
 import type { HostCheckSettings } from "../../http/host-check";
@@ -386,7 +386,7 @@ export class ObjectServer {
       host,
       port: record.listen.port,
       since: this.since,
-      connections: { open: this.sockets.size, total: this.total, refused: 0 },
+      connections: { open: this.sockets.size, total: this.total, refused: connectionsRefused(this.app) },
       rows: { ...this.rows },
     };
   }

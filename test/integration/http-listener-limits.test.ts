@@ -157,6 +157,10 @@ describe("HTTP listeners: timeouts and a connection cap (gateway and pipeline do
       const refused = (await storedMessages<AuditRecord>(nc, "WARDEN_AUDIT", "warden.audit.pipeline.>")).filter((m) => m.data.event === "connection.refused");
       assert.ok(refused.length >= 1 && refused.length <= 3, `a few records, got ${refused.length}`);
       assert.equal(refused[0]!.subject, "warden.audit.pipeline.warn");
+      // Each one is counted where operators look: GET /export's serving.connections.refused.
+      const listed = (await request(node, "GET", "/export")).body.exports as Array<{ serving: { port: number; connections: { refused: number } } | null }>;
+      const serving = listed.find((e) => e.serving?.port === pipelinePort)?.serving;
+      assert.ok(serving && serving.connections.refused >= 30, JSON.stringify(serving));
     } finally {
       await nc.close();
     }
