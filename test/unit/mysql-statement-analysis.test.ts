@@ -6,7 +6,7 @@ import type { ErrPacket } from "../../protocols/mysql/err-packet";
 import type { MappedField, MappingView } from "../../exports/row-decider";
 import { missingUserColumns, withHiddenColumns } from "../../proxies/mysql/analysis/hidden-user-columns";
 import { resourceContextColumns, strictRefusal } from "../../proxies/mysql/analysis/strict-predicates";
-import { analyseStatement, type StatementAnalysis } from "../../proxies/mysql/analysis/statement-analysis";
+import { analyseStatement, splitStatements, type StatementAnalysis } from "../../proxies/mysql/analysis/statement-analysis";
 import { sanitizeError } from "../../proxies/mysql/error-texts";
 import { planMysqlResult } from "../../proxies/mysql/result-plan";
 
@@ -574,5 +574,18 @@ describe("MySQL error texts", () => {
     );
     const withheld = sanitizeError(err(1105, "XPATH syntax error: 'x@y'"), "SELECT ExtractValue(...)");
     assert.deepEqual([withheld.code, withheld.sqlState], [1105, "42000"], "the number and SQLSTATE stay");
+  });
+});
+
+describe("multi-statements (splitStatements)", () => {
+  test("each statement is run as the parser prints it; one whose printing is another statement refuses the text", () => {
+    assert.deepEqual(splitStatements("SELECT id FROM users; DESCRIBE users; SET autocommit=1"), [
+      "SELECT `id` FROM `users`",
+      "DESC `users`",
+      "SET autocommit = 1",
+    ]);
+    // The parser prints SHOW DATABASES LIKE 'ap%' without its filter: run so, it would list every database.
+    assert.equal(splitStatements("SHOW DATABASES LIKE 'ap%'; SELECT 1"), undefined);
+    assert.equal(analyseStatement("SHOW DATABASES LIKE 'ap%'", { allowWrites: false }).kind, "metadata", "alone, it runs as the client wrote it");
   });
 });

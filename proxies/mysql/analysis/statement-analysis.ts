@@ -657,14 +657,23 @@ export function printStatement(ast: Record<string, unknown>): string | undefined
 /**
  * The statements of a multi-statement text, each printed again by the parser on its own: the
  * parser's split, never the server's, decides where each ends, and the backend runs each printed
- * statement as its own COM_QUERY. Undefined when the text does not parse or a statement does not
- * print.
+ * statement as its own COM_QUERY. Undefined when the text does not parse, a statement does not
+ * print, or a statement other than a SELECT prints as another one (its printing parses to
+ * another tree: `SHOW DATABASES LIKE 'a%'` prints without its filter); a SELECT's printing is
+ * checked when it is analysed (printedSelect).
  */
 export function splitStatements(text: string): string[] | undefined {
   try {
     const ast = parser.astify(text, parseOptions);
     const statements = (Array.isArray(ast) ? ast : [ast]) as Array<Parameters<Parser["sqlify"]>[0]>;
-    return statements.map((statement) => parser.sqlify(statement, parseOptions));
+    const printed: string[] = [];
+    for (const statement of statements) {
+      const tree = JSON.stringify(statement);
+      const printing = parser.sqlify(statement, parseOptions);
+      if ((statement as { type?: unknown }).type !== "select" && JSON.stringify(parseOne(printing)) !== tree) return undefined;
+      printed.push(printing);
+    }
+    return printed;
   } catch {
     return undefined;
   }
