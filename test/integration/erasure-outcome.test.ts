@@ -1,35 +1,12 @@
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { NatsConnection } from "@nats-io/transport-node";
-import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../../testkit/policy";
-import { createPopulation } from "../fixtures/population";
-import { call as request } from "../../testkit/http";
-import { connectTo, startNats } from "../../testkit/nats";
-import { NodeProcess } from "../../testkit/node-process";
+import { pausableNode } from "../helpers/pausable-node";
 
 const callTimeoutMs = 1000;
 
 describe("an erasure whose erase call loses its answer is finished all the same", () => {
-  let nats: NatsServerProcess;
-  let node: NodeProcess;
-  let nc: NatsConnection;
-  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
-
-  before(async () => {
-    nats = await startNats();
-    node = await NodeProcess.start({ nodeId: "erasure-outcome-1", natsUrl: nats.url, env: { CALL_TIMEOUT_MS: String(callTimeoutMs) } });
-    nc = await connectTo(nats.url);
-    assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
-    await createPopulation(call);
-  });
-
-  after(async () => {
-    await nc?.close().catch(() => undefined);
-    await node?.stop();
-    await nats?.stop();
-  });
+  const { world, call } = pausableNode("erasure-outcome-1", callTimeoutMs);
 
   test("nats-server paused once the user's state is deleted: DELETE answers 200 when it wakes, the guardian's link and the decision index entry are gone", async () => {
     for (let i = 0; i < 5; i++) assert.equal((await call("PUT", "/decision", { userId: "child", type: "platformUse", purposeId: "service" })).status, 200);
@@ -39,24 +16,24 @@ describe("an erasure whose erase call loses its answer is finished all the same"
 
     // The erase's delete marker is stored; its answer is then held by the paused server past the call's deadline.
     let paused = false;
-    const sub = nc.subscribe("$KV.warden_state.user.child", {
+    const sub = world.nc.subscribe("$KV.warden_state.user.child", {
       callback: (_error, message) => {
         if (paused || message.headers?.get("KV-Operation") !== "DEL") return;
         paused = true;
-        nats.signal("SIGSTOP");
+        world.nats.signal("SIGSTOP");
       },
     });
-    await nc.flush();
+    await world.nc.flush();
     let answer: Awaited<ReturnType<typeof call>>;
     try {
       const erasing = call("DELETE", "/user/child");
       for (let i = 0; i < 400 && !paused; i++) await sleep(5);
       assert.ok(paused, "the server was paused on the erase's delete marker");
       await sleep(callTimeoutMs * 2.5);
-      nats.signal("SIGCONT");
+      world.nats.signal("SIGCONT");
       answer = await erasing;
     } finally {
-      if (paused) nats.signal("SIGCONT");
+      if (paused) world.nats.signal("SIGCONT");
       sub.unsubscribe();
     }
     assert.equal(answer.status, 200, JSON.stringify(answer.body));

@@ -1,14 +1,9 @@
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { jetstreamManager } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
-import type { NatsServerProcess } from "../../service/nats-server";
-import { realisticPolicy } from "../../testkit/policy";
-import { createPopulation, populationIds } from "../fixtures/population";
-import { call as request } from "../../testkit/http";
-import { connectTo, startNats } from "../../testkit/nats";
-import { NodeProcess } from "../../testkit/node-process";
+import { populationIds } from "../fixtures/population";
+import { pausableNode } from "../helpers/pausable-node";
 
 const callTimeoutMs = 1000;
 const jobPath = "/redact/document?purposeId=service&type=platformUse&mappingGroup=users-table";
@@ -23,27 +18,10 @@ function csv(rows: number): string {
 }
 
 describe("a document job's completion and its output survive a completion call whose answer is lost", () => {
-  let nats: NatsServerProcess;
-  let node: NodeProcess;
-  let nc: NatsConnection;
-  const call = (method: string, path: string, body?: unknown) => request(node, method, path, body);
-
-  before(async () => {
-    nats = await startNats();
-    node = await NodeProcess.start({ nodeId: "job-completion-1", natsUrl: nats.url, env: { CALL_TIMEOUT_MS: String(callTimeoutMs) } });
-    nc = await connectTo(nats.url);
-    assert.equal((await call("PUT", "/config", realisticPolicy())).status, 200);
-    await createPopulation(call);
-  });
-
-  after(async () => {
-    await nc?.close().catch(() => undefined);
-    await node?.stop();
-    await nats?.stop();
-  });
+  const { world, call } = pausableNode("job-completion-1", callTimeoutMs);
 
   const upload = async (text: string): Promise<string> => {
-    const response = await fetch(`${node.url}${jobPath}`, { method: "PUT", headers: { "content-type": "text/csv" }, body: text });
+    const response = await fetch(`${world.node.url}${jobPath}`, { method: "PUT", headers: { "content-type": "text/csv" }, body: text });
     const body = (await response.json()) as { jobName: string };
     assert.equal(response.status, 200, JSON.stringify(body));
     return body.jobName;
@@ -63,15 +41,15 @@ describe("a document job's completion and its output survive a completion call w
     for (let trial = 0; trial < 6; trial++) {
       // The job's trace record is stored just before the completion call: pausing the server then leaves that call in flight.
       let pausedNow = false;
-      const sub = nc.subscribe("warden.trace.redact.>", {
+      const sub = world.nc.subscribe("warden.trace.redact.>", {
         callback: (_error, message) => {
           const record = message.string();
           if (pausedNow || !record.includes('"kind":"document.job"') || !record.includes('"status":"complete"')) return;
           pausedNow = true;
-          nats.signal("SIGSTOP");
+          world.nats.signal("SIGSTOP");
         },
       });
-      await nc.flush();
+      await world.nc.flush();
       let jobName = "";
       try {
         jobName = await upload(text);
@@ -79,13 +57,13 @@ describe("a document job's completion and its output survive a completion call w
         // Longer than the call's deadline: the runner gives the completion up before the server delivers it.
         if (pausedNow) await sleep(callTimeoutMs * 1.5);
       } finally {
-        if (pausedNow) nats.signal("SIGCONT");
+        if (pausedNow) world.nats.signal("SIGCONT");
         sub.unsubscribe();
       }
       if (pausedNow) paused++;
       const status = await finished(jobName);
       assert.equal(status, "complete", `trial ${trial}: the job completes (in this attempt or the next)`);
-      const download = await fetch(`${node.url}/redact/document?jobName=${jobName}`);
+      const download = await fetch(`${world.node.url}/redact/document?jobName=${jobName}`);
       const body = await download.text();
       assert.equal(download.status, 200, `trial ${trial}: a complete job serves its output: ${body.slice(0, 200)}`);
       assert.ok(body.startsWith("users.id,") && body.includes("accepted@example.com"), `trial ${trial}: the redacted document`);
@@ -97,7 +75,7 @@ describe("a document job's completion and its output survive a completion call w
   test("a complete job whose output is no longer stored answers 410 ERR_REDACT_OUTPUT_LOST before any byte, not a cut download", async () => {
     const jobName = await upload(csv(50));
     assert.equal(await finished(jobName), "complete");
-    const jsm = await jetstreamManager(nc);
+    const jsm = await jetstreamManager(world.nc);
     await jsm.streams.purge("WARDEN_REDACT", { filter: `warden.redact.${jobName}.out.>` });
     const download = await call("GET", `/redact/document?jobName=${jobName}`);
     assert.equal(download.status, 410, JSON.stringify(download.body));
