@@ -338,4 +338,38 @@ describe("MySQL export session commands (issue 21): cursors, COM_RESET_CONNECTIO
     await assert.rejects(through.query("SELECT 1"), "the connection ended after a refused change of user");
     through.destroy();
   });
+
+  test("COM_CHANGE_USER to a no-pad collation of big5 (id 1025: two bytes, which the handshake cannot carry) is refused: the session would read a backslash after a multi-byte character otherwise than the parser", async () => {
+    // mysql2 sends its configured collation id in COM_CHANGE_USER and names none above 255: the test sets the id itself.
+    const changeTo = async (connection: mysql.Connection, collation: number) => {
+      const config = (connection as unknown as { connection: { config: { charsetNumber: number } } }).connection.config;
+      const before = config.charsetNumber;
+      config.charsetNumber = collation;
+      try {
+        await connection.changeUser({ user: reader.user, password: reader.password, database: "app" });
+      } finally {
+        config.charsetNumber = before;
+      }
+    };
+    const query = async (connection: mysql.Connection, sql: string) => JSON.stringify((await connection.query({ sql, rowsAsArray: true }))[0]);
+    // U+FFFD is EF BF BD in UTF-8; to big5, BD 5C is one character, so the quote after the backslash
+    // ends the string and `#` makes the rest a comment. The parser reads one string: a schema read,
+    // whose rows pass whole, and its printing is the same text.
+    const sql = "SELECT '\uFFFD\\', email, id FROM app.users #' AS x FROM information_schema.SCHEMATA";
+    const direct = await open(db.port);
+    await changeTo(direct, 1025);
+    assert.equal(await query(direct, "SELECT @@character_set_client"), '[["big5"]]');
+    assert.ok(
+      (await query(direct, sql.replace("AS x FROM information_schema.SCHEMATA", "AS `x` FROM `information_schema`.`SCHEMATA`"))).includes(droppedEmail),
+    );
+    await direct.end();
+
+    const through = await open(port);
+    await assert.rejects(changeTo(through, 1025), (e: { errno: number }) => e.errno === 1115, "refused as a big5 login is");
+    through.destroy();
+    const again = await open(port);
+    assert.equal(await query(again, "SELECT @@character_set_client"), '[["utf8mb4"]]');
+    assert.deepEqual(leaksIn(await query(again, sql)), []);
+    await again.end();
+  });
 });

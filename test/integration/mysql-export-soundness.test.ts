@@ -400,4 +400,38 @@ describe("MySQL export soundness (issue 21): attacks that leak straight from Mar
       await straight.end();
     }
   });
+
+  test("a carriage return ends a comment for the parser and not for MariaDB: refused, so drivers' SET cannot set sql_mode nor a SHOW read users", async () => {
+    // To the parser, two settings of autocommit (drivers' session set-up, which runs as written);
+    // to MariaDB, `SET autocommit = 1, sql_mode = "NO_BACKSLASH_ESCAPES"`.
+    const set = `SET autocommit = 1 #\r, autocommit = '\n, sql_mode = "NO_BACKSLASH_ESCAPES" #'`;
+    // Then the parser reads a string and a schema read (rows pass whole); MariaDB reads '\' and users.
+    const select = "SELECT '\\', email, secret, id FROM app.users #' AS x FROM information_schema.SCHEMATA";
+    const printed = "SELECT '\\', email, secret, id FROM app.users #' AS `x` FROM `information_schema`.`SCHEMATA`";
+    const straight = await open(db.port);
+    try {
+      await straight.query(set);
+      const read = await attempt(straight, printed);
+      assert.ok(leaksIn(read.text).includes(droppedEmail), `directly, the SET turned NO_BACKSLASH_ESCAPES on: ${read.text}`);
+    } finally {
+      await straight.end();
+    }
+    const session = await waitOpen(readOnlyPort);
+    try {
+      const refused = await attempt(session, set);
+      assert.deepEqual(leaksIn((await attempt(session, select)).text), []);
+      assert.equal(refused.error?.errno, 1064, refused.text);
+      assert.match(refused.error!.message, /carriage return not followed by a line feed/);
+      // A SHOW runs as written too: to MariaDB `SHOW DATABASES WHERE <a subquery on users>`, an oracle on a dropped user's e-mail.
+      const show = (prefix: string) =>
+        `SHOW DATABASES #\r LIKE 'a\n WHERE (SELECT COUNT(*) FROM app.users WHERE id = "${DROPPED}" AND email LIKE "${prefix}%") > 0 #'`;
+      assert.notDeepEqual((await attempt(direct, show("n"))).rows, [], "directly, a dropped user's e-mail starts with n");
+      assert.deepEqual((await attempt(direct, show("z"))).rows, [], "and not with z");
+      for (const prefix of ["n", "z"]) assert.equal((await attempt(session, show(prefix))).error?.errno, 1064);
+      // CR LF ends a comment at the same place for both.
+      assert.deepEqual((await attempt(session, `SELECT item\r\nFROM orders # a comment\r\nWHERE user_id = '${ALLOWED}'`)).rows, [[`item-${ALLOWED}`]]);
+    } finally {
+      await session.end();
+    }
+  });
 });

@@ -169,6 +169,18 @@ describe("MySQL statements run as the parser printed them", () => {
       assert.equal((analysis as StatementAnalysis & { kind: "refused" }).code, code, sql);
       assert.match((analysis as StatementAnalysis & { kind: "refused" }).message, message, sql);
     }
+    // The parser ends a `#` or `-- ` comment at a carriage return, MariaDB only at a line feed: a settings SET and a SHOW run as written.
+    for (const sql of [
+      `SET autocommit = 1 #\r, autocommit = '\n, sql_mode = "NO_BACKSLASH_ESCAPES" #'`,
+      `SET autocommit = 1 -- \r, autocommit = '\n, sql_mode = "ANSI_QUOTES" -- '`,
+      `SHOW DATABASES #\r LIKE 'a\n WHERE (SELECT COUNT(*) FROM app.users) > 0 #'`,
+      "SELECT email FROM users WHERE id = 'a\rb'",
+    ]) {
+      const analysis = run(sql);
+      assert.equal(analysis.kind, "refused", sql);
+      assert.match((analysis as StatementAnalysis & { kind: "refused" }).message, /carriage return not followed by a line feed/, sql);
+    }
+    assert.equal(run("SELECT email\r\nFROM users # a comment\r\nWHERE id = 'a'").kind, "select", "CR LF ends a comment at the same place for both");
     // Strings, backquoted names and _binary are not introducers the guard refuses.
     for (const sql of ["SELECT id FROM users WHERE name = '_utf8mb4''x'", "SELECT `_utf8mb4` FROM users", "SELECT _binary 'x' FROM users"])
       assert.equal(run(sql).kind, "select", sql);

@@ -105,6 +105,16 @@ const executableComment = /\/\*M?!/;
 const dashesWithoutSpace = /--(?![\x00-\x20])/;
 
 /**
+ * The parser ends a `#` or `-- ` comment at a carriage return; MariaDB only at a line feed. So
+ * after `#\r` the parser reads on where the server still skips a comment: `SET autocommit = 1
+ * #\r, autocommit = '\n, sql_mode = "NO_BACKSLASH_ESCAPES" #'` was two settings of autocommit to
+ * the export and set sql_mode to the server, and every statement after it was read otherwise (an
+ * adversarial review passed users' rows whole as a schema read). A carriage return not followed by
+ * a line feed is refused anywhere (`\r\n` ends a comment at the same place for both).
+ */
+const bareCarriageReturn = /\r(?!\n)/;
+
+/**
  * MariaDB reads `_utf8mb4'x'` (any character set's name after `_`, then a string) as a string
  * in that character set; the parser reads only `_binary` so (and `_latin1` before a hex or bit
  * literal), and reads the others as a column named `_utf8mb4` with the string as its alias (an adversarial
@@ -184,6 +194,12 @@ function lexicalRefusal(text: string): Refusal | undefined {
       "parse",
       "statement.refused",
       "'--' not followed by a space is refused by the export: the server reads it as two minus signs, the export's parser as a comment",
+    );
+  if (bareCarriageReturn.test(text))
+    return refusal(
+      "parse",
+      "statement.refused",
+      "a carriage return not followed by a line feed is refused by the export: the server ends a comment only at a line feed, the export's parser at either",
     );
   const introducer = unknownIntroducer.exec(text);
   if (introducer)

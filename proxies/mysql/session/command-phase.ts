@@ -26,7 +26,7 @@ import { BackendCatalog } from "./backend-catalog";
 import { RowDecisions } from "./row-decisions";
 import { SessionFailure } from "./session-failure";
 import { withPreparedOrigins } from "./cursor-origins";
-import { makeBackendReadOnly, quoteUnsafeCollations, quoteUnsafeRefusal, readOnlyFailure, relayAuthentication } from "./login";
+import { makeBackendReadOnly, quoteUnsafeCharacterSet, quoteUnsafeRefusal, readOnlyFailure, relayAuthentication } from "./login";
 import type { MysqlSessionCounts, MysqlSessionDeps } from "./session-deps";
 
 /** A prepared statement as the proxy saw it prepared: its text and analysis, and the cursor its last execute opened. */
@@ -399,7 +399,7 @@ export class CommandPhase {
     const { deps } = this;
     if (deps.verification) return this.refuseCommand(Command.ChangeUser, "COM_CHANGE_USER is refused where the export verifies logins itself: connect again");
     const change = decodeChangeUser(payload, this.capabilities);
-    if (change.characterSet !== undefined && quoteUnsafeCollations.has(change.characterSet)) return this.answerError(quoteUnsafeRefusal);
+    if (change.characterSet !== undefined && quoteUnsafeCharacterSet(change.characterSet)) return this.answerError(quoteUnsafeRefusal);
     // The new login's credentials go to the backend only once the audit log stored it (spec 6 items 4 and 8), as at connect.
     const stored = await deps.storedAudit(
       "info",
