@@ -224,7 +224,6 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
       for (const sql of [
         "SHOW TABLES",
         "SHOW DATABASES",
-        "SHOW DATABASES LIKE 'ap%'",
         "DESCRIBE users",
         "SHOW COLUMNS FROM users",
         "SHOW COLUMNS FROM app.users",
@@ -244,7 +243,8 @@ describe("MySQL exports (issue 21): mysql2 and the mariadb client through an exp
       await new Promise((resolve) => setTimeout(resolve, 500));
       const [listed] = await direct.query({ sql: "SHOW FULL PROCESSLIST", rowsAsArray: true });
       assert.match(JSON.stringify(listed), /not-accepted@example\.com/, "directly: another session's statement, with its value");
-      for (const sql of ["SHOW PROCESSLIST", "SHOW STATUS", "SHOW TRIGGERS", "SHOW DATABASES WHERE `Database` = (SELECT 'app')"]) {
+      // SHOW DATABASES LIKE: the parser prints it without its filter, so it cannot run as the parser read it.
+      for (const sql of ["SHOW PROCESSLIST", "SHOW STATUS", "SHOW TRIGGERS", "SHOW DATABASES WHERE `Database` = (SELECT 'app')", "SHOW DATABASES LIKE 'ap%'"]) {
         const [rows] = await through.query({ sql, rowsAsArray: true });
         assert.deepEqual(rows, [], `${sql}: no rows through the export`);
       }

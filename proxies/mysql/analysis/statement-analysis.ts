@@ -62,7 +62,13 @@ export type StatementAnalysis =
   /** USE: the session's database becomes `db` once the server says OK. */
   | { kind: "use"; db: string }
   /** Anything else allowed: its rows (SHOW, DESCRIBE...) have no attributable instance and are dropped. */
-  | { kind: "other"; write: boolean; predicates: readonly PredicateReference[] };
+  | {
+      kind: "other";
+      write: boolean;
+      predicates: readonly PredicateReference[];
+      /** What the backend runs instead of the client's text: a session setting as the parser printed it (runAsPrinted). */
+      text?: string;
+    };
 
 export interface StatementPolicy {
   allowWrites: boolean;
@@ -309,10 +315,23 @@ function analyseParsed(statement: Record<string, unknown>, policy: StatementPoli
   if (type === "transaction") return analyseTransaction(statement, policy);
   if (type === "use" && typeof statement.db === "string") return { kind: "use", db: statement.db };
   const predicates = predicateReferences(statement);
-  if (isMetadataRead(statement)) return { kind: "metadata" };
+  if (isMetadataRead(statement)) {
+    // Rows pass whole: the server runs what the parser read. A form whose printing reads otherwise (SHOW DATABASES LIKE
+    // prints without its filter) keeps its rows decided, as before schema reads (none passes).
+    const printed = runAsPrinted(statement);
+    return printed === undefined ? { kind: "other", write: false, predicates } : { kind: "metadata", text: printed };
+  }
   if (readTypes.has(type)) return { kind: "other", write: false, predicates };
   // Drivers' session set-up (autocommit, a strict sql_mode...), on every export.
-  if (isSessionSetting(statement)) return { kind: "other", write: false, predicates: [] };
+  if (isSessionSetting(statement)) {
+    const printed = runAsPrinted(statement);
+    if (printed !== undefined) return { kind: "other", write: false, predicates: [], text: printed };
+    return refusal(
+      "unsupported",
+      "statement.unprintable",
+      "the export runs a session setting as its parser prints it, and cannot print this one: it is refused",
+    );
+  }
   if (type === "set" && setsVariable(statement, characterSetVariable))
     return refusal(
       "denied",
@@ -659,6 +678,19 @@ export function parseOne(text: string): Record<string, unknown> | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * A statement that passes whole (a schema read) or sets the session, as the backend runs it: the
+ * parser's printing (no comments, every name and literal in its spelling), when that printing parses
+ * back to the very tree the parser read; undefined when it does not. What the server runs is then
+ * what the parser read, whatever the two read differently in the client's text.
+ */
+function runAsPrinted(statement: Record<string, unknown>): string | undefined {
+  const tree = JSON.stringify(statement);
+  const printed = printStatement(structuredClone(statement));
+  if (printed === undefined || lexicalRefusal(printed)) return undefined;
+  return JSON.stringify(parseOne(printed)) === tree ? printed : undefined;
 }
 
 /** The parser's own printing of a tree (undefined when it cannot print it). */

@@ -258,10 +258,10 @@ export class CommandPhase {
    * instances' user columns are not all in its select list runs with them added as hidden
    * columns (analysis/hidden-user-columns.ts), so its rows can be decided, or, when the parser
    * cannot print it back with them as the same statement, printed without them (those instances
-   * then decide nothing). A schema-read SELECT runs printed too. Anything else runs as written.
+   * then decide nothing). Schema reads and session settings run printed too (their `text`). Anything else runs as written.
    */
   private withUserColumns(text: string, analysis: StatementAnalysis): { text: string; analysis: StatementAnalysis } {
-    if (analysis.kind === "metadata" && analysis.text !== undefined) return { text: analysis.text, analysis };
+    if ((analysis.kind === "metadata" || analysis.kind === "other") && analysis.text !== undefined) return { text: analysis.text, analysis };
     if (analysis.kind !== "select") return { text, analysis };
     const hidden = missingUserColumns(analysis.shape, this.deps.decider.mapping(), this.relationMaps, this.database);
     const rewritten = hidden.length > 0 ? this.deps.analyses.rewritten(text, hidden, this.deps.policy) : undefined;
