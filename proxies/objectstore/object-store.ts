@@ -8,6 +8,21 @@ import { uriEncode } from "../../auth/cloud-signature";
 import { ConnectionNotAudited, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
 import { S3Error } from "./s3-errors";
 
+/** Times a request is sent again on another connection when the store closed a kept-alive one under it. */
+const maxResends = 3;
+
+/** The store closed a kept-alive connection before answering a request that may be sent again. */
+class ClosedIdle extends Error {}
+
+/** What the client is answered when a request to the store failed before its answer. */
+function storeFailure(error: unknown): S3Error {
+  if (error instanceof S3Error) return error;
+  if (error instanceof ConnectionNotAudited) return new S3Error("ServiceUnavailable", error.message, { cause: error });
+  return new S3Error("ServiceUnavailable", "the store could not be reached or did not answer (connection, TLS or time limit); nothing was released", {
+    cause: error,
+  });
+}
+
 /** The signing region when the export's credentials name none (what S3-compatible stores expect by default). */
 export const defaultStoreRegion = "us-east-1";
 /** A store that sends nothing for this long (headers or body) is given up on: the client's request fails. */
@@ -59,7 +74,12 @@ export class ObjectStore {
     }
   }
 
-  /** Sends the request; resolves with the store's response once its headers have arrived (any status). */
+  /**
+   * Sends the request; resolves with the store's response once its headers have arrived (any
+   * status). A kept-alive connection the store closes under the request is replaced (at most
+   * `maxResends` times) when nothing of the request was written, or when it is a GET or HEAD
+   * (RFC 9112 9.3.1.1); a write whose body went out is not sent again.
+   */
   async send(request: StoreRequest): Promise<IncomingMessage> {
     const { hostname, port, protocol } = this.endpoint;
     const host = this.endpoint.host;
@@ -72,17 +92,23 @@ export class ObjectStore {
     const search = Object.entries(query)
       .map(([name, value]) => `${uriEncode(name)}=${uriEncode(value)}`)
       .join("&");
+    const path = search ? `${request.path}?${search}` : request.path;
+    for (let resends = 0; ; resends++)
+      try {
+        return await this.exchange(request, path, signed);
+      } catch (error) {
+        if (error instanceof ClosedIdle && resends < maxResends && !request.signal.aborted) continue;
+        throw storeFailure(error);
+      }
+  }
+
+  /** One try: the request written once its connection is on record; its answer's headers. */
+  private exchange(request: StoreRequest, path: string, headers: Record<string, string>): Promise<IncomingMessage> {
+    const { hostname, port, protocol } = this.endpoint;
     const send = protocol === "https:" ? httpsRequest : httpRequest;
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const outgoing = send({
-        protocol,
-        hostname: hostname.replace(/^\[(.*)\]$/, "$1"),
-        port,
-        method: request.method,
-        path: search ? `${request.path}?${search}` : request.path,
-        headers: signed,
-        agent: this.agent,
-      });
+      const outgoing = send({ protocol, hostname: hostname.replace(/^\[(.*)\]$/, "$1"), port, method: request.method, path, headers, agent: this.agent });
+      let written = false;
       outgoing.setTimeout(storeIdleMs, () => outgoing.destroy(new Error(`the store sent nothing for ${storeIdleMs / 1000} s`)));
       // Aborting destroys this request only (and its connection): the answer's reader sees the error, nothing else does.
       const abort = () => outgoing.destroy(new Error("the client's request ended before the store's answer"));
@@ -94,20 +120,18 @@ export class ObjectStore {
         response.on("error", () => undefined);
         resolve(response);
       });
-      // Before the store's answer: the audit log did not take the connection, or the store was not reached (refused, TLS).
-      outgoing.on("error", (error) =>
-        reject(
-          error instanceof ConnectionNotAudited
-            ? new S3Error("ServiceUnavailable", error.message, { cause: error })
-            : new S3Error("ServiceUnavailable", "the store could not be reached or did not answer (connection, TLS or time limit); nothing was released", {
-                cause: error,
-              }),
-        ),
-      );
+      // Before the store's answer: a kept-alive connection closed under it, the audit log did not take the connection, or the
+      // store was not reached (refused, TLS).
+      outgoing.on("error", (error) => {
+        const again = !written || request.method === "GET" || request.method === "HEAD";
+        const closedIdle = outgoing.reusedSocket && again && !(error instanceof ConnectionNotAudited) && !request.signal.aborted;
+        reject(closedIdle ? new ClosedIdle("the store closed its kept-alive connection before answering", { cause: error }) : error);
+      });
       // Nothing is written (no signature, no body) before the connection is on the audit log.
       this.connections.recordedFor(outgoing, this.identity).then(
         () => {
           if (outgoing.destroyed) return;
+          written = true;
           if (request.body) {
             request.body.once("error", (error) => outgoing.destroy(error));
             request.body.pipe(outgoing);
