@@ -192,12 +192,15 @@ export const shownVariables = new Set([
   "session_track_schema",
 ]);
 
-/** The variable a `@@name` or `@@session.name` reads (lower case); undefined for `@@global.` and anything else. */
-function shownVariable(node: Node): string | undefined {
+/**
+ * The session variable a `@@name` or `@@session.name` names (lower case), and with `bare` a plain
+ * `name` too (SET's left side); undefined for `@@global.`, `@user` and anything else.
+ */
+export function sessionVariableName(node: Node, bare = false): string | undefined {
+  if (node.type !== "var" || typeof node.name !== "string") return undefined;
   const members = Array.isArray(node.members) ? (node.members as unknown[]) : [];
-  if (node.prefix !== "@@" || typeof node.name !== "string") return undefined;
-  if (members.length === 0) return node.name.toLowerCase();
-  if (node.name.toLowerCase() === "session" && members.length === 1 && typeof members[0] === "string") return members[0].toLowerCase();
+  if ((node.prefix === "@@" || (bare && node.prefix === null)) && members.length === 0) return node.name.toLowerCase();
+  if (node.prefix === "@@" && node.name.toLowerCase() === "session" && members.length === 1 && typeof members[0] === "string") return members[0].toLowerCase();
   return undefined;
 }
 
@@ -205,7 +208,8 @@ function shownVariable(node: Node): string | undefined {
 const plainTypes = new Set(["binary_expr", "unary_expr", "expr_list", "case", "when", "else", "cast"]);
 const literalTypes = new Set(["column_ref", "star", "number", "single_quote_string", "double_quote_string", "bool", "null"]);
 
-function functionName(node: Node): string | undefined {
+/** A built-in function's name (upper case): one unqualified part; undefined otherwise. */
+export function functionName(node: Node): string | undefined {
   const parts = (node.name as { name?: Array<{ value?: unknown }> } | undefined)?.name;
   return Array.isArray(parts) && parts.length === 1 && typeof parts[0]?.value === "string" ? parts[0].value.toUpperCase() : undefined;
 }
@@ -251,7 +255,7 @@ function schemaExpression(value: unknown): boolean {
   }
   if (type === "aggr_func") return typeof node.name === "string" && schemaAggregates.has(node.name.toUpperCase()) && !node.over && schemaExpression(node.args);
   if (type === "var") {
-    const name = shownVariable(node);
+    const name = sessionVariableName(node);
     return name !== undefined && shownVariables.has(name);
   }
   return false;

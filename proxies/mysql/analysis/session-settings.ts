@@ -8,7 +8,7 @@
  * export; sql_mode and character sets refused everywhere).
  */
 
-import { shownVariables } from "./metadata-reads";
+import { functionName, sessionVariableName, shownVariables } from "./metadata-reads";
 
 type Node = Record<string, unknown>;
 
@@ -70,30 +70,13 @@ function neutralModes(list: string): boolean {
     .every((mode) => mode === "" || readingNeutralModes.has(mode));
 }
 
-/** The session's own sql_mode as a variable: `@@sql_mode` or `@@session.sql_mode`. */
-function currentSqlMode(value: Node): boolean {
-  if (value.type !== "var" || value.prefix !== "@@") return false;
-  const members = value.members as unknown[];
-  return (value.name === "sql_mode" && members.length === 0) || (value.name === "session" && members.length === 1 && members[0] === "sql_mode");
-}
-
 /** A list of reading-neutral modes, or the current modes with such a list added (`concat(@@sql_mode, ',STRICT_TRANS_TABLES')`). */
 function sqlModeValue(value: Node): boolean {
   if (isString(value)) return neutralModes(value.value as string);
-  const name = ((value.name as { name?: Array<{ value?: unknown }> } | undefined)?.name ?? [])[0]?.value;
-  if (value.type !== "function" || typeof name !== "string" || name.toUpperCase() !== "CONCAT") return false;
+  if (value.type !== "function" || functionName(value) !== "CONCAT") return false;
   const args = ((value.args as Node | undefined)?.value ?? []) as Node[];
-  return args.length >= 2 && currentSqlMode(args[0]!) && args.slice(1).every((arg) => isString(arg) && neutralModes(arg.value as string));
-}
-
-/** The variable an assignment sets, when it is a session variable: `name`, `@@name`, `@@session.name` (never `@@global.`, never `@user`). */
-function sessionVariable(left: Node): string | undefined {
-  if (left.type !== "var") return undefined;
-  const members = Array.isArray(left.members) ? (left.members as unknown[]) : [];
-  if ((left.prefix === null || left.prefix === "@@") && members.length === 0 && typeof left.name === "string") return left.name.toLowerCase();
-  if (left.prefix === "@@" && typeof left.name === "string" && left.name.toLowerCase() === "session" && members.length === 1 && typeof members[0] === "string")
-    return members[0].toLowerCase();
-  return undefined;
+  // The session's own modes first (`@@sql_mode`, `@@session.sql_mode`; never `@@global.`).
+  return args.length >= 2 && sessionVariableName(args[0]!) === "sql_mode" && args.slice(1).every((arg) => isString(arg) && neutralModes(arg.value as string));
 }
 
 /**
@@ -123,7 +106,8 @@ export function isSessionSetting(statement: Node): boolean {
   if (!Array.isArray(assignments) || assignments.length === 0) return false;
   return assignments.every((assignment: Node) => {
     if (assignment?.type !== "assign" || assignment.symbol !== "=") return false;
-    const name = sessionVariable(assignment.left as Node);
+    // `name`, `@@name`, `@@session.name` (never `@@global.`, never `@user`).
+    const name = sessionVariableName(assignment.left as Node, true);
     const valueRule = name === undefined ? undefined : settable.get(name);
     return valueRule !== undefined && typeof assignment.right === "object" && assignment.right !== null && valueRule(assignment.right as Node);
   });
