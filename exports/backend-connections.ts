@@ -104,3 +104,14 @@ function socketOf(request: ClientRequest): Promise<Socket> {
     request.once("close", ended);
   });
 }
+
+/**
+ * Whether a request that failed before its answer may be sent again on another connection: the
+ * kept-alive connection it was given was closed under it (as backends close idle ones), and
+ * nothing of it had been written or it is a GET or HEAD (RFC 9112 9.3.1.1); never when its
+ * connection's record was not stored.
+ */
+export function mayResend(outgoing: ClientRequest, written: boolean, error: Error): boolean {
+  const idempotent = outgoing.method === "GET" || outgoing.method === "HEAD";
+  return outgoing.reusedSocket && (!written || idempotent) && !(error instanceof ConnectionNotAudited);
+}

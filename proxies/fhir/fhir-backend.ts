@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { ConnectionNotAudited, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
+import { ConnectionNotAudited, mayResend, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
 import { FhirError } from "./fhir-error";
 
 export interface FhirBackendLimits {
@@ -122,8 +122,7 @@ export class FhirBackend {
       const fail = (error: Error) => {
         clearTimeout(deadline);
         if (timedOut) return reject(new BackendTimeout());
-        const closedIdle =
-          outgoing.reusedSocket && !answered && (!written || method === "GET") && !(error instanceof ConnectionNotAudited) && !(error instanceof FhirError);
+        const closedIdle = !answered && !(error instanceof FhirError) && mayResend(outgoing, written, error);
         reject(closedIdle ? new ClosedIdle("the backend closed its kept-alive connection before answering", { cause: error }) : error);
       };
       const cutOff = () => fail(new FhirError(502, "transient", "the FHIR server's answer was cut off; try again"));

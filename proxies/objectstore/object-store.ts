@@ -5,7 +5,7 @@ import { Hash } from "@smithy/hash-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { ObjectstoreCredentials } from "../../actors/export/export-actor";
 import { uriEncode } from "../../auth/cloud-signature";
-import { ConnectionNotAudited, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
+import { ConnectionNotAudited, mayResend, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
 import { S3Error } from "./s3-errors";
 
 /** Times a request is sent again on another connection when the store closed a kept-alive one under it. */
@@ -123,8 +123,7 @@ export class ObjectStore {
       // Before the store's answer: a kept-alive connection closed under it, the audit log did not take the connection, or the
       // store was not reached (refused, TLS).
       outgoing.on("error", (error) => {
-        const again = !written || request.method === "GET" || request.method === "HEAD";
-        const closedIdle = outgoing.reusedSocket && again && !(error instanceof ConnectionNotAudited) && !request.signal.aborted;
+        const closedIdle = !request.signal.aborted && mayResend(outgoing, written, error);
         reject(closedIdle ? new ClosedIdle("the store closed its kept-alive connection before answering", { cause: error }) : error);
       });
       // Nothing is written (no signature, no body) before the connection is on the audit log.
