@@ -12,7 +12,7 @@ import { stringify } from "csv-stringify";
 import { compilePolicy } from "../decision/compiled-policy";
 import { planRecords } from "../decision/record-redaction";
 import { CsvRedactor } from "../redaction/csv-redactor";
-import { csvRedactor, csvThreading } from "../redaction/threaded-csv-redactor";
+import { csvRedactor, jobCsvThreading } from "../redaction/threaded-csv-redactor";
 import type { DecisionSource, DocumentRedactor, RedactionTally, RowDecision } from "../redaction/types";
 import { loadConfig } from "../service/config";
 import { realisticPolicy } from "../testkit/policy";
@@ -106,10 +106,12 @@ async function main(): Promise<void> {
   const generated = await writeBenchCsv(input, megabytes, users);
   const bytes = statSync(input).size;
   process.stdout.write(`${generated.rows} rows, ${(bytes / 2 ** 20).toFixed(0)} MiB, ${generated.kept} rows of allowed users\n`);
-  const threading = csvThreading(loadConfig([], process.env).redactionThreads);
+  const threading = jobCsvThreading(loadConfig([], process.env).redactionThreads);
   const engine = await ours(csvRedactor(plan, benchDecisions(), threading), "ours.csv");
   if (engine.tally.rowsKept !== generated.kept) throw new Error(`the engine kept ${engine.tally.rowsKept} rows, expected ${generated.kept}`);
-  process.stdout.write(`engine, ${threading.threads} threads:          ${rate(bytes, engine.ms).toFixed(1)} MiB/s (${(engine.ms / 1000).toFixed(1)} s)\n`);
+  process.stdout.write(
+    `engine, ${threading.workers} worker threads:          ${rate(bytes, engine.ms).toFixed(1)} MiB/s (${(engine.ms / 1000).toFixed(1)} s)\n`,
+  );
   const single = await ours(new CsvRedactor(plan, benchDecisions()), "ours-one-thread.csv");
   process.stdout.write(`engine, one thread:           ${rate(bytes, single.ms).toFixed(1)} MiB/s (${(single.ms / 1000).toFixed(1)} s)\n`);
   if (engine.sha256 !== single.sha256) throw new Error(`the outputs differ: ${engine.sha256} with threads, ${single.sha256} on one thread`);
@@ -125,7 +127,7 @@ async function main(): Promise<void> {
     `ratio engine / DuckDB: ${(duck.ms / engine.ms).toFixed(2)}x (target >= 0.5x; one thread ${(duck.ms / single.ms).toFixed(2)}x); engine / csv-parse: ${(bare / engine.ms).toFixed(2)}x\n`,
   );
   reportFigure({
-    figure: `CSV redaction engine vs DuckDB, file to file (${megabytes} MiB, ${threading.threads} threads)`,
+    figure: `CSV redaction engine vs DuckDB, file to file (${megabytes} MiB, ${threading.workers} worker threads)`,
     measured: `${rate(bytes, engine.ms).toFixed(1)} MiB/s`,
     baseline: `${rate(bytes, duck.ms).toFixed(1)} MiB/s`,
     ratio: duck.ms / engine.ms,

@@ -23,14 +23,19 @@ import type {
 /** A block takes milliseconds: this long without any worker reporting means one hangs, and the attempt fails (it is retried) instead of waiting forever. */
 const stallLimitMs = 120_000;
 
-/** Blocks of 1 MiB; documents up to 8 MiB stay on the calling thread (starting a worker takes tens of milliseconds). */
-export function csvThreading(threads: number): CsvThreading {
-  return { threads, blockBytes: 1 << 20, inlineBytes: 8 << 20 };
+/** `workers` worker threads (0: none) with blocks of 1 MiB; documents up to 8 MiB stay on the calling thread (starting a worker takes tens of milliseconds). */
+export function csvThreading(workers: number): CsvThreading {
+  return { workers, blockBytes: 1 << 20, inlineBytes: 8 << 20 };
 }
 
-/** The CSV redactor for `threading`: on the calling thread for one thread, else with worker threads. */
+/** A redaction job's threading from REDACTION_THREADS, which counts the threads redacting rows: 1 is the calling thread alone, more are that many workers. */
+export function jobCsvThreading(redactionThreads: number): CsvThreading {
+  return csvThreading(redactionThreads > 1 ? redactionThreads : 0);
+}
+
+/** The CSV redactor for `threading`: on the calling thread without workers, else with worker threads. */
 export function csvRedactor(plan: RecordPlan, decisions: DecisionSource, threading: CsvThreading): DocumentRedactor {
-  return threading.threads <= 1 ? new CsvRedactor(plan, decisions) : new ThreadedCsvRedactor(plan, decisions, threading);
+  return threading.workers === 0 ? new CsvRedactor(plan, decisions) : new ThreadedCsvRedactor(plan, decisions, threading);
 }
 
 /** A worker and how many blocks it holds. */
@@ -194,7 +199,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
 
   /** Blocks handed to workers and not yet released: past this, input waits (push) or its reader is stopped (direct sink, counting released output not yet taken). */
   private get blockLimit(): number {
-    return this.threading.threads * 2;
+    return this.threading.workers * 2;
   }
 
   /** The direct reader, stopped while enough was in flight or released and not taken, reads again once there is room. */
@@ -232,11 +237,11 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
 
   /** Takes this document's threads from the node's budget when they are free (else it goes on on the calling thread). */
   private takeThreads(): boolean {
-    if (!csvWorkerBudget.take(this.threading.threads)) {
+    if (!csvWorkerBudget.take(this.threading.workers)) {
       if (this.waits) this.waits.chunksWithoutThreads++;
       return false;
     }
-    this.threadsHeld = this.threading.threads;
+    this.threadsHeld = this.threading.workers;
     return true;
   }
 
@@ -247,7 +252,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
     this.input.append(document.carry);
     if (this.waits) this.waits.workersStartedAt = performance.now();
     const setup: CsvWorkerSetup = { columns: document.header.names.length, userColumns: document.header.userColumns, terminator: document.header.terminator };
-    for (let i = 0; i < this.threading.threads; i++) {
+    for (let i = 0; i < this.threading.workers; i++) {
       const worker: BlockWorker = { thread: csvWorker(setup), tasks: 0, verdictsSent: 0 };
       worker.thread.on("message", (report: CsvWorkerReport) => this.received(worker, report));
       worker.thread.on("error", (error) => this.workerFailed(error));

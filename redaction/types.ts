@@ -156,8 +156,8 @@ export interface CsvHandover {
 
 /** How CSV redaction uses worker threads (docs/redaction.md). */
 export interface CsvThreading {
-  /** Threads redacting rows; 1 redacts on the calling thread. */
-  threads: number;
+  /** Worker threads redacting rows; 0: the calling thread redacts them all. */
+  workers: number;
   /** Input handed to a worker at once (cut at a line end). */
   blockBytes: number;
   /** Documents up to this size are redacted on the calling thread: starting workers would cost more. */

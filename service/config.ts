@@ -64,6 +64,8 @@ export interface NodeConfig {
   redactProgressMs: number;
   /** CSV worker threads documents (jobs and objectstore GetObjects) hold at once over the node; further documents go on on the calling thread. */
   redactionMaxWorkers: number;
+  /** Worker threads that redact the CSV of one objectstore GetObject (0: the event loop's thread). */
+  objectstoreRedactionThreads: number;
   /** Bytes of range buffers ranged GetObjects hold at once on the node (proxies/objectstore/ranged-body.ts). */
   objectstoreRangeMemoryBytes: number;
   /** Processes that run PostgreSQL export sessions besides the node's event loop (0: sessions run in the node). */
@@ -178,7 +180,13 @@ export const settings = {
     env: "REDACTION_MAX_WORKERS",
     flag: "--redaction-max-workers",
     describe:
-      "CSV worker threads all documents of the node hold at once (redaction jobs and objectstore GetObjects); a document that finds none free goes on on the calling thread (default: 4 x REDACTION_THREADS; at least REDACTION_THREADS)",
+      "CSV worker threads all documents of the node hold at once (redaction jobs and objectstore GetObjects); a document that finds none free goes on on the calling thread (default: 4 x the larger of REDACTION_THREADS and OBJECTSTORE_REDACTION_THREADS, at least that larger one)",
+  },
+  objectstoreRedactionThreads: {
+    env: "OBJECTSTORE_REDACTION_THREADS",
+    flag: "--objectstore-redaction-threads",
+    describe:
+      "worker threads that redact the CSV of one objectstore GetObject (default 1: one redacts faster than a store sends, and more compete with the store on the same cores; 0: the event loop's thread)",
   },
   objectstoreRangeMemoryBytes: {
     env: "OBJECTSTORE_RANGE_MEMORY_BYTES",
@@ -523,6 +531,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
   const natsAuth = natsCredentials(raw, natsUrls.length > 0);
   const leaseTtlMs = integer(settings.leaseTtlMs, raw("leaseTtlMs") ?? "4000", 200, 600_000);
   const redactionThreads = integer(settings.redactionThreads, raw("redactionThreads") ?? String(defaultRedactionThreads()), 1, 64);
+  const objectstoreRedactionThreads = integer(settings.objectstoreRedactionThreads, raw("objectstoreRedactionThreads") ?? "1", 0, 64);
   if (leaseTtlMs < heartbeatMs * 3)
     throw new StartupError(`LEASE_TTL_MS (${leaseTtlMs}) must be at least three heartbeats (3 x HEARTBEAT_MS = ${heartbeatMs * 3})`);
 
@@ -556,7 +565,13 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
       maxAgeDays: integer(settings.auditMaxAgeDays, raw("auditMaxAgeDays") ?? String(defaultRetention.audit.maxAgeDays), 1, 36_600),
     },
     redactionThreads,
-    redactionMaxWorkers: integer(settings.redactionMaxWorkers, raw("redactionMaxWorkers") ?? String(4 * redactionThreads), redactionThreads, 1024),
+    redactionMaxWorkers: integer(
+      settings.redactionMaxWorkers,
+      raw("redactionMaxWorkers") ?? String(4 * Math.max(redactionThreads, objectstoreRedactionThreads)),
+      Math.max(redactionThreads, objectstoreRedactionThreads),
+      1024,
+    ),
+    objectstoreRedactionThreads,
     objectstoreRangeMemoryBytes: integer(
       settings.objectstoreRangeMemoryBytes,
       raw("objectstoreRangeMemoryBytes") ?? String(64 << 20),

@@ -24,8 +24,8 @@ export interface ExportDoorSettings {
   jsReplicas: number;
   /** Proxy worker processes for PostgreSQL export sessions (0: sessions run on the node's loop). */
   proxyWorkers: number;
-  /** Worker threads a CSV document uses (object-storage exports, as redaction jobs). */
-  redactionThreads: number;
+  /** Worker threads the CSV of one objectstore GetObject uses (0: the event loop's thread). */
+  objectstoreRedactionThreads: number;
   /** Timeouts and connection cap of every HTTP export door's listener (http/listener-limits.ts). */
   httpLimits: HttpListenerLimits;
   /** ALLOWED_HOSTS and the refusal counter of every HTTP export door (http/host-check.ts). */
@@ -47,7 +47,11 @@ export function exportDoors(settings: ExportDoorSettings): { doors: ExportDoors;
     postgres,
     pipeline: new PipelineDoor({ nc: settings.nc, jsReplicas: settings.jsReplicas, httpLimits: settings.httpLimits, hostCheck: settings.hostCheck }),
     fhir: new FhirDoor({ decisions: settings.decisions, httpLimits: settings.httpLimits, hostCheck: settings.hostCheck }),
-    objectstore: new ObjectstoreDoor({ csvThreading: csvThreading(settings.redactionThreads), httpLimits: settings.httpLimits, hostCheck: settings.hostCheck }),
+    objectstore: new ObjectstoreDoor({
+      csvThreading: csvThreading(settings.objectstoreRedactionThreads),
+      httpLimits: settings.httpLimits,
+      hostCheck: settings.hostCheck,
+    }),
     mysql: new MysqlDoor({ ...defaultMysqlLimits, ...settings.wireLimits }),
   };
   return { doors, postgres };

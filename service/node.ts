@@ -297,7 +297,7 @@ export async function startServiceNode(config: NodeConfig, logger: Logger, embed
     tls: exportTls && { cert: exportTls.cert, key: exportTls.key },
     jsReplicas: config.jsReplicas,
     proxyWorkers: config.exportWorkers,
-    redactionThreads: config.redactionThreads,
+    objectstoreRedactionThreads: config.objectstoreRedactionThreads,
     httpLimits: config.httpLimits,
     hostCheck: { allowed: config.allowedHosts, refused: refusalCounter(metrics), knownNames: namedDomains(security) },
     wireLimits: config.wireLimits,

@@ -173,7 +173,7 @@ function threadingFor(length: number, threading: CsvThreading): CsvThreading {
  * calling thread (one thread, or small enough) are read as the HTTP client hands them out.
  */
 function takesBodyOver(format: DocumentFormat, threading: CsvThreading): boolean {
-  return format === "csv" && threading.threads > 1 && threading.inlineBytes === 0;
+  return format === "csv" && threading.workers > 0 && threading.inlineBytes === 0;
 }
 
 /**

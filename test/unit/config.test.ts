@@ -29,6 +29,13 @@ test("defaults: port 8890 on loopback, embedded NATS, info logs", () => {
   assert.equal(config.redactionMaxWorkers, 4 * config.redactionThreads, "four documents' worker threads at once");
   assert.equal(loadConfig([], { REDACTION_THREADS: "3" }).redactionMaxWorkers, 12);
   assert.equal(loadConfig([], { REDACTION_THREADS: "2", REDACTION_MAX_WORKERS: "2" }).redactionMaxWorkers, 2);
+  assert.equal(config.objectstoreRedactionThreads, 1, "one worker thread per GetObject's CSV");
+  assert.equal(loadConfig([], { OBJECTSTORE_REDACTION_THREADS: "0" }).objectstoreRedactionThreads, 0);
+  assert.equal(loadConfig(["--objectstore-redaction-threads", "3"], {}).objectstoreRedactionThreads, 3);
+  assert.throws(() => loadConfig([], { OBJECTSTORE_REDACTION_THREADS: "65" }), /OBJECTSTORE_REDACTION_THREADS/);
+  // A node whose bound is below one GetObject's threads would redact every GetObject on the event loop.
+  assert.throws(() => loadConfig([], { REDACTION_THREADS: "1", OBJECTSTORE_REDACTION_THREADS: "3", REDACTION_MAX_WORKERS: "2" }), /REDACTION_MAX_WORKERS/);
+  assert.equal(loadConfig([], { REDACTION_THREADS: "1", OBJECTSTORE_REDACTION_THREADS: "3" }).redactionMaxWorkers, 12);
   assert.equal(config.objectstoreRangeMemoryBytes, 64 << 20, "64 MiB of range buffers per node");
   assert.equal(loadConfig(["--objectstore-range-memory-bytes", "8388608"], {}).objectstoreRangeMemoryBytes, 8 << 20);
   assert.equal(loadConfig([], { OBJECTSTORE_RANGE_MEMORY_BYTES: "65536" }).objectstoreRangeMemoryBytes, 65_536);

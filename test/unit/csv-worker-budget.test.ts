@@ -9,7 +9,7 @@ import { csvPlan, FakeDecisions, run, whole } from "../fixtures/csv-documents";
 const csv = Buffer.from(
   `id,alt id,email,clicks,note\n${Array.from({ length: 600 }, (_, i) => `${i % 3 ? "u-all" : "u-none"},,e${i}@x,${i},"n, ${i}"`).join("\n")}\n`,
 );
-const threading = { threads: 2, blockBytes: 1024, inlineBytes: 0 };
+const threading = { workers: 2, blockBytes: 1024, inlineBytes: 0 };
 
 /** `csv` cut into `parts` pieces of about the same size (cut anywhere, rows included). */
 function pieces(parts: number): Buffer[] {

@@ -22,7 +22,7 @@ function threadsNow(): Array<{ tid: string; name: string }> {
 
 /** A document through two worker threads with small blocks, `during` called halfway; its output and threads. */
 async function throughWorkers(input: Buffer, during?: () => void) {
-  const redactor = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(), { threads: 2, blockBytes: 64, inlineBytes: 0 });
+  const redactor = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(), { workers: 2, blockBytes: 64, inlineBytes: 0 });
   try {
     const parts: Buffer[] = [];
     // In pieces: the first (the header) is read on this thread, the workers take the rest from the second on.
@@ -68,7 +68,7 @@ function everyone(allowed: boolean): DecisionSource {
 
 /** `input` through two worker threads (blocks of 64 bytes, all of them on the workers) with `decisions`; the output and the threads' ids. */
 async function redactOn(input: Buffer, decisions: DecisionSource) {
-  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes: 64, inlineBytes: 0 });
+  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { workers: 2, blockBytes: 64, inlineBytes: 0 });
   try {
     const output = await run(redactor, input, (length) => Array.from({ length: Math.ceil(length / 100) }, () => 100));
     const ids = (redactor as unknown as { workers: Array<{ thread: Worker }> }).workers.map((worker) => worker.thread.threadId);
@@ -94,7 +94,7 @@ test("a worker thread serves documents one after another, and nothing of one rea
 
 test("a document whose worker failed ends its threads instead of handing them to the next", async () => {
   const input = Buffer.from(`id,alt id,email,clicks,note\n${"u-all,,a@example.com,1,n\n".repeat(50)}`);
-  const redactor = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(), { threads: 2, blockBytes: 64, inlineBytes: 0 });
+  const redactor = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(), { workers: 2, blockBytes: 64, inlineBytes: 0 });
   // The header on this thread, then the workers start with the next piece.
   await redactor.push(input.subarray(0, 100));
   await redactor.push(input.subarray(100, 200));
@@ -122,7 +122,7 @@ test("CSV worker threads are named csv-worker (Linux), so that top -H and the ob
 test("a document small enough for the calling thread starts no spare workers", async () => {
   const before = spareCsvWorkers();
   const input = randomCsv(seeded(5), { faults: false, rows: 20 });
-  const redactor = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(), { threads: before + 2, blockBytes: 64, inlineBytes: 1 << 20 });
+  const redactor = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(), { workers: before + 2, blockBytes: 64, inlineBytes: 1 << 20 });
   try {
     assert.equal((await run(redactor, input, whole)).toString("latin1"), await singleThread(input));
   } finally {

@@ -81,7 +81,7 @@ function outcome(redactor: DocumentRedactor, decisions: FakeDecisions, input: Di
 async function direct(input: Buffer, blockBytes: number, seed: number) {
   const decisions = new FakeDecisions(true);
   const reader = new FakeReader(input, seeded(seed));
-  const result = await outcome(new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes, inlineBytes: 0 }), decisions, reader);
+  const result = await outcome(new ThreadedCsvRedactor(csvPlan, decisions, { workers: 2, blockBytes, inlineBytes: 0 }), decisions, reader);
   return { result, reader };
 }
 
@@ -116,7 +116,7 @@ test("a broken CSV read straight into the block buffers fails as with one thread
 test("a reader that fails midway fails the document: it never ends as complete", async () => {
   const input = randomCsv(seeded(11), { faults: false, rows: 2000 });
   const decisions = new FakeDecisions();
-  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes: 64, inlineBytes: 0 });
+  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { workers: 2, blockBytes: 64, inlineBytes: 0 });
   const reader = new FakeReader(input, seeded(5));
   setTimeout(() => reader.destroy(new Error("the store's connection ended early")), 5);
   await assert.rejects(
@@ -131,7 +131,7 @@ test("a consumer that stops reading stops the reader: what is read stays within 
   const input = randomCsv(seeded(13), { faults: false, rows: 4000 });
   assert.ok(input.length > 100_000, `${input.length} bytes`);
   const decisions = new FakeDecisions();
-  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes: 256, inlineBytes: 0 });
+  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { workers: 2, blockBytes: 256, inlineBytes: 0 });
   const reader = new FakeReader(input, seeded(17));
   const chunks = redactedChunks(redactor, reader);
   assert.equal((await chunks.next()).done, false, "the header's output");

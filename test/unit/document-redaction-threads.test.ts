@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { CsvRedactor } from "../../redaction/csv-redactor";
-import { csvRedactor, csvThreading, ThreadedCsvRedactor } from "../../redaction/threaded-csv-redactor";
+import { csvRedactor, csvThreading, jobCsvThreading, ThreadedCsvRedactor } from "../../redaction/threaded-csv-redactor";
 import { documentLimits, type DocumentRedactor } from "../../redaction/types";
 import { brokenCsvInputs, csvInputs, csvPlan, FakeDecisions, randomCsv, randomSplits, redactionOutcome, run, seeded, whole } from "../fixtures/csv-documents";
 
@@ -16,10 +16,17 @@ function singleThread(input: Buffer) {
   return outcome(new CsvRedactor(csvPlan, decisions), decisions, input, whole);
 }
 
-/** Worker threads with tiny blocks, so that blocks end inside quoted fields and rows often. */
-function threaded(input: Buffer, options: { blockBytes: number; inlineBytes?: number; split?: (length: number) => number[]; slow?: boolean }) {
+/** Worker threads (two unless told) with tiny blocks, so that blocks end inside quoted fields and rows often. */
+function threaded(
+  input: Buffer,
+  options: { blockBytes: number; inlineBytes?: number; split?: (length: number) => number[]; slow?: boolean; workers?: number },
+) {
   const decisions = new FakeDecisions(options.slow);
-  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes: options.blockBytes, inlineBytes: options.inlineBytes ?? 0 });
+  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, {
+    workers: options.workers ?? 2,
+    blockBytes: options.blockBytes,
+    inlineBytes: options.inlineBytes ?? 0,
+  });
   return outcome(redactor, decisions, input, options.split ?? whole);
 }
 
@@ -27,10 +34,11 @@ for (const [name, text] of Object.entries(csvInputs)) {
   test(`CSV ${name}: worker threads give the same bytes, stats and lookups as one thread, whatever the block size`, async () => {
     const input = Buffer.from(text);
     const expected = await singleThread(input);
-    for (const blockBytes of [1, 5, 64]) {
-      for (const split of [whole, randomSplits(blockBytes)])
-        assert.deepEqual(await threaded(input, { blockBytes, split }), expected, `blocks of ${blockBytes}`);
-    }
+    for (const workers of [1, 2])
+      for (const blockBytes of [1, 5, 64]) {
+        for (const split of [whole, randomSplits(blockBytes)])
+          assert.deepEqual(await threaded(input, { blockBytes, split, workers }), expected, `${workers} worker(s), blocks of ${blockBytes}`);
+      }
   });
 }
 
@@ -39,8 +47,9 @@ test("CSV errors with worker threads: the same code, message, line and stats of 
     const input = Buffer.from(text);
     const expected = await singleThread(input);
     assert.ok(expected.error);
-    for (const blockBytes of [1, 3, 16])
-      assert.deepEqual(await threaded(input, { blockBytes }), expected, `${JSON.stringify(text)} in blocks of ${blockBytes}`);
+    for (const workers of [1, 2])
+      for (const blockBytes of [1, 3, 16])
+        assert.deepEqual(await threaded(input, { blockBytes, workers }), expected, `${JSON.stringify(text)}, ${workers} worker(s), blocks of ${blockBytes}`);
   }
 });
 
@@ -63,7 +72,13 @@ test("400 random CSV documents (quoted newlines across blocks, CRLF, BOM, empty 
   for (let doc = 0; doc < 400; doc++) {
     const input = randomCsv(next, { faults: true, rows: 40 });
     const expected = await singleThread(input);
-    const options = { blockBytes: 1 + next(300), inlineBytes: next(3) === 0 ? next(400) : 0, split: randomSplits(doc + 1, 1 + next(500)), slow: next(2) === 0 };
+    const options = {
+      blockBytes: 1 + next(300),
+      inlineBytes: next(3) === 0 ? next(400) : 0,
+      split: randomSplits(doc + 1, 1 + next(500)),
+      slow: next(2) === 0,
+      workers: 1 + (doc % 2),
+    };
     assert.deepEqual(await threaded(input, options), expected, `document ${doc} with ${JSON.stringify(options)}: ${JSON.stringify(input.toString())}`);
   }
 });
@@ -84,7 +99,7 @@ test("a document larger than the inline size goes to the workers in blocks, its 
   const input = Buffer.from(`id,alt id,email,clicks,note\r\n${rows.join("\r\n")}\r\n`);
   const decisions = new FakeDecisions(true);
   const result = await outcome(
-    new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes: 4096, inlineBytes: 10_000 }),
+    new ThreadedCsvRedactor(csvPlan, decisions, { workers: 2, blockBytes: 4096, inlineBytes: 10_000 }),
     decisions,
     input,
     randomSplits(9, 3000),
@@ -104,9 +119,12 @@ test("a CSV row over the size limit fails the same way on worker threads", async
   assert.deepEqual(await threaded(input, { blockBytes: 1 << 16, split: randomSplits(5, 1 << 18) }), expected);
 });
 
-test("one thread means no workers", () => {
-  assert.ok(csvRedactor(csvPlan, new FakeDecisions(), csvThreading(1)) instanceof CsvRedactor);
-  assert.ok(csvRedactor(csvPlan, new FakeDecisions(), csvThreading(2)) instanceof ThreadedCsvRedactor);
+test("no workers means the calling thread; REDACTION_THREADS=1 is no workers, more are that many", () => {
+  assert.ok(csvRedactor(csvPlan, new FakeDecisions(), csvThreading(0)) instanceof CsvRedactor);
+  assert.ok(csvRedactor(csvPlan, new FakeDecisions(), csvThreading(1)) instanceof ThreadedCsvRedactor);
+  assert.equal(jobCsvThreading(1).workers, 0);
+  assert.equal(jobCsvThreading(2).workers, 2);
+  assert.equal(jobCsvThreading(4).workers, 4);
 });
 
 test("a failed decision lookup fails the threaded document instead of releasing its rows, and stopping midway ends the workers", async () => {
@@ -116,14 +134,14 @@ test("a failed decision lookup fails the threaded document instead of releasing 
   failing.prepare = async () => {
     throw new Error("user state unavailable");
   };
-  const redactor = new ThreadedCsvRedactor(csvPlan, failing, { threads: 2, blockBytes: 1024, inlineBytes: 0 });
+  const redactor = new ThreadedCsvRedactor(csvPlan, failing, { workers: 2, blockBytes: 1024, inlineBytes: 0 });
   const headerEnd = input.indexOf("\n") + 1;
   const header = await redactor.push(input.subarray(0, headerEnd));
   await assert.rejects(run(redactor, input.subarray(headerEnd), whole), /user state unavailable/);
   assert.equal(header.toString(), "id,alt id,email,clicks,note\n", "only the header, redacted before the lookups failed, came out");
   await redactor.close();
 
-  const stopped = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(true), { threads: 2, blockBytes: 1024, inlineBytes: 0 });
+  const stopped = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(true), { workers: 2, blockBytes: 1024, inlineBytes: 0 });
   await stopped.push(input.subarray(0, input.length / 2));
   await stopped.close();
 });
@@ -140,7 +158,7 @@ test("closing while a push waits (a stopped attempt): the push is released with 
     await new Promise((resolve) => setTimeout(resolve, 50));
     return prepare(userIds);
   };
-  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { threads: 2, blockBytes: 8192, inlineBytes: 0 });
+  const redactor = new ThreadedCsvRedactor(csvPlan, decisions, { workers: 2, blockBytes: 8192, inlineBytes: 0 });
   let waiting = false;
   const pushing = (async () => {
     for (let at = 0; at < input.length; at += 9000) {

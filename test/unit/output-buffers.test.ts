@@ -41,7 +41,7 @@ test("worker threads write a later document's outputs into the buffers of an ear
   const blockBytes = 4096;
   /** Redacts `input` in chunks of a block, saying each output written once read; the outputs. */
   const redact = async (input: Buffer) => {
-    const redactor = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(), { threads: 2, blockBytes, inlineBytes: 0 });
+    const redactor = new ThreadedCsvRedactor(csvPlan, new FakeDecisions(), { workers: 2, blockBytes, inlineBytes: 0 });
     const outputs: Buffer[] = [];
     const take = (output: Buffer) => {
       if (output.length === 0) return;
