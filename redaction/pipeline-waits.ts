@@ -33,6 +33,13 @@ export class PipelineWaits {
   /** When the first block's scan came back, from the start of the workers (their start-up). */
   firstScanMs?: number;
   workersStartedAt?: number;
+  /** Each worker's event loop use when this document took it: a worker serves documents one after another, its totals are since it started. */
+  private readonly workerLoopsBefore = new Map<Worker, EventLoopUtilization>();
+
+  /** The document's workers, once taken: their idle and busy time are counted from now. */
+  workersTaken(workers: readonly Worker[]): void {
+    for (const worker of workers) this.workerLoopsBefore.set(worker, worker.performance.eventLoopUtilization());
+  }
 
   /** Awaits `waited`, adding the time to the counter `into`. */
   async time<T>(into: "capMs" | "endMs" | "inputMs" | "outputMs", waited: Promise<T>): Promise<T> {
@@ -66,7 +73,8 @@ export class PipelineWaits {
   report(workers: readonly Worker[]): void {
     const loop = performance.eventLoopUtilization(this.loopBefore);
     const workerLoops = workers.map((worker) => {
-      const { idle, active } = worker.performance.eventLoopUtilization();
+      const before = this.workerLoopsBefore.get(worker);
+      const { idle, active } = before ? worker.performance.eventLoopUtilization(before) : worker.performance.eventLoopUtilization();
       return { idleMs: ms(idle), activeMs: ms(active) };
     });
     const line = {

@@ -259,6 +259,7 @@ export class ThreadedCsvRedactor implements DocumentRedactor {
       worker.thread.on("exit", (code) => this.workerFailed(new Error(`a CSV worker thread stopped (exit code ${code})`)));
       this.workers.push(worker);
     }
+    this.waits?.workersTaken(this.workers.map((worker) => worker.thread));
   }
 
   private dispatch(input: InputBlock, final: boolean): void {
