@@ -1,5 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { Readable } from "node:stream";
+import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { ConnectionNotAudited, mayResend, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
 import { FhirError } from "./fhir-error";
 
@@ -40,6 +42,22 @@ class ClosedIdle extends Error {}
 
 /** How many times one request is sent again after ClosedIdle (each time on another connection). */
 const maxResends = 3;
+
+/**
+ * The body of an answer as JSON bytes: the export asks for `identity`, but a server (or a proxy in
+ * front of it) may compress anyway, which fetch used to undo: gzip, deflate and br are decoded here,
+ * the size limit counting the decoded bytes. Any other coding is refused (undefined), never read as JSON.
+ */
+function decodedBody(response: IncomingMessage): Readable | undefined {
+  const codings = String(response.headers["content-encoding"] ?? "")
+    .split(",")
+    .map((coding) => coding.trim().toLowerCase())
+    .filter((coding) => coding !== "" && coding !== "identity");
+  if (codings.length === 0) return response;
+  if (codings.length > 1) return undefined;
+  const decoder = { gzip: createGunzip, "x-gzip": createGunzip, deflate: createInflate, br: createBrotliDecompress }[codings[0]!];
+  return decoder ? response.pipe(decoder()) : undefined;
+}
 
 /**
  * The backing FHIR server as the export reaches it: one HTTP request per client request (its
@@ -130,15 +148,26 @@ export class FhirBackend {
       outgoing.once("response", (response) => {
         answered = true;
         response.on("error", cutOff);
+        const body = decodedBody(response);
+        if (!body) {
+          fail(new FhirError(502, "exception", "the FHIR server's answer is in a content coding this export does not read (it reads gzip, deflate and br)"));
+          return void outgoing.destroy();
+        }
+        if (body !== response)
+          body.on("error", (error) => {
+            fail(new FhirError(502, "exception", "the FHIR server's compressed answer could not be decoded", undefined, { cause: error }));
+            outgoing.destroy();
+          });
         const chunks: Buffer[] = [];
         let size = 0;
-        response.on("data", (chunk: Buffer) => {
+        body.on("data", (chunk: Buffer) => {
           size += chunk.length;
           if (size <= this.limits.maxAnswerBytes) return void chunks.push(chunk);
           fail(new FhirError(502, "too-costly", `the FHIR server's answer is larger than ${this.limits.maxAnswerBytes} bytes; ask for smaller pages (_count)`));
           outgoing.destroy();
+          body.destroy();
         });
-        response.once("end", () => {
+        body.once("end", () => {
           clearTimeout(deadline);
           resolve({ response, text: Buffer.concat(chunks).toString("utf8") });
         });

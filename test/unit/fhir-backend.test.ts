@@ -1,10 +1,13 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { once } from "node:events";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type Server, type Socket } from "node:net";
+import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import type { AddressInfo } from "node:net";
 import { BackendConnections } from "../../exports/backend-connections";
 import { FhirBackend } from "../../proxies/fhir/fhir-backend";
+import { FhirError } from "../../proxies/fhir/fhir-error";
 
 const patient = '{"resourceType":"Patient","id":"p1"}';
 
@@ -96,6 +99,66 @@ describe("FHIR backend connections", () => {
       assert.deepEqual(requests, ["POST /fhir/drop HTTP/1.1"], "the create reached the backend once");
     } finally {
       await stop();
+    }
+  });
+});
+
+describe("FHIR backend answers in a content coding (asked for identity, compressed anyway)", () => {
+  const encoders: Record<string, (body: Buffer) => Buffer> = { gzip: gzipSync, "x-gzip": gzipSync, deflate: deflateSync, br: brotliCompressSync };
+
+  /** A backend that answers every request with `body` under `encoding`, whatever the request asked for. */
+  async function encodingBackend(encoding: string, body: Buffer, maxAnswerBytes = 1 << 20) {
+    const asked: string[] = [];
+    const server = createHttpServer((request, response) => {
+      asked.push(String(request.headers["accept-encoding"]));
+      response.writeHead(200, { "content-type": "application/fhir+json", "content-encoding": encoding, "content-length": body.length });
+      response.end(body);
+    });
+    server.listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}/fhir/`;
+    const connections = new BackendConnections({ exportId: "exp-1", component: "fhir", endpoint: new URL(endpoint), storedAudit: async () => true });
+    const backend = new FhirBackend(endpoint, connections, undefined, { maxAnswerBytes, timeoutMs: 5000 });
+    const stop = async () => {
+      backend.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    };
+    return { backend, asked, stop };
+  }
+
+  for (const encoding of Object.keys(encoders))
+    test(`${encoding}: decoded, the answer is the JSON it holds`, async () => {
+      const { backend, asked, stop } = await encodingBackend(encoding, encoders[encoding]!(Buffer.from(patient)));
+      try {
+        const answer = await backend.send("GET", "Patient/p1", {}, { name: null, source: "none" });
+        assert.deepEqual(answer.json, JSON.parse(patient));
+        assert.deepEqual(asked, ["identity"], "the export asks for identity");
+      } finally {
+        await stop();
+      }
+    });
+
+  test("a coding it does not read, two codings, a corrupt body and a body that decodes past the size limit: 502, never the bytes", async () => {
+    const cases: Array<[string, Buffer, RegExp, number?]> = [
+      ["compress", Buffer.from(patient), /content coding this export does not read/],
+      ["gzip, br", brotliCompressSync(gzipSync(Buffer.from(patient))), /content coding this export does not read/],
+      ["gzip", Buffer.from("not gzip at all"), /could not be decoded/],
+      // 64 KiB of zeros in a JSON string compress to well under 1 KiB; decoded they pass a 4 KiB limit.
+      ["gzip", gzipSync(Buffer.from(`{"resourceType":"Patient","note":"${"0".repeat(1 << 16)}"}`)), /larger than 4096 bytes/, 4096],
+    ];
+    for (const [encoding, body, message, limit] of cases) {
+      const { backend, stop } = await encodingBackend(encoding, body, limit);
+      try {
+        await assert.rejects(backend.send("GET", "Patient/p1", {}, { name: null, source: "none" }), (error: Error) => {
+          assert.ok(error instanceof FhirError, `${encoding}: ${error}`);
+          assert.equal(error.status, 502);
+          assert.match(error.message, message);
+          return true;
+        });
+      } finally {
+        await stop();
+      }
     }
   });
 });
