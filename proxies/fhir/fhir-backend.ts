@@ -1,9 +1,9 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Readable } from "node:stream";
-import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 import { ConnectionNotAudited, mayResend, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
 import { FhirError } from "./fhir-error";
+import { contentDecoder, decodedCodings } from "../../http/content-coding";
 
 export interface FhirBackendLimits {
   /** One answer of the backing server (a page of a search), in bytes. */
@@ -45,17 +45,12 @@ const maxResends = 3;
 
 /**
  * The body of an answer as JSON bytes: the export asks for `identity`, but a server (or a proxy in
- * front of it) may compress anyway, which fetch used to undo: gzip, deflate and br are decoded here,
- * the size limit counting the decoded bytes. Any other coding is refused (undefined), never read as JSON.
+ * front of it) may compress anyway, which fetch used to undo; the size limit counts the decoded
+ * bytes. Undefined for a coding it does not decode (contentDecoder).
  */
 function decodedBody(response: IncomingMessage): Readable | undefined {
-  const codings = String(response.headers["content-encoding"] ?? "")
-    .split(",")
-    .map((coding) => coding.trim().toLowerCase())
-    .filter((coding) => coding !== "" && coding !== "identity");
-  if (codings.length === 0) return response;
-  if (codings.length > 1) return undefined;
-  const decoder = { gzip: createGunzip, "x-gzip": createGunzip, deflate: createInflate, br: createBrotliDecompress }[codings[0]!];
+  const decoder = contentDecoder(response.headers["content-encoding"]);
+  if (decoder === null) return response;
   return decoder ? response.pipe(decoder()) : undefined;
 }
 
@@ -150,7 +145,7 @@ export class FhirBackend {
         response.on("error", cutOff);
         const body = decodedBody(response);
         if (!body) {
-          fail(new FhirError(502, "exception", "the FHIR server's answer is in a content coding this export does not read (it reads gzip, deflate and br)"));
+          fail(new FhirError(502, "exception", `the FHIR server's answer is in a content coding this export does not read (it reads ${decodedCodings})`));
           return void outgoing.destroy();
         }
         if (body !== response)

@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
 import type { Socket } from "node:net";
+import type { Transform } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { connectionsRefused, doorApp } from "../../http/door-app";
 import { streamedBody } from "../../http/streamed-body";
 import type { HttpListenerLimits } from "../../http/listener-limits";
 import type { HostCheckSettings } from "../../http/host-check";
 import type { Logger } from "pino";
-import type { ExportRecord } from "../../actors/export/export-actor";
+import type { ExportRecord, RangedReads } from "../../actors/export/export-actor";
 import type { EventLog } from "../../actors/runtime/event-log";
 import type { ExportServing } from "../../api/types";
 import { component } from "../../auth/components";
@@ -15,10 +16,11 @@ import { flowOf } from "../../decision/engine";
 import { announceOpening, type ExportAudit, type StoredAudit } from "../../exports/door";
 import type { ExportDecider } from "../../exports/export-decider";
 import { authentication, domainOf, type HttpAuthentication } from "../../http/authentication";
-import type { CsvThreading, RedactionTally } from "../../redaction/types";
+import { contentDecoder, decodedCodings } from "../../http/content-coding";
+import type { CsvThreading, DocumentFormat, RedactionTally } from "../../redaction/types";
 import { formatOf } from "./object-formats";
 import type { ObjectStore } from "./object-store";
-import { discardStored, rangedReadsOf, storedObject } from "./ranged-body";
+import { discardStored, rangedReadsOf, storedObject, type StoredObject } from "./ranged-body";
 import { redactedEtag, redactedObject } from "./redacted-object";
 import { S3Error, s3ErrorDocument, s3ErrorOf } from "./s3-errors";
 import { s3OperationOf, storePath, storeQuery, virtualHostBucket, type S3Operation } from "./s3-operation";
@@ -240,7 +242,7 @@ export class ObjectServer {
   ): Promise<unknown> {
     this.refuseHttp10(request);
     this.refuseRange(request);
-    const { decider, record, store } = this.options;
+    const { decider, record } = this.options;
     let plan = decider.recordPlan();
     if (!plan) {
       await decider.warm().catch(() => undefined);
@@ -249,18 +251,15 @@ export class ObjectServer {
     // No configuration, or the mapping group is gone: nothing can be decided, nothing is released.
     if (!plan) throw new S3Error("ServiceUnavailable", "the export cannot decide now (no configuration, or its mapping group is gone); nothing was released");
     const mappingKey = decider.mapping().key;
-    const reads = rangedReadsOf(record.rangedReads);
-    const { answer: stored, length, ranged } = await storedObject(store, storePath(operation.bucket, operation.key), reads, signal);
-    // A 206 is a range storedObject checked (the whole object, or the first of several).
-    if (stored.statusCode !== 200 && stored.statusCode !== 206) throw await storeFailure(stored);
-    const format = formatOf(stored.headers["content-type"], operation.key, record.formats);
-    if (!format) {
-      discardStored({ answer: stored, ranged });
-      throw new S3Error(
-        "AccessDenied",
-        `'${operation.key}' is not a document this export redacts (CSV, JSON array or NDJSON by content type, then key suffix); it is not served`,
-      );
+    const path = storePath(operation.bucket, operation.key);
+    let document = await this.storedDocument(path, operation.key, rangedReadsOf(record.rangedReads), signal);
+    // A compressed object decodes as one stream, from its first byte: read in one GET (the store's first range is dropped).
+    if (document.decoder && document.stored.ranged) {
+      discardStored(document.stored);
+      document = await this.storedDocument(path, operation.key, rangedReadsOf({ parallel: 1 }), signal);
     }
+    const { stored: fetched, format, decoder } = document;
+    const { answer: stored, length, ranged } = fetched;
     const started = Date.now();
     const redacted = await redactedObject({
       exportId: record.id,
@@ -272,6 +271,7 @@ export class ObjectServer {
       threading: this.options.threading,
       length,
       ...(ranged ? { ranged } : {}),
+      ...(decoder ? { decoder } : {}),
       signal,
       onEnd: (outcome, tally, error) => this.objectEnded(request, operation, format, outcome, tally, error, Date.now() - started),
     });
@@ -279,6 +279,37 @@ export class ObjectServer {
     reply.hijack();
     await redacted.send(reply.raw, { ...reply.getHeaders(), ...redacted.headers });
     return reply;
+  }
+
+  /**
+   * The store's answer for a GetObject, checked before anything is redacted: a store error becomes
+   * the client's, an object of no document format or of a content coding the export does not
+   * decode is refused (its answer dropped); a compressed one comes with its decoder.
+   */
+  private async storedDocument(
+    path: string,
+    key: string,
+    reads: RangedReads,
+    signal: AbortSignal,
+  ): Promise<{ stored: StoredObject; format: DocumentFormat; decoder: (() => Transform) | null }> {
+    const stored = await storedObject(this.options.store, path, reads, signal);
+    const { answer } = stored;
+    // A 206 is a range storedObject checked (the whole object, or the first of several).
+    if (answer.statusCode !== 200 && answer.statusCode !== 206) throw await storeFailure(answer);
+    const format = formatOf(answer.headers["content-type"], key, this.options.record.formats);
+    if (!format) {
+      discardStored(stored);
+      throw new S3Error(
+        "AccessDenied",
+        `'${key}' is not a document this export redacts (CSV, JSON array or NDJSON by content type, then key suffix); it is not served`,
+      );
+    }
+    const decoder = contentDecoder(answer.headers["content-encoding"]);
+    if (decoder === undefined) {
+      discardStored(stored);
+      throw new S3Error("AccessDenied", `'${key}' is stored in a content coding this export does not decode (it decodes ${decodedCodings}); it is not served`);
+    }
+    return { stored, format, decoder };
   }
 
   /** Counts a document's rows and traces its summary (no values): how many rows of how many users went out, and how it ended. */

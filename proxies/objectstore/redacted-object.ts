@@ -9,6 +9,7 @@ import { S3Error } from "./s3-errors";
 import { isDirectInput, type DirectInput } from "../../redaction/direct-input";
 import { discardStored, type RangedStoreBody } from "./ranged-body";
 import { takeOverBody } from "./store-body";
+import { pipeline, type Transform } from "node:stream";
 
 /**
  * Redacted output the client's connection may hold at once (written to it, not yet sent): no
@@ -59,6 +60,8 @@ export async function redactedObject(options: {
   length: number;
   /** The object read in ranges (ranged-body.ts storedObject), `stored` the answer of its first. */
   ranged?: RangedStoreBody;
+  /** The object is stored compressed (its Content-Encoding): the body is decoded before it is redacted, and answered plain. Never with `ranged`. */
+  decoder?: () => Transform;
   /** The client's request ended: the store's body, once taken over from the HTTP client (store-body.ts), is dropped with it. */
   signal: AbortSignal;
   /** Called once when the document ends: complete, failed (with the error) or abandoned by the client. */
@@ -178,16 +181,22 @@ function takesBodyOver(format: DocumentFormat, threading: CsvThreading): boolean
 
 /**
  * Where the document's bytes come from: the object's ranges, several read at once, when the first
- * answer is the first of several (ranged-body.ts); else the one answer's body, taken over where
- * takesBodyOver says, or as Node's HTTP client hands it out.
+ * answer is the first of several (ranged-body.ts); a compressed object's body through its decoder;
+ * else the one answer's body, taken over where takesBodyOver says, or as Node's HTTP client hands it out.
  */
 function storeInput(
-  options: { stored: IncomingMessage; ranged?: RangedStoreBody; signal: AbortSignal },
+  options: { stored: IncomingMessage; ranged?: RangedStoreBody; decoder?: () => Transform; signal: AbortSignal },
   format: DocumentFormat,
   threading: CsvThreading,
 ): DirectInput | AsyncIterable<Buffer> {
-  const { stored, ranged, signal } = options;
+  const { stored, ranged, decoder, signal } = options;
   if (ranged) return ranged;
+  if (decoder) {
+    // The store failing midway fails the decoded stream too (pipeline destroys it with the error): the document is cut off.
+    const decoded = decoder();
+    pipeline(stored, decoded, () => undefined);
+    return decoded;
+  }
   if (takesBodyOver(format, threading)) return takeOverBody(stored, signal) ?? stored;
   return stored;
 }

@@ -1,7 +1,9 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { createServer, request as httpRequest, type Server, type ServerResponse } from "node:http";
+import { randomBytes } from "node:crypto";
 import { connect } from "node:net";
+import { brotliCompressSync, brotliDecompressSync, deflateSync, gunzipSync, gzipSync, inflateSync } from "node:zlib";
 import {
   CopyObjectCommand,
   DeleteObjectCommand,
@@ -262,6 +264,63 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     );
     client.destroy();
     unsigned.destroy();
+  });
+
+  test("objects stored compressed (Content-Encoding gzip, deflate, br) are decoded and redacted, in one GET or in ranges; a coding the export does not decode is refused", async () => {
+    // Larger than a range of 64 KiB once compressed (random secrets do not compress): read in ranges, it has several.
+    const lines = [`${columns.join(",")}\n`];
+    for (let n = 0; lines.length < 20_000; n++) {
+      const id = populationIds[n % populationIds.length];
+      lines.push(`${id},${id || "nobody"}-${n}@example.com,login-${n},"Name, ${n}",${n},s3cret-${randomBytes(8).toString("hex")}\n`);
+    }
+    const large = lines.join("");
+    const stored: Array<
+      [key: string, contentType: string, encoding: string, document: string, encode: (text: string) => Buffer, decode: (bytes: Buffer) => Buffer]
+    > = [
+      ["compressed/large.csv", "text/csv", "gzip", large, (text) => gzipSync(text), gunzipSync],
+      ["compressed/people.csv", "text/csv", "gzip", csv, (text) => gzipSync(text), gunzipSync],
+      ["compressed/people.json", "application/json", "br", json, (text) => brotliCompressSync(text), brotliDecompressSync],
+      ["compressed/people.ndjson", "application/x-ndjson", "deflate", ndjson, (text) => deflateSync(text), inflateSync],
+    ];
+    for (const [key, contentType, encoding, document, encode] of stored)
+      await direct.send(new PutObjectCommand({ Bucket: "docs", Key: key, Body: encode(document), ContentType: contentType, ContentEncoding: encoding }));
+    assert.ok(gzipSync(large).length > 3 * 65536, "the large object has several ranges of 64 KiB");
+    await direct.send(
+      new PutObjectCommand({ Bucket: "docs", Key: "compressed/zstd.csv", Body: "(zstd bytes)", ContentType: "text/csv", ContentEncoding: "zstd" }),
+    );
+
+    // Read directly, the store hands out the compressed bytes, every row and field in them once decoded.
+    for (const [key, , encoding, , , decode] of stored) {
+      const answer = await direct.send(new GetObjectCommand({ Bucket: "docs", Key: key }));
+      assert.equal(answer.ContentEncoding, encoding, `${key}: the store keeps the coding`);
+      const raw = decode(Buffer.from(await answer.Body!.transformToByteArray())).toString();
+      assert.ok(raw.includes("s3cret-") && raw.includes("not-accepted"), `${key}: decoded, the store's bytes hold everything`);
+    }
+    // In one GET, and in ranges of 64 KiB (the store's first range is dropped and the object read in one GET: it decodes from its first byte).
+    for (const rangedReads of [undefined, { parallel: 2, rangeBytes: 65536 }]) {
+      const exported = await created({ port: ports[4], ...(rangedReads ? { rangedReads } : {}) });
+      const client = s3Client(ports[4]!);
+      for (const [key, contentType, , document] of stored) {
+        const expected = await redactedByJob(contentType, document);
+        const answer = await client.send(new GetObjectCommand({ Bucket: "docs", Key: key }));
+        assert.equal(
+          await answer.Body!.transformToString(),
+          expected,
+          `${key} (${JSON.stringify(rangedReads ?? "one GET")}): decoded and redacted as /redact/document redacts the plain document`,
+        );
+        assert.equal(answer.ContentEncoding, undefined, `${key}: answered plain, with no coding`);
+        const raw = await rawGet(ports[4]!, `/docs/${key}`, { "accept-encoding": "gzip, br" });
+        assert.equal(raw.headers["content-encoding"], undefined);
+        assert.ok(raw.complete && raw.body === expected);
+      }
+      const refused = await s3Failure(client.send(new GetObjectCommand({ Bucket: "docs", Key: "compressed/zstd.csv" })));
+      assert.equal(refused.status, 403);
+      assert.equal(refused.code, "AccessDenied");
+      assert.match(refused.message, /content coding this export does not decode/);
+      client.destroy();
+      assert.equal((await call("DELETE", `/export?id=${exported.id}`)).status, 200);
+      await until("the port is free again", async () => !(await listening(ports[4]!)));
+    }
   });
 
   /** A GET of the export read slowly: it stops for 20 ms every four chunks, so the store's reads are paused and resumed many times mid-body. */
