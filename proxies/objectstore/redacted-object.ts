@@ -9,7 +9,7 @@ import { S3Error } from "./s3-errors";
 import { isDirectInput, type DirectInput } from "../../redaction/direct-input";
 import { discardStored, type RangedStoreBody } from "./ranged-body";
 import { takeOverBody } from "./store-body";
-import { pipeline, type Transform } from "node:stream";
+import { addAbortSignal, pipeline, type Transform } from "node:stream";
 
 /**
  * Redacted output the client's connection may hold at once (written to it, not yet sent): no
@@ -195,7 +195,9 @@ function storeInput(
     // The store failing midway fails the decoded stream too (pipeline destroys it with the error): the document is cut off.
     const decoded = decoder();
     pipeline(stored, decoded, () => undefined);
-    return decoded;
+    // The client going away stops the decoding too: a small object is read whole before it is decoded (aborting the store's
+    // request then stops nothing), and it may decode to gigabytes that nobody reads.
+    return addAbortSignal(signal, decoded);
   }
   if (takesBodyOver(format, threading)) return takeOverBody(stored, signal) ?? stored;
   return stored;

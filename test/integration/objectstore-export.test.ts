@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { createServer, request as httpRequest, type Server, type ServerResponse } from "node:http";
 import { randomBytes } from "node:crypto";
 import { connect } from "node:net";
-import { brotliCompressSync, brotliDecompressSync, deflateSync, gunzipSync, gzipSync, inflateSync } from "node:zlib";
+import { brotliCompressSync, brotliDecompressSync, constants as zlibConstants, deflateSync, gunzipSync, gzipSync, inflateSync } from "node:zlib";
 import {
   CopyObjectCommand,
   DeleteObjectCommand,
@@ -321,6 +321,57 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
       assert.equal((await call("DELETE", `/export?id=${exported.id}`)).status, 200);
       await until("the port is free again", async () => !(await listening(ports[4]!)));
     }
+  });
+
+  test("a client that goes away stops the decoding of an object stored compressed: a few KB decoding to a GiB of dropped rows is not decoded and redacted to its end for nobody", async () => {
+    // 1 GiB of rows of a user who may not be used, brotli-compressed to a few KB: stored whole in the node's buffers at once.
+    // Every row is dropped, so nothing goes out and no slow client holds the decoding back: only the client's leaving can.
+    const header = `${columns.join(",")}\n`;
+    const plain = Buffer.alloc(1 << 30);
+    plain.write(header);
+    plain.fill("not-accepted,bomb@example.com,login,Name,1,s3cret\n", header.length);
+    const decodedBytes = plain.lastIndexOf("\n") + 1;
+    const bomb = brotliCompressSync(plain.subarray(0, decodedBytes), { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 5 } });
+    assert.ok(bomb.length < 16 << 10, `${bomb.length} bytes stored, ${decodedBytes} decoded`);
+    await direct.send(new PutObjectCommand({ Bucket: "docs", Key: "compressed/bomb.csv", Body: bomb, ContentType: "text/csv", ContentEncoding: "br" }));
+    // Read directly: a few KB of brotli holding a GiB of rows.
+    const stored = await direct.send(new GetObjectCommand({ Bucket: "docs", Key: "compressed/bomb.csv" }));
+    assert.equal(stored.ContentEncoding, "br");
+    assert.equal((await stored.Body!.transformToByteArray()).length, bomb.length);
+
+    const exported = await created({ port: ports[4] });
+    // The header row goes out at once; the client takes it and goes away.
+    await new Promise<void>((resolve) => {
+      const outgoing = httpRequest({ host: "127.0.0.1", port: ports[4]!, path: "/docs/compressed/bomb.csv" }, (response) => {
+        assert.equal(response.statusCode, 200);
+        response.once("data", () => {
+          outgoing.destroy();
+          resolve();
+        });
+      });
+      outgoing.on("error", () => undefined);
+      outgoing.once("close", () => resolve());
+      outgoing.end();
+    });
+    const left = Date.now();
+    let ended: Body | undefined;
+    await until(
+      "the abandoned document is traced",
+      async () => {
+        ended = (await storedTraceRecords<Body>(nc, "warden.trace.export.>")).find(
+          (trace) => trace.record.kind === "export.object" && trace.record.exportId === exported.id && trace.record.key === "compressed/bomb.csv",
+        )?.record;
+        return ended !== undefined;
+      },
+      120_000,
+    );
+    assert.notEqual(ended!.outcome, "complete");
+    assert.ok(
+      ended!.bytesIn < decodedBytes / 4,
+      `the decoding stopped with the client: ${ended!.bytesIn} of ${decodedBytes} bytes decoded and redacted, traced ${Date.now() - left} ms after the client left`,
+    );
+    assert.equal((await call("DELETE", `/export?id=${exported.id}`)).status, 200);
+    await until("the port is free again", async () => !(await listening(ports[4]!)));
   });
 
   /** A GET of the export read slowly: it stops for 20 ms every four chunks, so the store's reads are paused and resumed many times mid-body. */
