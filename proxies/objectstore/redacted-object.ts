@@ -191,16 +191,40 @@ function storeInput(
 ): DirectInput | AsyncIterable<Buffer> {
   const { stored, ranged, decoder, signal } = options;
   if (ranged) return ranged;
-  if (decoder) {
-    // The store failing midway fails the decoded stream too (pipeline destroys it with the error): the document is cut off.
-    const decoded = decoder();
-    pipeline(stored, decoded, () => undefined);
-    // The client going away stops the decoding too: a small object is read whole before it is decoded (aborting the store's
-    // request then stops nothing), and it may decode to gigabytes that nobody reads.
-    return addAbortSignal(signal, decoded);
-  }
+  if (decoder) return decodedBody(stored, decoder, signal);
   if (takesBodyOver(format, threading)) return takeOverBody(stored, signal) ?? stored;
   return stored;
+}
+
+/**
+ * A compressed object's body, decoded. A stream that does not decode is a malformed document (DocumentError: 422
+ * before the answer, a cut-off answer after), and so is one with bytes after its end: the decoders stop at the
+ * end of their stream and drop the rest (deflate and br any bytes, gzip any after a zero byte), which would end a
+ * document as whole without them (two deflate streams one after the other read as the first alone). The store
+ * failing midway, or the client going away, fail it as they are.
+ */
+async function* decodedBody(stored: IncomingMessage, decoder: () => Transform, signal: AbortSignal): AsyncGenerator<Buffer> {
+  // The client going away stops the decoding too: a small object is read whole before it is decoded (aborting the store's
+  // request then stops nothing), and it may decode to gigabytes that nobody reads.
+  const decoded = addAbortSignal(signal, decoder()) as Transform & { bytesWritten: number };
+  let received = 0;
+  let storeFailed = false;
+  stored.on("data", (chunk: Buffer) => (received += chunk.length));
+  stored.once("error", () => (storeFailed = true));
+  // The store failing midway fails the decoded stream too (pipeline destroys it with the error): the document is cut off.
+  pipeline(stored, decoded, () => undefined);
+  try {
+    for await (const chunk of decoded) yield chunk;
+  } catch (error) {
+    if (storeFailed || signal.aborted) throw error;
+    throw new DocumentError("CONTENT_CODING_MALFORMED", "the object's compressed bytes do not decode");
+  }
+  // bytesWritten: the compressed bytes the decoder took.
+  if (decoded.bytesWritten !== received)
+    throw new DocumentError(
+      "CONTENT_CODING_MALFORMED",
+      `the object's compressed stream ends ${received - decoded.bytesWritten} bytes or more before the object`,
+    );
 }
 
 /** A document the engine refused before anything was sent, as the client's error (its line or record, never its bytes). */

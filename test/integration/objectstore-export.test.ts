@@ -374,6 +374,64 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
     await until("the port is free again", async () => !(await listening(ports[4]!)));
   });
 
+  test("a compressed object with bytes after the end of its stream is cut off, never ended as a whole document; one that does not decode is 422 before the answer", async () => {
+    // The decoders stop at the end of their stream and drop what follows: a second deflate stream, plain bytes after brotli,
+    // a second gzip member after a zero byte. Without a check the export ended the first part alone as a complete document.
+    const part = (tag: string, count: number) =>
+      Array.from({ length: count }, (_, n) => `accepted,${tag}-${n}@example.com,login-${n},Name,${n},s3cret\n`).join("");
+    const first = `${columns.join(",")}\n${part("first", 200_000)}`;
+    const second = part("second", 1000);
+    const cases: Array<[key: string, encoding: string, head: Buffer, rest: Buffer, decodeRest: (bytes: Buffer) => Buffer]> = [
+      ["trailing/two-deflate.csv", "deflate", deflateSync(first), deflateSync(second), inflateSync],
+      [
+        "trailing/brotli-then-plain.csv",
+        "br",
+        brotliCompressSync(first, { params: { [zlibConstants.BROTLI_PARAM_QUALITY]: 5 } }),
+        Buffer.from(second),
+        (bytes) => bytes,
+      ],
+      ["trailing/gzip-zero-gzip.csv", "gzip", gzipSync(first), Buffer.concat([Buffer.from([0]), gzipSync(second)]), (bytes) => gunzipSync(bytes.subarray(1))],
+    ];
+    for (const [key, encoding, head, rest] of cases)
+      await direct.send(
+        new PutObjectCommand({ Bucket: "docs", Key: key, Body: Buffer.concat([head, rest]), ContentType: "text/csv", ContentEncoding: encoding }),
+      );
+    await direct.send(
+      new PutObjectCommand({
+        Bucket: "docs",
+        Key: "trailing/truncated.csv",
+        Body: gzipSync(csv).subarray(0, 40),
+        ContentType: "text/csv",
+        ContentEncoding: "gzip",
+      }),
+    );
+    const exported = await created({ port: ports[4] });
+    const client = s3Client(ports[4]!);
+    for (const [key, , head, rest, decodeRest] of cases) {
+      // Directly: the store hands out every byte, the second part's rows after the first stream.
+      const stored = Buffer.from(await (await direct.send(new GetObjectCommand({ Bucket: "docs", Key: key }))).Body!.transformToByteArray());
+      assert.equal(stored.length, head.length + rest.length);
+      assert.ok(
+        decodeRest(stored.subarray(head.length)).toString().includes("accepted,second-0@example.com"),
+        `${key}: the object goes on past its first stream`,
+      );
+      // Through the export: the first part's rows go out, and the answer is cut off: it is not the object's whole document.
+      const raw = await rawGet(ports[4]!, `/docs/${key}`);
+      assert.equal(raw.status, 200);
+      assert.ok(raw.body.includes(",first-0@example.com,"), `${key}: the first part streamed`);
+      assert.equal(raw.complete, false, `${key}: ${raw.body.length} bytes ended as a whole document, the object's bytes after its stream dropped`);
+      assert.ok(!raw.body.includes("second-"));
+    }
+    // A stream that does not decode is a malformed document (docs/objectstore-export.md): 422 before the answer, not 500.
+    const refused = await s3Failure(client.send(new GetObjectCommand({ Bucket: "docs", Key: "trailing/truncated.csv" })));
+    assert.equal(refused.status, 422);
+    assert.equal(refused.code, "InvalidObjectState");
+    assert.match(refused.message, /CONTENT_CODING_MALFORMED/);
+    client.destroy();
+    assert.equal((await call("DELETE", `/export?id=${exported.id}`)).status, 200);
+    await until("the port is free again", async () => !(await listening(ports[4]!)));
+  });
+
   /** A GET of the export read slowly: it stops for 20 ms every four chunks, so the store's reads are paused and resumed many times mid-body. */
   const slowGet = (port: number, path: string) =>
     new Promise<{ body: string; complete: boolean }>((resolve, reject) => {
