@@ -28,11 +28,6 @@ export function csvThreading(workers: number): CsvThreading {
   return { workers, blockBytes: 1 << 20, inlineBytes: 8 << 20 };
 }
 
-/** A redaction job's threading from REDACTION_THREADS, which counts the threads redacting rows: 1 is the calling thread alone, more are that many workers. */
-export function jobCsvThreading(redactionThreads: number): CsvThreading {
-  return csvThreading(redactionThreads > 1 ? redactionThreads : 0);
-}
-
 /** The CSV redactor for `threading`: on the calling thread without workers, else with worker threads. */
 export function csvRedactor(plan: RecordPlan, decisions: DecisionSource, threading: CsvThreading): DocumentRedactor {
   return threading.workers === 0 ? new CsvRedactor(plan, decisions) : new ThreadedCsvRedactor(plan, decisions, threading);

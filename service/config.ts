@@ -58,7 +58,7 @@ export interface NodeConfig {
   redactQuotas: { maxDocumentBytes: number; maxTotalBytes: number };
   /** The audit stream's limits: records older than maxAgeDays expire; at maxBytes new records are refused (never the oldest dropped). */
   auditRetention: { maxAgeDays: number; maxBytes: number };
-  /** Threads that redact a CSV document (1: the event loop's thread, no workers). */
+  /** Worker threads that redact the CSV of one redaction job (0: the event loop's thread, no workers). */
   redactionThreads: number;
   /** How often a running redaction job reports its progress (ms). */
   redactProgressMs: number;
@@ -174,7 +174,8 @@ export const settings = {
   redactionThreads: {
     env: "REDACTION_THREADS",
     flag: "--redaction-threads",
-    describe: "worker threads a CSV redaction job uses (default: the cores, at most 4; 1: none, the event loop's thread)",
+    describe:
+      "worker threads a CSV redaction job uses (default: one fewer than the cores, the event loop being the job's other thread, at most 4; 0: none, the event loop's thread)",
   },
   redactionMaxWorkers: {
     env: "REDACTION_MAX_WORKERS",
@@ -423,8 +424,14 @@ function tlsFiles(certFile: string | undefined, keyFile: string | undefined, nam
  * and jobs run side by side: the cores, but at most 4 unless set (a 96-core host would otherwise
  * also exceed the setting's range and refuse to start).
  */
+/**
+ * One fewer than the cores, at most 4: the event loop moves every byte of a job's document (its
+ * reads, blocks, messages, output), so it is the pipeline's other thread. Measured on two cores
+ * (bench/RESULTS.md, "Session of 2026-11-29 (fourth)"): one worker as fast as two or faster, and
+ * 20-35 MiB less peak RSS. One core: none.
+ */
 function defaultRedactionThreads(): number {
-  return Math.min(availableParallelism(), 4);
+  return Math.min(Math.max(availableParallelism() - 1, 0), 4);
 }
 
 type Raw = (key: keyof typeof settings) => string | undefined;
@@ -530,7 +537,7 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv): Nod
   const heartbeatMs = integer(settings.heartbeatMs, raw("heartbeatMs") ?? "1000", 50, 60_000);
   const natsAuth = natsCredentials(raw, natsUrls.length > 0);
   const leaseTtlMs = integer(settings.leaseTtlMs, raw("leaseTtlMs") ?? "4000", 200, 600_000);
-  const redactionThreads = integer(settings.redactionThreads, raw("redactionThreads") ?? String(defaultRedactionThreads()), 1, 64);
+  const redactionThreads = integer(settings.redactionThreads, raw("redactionThreads") ?? String(defaultRedactionThreads()), 0, 64);
   const objectstoreRedactionThreads = integer(settings.objectstoreRedactionThreads, raw("objectstoreRedactionThreads") ?? "1", 0, 64);
   if (leaseTtlMs < heartbeatMs * 3)
     throw new StartupError(`LEASE_TTL_MS (${leaseTtlMs}) must be at least three heartbeats (3 x HEARTBEAT_MS = ${heartbeatMs * 3})`);

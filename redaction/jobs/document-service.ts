@@ -3,7 +3,7 @@ import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManage
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { redactionJob, type JobRecord } from "../../actors/redaction/job-actor";
-import { jobCsvThreading } from "../threaded-csv-redactor";
+import { csvThreading } from "../threaded-csv-redactor";
 import type { DocumentFormat } from "../types";
 import { DocumentSubjects, documentStream, provisionDocuments } from "./subjects";
 import { HandlerError, RetryableError } from "../../actors/runtime/errors";
@@ -79,7 +79,7 @@ export class DocumentService implements DocumentPort {
       js,
       jsm,
       log: options.log.child({ component: "redaction" }),
-      csvThreading: jobCsvThreading(options.threads),
+      csvThreading: csvThreading(options.threads),
       progressEveryMs: options.progressEveryMs,
     });
     await supervisor.start();

@@ -20,13 +20,14 @@ test("defaults: port 8890 on loopback, embedded NATS, info logs", () => {
   assert.equal(config.exportTls, null);
   assert.equal(
     config.redactionThreads,
-    Math.min(availableParallelism(), 4),
-    "the cores, at most 4 (a many-core host would otherwise start many workers per job, or exceed the range)",
+    Math.min(Math.max(availableParallelism() - 1, 0), 4),
+    "one fewer than the cores (the event loop is the job's other thread), at most 4 (a many-core host would otherwise start many workers per job, or exceed the range)",
   );
   assert.equal(loadConfig(["--redaction-threads", "1"], {}).redactionThreads, 1);
+  assert.equal(loadConfig([], { REDACTION_THREADS: "0" }).redactionThreads, 0, "no workers: the event loop's thread");
   assert.equal(config.redactProgressMs, 1000);
   assert.equal(loadConfig([], { REDACT_PROGRESS_MS: "100" }).redactProgressMs, 100);
-  assert.equal(config.redactionMaxWorkers, 4 * config.redactionThreads, "four documents' worker threads at once");
+  assert.equal(config.redactionMaxWorkers, 4 * Math.max(config.redactionThreads, 1), "four documents' worker threads at once");
   assert.equal(loadConfig([], { REDACTION_THREADS: "3" }).redactionMaxWorkers, 12);
   assert.equal(loadConfig([], { REDACTION_THREADS: "2", REDACTION_MAX_WORKERS: "2" }).redactionMaxWorkers, 2);
   assert.equal(config.objectstoreRedactionThreads, 1, "one worker thread per GetObject's CSV");
@@ -72,7 +73,7 @@ test("a bad setting is one clear StartupError naming the variable and its flag",
     [["--port"], {}, /^option --port needs a value$/],
     [[], { EXPORT_PORTS: "6000-5000" }, /^EXPORT_PORTS \(--export-ports\) must be a port range/],
     [[], { EXPORT_PORTS: "many" }, /^EXPORT_PORTS/],
-    [[], { REDACTION_THREADS: "0" }, /^REDACTION_THREADS \(--redaction-threads\) must be a whole number from 1 to 64/],
+    [[], { REDACTION_THREADS: "65" }, /^REDACTION_THREADS \(--redaction-threads\) must be a whole number from 0 to 64/],
     [[], { REDACT_PROGRESS_MS: "10" }, /^REDACT_PROGRESS_MS \(--redact-progress-ms\) must be a whole number from 50 to 600000/],
     // A document needs REDACTION_THREADS of them: fewer and none could ever start.
     [[], { REDACTION_THREADS: "4", REDACTION_MAX_WORKERS: "3" }, /^REDACTION_MAX_WORKERS \(--redaction-max-workers\) must be a whole number from 4 to 1024/],
