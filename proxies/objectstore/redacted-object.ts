@@ -136,6 +136,9 @@ export async function redactedObject(options: {
       }
     } catch (error) {
       end("failed", error as Error);
+      // What was written goes out first (the answer's head, the first output): Node corks a response's writes until the
+      // next tick, and a failure found in the same tick destroyed them unsent, so the client saw no answer at all.
+      res.socket?.uncork();
       // Cuts the chunked answer off without its last chunk: the client sees a failed transfer.
       res.destroy();
     } finally {

@@ -422,6 +422,21 @@ describe("objectstore exports: an S3 endpoint handing out documents redacted per
       assert.equal(raw.complete, false, `${key}: ${raw.body.length} bytes ended as a whole document, the object's bytes after its stream dropped`);
       assert.ok(!raw.body.includes("second-"));
     }
+    // A small object whose stray byte is found right after its first output (the header and rows, made before the answer
+    // starts): the answer's head and that output still reach the client, then it is cut off (before, the connection was
+    // destroyed with them unsent: the client saw no answer at all).
+    await direct.send(
+      new PutObjectCommand({
+        Bucket: "docs",
+        Key: "trailing/small-then-garbage.csv",
+        Body: Buffer.concat([gzipSync(csv), Buffer.from([0xff])]),
+        ContentType: "text/csv",
+        ContentEncoding: "gzip",
+      }),
+    );
+    const small = await rawGet(ports[4]!, "/docs/trailing/small-then-garbage.csv");
+    assert.equal(small.status, 200);
+    assert.equal(small.complete, false, "cut off, not a whole document");
     // A stream that does not decode is a malformed document (docs/objectstore-export.md): 422 before the answer, not 500.
     const refused = await s3Failure(client.send(new GetObjectCommand({ Bucket: "docs", Key: "trailing/truncated.csv" })));
     assert.equal(refused.status, 422);
