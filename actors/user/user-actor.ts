@@ -178,6 +178,16 @@ export const user = actor({
       const now = new Date();
       const compiled = await currentPolicy(ctx.actors, ctx.remainingMs());
       const child = isChild(compiled, record, now);
+      const terms = termsFor(compiled, record, now);
+      // Acceptance is of a version of the terms (policy-semantics 2): the version the user was shown, when the caller names it.
+      // Checked before a guardian's side of a link is written: a refused acceptance changes nothing, on either side.
+      const checkVersionShown = () => {
+        if (arg.termsHash !== undefined && arg.termsHash !== terms.hash)
+          throw new HandlerError(
+            "TERMS_CHANGED",
+            `the terms shown (${arg.termsHash.slice(0, 12)}…) are no longer ${record.userId}'s current ones (${terms.hash.slice(0, 12)}…): read them again`,
+          );
+      };
       let guardians = record.guardians;
       if (child) {
         if (!arg.acceptorId) throw new HandlerError("GUARDIAN_REQUIRED", `${record.userId} is a child: terms must be accepted by a guardian (acceptorId)`);
@@ -194,19 +204,14 @@ export const user = actor({
         // The acceptance creates the link only when the child has none yet (policy-semantics 5): else only a guardian accepts.
         if (guardians.length > 0 && !guardians.includes(arg.acceptorId))
           throw new HandlerError("NOT_A_GUARDIAN", `${arg.acceptorId} is not a guardian of ${record.userId}`);
+        checkVersionShown();
         // Idempotent, and repairs a link one side lost. Guardians' handlers never call a child's exclusive ones: no cycle.
         await ctx.actors.ref(user, arg.acceptorId).linkChild(record.userId, { timeoutMs: ctx.remainingMs() });
         if (!guardians.includes(arg.acceptorId)) guardians = [...guardians, arg.acceptorId];
       } else if (arg.acceptorId && arg.acceptorId !== record.userId) {
         throw new HandlerError("GUARDIAN_INVALID", `${record.userId} is not a child: they accept their own terms`);
       }
-      const terms = termsFor(compiled, record, now);
-      // Acceptance is of a version of the terms (policy-semantics 2): the version the user was shown, when the caller names it.
-      if (arg.termsHash !== undefined && arg.termsHash !== terms.hash)
-        throw new HandlerError(
-          "TERMS_CHANGED",
-          `the terms shown (${arg.termsHash.slice(0, 12)}…) are no longer ${record.userId}'s current ones (${terms.hash.slice(0, 12)}…): read them again`,
-        );
+      checkVersionShown();
       const acceptance = { termsHash: terms.hash, grants: terms.grants, acceptedAt: now.toISOString(), ...(child ? { acceptorId: arg.acceptorId } : {}) };
       ctx.setState({ ...record, guardians, acceptance });
       return { termsHash: terms.hash, revision: compiled.revision, acceptedAt: acceptance.acceptedAt, acceptorId: acceptance.acceptorId ?? null };

@@ -89,6 +89,13 @@ describe("/user and /decision over HTTP, two nodes", () => {
     const alone = await call(a, "PUT", "/user/terms?userId=kid");
     assert.equal(alone.status, 403);
     assert.equal(alone.body.error.code, "ERR_USER_GUARDIAN_REQUIRED");
+    // A refused acceptance changes nothing on either side: a stale termsHash from an acceptor left the acceptor's record
+    // naming the child among their children (the link was made before the version was checked).
+    const staleForKid = await call(b, "PUT", `/user/terms?userId=kid&acceptorId=carol&termsHash=${stale}`);
+    assert.equal(staleForKid.status, 409);
+    assert.equal(staleForKid.body.error.code, "ERR_USER_TERMS_CHANGED");
+    assert.deepEqual((await call(a, "GET", "/user/carol")).body.children, [], "the refused acceptor is linked to no child");
+    assert.deepEqual((await call(a, "GET", "/user/kid")).body.guardians, []);
     assert.equal((await call(a, "PUT", "/user/terms?userId=kid&acceptorId=alice")).status, 200);
     assert.deepEqual((await call(b, "GET", "/user/kid")).body.guardians, ["alice"]);
     assert.equal((await call(a, "PUT", "/user", { userId: "bob", contractualRelationship: { purposeId: "reseller", termsId: "reseller-2026" } })).status, 200);
