@@ -106,6 +106,27 @@ function socketOf(request: ClientRequest): Promise<Socket> {
 }
 
 /**
+ * A kept-alive connection the backend closed under a request before any answer, where mayResend
+ * allows the request to be sent again: while the connection's audit record for a new identity was
+ * being stored (nothing written, safe for any method), or as a GET or HEAD was written on it.
+ */
+export class ClosedIdle extends Error {}
+
+/** How many times one request is sent again after ClosedIdle (each time on another connection). */
+const maxResends = 3;
+
+/** Runs `attempt`, and again (at most maxResends times) while it fails with ClosedIdle and `goOn()` allows. */
+export async function withResends<T>(attempt: () => Promise<T>, goOn: () => boolean = () => true): Promise<T> {
+  for (let resends = 0; ; resends++)
+    try {
+      return await attempt();
+    } catch (error) {
+      if (error instanceof ClosedIdle && resends < maxResends && goOn()) continue;
+      throw error;
+    }
+}
+
+/**
  * Whether a request that failed before its answer may be sent again on another connection: the
  * kept-alive connection it was given was closed under it (as backends close idle ones), and
  * nothing of it had been written or it is a GET or HEAD (RFC 9112 9.3.1.1); never when its

@@ -1,7 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Readable } from "node:stream";
-import { ConnectionNotAudited, mayResend, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
+import { ClosedIdle, ConnectionNotAudited, mayResend, withResends, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
 import { FhirError } from "./fhir-error";
 import { contentDecoder, decodedCodings } from "../../http/content-coding";
 
@@ -31,17 +31,6 @@ export function normalizedBase(endpoint: string): string {
 
 /** The request took longer than the backend's time limit (headers and body). */
 class BackendTimeout extends Error {}
-
-/**
- * A kept-alive connection the backend closed as idle under a request, before any answer: while the
- * connection's audit record for a new identity was being stored (nothing of the request written,
- * so safe for any method), or as a GET was written on it (RFC 9112 9.3.1.1: an idempotent request
- * may be sent again). The request is sent again, on another connection.
- */
-class ClosedIdle extends Error {}
-
-/** How many times one request is sent again after ClosedIdle (each time on another connection). */
-const maxResends = 3;
 
 /**
  * The body of an answer as JSON bytes: the export asks for `identity`, but a server (or a proxy in
@@ -78,14 +67,11 @@ export class FhirBackend {
 
   async send(method: string, pathAndQuery: string, headers: Record<string, string>, identity: BackendIdentity, body?: Buffer): Promise<BackendAnswer> {
     let answer: { response: IncomingMessage; text: string };
-    for (let resends = 0; ; resends++)
-      try {
-        answer = await this.exchange(method, new URL(pathAndQuery, this.base), headers, identity, body);
-        break;
-      } catch (error) {
-        if (error instanceof ClosedIdle && resends < maxResends) continue;
-        throw backendFailure(error);
-      }
+    try {
+      answer = await withResends(() => this.exchange(method, new URL(pathAndQuery, this.base), headers, identity, body));
+    } catch (error) {
+      throw backendFailure(error);
+    }
     const { response, text } = answer;
     const status = response.statusCode ?? 502;
     if (status >= 300 && status < 400) throw new FhirError(502, "exception", "the FHIR server answered with a redirect, which this export does not follow");

@@ -5,14 +5,8 @@ import { Hash } from "@smithy/hash-node";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { ObjectstoreCredentials } from "../../actors/export/export-actor";
 import { uriEncode } from "../../auth/cloud-signature";
-import { ConnectionNotAudited, mayResend, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
+import { ClosedIdle, ConnectionNotAudited, mayResend, withResends, type BackendConnections, type BackendIdentity } from "../../exports/backend-connections";
 import { S3Error } from "./s3-errors";
-
-/** Times a request is sent again on another connection when the store closed a kept-alive one under it. */
-const maxResends = 3;
-
-/** The store closed a kept-alive connection before answering a request that may be sent again. */
-class ClosedIdle extends Error {}
 
 /** What the client is answered when a request to the store failed before its answer. */
 function storeFailure(error: unknown): S3Error {
@@ -76,8 +70,8 @@ export class ObjectStore {
 
   /**
    * Sends the request; resolves with the store's response once its headers have arrived (any
-   * status). A kept-alive connection the store closes under the request is replaced (at most
-   * `maxResends` times) when nothing of the request was written, or when it is a GET or HEAD
+   * status). A kept-alive connection the store closes under the request is replaced (withResends)
+   * when nothing of the request was written, or when it is a GET or HEAD
    * (RFC 9112 9.3.1.1); a write whose body went out is not sent again.
    */
   async send(request: StoreRequest): Promise<IncomingMessage> {
@@ -93,13 +87,14 @@ export class ObjectStore {
       .map(([name, value]) => `${uriEncode(name)}=${uriEncode(value)}`)
       .join("&");
     const path = search ? `${request.path}?${search}` : request.path;
-    for (let resends = 0; ; resends++)
-      try {
-        return await this.exchange(request, path, signed);
-      } catch (error) {
-        if (error instanceof ClosedIdle && resends < maxResends && !request.signal.aborted) continue;
-        throw storeFailure(error);
-      }
+    try {
+      return await withResends(
+        () => this.exchange(request, path, signed),
+        () => !request.signal.aborted,
+      );
+    } catch (error) {
+      throw storeFailure(error);
+    }
   }
 
   /** One try: the request written once its connection is on record; its answer's headers. */
