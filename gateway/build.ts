@@ -23,6 +23,8 @@ import { exportRoutes } from "./export-routes";
 import { redactRoutes } from "./redact-routes";
 import { userRoutes } from "./user-routes";
 import { uiRoutes, uiSecurityHeaders } from "./ui-routes";
+import { rootPaths, type GatewayDeps, type RootPath } from "./types";
+import { version } from "./version";
 
 /**
  * On every answer (the UI files and the API browser set their own caching over it): API answers hold
@@ -30,8 +32,6 @@ import { uiRoutes, uiSecurityHeaders } from "./ui-routes";
  * type than it says, and no browser or proxy cache keeps one.
  */
 const answerHeaders = { "x-content-type-options": "nosniff", "cache-control": "no-store" } as const;
-import { rootPaths, type GatewayDeps, type RootPath } from "./types";
-import { version } from "./version";
 
 const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
 const defaultBodyLimit = 1024 * 1024;
