@@ -687,10 +687,15 @@ export function parseOne(text: string): Record<string, unknown> | undefined {
  * what the parser read, whatever the two read differently in the client's text.
  */
 function runAsPrinted(statement: Record<string, unknown>): string | undefined {
+  const printed = faithfulPrinting(statement);
+  return printed === undefined || lexicalRefusal(printed) ? undefined : printed;
+}
+
+/** The parser's printing of a statement when it parses back to the very tree it was printed from; undefined otherwise. */
+function faithfulPrinting(statement: Record<string, unknown>): string | undefined {
   const tree = JSON.stringify(statement);
   const printed = printStatement(structuredClone(statement));
-  if (printed === undefined || lexicalRefusal(printed)) return undefined;
-  return JSON.stringify(parseOne(printed)) === tree ? printed : undefined;
+  return printed !== undefined && JSON.stringify(parseOne(printed)) === tree ? printed : undefined;
 }
 
 /** The parser's own printing of a tree (undefined when it cannot print it). */
@@ -713,12 +718,11 @@ export function printStatement(ast: Record<string, unknown>): string | undefined
 export function splitStatements(text: string): string[] | undefined {
   try {
     const ast = parser.astify(text, parseOptions);
-    const statements = (Array.isArray(ast) ? ast : [ast]) as Array<Parameters<Parser["sqlify"]>[0]>;
+    const statements = (Array.isArray(ast) ? ast : [ast]) as unknown as Array<Record<string, unknown>>;
     const printed: string[] = [];
     for (const statement of statements) {
-      const tree = JSON.stringify(statement);
-      const printing = parser.sqlify(statement, parseOptions);
-      if ((statement as { type?: unknown }).type !== "select" && JSON.stringify(parseOne(printing)) !== tree) return undefined;
+      const printing = statement.type === "select" ? printStatement(statement) : faithfulPrinting(statement);
+      if (printing === undefined) return undefined;
       printed.push(printing);
     }
     return printed;
