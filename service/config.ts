@@ -420,15 +420,12 @@ function tlsFiles(certFile: string | undefined, keyFile: string | undefined, nam
 }
 
 /**
- * Each CSV job starts this many workers (about 8 MiB each, plus two blocks in flight per worker),
- * and jobs run side by side: the cores, but at most 4 unless set (a 96-core host would otherwise
- * also exceed the setting's range and refuse to start).
- */
-/**
- * One fewer than the cores, at most 4: the event loop moves every byte of a job's document (its
- * reads, blocks, messages, output), so it is the pipeline's other thread. Measured on two cores
+ * Each CSV job starts this many workers (about 8 MiB each, plus two blocks in flight per worker).
+ * One fewer than the cores: the event loop moves every byte of a job's document (its reads,
+ * blocks, messages, output), so it is the pipeline's other thread. Measured on two cores
  * (bench/RESULTS.md, "Session of 2026-11-29 (fourth)"): one worker as fast as two or faster, and
- * 20-35 MiB less peak RSS. One core: none.
+ * 20-35 MiB less peak RSS. One core: none. At most 4 unless set, as jobs run side by side (a
+ * 96-core host would otherwise also exceed the setting's range and refuse to start).
  */
 function defaultRedactionThreads(): number {
   return Math.min(Math.max(availableParallelism() - 1, 0), 4);
