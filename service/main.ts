@@ -14,15 +14,11 @@ async function main(): Promise<void> {
   }
   const config = loadConfig(argv, process.env);
   const logger = createLogger(config.nodeId, config.logLevel, config.logFormat);
-  const node = await startServiceNode(config, logger);
-  let signals = 0;
-  const shutdown = (signal: NodeJS.Signals) => {
-    if (++signals > 1) {
-      logger.warn({ signal }, "second signal: exiting without a clean hand-over");
-      process.exit(1);
-    }
+  let node: Awaited<ReturnType<typeof startServiceNode>> | undefined;
+  let signalled: NodeJS.Signals | undefined;
+  const stop = (signal: NodeJS.Signals) => {
     logger.info({ signal }, "stopping: draining in-flight calls and handing actors over");
-    node.stop().then(
+    node!.stop().then(
       () => process.exit(0),
       (error: unknown) => {
         logger.error({ err: error }, "clean stop failed");
@@ -30,8 +26,21 @@ async function main(): Promise<void> {
       },
     );
   };
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (signalled !== undefined) {
+      logger.warn({ signal }, "second signal: exiting without a clean hand-over");
+      process.exit(1);
+    }
+    signalled = signal;
+    if (node) stop(signal);
+  };
+  // Before the start: once "node ready to serve" is logged, a signal is this handler's, never the default action (which killed
+  // a node that a supervisor signalled right after reading that line, before handlers installed after the start existed).
   process.on("SIGTERM", shutdown);
   process.on("SIGINT", shutdown);
+  node = await startServiceNode(config, logger);
+  // A signal that came during the start stops the node once it has started.
+  if (signalled !== undefined) stop(signalled);
 }
 
 main().catch((error: unknown) => {

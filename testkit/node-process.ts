@@ -168,7 +168,7 @@ export class NodeProcess {
     process.kill(-this.child.pid!, signal);
   }
 
-  /** Resolves once a log line matches (false if the node exited or timeoutMs passed first). /readyz answers before the start's last audits and its signal handlers: wait for "node ready to serve" before signalling. */
+  /** Resolves once a log line matches (false if the node exited or timeoutMs passed first). /readyz answers before the start's last audits: wait for "node ready to serve" before signalling a node whose drain a test checks (a signal earlier stops it once started). */
   async waitLogged(pattern: RegExp, timeoutMs = 10_000): Promise<boolean> {
     const until = Date.now() + timeoutMs;
     while (!this.logged(pattern)) {

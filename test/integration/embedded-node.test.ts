@@ -193,6 +193,49 @@ test("Ctrl-C at a terminal (SIGINT to the whole process group) drains the node a
   assert.ok(!isRunning(natsPid), "the embedded nats-server stopped with the node");
 });
 
+test("a signal during the start stops the node cleanly once it has started, never by the default action", async () => {
+  // A supervisor may signal as soon as the node says it is ready (or earlier): the handlers are there from before the start.
+  const dataDir = tempDir("signal-at-start");
+  const { NATS_URL: _ignored, ...env } = process.env;
+  const child = spawn(process.execPath, [mainScript], {
+    env: {
+      ...env,
+      PORT: String(await freePort()),
+      NATS_PORT: String(await freePort()),
+      NODE_ID: "signal-at-start",
+      DATA_DIR: dataDir,
+      LOG_LEVEL: "debug",
+      REDACT_STORAGE_MAX_BYTES: String(2 * 1024 ** 3),
+      REDACT_MAX_DOCUMENT_BYTES: String(1024 ** 3),
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: string[] = [];
+  let signalled = false;
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+  const killer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  for (const stream of [child.stdout!, child.stderr!])
+    stream.on("data", (chunk: Buffer) => {
+      lines.push(...chunk.toString("utf8").split("\n").filter(Boolean));
+      // At its first line the node is still starting (nothing listens yet).
+      if (!signalled) {
+        signalled = true;
+        child.kill("SIGTERM");
+      }
+    });
+  const { code, signal } = await exited;
+  clearTimeout(killer);
+  const log = lines.join("\n");
+  assert.deepEqual({ code, signal }, { code: 0, signal: null }, `the node exits 0 after its start, not killed by the signal:\n${log.slice(-2000)}`);
+  assert.ok(!log.includes("node ready to serve") || log.indexOf("node ready to serve") < log.indexOf("stopping: draining"));
+  assert.match(log, /"signal":"SIGTERM".*stopping: draining/);
+  assert.match(log, /node stopped/);
+  const pidFile = join(dataDir, "nats", "nats-server.pid");
+  if (existsSync(pidFile)) assert.ok(!isRunning(Number(readFileSync(pidFile, "utf8"))), "its nats-server stopped with it");
+});
+
 test("--help and --version answer and exit 0 without starting anything", () => {
   const { NATS_URL: _ignored, ...env } = process.env;
   const help = spawnSync(process.execPath, [mainScript, "--port", "not-a-port", "--help"], { env, encoding: "utf8", timeout: 10_000 });
